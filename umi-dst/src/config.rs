@@ -1,0 +1,163 @@
+//! SimConfig: everything that, with the seed, decides a simulated run.
+
+use std::time::Duration;
+
+use crate::constants::{
+    FAULT_CONFIGS_MAX, SIM_EPOCH_UNIX_MS_DEFAULT, SIM_STEPS_MAX_DEFAULT, SIM_STEPS_MAX_LIMIT,
+    SIM_TIME_MAX_DEFAULT, TRACE_TAIL_EVENTS_DEFAULT, TRACE_TAIL_EVENTS_MAX,
+};
+use crate::fault::{FaultConfig, FaultConfigError, FaultKind, InjectionId};
+
+/// A setting that cannot work, named with its value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimConfigError {
+    /// `steps_max` is zero or above `SIM_STEPS_MAX_LIMIT`.
+    #[error("steps_max {value} is outside 1..={limit}")]
+    StepsMax {
+        /// The rejected value.
+        value: u64,
+        /// `SIM_STEPS_MAX_LIMIT`.
+        limit: u64,
+    },
+    /// `sim_time_max` is zero.
+    #[error("sim_time_max must be positive")]
+    SimTimeMaxZero,
+    /// The trace tail is larger than `TRACE_TAIL_EVENTS_MAX`.
+    #[error("trace_tail_events {value} exceeds {limit}")]
+    TraceTail {
+        /// The rejected value.
+        value: usize,
+        /// `TRACE_TAIL_EVENTS_MAX`.
+        limit: usize,
+    },
+    /// A fault config is invalid.
+    #[error(transparent)]
+    Fault(#[from] FaultConfigError),
+}
+
+/// The settings of a simulated run. Build with [`SimConfig::new`] and the `with_*`
+/// methods; [`SimConfig::validate`] checks the limits (the runner calls it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    /// The seed every random choice derives from.
+    pub seed: u64,
+    /// Steps (environment calls and trace events) before a liveness failure.
+    pub steps_max: u64,
+    /// Simulated time before a liveness failure.
+    pub sim_time_max: Duration,
+    /// Faults in force (swarm mode adds its own draws to these).
+    pub faults: Vec<FaultConfig>,
+    /// Fault kinds swarm mode chooses among; empty means swarm mode is off.
+    pub swarm: Vec<FaultKind>,
+    /// Injections to switch off (schedule minimization).
+    pub suppressed: Vec<InjectionId>,
+    /// What the simulated wall clock reads at time zero, in ms since the Unix epoch.
+    pub epoch_unix_ms: u64,
+    /// Trace events kept for the failure report.
+    pub trace_tail_events: usize,
+    /// Keep every trace event (replays and determinism checks).
+    pub trace_full: bool,
+}
+
+impl SimConfig {
+    /// Defaults for seed `seed`: no faults, a day of simulated time, a million steps.
+    pub fn new(seed: u64) -> Self {
+        Self {
+            seed,
+            steps_max: SIM_STEPS_MAX_DEFAULT,
+            sim_time_max: SIM_TIME_MAX_DEFAULT,
+            faults: Vec::new(),
+            swarm: Vec::new(),
+            suppressed: Vec::new(),
+            epoch_unix_ms: SIM_EPOCH_UNIX_MS_DEFAULT,
+            trace_tail_events: TRACE_TAIL_EVENTS_DEFAULT,
+            trace_full: false,
+        }
+    }
+
+    /// The same settings for another seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Adds a fault.
+    pub fn with_fault(mut self, fault: FaultConfig) -> Self {
+        self.faults.push(fault);
+        self
+    }
+
+    /// Turns swarm mode on over `kinds`.
+    pub fn with_swarm(mut self, kinds: &[FaultKind]) -> Self {
+        self.swarm = kinds.to_vec();
+        self
+    }
+
+    /// Sets the step bound.
+    pub fn with_steps_max(mut self, steps_max: u64) -> Self {
+        self.steps_max = steps_max;
+        self
+    }
+
+    /// Sets the simulated-time bound.
+    pub fn with_sim_time_max(mut self, sim_time_max: Duration) -> Self {
+        self.sim_time_max = sim_time_max;
+        self
+    }
+
+    /// Sets the simulated wall clock's reading at time zero.
+    pub fn with_epoch_unix_ms(mut self, epoch_unix_ms: u64) -> Self {
+        self.epoch_unix_ms = epoch_unix_ms;
+        self
+    }
+
+    /// Checks every limit; the error names the offending value.
+    pub fn validate(&self) -> Result<(), SimConfigError> {
+        if self.steps_max == 0 || self.steps_max > SIM_STEPS_MAX_LIMIT {
+            return Err(SimConfigError::StepsMax {
+                value: self.steps_max,
+                limit: SIM_STEPS_MAX_LIMIT,
+            });
+        }
+        if self.sim_time_max.is_zero() {
+            return Err(SimConfigError::SimTimeMaxZero);
+        }
+        if self.trace_tail_events > TRACE_TAIL_EVENTS_MAX {
+            return Err(SimConfigError::TraceTail {
+                value: self.trace_tail_events,
+                limit: TRACE_TAIL_EVENTS_MAX,
+            });
+        }
+        let fault_count = self.faults.len() + self.swarm.len();
+        if fault_count > FAULT_CONFIGS_MAX {
+            return Err(FaultConfigError::TooMany {
+                count: fault_count,
+                limit: FAULT_CONFIGS_MAX,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_limits_are_checked() {
+        assert_eq!(SimConfig::new(1).validate(), Ok(()));
+        let zero = SimConfig::new(1).with_steps_max(0).validate().unwrap_err();
+        assert!(zero.to_string().contains("steps_max 0"), "{zero}");
+        assert!(
+            SimConfig::new(1)
+                .with_sim_time_max(Duration::ZERO)
+                .validate()
+                .is_err()
+        );
+        let many = (0..=FAULT_CONFIGS_MAX).fold(SimConfig::new(1), |c, _| {
+            c.with_fault(FaultConfig::always(FaultKind::ClockJump))
+        });
+        assert!(matches!(many.validate(), Err(SimConfigError::Fault(_))));
+    }
+}

@@ -1,0 +1,73 @@
+//! Every limit in the harness, in one place, named with the unit last.
+//!
+//! A simulation must end: each loop, buffer and run has a bound here, and the `const`
+//! assertions at the bottom check how the bounds relate.
+
+use std::time::Duration;
+
+/// Steps (environment calls and trace events) one seed may take before the run is
+/// stopped as a liveness failure. Generous: the scenarios use a few thousand.
+pub const SIM_STEPS_MAX_DEFAULT: u64 = 1_000_000;
+
+/// Hard ceiling on a configured step limit.
+pub const SIM_STEPS_MAX_LIMIT: u64 = 100_000_000;
+
+/// Simulated time one seed may cover before it is stopped as a liveness failure. A day:
+/// agent code that needs more simulated time than that to finish is stuck.
+pub const SIM_TIME_MAX_DEFAULT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Simulated wall-clock epoch, 2024-01-01T00:00:00Z, so timestamps are the same on every
+/// replay.
+pub const SIM_EPOCH_UNIX_MS_DEFAULT: u64 = 1_704_067_200_000;
+
+/// Trace events kept in memory for the failure report (the hash covers all of them).
+pub const TRACE_TAIL_EVENTS_DEFAULT: usize = 40;
+
+/// Upper bound on the kept tail.
+pub const TRACE_TAIL_EVENTS_MAX: usize = 10_000;
+
+/// Events a fully recorded trace (replays, determinism checks) may hold.
+pub const TRACE_EVENTS_FULL_MAX: usize = 2_000_000;
+
+/// Bytes of one event's detail kept and hashed; longer details are cut at a character
+/// boundary and marked.
+pub const TRACE_DETAIL_BYTES_MAX: usize = 512;
+
+/// Fault configurations one simulation may carry.
+pub const FAULT_CONFIGS_MAX: usize = 64;
+
+/// Injections remembered (in order) for reports and schedule minimization.
+pub const FAULT_SCHEDULE_ENTRIES_MAX: usize = 100_000;
+
+/// Lowest per-operation probability swarm mode draws for a fault kind it switches on.
+pub const SWARM_PROBABILITY_MIN: f64 = 0.002;
+
+/// Highest per-operation probability swarm mode draws.
+pub const SWARM_PROBABILITY_MAX: f64 = 0.3;
+
+/// Largest wall-clock jump (either direction) one `clock.jump` fault applies, in ms.
+pub const CLOCK_JUMP_MS_MAX: u64 = 60 * 60 * 1000;
+
+/// Seeds a run without `DST_SEED` covers by default.
+pub const DEFAULT_SEED_COUNT: u64 = 8;
+
+/// The first seed of the default set (documented in the README, so a plain `cargo test`
+/// is reproducible anywhere).
+pub const DEFAULT_SEED_START: u64 = 1;
+
+/// Seeds one `Simulation::run` may cover (`DST_SEEDS` is checked against it).
+pub const SEEDS_PER_RUN_MAX: u64 = 10_000_000;
+
+/// Lines a seed corpus file may hold.
+pub const CORPUS_LINES_MAX: usize = 100_000;
+
+/// Bytes of a corpus line's comment.
+pub const CORPUS_COMMENT_BYTES_MAX: usize = 200;
+
+const _: () = assert!(SIM_STEPS_MAX_DEFAULT <= SIM_STEPS_MAX_LIMIT);
+const _: () = assert!(TRACE_TAIL_EVENTS_DEFAULT <= TRACE_TAIL_EVENTS_MAX);
+const _: () = assert!(TRACE_TAIL_EVENTS_MAX <= TRACE_EVENTS_FULL_MAX);
+const _: () = assert!(SWARM_PROBABILITY_MIN > 0.0 && SWARM_PROBABILITY_MIN < SWARM_PROBABILITY_MAX);
+const _: () = assert!(SWARM_PROBABILITY_MAX <= 1.0);
+const _: () = assert!(DEFAULT_SEED_COUNT >= 1 && DEFAULT_SEED_COUNT <= SEEDS_PER_RUN_MAX);
+const _: () = assert!(CORPUS_COMMENT_BYTES_MAX < TRACE_DETAIL_BYTES_MAX);

@@ -1,0 +1,347 @@
+//! The seed corpus: seeds that once failed, kept in `seeds/<name>.seeds` and replayed by
+//! every `cargo test`.
+//!
+//! The format is a line per seed with an optional comment, so the file is its own
+//! changelog (docs/adr/0003-seed-corpus.md):
+//!
+//! ```text
+//! # seeds that broke memory_no_data_loss
+//! 12345  # correctness: lost write after storage.write_fail
+//! 0x2a   # liveness: retry loop without backoff
+//! ```
+//!
+//! Loading names the file and line of anything it cannot read. Appending is atomic and
+//! idempotent: the new file is written beside the old, synced, and renamed over it under
+//! an exclusive lock, so a process killed mid-write leaves the old file or the new one,
+//! never a torn one, and a seed already present is not added twice.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::constants::{CORPUS_COMMENT_BYTES_MAX, CORPUS_LINES_MAX};
+use crate::simulation::settings::parse_seed;
+
+/// A seed corpus file that cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    /// A line that is not a seed.
+    #[error("{path}:{line}: {reason}: {text:?}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line number.
+        line: usize,
+        /// The line's text.
+        text: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The file has more lines than `CORPUS_LINES_MAX`.
+    #[error("{path}: more than {limit} lines")]
+    TooLong {
+        /// The file.
+        path: PathBuf,
+        /// `CORPUS_LINES_MAX`.
+        limit: usize,
+    },
+    /// A name that cannot be a corpus file name.
+    #[error("{name:?} is not a corpus name (use letters, digits, '_' and '-')")]
+    BadName {
+        /// The rejected name.
+        name: String,
+    },
+    /// The file system refused.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+/// One seed in a corpus.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorpusEntry {
+    /// The seed.
+    pub seed: u64,
+    /// The comment after `#`, if any.
+    pub comment: Option<String>,
+    /// The 1-based line it is on.
+    pub line: usize,
+}
+
+/// Whether [`SeedCorpus::append`] added the seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendOutcome {
+    /// The seed is new and was written.
+    Added,
+    /// The seed was already in the file; nothing changed.
+    AlreadyPresent,
+}
+
+/// The seeds of one corpus file, in file order, without duplicates.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SeedCorpus {
+    entries: Vec<CorpusEntry>,
+}
+
+impl SeedCorpus {
+    /// Loads `path`; a missing file is an empty corpus.
+    pub fn load(path: &Path) -> Result<Self, CorpusError> {
+        match fs::read_to_string(path) {
+            Ok(text) => Self::parse(path, &text),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(source) => Err(CorpusError::Io {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// Parses corpus text; `path` is only used in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, CorpusError> {
+        let mut entries: Vec<CorpusEntry> = Vec::new();
+        for (index, raw) in text.lines().enumerate() {
+            let line = index + 1;
+            if line > CORPUS_LINES_MAX {
+                return Err(CorpusError::TooLong {
+                    path: path.to_owned(),
+                    limit: CORPUS_LINES_MAX,
+                });
+            }
+            let (seed_text, comment) = match raw.split_once('#') {
+                Some((seed, comment)) => (seed.trim(), Some(comment.trim())),
+                None => (raw.trim(), None),
+            };
+            if seed_text.is_empty() {
+                continue;
+            }
+            let seed = parse_seed(seed_text).map_err(|reason| CorpusError::Parse {
+                path: path.to_owned(),
+                line,
+                text: raw.to_owned(),
+                reason,
+            })?;
+            if entries.iter().any(|entry| entry.seed == seed) {
+                continue;
+            }
+            let comment = comment.filter(|c| !c.is_empty()).map(str::to_owned);
+            entries.push(CorpusEntry {
+                seed,
+                comment,
+                line,
+            });
+        }
+        Ok(Self { entries })
+    }
+
+    /// The entries, in file order.
+    pub fn entries(&self) -> &[CorpusEntry] {
+        &self.entries
+    }
+
+    /// The seeds, in file order.
+    pub fn seeds(&self) -> Vec<u64> {
+        self.entries.iter().map(|entry| entry.seed).collect()
+    }
+
+    /// Whether `seed` is in the corpus.
+    pub fn contains(&self, seed: u64) -> bool {
+        self.entries.iter().any(|entry| entry.seed == seed)
+    }
+
+    /// Adds `seed` with `comment` to the file at `path`, atomically and only if absent.
+    /// A corrupt existing file is an error and is left untouched.
+    pub fn append(path: &Path, seed: u64, comment: &str) -> Result<AppendOutcome, CorpusError> {
+        let io = |source| CorpusError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(io)?;
+        }
+        let lock_path = sibling(path, ".lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io)?;
+        lock.lock().map_err(io)?;
+
+        let existing = match fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(source) => return Err(io(source)),
+        };
+        if Self::parse(path, &existing)?.contains(seed) {
+            return Ok(AppendOutcome::AlreadyPresent);
+        }
+        let mut text = existing;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format_line(seed, comment));
+
+        let temp_path = sibling(path, &format!(".tmp-{}", std::process::id()));
+        let mut temp = File::create(&temp_path).map_err(io)?;
+        temp.write_all(text.as_bytes()).map_err(io)?;
+        temp.sync_all().map_err(io)?;
+        drop(temp);
+        fs::rename(&temp_path, path).map_err(io)?;
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            // Make the rename itself durable; not every platform can open a directory.
+            if let Ok(dir) = File::open(dir) {
+                let _ = dir.sync_all();
+            }
+        }
+        drop(lock);
+        Ok(AppendOutcome::Added)
+    }
+}
+
+/// One corpus line: the seed, two spaces, and the comment (one line, bounded).
+pub fn format_line(seed: u64, comment: &str) -> String {
+    let mut comment: String = comment
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if comment.len() > CORPUS_COMMENT_BYTES_MAX {
+        let mut end = CORPUS_COMMENT_BYTES_MAX;
+        while !comment.is_char_boundary(end) {
+            end -= 1;
+        }
+        comment.truncate(end);
+    }
+    let comment = comment.trim();
+    if comment.is_empty() {
+        format!("{seed}\n")
+    } else {
+        format!("{seed}  # {comment}\n")
+    }
+}
+
+/// `dir/<name>.seeds`, for a name made of letters, digits, `_` and `-`.
+pub fn corpus_path(dir: &Path, name: &str) -> Result<PathBuf, CorpusError> {
+    let valid = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !valid {
+        return Err(CorpusError::BadName {
+            name: name.to_owned(),
+        });
+    }
+    Ok(dir.join(format!("{name}.seeds")))
+}
+
+/// The workspace's `seeds/` directory: the nearest ancestor of `start` with a
+/// `Cargo.toml` declaring `[workspace]` and a `seeds` directory.
+pub fn find_seeds_dir(start: &Path) -> Option<PathBuf> {
+    start.ancestors().find_map(|dir| {
+        let manifest = fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+        let seeds = dir.join("seeds");
+        (manifest.contains("[workspace]") && seeds.is_dir()).then_some(seeds)
+    })
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(suffix);
+    path.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("umi-corpus-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn parses_seeds_comments_and_blank_lines() {
+        let text = "# header\n\n12345  # correctness: lost write\n0x2a\n12345 # again\n";
+        let corpus = SeedCorpus::parse(Path::new("x.seeds"), text).unwrap();
+        assert_eq!(corpus.seeds(), [12345, 42]);
+        assert_eq!(
+            corpus.entries()[0].comment.as_deref(),
+            Some("correctness: lost write")
+        );
+        assert_eq!(corpus.entries()[1].line, 4);
+    }
+
+    #[test]
+    fn a_bad_line_is_named_by_path_and_line() {
+        let error =
+            SeedCorpus::parse(Path::new("seeds/demo.seeds"), "1\n2\nseven # x\n").unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.starts_with("seeds/demo.seeds:3: is not a seed"),
+            "{message}"
+        );
+        assert!(message.contains("seven"));
+    }
+
+    #[test]
+    fn append_adds_once_and_keeps_existing_lines() {
+        let dir = temp_dir("append");
+        let path = corpus_path(&dir, "demo").unwrap();
+        fs::write(&path, "# kept\n7  # old").unwrap();
+        assert_eq!(
+            SeedCorpus::append(&path, 9, "crash: boom\nsecond line").unwrap(),
+            AppendOutcome::Added
+        );
+        assert_eq!(
+            SeedCorpus::append(&path, 9, "again").unwrap(),
+            AppendOutcome::AlreadyPresent
+        );
+        assert_eq!(
+            SeedCorpus::append(&path, 7, "again").unwrap(),
+            AppendOutcome::AlreadyPresent
+        );
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "# kept\n7  # old\n9  # crash: boom second line\n");
+        assert_eq!(SeedCorpus::load(&path).unwrap().seeds(), [7, 9]);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn append_refuses_to_touch_a_corrupt_file() {
+        let dir = temp_dir("corrupt");
+        let path = dir.join("bad.seeds");
+        fs::write(&path, "1\nnot-a-seed\n").unwrap();
+        assert!(matches!(
+            SeedCorpus::append(&path, 2, ""),
+            Err(CorpusError::Parse { line: 2, .. })
+        ));
+        assert_eq!(fs::read_to_string(&path).unwrap(), "1\nnot-a-seed\n");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn missing_file_is_empty_and_names_are_checked() {
+        assert_eq!(
+            SeedCorpus::load(Path::new("/nonexistent/x.seeds")).unwrap(),
+            SeedCorpus::default()
+        );
+        assert!(corpus_path(Path::new("seeds"), "../etc").is_err());
+        assert!(corpus_path(Path::new("seeds"), "memory_no_data_loss").is_ok());
+    }
+
+    #[test]
+    fn comments_are_one_bounded_line() {
+        let line = format_line(1, &"x".repeat(1000));
+        assert!(line.len() <= CORPUS_COMMENT_BYTES_MAX + 8);
+        assert_eq!(line.matches('\n').count(), 1);
+        assert_eq!(format_line(5, "  "), "5\n");
+    }
+}

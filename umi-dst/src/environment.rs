@@ -1,0 +1,342 @@
+//! SimEnvironment: the simulated [`Environment`], and the handle to everything a
+//! simulated run owns (clock, RNG streams, fault injector, trace).
+//!
+//! umi-core code sees only the `Environment` trait (through [`SimEnvironment::env`]);
+//! simulators and tests see the rest. Every `Environment` call counts as a step, and a
+//! run that takes more than `steps_max` steps is stopped as a liveness failure, so a
+//! livelock that never sleeps still ends.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use umi_core::env::{Env, Environment};
+
+use crate::clock::SimClock;
+use crate::config::{SimConfig, SimConfigError};
+use crate::constants::CLOCK_JUMP_MS_MAX;
+use crate::fault::swarm::{self, SwarmDraw};
+use crate::fault::{FaultDomain, FaultInjector, FaultKind};
+use crate::rng::DeterministicRng;
+use crate::trace::Trace;
+
+/// The panic payload a run that exceeds its step bound unwinds with. The runner turns it
+/// into a liveness failure.
+#[derive(Debug, Clone, Copy)]
+pub struct StepLimitExceeded {
+    /// The bound that was exceeded.
+    pub steps_max: u64,
+}
+
+/// The environment of one simulated run. Cheap to clone; clones share the run.
+#[derive(Clone)]
+pub struct SimEnvironment {
+    inner: Arc<SimInner>,
+}
+
+struct SimInner {
+    config: SimConfig,
+    clock: SimClock,
+    root: DeterministicRng,
+    streams: Mutex<BTreeMap<String, DeterministicRng>>,
+    faults: Arc<FaultInjector>,
+    trace: Arc<Trace>,
+    swarm: Vec<SwarmDraw>,
+    steps: AtomicU64,
+    step_limit_hit: AtomicBool,
+    clock_faults: bool,
+}
+
+impl SimEnvironment {
+    /// The environment for `config`. Must be called inside the simulation's runtime
+    /// (the Simulation runner does); records the run's settings as its first events.
+    pub fn new(config: &SimConfig) -> Result<Self, SimConfigError> {
+        config.validate()?;
+        let clock = SimClock::new(config.epoch_unix_ms);
+        let root = DeterministicRng::new(config.seed);
+        let trace = Arc::new(Trace::new(
+            clock.clone(),
+            config.trace_tail_events,
+            config.trace_full,
+        ));
+        let swarm = if config.swarm.is_empty() {
+            Vec::new()
+        } else {
+            swarm::draw(&mut root.fork("swarm"), &config.swarm)
+        };
+        let mut faults = config.faults.clone();
+        faults.extend(swarm::configs(&swarm));
+        let injector =
+            FaultInjector::new(faults, &root.fork("faults"), trace.clone(), clock.clone())?;
+        injector.suppress(config.suppressed.iter().copied());
+        let clock_faults = injector.is_configured(FaultKind::ClockJump);
+
+        trace.record(
+            "sim.start",
+            format_args!("seed={} epoch_ms={}", config.seed, config.epoch_unix_ms),
+        );
+        for fault in injector.configs() {
+            trace.record("sim.fault", format_args!("{fault}"));
+        }
+        if !swarm.is_empty() {
+            let drawn: Vec<String> = swarm.iter().map(ToString::to_string).collect();
+            trace.record("sim.swarm", format_args!("{}", drawn.join(" ")));
+        }
+        Ok(Self {
+            inner: Arc::new(SimInner {
+                config: config.clone(),
+                clock,
+                root,
+                streams: Mutex::new(BTreeMap::new()),
+                faults: Arc::new(injector),
+                trace,
+                swarm,
+                steps: AtomicU64::new(0),
+                step_limit_hit: AtomicBool::new(false),
+                clock_faults,
+            }),
+        })
+    }
+
+    /// The run's seed.
+    pub fn seed(&self) -> u64 {
+        self.inner.config.seed
+    }
+
+    /// The run's settings.
+    pub fn config(&self) -> &SimConfig {
+        &self.inner.config
+    }
+
+    /// The simulated clock.
+    pub fn clock(&self) -> &SimClock {
+        &self.inner.clock
+    }
+
+    /// An independent RNG stream for `label`, forked from the run's root. The same label
+    /// gives the same stream: use one label per subsystem (`"llm"`, `"storage"`).
+    pub fn rng(&self, label: &str) -> DeterministicRng {
+        self.inner.root.fork(label)
+    }
+
+    /// The fault injector.
+    pub fn faults(&self) -> &Arc<FaultInjector> {
+        &self.inner.faults
+    }
+
+    /// Asks the injector whether a fault fires on `operation`; counts as a step.
+    pub fn fault(&self, domain: FaultDomain, operation: &str) -> Option<FaultKind> {
+        self.inner.step();
+        self.inner.faults.decide(domain, operation)
+    }
+
+    /// The trace.
+    pub fn trace(&self) -> &Arc<Trace> {
+        &self.inner.trace
+    }
+
+    /// What swarm mode drew for this seed (empty when swarm mode is off).
+    pub fn swarm_draws(&self) -> &[SwarmDraw] {
+        &self.inner.swarm
+    }
+
+    /// Steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.inner.steps.load(Ordering::Relaxed)
+    }
+
+    /// Whether the run went past its step bound.
+    pub fn step_limit_hit(&self) -> bool {
+        self.inner.step_limit_hit.load(Ordering::Relaxed)
+    }
+
+    /// This environment as umi-core's [`Env`], to hand to the code under test.
+    pub fn env(&self) -> Env {
+        self.inner.clone()
+    }
+}
+
+impl SimInner {
+    fn step(&self) {
+        let taken = self.steps.fetch_add(1, Ordering::Relaxed) + 1;
+        if taken > self.config.steps_max && !self.step_limit_hit.swap(true, Ordering::Relaxed) {
+            // Unwind once, out of whatever loop is spinning; later calls return normally
+            // so destructors that record during the unwind cannot double-panic.
+            if !std::thread::panicking() {
+                std::panic::panic_any(StepLimitExceeded {
+                    steps_max: self.config.steps_max,
+                });
+            }
+        }
+    }
+}
+
+impl Environment for SimInner {
+    fn elapsed(&self) -> Duration {
+        self.step();
+        self.clock.now()
+    }
+
+    fn unix_time_ms(&self) -> u64 {
+        self.step();
+        if self.clock_faults
+            && self.faults.decide(FaultDomain::Clock, "clock.read_wall")
+                == Some(FaultKind::ClockJump)
+        {
+            let mut rng = self.root.fork_parts(&[
+                b"clock.jump",
+                &self.steps.load(Ordering::Relaxed).to_le_bytes(),
+            ]);
+            let magnitude = rng.range_inclusive(1, CLOCK_JUMP_MS_MAX);
+            let delta = if rng.bool_with(0.5) {
+                magnitude as i64
+            } else {
+                -(magnitude as i64)
+            };
+            self.clock.jump_wall_clock(delta);
+            self.trace
+                .record("clock.jump", format_args!("{delta:+} ms"));
+        }
+        self.clock.unix_time_ms()
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.step();
+        self.trace
+            .record("sleep", format_args!("{} ms", duration.as_millis()));
+        self.clock.sleep(duration)
+    }
+
+    fn random_u64(&self, stream: &str) -> u64 {
+        self.step();
+        let mut streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(rng) = streams.get_mut(stream) {
+            return rng.next_u64();
+        }
+        let mut rng = self.root.fork_parts(&[b"env", stream.as_bytes()]);
+        let value = rng.next_u64();
+        streams.insert(stream.to_owned(), rng);
+        value
+    }
+
+    fn record(&self, kind: &'static str, detail: fmt::Arguments<'_>) {
+        self.step();
+        self.trace.record(kind, detail);
+    }
+}
+
+impl fmt::Debug for SimInner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimEnvironment")
+            .field("seed", &self.config.seed)
+            .field("now", &self.clock.now())
+            .field("steps", &self.steps.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for SimEnvironment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::FaultConfig;
+    use umi_core::env::EnvironmentExt;
+
+    fn in_runtime<T>(body: impl FnOnce() -> T) -> T {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let _guard = runtime.enter();
+        body()
+    }
+
+    #[test]
+    fn streams_are_independent_of_each_other() {
+        let (alone, interleaved) = in_runtime(|| {
+            let a = SimEnvironment::new(&SimConfig::new(5)).unwrap().env();
+            let alone: Vec<u64> = (0..5).map(|_| a.random_u64("llm")).collect();
+            let b = SimEnvironment::new(&SimConfig::new(5)).unwrap().env();
+            let interleaved: Vec<u64> = (0..5)
+                .map(|_| {
+                    b.random_u64("storage");
+                    b.random_u64("llm")
+                })
+                .collect();
+            (alone, interleaved)
+        });
+        assert_eq!(alone, interleaved);
+    }
+
+    #[test]
+    fn wall_clock_starts_at_the_epoch_and_jumps_under_faults() {
+        in_runtime(|| {
+            let config = SimConfig::new(1).with_epoch_unix_ms(5_000_000);
+            assert_eq!(
+                SimEnvironment::new(&config).unwrap().env().unix_time_ms(),
+                5_000_000
+            );
+            let jumping = config.with_fault(FaultConfig::always(FaultKind::ClockJump));
+            let sim = SimEnvironment::new(&jumping).unwrap();
+            let reading = sim.env().unix_time_ms();
+            assert_ne!(reading, 5_000_000);
+            assert_eq!(sim.clock().wall_offset_ms(), reading as i64 - 5_000_000);
+            assert_eq!(
+                sim.env().elapsed(),
+                Duration::ZERO,
+                "monotonic time never jumps"
+            );
+        });
+    }
+
+    #[test]
+    fn step_bound_unwinds_with_a_liveness_payload() {
+        in_runtime(|| {
+            let sim = SimEnvironment::new(&SimConfig::new(1).with_steps_max(10)).unwrap();
+            let env = sim.env();
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                loop {
+                    env.random_u64("spin");
+                }
+            }));
+            let payload = caught.unwrap_err();
+            assert!(payload.downcast_ref::<StepLimitExceeded>().is_some());
+            assert!(sim.step_limit_hit());
+            env.random_u64("after"); // no second panic
+        });
+    }
+
+    #[test]
+    fn settings_are_the_first_events() {
+        in_runtime(|| {
+            let config = SimConfig::new(3)
+                .with_fault(FaultConfig::new(FaultKind::LlmTimeout, 0.25).unwrap())
+                .with_swarm(&[FaultKind::StorageWriteFail]);
+            let sim = SimEnvironment::new(&SimConfig {
+                trace_full: true,
+                ..config
+            })
+            .unwrap();
+            let kinds: Vec<_> = sim
+                .trace()
+                .events()
+                .unwrap()
+                .iter()
+                .map(|e| e.kind)
+                .collect();
+            assert_eq!(kinds[0], "sim.start");
+            assert!(kinds.contains(&"sim.fault"));
+            assert!(kinds.contains(&"sim.swarm"));
+            assert_eq!(sim.env().random_id("ids").len(), 32);
+        });
+    }
+}

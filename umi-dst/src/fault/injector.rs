@@ -1,0 +1,393 @@
+//! FaultInjector: decides, per operation, whether a fault fires, and keeps the record.
+//!
+//! Each config ("rule") has its own RNG stream forked from the injector's, and draws
+//! exactly one number per operation it matches, eligible or not. So the decision for a
+//! rule's k-th matching operation depends only on the seed, the rule and k: adding a
+//! rule, or one more operation in another domain, never shifts another rule's decisions.
+//!
+//! Injections can be *suppressed* by id (rule, ordinal). A suppressed injection still
+//! consumes its draw and counts toward `max_injections`, so switching one off leaves the
+//! others where they were; schedule minimization (`dst minimize`) relies on that.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use serde::Serialize;
+use umi_core::env::chance;
+
+use super::{FaultConfig, FaultConfigError, FaultDomain, FaultKind};
+use crate::constants::{FAULT_CONFIGS_MAX, FAULT_SCHEDULE_ENTRIES_MAX};
+use crate::rng::DeterministicRng;
+use crate::trace::Trace;
+
+/// Identifies one injection: the rule that fired and the ordinal (1-based) of the
+/// matching operation it fired on. Stable across replays of the same seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct InjectionId {
+    /// Index of the rule in the simulation's fault configs.
+    pub rule: u32,
+    /// Which matching operation of that rule (1-based).
+    pub ordinal: u64,
+}
+
+impl fmt::Display for InjectionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.rule, self.ordinal)
+    }
+}
+
+/// One fault that fired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Injection {
+    /// Which rule and which of its matching operations.
+    pub id: InjectionId,
+    /// The fault kind.
+    pub kind: FaultKind,
+    /// The operation it fired on.
+    pub operation: String,
+    /// Simulated time of the injection, in microseconds.
+    pub at_us: u64,
+}
+
+/// Counters, for reports and for statistical tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FaultStats {
+    /// Injections by fault kind.
+    pub injected_by_kind: BTreeMap<FaultKind, u64>,
+    /// Injections by (fault kind, operation).
+    pub injected_by_operation: BTreeMap<(FaultKind, String), u64>,
+    /// Operations seen, by name (whether or not anything fired).
+    pub operations: BTreeMap<String, u64>,
+    /// Injections that were due but suppressed.
+    pub suppressed: u64,
+}
+
+impl FaultStats {
+    /// Total injections.
+    pub fn injected_total(&self) -> u64 {
+        self.injected_by_kind.values().sum()
+    }
+}
+
+struct Rule {
+    config: FaultConfig,
+    rng: DeterministicRng,
+    matched: u64,
+    fired: u64,
+}
+
+struct State {
+    rules: Vec<Rule>,
+    stats: FaultStats,
+    schedule: Vec<Injection>,
+    suppressed: BTreeSet<InjectionId>,
+}
+
+/// Makes every fault decision of one run. Shared (`Arc`) by the simulators.
+pub struct FaultInjector {
+    state: Mutex<State>,
+    trace: Arc<Trace>,
+    clock: crate::clock::SimClock,
+}
+
+impl FaultInjector {
+    /// An injector for `configs`, drawing from forks of `rng`, recording into `trace`.
+    pub fn new(
+        configs: Vec<FaultConfig>,
+        rng: &DeterministicRng,
+        trace: Arc<Trace>,
+        clock: crate::clock::SimClock,
+    ) -> Result<Self, FaultConfigError> {
+        if configs.len() > FAULT_CONFIGS_MAX {
+            return Err(FaultConfigError::TooMany {
+                count: configs.len(),
+                limit: FAULT_CONFIGS_MAX,
+            });
+        }
+        let rules = configs
+            .into_iter()
+            .enumerate()
+            .map(|(index, config)| Rule {
+                rng: rng.fork(&format!("rule/{index}/{}", config.kind())),
+                config,
+                matched: 0,
+                fired: 0,
+            })
+            .collect();
+        Ok(Self {
+            state: Mutex::new(State {
+                rules,
+                stats: FaultStats::default(),
+                schedule: Vec::new(),
+                suppressed: BTreeSet::new(),
+            }),
+            trace,
+            clock,
+        })
+    }
+
+    /// Switches off the injections with these ids (they still consume their draws).
+    pub fn suppress(&self, ids: impl IntoIterator<Item = InjectionId>) {
+        self.lock().suppressed.extend(ids);
+    }
+
+    /// Decides whether a fault fires on `operation` (a `domain` operation, named
+    /// `"<domain>.<name>"`). Returns the kind that fires, if any; the first matching rule
+    /// in config order wins.
+    pub fn decide(&self, domain: FaultDomain, operation: &str) -> Option<FaultKind> {
+        debug_assert!(
+            operation.len() > domain.name().len()
+                && operation.starts_with(domain.name())
+                && operation.as_bytes()[domain.name().len()] == b'.',
+            "operation {operation:?} is not named in domain {domain}"
+        );
+        let mut state = self.lock();
+        let State {
+            rules,
+            stats,
+            schedule,
+            suppressed,
+        } = &mut *state;
+        match stats.operations.get_mut(operation) {
+            Some(count) => *count += 1,
+            None => {
+                stats.operations.insert(operation.to_owned(), 1);
+            }
+        }
+        let mut chosen: Option<(InjectionId, FaultKind)> = None;
+        for (index, rule) in rules.iter_mut().enumerate() {
+            let config = &rule.config;
+            if !config.enabled()
+                || config.kind().domain() != domain
+                || !config.filter().matches(operation)
+            {
+                continue;
+            }
+            rule.matched += 1;
+            let draw = rule.rng.next_u64();
+            let ordinal = rule.matched;
+            let eligible = ordinal > config.after_operations()
+                && config.at_operation().is_none_or(|at| at == ordinal)
+                && config.max_injections().is_none_or(|max| rule.fired < max);
+            if !eligible || !chance(config.probability(), draw) || chosen.is_some() {
+                continue;
+            }
+            rule.fired += 1;
+            let id = InjectionId {
+                rule: index as u32,
+                ordinal,
+            };
+            if suppressed.contains(&id) {
+                stats.suppressed += 1;
+                continue;
+            }
+            chosen = Some((id, config.kind()));
+        }
+        let (id, kind) = chosen?;
+        *stats.injected_by_kind.entry(kind).or_default() += 1;
+        *stats
+            .injected_by_operation
+            .entry((kind, operation.to_owned()))
+            .or_default() += 1;
+        let at_us = u64::try_from(self.clock.now().as_micros()).unwrap_or(u64::MAX);
+        if schedule.len() < FAULT_SCHEDULE_ENTRIES_MAX {
+            schedule.push(Injection {
+                id,
+                kind,
+                operation: operation.to_owned(),
+                at_us,
+            });
+        }
+        drop(state);
+        self.trace
+            .record("fault", format_args!("{kind} on {operation} (rule {id})"));
+        Some(kind)
+    }
+
+    /// Whether any enabled rule could fire `kind`.
+    pub fn is_configured(&self, kind: FaultKind) -> bool {
+        self.lock()
+            .rules
+            .iter()
+            .any(|rule| rule.config.enabled() && rule.config.kind() == kind)
+    }
+
+    /// The configs in force, in rule order.
+    pub fn configs(&self) -> Vec<FaultConfig> {
+        self.lock()
+            .rules
+            .iter()
+            .map(|rule| rule.config.clone())
+            .collect()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> FaultStats {
+        self.lock().stats.clone()
+    }
+
+    /// Every injection so far, in order (up to `FAULT_SCHEDULE_ENTRIES_MAX`).
+    pub fn schedule(&self) -> Vec<Injection> {
+        self.lock().schedule.clone()
+    }
+
+    /// Simulated time of the last injection, if any fired.
+    pub fn last_injection_at(&self) -> Option<Duration> {
+        self.lock()
+            .schedule
+            .last()
+            .map(|injection| Duration::from_micros(injection.at_us))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl fmt::Debug for FaultInjector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.lock();
+        f.debug_struct("FaultInjector")
+            .field(
+                "rules",
+                &state
+                    .rules
+                    .iter()
+                    .map(|r| r.config.to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .field("injected", &state.stats.injected_total())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SimClock;
+
+    fn with_injector<T>(
+        configs: Vec<FaultConfig>,
+        seed: u64,
+        body: impl FnOnce(&FaultInjector) -> T,
+    ) -> T {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let _guard = runtime.enter();
+        let clock = SimClock::new(0);
+        let trace = Arc::new(Trace::new(clock.clone(), 8, false));
+        let injector =
+            FaultInjector::new(configs, &DeterministicRng::new(seed), trace, clock).unwrap();
+        body(&injector)
+    }
+
+    #[test]
+    fn a_fault_fires_only_in_its_own_domain() {
+        let configs = vec![FaultConfig::always(FaultKind::StorageWriteFail)];
+        with_injector(configs, 1, |injector| {
+            for _ in 0..100 {
+                assert_eq!(injector.decide(FaultDomain::Llm, "llm.complete"), None);
+            }
+            assert_eq!(
+                injector.decide(FaultDomain::Storage, "storage.write"),
+                Some(FaultKind::StorageWriteFail)
+            );
+        });
+    }
+
+    #[test]
+    fn filters_caps_warmup_and_ordinals() {
+        let configs = vec![
+            FaultConfig::always(FaultKind::StorageReadFail)
+                .on_operation("storage.read")
+                .unwrap()
+                .with_after_operations(2)
+                .with_max_injections(2),
+            FaultConfig::always(FaultKind::LlmTimeout)
+                .with_at_operation(3)
+                .unwrap(),
+        ];
+        with_injector(configs, 2, |injector| {
+            let reads: Vec<_> = (0..6)
+                .map(|_| injector.decide(FaultDomain::Storage, "storage.read"))
+                .collect();
+            let hit = Some(FaultKind::StorageReadFail);
+            assert_eq!(reads, [None, None, hit, hit, None, None]);
+            assert_eq!(injector.decide(FaultDomain::Storage, "storage.write"), None);
+            let calls: Vec<_> = (0..5)
+                .map(|_| injector.decide(FaultDomain::Llm, "llm.complete"))
+                .collect();
+            assert_eq!(calls, [None, None, Some(FaultKind::LlmTimeout), None, None]);
+            let stats = injector.stats();
+            assert_eq!(stats.injected_total(), 3);
+            assert_eq!(stats.operations["storage.read"], 6);
+            assert_eq!(injector.schedule().len(), 3);
+        });
+    }
+
+    #[test]
+    fn disabled_configs_never_fire() {
+        let configs = vec![FaultConfig::always(FaultKind::LlmTimeout).with_enabled(false)];
+        with_injector(configs, 3, |injector| {
+            assert!((0..50).all(|_| injector.decide(FaultDomain::Llm, "llm.complete").is_none()));
+            assert!(!injector.is_configured(FaultKind::LlmTimeout));
+        });
+    }
+
+    #[test]
+    fn decisions_do_not_shift_with_other_domains_traffic() {
+        let configs = || {
+            vec![
+                FaultConfig::new(FaultKind::LlmRateLimit, 0.3).unwrap(),
+                FaultConfig::new(FaultKind::StorageWriteFail, 0.3).unwrap(),
+            ]
+        };
+        let llm_only = with_injector(configs(), 9, |injector| {
+            (0..200)
+                .map(|_| injector.decide(FaultDomain::Llm, "llm.complete"))
+                .collect::<Vec<_>>()
+        });
+        let interleaved = with_injector(configs(), 9, |injector| {
+            (0..200)
+                .map(|i| {
+                    for _ in 0..(i % 3) {
+                        injector.decide(FaultDomain::Storage, "storage.write");
+                    }
+                    injector.decide(FaultDomain::Llm, "llm.complete")
+                })
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(llm_only, interleaved);
+    }
+
+    #[test]
+    fn suppressing_one_injection_keeps_the_others() {
+        let configs = || vec![FaultConfig::new(FaultKind::LlmTimeout, 0.2).unwrap()];
+        let full = with_injector(configs(), 4, |injector| {
+            for _ in 0..100 {
+                injector.decide(FaultDomain::Llm, "llm.complete");
+            }
+            injector.schedule()
+        });
+        assert!(
+            full.len() >= 3,
+            "seed 4 injects several faults: {}",
+            full.len()
+        );
+        let dropped = full[1].id;
+        let reduced = with_injector(configs(), 4, |injector| {
+            injector.suppress([dropped]);
+            for _ in 0..100 {
+                injector.decide(FaultDomain::Llm, "llm.complete");
+            }
+            (injector.schedule(), injector.stats().suppressed)
+        });
+        let expected: Vec<_> = full.iter().filter(|i| i.id != dropped).cloned().collect();
+        assert_eq!(reduced, (expected, 1));
+    }
+}

@@ -1,0 +1,195 @@
+//! The fault catalog: every kind of fault the harness can inject, by domain.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Where a fault can happen. A fault fires only on operations of its own domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultDomain {
+    /// Calls to a language model (SimLLM).
+    Llm,
+    /// Reads and writes of durable state (SimStorage).
+    Storage,
+    /// Bytes on the wire between a client and a model server (SimNetwork).
+    Network,
+    /// The wall clock (monotonic time never jumps).
+    Clock,
+}
+
+impl FaultDomain {
+    /// The domain's name, which is also the prefix of its operation names.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Llm => "llm",
+            Self::Storage => "storage",
+            Self::Network => "network",
+            Self::Clock => "clock",
+        }
+    }
+}
+
+impl fmt::Display for FaultDomain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+macro_rules! fault_kinds {
+    ($( $(#[$doc:meta])* $variant:ident => ($domain:ident, $name:literal), )*) => {
+        /// One kind of fault. Its name (`llm.timeout`) is how configs, reports and the
+        /// trace refer to it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum FaultKind {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl FaultKind {
+            /// Every kind, in catalog order.
+            pub const ALL: &'static [FaultKind] = &[ $( FaultKind::$variant, )* ];
+
+            /// The domain whose operations this kind can fire on.
+            pub const fn domain(self) -> FaultDomain {
+                match self { $( FaultKind::$variant => FaultDomain::$domain, )* }
+            }
+
+            /// The kind's dotted name, e.g. `storage.write_fail`.
+            pub const fn name(self) -> &'static str {
+                match self { $( FaultKind::$variant => $name, )* }
+            }
+        }
+    };
+}
+
+fault_kinds! {
+    /// The model does not answer within the caller's deadline (SimLLM stalls in simulated
+    /// time, so the caller's own timeout code fires).
+    LlmTimeout => (Llm, "llm.timeout"),
+    /// HTTP 429 with a Retry-After.
+    LlmRateLimit => (Llm, "llm.rate_limit"),
+    /// The provider rejects the prompt as longer than the context window.
+    LlmContextOverflow => (Llm, "llm.context_overflow"),
+    /// Malformed JSON, valid JSON of the wrong shape, or an empty answer.
+    LlmInvalidResponse => (Llm, "llm.invalid_response"),
+    /// HTTP 5xx: the provider is overloaded or down.
+    LlmServiceUnavailable => (Llm, "llm.service_unavailable"),
+    /// A stream that ends early: an error item, or an end without Done.
+    LlmStreamCut => (Llm, "llm.stream_cut"),
+    /// A write is refused and nothing is stored.
+    StorageWriteFail => (Storage, "storage.write_fail"),
+    /// A read fails.
+    StorageReadFail => (Storage, "storage.read_fail"),
+    /// A delete fails and the record stays.
+    StorageDeleteFail => (Storage, "storage.delete_fail"),
+    /// Stored bytes rot; a checksum must catch it on read.
+    StorageCorruption => (Storage, "storage.corruption"),
+    /// The disk is full: writes fail until space frees.
+    StorageDiskFull => (Storage, "storage.disk_full"),
+    /// The operation succeeds, late (simulated time).
+    StorageLatency => (Storage, "storage.latency"),
+    /// Nothing listens at the endpoint.
+    NetworkConnectionRefused => (Network, "network.connection_refused"),
+    /// The connection drops in the middle of a body.
+    NetworkReset => (Network, "network.reset"),
+    /// The server never answers: a hang past the client's timeout.
+    NetworkTimeout => (Network, "network.timeout"),
+    /// Only part of the body arrives before the connection closes cleanly.
+    NetworkPartialWrite => (Network, "network.partial_write"),
+    /// The first byte comes late, then the rest at normal speed.
+    NetworkSlowFirstByte => (Network, "network.slow_first_byte"),
+    /// The wall clock jumps forwards or backwards (monotonic time does not).
+    ClockJump => (Clock, "clock.jump"),
+}
+
+impl FaultKind {
+    /// The kinds of one domain, in catalog order.
+    pub fn in_domain(domain: FaultDomain) -> impl Iterator<Item = FaultKind> {
+        Self::ALL
+            .iter()
+            .copied()
+            .filter(move |kind| kind.domain() == domain)
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A fault name that is not in the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown fault kind {name:?}; known kinds: {}", known_names())]
+pub struct UnknownFaultKind {
+    /// The name that was given.
+    pub name: String,
+}
+
+fn known_names() -> String {
+    FaultKind::ALL
+        .iter()
+        .map(|kind| kind.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl FromStr for FaultKind {
+    type Err = UnknownFaultKind;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|kind| kind.name() == name)
+            .ok_or_else(|| UnknownFaultKind {
+                name: name.to_owned(),
+            })
+    }
+}
+
+impl Serialize for FaultKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for FaultKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_start_with_their_domain_and_round_trip() {
+        for kind in FaultKind::ALL {
+            let prefix = format!("{}.", kind.domain());
+            assert!(kind.name().starts_with(&prefix), "{kind}");
+            assert_eq!(kind.name().parse::<FaultKind>(), Ok(*kind));
+        }
+        let mut names: Vec<_> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+        names.dedup();
+        assert_eq!(names.len(), FaultKind::ALL.len(), "names are unique");
+    }
+
+    #[test]
+    fn unknown_names_list_the_catalog() {
+        let error = "llm.explode".parse::<FaultKind>().unwrap_err();
+        assert!(error.to_string().contains("llm.explode"));
+        assert!(error.to_string().contains("storage.disk_full"));
+    }
+
+    #[test]
+    fn every_domain_the_issue_names_is_populated() {
+        assert_eq!(FaultKind::in_domain(FaultDomain::Llm).count(), 6);
+        assert_eq!(FaultKind::in_domain(FaultDomain::Storage).count(), 6);
+        assert_eq!(FaultKind::in_domain(FaultDomain::Network).count(), 5);
+        assert_eq!(FaultKind::in_domain(FaultDomain::Clock).count(), 1);
+    }
+}

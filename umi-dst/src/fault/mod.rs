@@ -1,0 +1,24 @@
+//! Faults: what can go wrong, where, how often, and the record of what did.
+//!
+//! - [`FaultKind`] is the catalog, grouped by [`FaultDomain`]. A kind fires only on its
+//!   own domain's operations: a storage fault never fires on an LLM call (the original
+//!   harness had no scope, and its storage faults broke LLM calls by accident).
+//! - [`FaultConfig`] says how a kind fires: a probability, an operation filter, a cap,
+//!   a warm-up, or exactly the Nth matching operation. Invalid settings are rejected
+//!   when the config is built.
+//! - [`FaultInjector`] makes the decisions, from its own forked RNG streams, counts them
+//!   and records every injection in the trace.
+//! - [`swarm`] draws, from the seed, which kinds are on and how often (swarm testing).
+//!
+//! Operation names are dotted and start with their domain (`llm.complete`,
+//! `storage.write`, `network.connect`); each simulator documents the names it uses.
+//! docs/adr/0002-fault-model.md records the design.
+
+mod config;
+mod injector;
+mod kind;
+pub mod swarm;
+
+pub use config::{FaultConfig, FaultConfigError, OperationFilter};
+pub use injector::{FaultInjector, FaultStats, Injection, InjectionId};
+pub use kind::{FaultDomain, FaultKind, UnknownFaultKind};

@@ -1,0 +1,57 @@
+//! # umi-dst
+//!
+//! Deterministic simulation testing for code that talks to language models. One `u64`
+//! seed fixes everything a run depends on: the model's answers, how streams are chunked,
+//! latency, faults and the clock. A failing run prints its seed and the command that
+//! replays it exactly.
+//!
+//! ```no_run
+//! use umi_dst::{Simulation, ensure};
+//! use umi_core::env::EnvironmentExt;
+//!
+//! #[test]
+//! fn backoff_is_bounded() {
+//!     Simulation::from_env().run(|sim| async move {
+//!         let env = sim.env();
+//!         let wait = std::time::Duration::from_millis(env.random_in_range("backoff", 100, 5_000));
+//!         env.sleep(wait).await;
+//!         ensure!(env.elapsed() <= std::time::Duration::from_secs(5), "slept {wait:?}");
+//!         Ok(())
+//!     });
+//! }
+//! ```
+//!
+//! # Layout
+//!
+//! - [`rng`]: `DeterministicRng`, ChaCha streams with label-derived forks.
+//! - [`clock`]: `SimClock`, simulated time on tokio's paused clock.
+//! - [`fault`]: the fault catalog, configs, the injector and swarm mode.
+//! - [`trace`]: the event log and its hash.
+//! - [`config`], [`environment`]: `SimConfig` and `SimEnvironment`, the simulated
+//!   implementation of umi-core's `Environment`.
+//! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
+//! - [`corpus`]: the `seeds/*.seeds` files.
+//! - [`constants`]: every limit.
+
+pub mod clock;
+pub mod config;
+pub mod constants;
+pub mod corpus;
+pub mod environment;
+pub mod fault;
+pub mod rng;
+pub mod simulation;
+pub mod trace;
+
+pub use clock::SimClock;
+pub use config::SimConfig;
+pub use environment::SimEnvironment;
+pub use fault::{FaultConfig, FaultDomain, FaultInjector, FaultKind};
+pub use rng::DeterministicRng;
+pub use simulation::report::{FailureClass, FailureReport};
+pub use simulation::{RunError, RunSummary, Simulation, Violation};
+
+/// Compiles the README's examples as doctests, so the test a user copies keeps building.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExamples;

@@ -1,0 +1,224 @@
+//! Running one seed: a fresh runtime, the body, and a verdict.
+//!
+//! Each seed gets its own current-thread tokio runtime with paused time, so nothing (no
+//! task, no timer, no state in the runtime) survives from one seed to the next. The body
+//! runs under three guards:
+//! - `catch_unwind`: a panic becomes a *crash* failure, not a dead test process;
+//! - a simulated-time bound: a run still going after `sim_time_max` is a *liveness*
+//!   failure (paused time jumps to it as soon as everything waits, so a deadlock is
+//!   caught at once rather than hanging);
+//! - a step bound: the environment unwinds a run past `steps_max` steps, which catches
+//!   a livelock that never sleeps.
+//!
+//! `tracing` output of the run goes through a subscriber that stamps the seed and the
+//! simulated time, never the wall clock.
+
+use std::fmt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::time::FormatTime;
+
+use super::report::FailureClass;
+use super::settings::LogLevel;
+use crate::clock::SimClock;
+use crate::config::SimConfig;
+use crate::environment::{SimEnvironment, StepLimitExceeded};
+use crate::fault::swarm::SwarmDraw;
+use crate::fault::{FaultStats, Injection};
+use crate::trace::{TraceEvent, TraceHash};
+
+/// What one seed did.
+#[derive(Debug, Clone)]
+pub struct SeedRun {
+    /// The seed.
+    pub seed: u64,
+    /// `None` if the run passed; the class and message if not.
+    pub failure: Option<(FailureClass, String)>,
+    /// The trace hash at the end.
+    pub trace_hash: TraceHash,
+    /// Trace events recorded.
+    pub events: u64,
+    /// Steps taken.
+    pub steps: u64,
+    /// Simulated time covered.
+    pub sim_elapsed: Duration,
+    /// Fault counters.
+    pub fault_stats: FaultStats,
+    /// Injections that fired, in order.
+    pub injections: Vec<Injection>,
+    /// The fault configs in force.
+    pub faults: Vec<String>,
+    /// What swarm mode drew.
+    pub swarm: Vec<SwarmDraw>,
+    /// The last trace events.
+    pub tail: Vec<TraceEvent>,
+    /// Every trace event, when the config asked for a full trace.
+    pub full_trace: Option<Vec<TraceEvent>>,
+}
+
+impl SeedRun {
+    /// Whether the run passed.
+    pub fn passed(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
+/// Runs `body` for `config.seed`. `config` must already be valid.
+pub(crate) fn run_seed<F, Fut, E>(config: &SimConfig, body: &F, log: LogLevel) -> SeedRun
+where
+    F: Fn(SimEnvironment) -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+    E: fmt::Display,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap_or_else(|error| panic!("cannot build the simulation runtime: {error}"));
+    let entered = runtime.enter();
+    let env = SimEnvironment::new(config)
+        .unwrap_or_else(|error| panic!("run_seed needs a validated config: {error}"));
+    let subscriber = log_subscriber(log, env.clock().clone(), config.seed);
+    let _log_guard = tracing::dispatcher::set_default(&subscriber);
+
+    let sim_time_max = config.sim_time_max;
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let body_future = body(env.clone());
+        let bounded = env.clock().timeout(sim_time_max, body_future);
+        runtime.block_on(StepGuard {
+            env: &env,
+            inner: Box::pin(bounded),
+        })
+    }));
+    let failure = match outcome {
+        Ok(Ok(Ok(Ok(())))) => None,
+        Ok(Ok(Ok(Err(violation)))) => Some((FailureClass::Correctness, violation.to_string())),
+        Ok(Err(())) => Some(step_failure(config)),
+        Ok(Ok(Err(_elapsed))) => Some((
+            FailureClass::Liveness,
+            format!(
+                "still running after {:.3}s of simulated time (sim_time_max); \
+                 a deadlock or an unbounded wait",
+                sim_time_max.as_secs_f64()
+            ),
+        )),
+        Err(payload) if payload.is::<StepLimitExceeded>() || env.step_limit_hit() => {
+            Some(step_failure(config))
+        }
+        Err(payload) => Some((
+            FailureClass::Crash,
+            format!("panicked: {}", panic_message(&*payload)),
+        )),
+    };
+    let failure = match failure {
+        None if env.step_limit_hit() => Some(step_failure(config)),
+        other => other,
+    };
+
+    let run = SeedRun {
+        seed: config.seed,
+        failure,
+        trace_hash: env.trace().hash(),
+        events: env.trace().len(),
+        steps: env.steps(),
+        sim_elapsed: env.clock().now(),
+        fault_stats: env.faults().stats(),
+        injections: env.faults().schedule(),
+        faults: env
+            .faults()
+            .configs()
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        swarm: env.swarm_draws().to_vec(),
+        tail: env.trace().tail(),
+        full_trace: env.trace().events(),
+    };
+    drop(env);
+    drop(entered);
+    // Tasks the body left behind are dropped with the runtime; a destructor that panics
+    // must not take the harness down.
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(runtime)));
+    run
+}
+
+fn step_failure(config: &SimConfig) -> (FailureClass, String) {
+    (
+        FailureClass::Liveness,
+        format!(
+            "exceeded {} steps (steps_max); a livelock or an unbounded loop",
+            config.steps_max
+        ),
+    )
+}
+
+/// The text of a panic payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "(a non-string panic payload)".to_owned()
+    }
+}
+
+/// Ends the run as soon as the step bound is hit, even if the unwinding panic was caught
+/// somewhere inside the body (a task's panic is caught by tokio, for one).
+struct StepGuard<'a, F> {
+    env: &'a SimEnvironment,
+    inner: Pin<Box<F>>,
+}
+
+impl<F: Future> Future for StepGuard<'_, F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if self.env.step_limit_hit() {
+            return Poll::Ready(Err(()));
+        }
+        match self.inner.as_mut().poll(cx) {
+            Poll::Ready(output) => Poll::Ready(Ok(output)),
+            Poll::Pending if self.env.step_limit_hit() => Poll::Ready(Err(())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// Stamps `tracing` output with the seed and simulated time.
+struct SimTimer {
+    clock: SimClock,
+    seed: u64,
+}
+
+impl FormatTime for SimTimer {
+    fn format_time(&self, writer: &mut Writer<'_>) -> fmt::Result {
+        let micros = self.clock.now().as_micros();
+        write!(
+            writer,
+            "seed={} t={}.{:06}s",
+            self.seed,
+            micros / 1_000_000,
+            micros % 1_000_000
+        )
+    }
+}
+
+fn log_subscriber(log: LogLevel, clock: SimClock, seed: u64) -> tracing::Dispatch {
+    match log.0 {
+        None => tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()),
+        Some(level) => tracing::Dispatch::new(
+            tracing_subscriber::fmt()
+                .with_max_level(level)
+                .with_timer(SimTimer { clock, seed })
+                .with_ansi(false)
+                .with_test_writer()
+                .finish(),
+        ),
+    }
+}

@@ -1,0 +1,393 @@
+//! The Simulation runner: runs a body over seeds, and on failure prints one report that
+//! ends with the command replaying that exact run.
+//!
+//! ```no_run
+//! use umi_dst::{Simulation, ensure};
+//!
+//! #[test]
+//! fn retries_end() {
+//!     Simulation::from_env().run(|sim| async move {
+//!         let env = sim.env();
+//!         // ... drive real code with `env` ...
+//!         ensure!(env.elapsed().as_secs() < 60, "took {:?}", env.elapsed());
+//!         Ok(())
+//!     });
+//! }
+//! ```
+//!
+//! `Simulation::from_env()` reads `DST_SEED` (exactly that seed), `DST_SEEDS` and
+//! `DST_SEED_START` (the default range; without them seeds 1 to 8), and
+//! `DST_CHECK_DETERMINISM=1` (each seed twice, traces compared). A body returns
+//! `Err(violation)` for a broken invariant (class *correctness*); a panic is a *crash*;
+//! passing the simulated-time or step bound is *liveness*; two traces of one seed that
+//! differ are *nondeterminism*.
+
+mod execute;
+pub mod report;
+pub mod settings;
+
+use std::fmt;
+use std::future::Future;
+use std::path::Path;
+
+use serde::Serialize;
+
+pub use execute::{SeedRun, panic_message};
+use report::{Divergence, FailureClass, FailureReport, ReplayTarget};
+use settings::{LogLevel, Settings, SettingsError};
+
+use crate::config::{SimConfig, SimConfigError};
+use crate::corpus::{CorpusError, SeedCorpus};
+use crate::fault::{FaultConfig, FaultKind};
+use crate::trace::{TraceHash, first_divergence};
+
+/// A broken invariant, returned by a simulation body (see [`crate::ensure!`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// What was broken, with the values involved.
+    pub message: String,
+}
+
+impl Violation {
+    /// A violation with `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Violation {}
+
+/// Returns `Err(Violation)` from the enclosing function when `cond` is false.
+///
+/// ```
+/// # fn check(balance: u64) -> Result<(), umi_dst::Violation> {
+/// umi_dst::ensure!(balance == 100, "balance {balance} != 100");
+/// # Ok(()) }
+/// ```
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $($message:tt)+) => {
+        if !$cond {
+            return ::core::result::Result::Err(
+                $crate::Violation::new(::std::format!($($message)+)).into(),
+            );
+        }
+    };
+}
+
+/// Why [`Simulation::try_run`] did not run to the end.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The configuration is invalid; no seed ran.
+    #[error(transparent)]
+    Config(#[from] SimConfigError),
+    /// A seed failed.
+    #[error("{0}")]
+    Failed(Box<FailureReport>),
+}
+
+/// One passing seed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SeedSummary {
+    /// The seed.
+    pub seed: u64,
+    /// Its trace hash.
+    pub trace_hash: TraceHash,
+    /// Trace events recorded.
+    pub events: u64,
+    /// Steps taken.
+    pub steps: u64,
+    /// Simulated time covered, in microseconds.
+    pub sim_elapsed_us: u64,
+}
+
+/// Every seed of a passing run, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct RunSummary {
+    /// One entry per seed run.
+    pub seeds: Vec<SeedSummary>,
+}
+
+/// Runs a simulation body over a set of seeds. See the module docs.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    template: SimConfig,
+    seeds: Vec<u64>,
+    settings: Settings,
+    replay: Option<ReplayTarget>,
+}
+
+impl Simulation {
+    /// Runs exactly `config` (its seed, its faults), ignoring `DST_*` variables.
+    pub fn new(config: SimConfig) -> Self {
+        let seeds = vec![config.seed];
+        Self {
+            template: config,
+            seeds,
+            settings: Settings::default(),
+            replay: None,
+        }
+    }
+
+    /// Seeds and switches from `DST_*` (see the module docs). A bad value prints a
+    /// one-line error naming the variable and fails the calling test without a backtrace.
+    pub fn from_env() -> Self {
+        Self::try_from_env().unwrap_or_else(|error| fail_setup(&error))
+    }
+
+    /// Like [`Simulation::from_env`], returning the error instead.
+    pub fn try_from_env() -> Result<Self, SettingsError> {
+        let settings = Settings::from_process_env()?;
+        Ok(Self::with_settings(settings))
+    }
+
+    /// A simulation over the seeds and switches in `settings`.
+    pub fn with_settings(settings: Settings) -> Self {
+        let seeds = settings.seeds();
+        let template = SimConfig::new(seeds[0]);
+        Self {
+            template,
+            seeds,
+            settings,
+            replay: None,
+        }
+    }
+
+    /// Adds a fault to every seed's config.
+    pub fn with_fault(mut self, fault: FaultConfig) -> Self {
+        self.template.faults.push(fault);
+        self
+    }
+
+    /// Adds faults to every seed's config.
+    pub fn with_faults(mut self, faults: impl IntoIterator<Item = FaultConfig>) -> Self {
+        self.template.faults.extend(faults);
+        self
+    }
+
+    /// Turns swarm mode on over `kinds`.
+    pub fn with_swarm(mut self, kinds: &[FaultKind]) -> Self {
+        self.template.swarm = kinds.to_vec();
+        self
+    }
+
+    /// Edits the config template every seed starts from (the seed is set per run).
+    pub fn with_config(mut self, edit: impl FnOnce(SimConfig) -> SimConfig) -> Self {
+        self.template = edit(self.template);
+        self
+    }
+
+    /// Runs these seeds instead (unless `DST_SEED` picked one).
+    pub fn with_seeds(mut self, seeds: impl IntoIterator<Item = u64>) -> Self {
+        if self.settings.seed.is_none() {
+            self.seeds = seeds.into_iter().collect();
+        }
+        self
+    }
+
+    /// Also runs the seeds of the corpus file at `path` (unless `DST_SEED` picked one).
+    /// A corrupt file fails the test with its path and line.
+    pub fn with_corpus(self, path: impl AsRef<Path>) -> Self {
+        self.try_with_corpus(path)
+            .unwrap_or_else(|error| fail_setup(&error))
+    }
+
+    /// Like [`Simulation::with_corpus`], returning the error instead.
+    pub fn try_with_corpus(mut self, path: impl AsRef<Path>) -> Result<Self, CorpusError> {
+        let corpus = SeedCorpus::load(path.as_ref())?;
+        if self.settings.seed.is_none() {
+            for seed in corpus.seeds() {
+                if !self.seeds.contains(&seed) {
+                    self.seeds.push(seed);
+                }
+            }
+        }
+        Ok(self)
+    }
+
+    /// Runs every seed twice and compares the traces.
+    pub fn with_determinism_check(mut self, on: bool) -> Self {
+        self.settings.check_determinism = on;
+        self
+    }
+
+    /// Overrides the detected test in replay commands.
+    pub fn with_replay_target(mut self, target: ReplayTarget) -> Self {
+        self.replay = Some(target);
+        self
+    }
+
+    /// The seeds this simulation runs, in order.
+    pub fn seeds(&self) -> &[u64] {
+        &self.seeds
+    }
+
+    /// The config one seed runs with.
+    pub fn config_for(&self, seed: u64) -> SimConfig {
+        self.template.clone().with_seed(seed)
+    }
+
+    /// Runs every seed; on the first failure prints its report and fails the calling
+    /// test.
+    pub fn run<F, Fut, E>(&self, body: F) -> RunSummary
+    where
+        F: Fn(crate::SimEnvironment) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: fmt::Display,
+    {
+        match self.try_run(body) {
+            Ok(summary) => summary,
+            Err(RunError::Config(error)) => fail_setup(&error),
+            Err(RunError::Failed(report)) => {
+                #[allow(
+                    clippy::print_stderr,
+                    reason = "the runner's job is to print the report"
+                )]
+                {
+                    eprintln!("{report}");
+                }
+                std::panic::resume_unwind(Box::new(format!(
+                    "simulation failed ({}) on seed {}; replay: {}",
+                    report.class,
+                    report.seed,
+                    report.replay_command()
+                )))
+            }
+        }
+    }
+
+    /// Runs every seed; returns the first failure's report instead of failing.
+    pub fn try_run<F, Fut, E>(&self, body: F) -> Result<RunSummary, RunError>
+    where
+        F: Fn(crate::SimEnvironment) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: fmt::Display,
+    {
+        self.template.validate()?;
+        let mut summary = RunSummary::default();
+        for &seed in &self.seeds {
+            let mut config = self.config_for(seed);
+            config.trace_full |= self.settings.check_determinism || self.settings.print_trace;
+            let first = execute::run_seed(&config, &body, self.settings.log);
+            if let Some((class, message)) = &first.failure {
+                return Err(RunError::Failed(self.report(
+                    &first,
+                    *class,
+                    message.clone(),
+                    None,
+                )));
+            }
+            if self.settings.check_determinism {
+                let second = execute::run_seed(&config, &body, self.settings.log);
+                if let Some(report) = self.compare(&first, &second) {
+                    return Err(RunError::Failed(report));
+                }
+            }
+            self.print_run(&first);
+            summary.seeds.push(SeedSummary {
+                seed,
+                trace_hash: first.trace_hash,
+                events: first.events,
+                steps: first.steps,
+                sim_elapsed_us: u64::try_from(first.sim_elapsed.as_micros()).unwrap_or(u64::MAX),
+            });
+        }
+        Ok(summary)
+    }
+
+    /// Runs one seed with this simulation's config and returns what happened (the
+    /// building block of sweeps; no determinism check, no printing).
+    pub fn run_seed<F, Fut, E>(&self, seed: u64, body: &F) -> SeedRun
+    where
+        F: Fn(crate::SimEnvironment) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+        E: fmt::Display,
+    {
+        execute::run_seed(&self.config_for(seed), body, LogLevel(None))
+    }
+
+    /// The report for a failed run.
+    pub fn report(
+        &self,
+        run: &SeedRun,
+        class: FailureClass,
+        message: String,
+        divergence: Option<Divergence>,
+    ) -> Box<FailureReport> {
+        const INJECTIONS_SHOWN: usize = 20;
+        let skip = run.injections.len().saturating_sub(INJECTIONS_SHOWN);
+        Box::new(FailureReport {
+            seed: run.seed,
+            class,
+            message,
+            faults: run.faults.clone(),
+            swarm: run.swarm.clone(),
+            injections: run.injections[skip..].to_vec(),
+            injections_total: run.injections.len(),
+            sim_elapsed: run.sim_elapsed,
+            steps: run.steps,
+            events: run.events,
+            trace_hash: run.trace_hash,
+            tail: run.tail.clone(),
+            divergence,
+            replay: self.replay.clone().unwrap_or_else(ReplayTarget::detect),
+        })
+    }
+
+    fn compare(&self, first: &SeedRun, second: &SeedRun) -> Option<Box<FailureReport>> {
+        if first.trace_hash == second.trace_hash && first.failure == second.failure {
+            return None;
+        }
+        let (left, right) = (first.full_trace.as_deref(), second.full_trace.as_deref());
+        let divergence = match (left, right) {
+            (Some(left), Some(right)) => first_divergence(left, right).map(|index| Divergence {
+                first: left.get(index).cloned(),
+                second: right.get(index).cloned(),
+            }),
+            _ => None,
+        };
+        let message = format!(
+            "two runs of the same seed differ: trace {} then {}{}",
+            first.trace_hash.short(),
+            second.trace_hash.short(),
+            match &second.failure {
+                Some((class, message)) => format!("; the second run failed ({class}): {message}"),
+                None => String::new(),
+            }
+        );
+        Some(self.report(first, FailureClass::Nondeterminism, message, divergence))
+    }
+
+    #[allow(
+        clippy::print_stderr,
+        reason = "DST_TRACE and DST_PRINT_HASH ask for this output"
+    )]
+    fn print_run(&self, run: &SeedRun) {
+        if self.settings.print_trace {
+            eprintln!("umi: trace of seed {} ({} events):", run.seed, run.events);
+            for event in run.full_trace.iter().flatten() {
+                eprintln!("  {event}");
+            }
+        }
+        if self.settings.print_hash {
+            eprintln!("umi-trace-hash seed={} hash={}", run.seed, run.trace_hash);
+        }
+    }
+}
+
+/// Prints a setup error in one line and fails the calling test without a backtrace.
+fn fail_setup(error: &dyn fmt::Display) -> ! {
+    #[allow(clippy::print_stderr, reason = "a one-line error is the whole point")]
+    {
+        eprintln!("error: {error}");
+    }
+    std::panic::resume_unwind(Box::new(error.to_string()))
+}

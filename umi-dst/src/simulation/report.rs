@@ -1,0 +1,289 @@
+//! The failure report: printed once, readable, and ending with the command that replays
+//! the failing run exactly.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::fault::Injection;
+use crate::fault::swarm::SwarmDraw;
+use crate::trace::{TraceEvent, TraceHash};
+
+/// Why a run failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    /// The code under test panicked.
+    Crash,
+    /// An invariant was violated: the body returned an error.
+    Correctness,
+    /// The run did not finish within its simulated-time or step bound.
+    Liveness,
+    /// The same seed produced two different traces.
+    Nondeterminism,
+}
+
+impl FailureClass {
+    /// The class's name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Crash => "crash",
+            Self::Correctness => "correctness",
+            Self::Liveness => "liveness",
+            Self::Nondeterminism => "nondeterminism",
+        }
+    }
+
+    /// The process exit code a command-line run uses for this class.
+    pub const fn exit_code(self) -> i32 {
+        match self {
+            Self::Correctness => 10,
+            Self::Crash => 11,
+            Self::Liveness => 12,
+            Self::Nondeterminism => 13,
+        }
+    }
+}
+
+impl fmt::Display for FailureClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where two runs of the same seed parted ways.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Divergence {
+    /// The first run's event at the divergence point (`None`: that run had ended).
+    pub first: Option<TraceEvent>,
+    /// The second run's event at the divergence point.
+    pub second: Option<TraceEvent>,
+}
+
+/// How to run one test again: package, test target and test name, detected from the
+/// running test process (cargo sets `CARGO_PKG_NAME`; libtest names the thread after the
+/// test).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct ReplayTarget {
+    /// The cargo package.
+    pub package: Option<String>,
+    /// `--test <name>` for an integration-test binary, `--lib` for unit tests.
+    pub target: Option<String>,
+    /// The test's full name.
+    pub test: Option<String>,
+}
+
+impl ReplayTarget {
+    /// Detects the target of the test running on this thread.
+    pub fn detect() -> Self {
+        let package = std::env::var("CARGO_PKG_NAME").ok();
+        let target = std::env::current_exe().ok().and_then(|path| {
+            let stem = path.file_stem()?.to_str()?.to_owned();
+            // Test binaries are named `<target>-<16 hex digits>`.
+            let (name, hash) = stem.rsplit_once('-')?;
+            if hash.len() != 16 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
+            let lib_name = package.as_ref().map(|p| p.replace('-', "_"));
+            Some(if Some(name) == lib_name.as_deref() {
+                "--lib".to_owned()
+            } else {
+                format!("--test {name}")
+            })
+        });
+        let test = std::thread::current()
+            .name()
+            .filter(|name| *name != "main")
+            .map(str::to_owned);
+        Self {
+            package,
+            target,
+            test,
+        }
+    }
+
+    /// The command that replays `seed` of this test.
+    pub fn command(&self, seed: u64) -> String {
+        let mut command = format!("DST_SEED={seed} cargo test");
+        if let Some(package) = &self.package {
+            command.push_str(&format!(" -p {package}"));
+        }
+        if let Some(target) = &self.target {
+            command.push(' ');
+            command.push_str(target);
+        }
+        if let Some(test) = &self.test {
+            command.push_str(&format!(" -- {test} --exact --nocapture"));
+        }
+        command
+    }
+
+    /// The same through the Makefile.
+    pub fn make_command(&self, seed: u64) -> Option<String> {
+        let package = self.package.as_ref()?;
+        let test = self.test.as_ref()?;
+        let bin = match self
+            .target
+            .as_deref()
+            .and_then(|t| t.strip_prefix("--test "))
+        {
+            Some(bin) => format!(" BIN={bin}"),
+            None => String::new(),
+        };
+        Some(format!(
+            "make dst PKG={package}{bin} TEST={test} SEED={seed}"
+        ))
+    }
+}
+
+/// Everything needed to understand and replay a failed run.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailureReport {
+    /// The failing seed.
+    pub seed: u64,
+    /// Why it failed.
+    pub class: FailureClass,
+    /// The violation, panic message or bound that was hit.
+    pub message: String,
+    /// The fault configs in force (including swarm's).
+    pub faults: Vec<String>,
+    /// What swarm mode drew, if it was on.
+    pub swarm: Vec<SwarmDraw>,
+    /// The injections that fired, most recent last (up to the last 20).
+    pub injections: Vec<Injection>,
+    /// Total injections.
+    pub injections_total: usize,
+    /// Simulated time when the run ended.
+    #[serde(serialize_with = "serialize_ms")]
+    pub sim_elapsed: Duration,
+    /// Steps taken.
+    pub steps: u64,
+    /// Trace events recorded.
+    pub events: u64,
+    /// The trace hash at the end of the run.
+    pub trace_hash: TraceHash,
+    /// The last trace events.
+    pub tail: Vec<TraceEvent>,
+    /// For nondeterminism: where the two runs diverged.
+    pub divergence: Option<Divergence>,
+    /// The test to replay.
+    pub replay: ReplayTarget,
+}
+
+fn serialize_ms<S: serde::Serializer>(at: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(at.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl FailureReport {
+    /// The command that replays this failure.
+    pub fn replay_command(&self) -> String {
+        self.replay.command(self.seed)
+    }
+}
+
+impl fmt::Display for FailureReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rule = "─".repeat(72);
+        writeln!(f, "{rule}")?;
+        writeln!(
+            f,
+            "umi: simulation failed ({}) on seed {}",
+            self.class, self.seed
+        )?;
+        writeln!(f, "{rule}")?;
+        if let Some(test) = &self.replay.test {
+            writeln!(f, "test:      {test}")?;
+        }
+        writeln!(f, "seed:      {} (0x{:x})", self.seed, self.seed)?;
+        writeln!(f, "class:     {}", self.class)?;
+        let mut lines = self.message.lines();
+        writeln!(f, "failure:   {}", lines.next().unwrap_or(""))?;
+        for line in lines {
+            writeln!(f, "           {line}")?;
+        }
+        if self.faults.is_empty() {
+            writeln!(f, "faults:    none")?;
+        } else {
+            writeln!(f, "faults:    {}", self.faults.join("; "))?;
+        }
+        if !self.swarm.is_empty() {
+            let drawn: Vec<String> = self.swarm.iter().map(ToString::to_string).collect();
+            writeln!(f, "swarm:     {}", drawn.join(" "))?;
+        }
+        writeln!(f, "injected:  {} fault(s)", self.injections_total)?;
+        for injection in &self.injections {
+            let at = Duration::from_micros(injection.at_us);
+            writeln!(
+                f,
+                "           {:>10.3}s {} on {} ({})",
+                at.as_secs_f64(),
+                injection.kind,
+                injection.operation,
+                injection.id
+            )?;
+        }
+        writeln!(
+            f,
+            "run:       {:.3}s simulated, {} steps, {} events, trace {}",
+            self.sim_elapsed.as_secs_f64(),
+            self.steps,
+            self.events,
+            self.trace_hash.short()
+        )?;
+        if let Some(divergence) = &self.divergence {
+            writeln!(f, "diverged:")?;
+            writeln!(f, "  first run:  {}", show(divergence.first.as_ref()))?;
+            writeln!(f, "  second run: {}", show(divergence.second.as_ref()))?;
+        }
+        if !self.tail.is_empty() {
+            writeln!(f, "last events:")?;
+            for event in &self.tail {
+                writeln!(f, "  {event}")?;
+            }
+        }
+        writeln!(f, "replay:    {}", self.replay_command())?;
+        if let Some(make) = self.replay.make_command(self.seed) {
+            writeln!(f, "           {make}")?;
+        }
+        write!(f, "{rule}")
+    }
+}
+
+fn show(event: Option<&TraceEvent>) -> String {
+    event.map_or_else(|| "(run ended)".to_owned(), ToString::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_command_names_package_target_and_test() {
+        let target = ReplayTarget {
+            package: Some("umi-dst".into()),
+            target: Some("--test main".into()),
+            test: Some("self_test::canary".into()),
+        };
+        assert_eq!(
+            target.command(12),
+            "DST_SEED=12 cargo test -p umi-dst --test main -- self_test::canary --exact --nocapture"
+        );
+        assert_eq!(
+            target.make_command(12).unwrap(),
+            "make dst PKG=umi-dst BIN=main TEST=self_test::canary SEED=12"
+        );
+        assert_eq!(ReplayTarget::default().command(3), "DST_SEED=3 cargo test");
+    }
+
+    #[test]
+    fn detect_finds_this_unit_test() {
+        let target = ReplayTarget::detect();
+        assert_eq!(target.package.as_deref(), Some("umi-dst"));
+        assert_eq!(target.target.as_deref(), Some("--lib"));
+        assert_eq!(
+            target.test.as_deref(),
+            Some("simulation::report::tests::detect_finds_this_unit_test")
+        );
+    }
+}

@@ -1,0 +1,244 @@
+//! Reading the run's settings from the environment: `DST_SEED`, `DST_SEEDS`,
+//! `DST_SEED_START`, `DST_CHECK_DETERMINISM`, `DST_LOG`, `DST_TRACE`, `DST_PRINT_HASH`.
+//!
+//! A bad value is a one-line error naming the variable and the value; nothing here
+//! panics.
+
+use crate::constants::{DEFAULT_SEED_COUNT, DEFAULT_SEED_START, SEEDS_PER_RUN_MAX};
+
+/// A `DST_*` variable with a value that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{var}={value:?}: {reason}")]
+pub struct SettingsError {
+    /// The variable.
+    pub var: &'static str,
+    /// Its value.
+    pub value: String,
+    /// Why it cannot be used.
+    pub reason: String,
+}
+
+/// Parses a seed: decimal, or hex with a `0x` prefix; surrounding spaces ignored.
+pub fn parse_seed(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse::<u64>(),
+    };
+    parsed.map_err(|error| {
+        let kind = match error.kind() {
+            std::num::IntErrorKind::PosOverflow => "is larger than the largest seed",
+            std::num::IntErrorKind::Empty => "is empty",
+            _ => "is not a seed",
+        };
+        format!("{kind} (expected a decimal or 0x-hex integer in 0..=18446744073709551615)")
+    })
+}
+
+/// The `tracing` level inside simulations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogLevel(pub Option<tracing::Level>);
+
+/// Everything `DST_*` can set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// `DST_SEED`: run exactly this seed (and no corpus).
+    pub seed: Option<u64>,
+    /// `DST_SEED_START`: the first seed of the default range.
+    pub seed_start: u64,
+    /// `DST_SEEDS`: how many seeds the default range covers.
+    pub seed_count: u64,
+    /// `DST_CHECK_DETERMINISM=1`: run each seed twice and compare traces.
+    pub check_determinism: bool,
+    /// `DST_LOG`: `off`, `error`, `warn` (default), `info`, `debug` or `trace`.
+    pub log: LogLevel,
+    /// `DST_TRACE=1`: print each seed's whole trace.
+    pub print_trace: bool,
+    /// `DST_PRINT_HASH=1`: print each seed's trace hash (for cross-machine comparisons).
+    pub print_hash: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            seed: None,
+            seed_start: DEFAULT_SEED_START,
+            seed_count: DEFAULT_SEED_COUNT,
+            check_determinism: false,
+            log: LogLevel(Some(tracing::Level::WARN)),
+            print_trace: false,
+            print_hash: false,
+        }
+    }
+}
+
+impl Settings {
+    /// Reads the settings from the process environment.
+    pub fn from_process_env() -> Result<Self, SettingsError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the settings through `lookup` (a test can pass a map).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, SettingsError> {
+        let mut settings = Self::default();
+        let invalid = |var: &'static str, value: &str, reason: String| SettingsError {
+            var,
+            value: value.to_owned(),
+            reason,
+        };
+        if let Some(value) = lookup("DST_SEED") {
+            settings.seed = Some(parse_seed(&value).map_err(|r| invalid("DST_SEED", &value, r))?);
+        }
+        if let Some(value) = lookup("DST_SEED_START") {
+            settings.seed_start =
+                parse_seed(&value).map_err(|r| invalid("DST_SEED_START", &value, r))?;
+        }
+        if let Some(value) = lookup("DST_SEEDS") {
+            let count = value.trim().parse::<u64>().map_err(|_| {
+                invalid(
+                    "DST_SEEDS",
+                    &value,
+                    format!("is not a count in 1..={SEEDS_PER_RUN_MAX}"),
+                )
+            })?;
+            if count == 0 || count > SEEDS_PER_RUN_MAX {
+                return Err(invalid(
+                    "DST_SEEDS",
+                    &value,
+                    format!("must be in 1..={SEEDS_PER_RUN_MAX}"),
+                ));
+            }
+            if settings.seed_start.checked_add(count - 1).is_none() {
+                return Err(invalid(
+                    "DST_SEEDS",
+                    &value,
+                    "runs past the largest seed".into(),
+                ));
+            }
+            settings.seed_count = count;
+        }
+        settings.check_determinism = flag(&lookup, "DST_CHECK_DETERMINISM")?;
+        settings.print_trace = flag(&lookup, "DST_TRACE")?;
+        settings.print_hash = flag(&lookup, "DST_PRINT_HASH")?;
+        if let Some(value) = lookup("DST_LOG") {
+            settings.log = LogLevel(match value.trim().to_ascii_lowercase().as_str() {
+                "off" | "none" => None,
+                "error" => Some(tracing::Level::ERROR),
+                "warn" => Some(tracing::Level::WARN),
+                "info" => Some(tracing::Level::INFO),
+                "debug" => Some(tracing::Level::DEBUG),
+                "trace" => Some(tracing::Level::TRACE),
+                _ => {
+                    return Err(invalid(
+                        "DST_LOG",
+                        &value,
+                        "expected off, error, warn, info, debug or trace".into(),
+                    ));
+                }
+            });
+        }
+        Ok(settings)
+    }
+
+    /// The seeds to run, before any corpus: `DST_SEED` alone, or the default range.
+    pub fn seeds(&self) -> Vec<u64> {
+        match self.seed {
+            Some(seed) => vec![seed],
+            None => (self.seed_start..self.seed_start + self.seed_count).collect(),
+        }
+    }
+}
+
+fn flag(
+    lookup: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<bool, SettingsError> {
+    match lookup(var).as_deref().map(str::trim) {
+        None | Some("" | "0" | "false" | "no") => Ok(false),
+        Some("1" | "true" | "yes") => Ok(true),
+        Some(other) => Err(SettingsError {
+            var,
+            value: other.to_owned(),
+            reason: "expected 1 or 0".into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+        Settings::from_lookup(|name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| (*value).to_owned())
+        })
+    }
+
+    #[test]
+    fn seeds_parse_in_decimal_and_hex() {
+        assert_eq!(parse_seed("42"), Ok(42));
+        assert_eq!(parse_seed(" 0x2A "), Ok(42));
+        assert_eq!(parse_seed("18446744073709551615"), Ok(u64::MAX));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable_and_value_in_one_line() {
+        let error = read(&[("DST_SEED", "abc")]).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.starts_with("DST_SEED=\"abc\": is not a seed"),
+            "{message}"
+        );
+        assert!(!message.contains('\n'));
+        let overflow = read(&[("DST_SEED", "18446744073709551616")]).unwrap_err();
+        assert!(
+            overflow
+                .to_string()
+                .contains("larger than the largest seed"),
+            "{overflow}"
+        );
+        assert!(read(&[("DST_SEEDS", "0")]).is_err());
+        assert!(read(&[("DST_SEEDS", "-3")]).is_err());
+        assert!(read(&[("DST_CHECK_DETERMINISM", "maybe")]).is_err());
+        assert!(
+            read(&[("DST_LOG", "loud")])
+                .unwrap_err()
+                .to_string()
+                .contains("DST_LOG")
+        );
+        let past_end = read(&[
+            ("DST_SEED_START", "18446744073709551615"),
+            ("DST_SEEDS", "2"),
+        ]);
+        assert!(past_end.is_err());
+    }
+
+    #[test]
+    fn default_and_explicit_seed_sets() {
+        let defaults = read(&[]).unwrap();
+        assert_eq!(
+            defaults.seeds(),
+            (DEFAULT_SEED_START..DEFAULT_SEED_START + DEFAULT_SEED_COUNT).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            read(&[("DST_SEED", "7"), ("DST_SEEDS", "100")])
+                .unwrap()
+                .seeds(),
+            [7]
+        );
+        assert_eq!(
+            read(&[("DST_SEED_START", "10"), ("DST_SEEDS", "3")])
+                .unwrap()
+                .seeds(),
+            [10, 11, 12]
+        );
+        assert!(
+            read(&[("DST_CHECK_DETERMINISM", "1")])
+                .unwrap()
+                .check_determinism
+        );
+    }
+}

@@ -1,0 +1,17 @@
+//! umi-dst's integration tests: the harness testing itself.
+
+/// Workloads shared by the tests below (a planted-bug store, a busy agent-like run).
+mod support;
+
+/// Canaries: a planted bug of every failure class that the runner must catch, the replay
+/// round trip, and the report's replay command.
+mod self_test;
+
+/// Same seed, same trace hash, in this process and in two fresh processes.
+mod determinism;
+
+/// Fault injection statistics and scoping, over many operations.
+mod faults;
+
+/// The seed corpus replayed through the runner, and bad `DST_*` input.
+mod corpus;

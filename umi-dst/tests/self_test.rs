@@ -1,0 +1,216 @@
+//! The harness catching planted bugs of every failure class, and replaying them.
+
+use std::future::pending;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use umi_dst::simulation::panic_message;
+use umi_dst::{
+    FailureClass, FaultConfig, FaultDomain, FaultKind, RunError, SimConfig, Simulation, Violation,
+};
+
+use crate::support::lossy_store_workload;
+
+fn write_faults() -> FaultConfig {
+    FaultConfig::new(FaultKind::StorageWriteFail, 0.05).unwrap()
+}
+
+fn expect_failure(result: Result<umi_dst::RunSummary, RunError>) -> Box<umi_dst::FailureReport> {
+    match result {
+        Err(RunError::Failed(report)) => report,
+        Err(other) => panic!("expected a seed failure, got {other}"),
+        Ok(summary) => panic!("the planted bug survived {} seeds", summary.seeds.len()),
+    }
+}
+
+/// The canary: the lossy store's planted bug must be found within 100 seeds, and the
+/// failure must replay exactly from the seed in its report.
+#[test]
+fn canary_is_found_and_replays_exactly() {
+    let sweep = Simulation::new(SimConfig::new(0))
+        .with_fault(write_faults())
+        .with_seeds(0..100);
+    let report = expect_failure(sweep.try_run(lossy_store_workload));
+    assert_eq!(report.class, FailureClass::Correctness);
+    assert!(report.message.contains("was lost"), "{}", report.message);
+    assert!(report.injections_total >= 1);
+
+    // Replay: the seed alone, from the report, gives the same failure and trace.
+    let replay = Simulation::new(sweep.config_for(report.seed));
+    let again = expect_failure(replay.try_run(lossy_store_workload));
+    assert_eq!((again.seed, again.class), (report.seed, report.class));
+    assert_eq!(again.message, report.message);
+    assert_eq!(again.trace_hash, report.trace_hash);
+    assert_eq!(again.tail, report.tail);
+}
+
+/// The report names the seed, the class, the faults in force, the last events and the
+/// exact command that replays this test.
+#[test]
+fn report_ends_with_the_replay_command() {
+    let sweep = Simulation::new(SimConfig::new(0))
+        .with_fault(write_faults())
+        .with_seeds(0..100);
+    let report = expect_failure(sweep.try_run(lossy_store_workload));
+    let text = report.to_string();
+    let command = format!(
+        "DST_SEED={} cargo test -p umi-dst --test main -- \
+         self_test::report_ends_with_the_replay_command --exact --nocapture",
+        report.seed
+    );
+    assert!(text.contains(&command), "{text}");
+    assert!(text.contains("storage.write_fail p=0.05"), "{text}");
+    assert!(text.contains("class:     correctness"), "{text}");
+    assert!(
+        text.contains("store.write_failed"),
+        "the tail shows the fault's event:\n{text}"
+    );
+}
+
+/// `run` (the panicking form) fails the test with the replay command in the payload.
+#[test]
+fn run_fails_the_test_with_the_seed() {
+    let sweep = Simulation::new(SimConfig::new(0))
+        .with_fault(write_faults())
+        .with_seeds(0..100);
+    let payload = catch_unwind(AssertUnwindSafe(|| sweep.run(lossy_store_workload))).unwrap_err();
+    let message = panic_message(&*payload);
+    assert!(
+        message.starts_with("simulation failed (correctness) on seed "),
+        "{message}"
+    );
+    assert!(message.contains("replay: DST_SEED="), "{message}");
+}
+
+/// Without the fault the same workload passes every seed: the canary is the fault
+/// meeting the bug, not a broken workload.
+#[test]
+fn canary_passes_without_faults() {
+    let clean = Simulation::new(SimConfig::new(0)).with_seeds(0..20);
+    let summary = clean.try_run(lossy_store_workload).unwrap();
+    assert_eq!(summary.seeds.len(), 20);
+}
+
+/// A panic in the code under test is a crash, with the panic message.
+#[test]
+fn panics_are_crashes() {
+    let sim = Simulation::new(SimConfig::new(3))
+        .with_fault(FaultConfig::always(FaultKind::LlmServiceUnavailable));
+    let report = expect_failure(sim.try_run(|sim| async move {
+        if sim.fault(FaultDomain::Llm, "llm.complete").is_some() {
+            panic!("unhandled 503 from the model");
+        }
+        Ok::<(), Violation>(())
+    }));
+    assert_eq!(report.class, FailureClass::Crash);
+    assert!(
+        report.message.contains("unhandled 503"),
+        "{}",
+        report.message
+    );
+}
+
+/// A run that waits forever is a liveness failure at the simulated-time bound, reached
+/// at once because paused time jumps there.
+#[test]
+fn a_deadlock_is_a_liveness_failure() {
+    let sim = Simulation::new(SimConfig::new(1).with_sim_time_max(Duration::from_secs(3600)));
+    let report = expect_failure(sim.try_run(|_sim| async move {
+        pending::<()>().await;
+        Ok::<(), Violation>(())
+    }));
+    assert_eq!(report.class, FailureClass::Liveness);
+    assert_eq!(report.sim_elapsed, Duration::from_secs(3600));
+}
+
+/// A loop that never yields is stopped by the step bound.
+#[test]
+fn a_livelock_is_a_liveness_failure() {
+    let sim = Simulation::new(SimConfig::new(1).with_steps_max(10_000));
+    let report = expect_failure(sim.try_run(|sim| async move {
+        let env = sim.env();
+        while env.random_u64("spin") != 0 {}
+        Ok::<(), Violation>(())
+    }));
+    assert_eq!(report.class, FailureClass::Liveness);
+    assert!(report.message.contains("10000 steps"), "{}", report.message);
+}
+
+/// A step-bound panic caught inside a spawned task (tokio catches task panics) still
+/// ends the run as a liveness failure.
+#[test]
+fn a_livelock_inside_a_task_is_still_caught() {
+    let sim = Simulation::new(SimConfig::new(1).with_steps_max(1_000));
+    let report = expect_failure(sim.try_run(|sim| async move {
+        let spinner = tokio::spawn(async move {
+            let env = sim.env();
+            loop {
+                env.sleep(Duration::from_millis(1)).await;
+            }
+        });
+        let _ = spinner.await;
+        pending::<()>().await;
+        Ok::<(), Violation>(())
+    }));
+    assert_eq!(report.class, FailureClass::Liveness);
+    assert!(
+        report.sim_elapsed < Duration::from_secs(60),
+        "{:?}",
+        report.sim_elapsed
+    );
+}
+
+static LEAKED_STATE: AtomicU64 = AtomicU64::new(0);
+
+/// Global state that outlives a seed makes the second run differ; the determinism check
+/// catches it and shows where the traces diverged.
+#[test]
+fn global_state_is_caught_as_nondeterminism() {
+    let sim = Simulation::new(SimConfig::new(9)).with_determinism_check(true);
+    let report = expect_failure(sim.try_run(|sim| async move {
+        let env = sim.env();
+        env.sleep(Duration::from_millis(5)).await;
+        let runs = LEAKED_STATE.fetch_add(1, Ordering::Relaxed);
+        env.record("leak", format_args!("runs so far {runs}"));
+        Ok::<(), Violation>(())
+    }));
+    assert_eq!(report.class, FailureClass::Nondeterminism);
+    let divergence = report
+        .divergence
+        .as_ref()
+        .expect("full traces locate the divergence");
+    assert_eq!(divergence.first.as_ref().unwrap().kind, "leak");
+    assert_ne!(divergence.first, divergence.second);
+    assert!(report.to_string().contains("diverged:"));
+}
+
+/// A simulated hour of sleeps is simulated: the clock reads exactly one hour at the end.
+#[test]
+fn an_hour_of_sleeps_is_simulated() {
+    let summary = Simulation::new(SimConfig::new(1))
+        .try_run(|sim| async move {
+            let env = sim.env();
+            for _ in 0..3_600 {
+                env.sleep(Duration::from_secs(1)).await;
+            }
+            umi_dst::ensure!(
+                env.elapsed() == Duration::from_secs(3_600),
+                "{:?}",
+                env.elapsed()
+            );
+            Ok::<(), Violation>(())
+        })
+        .unwrap();
+    assert_eq!(summary.seeds[0].sim_elapsed_us, 3_600_000_000);
+}
+
+/// An invalid config is refused before any seed runs.
+#[test]
+fn invalid_config_is_refused() {
+    let sim = Simulation::new(SimConfig::new(1).with_steps_max(0));
+    let error = sim
+        .try_run(|_| async { Ok::<(), Violation>(()) })
+        .unwrap_err();
+    assert!(matches!(error, RunError::Config(_)), "{error}");
+}
