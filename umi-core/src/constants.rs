@@ -4,3 +4,72 @@
 //! `llm_latency_ms_min`). Each has a doc comment saying why it is what it is, and the
 //! `const` assertions at the bottom check how limits relate, so a change that makes them
 //! inconsistent fails to compile rather than failing in production.
+
+// ---- Language-model requests -------------------------------------------------------
+
+/// Bytes of all message text in one request. A 128k-token context is about 512 KiB of
+/// English; twice that leaves room for larger windows while refusing runaway prompts.
+pub const PROMPT_BYTES_MAX: usize = 1024 * 1024;
+
+/// Messages in one request.
+pub const REQUEST_MESSAGES_MAX: usize = 10_000;
+
+/// Tool definitions in one request (OpenAI accepts 128).
+pub const REQUEST_TOOLS_MAX: usize = 128;
+
+/// Stop sequences in one request (OpenAI accepts 4; others more).
+pub const STOP_SEQUENCES_MAX: usize = 16;
+
+/// Bytes of one stop sequence.
+pub const STOP_SEQUENCE_BYTES_MAX: usize = 256;
+
+// ---- Language-model responses ------------------------------------------------------
+
+/// Bytes of a response's text (and of its reasoning text).
+pub const RESPONSE_TEXT_BYTES_MAX: usize = 512 * 1024;
+
+/// Highest tool-call index a stream may use (so at most 64 parallel calls).
+pub const TOOL_CALL_INDEX_MAX: u32 = 63;
+
+/// Tool calls in one response.
+pub const TOOL_CALLS_PER_RESPONSE_MAX: usize = TOOL_CALL_INDEX_MAX as usize + 1;
+
+/// Bytes of one tool call's arguments.
+pub const TOOL_ARGUMENTS_BYTES_MAX: usize = 256 * 1024;
+
+/// Events one stream may carry before the collector refuses it.
+pub const STREAM_EVENTS_MAX: u64 = 1_000_000;
+
+// ---- Token estimation --------------------------------------------------------------
+
+/// Bytes of ASCII word characters per token (the usual rule of thumb for BPE tokenizers
+/// on English text).
+pub const TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN: usize = 4;
+
+/// Tokens every message costs beyond its text (role and separators).
+pub const TOKEN_ESTIMATE_MESSAGE_OVERHEAD: u32 = 4;
+
+/// Tokens that prime the reply in every request.
+pub const TOKEN_ESTIMATE_REPLY_PRIMING: u32 = 3;
+
+// ---- Simulated latency (SimLLM) ------------------------------------------------------
+
+/// Shortest simulated time to first token, in ms.
+pub const LLM_LATENCY_MS_MIN: u64 = 50;
+
+/// Longest simulated time to first token, in ms.
+pub const LLM_LATENCY_MS_MAX: u64 = 2_000;
+
+/// Simulated time per generated token, in ms (lower bound).
+pub const LLM_TOKEN_LATENCY_MS_MIN: u64 = 5;
+
+/// Simulated time per generated token, in ms (upper bound).
+pub const LLM_TOKEN_LATENCY_MS_MAX: u64 = 40;
+
+const _: () = assert!(STOP_SEQUENCE_BYTES_MAX < PROMPT_BYTES_MAX);
+const _: () = assert!(TOOL_CALLS_PER_RESPONSE_MAX == TOOL_CALL_INDEX_MAX as usize + 1);
+const _: () = assert!(TOOL_ARGUMENTS_BYTES_MAX <= RESPONSE_TEXT_BYTES_MAX);
+const _: () = assert!(RESPONSE_TEXT_BYTES_MAX as u64 <= STREAM_EVENTS_MAX);
+const _: () = assert!(TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN > 0);
+const _: () = assert!(LLM_LATENCY_MS_MIN <= LLM_LATENCY_MS_MAX);
+const _: () = assert!(LLM_TOKEN_LATENCY_MS_MIN <= LLM_TOKEN_LATENCY_MS_MAX);

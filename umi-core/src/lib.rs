@@ -12,8 +12,12 @@
 //!
 //! - [`env`](mod@env): the injected environment (time, sleeps, timeouts, randomness, events) and
 //!   its production implementation.
+//! - [`llm`]: messages, requests, responses, stream events, `LlmError`, the
+//!   `LanguageModel` trait and its contract, the stream collector, stop sequences, the
+//!   token estimator.
 //! - [`constants`]: every limit, named with its unit last, with compile-time checks of
 //!   how the limits relate.
 
 pub mod constants;
 pub mod env;
+pub mod llm;

@@ -31,12 +31,16 @@
 //!   implementation of umi-core's `Environment`.
 //! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
 //! - [`corpus`]: the `seeds/*.seeds` files.
+//! - [`doubles`]: mock, scripted and function `LanguageModel`s for unit tests.
+//! - [`conformance`]: the `LanguageModel` contract, checked over generated requests.
 //! - [`constants`]: every limit.
 
 pub mod clock;
 pub mod config;
+pub mod conformance;
 pub mod constants;
 pub mod corpus;
+pub mod doubles;
 pub mod environment;
 pub mod fault;
 pub mod rng;

@@ -15,3 +15,6 @@ mod faults;
 
 /// The seed corpus replayed through the runner, and bad `DST_*` input.
 mod corpus;
+
+/// The mock, scripted and function models, and the conformance suite on all three.
+mod doubles;

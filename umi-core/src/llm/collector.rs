@@ -1,0 +1,396 @@
+//! StreamCollector: stream events back into one [`CompletionResponse`].
+//!
+//! It accepts what real providers send, not just what the contract promises: a tool
+//! call's id and name only in its first delta (or repeated, unchanged, in every one);
+//! parallel calls interleaved by index; argument fragments split anywhere, including
+//! inside a JSON escape or between the halves of a surrogate-pair escape (arguments are
+//! parsed only once the call is complete); text before tool calls; usage before Done,
+//! inside it, or after it. A missing tool-call id (Ollama's native API sends none)
+//! becomes `call_<index>`.
+//!
+//! Everything else is a typed error, never a panic: a stream with no Done
+//! ([`LlmError::EmptyStream`] when nothing came at all, [`LlmError::StreamTruncated`]
+//! otherwise), arguments that are not JSON at Done ([`LlmError::Json`], naming the call
+//! and showing the text), a tool index over `TOOL_CALL_INDEX_MAX`, a call without a
+//! name, an id that changes mid-call, anything but usage after Done
+//! ([`LlmError::InvalidResponse`]), and text or arguments past their byte limits
+//! ([`LlmError::ResponseTooLarge`]).
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::error::{LlmError, snippet};
+use super::event::{EventStream, StreamEvent};
+use super::message::ToolCall;
+use super::response::{CompletionResponse, FinishReason, TokenUsage};
+use crate::constants::{
+    RESPONSE_TEXT_BYTES_MAX, STREAM_EVENTS_MAX, TOOL_ARGUMENTS_BYTES_MAX, TOOL_CALL_INDEX_MAX,
+};
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: Option<String>,
+    name: Option<String>,
+    arguments: String,
+}
+
+/// Accumulates stream events; [`StreamCollector::finish`] turns them into a response.
+#[derive(Debug)]
+pub struct StreamCollector {
+    model: String,
+    text: String,
+    reasoning: Option<String>,
+    calls: BTreeMap<u32, PartialCall>,
+    usage: Option<TokenUsage>,
+    finish_reason: Option<FinishReason>,
+    events: u64,
+}
+
+impl StreamCollector {
+    /// A collector for an answer from `model`.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            text: String::new(),
+            reasoning: None,
+            calls: BTreeMap::new(),
+            usage: None,
+            finish_reason: None,
+            events: 0,
+        }
+    }
+
+    /// Collects a whole stream. An `Err` item ends it and is returned as it is.
+    pub async fn collect(
+        model: impl Into<String>,
+        mut stream: EventStream,
+    ) -> Result<CompletionResponse, LlmError> {
+        let mut collector = Self::new(model);
+        while let Some(item) = stream.next().await {
+            collector.push(item?)?;
+        }
+        collector.finish()
+    }
+
+    /// The text so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Events accepted so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Whether the Done event has arrived.
+    pub fn is_done(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
+    /// Adds one event.
+    pub fn push(&mut self, event: StreamEvent) -> Result<(), LlmError> {
+        if self.events >= STREAM_EVENTS_MAX {
+            return Err(invalid(
+                format!("stream of more than {STREAM_EVENTS_MAX} events"),
+                &event,
+            ));
+        }
+        if self.finish_reason.is_some() && !matches!(event, StreamEvent::Usage { .. }) {
+            return Err(invalid("event after Done".into(), &event));
+        }
+        self.events += 1;
+        match event {
+            StreamEvent::TextDelta { text } => {
+                append_bounded(&mut self.text, &text, "text", RESPONSE_TEXT_BYTES_MAX)?;
+            }
+            StreamEvent::ReasoningDelta { text } => {
+                let reasoning = self.reasoning.get_or_insert_with(String::new);
+                append_bounded(reasoning, &text, "reasoning", RESPONSE_TEXT_BYTES_MAX)?;
+            }
+            StreamEvent::ToolCallDelta {
+                index,
+                id,
+                name,
+                arguments_fragment,
+            } => {
+                if index > TOOL_CALL_INDEX_MAX {
+                    return Err(LlmError::InvalidResponse {
+                        reason: format!(
+                            "tool call index {index} is over the limit of {TOOL_CALL_INDEX_MAX}"
+                        ),
+                        snippet: String::new(),
+                    });
+                }
+                let call = self.calls.entry(index).or_default();
+                set_once(&mut call.id, id, index, "id")?;
+                set_once(&mut call.name, name, index, "name")?;
+                if let Some(fragment) = arguments_fragment {
+                    let what = format!("arguments of tool call {index}");
+                    append_bounded(
+                        &mut call.arguments,
+                        &fragment,
+                        &what,
+                        TOOL_ARGUMENTS_BYTES_MAX,
+                    )?;
+                }
+            }
+            StreamEvent::Usage { usage } => self.usage = Some(usage),
+            StreamEvent::Done {
+                finish_reason,
+                usage,
+            } => {
+                self.finish_reason = Some(finish_reason);
+                if usage.is_some() {
+                    self.usage = usage;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The response, once Done has arrived.
+    pub fn finish(self) -> Result<CompletionResponse, LlmError> {
+        let Some(finish_reason) = self.finish_reason else {
+            return Err(if self.events == 0 {
+                LlmError::EmptyStream
+            } else {
+                LlmError::StreamTruncated {
+                    events_received: self.events,
+                }
+            });
+        };
+        let mut tool_calls = Vec::with_capacity(self.calls.len());
+        for (index, call) in self.calls {
+            let Some(name) = call.name.filter(|name| !name.is_empty()) else {
+                return Err(LlmError::InvalidResponse {
+                    reason: format!("tool call {index} has no name"),
+                    snippet: snippet(&call.arguments),
+                });
+            };
+            let arguments = parse_arguments(&call.arguments, index, &name)?;
+            let id = call.id.unwrap_or_else(|| format!("call_{index}"));
+            tool_calls.push(ToolCall {
+                id,
+                name,
+                arguments,
+            });
+        }
+        Ok(CompletionResponse {
+            text: self.text,
+            tool_calls,
+            reasoning: self.reasoning,
+            finish_reason,
+            usage: self.usage.unwrap_or_default(),
+            model: self.model,
+        })
+    }
+}
+
+fn invalid(reason: String, event: &StreamEvent) -> LlmError {
+    let shown = serde_json::to_string(event).unwrap_or_default();
+    LlmError::InvalidResponse {
+        reason,
+        snippet: snippet(&shown),
+    }
+}
+
+fn append_bounded(
+    target: &mut String,
+    more: &str,
+    what: &str,
+    limit: usize,
+) -> Result<(), LlmError> {
+    let bytes = target.len() + more.len();
+    if bytes > limit {
+        return Err(LlmError::ResponseTooLarge {
+            what: what.to_owned(),
+            bytes,
+            limit,
+        });
+    }
+    target.push_str(more);
+    Ok(())
+}
+
+/// Takes `value` if the field is unset; accepts a repeat of the same value; refuses a
+/// change.
+fn set_once(
+    field: &mut Option<String>,
+    value: Option<String>,
+    index: u32,
+    what: &str,
+) -> Result<(), LlmError> {
+    let Some(value) = value else { return Ok(()) };
+    match field {
+        None => *field = Some(value),
+        Some(existing) if *existing == value => {}
+        Some(existing) => {
+            return Err(LlmError::InvalidResponse {
+                reason: format!(
+                    "tool call {index} changed its {what} from {existing:?} to {value:?}"
+                ),
+                snippet: String::new(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn parse_arguments(text: &str, index: u32, name: &str) -> Result<Value, LlmError> {
+    if text.trim().is_empty() {
+        // Tools without parameters: providers send "" (or nothing) for "{}".
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    serde_json::from_str(text).map_err(|error| LlmError::Json {
+        what: format!("arguments of tool call {index} ({name})"),
+        reason: error.to_string(),
+        snippet: snippet(text),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn delta(index: u32, id: Option<&str>, name: Option<&str>, args: Option<&str>) -> StreamEvent {
+        StreamEvent::ToolCallDelta {
+            index,
+            id: id.map(str::to_owned),
+            name: name.map(str::to_owned),
+            arguments_fragment: args.map(str::to_owned),
+        }
+    }
+
+    fn collect(events: Vec<StreamEvent>) -> Result<CompletionResponse, LlmError> {
+        let mut collector = StreamCollector::new("m");
+        for event in events {
+            collector.push(event)?;
+        }
+        collector.finish()
+    }
+
+    #[test]
+    fn interleaved_parallel_calls_with_split_escapes() {
+        let response = collect(vec![
+            StreamEvent::text("Let me check. "),
+            delta(0, Some("a"), Some("read"), Some("{\"path\": \"a\\")),
+            delta(1, Some("b"), Some("read"), Some("{\"path\": \"\\ud83d")),
+            delta(0, None, None, Some("\"b.txt\"}")),
+            delta(1, Some("b"), None, Some("\\ude00\"}")),
+            StreamEvent::Usage {
+                usage: TokenUsage::new(10, 5),
+            },
+            StreamEvent::done(FinishReason::ToolCalls, None),
+        ])
+        .unwrap();
+        assert_eq!(response.text, "Let me check. ");
+        assert_eq!(
+            response.tool_calls[0],
+            ToolCall::new("a", "read", json!({"path": "a\"b.txt"}))
+        );
+        assert_eq!(response.tool_calls[1].arguments, json!({"path": "😀"}));
+        assert_eq!(response.usage, TokenUsage::new(10, 5));
+        assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+    }
+
+    #[test]
+    fn usage_after_done_is_accepted_and_missing_ids_are_filled() {
+        let response = collect(vec![
+            delta(0, None, Some("ping"), None),
+            StreamEvent::done(FinishReason::ToolCalls, Some(TokenUsage::new(1, 1))),
+            StreamEvent::Usage {
+                usage: TokenUsage::new(7, 3),
+            },
+        ])
+        .unwrap();
+        assert_eq!(
+            response.tool_calls[0],
+            ToolCall::new("call_0", "ping", json!({}))
+        );
+        assert_eq!(response.usage, TokenUsage::new(7, 3));
+    }
+
+    #[test]
+    fn empty_and_truncated_streams_are_told_apart() {
+        assert_eq!(collect(vec![]), Err(LlmError::EmptyStream));
+        assert_eq!(
+            collect(vec![StreamEvent::text("half")]),
+            Err(LlmError::StreamTruncated { events_received: 1 })
+        );
+    }
+
+    #[test]
+    fn malformed_streams_give_typed_errors_naming_the_value() {
+        let bad_json = collect(vec![
+            delta(0, Some("x"), Some("search"), Some("{\"q\": ")),
+            StreamEvent::done(FinishReason::ToolCalls, None),
+        ])
+        .unwrap_err();
+        assert!(matches!(bad_json, LlmError::Json { .. }));
+        assert!(
+            bad_json.to_string().contains("tool call 0 (search)"),
+            "{bad_json}"
+        );
+        assert!(bad_json.to_string().contains("{\\\"q\\\": "), "{bad_json}");
+
+        let over = collect(vec![delta(64, Some("x"), Some("t"), None)]).unwrap_err();
+        assert!(
+            over.to_string()
+                .contains("index 64 is over the limit of 63"),
+            "{over}"
+        );
+
+        let nameless = collect(vec![
+            delta(0, Some("x"), None, Some("{}")),
+            StreamEvent::done(FinishReason::ToolCalls, None),
+        ]);
+        assert!(
+            nameless
+                .unwrap_err()
+                .to_string()
+                .contains("tool call 0 has no name")
+        );
+
+        let renamed = collect(vec![
+            delta(0, Some("x"), Some("a"), None),
+            delta(0, Some("y"), None, None),
+        ]);
+        assert!(
+            renamed
+                .unwrap_err()
+                .to_string()
+                .contains("changed its id from \"x\" to \"y\"")
+        );
+
+        let late = collect(vec![
+            StreamEvent::done(FinishReason::Stop, None),
+            StreamEvent::text("more"),
+        ]);
+        assert!(late.unwrap_err().to_string().contains("event after Done"));
+
+        let twice = collect(vec![
+            StreamEvent::done(FinishReason::Stop, None),
+            StreamEvent::done(FinishReason::Stop, None),
+        ]);
+        assert!(twice.is_err());
+    }
+
+    #[test]
+    fn sizes_past_the_limits_are_refused() {
+        let huge = "x".repeat(RESPONSE_TEXT_BYTES_MAX);
+        let error = collect(vec![StreamEvent::text(huge), StreamEvent::text("y")]).unwrap_err();
+        assert!(
+            matches!(error, LlmError::ResponseTooLarge { ref what, .. } if what == "text"),
+            "{error}"
+        );
+        let args = "x".repeat(TOOL_ARGUMENTS_BYTES_MAX + 1);
+        let error = collect(vec![delta(0, Some("a"), Some("t"), Some(&args))]).unwrap_err();
+        assert!(
+            error.to_string().contains("arguments of tool call 0"),
+            "{error}"
+        );
+    }
+}

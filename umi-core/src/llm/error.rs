@@ -1,0 +1,293 @@
+//! LlmError: every way a language-model call can fail, typed, with the context needed
+//! to act on it.
+//!
+//! The classification the router acts on lives here, not in message matching
+//! (docs/adr/0004-llm-error-classification.md):
+//!
+//! | error | retry the same model | fall back to the next model |
+//! | --- | --- | --- |
+//! | timeout, rate_limit, service_unavailable, connection | yes | after retries |
+//! | stream_truncated, empty_stream, invalid_response | yes | after retries |
+//! | auth, json, response_too_large | no | yes |
+//! | context_overflow | no | only to a model with a larger window |
+//! | bad_request, invalid_prompt | no | no: the request itself is wrong |
+
+use serde::{Deserialize, Serialize};
+
+/// A failed language-model call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LlmError {
+    /// No answer within the deadline.
+    #[error("timed out after {after_ms} ms")]
+    Timeout {
+        /// The deadline that passed, in ms.
+        after_ms: u64,
+    },
+    /// The provider asked us to slow down (HTTP 429).
+    #[error("rate limited{}", retry_after_ms.map(|ms| format!("; retry after {ms} ms")).unwrap_or_default())]
+    RateLimit {
+        /// How long the provider asked us to wait, if it said.
+        retry_after_ms: Option<u64>,
+    },
+    /// The prompt does not fit the model's context window.
+    #[error(
+        "context overflow: prompt of {} tokens over the limit of {}",
+        prompt_tokens.map_or_else(|| "?".to_owned(), |n| n.to_string()),
+        limit.map_or_else(|| "?".to_owned(), |n| n.to_string())
+    )]
+    ContextOverflow {
+        /// The prompt's size in tokens, when known.
+        prompt_tokens: Option<u32>,
+        /// The model's context window in tokens, when known.
+        limit: Option<u32>,
+    },
+    /// The provider answered with something that is not a valid response.
+    #[error("invalid response: {reason}{}", snippet_suffix(snippet))]
+    InvalidResponse {
+        /// What is wrong with it.
+        reason: String,
+        /// The start of what was received.
+        snippet: String,
+    },
+    /// The provider is overloaded or down (HTTP 5xx).
+    #[error("service unavailable{}: {message}", status.map(|s| format!(" ({s})")).unwrap_or_default())]
+    ServiceUnavailable {
+        /// The HTTP status, if there was one.
+        status: Option<u16>,
+        /// The provider's message.
+        message: String,
+    },
+    /// JSON the model produced (tool arguments, JSON-mode output) does not parse.
+    #[error("invalid JSON in {what}: {reason}{}", snippet_suffix(snippet))]
+    Json {
+        /// Which JSON (e.g. `arguments of tool call 0 (get_weather)`).
+        what: String,
+        /// The parser's complaint.
+        reason: String,
+        /// The start of the text.
+        snippet: String,
+    },
+    /// The request is not one any model can answer (empty, too large, malformed).
+    #[error("invalid prompt: {reason}")]
+    InvalidPrompt {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The credentials were refused (HTTP 401/403).
+    #[error("authentication failed ({status}): {message}")]
+    Auth {
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The provider rejected the request (HTTP 4xx other than the above).
+    #[error("bad request{}: {message}", status.map(|s| format!(" ({s})")).unwrap_or_default())]
+    BadRequest {
+        /// The HTTP status, if there was one.
+        status: Option<u16>,
+        /// The provider's message.
+        message: String,
+    },
+    /// No connection: refused, reset, DNS, TLS.
+    #[error("connection failed: {reason}")]
+    Connection {
+        /// What happened.
+        reason: String,
+    },
+    /// A stream ended after some events without its Done.
+    #[error("stream ended after {events_received} event(s) without Done")]
+    StreamTruncated {
+        /// Events received before the end.
+        events_received: u64,
+    },
+    /// A stream ended before producing anything at all.
+    #[error("stream ended without producing any event")]
+    EmptyStream,
+    /// The answer is larger than the limits allow.
+    #[error("{what} is {bytes} bytes, over the limit of {limit}")]
+    ResponseTooLarge {
+        /// What grew too large (`text`, `arguments of tool call 1`).
+        what: String,
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+fn snippet_suffix(snippet: &str) -> String {
+    if snippet.is_empty() {
+        String::new()
+    } else {
+        format!(" (got {snippet:?})")
+    }
+}
+
+/// Bytes of received text an error keeps, so a huge body does not flood a log.
+pub const ERROR_SNIPPET_BYTES_MAX: usize = 200;
+
+/// The start of `text`, at most `ERROR_SNIPPET_BYTES_MAX` bytes, cut at a char boundary.
+pub fn snippet(text: &str) -> String {
+    if text.len() <= ERROR_SNIPPET_BYTES_MAX {
+        return text.to_owned();
+    }
+    let mut end = ERROR_SNIPPET_BYTES_MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+impl LlmError {
+    /// Whether trying the same model again may succeed: transient conditions (rate
+    /// limits, 5xx, timeouts, connection trouble, cut or garbled responses).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::Timeout { .. }
+                | Self::RateLimit { .. }
+                | Self::ServiceUnavailable { .. }
+                | Self::Connection { .. }
+                | Self::StreamTruncated { .. }
+                | Self::EmptyStream
+                | Self::InvalidResponse { .. }
+        )
+    }
+
+    /// Whether another model may succeed where this one failed (after retries, for the
+    /// retryable ones). False for errors in the request itself, and for context overflow,
+    /// which may only move to a larger window (see [`LlmError::needs_larger_context`]).
+    pub fn is_fallback_eligible(&self) -> bool {
+        !matches!(
+            self,
+            Self::BadRequest { .. } | Self::InvalidPrompt { .. } | Self::ContextOverflow { .. }
+        )
+    }
+
+    /// Whether only a model with a larger context window can take this request.
+    pub fn needs_larger_context(&self) -> bool {
+        matches!(self, Self::ContextOverflow { .. })
+    }
+
+    /// The wait the provider asked for, for a rate limit that named one.
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        match self {
+            Self::RateLimit { retry_after_ms } => *retry_after_ms,
+            _ => None,
+        }
+    }
+
+    /// The error's kind as a short name (`rate_limit`), for traces and counters.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Timeout { .. } => "timeout",
+            Self::RateLimit { .. } => "rate_limit",
+            Self::ContextOverflow { .. } => "context_overflow",
+            Self::InvalidResponse { .. } => "invalid_response",
+            Self::ServiceUnavailable { .. } => "service_unavailable",
+            Self::Json { .. } => "json",
+            Self::InvalidPrompt { .. } => "invalid_prompt",
+            Self::Auth { .. } => "auth",
+            Self::BadRequest { .. } => "bad_request",
+            Self::Connection { .. } => "connection",
+            Self::StreamTruncated { .. } => "stream_truncated",
+            Self::EmptyStream => "empty_stream",
+            Self::ResponseTooLarge { .. } => "response_too_large",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_matches_the_adr() {
+        let transient = [
+            LlmError::Timeout { after_ms: 1 },
+            LlmError::RateLimit {
+                retry_after_ms: Some(5),
+            },
+            LlmError::ServiceUnavailable {
+                status: Some(503),
+                message: String::new(),
+            },
+            LlmError::Connection {
+                reason: "reset".into(),
+            },
+            LlmError::StreamTruncated { events_received: 3 },
+            LlmError::EmptyStream,
+            LlmError::InvalidResponse {
+                reason: "x".into(),
+                snippet: String::new(),
+            },
+        ];
+        for error in &transient {
+            assert!(error.is_retryable(), "{error}");
+            assert!(error.is_fallback_eligible(), "{error}");
+        }
+        let never_retry = [
+            LlmError::BadRequest {
+                status: Some(400),
+                message: String::new(),
+            },
+            LlmError::Auth {
+                status: 401,
+                message: String::new(),
+            },
+            LlmError::ContextOverflow {
+                prompt_tokens: Some(9),
+                limit: Some(8),
+            },
+            LlmError::InvalidPrompt {
+                reason: "empty".into(),
+            },
+        ];
+        for error in &never_retry {
+            assert!(!error.is_retryable(), "{error}");
+        }
+        assert!(
+            LlmError::Auth {
+                status: 401,
+                message: String::new()
+            }
+            .is_fallback_eligible()
+        );
+        assert!(!never_retry[0].is_fallback_eligible());
+        assert!(!never_retry[2].is_fallback_eligible());
+        assert!(never_retry[2].needs_larger_context());
+    }
+
+    #[test]
+    fn messages_carry_their_context() {
+        let overflow = LlmError::ContextOverflow {
+            prompt_tokens: Some(9000),
+            limit: Some(8192),
+        };
+        assert_eq!(
+            overflow.to_string(),
+            "context overflow: prompt of 9000 tokens over the limit of 8192"
+        );
+        let rate = LlmError::RateLimit {
+            retry_after_ms: Some(1500),
+        };
+        assert_eq!(rate.to_string(), "rate limited; retry after 1500 ms");
+        assert_eq!(rate.retry_after_ms(), Some(1500));
+        let json = LlmError::Json {
+            what: "arguments".into(),
+            reason: "EOF".into(),
+            snippet: "{\"a\":".into(),
+        };
+        assert!(json.to_string().contains("(got \"{\\\"a\\\":\")"), "{json}");
+    }
+
+    #[test]
+    fn snippets_are_bounded() {
+        let long = "é".repeat(500);
+        let cut = snippet(&long);
+        assert!(cut.len() <= ERROR_SNIPPET_BYTES_MAX + "…".len());
+        assert_eq!(snippet("short"), "short");
+    }
+}

@@ -1,0 +1,24 @@
+//! The language-model abstraction: types, typed errors, the streaming provider trait,
+//! the stream collector, stop sequences and the token estimator.
+//!
+//! Agent code talks to `Arc<dyn LanguageModel>`. Behind it may be a real client, the
+//! router, or (under test) umi-dst's SimLLM or a scripted double; the contract on
+//! [`LanguageModel`] is what lets them stand in for each other.
+
+mod collector;
+mod error;
+mod event;
+mod message;
+mod provider;
+mod request;
+mod response;
+pub mod stop;
+pub mod tokens;
+
+pub use collector::StreamCollector;
+pub use error::{ERROR_SNIPPET_BYTES_MAX, LlmError, snippet};
+pub use event::{EventStream, StreamEvent};
+pub use message::{Message, ToolCall, ToolDefinition};
+pub use provider::LanguageModel;
+pub use request::CompletionRequest;
+pub use response::{CompletionResponse, FinishReason, ModelRef, TokenUsage};

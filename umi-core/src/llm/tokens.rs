@@ -1,0 +1,98 @@
+//! The token estimator: one deterministic count used wherever tokens are counted.
+//!
+//! Real tokenizers differ by model, and a test harness must not depend on any of them.
+//! What matters is that every part of the workspace (the agent loop trimming context,
+//! SimLLM deciding a context overflow, usage reports) counts the same way, so an
+//! overflow the loop expects is the overflow the simulator produces. The estimate
+//! follows the usual shape of BPE tokenizers:
+//! - a run of ASCII letters and digits costs one token per
+//!   `TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN` bytes, rounded up;
+//! - ASCII whitespace is free (it attaches to the next word);
+//! - every other ASCII character (punctuation, symbols) costs one token;
+//! - every non-ASCII character costs one token (CJK is about one token per character).
+//!
+//! A message adds `TOKEN_ESTIMATE_MESSAGE_OVERHEAD`, a request
+//! `TOKEN_ESTIMATE_REPLY_PRIMING`, and tool definitions count as their JSON text.
+
+use super::message::{Message, ToolDefinition};
+use super::request::CompletionRequest;
+use crate::constants::{
+    TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN, TOKEN_ESTIMATE_MESSAGE_OVERHEAD,
+    TOKEN_ESTIMATE_REPLY_PRIMING,
+};
+
+/// Estimated tokens of `text`.
+pub fn estimate_text_tokens(text: &str) -> u32 {
+    let mut tokens: u64 = 0;
+    let mut word_bytes: usize = 0;
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            word_bytes += 1;
+            continue;
+        }
+        tokens += word_bytes.div_ceil(TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN) as u64;
+        word_bytes = 0;
+        if !c.is_ascii_whitespace() {
+            tokens += 1;
+        }
+    }
+    tokens += word_bytes.div_ceil(TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN) as u64;
+    u32::try_from(tokens).unwrap_or(u32::MAX)
+}
+
+/// Estimated tokens of one message, with its overhead and tool calls.
+pub fn estimate_message_tokens(message: &Message) -> u32 {
+    let mut tokens =
+        TOKEN_ESTIMATE_MESSAGE_OVERHEAD.saturating_add(estimate_text_tokens(message.text()));
+    for call in message.tool_calls() {
+        tokens = tokens
+            .saturating_add(estimate_text_tokens(&call.name))
+            .saturating_add(estimate_text_tokens(&call.arguments.to_string()));
+    }
+    if let Message::Tool { tool_call_id, .. } = message {
+        tokens = tokens.saturating_add(estimate_text_tokens(tool_call_id));
+    }
+    tokens
+}
+
+/// Estimated tokens of one tool definition as offered to the model.
+pub fn estimate_tool_tokens(tool: &ToolDefinition) -> u32 {
+    estimate_text_tokens(&tool.name)
+        .saturating_add(estimate_text_tokens(&tool.description))
+        .saturating_add(estimate_text_tokens(&tool.parameters.to_string()))
+}
+
+/// Estimated prompt tokens of a whole request.
+pub fn estimate_request_tokens(request: &CompletionRequest) -> u32 {
+    let messages = request.messages.iter().map(estimate_message_tokens);
+    let tools = request.tools.iter().map(estimate_tool_tokens);
+    messages
+        .chain(tools)
+        .fold(TOKEN_ESTIMATE_REPLY_PRIMING, u32::saturating_add)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_estimates_follow_the_documented_rules() {
+        assert_eq!(estimate_text_tokens(""), 0);
+        assert_eq!(estimate_text_tokens("cat"), 1);
+        assert_eq!(estimate_text_tokens("cats"), 1);
+        assert_eq!(estimate_text_tokens("catsup"), 2);
+        assert_eq!(estimate_text_tokens("a b  c"), 3);
+        assert_eq!(estimate_text_tokens("hi, you!"), 4);
+        assert_eq!(estimate_text_tokens("東京"), 2);
+        assert_eq!(estimate_text_tokens("{\"a\":1}"), 7);
+    }
+
+    #[test]
+    fn estimates_grow_with_the_request() {
+        let small = CompletionRequest::new(vec![Message::user("hello")]);
+        let large =
+            CompletionRequest::new(vec![Message::system("be brief"), Message::user("hello")]);
+        assert_eq!(estimate_request_tokens(&small), 3 + 4 + 2);
+        assert!(estimate_request_tokens(&large) > estimate_request_tokens(&small));
+    }
+}
