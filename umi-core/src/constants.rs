@@ -73,3 +73,37 @@ const _: () = assert!(RESPONSE_TEXT_BYTES_MAX as u64 <= STREAM_EVENTS_MAX);
 const _: () = assert!(TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN > 0);
 const _: () = assert!(LLM_LATENCY_MS_MIN <= LLM_LATENCY_MS_MAX);
 const _: () = assert!(LLM_TOKEN_LATENCY_MS_MIN <= LLM_TOKEN_LATENCY_MS_MAX);
+
+// ---- Memory ----------------------------------------------------------------------------
+
+/// Bytes of text one `remember` call accepts.
+pub const MEMORY_TEXT_BYTES_MAX: usize = 64 * 1024;
+
+/// Bytes of a recall query.
+pub const MEMORY_QUERY_BYTES_MAX: usize = 2 * 1024;
+
+/// Entities one extraction may return.
+pub const EXTRACTION_ENTITIES_MAX: usize = 32;
+
+/// Relations one extraction may return.
+pub const EXTRACTION_RELATIONS_MAX: usize = 64;
+
+/// Bytes of an entity's name.
+pub const ENTITY_NAME_BYTES_MAX: usize = 200;
+
+/// Bytes of an entity's content.
+pub const ENTITY_CONTENT_BYTES_MAX: usize = 16 * 1024;
+
+/// Query variants a rewrite may return.
+pub const QUERY_VARIANTS_MAX: usize = 5;
+
+/// Existing entities one evolution-detection prompt shows the model.
+pub const EVOLUTION_CANDIDATES_MAX: usize = 8;
+
+/// Bytes of an evolution's reason.
+pub const EVOLUTION_REASON_BYTES_MAX: usize = 1024;
+
+const _: () = assert!(MEMORY_QUERY_BYTES_MAX < MEMORY_TEXT_BYTES_MAX);
+const _: () = assert!(ENTITY_CONTENT_BYTES_MAX >= ENTITY_NAME_BYTES_MAX);
+const _: () = assert!(MEMORY_TEXT_BYTES_MAX < PROMPT_BYTES_MAX / 4);
+const _: () = assert!(QUERY_VARIANTS_MAX >= 1 && EVOLUTION_CANDIDATES_MAX >= 1);

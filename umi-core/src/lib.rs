@@ -15,9 +15,11 @@
 //! - [`llm`]: messages, requests, responses, stream events, `LlmError`, the
 //!   `LanguageModel` trait and its contract, the stream collector, stop sequences, the
 //!   token estimator.
+//! - [`memory`]: the Umi memory; for now its prompts, task tags and parsers.
 //! - [`constants`]: every limit, named with its unit last, with compile-time checks of
 //!   how the limits relate.
 
 pub mod constants;
 pub mod env;
 pub mod llm;
+pub mod memory;

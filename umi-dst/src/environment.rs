@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -20,6 +20,7 @@ use crate::config::{SimConfig, SimConfigError};
 use crate::constants::CLOCK_JUMP_MS_MAX;
 use crate::fault::swarm::{self, SwarmDraw};
 use crate::fault::{FaultDomain, FaultInjector, FaultKind};
+use crate::llm::SimLlm;
 use crate::rng::DeterministicRng;
 use crate::trace::Trace;
 
@@ -48,6 +49,9 @@ struct SimInner {
     steps: AtomicU64,
     step_limit_hit: AtomicBool,
     clock_faults: bool,
+    /// The run's shared SimLLM (built on first use). SimLlm holds the clock, injector,
+    /// trace and its RNG, never this struct, so the slot makes no reference cycle.
+    llm: OnceLock<Arc<SimLlm>>,
 }
 
 impl SimEnvironment {
@@ -97,6 +101,7 @@ impl SimEnvironment {
                 steps: AtomicU64::new(0),
                 step_limit_hit: AtomicBool::new(false),
                 clock_faults,
+                llm: OnceLock::new(),
             }),
         })
     }
@@ -151,6 +156,16 @@ impl SimEnvironment {
     /// Whether the run went past its step bound.
     pub fn step_limit_hit(&self) -> bool {
         self.inner.step_limit_hit.load(Ordering::Relaxed)
+    }
+
+    /// The run's SimLLM with the default config, shared by everyone who asks (one
+    /// occurrence count per request across the run). For another config build one with
+    /// [`SimLlm::with_config`].
+    pub fn llm(&self) -> Arc<SimLlm> {
+        self.inner
+            .llm
+            .get_or_init(|| Arc::new(SimLlm::new(self)))
+            .clone()
     }
 
     /// This environment as umi-core's [`Env`], to hand to the code under test.

@@ -31,6 +31,8 @@
 //!   implementation of umi-core's `Environment`.
 //! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
 //! - [`corpus`]: the `seeds/*.seeds` files.
+//! - [`llm`]: SimLLM, the simulated model: routes, generators, schema-valid tool
+//!   arguments, limits, latency, faults.
 //! - [`doubles`]: mock, scripted and function `LanguageModel`s for unit tests.
 //! - [`conformance`]: the `LanguageModel` contract, checked over generated requests.
 //! - [`constants`]: every limit.
@@ -43,6 +45,7 @@ pub mod corpus;
 pub mod doubles;
 pub mod environment;
 pub mod fault;
+pub mod llm;
 pub mod rng;
 pub mod simulation;
 pub mod trace;
@@ -51,6 +54,7 @@ pub use clock::SimClock;
 pub use config::SimConfig;
 pub use environment::SimEnvironment;
 pub use fault::{FaultConfig, FaultDomain, FaultInjector, FaultKind};
+pub use llm::{SimLlm, SimLlmConfig};
 pub use rng::DeterministicRng;
 pub use simulation::report::{FailureClass, FailureReport};
 pub use simulation::{RunError, RunSummary, Simulation, Violation};

@@ -15,10 +15,11 @@ use crate::support::busy_workload;
 
 const PROBE_SEED: u64 = 4242;
 
-fn busy_faults() -> [FaultConfig; 2] {
+fn busy_faults() -> [FaultConfig; 3] {
     [
         FaultConfig::new(FaultKind::LlmRateLimit, 0.1).unwrap(),
         FaultConfig::new(FaultKind::ClockJump, 0.02).unwrap(),
+        FaultConfig::new(FaultKind::LlmStreamCut, 0.2).unwrap(),
     ]
 }
 
@@ -92,4 +93,19 @@ fn default_seed_set_is_fixed() {
     let settings = Settings::from_lookup(|_| None).unwrap();
     let sim = Simulation::with_settings(settings);
     assert_eq!(sim.seeds(), [1, 2, 3, 4, 5, 6, 7, 8]);
+}
+
+/// Tripwire: serde_json's maps are sorted in this build. If a dependency turns on
+/// `preserve_order`, test builds and the `dst` binary could order JSON keys differently
+/// and a seed would not replay the same in both; SimLLM and the canonical request hash
+/// sort keys themselves, and this test says when the rest of the workspace needs to.
+#[test]
+fn serde_json_maps_are_sorted() {
+    let mut map = serde_json::Map::new();
+    map.insert("b".into(), serde_json::json!(1));
+    map.insert("a".into(), serde_json::json!(2));
+    assert_eq!(
+        serde_json::Value::Object(map).to_string(),
+        r#"{"a":2,"b":1}"#
+    );
 }

@@ -18,3 +18,7 @@ mod corpus;
 
 /// The mock, scripted and function models, and the conformance suite on all three.
 mod doubles;
+
+/// SimLLM: order-independent determinism, generators through the real parsers, schema-valid
+/// tool arguments, natural limits, latency, stream shapes, faults and routes.
+mod sim_llm;

@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
 use umi_core::env::EnvironmentExt;
+use umi_core::llm::{CompletionRequest, LanguageModel, Message};
 use umi_dst::{FaultDomain, FaultKind, SimEnvironment, Violation, ensure};
 
 /// A toy key-value store with a planted bug: when a write fails it still acknowledges
@@ -84,6 +86,25 @@ pub(crate) async fn busy_workload(sim: SimEnvironment) -> Result<(), Violation> 
                     );
                 }
                 total = total.wrapping_add(env.random_u64("shared"));
+                if step % 5 == 0 {
+                    let prompt =
+                        format!("worker {worker} step {step}: what did Alice tell Acme Corp?");
+                    let request = CompletionRequest::new(vec![Message::user(prompt)]);
+                    let answer = match sim.llm().complete(&request).await {
+                        Ok(response) => {
+                            format!("{} {}", response.finish_reason.name(), response.text)
+                        }
+                        Err(error) => error.to_string(),
+                    };
+                    let digest: String = Sha256::digest(answer.as_bytes())[..8]
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                    env.record(
+                        "worker.llm",
+                        format_args!("worker={worker} step={step} answer={digest}"),
+                    );
+                }
                 env.record(
                     "worker.step",
                     format_args!("worker={worker} step={step} wall={}", env.unix_time_ms()),

@@ -39,6 +39,21 @@ pub fn measure(iterations: u64, mut work: impl FnMut(u64)) -> Duration {
     per_iteration[BATCHES / 2]
 }
 
+/// Like [`measure`], for work that runs a whole batch itself (an async loop inside one
+/// `block_on`): `batch(n)` does `n` iterations; the result is per iteration.
+pub fn measure_batch(iterations: u64, mut batch: impl FnMut(u64)) -> Duration {
+    batch(iterations.div_ceil(4));
+    let mut per_iteration: Vec<Duration> = (0..BATCHES)
+        .map(|_| {
+            let start = Instant::now();
+            batch(iterations);
+            start.elapsed() / u32::try_from(iterations).expect("iterations fit in u32")
+        })
+        .collect();
+    per_iteration.sort_unstable();
+    per_iteration[BATCHES / 2]
+}
+
 /// Formats a duration with a unit that keeps 3 significant digits.
 pub fn show(duration: Duration) -> String {
     let nanos = duration.as_secs_f64() * 1e9;

@@ -1,0 +1,161 @@
+//! The canonical hash of a request: what makes SimLLM's answers independent of call
+//! order.
+//!
+//! Each call draws from a stream forked from (run seed, this hash, how many times this
+//! same request was already made in the run). Two requests that mean the same get the
+//! same hash; any difference a model could see changes it.
+//!
+//! The hash walks the request field by field with length prefixes and writes JSON
+//! objects with their keys sorted, so it does not depend on serde_json's map type
+//! (`preserve_order` changes iteration order, and a dependency may switch it on in some
+//! builds and not others).
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use umi_core::llm::{CompletionRequest, Message};
+
+/// SHA-256 of `request` in canonical form.
+pub fn request_hash(request: &CompletionRequest) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"umi.simllm.request.v1");
+    str_field(&mut hasher, &request.model);
+    hasher.update((request.messages.len() as u64).to_le_bytes());
+    for message in &request.messages {
+        str_field(&mut hasher, message.role());
+        str_field(&mut hasher, message.text());
+        match message {
+            Message::Assistant { tool_calls, .. } => {
+                hasher.update((tool_calls.len() as u64).to_le_bytes());
+                for call in tool_calls {
+                    str_field(&mut hasher, &call.id);
+                    str_field(&mut hasher, &call.name);
+                    value(&mut hasher, &call.arguments);
+                }
+            }
+            Message::Tool {
+                tool_call_id,
+                success,
+                ..
+            } => {
+                str_field(&mut hasher, tool_call_id);
+                hasher.update([u8::from(*success)]);
+            }
+            Message::System { .. } | Message::User { .. } => {}
+        }
+    }
+    hasher.update((request.tools.len() as u64).to_le_bytes());
+    for tool in &request.tools {
+        str_field(&mut hasher, &tool.name);
+        str_field(&mut hasher, &tool.description);
+        value(&mut hasher, &tool.parameters);
+    }
+    option_u64(&mut hasher, request.max_tokens.map(u64::from));
+    option_u64(
+        &mut hasher,
+        request.temperature.map(|t| u64::from(t.to_bits())),
+    );
+    hasher.update((request.stop.len() as u64).to_le_bytes());
+    for stop in &request.stop {
+        str_field(&mut hasher, stop);
+    }
+    hasher.update([u8::from(request.json_output)]);
+    option_u64(&mut hasher, request.seed);
+    match &request.task {
+        Some(task) => {
+            hasher.update([1]);
+            str_field(&mut hasher, task);
+        }
+        None => hasher.update([0]),
+    }
+    hasher.finalize().into()
+}
+
+fn str_field(hasher: &mut Sha256, text: &str) {
+    hasher.update((text.len() as u64).to_le_bytes());
+    hasher.update(text.as_bytes());
+}
+
+fn option_u64(hasher: &mut Sha256, field: Option<u64>) {
+    match field {
+        Some(number) => {
+            hasher.update([1]);
+            hasher.update(number.to_le_bytes());
+        }
+        None => hasher.update([0]),
+    }
+}
+
+fn value(hasher: &mut Sha256, json: &Value) {
+    match json {
+        Value::Null => hasher.update([b'n']),
+        Value::Bool(flag) => hasher.update([b'b', u8::from(*flag)]),
+        Value::Number(number) => {
+            hasher.update([b'#']);
+            str_field(hasher, &number.to_string());
+        }
+        Value::String(text) => {
+            hasher.update([b's']);
+            str_field(hasher, text);
+        }
+        Value::Array(items) => {
+            hasher.update([b'[']);
+            hasher.update((items.len() as u64).to_le_bytes());
+            for item in items {
+                value(hasher, item);
+            }
+        }
+        Value::Object(map) => {
+            hasher.update([b'{']);
+            hasher.update((map.len() as u64).to_le_bytes());
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            for key in keys {
+                str_field(hasher, key);
+                value(hasher, &map[key]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use umi_core::llm::ToolDefinition;
+
+    fn request(text: &str) -> CompletionRequest {
+        CompletionRequest::new(vec![Message::user(text)])
+    }
+
+    #[test]
+    fn any_visible_difference_changes_the_hash() {
+        let base = request("hello");
+        let variants = [
+            request("hello!"),
+            base.clone().with_task("t"),
+            base.clone().with_max_tokens(5),
+            base.clone().with_stop(vec!["x".into()]),
+            base.clone().with_json_output(),
+            base.clone().with_temperature(0.5),
+            CompletionRequest::new(vec![Message::assistant("hello")]),
+        ];
+        for variant in &variants {
+            assert_ne!(request_hash(&base), request_hash(variant), "{variant:?}");
+        }
+        assert_eq!(request_hash(&base), request_hash(&request("hello")));
+    }
+
+    #[test]
+    fn object_key_order_does_not_matter() {
+        let mut forward = serde_json::Map::new();
+        forward.insert("a".into(), json!(1));
+        forward.insert("b".into(), json!(2));
+        let mut backward = serde_json::Map::new();
+        backward.insert("b".into(), json!(2));
+        backward.insert("a".into(), json!(1));
+        let tool = |params| {
+            request("q").with_tools(vec![ToolDefinition::new("t", "", Value::Object(params))])
+        };
+        assert_eq!(request_hash(&tool(forward)), request_hash(&tool(backward)));
+    }
+}

@@ -1,0 +1,60 @@
+//! Tool calls: when tools are offered, call one (or, sometimes, several in parallel)
+//! with arguments generated from their JSON Schemas; sometimes answer in text instead.
+
+use umi_core::llm::{CompletionRequest, ToolCall};
+
+use super::generic;
+use crate::llm::route::Generated;
+use crate::llm::schema;
+use crate::rng::DeterministicRng;
+
+/// Tool calls one simulated answer makes at most.
+const PARALLEL_CALLS_MAX: u64 = 3;
+
+const PREAMBLES: &[&str] = &["Let me check that.", "I'll look it up.", "One moment."];
+
+/// The tool-calling answer for `request`: calls with probability `call_probability`.
+pub fn generate(
+    request: &CompletionRequest,
+    rng: &mut DeterministicRng,
+    call_probability: f64,
+) -> Generated {
+    if request.tools.is_empty() || !rng.bool_with(call_probability) {
+        return generic::generate(request, rng);
+    }
+    let parallel = rng.bool_with(0.3);
+    let count = if parallel {
+        rng.range_inclusive(2, PARALLEL_CALLS_MAX)
+    } else {
+        1
+    };
+    let mut calls = Vec::new();
+    for _ in 0..count {
+        let tool = rng.choose(&request.tools).expect("tools are offered");
+        let id_bits = rng.next_u64();
+        match schema::generate(&tool.parameters, rng) {
+            Ok(arguments) => calls.push(ToolCall::new(
+                format!("call_{:012x}", id_bits >> 16),
+                tool.name.clone(),
+                arguments,
+            )),
+            Err(error) => {
+                tracing::debug!(tool = %tool.name, %error, "SimLLM cannot generate arguments");
+            }
+        }
+    }
+    if calls.is_empty() {
+        return Generated::text("I cannot call the available tools with valid arguments.");
+    }
+    let text = if rng.bool_with(0.4) {
+        rng.choose(PREAMBLES).copied().unwrap_or("").to_owned()
+    } else {
+        String::new()
+    };
+    Generated {
+        text,
+        tool_calls: calls,
+        reasoning: None,
+        structured: false,
+    }
+}

@@ -1,0 +1,361 @@
+//! SimLLM: a deterministic simulated language model.
+//!
+//! One seed fixes everything a model call could vary: the content, how it is chunked,
+//! the tool arguments, the latency, and the faults. SimLLM answers umi-core's memory
+//! prompts in exactly the shapes umi-core's parsers accept (checked in tests over a
+//! thousand seeds), calls offered tools with arguments valid under their JSON Schemas,
+//! and fails the ways real providers fail.
+//!
+//! # One call, step by step
+//!
+//! 1. The request is validated (`InvalidPrompt` for an empty or oversized prompt).
+//! 2. Its canonical hash and how many times this same request was already made in the
+//!    run select the call's random stream: same seed and request, same bytes, whatever
+//!    other calls happened in between.
+//! 3. A route is chosen (user routes first, then the built-ins) and traced.
+//! 4. The optional rate-limit model may refuse with the real remaining wait.
+//! 5. One fault decision on operation `llm.call.<task>` (or `llm.call` without a task
+//!    tag): `llm.timeout` stalls in simulated time past the caller's deadline (or fails
+//!    at once in `Immediate` mode); `llm.rate_limit` refuses with a seeded retry-after;
+//!    `llm.context_overflow` and `llm.service_unavailable` refuse; `llm.invalid_response`
+//!    breaks the answer (malformed JSON, valid JSON of the wrong shape, or nothing);
+//!    `llm.stream_cut` ends the stream early (an error item, or no `Done`).
+//! 6. A prompt over the context window is `ContextOverflow { prompt_tokens, limit }`,
+//!    counted with umi-core's shared estimator.
+//! 7. The route generates; stop sequences and the token budget cut the answer (finish
+//!    reasons `stop` and `length`); usage is counted with the same estimator.
+//! 8. The answer is planned as events with seeded chunking and latency, then streamed or,
+//!    for `complete`, slept through at once with the same result.
+
+mod canonical;
+pub mod config;
+pub mod generate;
+mod plan;
+mod rate_limit;
+pub mod route;
+pub mod schema;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use umi_core::constants::RESPONSE_TEXT_BYTES_MAX;
+use umi_core::llm::tokens::estimate_request_tokens;
+use umi_core::llm::{
+    CompletionRequest, CompletionResponse, EventStream, LanguageModel, LlmError, ModelRef,
+};
+
+pub use canonical::request_hash;
+pub use config::{LatencyModel, RateLimitModel, SimLlmConfig, SimLlmConfigError, TimeoutMode};
+use plan::{CallPlan, Cut, Timing};
+use rate_limit::RateWindow;
+pub use route::{Builtin, FnRoute, Generated, Route};
+
+use crate::clock::SimClock;
+use crate::environment::SimEnvironment;
+use crate::fault::{FaultDomain, FaultInjector, FaultKind};
+use crate::rng::DeterministicRng;
+use crate::trace::Trace;
+
+/// Shortest and longest retry-after a `llm.rate_limit` fault asks for, in ms.
+pub const FAULT_RETRY_AFTER_MS_MIN: u64 = 500;
+/// See [`FAULT_RETRY_AFTER_MS_MIN`].
+pub const FAULT_RETRY_AFTER_MS_MAX: u64 = 30_000;
+
+/// The simulated model. Implements umi-core's `LanguageModel`.
+pub struct SimLlm {
+    config: SimLlmConfig,
+    clock: SimClock,
+    faults: Arc<FaultInjector>,
+    trace: Arc<Trace>,
+    rng: DeterministicRng,
+    routes: Vec<Arc<dyn Route>>,
+    occurrences: Mutex<BTreeMap<[u8; 32], u64>>,
+    rate: Mutex<Option<RateWindow>>,
+}
+
+enum Chosen {
+    User(usize),
+    Builtin(Builtin),
+}
+
+impl SimLlm {
+    /// A SimLLM with the default config for the run `sim`.
+    pub fn new(sim: &SimEnvironment) -> Self {
+        Self::with_config(sim, SimLlmConfig::default()).expect("the default config is valid")
+    }
+
+    /// A SimLLM with `config`. Its streams fork from the run's `llm` stream and the
+    /// model id, so two simulated models answer differently.
+    pub fn with_config(
+        sim: &SimEnvironment,
+        config: SimLlmConfig,
+    ) -> Result<Self, SimLlmConfigError> {
+        config.validate()?;
+        let rng = sim.rng("llm").fork(&config.model_ref.id());
+        let rate = config.rate_limit.map(RateWindow::new);
+        Ok(Self {
+            clock: sim.clock().clone(),
+            faults: sim.faults().clone(),
+            trace: sim.trace().clone(),
+            rng,
+            routes: Vec::new(),
+            occurrences: Mutex::new(BTreeMap::new()),
+            rate: Mutex::new(rate),
+            config,
+        })
+    }
+
+    /// Adds a route, tried after the routes added before it and before the built-ins.
+    pub fn with_route(mut self, route: impl Route + 'static) -> Self {
+        self.routes.push(Arc::new(route));
+        self
+    }
+
+    /// The config.
+    pub fn config(&self) -> &SimLlmConfig {
+        &self.config
+    }
+
+    /// The name of the route that would answer `request`.
+    pub fn route_name(&self, request: &CompletionRequest) -> String {
+        match self.choose(request) {
+            Chosen::User(index) => self.routes[index].name().to_owned(),
+            Chosen::Builtin(builtin) => builtin.name().to_owned(),
+        }
+    }
+
+    fn choose(&self, request: &CompletionRequest) -> Chosen {
+        match self.routes.iter().position(|route| route.matches(request)) {
+            Some(index) => Chosen::User(index),
+            None => Chosen::Builtin(Builtin::for_request(request)),
+        }
+    }
+
+    fn refuse(&self, error: LlmError) -> Result<CallPlan, LlmError> {
+        self.trace.record(
+            "llm.refuse",
+            format_args!("{} {error}", self.config.model_ref.id()),
+        );
+        Err(error)
+    }
+
+    /// Steps 1 to 8 of the module docs, up to the plan.
+    async fn prepare(&self, request: &CompletionRequest) -> Result<CallPlan, LlmError> {
+        if let Err(error) = request.validate() {
+            return self.refuse(error);
+        }
+        let hash = request_hash(request);
+        let occurrence = {
+            let mut occurrences = self
+                .occurrences
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let count = occurrences.entry(hash).or_insert(0);
+            *count += 1;
+            *count - 1
+        };
+        let rng = self.rng.fork_parts(&[&hash, &occurrence.to_le_bytes()]);
+        let chosen = self.choose(request);
+        let route_name = match &chosen {
+            Chosen::User(index) => self.routes[*index].name().to_owned(),
+            Chosen::Builtin(builtin) => builtin.name().to_owned(),
+        };
+        let operation = match request.task.as_deref() {
+            Some(task) => format!("llm.call.{task}"),
+            None => "llm.call".to_owned(),
+        };
+        let model = &self.config.model_ref;
+        let prompt_tokens = estimate_request_tokens(request);
+        self.trace.record(
+            "llm.call",
+            format_args!(
+                "{} route={route_name} op={operation} req={:02x}{:02x}{:02x}{:02x} n={occurrence} prompt_tokens={prompt_tokens}",
+                model.id(),
+                hash[0],
+                hash[1],
+                hash[2],
+                hash[3]
+            ),
+        );
+
+        let admitted = {
+            let mut rate = self.rate.lock().unwrap_or_else(PoisonError::into_inner);
+            rate.as_mut().map_or(Ok(()), |window| {
+                window.admit(self.clock.now(), u64::from(prompt_tokens))
+            })
+        };
+        if let Err(wait) = admitted {
+            let retry_after_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
+            return self.refuse(LlmError::RateLimit {
+                retry_after_ms: Some(retry_after_ms),
+            });
+        }
+
+        let fault = self.faults.decide(FaultDomain::Llm, &operation);
+        // Sub-streams of the call's stream: one per concern, so a change in one (say,
+        // chunking) never shifts another (the content).
+        let mut fault_rng = rng.substream(1);
+        match fault {
+            Some(FaultKind::LlmTimeout) => {
+                let after = match self.config.timeout_mode {
+                    TimeoutMode::Stall(stall) => {
+                        self.clock.sleep(stall).await;
+                        stall
+                    }
+                    TimeoutMode::Immediate => std::time::Duration::ZERO,
+                };
+                let after_ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+                return self.refuse(LlmError::Timeout { after_ms });
+            }
+            Some(FaultKind::LlmRateLimit) => {
+                let retry_after_ms =
+                    fault_rng.range_inclusive(FAULT_RETRY_AFTER_MS_MIN, FAULT_RETRY_AFTER_MS_MAX);
+                return self.refuse(LlmError::RateLimit {
+                    retry_after_ms: Some(retry_after_ms),
+                });
+            }
+            Some(FaultKind::LlmContextOverflow) => {
+                let limit = model
+                    .context_window_tokens
+                    .min(prompt_tokens.saturating_sub(1));
+                return self.refuse(LlmError::ContextOverflow {
+                    prompt_tokens: Some(prompt_tokens),
+                    limit: Some(limit),
+                });
+            }
+            Some(FaultKind::LlmServiceUnavailable) => {
+                return self.refuse(LlmError::ServiceUnavailable {
+                    status: Some(503),
+                    message: "the model is overloaded (simulated)".into(),
+                });
+            }
+            _ => {}
+        }
+        if prompt_tokens > model.context_window_tokens {
+            return self.refuse(LlmError::ContextOverflow {
+                prompt_tokens: Some(prompt_tokens),
+                limit: Some(model.context_window_tokens),
+            });
+        }
+
+        let mut generate_rng = rng.substream(2);
+        let generated = match chosen {
+            Chosen::User(index) => self.routes[index].generate(request, &mut generate_rng),
+            Chosen::Builtin(builtin) => generate::builtin(
+                builtin,
+                request,
+                &mut generate_rng,
+                self.config.tool_call_probability,
+            ),
+        };
+        let bytes = generated.bytes();
+        if bytes > RESPONSE_TEXT_BYTES_MAX {
+            return self.refuse(LlmError::ResponseTooLarge {
+                what: format!("output of route {route_name:?}"),
+                bytes,
+                limit: RESPONSE_TEXT_BYTES_MAX,
+            });
+        }
+        let structured = generated.structured;
+        let mut shaped = plan::shape(
+            generated,
+            &request.stop,
+            request.max_tokens,
+            model,
+            prompt_tokens,
+        );
+        if fault == Some(FaultKind::LlmInvalidResponse) {
+            let corruption = plan::corrupt(&mut shaped, structured, &mut fault_rng);
+            self.trace
+                .record("llm.corrupt", format_args!("{}", corruption.name()));
+        }
+        let timing = Timing::draw(self.config.latency, &mut rng.substream(3));
+        let mut plan = CallPlan {
+            model: model.model.clone(),
+            shaped,
+            timing,
+            cut: None,
+            chunk_rng: rng.substream(4),
+            chunk_chars_max: self.config.chunk_chars_max,
+        };
+        if fault == Some(FaultKind::LlmStreamCut) {
+            let events = plan.event_count();
+            let k = if events > 1 {
+                fault_rng.range_inclusive(1, events as u64 - 1) as usize
+            } else {
+                0
+            };
+            plan.cut = Some(if fault_rng.bool_with(0.5) {
+                Cut::Error(k)
+            } else {
+                Cut::Silent(k)
+            });
+        }
+        self.trace.record(
+            "llm.answer",
+            format_args!(
+                "{} finish={} usage={}+{} latency_ms={}{}",
+                model.id(),
+                plan.shaped.finish_reason.name(),
+                plan.shaped.usage.prompt_tokens,
+                plan.shaped.usage.completion_tokens,
+                plan.total_delay().as_millis(),
+                match plan.cut {
+                    Some(Cut::Error(k)) => format!(" cut=error@{k}"),
+                    Some(Cut::Silent(k)) => format!(" cut=silent@{k}"),
+                    None => String::new(),
+                }
+            ),
+        );
+        Ok(plan)
+    }
+}
+
+impl std::fmt::Debug for SimLlm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimLlm")
+            .field("model", &self.config.model_ref.id())
+            .field(
+                "routes",
+                &self
+                    .routes
+                    .iter()
+                    .map(|r| r.name().to_owned())
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl LanguageModel for SimLlm {
+    fn model_ref(&self) -> &ModelRef {
+        &self.config.model_ref
+    }
+
+    async fn stream(&self, request: &CompletionRequest) -> Result<EventStream, LlmError> {
+        let plan = self.prepare(request).await?;
+        let clock = self.clock.clone();
+        let items = futures::stream::iter(plan.items()).then(move |planned| {
+            let sleep = (!planned.delay.is_zero()).then(|| clock.sleep(planned.delay));
+            async move {
+                if let Some(sleep) = sleep {
+                    sleep.await;
+                }
+                planned.item
+            }
+        });
+        Ok(items.boxed())
+    }
+
+    async fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, LlmError> {
+        let plan = self.prepare(request).await?;
+        let (response, elapsed) = plan.response();
+        if !elapsed.is_zero() {
+            self.clock.sleep(elapsed).await;
+        }
+        response
+    }
+}

@@ -1,0 +1,245 @@
+//! Routes: which generator answers a request.
+//!
+//! A route is a matcher and a generator. SimLLM tries the user's routes first, in the
+//! order they were added, then its built-ins:
+//!
+//! 1. `tool_calls`: the request offers tools and the last message is not a tool result;
+//! 2. `extract_entities`, `rewrite_query`, `detect_evolution`: the request's task tag is
+//!    umi-core's (`memory.extract_entities`, ...), or, without a tag, the prompt text
+//!    contains the original design's keyword pair ("extract" and "entit", "rewrite" and
+//!    "query", "detect" and "evolution");
+//! 3. `generic`: everything else (and answers after tool results).
+//!
+//! The chosen route's name goes into the trace with every call.
+
+use std::fmt;
+
+use umi_core::llm::{CompletionRequest, Message, ToolCall};
+use umi_core::memory::prompts::{TASK_DETECT_EVOLUTION, TASK_EXTRACT_ENTITIES, TASK_REWRITE_QUERY};
+
+use crate::rng::DeterministicRng;
+
+/// What a generator produced for one call, before limits, faults and streaming.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Generated {
+    /// The answer's text.
+    pub text: String,
+    /// Tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Reasoning text, if the route thinks aloud.
+    pub reasoning: Option<String>,
+    /// Whether the text is JSON whose shape a parser checks (invalid-response faults
+    /// then break it structurally rather than just emptying it).
+    pub structured: bool,
+}
+
+impl Generated {
+    /// A plain-text answer.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A JSON answer whose shape matters.
+    pub fn json(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            structured: true,
+            ..Self::default()
+        }
+    }
+
+    /// Total bytes of text, reasoning and tool arguments.
+    pub fn bytes(&self) -> usize {
+        self.text.len()
+            + self.reasoning.as_ref().map_or(0, String::len)
+            + self
+                .tool_calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.to_string().len())
+                .sum::<usize>()
+    }
+}
+
+/// A matcher and a generator. Implement it to teach SimLLM your own prompts.
+pub trait Route: Send + Sync {
+    /// The route's name, for the trace and for errors.
+    fn name(&self) -> &str;
+
+    /// Whether this route answers `request`.
+    fn matches(&self, request: &CompletionRequest) -> bool;
+
+    /// The answer, drawn from `rng` (the call's own stream).
+    fn generate(&self, request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated;
+}
+
+type Matcher = dyn Fn(&CompletionRequest) -> bool + Send + Sync;
+type Generator = dyn Fn(&CompletionRequest, &mut DeterministicRng) -> Generated + Send + Sync;
+
+/// A route from two closures.
+pub struct FnRoute {
+    name: String,
+    matcher: Box<Matcher>,
+    generator: Box<Generator>,
+}
+
+impl FnRoute {
+    /// A route named `name` answering requests `matcher` accepts with `generator`.
+    pub fn new(
+        name: impl Into<String>,
+        matcher: impl Fn(&CompletionRequest) -> bool + Send + Sync + 'static,
+        generator: impl Fn(&CompletionRequest, &mut DeterministicRng) -> Generated
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            matcher: Box::new(matcher),
+            generator: Box::new(generator),
+        }
+    }
+
+    /// A route for requests tagged with `task`.
+    pub fn for_task(
+        task: &'static str,
+        generator: impl Fn(&CompletionRequest, &mut DeterministicRng) -> Generated
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        Self::new(
+            task,
+            move |request| request.task.as_deref() == Some(task),
+            generator,
+        )
+    }
+}
+
+impl fmt::Debug for FnRoute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FnRoute")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Route for FnRoute {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn matches(&self, request: &CompletionRequest) -> bool {
+        (self.matcher)(request)
+    }
+    fn generate(&self, request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated {
+        (self.generator)(request, rng)
+    }
+}
+
+/// SimLLM's own routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    /// Calls the offered tools.
+    ToolCalls,
+    /// Answers umi-core's entity-extraction prompt.
+    ExtractEntities,
+    /// Answers umi-core's query-rewrite prompt.
+    RewriteQuery,
+    /// Answers umi-core's evolution-detection prompt.
+    DetectEvolution,
+    /// Answers anything else in text.
+    Generic,
+}
+
+impl Builtin {
+    /// The route's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ToolCalls => "tool_calls",
+            Self::ExtractEntities => "extract_entities",
+            Self::RewriteQuery => "rewrite_query",
+            Self::DetectEvolution => "detect_evolution",
+            Self::Generic => "generic",
+        }
+    }
+
+    /// The built-in route for `request`.
+    pub fn for_request(request: &CompletionRequest) -> Self {
+        let after_tool_result = matches!(request.messages.last(), Some(Message::Tool { .. }));
+        if !request.tools.is_empty() && !after_tool_result {
+            return Self::ToolCalls;
+        }
+        match request.task.as_deref() {
+            Some(TASK_EXTRACT_ENTITIES) => return Self::ExtractEntities,
+            Some(TASK_REWRITE_QUERY) => return Self::RewriteQuery,
+            Some(TASK_DETECT_EVOLUTION) => return Self::DetectEvolution,
+            Some(_) => return Self::Generic,
+            None => {}
+        }
+        let text = request.prompt_text().to_lowercase();
+        let has = |a: &str, b: &str| text.contains(a) && text.contains(b);
+        if has("extract", "entit") {
+            Self::ExtractEntities
+        } else if has("rewrite", "query") {
+            Self::RewriteQuery
+        } else if has("detect", "evolution") {
+            Self::DetectEvolution
+        } else {
+            Self::Generic
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use umi_core::memory::prompts::{
+        EntityType, EvolutionSubject, evolution_request, extraction_request, rewrite_request,
+    };
+
+    #[test]
+    fn umi_core_prompts_route_by_tag_and_by_keywords() {
+        let subject = EvolutionSubject {
+            name: "A".into(),
+            entity_type: EntityType::Topic,
+            content: "x".into(),
+        };
+        let cases = [
+            (
+                extraction_request("Alice met Bob."),
+                Builtin::ExtractEntities,
+            ),
+            (rewrite_request("who is Bob?"), Builtin::RewriteQuery),
+            (evolution_request(&subject, &[]), Builtin::DetectEvolution),
+        ];
+        for (request, expected) in cases {
+            assert_eq!(Builtin::for_request(&request), expected);
+            let untagged = CompletionRequest {
+                task: None,
+                ..request
+            };
+            assert_eq!(
+                Builtin::for_request(&untagged),
+                expected,
+                "keywords alone route it"
+            );
+        }
+        let chat = CompletionRequest::new(vec![Message::user("hello there")]);
+        assert_eq!(Builtin::for_request(&chat), Builtin::Generic);
+    }
+
+    #[test]
+    fn tools_are_called_until_results_come_back() {
+        let tool =
+            umi_core::llm::ToolDefinition::new("now", "", serde_json::json!({"type": "object"}));
+        let asking = CompletionRequest::new(vec![Message::user("time?")]).with_tools(vec![tool]);
+        assert_eq!(Builtin::for_request(&asking), Builtin::ToolCalls);
+        let mut answered = asking.clone();
+        answered
+            .messages
+            .push(Message::tool_result("c1", "12:00", true));
+        assert_eq!(Builtin::for_request(&answered), Builtin::Generic);
+    }
+}
