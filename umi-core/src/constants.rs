@@ -107,3 +107,62 @@ const _: () = assert!(MEMORY_QUERY_BYTES_MAX < MEMORY_TEXT_BYTES_MAX);
 const _: () = assert!(ENTITY_CONTENT_BYTES_MAX >= ENTITY_NAME_BYTES_MAX);
 const _: () = assert!(MEMORY_TEXT_BYTES_MAX < PROMPT_BYTES_MAX / 4);
 const _: () = assert!(QUERY_VARIANTS_MAX >= 1 && EVOLUTION_CANDIDATES_MAX >= 1);
+
+// ---- Storage -----------------------------------------------------------------------------
+
+/// Results one text search returns at most.
+pub const SEARCH_RESULTS_MAX: usize = 200;
+
+/// Results one recall returns at most.
+pub const RECALL_RESULTS_MAX: usize = 50;
+
+/// Results one recall returns by default.
+pub const RECALL_RESULTS_DEFAULT: usize = 10;
+
+/// Entities one `list` page returns at most.
+pub const LIST_PAGE_MAX: usize = 1_000;
+
+/// Records one write batch may carry.
+pub const WRITE_BATCH_RECORDS_MAX: usize = 1_024;
+
+/// Evolution detections one `remember` runs at most (one LLM call each).
+pub const EVOLUTION_DETECTIONS_MAX: usize = 8;
+
+/// Constant k of reciprocal-rank fusion: score = sum over lists of 1 / (k + rank).
+pub const RRF_K: u32 = 60;
+
+const _: () = assert!(RECALL_RESULTS_DEFAULT <= RECALL_RESULTS_MAX);
+const _: () = assert!(RECALL_RESULTS_MAX * (QUERY_VARIANTS_MAX + 1) <= SEARCH_RESULTS_MAX * 2);
+const _: () = assert!(RECALL_RESULTS_MAX <= SEARCH_RESULTS_MAX);
+const _: () = assert!(EVOLUTION_DETECTIONS_MAX <= EXTRACTION_ENTITIES_MAX);
+// One remember is one batch: its note, its entities and its evolution links.
+const _: () = assert!(EXTRACTION_ENTITIES_MAX + EVOLUTION_DETECTIONS_MAX < WRITE_BATCH_RECORDS_MAX);
+
+// ---- Agent loop ----------------------------------------------------------------------------
+
+/// Model turns one agent run takes by default before giving up.
+pub const AGENT_ITERATIONS_DEFAULT: u32 = 10;
+
+/// Highest `iterations_max` a config may set.
+pub const AGENT_ITERATIONS_LIMIT: u32 = 200;
+
+/// Tool calls the agent runs at once by default.
+pub const AGENT_PARALLEL_TOOLS_DEFAULT: usize = 4;
+
+/// Highest `parallel_tools_max` a config may set.
+pub const AGENT_PARALLEL_TOOLS_LIMIT: usize = 32;
+
+/// Context trims after overflows, per run, by default.
+pub const AGENT_OVERFLOW_RETRIES_DEFAULT: u32 = 3;
+
+/// Highest `overflow_retries_max` a config may set.
+pub const AGENT_OVERFLOW_RETRIES_LIMIT: u32 = 16;
+
+/// Bytes of one tool result kept (the rest is cut and marked).
+pub const TOOL_RESULT_BYTES_MAX: usize = 64 * 1024;
+
+const _: () = assert!(AGENT_ITERATIONS_DEFAULT <= AGENT_ITERATIONS_LIMIT);
+const _: () = assert!(AGENT_PARALLEL_TOOLS_DEFAULT <= AGENT_PARALLEL_TOOLS_LIMIT);
+const _: () = assert!(AGENT_OVERFLOW_RETRIES_DEFAULT <= AGENT_OVERFLOW_RETRIES_LIMIT);
+const _: () = assert!(AGENT_PARALLEL_TOOLS_LIMIT <= TOOL_CALLS_PER_RESPONSE_MAX);
+const _: () = assert!(TOOL_RESULT_BYTES_MAX < PROMPT_BYTES_MAX);

@@ -15,11 +15,23 @@
 //! - [`llm`]: messages, requests, responses, stream events, `LlmError`, the
 //!   `LanguageModel` trait and its contract, the stream collector, stop sequences, the
 //!   token estimator.
-//! - [`memory`]: the Umi memory; for now its prompts, task tags and parsers.
+//! - [`memory`]: the Umi memory: remember (extraction, evolution detection) and recall
+//!   (text search, query rewriting, rank fusion), with graceful degradation.
+//! - [`storage`]: the memory's storage trait, SQLite and in-memory backends, and the
+//!   storage conformance suite.
+//! - [`agent`]: a tool-using agent loop with loop detection and context trimming.
 //! - [`constants`]: every limit, named with its unit last, with compile-time checks of
 //!   how the limits relate.
 
+pub mod agent;
 pub mod constants;
 pub mod env;
 pub mod llm;
 pub mod memory;
+pub mod storage;
+
+/// Type-checks the README's code blocks (the memory example is `no_run`: compiled, not
+/// run), so the snippets people copy keep building.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

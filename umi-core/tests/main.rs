@@ -5,3 +5,12 @@ mod support;
 
 /// StreamCollector under random fragmentation of valid streams, and broken streams.
 mod collector_props;
+
+/// Storage: conformance on SQLite and in-memory, foreign files, schema versions, reopening.
+mod storage;
+
+/// The memory with scripted models: every path, bad input, durability.
+mod memory;
+
+/// The agent loop with scripted tool-call turns: parallel calls, failures, limits, trims.
+mod agent;

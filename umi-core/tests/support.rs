@@ -34,3 +34,25 @@ impl SplitMix {
         (self.next() % bound.max(1) as u64) as usize
     }
 }
+
+/// A directory under the system temp dir, removed when dropped.
+pub(crate) struct TempDir(pub(crate) std::path::PathBuf);
+
+impl TempDir {
+    pub(crate) fn new(tag: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("umi-core-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create a temp dir");
+        Self(path)
+    }
+
+    pub(crate) fn file(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -33,10 +33,14 @@
 //! - [`corpus`]: the `seeds/*.seeds` files.
 //! - [`llm`]: SimLLM, the simulated model: routes, generators, schema-valid tool
 //!   arguments, limits, latency, faults.
+//! - [`storage`]: SimStorage, the memory's storage with faults, checksums and a ledger.
+//! - [`checkers`]: invariants scenarios check (memory: no data loss, no forgotten entity
+//!   recalled, no dangling link).
 //! - [`doubles`]: mock, scripted and function `LanguageModel`s for unit tests.
 //! - [`conformance`]: the `LanguageModel` contract, checked over generated requests.
 //! - [`constants`]: every limit.
 
+pub mod checkers;
 pub mod clock;
 pub mod config;
 pub mod conformance;
@@ -48,6 +52,7 @@ pub mod fault;
 pub mod llm;
 pub mod rng;
 pub mod simulation;
+pub mod storage;
 pub mod trace;
 
 pub use clock::SimClock;
@@ -58,8 +63,4 @@ pub use llm::{SimLlm, SimLlmConfig};
 pub use rng::DeterministicRng;
 pub use simulation::report::{FailureClass, FailureReport};
 pub use simulation::{RunError, RunSummary, Simulation, Violation};
-
-/// Compiles the README's examples as doctests, so the test a user copies keeps building.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeExamples;
+pub use storage::SimStorage;

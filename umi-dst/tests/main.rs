@@ -22,3 +22,10 @@ mod doubles;
 /// SimLLM: order-independent determinism, generators through the real parsers, schema-valid
 /// tool arguments, natural limits, latency, stream shapes, faults and routes.
 mod sim_llm;
+
+/// SimStorage (conformance, faults) and the memory under LLM and storage faults, checked
+/// by the memory checkers; the checkers catching planted bugs.
+mod memory_sim;
+
+/// The README's example test, compiled and run, and kept identical to the README.
+mod readme;

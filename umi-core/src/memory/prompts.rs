@@ -160,6 +160,11 @@ impl EvolutionType {
         Self::None,
     ];
 
+    /// The type named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+
     /// The type's name.
     pub fn name(self) -> &'static str {
         match self {

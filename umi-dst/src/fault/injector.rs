@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -88,6 +89,7 @@ struct State {
 /// Makes every fault decision of one run. Shared (`Arc`) by the simulators.
 pub struct FaultInjector {
     state: Mutex<State>,
+    healed: AtomicBool,
     trace: Arc<Trace>,
     clock: crate::clock::SimClock,
 }
@@ -125,7 +127,22 @@ impl FaultInjector {
             }),
             trace,
             clock,
+            healed: AtomicBool::new(false),
         })
+    }
+
+    /// Stops every injection from now on (the "heal" phase: faults end, and the system
+    /// must recover and make progress). Recorded in the trace.
+    pub fn heal(&self) {
+        if !self.healed.swap(true, Ordering::Relaxed) {
+            self.trace
+                .record("fault.heal", format_args!("all faults off"));
+        }
+    }
+
+    /// Whether [`FaultInjector::heal`] was called.
+    pub fn is_healed(&self) -> bool {
+        self.healed.load(Ordering::Relaxed)
     }
 
     /// Switches off the injections with these ids (they still consume their draws).
@@ -137,6 +154,21 @@ impl FaultInjector {
     /// `"<domain>.<name>"`). Returns the kind that fires, if any; the first matching rule
     /// in config order wins.
     pub fn decide(&self, domain: FaultDomain, operation: &str) -> Option<FaultKind> {
+        self.decide_among(domain, operation, FaultKind::ALL)
+    }
+
+    /// Like [`FaultInjector::decide`], considering only rules whose kind is in `kinds`:
+    /// the kinds that mean something for this operation (a read cannot `write_fail`).
+    /// Rules of other kinds neither see the operation nor draw for it.
+    pub fn decide_among(
+        &self,
+        domain: FaultDomain,
+        operation: &str,
+        kinds: &[FaultKind],
+    ) -> Option<FaultKind> {
+        if self.healed.load(Ordering::Relaxed) {
+            return None;
+        }
         debug_assert!(
             operation.len() > domain.name().len()
                 && operation.starts_with(domain.name())
@@ -161,6 +193,7 @@ impl FaultInjector {
             let config = &rule.config;
             if !config.enabled()
                 || config.kind().domain() != domain
+                || !kinds.contains(&config.kind())
                 || !config.filter().matches(operation)
             {
                 continue;
@@ -327,6 +360,30 @@ mod tests {
             assert_eq!(stats.injected_total(), 3);
             assert_eq!(stats.operations["storage.read"], 6);
             assert_eq!(injector.schedule().len(), 3);
+        });
+    }
+
+    #[test]
+    fn kinds_scope_rules_to_operations_and_heal_stops_everything() {
+        let configs = vec![
+            FaultConfig::always(FaultKind::StorageReadFail),
+            FaultConfig::always(FaultKind::StorageWriteFail),
+        ];
+        with_injector(configs, 5, |injector| {
+            let write = [FaultKind::StorageWriteFail];
+            assert_eq!(
+                injector.decide_among(FaultDomain::Storage, "storage.write", &write),
+                Some(FaultKind::StorageWriteFail)
+            );
+            let stats = injector.stats();
+            assert_eq!(
+                stats.injected_by_kind.get(&FaultKind::StorageReadFail),
+                None,
+                "the read rule never saw the write"
+            );
+            injector.heal();
+            assert!(injector.is_healed());
+            assert_eq!(injector.decide(FaultDomain::Storage, "storage.write"), None);
         });
     }
 

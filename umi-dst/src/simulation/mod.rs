@@ -67,6 +67,10 @@ impl std::error::Error for Violation {}
 
 /// Returns `Err(Violation)` from the enclosing function when `cond` is false.
 ///
+/// The error is a [`Violation`] itself (so a body ending in `Ok(())` needs no type
+/// annotation); a body with another error type can return
+/// `Err(Violation::new(..).into())` instead.
+///
 /// ```
 /// # fn check(balance: u64) -> Result<(), umi_dst::Violation> {
 /// umi_dst::ensure!(balance == 100, "balance {balance} != 100");
@@ -76,9 +80,7 @@ impl std::error::Error for Violation {}
 macro_rules! ensure {
     ($cond:expr, $($message:tt)+) => {
         if !$cond {
-            return ::core::result::Result::Err(
-                $crate::Violation::new(::std::format!($($message)+)).into(),
-            );
+            return ::core::result::Result::Err($crate::Violation::new(::std::format!($($message)+)));
         }
     };
 }

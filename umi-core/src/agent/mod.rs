@@ -1,0 +1,432 @@
+//! A tool-using agent loop.
+//!
+//! [`Agent::run`] sends the conversation and the tool definitions to the model, streams
+//! the reply through the [`StreamCollector`], runs the tool calls it asks for (in
+//! parallel, at most `parallel_tools_max` at once, results kept in call order), feeds the
+//! results back, and repeats until the model answers without calling tools.
+//!
+//! It ends, one way or another, within `iterations_max` model turns:
+//! - a failing tool is a tool result marked unsuccessful (the model can react to it); an
+//!   unknown tool or a tool that times out is the same;
+//! - the same batch of tool calls `repeat_limit` times in a row is a loop; tool batches
+//!   whose results were all seen before, `stagnation_limit` times in a row, are stagnation;
+//!   both end the run with [`AgentError::LoopDetected`];
+//! - on `ContextOverflow` the oldest turns are trimmed (each tool call with its results,
+//!   system messages and the newest turn kept) until the estimate fits the window the
+//!   provider reported, and the turn is retried, at most `overflow_retries_max` times;
+//! - any other model error ends the run (the router, if used, already retried).
+//!
+//! Progress is reported through [`AgentEvent`]s and recorded in the environment's trace.
+
+mod error;
+mod tools;
+mod trim;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use futures::StreamExt;
+
+pub use error::AgentError;
+pub use tools::{ToolHandler, ToolRegistry};
+
+use crate::constants::{
+    AGENT_ITERATIONS_DEFAULT, AGENT_ITERATIONS_LIMIT, AGENT_OVERFLOW_RETRIES_DEFAULT,
+    AGENT_OVERFLOW_RETRIES_LIMIT, AGENT_PARALLEL_TOOLS_DEFAULT, AGENT_PARALLEL_TOOLS_LIMIT,
+    TOOL_RESULT_BYTES_MAX,
+};
+use crate::env::{Env, EnvironmentExt};
+use crate::llm::tokens::estimate_request_tokens;
+use crate::llm::{
+    CompletionRequest, CompletionResponse, LanguageModel, LlmError, Message, StreamCollector,
+    StreamEvent, TokenUsage, ToolCall,
+};
+
+/// How an agent run behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// Model turns before giving up.
+    pub iterations_max: u32,
+    /// Tool calls run at once.
+    pub parallel_tools_max: usize,
+    /// Context trims after overflows, per run.
+    pub overflow_retries_max: u32,
+    /// Longest a tool may run (environment time); `None` for no limit.
+    pub tool_timeout: Option<Duration>,
+    /// The same tool batch this many times in a row is a loop.
+    pub repeat_limit: u32,
+    /// This many tool batches in a row that bring nothing new is stagnation.
+    pub stagnation_limit: u32,
+    /// `max_tokens` for each model turn.
+    pub max_tokens: Option<u32>,
+    /// The task tag of the model requests.
+    pub task: String,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            iterations_max: AGENT_ITERATIONS_DEFAULT,
+            parallel_tools_max: AGENT_PARALLEL_TOOLS_DEFAULT,
+            overflow_retries_max: AGENT_OVERFLOW_RETRIES_DEFAULT,
+            tool_timeout: None,
+            repeat_limit: 3,
+            stagnation_limit: 4,
+            max_tokens: None,
+            task: "agent.step".into(),
+        }
+    }
+}
+
+impl AgentConfig {
+    /// Checks every limit.
+    pub fn validate(&self) -> Result<(), AgentError> {
+        let invalid = |reason: String| Err(AgentError::InvalidConfig { reason });
+        if !(1..=AGENT_ITERATIONS_LIMIT).contains(&self.iterations_max) {
+            return invalid(format!(
+                "iterations_max {} is outside 1..={AGENT_ITERATIONS_LIMIT}",
+                self.iterations_max
+            ));
+        }
+        if !(1..=AGENT_PARALLEL_TOOLS_LIMIT).contains(&self.parallel_tools_max) {
+            return invalid(format!(
+                "parallel_tools_max {} is outside 1..={AGENT_PARALLEL_TOOLS_LIMIT}",
+                self.parallel_tools_max
+            ));
+        }
+        if self.overflow_retries_max > AGENT_OVERFLOW_RETRIES_LIMIT {
+            return invalid(format!(
+                "overflow_retries_max {} is over {AGENT_OVERFLOW_RETRIES_LIMIT}",
+                self.overflow_retries_max
+            ));
+        }
+        if self.repeat_limit < 2 || self.stagnation_limit < 2 {
+            return invalid("repeat_limit and stagnation_limit must be at least 2".into());
+        }
+        Ok(())
+    }
+}
+
+/// Progress of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// A model turn starts.
+    IterationStarted {
+        /// Which (from 1).
+        iteration: u32,
+    },
+    /// The model streamed text.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// A tool is about to run.
+    ToolCallStarted {
+        /// The call.
+        call: ToolCall,
+    },
+    /// A tool finished.
+    ToolCallFinished {
+        /// The call's id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Whether it succeeded.
+        success: bool,
+    },
+    /// Old turns were dropped after a context overflow.
+    ContextTrimmed {
+        /// Messages removed.
+        removed_messages: usize,
+        /// Estimated prompt tokens after trimming.
+        prompt_tokens: u32,
+    },
+    /// The model answered.
+    Finished {
+        /// Turns taken.
+        iterations: u32,
+    },
+}
+
+/// A finished run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentOutcome {
+    /// The model's final answer.
+    pub answer: String,
+    /// The whole conversation, ending with the answer.
+    pub messages: Vec<Message>,
+    /// Model turns taken.
+    pub iterations: u32,
+    /// Tool calls run.
+    pub tool_calls: usize,
+    /// Tokens used over all turns.
+    pub usage: TokenUsage,
+    /// Context trims made.
+    pub trims: u32,
+}
+
+/// An agent: a model, tools, a config and the environment.
+pub struct Agent {
+    llm: std::sync::Arc<dyn LanguageModel>,
+    tools: ToolRegistry,
+    config: AgentConfig,
+    env: Env,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("tools", &self.tools)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The calls of one batch as a comparable signature.
+fn signature(calls: &[ToolCall]) -> String {
+    calls
+        .iter()
+        .map(|c| format!("{}({})", c.name, c.arguments))
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn cut_result(mut text: String) -> String {
+    if text.len() > TOOL_RESULT_BYTES_MAX {
+        let mut end = TOOL_RESULT_BYTES_MAX - 16;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("…[truncated]");
+    }
+    text
+}
+
+impl Agent {
+    /// An agent using `llm` in `env`, with no tools and the default config.
+    pub fn new(llm: std::sync::Arc<dyn LanguageModel>, env: Env) -> Self {
+        Self {
+            llm,
+            tools: ToolRegistry::new(),
+            config: AgentConfig::default(),
+            env,
+        }
+    }
+
+    /// Sets the tools.
+    pub fn with_tools(mut self, tools: ToolRegistry) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Sets the config.
+    pub fn with_config(mut self, config: AgentConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Runs the loop on `messages` (see the module docs).
+    pub async fn run(&self, messages: Vec<Message>) -> Result<AgentOutcome, AgentError> {
+        self.run_with_events(messages, &mut |_| {}).await
+    }
+
+    /// Runs the loop, reporting progress to `on_event`.
+    pub async fn run_with_events(
+        &self,
+        mut messages: Vec<Message>,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<AgentOutcome, AgentError> {
+        self.config.validate()?;
+        if messages.iter().all(|m| matches!(m, Message::System { .. })) {
+            return Err(AgentError::InvalidConfig {
+                reason: "the conversation has no user message".into(),
+            });
+        }
+        let definitions = self.tools.definitions();
+        let mut usage = TokenUsage::default();
+        let (mut iterations, mut trims, mut tool_calls) = (0u32, 0u32, 0usize);
+        let (mut last_signature, mut repeats) = (String::new(), 0u32);
+        let (mut seen_results, mut stagnant) = (BTreeSet::new(), 0u32);
+        loop {
+            if iterations == self.config.iterations_max {
+                self.env
+                    .record("agent.end", format_args!("max_iterations {iterations}"));
+                return Err(AgentError::MaxIterations { iterations });
+            }
+            iterations += 1;
+            on_event(AgentEvent::IterationStarted {
+                iteration: iterations,
+            });
+            let mut request = CompletionRequest::new(messages.clone())
+                .with_tools(definitions.clone())
+                .with_task(self.config.task.clone());
+            request.max_tokens = self.config.max_tokens;
+            let response = match self.turn(&request, on_event).await {
+                Ok(response) => response,
+                Err(LlmError::ContextOverflow {
+                    prompt_tokens,
+                    limit,
+                }) => {
+                    iterations -= 1;
+                    if trims == self.config.overflow_retries_max {
+                        return Err(AgentError::ContextExhausted {
+                            attempts: trims,
+                            prompt_tokens,
+                            limit,
+                        });
+                    }
+                    let fits = |candidate: &[Message]| {
+                        let probe = CompletionRequest::new(candidate.to_vec())
+                            .with_tools(definitions.clone());
+                        limit.is_some_and(|limit| estimate_request_tokens(&probe) <= limit)
+                    };
+                    let Some(removed) = trim::trim_oldest(&mut messages, fits) else {
+                        return Err(AgentError::ContextExhausted {
+                            attempts: trims,
+                            prompt_tokens,
+                            limit,
+                        });
+                    };
+                    trims += 1;
+                    let estimate = estimate_request_tokens(
+                        &CompletionRequest::new(messages.clone()).with_tools(definitions.clone()),
+                    );
+                    self.env.record(
+                        "agent.trim",
+                        format_args!("removed={removed} prompt_tokens={estimate}"),
+                    );
+                    on_event(AgentEvent::ContextTrimmed {
+                        removed_messages: removed,
+                        prompt_tokens: estimate,
+                    });
+                    continue;
+                }
+                Err(error) => {
+                    self.env
+                        .record("agent.end", format_args!("provider {}", error.kind()));
+                    return Err(AgentError::Provider(error));
+                }
+            };
+            usage.prompt_tokens = usage
+                .prompt_tokens
+                .saturating_add(response.usage.prompt_tokens);
+            usage.completion_tokens = usage
+                .completion_tokens
+                .saturating_add(response.usage.completion_tokens);
+            if response.tool_calls.is_empty() {
+                messages.push(Message::assistant(response.text.clone()));
+                self.env.record(
+                    "agent.end",
+                    format_args!("answer after {iterations} iteration(s)"),
+                );
+                on_event(AgentEvent::Finished { iterations });
+                return Ok(AgentOutcome {
+                    answer: response.text,
+                    messages,
+                    iterations,
+                    tool_calls,
+                    usage,
+                    trims,
+                });
+            }
+
+            let batch = signature(&response.tool_calls);
+            repeats = if batch == last_signature {
+                repeats + 1
+            } else {
+                1
+            };
+            if repeats >= self.config.repeat_limit {
+                return Err(AgentError::LoopDetected {
+                    reason: format!(
+                        "the same tool calls {repeats} times in a row: {}",
+                        crate::llm::snippet(&batch)
+                    ),
+                });
+            }
+            last_signature = batch;
+
+            messages.push(Message::assistant_tool_calls(
+                response.text.clone(),
+                response.tool_calls.clone(),
+            ));
+            for call in &response.tool_calls {
+                on_event(AgentEvent::ToolCallStarted { call: call.clone() });
+            }
+            let results: Vec<(String, bool)> =
+                futures::stream::iter(response.tool_calls.iter().map(|call| self.call_tool(call)))
+                    .buffered(self.config.parallel_tools_max)
+                    .collect()
+                    .await;
+            tool_calls += results.len();
+            let mut anything_new = false;
+            for (call, (content, success)) in response.tool_calls.iter().zip(results) {
+                anything_new |=
+                    seen_results.insert(format!("{}({})={content}", call.name, call.arguments));
+                on_event(AgentEvent::ToolCallFinished {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    success,
+                });
+                messages.push(Message::tool_result(call.id.clone(), content, success));
+            }
+            stagnant = if anything_new { 0 } else { stagnant + 1 };
+            if stagnant >= self.config.stagnation_limit {
+                return Err(AgentError::LoopDetected {
+                    reason: format!("{stagnant} tool batches in a row brought no new results"),
+                });
+            }
+        }
+    }
+
+    /// One model turn, streamed through the collector.
+    async fn turn(
+        &self,
+        request: &CompletionRequest,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<CompletionResponse, LlmError> {
+        let mut stream = self.llm.stream(request).await?;
+        let mut collector = StreamCollector::new(self.llm.model_ref().model.clone());
+        while let Some(item) = stream.next().await {
+            let event = item?;
+            if let StreamEvent::TextDelta { text } = &event {
+                on_event(AgentEvent::TextDelta { text: text.clone() });
+            }
+            collector.push(event)?;
+        }
+        collector.finish()
+    }
+
+    /// Runs one tool call: its result and whether it succeeded.
+    async fn call_tool(&self, call: &ToolCall) -> (String, bool) {
+        let Some(handler) = self.tools.handler(&call.name) else {
+            self.env
+                .record("agent.tool", format_args!("{} unknown", call.name));
+            return (
+                format!("error: there is no tool named {:?}", call.name),
+                false,
+            );
+        };
+        let outcome = match self.config.tool_timeout {
+            Some(limit) => match self
+                .env
+                .timeout(limit, handler.call(call.arguments.clone()))
+                .await
+            {
+                Ok(outcome) => outcome,
+                Err(elapsed) => Err(format!("the tool timed out ({elapsed})")),
+            },
+            None => handler.call(call.arguments.clone()).await,
+        };
+        let (content, success) = match outcome {
+            Ok(content) => (content, true),
+            Err(error) => (format!("error: {error}"), false),
+        };
+        self.env.record(
+            "agent.tool",
+            format_args!("{} success={success}", call.name),
+        );
+        (cut_result(content), success)
+    }
+}

@@ -1,0 +1,384 @@
+//! The storage conformance suite: one check every [`Storage`] backend must pass.
+//!
+//! Call [`check`] with an empty store from a test of your backend (an async test; any
+//! runtime). It writes, reads, searches and deletes, and returns a description of the
+//! first rule broken. umi-core runs it on SQLite and in-memory storage; umi-dst runs it
+//! on SimStorage.
+
+use super::{Entity, EvolutionLink, Note, Storage, StorageError, WriteBatch};
+use crate::constants::WRITE_BATCH_RECORDS_MAX;
+use crate::memory::prompts::{EntityType, EvolutionType};
+
+fn entity(id: &str, name: &str, content: &str, note: Option<&str>) -> Entity {
+    Entity {
+        id: id.into(),
+        name: name.into(),
+        entity_type: EntityType::Person,
+        content: content.into(),
+        confidence: 0.75,
+        note_id: note.map(str::to_owned),
+        created_at_ms: 1_000,
+        updated_at_ms: 1_000,
+    }
+}
+
+fn link(id: &str, from: &str, to: &str) -> EvolutionLink {
+    EvolutionLink {
+        id: id.into(),
+        from_id: from.into(),
+        to_id: to.into(),
+        evolution_type: EvolutionType::Extend,
+        reason: "adds detail".into(),
+        confidence: 0.5,
+        created_at_ms: 2_000,
+    }
+}
+
+macro_rules! rule {
+    ($cond:expr, $($message:tt)+) => {
+        if !$cond {
+            return Err(format!($($message)+));
+        }
+    };
+}
+
+fn io(context: &str) -> impl Fn(StorageError) -> String + '_ {
+    move |error| format!("{context}: unexpected error {error}")
+}
+
+/// Runs the suite on `storage`, which must start empty.
+pub async fn check(storage: &dyn Storage) -> Result<(), String> {
+    // Empty.
+    rule!(
+        storage.count_entities().await.map_err(io("count"))? == 0,
+        "the store must start empty"
+    );
+    rule!(
+        storage
+            .get_entity("missing")
+            .await
+            .map_err(io("get"))?
+            .is_none(),
+        "a missing entity is None"
+    );
+    rule!(
+        storage
+            .get_note("missing")
+            .await
+            .map_err(io("get note"))?
+            .is_none(),
+        "a missing note is None"
+    );
+    rule!(
+        storage
+            .search("anything", 10)
+            .await
+            .map_err(io("search"))?
+            .is_empty(),
+        "an empty store finds nothing"
+    );
+
+    // One remember's worth: a note, three entities, a link.
+    let note = Note {
+        id: "n1".into(),
+        text: "Alice joined Acme Corp in Paris; café 東京.".into(),
+        created_at_ms: 1_000,
+    };
+    let alice = entity("e1", "Alice", "Alice joined Acme Corp in Paris", Some("n1"));
+    let acme = Entity {
+        entity_type: EntityType::Organization,
+        ..entity(
+            "e2",
+            "Acme Corp",
+            "a company in Paris where Alice works with many other people on many things",
+            Some("n1"),
+        )
+    };
+    let cafe = entity("e3", "Café 東京", "café 東京 is a place", Some("n1"));
+    let batch = WriteBatch {
+        notes: vec![note.clone()],
+        entities: vec![alice.clone(), acme.clone(), cafe.clone()],
+        links: vec![link("l1", "e2", "e1")],
+        ..WriteBatch::default()
+    };
+    storage.apply(batch).await.map_err(io("apply"))?;
+    rule!(
+        storage.count_entities().await.map_err(io("count"))? == 3,
+        "three entities after one batch"
+    );
+    rule!(
+        storage.get_entity("e1").await.map_err(io("get"))? == Some(alice.clone()),
+        "an entity reads back as written"
+    );
+    rule!(
+        storage.get_note("n1").await.map_err(io("get note"))? == Some(note.clone()),
+        "a note reads back as written"
+    );
+    let listed: Vec<String> = storage
+        .list_entities(0, 10)
+        .await
+        .map_err(io("list"))?
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    rule!(
+        listed == ["e1", "e2", "e3"],
+        "list is in insertion order: {listed:?}"
+    );
+    let page: Vec<String> = storage
+        .list_entities(1, 1)
+        .await
+        .map_err(io("list"))?
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    rule!(page == ["e2"], "list honours offset and limit: {page:?}");
+    rule!(
+        storage
+            .entities_named("Acme Corp")
+            .await
+            .map_err(io("named"))?
+            == vec![acme.clone()],
+        "entities_named finds exact names"
+    );
+    rule!(
+        storage
+            .entities_named("Acme")
+            .await
+            .map_err(io("named"))?
+            .is_empty(),
+        "entities_named is exact"
+    );
+    rule!(
+        storage
+            .entities_of_note("n1")
+            .await
+            .map_err(io("of note"))?
+            .len()
+            == 3,
+        "entities_of_note finds all three"
+    );
+    rule!(
+        storage
+            .notes_with_text(&note.text)
+            .await
+            .map_err(io("notes"))?
+            == vec![note.clone()],
+        "notes are found by exact text"
+    );
+    rule!(
+        storage
+            .notes_with_text("Alice joined")
+            .await
+            .map_err(io("notes"))?
+            .is_empty(),
+        "notes_with_text is exact"
+    );
+    let from_acme = storage.links_of("e2").await.map_err(io("links"))?;
+    let to_alice = storage.links_of("e1").await.map_err(io("links"))?;
+    rule!(
+        from_acme.len() == 1 && from_acme == to_alice,
+        "a link is seen from both ends"
+    );
+    rule!(
+        storage
+            .list_links(0, 10)
+            .await
+            .map_err(io("list links"))?
+            .len()
+            == 1,
+        "list_links lists it"
+    );
+
+    // Search.
+    let hits = storage
+        .search("Alice Paris", 10)
+        .await
+        .map_err(io("search"))?;
+    let ids: Vec<&str> = hits.iter().map(|h| h.entity.id.as_str()).collect();
+    rule!(
+        ids.first() == Some(&"e1"),
+        "the entity named Alice and about Paris ranks first: {ids:?}"
+    );
+    rule!(
+        ids.contains(&"e2"),
+        "an entity mentioning Paris is found: {ids:?}"
+    );
+    rule!(
+        !ids.contains(&"e3"),
+        "an entity without either word is not: {ids:?}"
+    );
+    rule!(
+        hits.windows(2).all(|w| w[0].score >= w[1].score),
+        "hits are best first"
+    );
+    let again: Vec<String> = storage
+        .search("Alice Paris", 10)
+        .await
+        .map_err(io("search"))?
+        .into_iter()
+        .map(|h| h.entity.id)
+        .collect();
+    rule!(again == ids, "the same search gives the same order");
+    rule!(
+        storage
+            .search("Alice Paris", 1)
+            .await
+            .map_err(io("search"))?
+            .len()
+            == 1,
+        "search honours its limit"
+    );
+    rule!(
+        storage
+            .search("?! ...", 10)
+            .await
+            .map_err(io("search"))?
+            .is_empty(),
+        "a query without words finds nothing"
+    );
+    rule!(
+        storage.search("\"OR\" NEAR(", 10).await.is_ok(),
+        "query syntax characters are not interpreted"
+    );
+    let unicode = storage.search("東京", 10).await.map_err(io("search"))?;
+    rule!(
+        unicode.first().map(|h| h.entity.id.as_str()) == Some("e3"),
+        "non-Latin terms are searchable"
+    );
+
+    // Upsert keeps the place in order and reindexes.
+    let renamed = Entity {
+        content: "Alice now lives in Oslo".into(),
+        updated_at_ms: 3_000,
+        ..alice.clone()
+    };
+    storage
+        .apply(WriteBatch {
+            entities: vec![renamed.clone()],
+            ..WriteBatch::default()
+        })
+        .await
+        .map_err(io("upsert"))?;
+    rule!(
+        storage.get_entity("e1").await.map_err(io("get"))? == Some(renamed),
+        "an upsert replaces the entity"
+    );
+    let listed: Vec<String> = storage
+        .list_entities(0, 10)
+        .await
+        .map_err(io("list"))?
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    rule!(
+        listed == ["e1", "e2", "e3"],
+        "an upsert keeps insertion order: {listed:?}"
+    );
+    let oslo: Vec<String> = storage
+        .search("Oslo", 10)
+        .await
+        .map_err(io("search"))?
+        .into_iter()
+        .map(|h| h.entity.id)
+        .collect();
+    rule!(oslo == ["e1"], "new content is searchable: {oslo:?}");
+    let joined: Vec<String> = storage
+        .search("joined", 10)
+        .await
+        .map_err(io("search"))?
+        .into_iter()
+        .map(|h| h.entity.id)
+        .collect();
+    rule!(joined.is_empty(), "old content is not: {joined:?}");
+
+    // A dangling link refuses the whole batch.
+    let dangling = WriteBatch {
+        notes: vec![Note {
+            id: "n2".into(),
+            text: "orphan".into(),
+            created_at_ms: 4_000,
+        }],
+        links: vec![link("l2", "e1", "nope")],
+        ..WriteBatch::default()
+    };
+    match storage.apply(dangling).await {
+        Err(StorageError::Invalid { reason }) => rule!(
+            reason.contains("nope"),
+            "the error names the missing entity: {reason}"
+        ),
+        other => {
+            return Err(format!(
+                "a dangling link must be refused as Invalid, got {other:?}"
+            ));
+        }
+    }
+    rule!(
+        storage
+            .get_note("n2")
+            .await
+            .map_err(io("get note"))?
+            .is_none(),
+        "a refused batch writes nothing"
+    );
+
+    // Delete cascades to links and leaves the index.
+    storage
+        .apply(WriteBatch {
+            delete_entities: vec!["e1".into()],
+            ..WriteBatch::default()
+        })
+        .await
+        .map_err(io("delete"))?;
+    rule!(
+        storage.get_entity("e1").await.map_err(io("get"))?.is_none(),
+        "a deleted entity is gone"
+    );
+    rule!(
+        storage
+            .links_of("e2")
+            .await
+            .map_err(io("links"))?
+            .is_empty(),
+        "its links are gone"
+    );
+    rule!(
+        storage
+            .list_links(0, 10)
+            .await
+            .map_err(io("list links"))?
+            .is_empty(),
+        "from list_links too"
+    );
+    rule!(
+        storage
+            .search("Oslo", 10)
+            .await
+            .map_err(io("search"))?
+            .is_empty(),
+        "and from search"
+    );
+    rule!(
+        storage.count_entities().await.map_err(io("count"))? == 2,
+        "the count drops"
+    );
+    rule!(
+        storage
+            .get_note("n1")
+            .await
+            .map_err(io("get note"))?
+            .is_some(),
+        "the note it came from stays"
+    );
+
+    // Limits.
+    let huge = WriteBatch {
+        delete_entities: vec!["x".into(); WRITE_BATCH_RECORDS_MAX + 1],
+        ..WriteBatch::default()
+    };
+    rule!(
+        matches!(storage.apply(huge).await, Err(StorageError::Invalid { .. })),
+        "an oversized batch is refused"
+    );
+    Ok(())
+}

@@ -1,0 +1,606 @@
+//! SqliteStorage: the durable default. One file, WAL journal, FTS5 text search, a schema
+//! version with migrations.
+//!
+//! The connection lives on a thread of its own; async methods send it jobs and await the
+//! answer, so a slow disk never blocks an executor thread. This is a production adapter:
+//! simulations use umi-dst's SimStorage, whose behaviour (and faults) the seed controls.
+//!
+//! Opening is careful with files that are not ours. The first 16 bytes are read before
+//! SQLite touches the file; then `application_id` and `user_version` are read, which
+//! writes nothing. A file that is not SQLite, a SQLite database of another program, or a
+//! Umi database from a newer version is refused with an error naming the path, and is
+//! left exactly as it was. Only then are the pragmas set and migrations run, each in its
+//! own transaction.
+//!
+//! Commits use `synchronous=FULL`: an acknowledged `remember` survives a power cut.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::memory::{sort_hits, validate_batch};
+use super::records::{Entity, EvolutionLink, Note, SearchHit, WriteBatch, text_fingerprint};
+use super::search::query_terms;
+use super::{Storage, StorageError};
+use crate::constants::{LIST_PAGE_MAX, SEARCH_RESULTS_MAX};
+use crate::memory::prompts::{EntityType, EvolutionType};
+
+/// `PRAGMA application_id` of Umi memory files ("UMI1").
+pub const UMI_APPLICATION_ID: i32 = 0x554D_4931;
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Schema migrations: the SQL that takes a database from version `n - 1` to `n`.
+const MIGRATIONS: [(u32, &str); 2] = [
+    (
+        1,
+        "CREATE TABLE notes (
+            id TEXT PRIMARY KEY,
+            text TEXT NOT NULL,
+            fingerprint INTEGER NOT NULL,
+            created_at_ms INTEGER NOT NULL
+        );
+        CREATE TABLE entities (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,
+            entity_type TEXT NOT NULL,
+            content TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            note_id TEXT REFERENCES notes(id),
+            created_at_ms INTEGER NOT NULL,
+            updated_at_ms INTEGER NOT NULL
+        );
+        CREATE INDEX entities_name ON entities(name);
+        CREATE INDEX entities_note ON entities(note_id);
+        CREATE VIRTUAL TABLE entities_fts USING fts5(
+            name, content, content='entities', content_rowid='seq',
+            tokenize='unicode61 remove_diacritics 0'
+        );
+        CREATE TRIGGER entities_ai AFTER INSERT ON entities BEGIN
+            INSERT INTO entities_fts(rowid, name, content) VALUES (new.seq, new.name, new.content);
+        END;
+        CREATE TRIGGER entities_ad AFTER DELETE ON entities BEGIN
+            INSERT INTO entities_fts(entities_fts, rowid, name, content) VALUES ('delete', old.seq, old.name, old.content);
+        END;
+        CREATE TRIGGER entities_au AFTER UPDATE ON entities BEGIN
+            INSERT INTO entities_fts(entities_fts, rowid, name, content) VALUES ('delete', old.seq, old.name, old.content);
+            INSERT INTO entities_fts(rowid, name, content) VALUES (new.seq, new.name, new.content);
+        END;
+        CREATE TABLE links (
+            id TEXT PRIMARY KEY,
+            from_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            to_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            evolution_type TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            created_at_ms INTEGER NOT NULL
+        );
+        CREATE INDEX links_from ON links(from_id);",
+    ),
+    (
+        2,
+        "CREATE INDEX notes_fingerprint ON notes(fingerprint);
+        CREATE INDEX links_to ON links(to_id);",
+    ),
+];
+
+const _: () = assert!(MIGRATIONS.len() as u32 == SCHEMA_VERSION);
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// Storage in a SQLite file.
+pub struct SqliteStorage {
+    path: PathBuf,
+    jobs: Option<mpsc::Sender<Job>>,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for SqliteStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStorage")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn database_error(path: &Path, error: &rusqlite::Error) -> StorageError {
+    if let rusqlite::Error::SqliteFailure(failure, _) = error
+        && failure.code == rusqlite::ErrorCode::NotADatabase
+    {
+        return StorageError::NotOurs {
+            path: path.display().to_string(),
+            reason: "not a database".into(),
+        };
+    }
+    StorageError::Database {
+        path: path.display().to_string(),
+        reason: error.to_string(),
+    }
+}
+
+impl SqliteStorage {
+    /// Opens (or creates) the memory database at `path`, migrating it to the current
+    /// schema. Refuses, without changing it, a file that is not a Umi database or that a
+    /// newer Umi wrote.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StorageError> {
+        Self::open_at_version(path, SCHEMA_VERSION)
+    }
+
+    /// Opens a database migrated only up to `version` (for testing migrations).
+    #[doc(hidden)]
+    pub fn open_at_version(path: impl AsRef<Path>, version: u32) -> Result<Self, StorageError> {
+        assert!(
+            (1..=SCHEMA_VERSION).contains(&version),
+            "schema version {version} does not exist"
+        );
+        let path = path.as_ref().to_path_buf();
+        let (jobs, receive) = mpsc::channel::<Job>();
+        let (opened, wait_open) = mpsc::channel::<Result<(), StorageError>>();
+        let worker_path = path.clone();
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the production SQLite adapter owns its connection on a thread of its own"
+        )]
+        let worker = std::thread::Builder::new()
+            .name("umi-sqlite".into())
+            .spawn(move || {
+                let mut connection = match open_connection(&worker_path, version) {
+                    Ok(connection) => {
+                        let _ = opened.send(Ok(()));
+                        connection
+                    }
+                    Err(error) => {
+                        let _ = opened.send(Err(error));
+                        return;
+                    }
+                };
+                while let Ok(job) = receive.recv() {
+                    job(&mut connection);
+                }
+            })
+            .map_err(|error| StorageError::Database {
+                path: path.display().to_string(),
+                reason: error.to_string(),
+            })?;
+        let result = wait_open.recv().unwrap_or(Err(StorageError::Closed));
+        match result {
+            Ok(()) => Ok(Self {
+                path,
+                jobs: Some(jobs),
+                worker: Some(worker),
+            }),
+            Err(error) => {
+                let _ = worker.join();
+                Err(error)
+            }
+        }
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open database.
+    pub async fn schema_version(&self) -> Result<u32, StorageError> {
+        let path = self.path.clone();
+        self.call(move |connection| {
+            connection
+                .pragma_query_value(None, "user_version", |row| row.get(0))
+                .map_err(|e| database_error(&path, &e))
+        })
+        .await
+    }
+
+    async fn call<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T, StorageError> + Send + 'static,
+    ) -> Result<T, StorageError> {
+        let (answer, wait) = tokio::sync::oneshot::channel();
+        let jobs = self.jobs.as_ref().ok_or(StorageError::Closed)?;
+        jobs.send(Box::new(move |connection| {
+            let _ = answer.send(work(connection));
+        }))
+        .map_err(|_| StorageError::Closed)?;
+        wait.await.map_err(|_| StorageError::Closed)?
+    }
+}
+
+impl Drop for SqliteStorage {
+    /// Closes the channel and waits for the connection to finish its queued jobs and
+    /// close, so the file can be reopened at once.
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}
+
+/// Opens `path` as described in the module docs.
+fn open_connection(path: &Path, version_target: u32) -> Result<Connection, StorageError> {
+    let shown = path.display().to_string();
+    let not_ours = |reason: String| StorageError::NotOurs {
+        path: shown.clone(),
+        reason,
+    };
+    match std::fs::File::open(path) {
+        Ok(mut file) => {
+            let mut header = Vec::with_capacity(16);
+            file.by_ref()
+                .take(16)
+                .read_to_end(&mut header)
+                .map_err(|e| not_ours(format!("cannot read it: {e}")))?;
+            if !header.is_empty() && header != b"SQLite format 3\0" {
+                return Err(not_ours("it is not a SQLite file".into()));
+            }
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(StorageError::Database {
+                path: shown,
+                reason: error.to_string(),
+            });
+        }
+    }
+    let connection = Connection::open(path).map_err(|e| database_error(path, &e))?;
+    let application_id: i32 = connection
+        .pragma_query_value(None, "application_id", |row| row.get(0))
+        .map_err(|e| database_error(path, &e))?;
+    let version: u32 = connection
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(|e| database_error(path, &e))?;
+    let tables: i64 = connection
+        .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+        .map_err(|e| database_error(path, &e))?;
+    let fresh = application_id == 0 && tables == 0;
+    if !fresh && application_id != UMI_APPLICATION_ID {
+        return Err(not_ours(if application_id == 0 {
+            format!("it holds {tables} schema object(s) of another program")
+        } else {
+            format!(
+                "its application_id is 0x{application_id:08x}, not Umi's 0x{UMI_APPLICATION_ID:08x}"
+            )
+        }));
+    }
+    if version > SCHEMA_VERSION {
+        return Err(StorageError::NewerSchema {
+            path: shown,
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    connection
+        .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;")
+        .map_err(|e| database_error(path, &e))?;
+    let mut connection = connection;
+    for (step, sql) in MIGRATIONS {
+        if step <= version || step > version_target {
+            continue;
+        }
+        let transaction = connection
+            .transaction()
+            .map_err(|e| database_error(path, &e))?;
+        transaction
+            .execute_batch(sql)
+            .map_err(|e| database_error(path, &e))?;
+        transaction
+            .pragma_update(None, "application_id", UMI_APPLICATION_ID)
+            .map_err(|e| database_error(path, &e))?;
+        transaction
+            .pragma_update(None, "user_version", step)
+            .map_err(|e| database_error(path, &e))?;
+        transaction.commit().map_err(|e| database_error(path, &e))?;
+    }
+    Ok(connection)
+}
+
+const ENTITY_COLUMNS: &str = "e.id, e.name, e.entity_type, e.content, e.confidence, e.note_id, e.created_at_ms, e.updated_at_ms";
+
+fn entity_from(row: &Row<'_>) -> rusqlite::Result<Entity> {
+    let type_name: String = row.get(2)?;
+    let entity_type = EntityType::from_name(&type_name).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            2,
+            rusqlite::types::Type::Text,
+            format!("unknown entity type {type_name:?}").into(),
+        )
+    })?;
+    Ok(Entity {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        entity_type,
+        content: row.get(3)?,
+        confidence: row.get(4)?,
+        note_id: row.get(5)?,
+        created_at_ms: row.get::<_, i64>(6)? as u64,
+        updated_at_ms: row.get::<_, i64>(7)? as u64,
+    })
+}
+
+fn link_from(row: &Row<'_>) -> rusqlite::Result<EvolutionLink> {
+    let type_name: String = row.get(3)?;
+    let evolution_type = EvolutionType::from_name(&type_name).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            3,
+            rusqlite::types::Type::Text,
+            format!("unknown evolution type {type_name:?}").into(),
+        )
+    })?;
+    Ok(EvolutionLink {
+        id: row.get(0)?,
+        from_id: row.get(1)?,
+        to_id: row.get(2)?,
+        evolution_type,
+        reason: row.get(4)?,
+        confidence: row.get(5)?,
+        created_at_ms: row.get::<_, i64>(6)? as u64,
+    })
+}
+
+fn note_from(row: &Row<'_>) -> rusqlite::Result<Note> {
+    Ok(Note {
+        id: row.get(0)?,
+        text: row.get(1)?,
+        created_at_ms: row.get::<_, i64>(2)? as u64,
+    })
+}
+
+fn apply_batch(
+    connection: &mut Connection,
+    path: &Path,
+    batch: &WriteBatch,
+) -> Result<(), StorageError> {
+    let db = |e: rusqlite::Error| database_error(path, &e);
+    let transaction = connection.transaction().map_err(db)?;
+    {
+        let exists = |id: &str| {
+            transaction
+                .query_row("SELECT 1 FROM entities WHERE id = ?1", [id], |_| Ok(()))
+                .optional()
+                .map(|found| found.is_some())
+                .unwrap_or(false)
+        };
+        validate_batch(batch, exists)?;
+        for id in &batch.delete_entities {
+            transaction
+                .execute("DELETE FROM entities WHERE id = ?1", [id])
+                .map_err(db)?;
+        }
+        for note in &batch.notes {
+            transaction
+                .execute(
+                    "INSERT OR IGNORE INTO notes (id, text, fingerprint, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+                    params![note.id, note.text, text_fingerprint(&note.text) as i64, note.created_at_ms as i64],
+                )
+                .map_err(db)?;
+        }
+        for entity in &batch.entities {
+            transaction
+                .execute(
+                    "INSERT INTO entities (id, name, entity_type, content, confidence, note_id, created_at_ms, updated_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                     ON CONFLICT(id) DO UPDATE SET name = excluded.name, entity_type = excluded.entity_type,
+                         content = excluded.content, confidence = excluded.confidence, note_id = excluded.note_id,
+                         created_at_ms = excluded.created_at_ms, updated_at_ms = excluded.updated_at_ms",
+                    params![
+                        entity.id,
+                        entity.name,
+                        entity.entity_type.name(),
+                        entity.content,
+                        entity.confidence,
+                        entity.note_id,
+                        entity.created_at_ms as i64,
+                        entity.updated_at_ms as i64
+                    ],
+                )
+                .map_err(db)?;
+        }
+        for link in &batch.links {
+            transaction
+                .execute(
+                    "INSERT INTO links (id, from_id, to_id, evolution_type, reason, confidence, created_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        link.id,
+                        link.from_id,
+                        link.to_id,
+                        link.evolution_type.name(),
+                        link.reason,
+                        link.confidence,
+                        link.created_at_ms as i64
+                    ],
+                )
+                .map_err(db)?;
+        }
+    }
+    transaction.commit().map_err(db)
+}
+
+fn collect_rows<T>(
+    connection: &Connection,
+    path: &Path,
+    sql: &str,
+    parameters: impl rusqlite::Params,
+    map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Vec<T>, StorageError> {
+    let mut statement = connection
+        .prepare_cached(sql)
+        .map_err(|e| database_error(path, &e))?;
+    let rows = statement
+        .query_map(parameters, map)
+        .map_err(|e| database_error(path, &e))?;
+    rows.collect::<Result<Vec<T>, _>>()
+        .map_err(|e| database_error(path, &e))
+}
+
+#[async_trait]
+impl Storage for SqliteStorage {
+    async fn apply(&self, batch: WriteBatch) -> Result<(), StorageError> {
+        let path = self.path.clone();
+        self.call(move |connection| apply_batch(connection, &path, &batch))
+            .await
+    }
+
+    async fn get_entity(&self, id: &str) -> Result<Option<Entity>, StorageError> {
+        let (path, id) = (self.path.clone(), id.to_owned());
+        self.call(move |c| {
+            let sql = format!("SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.id = ?1");
+            Ok(collect_rows(c, &path, &sql, [id], entity_from)?
+                .into_iter()
+                .next())
+        })
+        .await
+    }
+
+    async fn list_entities(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<Entity>, StorageError> {
+        let path = self.path.clone();
+        let limit = limit.min(LIST_PAGE_MAX) as i64;
+        self.call(move |c| {
+            let sql = format!(
+                "SELECT {ENTITY_COLUMNS} FROM entities e ORDER BY e.seq LIMIT ?1 OFFSET ?2"
+            );
+            collect_rows(c, &path, &sql, params![limit, offset as i64], entity_from)
+        })
+        .await
+    }
+
+    async fn count_entities(&self) -> Result<u64, StorageError> {
+        let path = self.path.clone();
+        self.call(move |c| {
+            c.query_row("SELECT count(*) FROM entities", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map(|n| n as u64)
+            .map_err(|e| database_error(&path, &e))
+        })
+        .await
+    }
+
+    async fn entities_named(&self, name: &str) -> Result<Vec<Entity>, StorageError> {
+        let (path, name) = (self.path.clone(), name.to_owned());
+        self.call(move |c| {
+            let sql =
+                format!("SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.name = ?1 ORDER BY e.seq");
+            collect_rows(c, &path, &sql, [name], entity_from)
+        })
+        .await
+    }
+
+    async fn entities_of_note(&self, note_id: &str) -> Result<Vec<Entity>, StorageError> {
+        let (path, note_id) = (self.path.clone(), note_id.to_owned());
+        self.call(move |c| {
+            let sql = format!(
+                "SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.note_id = ?1 ORDER BY e.seq"
+            );
+            collect_rows(c, &path, &sql, [note_id], entity_from)
+        })
+        .await
+    }
+
+    async fn get_note(&self, id: &str) -> Result<Option<Note>, StorageError> {
+        let (path, id) = (self.path.clone(), id.to_owned());
+        self.call(move |c| {
+            Ok(collect_rows(
+                c,
+                &path,
+                "SELECT id, text, created_at_ms FROM notes WHERE id = ?1",
+                [id],
+                note_from,
+            )?
+            .into_iter()
+            .next())
+        })
+        .await
+    }
+
+    async fn notes_with_text(&self, text: &str) -> Result<Vec<Note>, StorageError> {
+        let (path, text) = (self.path.clone(), text.to_owned());
+        self.call(move |c| {
+            collect_rows(
+                c,
+                &path,
+                "SELECT id, text, created_at_ms FROM notes WHERE fingerprint = ?1 AND text = ?2 ORDER BY rowid",
+                params![text_fingerprint(&text) as i64, text],
+                note_from,
+            )
+        })
+        .await
+    }
+
+    async fn links_of(&self, entity_id: &str) -> Result<Vec<EvolutionLink>, StorageError> {
+        let (path, id) = (self.path.clone(), entity_id.to_owned());
+        self.call(move |c| {
+            collect_rows(
+                c,
+                &path,
+                "SELECT id, from_id, to_id, evolution_type, reason, confidence, created_at_ms FROM links
+                 WHERE from_id = ?1 OR to_id = ?1 ORDER BY id",
+                [id],
+                link_from,
+            )
+        })
+        .await
+    }
+
+    async fn list_links(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<EvolutionLink>, StorageError> {
+        let path = self.path.clone();
+        let limit = limit.min(LIST_PAGE_MAX) as i64;
+        self.call(move |c| {
+            collect_rows(
+                c,
+                &path,
+                "SELECT id, from_id, to_id, evolution_type, reason, confidence, created_at_ms FROM links
+                 ORDER BY id LIMIT ?1 OFFSET ?2",
+                params![limit, offset as i64],
+                link_from,
+            )
+        })
+        .await
+    }
+
+    async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, StorageError> {
+        let terms = query_terms(query);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Terms are letters and digits only, so quoting each makes a safe FTS5 query.
+        let expression = terms
+            .iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let path = self.path.clone();
+        let limit = limit.min(SEARCH_RESULTS_MAX) as i64;
+        self.call(move |c| {
+            let sql = format!(
+                "SELECT {ENTITY_COLUMNS}, bm25(entities_fts, 2.0, 1.0) AS rank
+                 FROM entities_fts JOIN entities e ON e.seq = entities_fts.rowid
+                 WHERE entities_fts MATCH ?1 ORDER BY rank, e.id LIMIT ?2"
+            );
+            let mut hits = collect_rows(c, &path, &sql, params![expression, limit], |row| {
+                Ok(SearchHit {
+                    entity: entity_from(row)?,
+                    score: -row.get::<_, f64>(8)?,
+                })
+            })?;
+            sort_hits(&mut hits);
+            Ok(hits)
+        })
+        .await
+    }
+}

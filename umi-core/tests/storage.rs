@@ -1,0 +1,158 @@
+//! Storage: the conformance suite on both backends, and SQLite's handling of files that
+//! are not ours, newer schemas, migrations and reopening.
+
+use umi_core::storage::{
+    InMemoryStorage, Note, SCHEMA_VERSION, SqliteStorage, Storage, StorageError,
+    UMI_APPLICATION_ID, WriteBatch, conformance,
+};
+
+use crate::support::TempDir;
+
+#[tokio::test]
+async fn in_memory_passes_conformance() {
+    conformance::check(&InMemoryStorage::new()).await.unwrap();
+}
+
+#[tokio::test]
+async fn sqlite_passes_conformance() {
+    let dir = TempDir::new("sqlite-conformance");
+    let storage = SqliteStorage::open(dir.file("memory.db")).unwrap();
+    conformance::check(&storage).await.unwrap();
+    assert_eq!(storage.schema_version().await.unwrap(), SCHEMA_VERSION);
+}
+
+fn note(id: &str, text: &str) -> Note {
+    Note {
+        id: id.into(),
+        text: text.into(),
+        created_at_ms: 1,
+    }
+}
+
+#[tokio::test]
+async fn sqlite_data_survives_reopening() {
+    let dir = TempDir::new("sqlite-reopen");
+    let path = dir.file("memory.db");
+    {
+        let storage = SqliteStorage::open(&path).unwrap();
+        storage
+            .apply(WriteBatch {
+                notes: vec![note("n1", "kept")],
+                ..WriteBatch::default()
+            })
+            .await
+            .unwrap();
+    }
+    let storage = SqliteStorage::open(&path).unwrap();
+    assert_eq!(
+        storage.get_note("n1").await.unwrap(),
+        Some(note("n1", "kept"))
+    );
+}
+
+#[test]
+fn a_file_that_is_not_sqlite_is_refused_and_untouched() {
+    let dir = TempDir::new("sqlite-garbage");
+    let path = dir.file("notes.txt");
+    let content = b"these are my notes, not a database\n".repeat(100);
+    std::fs::write(&path, &content).unwrap();
+    let error = SqliteStorage::open(&path).unwrap_err();
+    assert!(matches!(error, StorageError::NotOurs { .. }), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains(&path.display().to_string()) && message.contains("not a SQLite file"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        content,
+        "the file must be left exactly as it was"
+    );
+    assert!(!dir.file("notes.txt-wal").exists() && !dir.file("notes.txt-shm").exists());
+}
+
+#[test]
+fn another_programs_database_is_refused_and_untouched() {
+    let dir = TempDir::new("sqlite-foreign");
+    let path = dir.file("app.db");
+    {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection
+            .execute_batch(
+                "CREATE TABLE orders (id INTEGER PRIMARY KEY); INSERT INTO orders VALUES (1);",
+            )
+            .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let error = SqliteStorage::open(&path).unwrap_err();
+    assert!(error.to_string().contains("another program"), "{error}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+
+    let other = dir.file("other.db");
+    {
+        let connection = rusqlite::Connection::open(&other).unwrap();
+        connection
+            .pragma_update(None, "application_id", 0x1234_5678)
+            .unwrap();
+    }
+    let error = SqliteStorage::open(&other).unwrap_err();
+    assert!(error.to_string().contains("0x12345678"), "{error}");
+}
+
+#[test]
+fn a_newer_schema_is_refused_naming_both_versions() {
+    let dir = TempDir::new("sqlite-newer");
+    let path = dir.file("memory.db");
+    drop(SqliteStorage::open(&path).unwrap());
+    {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection.pragma_update(None, "user_version", 99).unwrap();
+    }
+    let error = SqliteStorage::open(&path).unwrap_err();
+    assert_eq!(
+        error,
+        StorageError::NewerSchema {
+            path: path.display().to_string(),
+            found: 99,
+            supported: SCHEMA_VERSION
+        }
+    );
+    assert!(
+        error.to_string().contains("99") && error.to_string().contains(&SCHEMA_VERSION.to_string())
+    );
+}
+
+#[tokio::test]
+async fn an_older_schema_is_migrated_keeping_its_data() {
+    let dir = TempDir::new("sqlite-migrate");
+    let path = dir.file("memory.db");
+    {
+        let old = SqliteStorage::open_at_version(&path, 1).unwrap();
+        assert_eq!(old.schema_version().await.unwrap(), 1);
+        old.apply(WriteBatch {
+            notes: vec![note("n1", "from v1")],
+            ..WriteBatch::default()
+        })
+        .await
+        .unwrap();
+    }
+    let storage = SqliteStorage::open(&path).unwrap();
+    assert_eq!(storage.schema_version().await.unwrap(), SCHEMA_VERSION);
+    assert_eq!(
+        storage.notes_with_text("from v1").await.unwrap(),
+        vec![note("n1", "from v1")]
+    );
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let indexes: i64 = connection
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name IN ('notes_fingerprint', 'links_to')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexes, 2, "migration 2 ran");
+    let app: i32 = connection
+        .pragma_query_value(None, "application_id", |r| r.get(0))
+        .unwrap();
+    assert_eq!(app, UMI_APPLICATION_ID);
+}

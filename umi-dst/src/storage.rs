@@ -1,0 +1,362 @@
+//! SimStorage: the memory's storage in simulated memory, with storage faults and a
+//! ledger of acknowledged writes.
+//!
+//! It is umi-core's `InMemoryStorage` (so it searches and orders exactly like it) behind
+//! a fault layer. Operations and the faults that apply to them:
+//!
+//! | operation | faults |
+//! | --- | --- |
+//! | `storage.delete` (a batch that deletes) | `delete_fail` |
+//! | `storage.write` (every batch) | `write_fail`, `disk_full`, `latency`, `corruption` |
+//! | `storage.read` (gets and lists) | `read_fail`, `latency` |
+//! | `storage.search` | `read_fail`, `latency` |
+//!
+//! A failed write writes nothing. `latency` succeeds late, in simulated time.
+//! `corruption` acknowledges the write and then rots one record: every record's SHA-256
+//! is kept beside it and checked on every read, so a rotten record is reported as
+//! [`StorageError::Corruption`], never returned altered. Rot is permanent, as on a disk.
+//!
+//! The ledger lists every acknowledged batch (and which record rotted), for checkers.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+use umi_core::storage::{
+    Entity, EvolutionLink, InMemoryStorage, Note, SearchHit, Storage, StorageError, WriteBatch,
+};
+
+use crate::clock::SimClock;
+use crate::environment::SimEnvironment;
+use crate::fault::{FaultDomain, FaultInjector, FaultKind};
+use crate::rng::DeterministicRng;
+use crate::trace::Trace;
+
+/// Shortest and longest delay of a `storage.latency` fault, in ms.
+pub const STORAGE_LATENCY_MS_MIN: u64 = 5;
+/// See [`STORAGE_LATENCY_MS_MIN`].
+pub const STORAGE_LATENCY_MS_MAX: u64 = 2_000;
+
+const WRITE_FAULTS: [FaultKind; 4] = [
+    FaultKind::StorageWriteFail,
+    FaultKind::StorageDiskFull,
+    FaultKind::StorageLatency,
+    FaultKind::StorageCorruption,
+];
+const READ_FAULTS: [FaultKind; 2] = [FaultKind::StorageReadFail, FaultKind::StorageLatency];
+
+/// One acknowledged batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerEntry {
+    /// Simulated time of the acknowledgement, µs.
+    pub at_us: u64,
+    /// Notes written.
+    pub notes: Vec<String>,
+    /// Entities written.
+    pub entities: Vec<String>,
+    /// Links written.
+    pub links: Vec<String>,
+    /// Entities deleted.
+    pub deleted: Vec<String>,
+    /// The record a corruption fault rotted, if one did.
+    pub corrupted: Option<String>,
+}
+
+/// The storage trait with faults. Build one per run with [`SimStorage::new`].
+pub struct SimStorage {
+    inner: InMemoryStorage,
+    faults: Arc<FaultInjector>,
+    clock: SimClock,
+    trace: Arc<Trace>,
+    rng: Mutex<DeterministicRng>,
+    state: Mutex<Books>,
+}
+
+#[derive(Default)]
+struct Books {
+    /// `entity:<id>` / `note:<id>` -> SHA-256 of the record as written (or rotted).
+    checksums: BTreeMap<String, [u8; 32]>,
+    ledger: Vec<LedgerEntry>,
+    corrupted: BTreeSet<String>,
+}
+
+fn entity_checksum(entity: &Entity) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    let note_id = entity.note_id.as_deref().unwrap_or("");
+    for field in [
+        entity.id.as_str(),
+        &entity.name,
+        &entity.content,
+        entity.entity_type.name(),
+        note_id,
+    ] {
+        hasher.update((field.len() as u64).to_le_bytes());
+        hasher.update(field.as_bytes());
+    }
+    hasher.update(entity.confidence.to_bits().to_le_bytes());
+    hasher.update(entity.created_at_ms.to_le_bytes());
+    hasher.update(entity.updated_at_ms.to_le_bytes());
+    hasher.finalize().into()
+}
+
+fn note_checksum(note: &Note) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update((note.id.len() as u64).to_le_bytes());
+    hasher.update(note.id.as_bytes());
+    hasher.update((note.text.len() as u64).to_le_bytes());
+    hasher.update(note.text.as_bytes());
+    hasher.update(note.created_at_ms.to_le_bytes());
+    hasher.finalize().into()
+}
+
+impl SimStorage {
+    /// Storage for the run `sim`, drawing fault details from its `storage` stream.
+    pub fn new(sim: &SimEnvironment) -> Self {
+        Self {
+            inner: InMemoryStorage::new(),
+            faults: sim.faults().clone(),
+            clock: sim.clock().clone(),
+            trace: sim.trace().clone(),
+            rng: Mutex::new(sim.rng("storage")),
+            state: Mutex::new(Books::default()),
+        }
+    }
+
+    /// Every acknowledged batch, in order.
+    pub fn ledger(&self) -> Vec<LedgerEntry> {
+        self.books().ledger.clone()
+    }
+
+    /// The records corruption faults rotted (`entity:<id>` or `note:<id>`).
+    pub fn corrupted(&self) -> BTreeSet<String> {
+        self.books().corrupted.clone()
+    }
+
+    fn books(&self) -> MutexGuard<'_, Books> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn draw(&self, low: u64, high: u64) -> u64 {
+        self.rng
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .range_inclusive(low, high)
+    }
+
+    async fn latency(&self, operation: &str) {
+        let delay =
+            Duration::from_millis(self.draw(STORAGE_LATENCY_MS_MIN, STORAGE_LATENCY_MS_MAX));
+        self.trace.record(
+            "storage.slow",
+            format_args!("{operation} +{} ms", delay.as_millis()),
+        );
+        self.clock.sleep(delay).await;
+    }
+
+    /// The fault for a read-like operation, after any latency.
+    async fn read_fault(&self, operation: &str) -> Result<(), StorageError> {
+        match self
+            .faults
+            .decide_among(FaultDomain::Storage, operation, &READ_FAULTS)
+        {
+            Some(FaultKind::StorageReadFail) => Err(StorageError::ReadFailed {
+                reason: format!("{operation} failed (simulated)"),
+            }),
+            Some(FaultKind::StorageLatency) => {
+                self.latency(operation).await;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn verify_entity(&self, entity: &Entity) -> Result<(), StorageError> {
+        let books = self.books();
+        match books.checksums.get(&format!("entity:{}", entity.id)) {
+            Some(sum) if *sum == entity_checksum(entity) => Ok(()),
+            _ => Err(StorageError::Corruption {
+                what: "entity",
+                id: entity.id.clone(),
+            }),
+        }
+    }
+
+    fn verify_note(&self, note: &Note) -> Result<(), StorageError> {
+        let books = self.books();
+        match books.checksums.get(&format!("note:{}", note.id)) {
+            Some(sum) if *sum == note_checksum(note) => Ok(()),
+            _ => Err(StorageError::Corruption {
+                what: "note",
+                id: note.id.clone(),
+            }),
+        }
+    }
+
+    fn verify_entities(&self, entities: Vec<Entity>) -> Result<Vec<Entity>, StorageError> {
+        for entity in &entities {
+            self.verify_entity(entity)?;
+        }
+        Ok(entities)
+    }
+}
+
+impl std::fmt::Debug for SimStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let books = self.books();
+        f.debug_struct("SimStorage")
+            .field("acknowledged", &books.ledger.len())
+            .field("corrupted", &books.corrupted)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl Storage for SimStorage {
+    async fn apply(&self, batch: WriteBatch) -> Result<(), StorageError> {
+        if !batch.delete_entities.is_empty()
+            && self
+                .faults
+                .decide_among(
+                    FaultDomain::Storage,
+                    "storage.delete",
+                    &[FaultKind::StorageDeleteFail],
+                )
+                .is_some()
+        {
+            return Err(StorageError::DeleteFailed {
+                reason: "storage.delete failed (simulated)".into(),
+            });
+        }
+        let mut corrupt = false;
+        match self
+            .faults
+            .decide_among(FaultDomain::Storage, "storage.write", &WRITE_FAULTS)
+        {
+            Some(FaultKind::StorageWriteFail) => {
+                return Err(StorageError::WriteFailed {
+                    reason: "storage.write failed (simulated)".into(),
+                });
+            }
+            Some(FaultKind::StorageDiskFull) => return Err(StorageError::DiskFull),
+            Some(FaultKind::StorageLatency) => self.latency("storage.write").await,
+            Some(FaultKind::StorageCorruption) => corrupt = true,
+            _ => {}
+        }
+        let mut keys: Vec<(String, [u8; 32])> = Vec::new();
+        keys.extend(
+            batch
+                .notes
+                .iter()
+                .map(|n| (format!("note:{}", n.id), note_checksum(n))),
+        );
+        keys.extend(
+            batch
+                .entities
+                .iter()
+                .map(|e| (format!("entity:{}", e.id), entity_checksum(e))),
+        );
+        let mut entry = LedgerEntry {
+            at_us: u64::try_from(self.clock.now().as_micros()).unwrap_or(u64::MAX),
+            notes: batch.notes.iter().map(|n| n.id.clone()).collect(),
+            entities: batch.entities.iter().map(|e| e.id.clone()).collect(),
+            links: batch.links.iter().map(|l| l.id.clone()).collect(),
+            deleted: batch.delete_entities.clone(),
+            corrupted: None,
+        };
+        let deleted = batch.delete_entities.clone();
+        self.inner.apply(batch).await?;
+        let mut books = self.books();
+        for id in deleted {
+            books.checksums.remove(&format!("entity:{id}"));
+        }
+        books.checksums.extend(keys.iter().cloned());
+        if corrupt && !keys.is_empty() {
+            let index = self.draw(0, keys.len() as u64 - 1) as usize;
+            let key = keys[index].0.clone();
+            if let Some(sum) = books.checksums.get_mut(&key) {
+                sum[0] ^= 0xff;
+            }
+            self.trace.record("storage.rot", format_args!("{key}"));
+            books.corrupted.insert(key.clone());
+            entry.corrupted = Some(key);
+        }
+        books.ledger.push(entry);
+        Ok(())
+    }
+
+    async fn get_entity(&self, id: &str) -> Result<Option<Entity>, StorageError> {
+        self.read_fault("storage.read").await?;
+        let entity = self.inner.get_entity(id).await?;
+        if let Some(entity) = &entity {
+            self.verify_entity(entity)?;
+        }
+        Ok(entity)
+    }
+
+    async fn list_entities(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<Entity>, StorageError> {
+        self.read_fault("storage.read").await?;
+        self.verify_entities(self.inner.list_entities(offset, limit).await?)
+    }
+
+    async fn count_entities(&self) -> Result<u64, StorageError> {
+        self.read_fault("storage.read").await?;
+        self.inner.count_entities().await
+    }
+
+    async fn entities_named(&self, name: &str) -> Result<Vec<Entity>, StorageError> {
+        self.read_fault("storage.read").await?;
+        self.verify_entities(self.inner.entities_named(name).await?)
+    }
+
+    async fn entities_of_note(&self, note_id: &str) -> Result<Vec<Entity>, StorageError> {
+        self.read_fault("storage.read").await?;
+        self.verify_entities(self.inner.entities_of_note(note_id).await?)
+    }
+
+    async fn get_note(&self, id: &str) -> Result<Option<Note>, StorageError> {
+        self.read_fault("storage.read").await?;
+        let note = self.inner.get_note(id).await?;
+        if let Some(note) = &note {
+            self.verify_note(note)?;
+        }
+        Ok(note)
+    }
+
+    async fn notes_with_text(&self, text: &str) -> Result<Vec<Note>, StorageError> {
+        self.read_fault("storage.read").await?;
+        let notes = self.inner.notes_with_text(text).await?;
+        for note in &notes {
+            self.verify_note(note)?;
+        }
+        Ok(notes)
+    }
+
+    async fn links_of(&self, entity_id: &str) -> Result<Vec<EvolutionLink>, StorageError> {
+        self.read_fault("storage.read").await?;
+        self.inner.links_of(entity_id).await
+    }
+
+    async fn list_links(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<EvolutionLink>, StorageError> {
+        self.read_fault("storage.read").await?;
+        self.inner.list_links(offset, limit).await
+    }
+
+    async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, StorageError> {
+        self.read_fault("storage.search").await?;
+        let hits = self.inner.search(query, limit).await?;
+        for hit in &hits {
+            self.verify_entity(&hit.entity)?;
+        }
+        Ok(hits)
+    }
+}
