@@ -166,3 +166,21 @@ const _: () = assert!(AGENT_PARALLEL_TOOLS_DEFAULT <= AGENT_PARALLEL_TOOLS_LIMIT
 const _: () = assert!(AGENT_OVERFLOW_RETRIES_DEFAULT <= AGENT_OVERFLOW_RETRIES_LIMIT);
 const _: () = assert!(AGENT_PARALLEL_TOOLS_LIMIT <= TOOL_CALLS_PER_RESPONSE_MAX);
 const _: () = assert!(TOOL_RESULT_BYTES_MAX < PROMPT_BYTES_MAX);
+
+// ---- HTTP clients ------------------------------------------------------------------------
+
+/// Bytes of a whole (non-streamed) response body the clients read.
+pub const HTTP_BODY_BYTES_MAX: usize = 8 * 1024 * 1024;
+
+/// Bytes of an error body the clients read (the rest is ignored).
+pub const HTTP_ERROR_BODY_BYTES_MAX: usize = 64 * 1024;
+
+/// Bytes of one SSE or NDJSON line.
+pub const WIRE_LINE_BYTES_MAX: usize = 1024 * 1024;
+
+/// Default time to the response's headers, and between body chunks.
+pub const HTTP_TIMEOUT_MS_DEFAULT: u64 = 60_000;
+
+const _: () = assert!(WIRE_LINE_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
+const _: () = assert!(HTTP_ERROR_BODY_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
+const _: () = assert!(RESPONSE_TEXT_BYTES_MAX <= HTTP_BODY_BYTES_MAX);

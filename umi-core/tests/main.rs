@@ -14,3 +14,6 @@ mod memory;
 
 /// The agent loop with scripted tool-call turns: parallel calls, failures, limits, trims.
 mod agent;
+
+/// Recorded responses of five providers through the real clients; hostile bytes.
+mod contract;

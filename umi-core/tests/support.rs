@@ -56,3 +56,90 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Replays one recorded HTTP response (status line, headers, blank line, body), in chunks
+/// of `chunk` bytes, and logs the requests it receives.
+#[derive(Debug)]
+pub(crate) struct FixtureTransport {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    chunk: usize,
+    pub(crate) requests: std::sync::Mutex<Vec<umi_core::llm::transport::HttpRequest>>,
+}
+
+impl FixtureTransport {
+    /// The fixture `tests/fixtures/<provider>/<name>.http`.
+    pub(crate) fn load(provider: &str, name: &str, chunk: usize) -> Self {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("tests/fixtures/{provider}/{name}.http"));
+        let raw = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        Self::parse(&raw, chunk)
+    }
+
+    /// A response from raw HTTP bytes (headers up to the first blank line).
+    pub(crate) fn parse(raw: &[u8], chunk: usize) -> Self {
+        let split = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map(|i| (i, 4))
+            .or_else(|| raw.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2)));
+        let (head, body) = match split {
+            Some((index, gap)) => (&raw[..index], raw[index + gap..].to_vec()),
+            None => (raw, Vec::new()),
+        };
+        let head = String::from_utf8_lossy(head);
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(200);
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        Self {
+            status,
+            headers,
+            body,
+            chunk: chunk.max(1),
+            requests: std::sync::Mutex::default(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl umi_core::llm::transport::Transport for FixtureTransport {
+    async fn send(
+        &self,
+        request: umi_core::llm::transport::HttpRequest,
+    ) -> Result<umi_core::llm::transport::HttpResponse, umi_core::llm::transport::TransportError>
+    {
+        use futures::StreamExt;
+        self.requests.lock().unwrap().push(request);
+        let chunks: Vec<Result<Vec<u8>, umi_core::llm::transport::TransportError>> = self
+            .body
+            .chunks(self.chunk)
+            .map(|c| Ok(c.to_vec()))
+            .collect();
+        Ok(umi_core::llm::transport::HttpResponse {
+            status: self.status,
+            headers: self.headers.clone(),
+            body: futures::stream::iter(chunks).boxed(),
+        })
+    }
+}
+
+/// Runs `body` with a fresh simulated environment (paused time, wall clock at the
+/// simulation epoch 2024-01-01T00:00:00Z).
+pub(crate) fn in_sim<T>(body: impl AsyncFnOnce(umi_dst::SimEnvironment) -> T) -> T {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let _entered = runtime.enter();
+    let sim = umi_dst::SimEnvironment::new(&umi_dst::SimConfig::new(1)).unwrap();
+    runtime.block_on(body(sim))
+}

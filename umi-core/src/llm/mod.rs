@@ -8,12 +8,17 @@
 mod collector;
 mod error;
 mod event;
+pub mod event_replay;
 mod message;
+pub mod ollama;
+pub mod openai;
 mod provider;
 mod request;
 mod response;
 pub mod stop;
 pub mod tokens;
+pub mod transport;
+pub mod wire;
 
 pub use collector::StreamCollector;
 pub use error::{ERROR_SNIPPET_BYTES_MAX, LlmError, snippet};

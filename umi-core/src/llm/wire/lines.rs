@@ -1,0 +1,104 @@
+//! Lines from a byte stream: `\n`, `\r\n` and lone `\r` all end a line.
+
+use crate::constants::WIRE_LINE_BYTES_MAX;
+use crate::llm::error::{LlmError, snippet};
+
+/// Splits bytes into lines, across chunk boundaries.
+#[derive(Debug, Default)]
+pub struct LineDecoder {
+    buffer: Vec<u8>,
+    /// The previous byte was `\r`: a `\n` right after it is its pair, not a new line.
+    pending_cr: bool,
+}
+
+impl LineDecoder {
+    /// A decoder with an empty buffer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds `chunk`; returns the lines it completed.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<String>, LlmError> {
+        let mut lines = Vec::new();
+        for &byte in chunk {
+            if std::mem::take(&mut self.pending_cr) && byte == b'\n' {
+                continue; // the `\n` of a `\r\n`, possibly split across chunks
+            }
+            match byte {
+                b'\n' => lines.push(self.take_line()?),
+                b'\r' => {
+                    lines.push(self.take_line()?);
+                    self.pending_cr = true;
+                }
+                _ => {
+                    if self.buffer.len() == WIRE_LINE_BYTES_MAX {
+                        return Err(LlmError::ResponseTooLarge {
+                            what: "a line of the response".into(),
+                            bytes: WIRE_LINE_BYTES_MAX + 1,
+                            limit: WIRE_LINE_BYTES_MAX,
+                        });
+                    }
+                    self.buffer.push(byte);
+                }
+            }
+        }
+        Ok(lines)
+    }
+
+    /// The last line, if the stream ended without a newline.
+    pub fn finish(&mut self) -> Result<Option<String>, LlmError> {
+        if self.buffer.is_empty() {
+            return Ok(None);
+        }
+        self.take_line().map(Some)
+    }
+
+    fn take_line(&mut self) -> Result<String, LlmError> {
+        let bytes = std::mem::take(&mut self.buffer);
+        String::from_utf8(bytes).map_err(|error| LlmError::InvalidResponse {
+            reason: "a line of the response is not UTF-8".into(),
+            snippet: snippet(&String::from_utf8_lossy(error.as_bytes())),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split_everywhere(input: &[u8]) -> Vec<Vec<String>> {
+        (0..=input.len())
+            .map(|cut| {
+                let mut decoder = LineDecoder::new();
+                let mut lines = decoder.feed(&input[..cut]).unwrap();
+                lines.extend(decoder.feed(&input[cut..]).unwrap());
+                lines.extend(decoder.finish().unwrap());
+                lines
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_split_gives_the_same_lines() {
+        let input = "data: héllo\r\ndata: 東京\n\nlast\rmore".as_bytes();
+        let expected = vec!["data: héllo", "data: 東京", "", "last", "more"];
+        for lines in split_everywhere(input) {
+            assert_eq!(lines, expected);
+        }
+    }
+
+    #[test]
+    fn bad_utf8_and_long_lines_are_typed_errors() {
+        let mut decoder = LineDecoder::new();
+        assert!(matches!(
+            decoder.feed(b"\xff\xfe\n"),
+            Err(LlmError::InvalidResponse { .. })
+        ));
+        let mut decoder = LineDecoder::new();
+        let long = vec![b'a'; WIRE_LINE_BYTES_MAX + 1];
+        assert!(matches!(
+            decoder.feed(&long),
+            Err(LlmError::ResponseTooLarge { .. })
+        ));
+    }
+}
