@@ -184,3 +184,20 @@ pub const HTTP_TIMEOUT_MS_DEFAULT: u64 = 60_000;
 const _: () = assert!(WIRE_LINE_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
 const _: () = assert!(HTTP_ERROR_BODY_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
 const _: () = assert!(RESPONSE_TEXT_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
+
+// ---- Router ----------------------------------------------------------------------------
+
+/// Highest `max_retries` a router config may set.
+pub const ROUTER_RETRIES_LIMIT: u32 = 10;
+
+/// Models one routed call may try (primary and fallbacks together).
+pub const ROUTER_CHAIN_MODELS_MAX: usize = 16;
+
+/// Longest backoff a router config may set, in ms.
+pub const ROUTER_BACKOFF_MS_LIMIT: u64 = 10 * 60 * 1000;
+
+/// Attempts one routed call makes at most (every model, every retry).
+pub const ROUTER_ATTEMPTS_MAX: usize =
+    ROUTER_CHAIN_MODELS_MAX * (ROUTER_RETRIES_LIMIT as usize + 1);
+
+const _: () = assert!(ROUTER_ATTEMPTS_MAX <= 1024);

@@ -24,14 +24,6 @@ use crate::llm::SimLlm;
 use crate::rng::DeterministicRng;
 use crate::trace::Trace;
 
-/// The panic payload a run that exceeds its step bound unwinds with. The runner turns it
-/// into a liveness failure.
-#[derive(Debug, Clone, Copy)]
-pub struct StepLimitExceeded {
-    /// The bound that was exceeded.
-    pub steps_max: u64,
-}
-
 /// The environment of one simulated run. Cheap to clone; clones share the run.
 #[derive(Clone)]
 pub struct SimEnvironment {
@@ -181,9 +173,11 @@ impl SimInner {
             // Unwind once, out of whatever loop is spinning; later calls return normally
             // so destructors that record during the unwind cannot double-panic.
             if !std::thread::panicking() {
-                std::panic::panic_any(StepLimitExceeded {
-                    steps_max: self.config.steps_max,
-                });
+                panic!(
+                    "simulation step limit of {} exceeded (seed {}): a livelock or an unbounded loop \
+                     (raise SimConfig::steps_max for long runs)",
+                    self.config.steps_max, self.config.seed
+                );
             }
         }
     }
@@ -222,6 +216,11 @@ impl Environment for SimInner {
         self.step();
         self.trace
             .record("sleep", format_args!("{} ms", duration.as_millis()));
+        self.clock.sleep(duration)
+    }
+
+    fn timer(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.step();
         self.clock.sleep(duration)
     }
 
@@ -324,7 +323,8 @@ mod tests {
                 }
             }));
             let payload = caught.unwrap_err();
-            assert!(payload.downcast_ref::<StepLimitExceeded>().is_some());
+            let message = crate::simulation::panic_message(&*payload);
+            assert!(message.contains("step limit of 10 exceeded"), "{message}");
             assert!(sim.step_limit_hit());
             env.random_u64("after"); // no second panic
         });

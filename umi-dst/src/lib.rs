@@ -33,6 +33,8 @@
 //! - [`corpus`]: the `seeds/*.seeds` files.
 //! - [`llm`]: SimLLM, the simulated model: routes, generators, schema-valid tool
 //!   arguments, limits, latency, faults.
+//! - [`network`]: SimNetwork, the real wire formats served in simulated time, with
+//!   network faults.
 //! - [`storage`]: SimStorage, the memory's storage with faults, checksums and a ledger.
 //! - [`checkers`]: invariants scenarios check (memory: no data loss, no forgotten entity
 //!   recalled, no dangling link).
@@ -50,6 +52,7 @@ pub mod doubles;
 pub mod environment;
 pub mod fault;
 pub mod llm;
+pub mod network;
 pub mod rng;
 pub mod simulation;
 pub mod storage;
@@ -60,6 +63,7 @@ pub use config::SimConfig;
 pub use environment::SimEnvironment;
 pub use fault::{FaultConfig, FaultDomain, FaultInjector, FaultKind};
 pub use llm::{SimLlm, SimLlmConfig};
+pub use network::{Endpoint, SimNetwork};
 pub use rng::DeterministicRng;
 pub use simulation::report::{FailureClass, FailureReport};
 pub use simulation::{RunError, RunSummary, Simulation, Violation};

@@ -29,3 +29,11 @@ mod memory_sim;
 
 /// The README's example test, compiled and run, and kept identical to the README.
 mod readme;
+
+/// The router with scripted providers in simulated time: the seed-004 suite and the
+/// rest of the policy, with the router checkers.
+mod router;
+
+/// The real clients and the router over SimNetwork: contract over the wire, network
+/// faults, Retry-After over HTTP, downtime, the router under random fault schedules.
+mod wire;

@@ -58,6 +58,12 @@ pub trait Environment: Send + Sync + fmt::Debug + 'static {
     /// A future that completes once `duration` of this environment's time has passed.
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
 
+    /// A timer for a deadline: like [`Environment::sleep`], but nobody waits on it for its
+    /// own sake (a simulation does not trace it as a sleep).
+    fn timer(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.sleep(duration)
+    }
+
     /// A uniformly random `u64` from the stream named `stream`.
     fn random_u64(&self, stream: &str) -> u64;
 
@@ -72,7 +78,7 @@ pub trait EnvironmentExt: Environment {
     /// The future is polled before the timer, so a future that is ready at the deadline
     /// wins: the outcome never depends on a race the executor decides.
     fn timeout<F: Future>(&self, duration: Duration, future: F) -> Timeout<F> {
-        Timeout::new(future, self.sleep(duration), duration)
+        Timeout::new(future, self.timer(duration), duration)
     }
 
     /// A uniformly random integer in `low..=high` from `stream`.

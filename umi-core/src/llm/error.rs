@@ -105,6 +105,15 @@ pub enum LlmError {
     /// A stream ended before producing anything at all.
     #[error("stream ended without producing any event")]
     EmptyStream,
+    /// Every model the router tried failed (or the deadline passed); each attempt's error
+    /// is kept, in order.
+    #[error("{reason}: {}", attempts.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Exhausted {
+        /// Why the router gave up.
+        reason: String,
+        /// Every failed attempt, in order.
+        attempts: Vec<FailedAttempt>,
+    },
     /// The answer is larger than the limits allow.
     #[error("{what} is {bytes} bytes, over the limit of {limit}")]
     ResponseTooLarge {
@@ -115,6 +124,26 @@ pub enum LlmError {
         /// The limit.
         limit: usize,
     },
+}
+
+/// One failed attempt of a routed call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedAttempt {
+    /// The model (`provider/model-id`).
+    pub model: String,
+    /// Which attempt on that model (0 is the first).
+    pub attempt: u32,
+    /// What went wrong (`None`: skipped, the provider was cooling down).
+    pub error: Option<Box<LlmError>>,
+}
+
+impl std::fmt::Display for FailedAttempt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.error {
+            Some(error) => write!(f, "{}#{} {}", self.model, self.attempt, error),
+            None => write!(f, "{} skipped (cooling down)", self.model),
+        }
+    }
 }
 
 fn snippet_suffix(snippet: &str) -> String {
@@ -195,6 +224,7 @@ impl LlmError {
             Self::StreamTruncated { .. } => "stream_truncated",
             Self::EmptyStream => "empty_stream",
             Self::ResponseTooLarge { .. } => "response_too_large",
+            Self::Exhausted { .. } => "exhausted",
         }
     }
 }

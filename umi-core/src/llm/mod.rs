@@ -15,13 +15,14 @@ pub mod openai;
 mod provider;
 mod request;
 mod response;
+pub mod router;
 pub mod stop;
 pub mod tokens;
 pub mod transport;
 pub mod wire;
 
 pub use collector::StreamCollector;
-pub use error::{ERROR_SNIPPET_BYTES_MAX, LlmError, snippet};
+pub use error::{ERROR_SNIPPET_BYTES_MAX, FailedAttempt, LlmError, snippet};
 pub use event::{EventStream, StreamEvent};
 pub use message::{Message, ToolCall, ToolDefinition};
 pub use provider::LanguageModel;

@@ -7,3 +7,4 @@
 //! counts only if it went unreported.
 
 pub mod memory;
+pub mod router;

@@ -27,7 +27,7 @@ use super::report::FailureClass;
 use super::settings::LogLevel;
 use crate::clock::SimClock;
 use crate::config::SimConfig;
-use crate::environment::{SimEnvironment, StepLimitExceeded};
+use crate::environment::SimEnvironment;
 use crate::fault::swarm::SwarmDraw;
 use crate::fault::{FaultStats, Injection};
 use crate::trace::{TraceEvent, TraceHash};
@@ -107,9 +107,7 @@ where
                 sim_time_max.as_secs_f64()
             ),
         )),
-        Err(payload) if payload.is::<StepLimitExceeded>() || env.step_limit_hit() => {
-            Some(step_failure(config))
-        }
+        Err(_) if env.step_limit_hit() => Some(step_failure(config)),
         Err(payload) => Some((
             FailureClass::Crash,
             format!("panicked: {}", panic_message(&*payload)),

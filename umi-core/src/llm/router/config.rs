@@ -1,0 +1,443 @@
+//! The router's configuration: providers, models, routing, retry and cooldown, from a
+//! TOML file (documented in docs/config.md). Every error names the file, the field and
+//! the value.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::constants::{ROUTER_BACKOFF_MS_LIMIT, ROUTER_CHAIN_MODELS_MAX, ROUTER_RETRIES_LIMIT};
+use crate::llm::openai::MaxTokensField;
+
+/// A configuration that cannot be used, with where and what.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {field} = {value}: {reason}")]
+pub struct ConfigError {
+    /// The file (or a name for text given directly).
+    pub file: String,
+    /// The field, as a path (`routing.fallback[1]`), or `line L, column C` for syntax.
+    pub field: String,
+    /// The offending value.
+    pub value: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// The wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// OpenAI chat completions (OpenAI, DeepSeek, Qwen, GLM, OpenRouter, vLLM, llama.cpp, Ollama's /v1).
+    Openai,
+    /// Ollama's native `/api/chat`.
+    Ollama,
+}
+
+/// How to reach one provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Its wire format.
+    #[serde(rename = "type")]
+    pub kind: ProviderKind,
+    /// Base URL (`https://api.deepseek.com/v1`, `http://localhost:11434`).
+    pub endpoint: String,
+    /// The environment variable holding the API key, if it needs one.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Extra headers to send.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Which field carries `max_tokens` (OpenAI format only).
+    #[serde(default)]
+    pub max_tokens_field: MaxTokensField,
+}
+
+/// A model's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Tokens of prompt and answer it accepts.
+    pub context_window: u32,
+    /// Most tokens it generates at once.
+    pub max_output: u32,
+}
+
+/// Which model answers what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutingConfig {
+    /// The model for requests without a task route.
+    pub default: String,
+    /// Tried in order when the chosen model fails.
+    #[serde(default)]
+    pub fallback: Vec<String>,
+    /// Tried in order (those with a larger window) when a prompt overflows.
+    #[serde(default)]
+    pub context_fallback: Vec<String>,
+    /// Models per task tag (`"memory.extract_entities" = "ollama/qwen3:8b"`).
+    #[serde(default)]
+    pub tasks: BTreeMap<String, String>,
+}
+
+/// Retries, backoff and timeouts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryPolicy {
+    /// Retries of one model after its first attempt.
+    pub max_retries: u32,
+    /// Time one attempt may take (to the whole answer, or to the first streamed event;
+    /// between later events for streams).
+    pub request_timeout_ms: u64,
+    /// The first backoff.
+    pub initial_backoff_ms: u64,
+    /// Growth of the backoff per retry.
+    pub backoff_multiplier: f64,
+    /// The longest backoff.
+    pub backoff_max_ms: u64,
+    /// Up to this fraction is added to each backoff, drawn from the environment.
+    pub jitter: f64,
+    /// The longest Retry-After the router waits for; a longer one moves to the next model.
+    pub retry_after_max_ms: u64,
+    /// The time one routed call may take in all.
+    pub deadline_ms: u64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 2,
+            request_timeout_ms: 60_000,
+            initial_backoff_ms: 1_000,
+            backoff_multiplier: 2.0,
+            backoff_max_ms: 30_000,
+            jitter: 0.2,
+            retry_after_max_ms: 60_000,
+            deadline_ms: 300_000,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The backoff before retry `retry` (0 is the first retry), without jitter: the floor
+    /// every sleep respects.
+    pub fn backoff_floor_ms(&self, retry: u32) -> u64 {
+        let grown = self.initial_backoff_ms as f64 * self.backoff_multiplier.powi(retry as i32);
+        (grown.min(self.backoff_max_ms as f64)) as u64
+    }
+}
+
+/// The per-provider circuit breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CooldownPolicy {
+    /// Consecutive failures that open the circuit.
+    pub failures_threshold: u32,
+    /// How long an open circuit stays open before a probe is let through.
+    pub cooldown_ms: u64,
+}
+
+impl Default for CooldownPolicy {
+    fn default() -> Self {
+        Self {
+            failures_threshold: 3,
+            cooldown_ms: 30_000,
+        }
+    }
+}
+
+/// The whole router configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterConfig {
+    /// Providers by name.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Models by `provider/model-id`.
+    pub models: BTreeMap<String, ModelConfig>,
+    /// Routing.
+    pub routing: RoutingConfig,
+    /// Retries and timeouts.
+    #[serde(default)]
+    pub retry: RetryPolicy,
+    /// The circuit breaker.
+    #[serde(default)]
+    pub cooldown: CooldownPolicy,
+}
+
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+impl RouterConfig {
+    /// Reads and checks the TOML file at `path`.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError {
+            file: path.display().to_string(),
+            field: "(file)".into(),
+            value: String::new(),
+            reason: error.to_string(),
+        })?;
+        Self::from_toml(&text, &path.display().to_string())
+    }
+
+    /// Parses and checks TOML `text`; `file` names it in errors.
+    pub fn from_toml(text: &str, file: &str) -> Result<Self, ConfigError> {
+        let config: Self = toml::from_str(text).map_err(|error| {
+            let (line, column) = error
+                .span()
+                .map_or((0, 0), |span| line_column(text, span.start));
+            let value = error
+                .span()
+                .map(|span| text[span].chars().take(60).collect())
+                .unwrap_or_default();
+            ConfigError {
+                file: file.to_owned(),
+                field: format!("line {line}, column {column}"),
+                value,
+                reason: error.message().to_owned(),
+            }
+        })?;
+        config.validate(file)?;
+        Ok(config)
+    }
+
+    /// Checks every rule; the first broken one is returned.
+    pub fn validate(&self, file: &str) -> Result<(), ConfigError> {
+        let error = |field: String, value: String, reason: String| {
+            Err(ConfigError {
+                file: file.to_owned(),
+                field,
+                value,
+                reason,
+            })
+        };
+        for (name, provider) in &self.providers {
+            if !provider.endpoint.starts_with("http://")
+                && !provider.endpoint.starts_with("https://")
+            {
+                return error(
+                    format!("providers.{name}.endpoint"),
+                    provider.endpoint.clone(),
+                    "must start with http:// or https://".into(),
+                );
+            }
+        }
+        for (id, model) in &self.models {
+            let Some((provider, model_id)) = id.split_once('/') else {
+                return error(
+                    format!("models.\"{id}\""),
+                    id.clone(),
+                    "a model is named provider/model-id".into(),
+                );
+            };
+            if model_id.is_empty() || !self.providers.contains_key(provider) {
+                let known: Vec<&String> = self.providers.keys().collect();
+                return error(
+                    format!("models.\"{id}\""),
+                    provider.to_owned(),
+                    format!("unknown provider; known: {known:?}"),
+                );
+            }
+            if model.context_window == 0
+                || model.max_output == 0
+                || model.max_output > model.context_window
+            {
+                return error(
+                    format!("models.\"{id}\".max_output"),
+                    model.max_output.to_string(),
+                    format!(
+                        "must be positive and at most the context window ({})",
+                        model.context_window
+                    ),
+                );
+            }
+        }
+        let known = |field: String, id: &str| {
+            if self.models.contains_key(id) {
+                Ok(())
+            } else {
+                let known: Vec<&String> = self.models.keys().collect();
+                error(
+                    field,
+                    id.to_owned(),
+                    format!("unknown model; known: {known:?}"),
+                )
+            }
+        };
+        known("routing.default".into(), &self.routing.default)?;
+        for (index, id) in self.routing.fallback.iter().enumerate() {
+            known(format!("routing.fallback[{index}]"), id)?;
+        }
+        for (index, id) in self.routing.context_fallback.iter().enumerate() {
+            known(format!("routing.context_fallback[{index}]"), id)?;
+        }
+        for (task, id) in &self.routing.tasks {
+            known(format!("routing.tasks.\"{task}\""), id)?;
+        }
+        if self.routing.fallback.len() + 1 > ROUTER_CHAIN_MODELS_MAX {
+            return error(
+                "routing.fallback".into(),
+                self.routing.fallback.len().to_string(),
+                format!("at most {} fallbacks", ROUTER_CHAIN_MODELS_MAX - 1),
+            );
+        }
+        let retry = &self.retry;
+        if retry.max_retries > ROUTER_RETRIES_LIMIT {
+            return error(
+                "retry.max_retries".into(),
+                retry.max_retries.to_string(),
+                format!("at most {ROUTER_RETRIES_LIMIT}"),
+            );
+        }
+        if retry.request_timeout_ms == 0 || retry.deadline_ms == 0 {
+            return error(
+                "retry.request_timeout_ms".into(),
+                retry.request_timeout_ms.to_string(),
+                "timeouts must be positive".into(),
+            );
+        }
+        if !(retry.backoff_multiplier >= 1.0 && retry.backoff_multiplier <= 10.0) {
+            return error(
+                "retry.backoff_multiplier".into(),
+                retry.backoff_multiplier.to_string(),
+                "must be in [1, 10]".into(),
+            );
+        }
+        if !(0.0..1.0).contains(&retry.jitter) {
+            return error(
+                "retry.jitter".into(),
+                retry.jitter.to_string(),
+                "must be in [0, 1)".into(),
+            );
+        }
+        if retry.backoff_max_ms > ROUTER_BACKOFF_MS_LIMIT
+            || retry.initial_backoff_ms > retry.backoff_max_ms
+        {
+            return error(
+                "retry.initial_backoff_ms".into(),
+                retry.initial_backoff_ms.to_string(),
+                format!(
+                    "must be at most backoff_max_ms ({}), itself at most {ROUTER_BACKOFF_MS_LIMIT}",
+                    retry.backoff_max_ms
+                ),
+            );
+        }
+        if self.cooldown.failures_threshold == 0 {
+            return error(
+                "cooldown.failures_threshold".into(),
+                "0".into(),
+                "must be at least 1".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[providers.glm]
+type = "openai"
+endpoint = "https://open.bigmodel.cn/api/paas/v4"
+api_key_env = "GLM_API_KEY"
+
+[providers.ollama]
+type = "ollama"
+endpoint = "http://localhost:11434"
+
+[models."glm/glm-4-plus"]
+context_window = 128000
+max_output = 4096
+
+[models."ollama/qwen3:8b"]
+context_window = 32768
+max_output = 4096
+
+[routing]
+default = "glm/glm-4-plus"
+fallback = ["ollama/qwen3:8b"]
+tasks = { "memory.extract_entities" = "ollama/qwen3:8b" }
+
+[retry]
+max_retries = 3
+"#;
+
+    #[test]
+    fn a_good_config_parses_with_defaults() {
+        let config = RouterConfig::from_toml(GOOD, "engine.toml").unwrap();
+        assert_eq!(config.retry.max_retries, 3);
+        assert_eq!(
+            config.retry.initial_backoff_ms, 1_000,
+            "unset fields take defaults"
+        );
+        assert_eq!(
+            config.routing.tasks["memory.extract_entities"],
+            "ollama/qwen3:8b"
+        );
+        assert_eq!(config.retry.backoff_floor_ms(0), 1_000);
+        assert_eq!(config.retry.backoff_floor_ms(2), 4_000);
+        assert_eq!(
+            config.retry.backoff_floor_ms(9),
+            30_000,
+            "capped at backoff_max_ms"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_the_field_and_the_value() {
+        let unknown_field = GOOD.replace("max_retries = 3", "max_retrys = 3");
+        let error = RouterConfig::from_toml(&unknown_field, "engine.toml").unwrap_err();
+        assert_eq!(error.file, "engine.toml");
+        let line = unknown_field
+            .lines()
+            .position(|l| l.contains("max_retrys"))
+            .unwrap()
+            + 1;
+        assert!(
+            error.field.starts_with(&format!("line {line}, column 1")),
+            "{error}"
+        );
+        assert_eq!(error.value, "max_retrys");
+        assert!(error.reason.contains("max_retrys"), "{error}");
+
+        let unknown_model = GOOD.replace(
+            "fallback = [\"ollama/qwen3:8b\"]",
+            "fallback = [\"ollama/qwen3:8b\", \"deepseek/chat\"]",
+        );
+        let error = RouterConfig::from_toml(&unknown_model, "engine.toml").unwrap_err();
+        assert_eq!(
+            (error.field.as_str(), error.value.as_str()),
+            ("routing.fallback[1]", "deepseek/chat")
+        );
+        assert!(
+            error
+                .to_string()
+                .starts_with("engine.toml: routing.fallback[1] = deepseek/chat: unknown model"),
+            "{error}"
+        );
+
+        let missing_provider = GOOD
+            .replace("[models.\"ollama/qwen3:8b\"]", "[models.\"openai/gpt-4o\"]")
+            .replace("\"ollama/qwen3:8b\"", "\"openai/gpt-4o\"");
+        let error = RouterConfig::from_toml(&missing_provider, "engine.toml").unwrap_err();
+        assert_eq!(
+            (error.field.as_str(), error.value.as_str()),
+            ("models.\"openai/gpt-4o\"", "openai"),
+            "{error}"
+        );
+
+        let bad_jitter = GOOD.replace("max_retries = 3", "max_retries = 3\njitter = 1.5");
+        let error = RouterConfig::from_toml(&bad_jitter, "engine.toml").unwrap_err();
+        assert_eq!(
+            (error.field.as_str(), error.value.as_str()),
+            ("retry.jitter", "1.5")
+        );
+    }
+}

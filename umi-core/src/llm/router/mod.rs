@@ -1,0 +1,787 @@
+//! LlmRouter: one `LanguageModel` in front of several, with retries, backoff,
+//! Retry-After, timeouts, fallbacks, context-window fallbacks and a circuit breaker.
+//!
+//! # One routed call
+//!
+//! 1. The chain: the request's `provider/model-id` if it names one, else the model routed
+//!    for its task tag, else the default; then the fallbacks, in order.
+//! 2. For each model: the breaker may skip it (cooling down). Otherwise up to
+//!    `1 + max_retries` attempts, each bounded by `request_timeout_ms` (and the call's
+//!    deadline) on the environment's clock.
+//! 3. After a retryable failure: a backoff of `initial × multiplier^n` (capped at
+//!    `backoff_max_ms`) plus up to `jitter` of it, drawn from the environment; a rate
+//!    limit's Retry-After is honoured when longer (never a shorter sleep than asked), and
+//!    one longer than `retry_after_max_ms` moves to the next model instead of waiting.
+//! 4. A non-retryable failure moves to the next model at once, except a bad request or an
+//!    invalid prompt, which no other model would accept either: those end the call.
+//! 5. A context overflow moves only to the context fallbacks with a larger window; when
+//!    none is left the overflow itself is returned, so the caller can shrink the prompt.
+//! 6. When every model failed (or the deadline passed), [`LlmError::Exhausted`] carries
+//!    every attempt's error.
+//!
+//! Streaming retries and falls back only until the first event has reached the caller:
+//! each attempt waits for its stream's first event; after that, the stream is the
+//! caller's, and a later error passes through. Output is never duplicated.
+//!
+//! Every step is a [`RouterEvent`], logged with `tracing`, recorded in the environment's
+//! trace, and given to the observer (umi-dst's router checkers use it).
+
+mod breaker;
+mod config;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+
+use breaker::{Admission, Breaker};
+pub use config::{
+    ConfigError, CooldownPolicy, ModelConfig, ProviderConfig, ProviderKind, RetryPolicy,
+    RouterConfig, RoutingConfig,
+};
+
+use super::error::{FailedAttempt, LlmError};
+use super::event::{EventStream, StreamEvent};
+use super::provider::LanguageModel;
+use super::request::CompletionRequest;
+use super::response::{CompletionResponse, ModelRef};
+use super::transport::Transport;
+use crate::constants::ROUTER_ATTEMPTS_MAX;
+use crate::env::{Env, EnvironmentExt};
+
+/// Something the router did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RouterEvent {
+    /// An attempt starts.
+    Attempt {
+        /// The routed call (numbered from 1 per router).
+        call: u64,
+        /// The model.
+        model: String,
+        /// Which attempt on this model (0 first).
+        attempt: u32,
+    },
+    /// An attempt failed.
+    Failed {
+        /// The call.
+        call: u64,
+        /// The model.
+        model: String,
+        /// Which attempt.
+        attempt: u32,
+        /// The error.
+        error: LlmError,
+    },
+    /// An attempt succeeded (for a stream: its first event arrived); the call is answered.
+    Succeeded {
+        /// The call.
+        call: u64,
+        /// The model.
+        model: String,
+        /// Which attempt.
+        attempt: u32,
+    },
+    /// The router sleeps before retrying.
+    Backoff {
+        /// The call.
+        call: u64,
+        /// The model to retry.
+        model: String,
+        /// The sleep.
+        sleep_ms: u64,
+        /// The backoff without jitter.
+        floor_ms: u64,
+        /// The Retry-After asked for, if any.
+        retry_after_ms: Option<u64>,
+    },
+    /// The router moves to another model.
+    Fallback {
+        /// The call.
+        call: u64,
+        /// The model given up on.
+        from: String,
+        /// The next model, if any.
+        to: Option<String>,
+        /// Why.
+        reason: String,
+    },
+    /// A model was skipped: its provider is cooling down.
+    Skipped {
+        /// The call.
+        call: u64,
+        /// The model.
+        model: String,
+        /// Until when (environment time, ms).
+        until_ms: u64,
+    },
+    /// A provider's circuit opened.
+    CircuitOpened {
+        /// The provider.
+        provider: String,
+        /// Until when (environment time, ms).
+        until_ms: u64,
+    },
+}
+
+/// Receives every router event with its environment time.
+pub type RouterObserver = Arc<dyn Fn(&RouterEvent, Duration) + Send + Sync>;
+
+/// A routable model.
+struct Target {
+    model: Arc<dyn LanguageModel>,
+}
+
+/// A model that cannot be resolved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    /// The id is not `provider/model-id`.
+    #[error("{id:?} is not a provider/model-id")]
+    Malformed {
+        /// The id.
+        id: String,
+    },
+    /// No such provider.
+    #[error("unknown provider {provider:?} in {id:?}; known providers: {known:?}")]
+    UnknownProvider {
+        /// The id.
+        id: String,
+        /// Its provider part.
+        provider: String,
+        /// The providers there are.
+        known: Vec<String>,
+    },
+    /// The provider exists, the model does not.
+    #[error("unknown model {id:?}; known models: {known:?}")]
+    UnknownModel {
+        /// The id.
+        id: String,
+        /// The models there are.
+        known: Vec<String>,
+    },
+}
+
+/// The router. Build it from a [`RouterConfig`] with [`LlmRouter::from_config`], or from
+/// models you already have with [`LlmRouter::builder`].
+pub struct LlmRouter {
+    targets: BTreeMap<String, Target>,
+    routing: RoutingConfig,
+    retry: RetryPolicy,
+    breaker: Breaker,
+    env: Env,
+    observer: Option<RouterObserver>,
+    calls: AtomicU64,
+    model_ref: ModelRef,
+}
+
+impl std::fmt::Debug for LlmRouter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmRouter")
+            .field("models", &self.targets.keys().collect::<Vec<_>>())
+            .field("routing", &self.routing)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds an [`LlmRouter`] from models.
+pub struct RouterBuilder {
+    env: Env,
+    targets: BTreeMap<String, Target>,
+    routing: RoutingConfig,
+    retry: RetryPolicy,
+    cooldown: CooldownPolicy,
+    observer: Option<RouterObserver>,
+}
+
+impl RouterBuilder {
+    /// Adds a model under `id` (`provider/model-id`).
+    pub fn model(mut self, id: &str, model: Arc<dyn LanguageModel>) -> Self {
+        self.targets.insert(id.to_owned(), Target { model });
+        self
+    }
+
+    /// Sets the default model.
+    pub fn default_model(mut self, id: &str) -> Self {
+        self.routing.default = id.to_owned();
+        self
+    }
+
+    /// Sets the fallbacks, in order.
+    pub fn fallback(mut self, ids: &[&str]) -> Self {
+        self.routing.fallback = ids.iter().map(|id| (*id).to_owned()).collect();
+        self
+    }
+
+    /// Sets the context-window fallbacks, in order.
+    pub fn context_fallback(mut self, ids: &[&str]) -> Self {
+        self.routing.context_fallback = ids.iter().map(|id| (*id).to_owned()).collect();
+        self
+    }
+
+    /// Routes requests tagged `task` to `id`.
+    pub fn task(mut self, task: &str, id: &str) -> Self {
+        self.routing.tasks.insert(task.to_owned(), id.to_owned());
+        self
+    }
+
+    /// Sets retries and timeouts.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets the circuit breaker.
+    pub fn cooldown(mut self, cooldown: CooldownPolicy) -> Self {
+        self.cooldown = cooldown;
+        self
+    }
+
+    /// Sets the observer.
+    pub fn observer(mut self, observer: RouterObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The router, once the routing names only added models.
+    pub fn build(self) -> Result<LlmRouter, ConfigError> {
+        let check = |field: String, id: &str| {
+            if self.targets.contains_key(id) {
+                Ok(())
+            } else {
+                Err(ConfigError {
+                    file: "(builder)".into(),
+                    field,
+                    value: id.to_owned(),
+                    reason: "unknown model".into(),
+                })
+            }
+        };
+        check("routing.default".into(), &self.routing.default)?;
+        for (index, id) in self.routing.fallback.iter().enumerate() {
+            check(format!("routing.fallback[{index}]"), id)?;
+        }
+        for (index, id) in self.routing.context_fallback.iter().enumerate() {
+            check(format!("routing.context_fallback[{index}]"), id)?;
+        }
+        for (task, id) in &self.routing.tasks {
+            check(format!("routing.tasks.\"{task}\""), id)?;
+        }
+        let model_ref = self.targets[&self.routing.default]
+            .model
+            .model_ref()
+            .clone();
+        Ok(LlmRouter {
+            targets: self.targets,
+            routing: self.routing,
+            retry: self.retry,
+            breaker: Breaker::new(self.cooldown),
+            env: self.env,
+            observer: self.observer,
+            calls: AtomicU64::new(0),
+            model_ref,
+        })
+    }
+}
+
+fn provider_of(id: &str) -> &str {
+    id.split_once('/').map_or(id, |(provider, _)| provider)
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What an attempt produced.
+enum Answer {
+    Response(CompletionResponse),
+    Stream(EventStream),
+}
+
+/// One attempt: a whole answer, or a stream whose first event has arrived.
+fn attempt(
+    model: Arc<dyn LanguageModel>,
+    request: CompletionRequest,
+    streaming: bool,
+    env: Env,
+    idle: Duration,
+) -> BoxFuture<'static, Result<Answer, LlmError>> {
+    Box::pin(async move {
+        if !streaming {
+            return model.complete(&request).await.map(Answer::Response);
+        }
+        let mut stream = model.stream(&request).await?;
+        // Retrying stays possible until the first event: wait for it here.
+        let first = match stream.next().await {
+            Some(Ok(event)) => event,
+            Some(Err(error)) => return Err(error),
+            None => return Err(LlmError::EmptyStream),
+        };
+        let rest = futures::stream::unfold(
+            (stream, env, false),
+            move |(mut stream, env, ended)| async move {
+                if ended {
+                    return None;
+                }
+                match env.timeout(idle, stream.next()).await {
+                    Ok(Some(item)) => {
+                        let stop = item.is_err() || item.as_ref().is_ok_and(StreamEvent::is_done);
+                        Some((item, (stream, env, stop)))
+                    }
+                    Ok(None) => None,
+                    Err(_) => Some((
+                        Err(LlmError::Timeout {
+                            after_ms: millis(idle),
+                        }),
+                        (stream, env, true),
+                    )),
+                }
+            },
+        );
+        Ok(Answer::Stream(
+            futures::stream::iter([Ok(first)]).chain(rest).boxed(),
+        ))
+    })
+}
+
+impl LlmRouter {
+    /// A builder for a router over models you construct.
+    pub fn builder(env: Env) -> RouterBuilder {
+        RouterBuilder {
+            env,
+            targets: BTreeMap::new(),
+            routing: RoutingConfig {
+                default: String::new(),
+                fallback: Vec::new(),
+                context_fallback: Vec::new(),
+                tasks: BTreeMap::new(),
+            },
+            retry: RetryPolicy::default(),
+            cooldown: CooldownPolicy::default(),
+            observer: None,
+        }
+    }
+
+    /// A router with a real client per configured model, speaking through `transport`.
+    /// API keys are read through `lookup` (pass `|name| std::env::var(name).ok()`).
+    pub fn from_config(
+        config: &RouterConfig,
+        transport: &Arc<dyn Transport>,
+        env: &Env,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        config.validate("(config)")?;
+        let mut builder = Self::builder(env.clone())
+            .retry(config.retry)
+            .cooldown(config.cooldown);
+        for (id, model) in &config.models {
+            let (provider_name, model_id) = id.split_once('/').expect("validated");
+            let provider = &config.providers[provider_name];
+            let model_ref = ModelRef::new(
+                provider_name,
+                model_id,
+                model.context_window,
+                model.max_output,
+            );
+            let timeout = Duration::from_millis(config.retry.request_timeout_ms);
+            let client: Arc<dyn LanguageModel> = match provider.kind {
+                ProviderKind::Openai => {
+                    let mut settings =
+                        crate::llm::openai::OpenAiConfig::new(provider.endpoint.clone(), model_ref);
+                    if let Some(variable) = &provider.api_key_env {
+                        let key = lookup(variable).ok_or_else(|| ConfigError {
+                            file: "(config)".into(),
+                            field: format!("providers.{provider_name}.api_key_env"),
+                            value: variable.clone(),
+                            reason: "the environment variable is not set".into(),
+                        })?;
+                        settings.api_key = Some(key);
+                    }
+                    settings.max_tokens_field = provider.max_tokens_field;
+                    settings.extra_headers = provider
+                        .headers
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    settings.timeout = timeout;
+                    settings.idle_timeout = timeout;
+                    Arc::new(crate::llm::openai::OpenAiClient::new(
+                        settings,
+                        transport.clone(),
+                        env.clone(),
+                    ))
+                }
+                ProviderKind::Ollama => {
+                    let mut settings =
+                        crate::llm::ollama::OllamaConfig::new(provider.endpoint.clone(), model_ref);
+                    settings.timeout = timeout;
+                    settings.idle_timeout = timeout;
+                    Arc::new(crate::llm::ollama::OllamaClient::new(
+                        settings,
+                        transport.clone(),
+                        env.clone(),
+                    ))
+                }
+            };
+            builder = builder.model(id, client);
+        }
+        builder.routing = config.routing.clone();
+        builder.build()
+    }
+
+    /// Sets the observer of router events.
+    pub fn with_observer(mut self, observer: RouterObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The model behind `provider/model-id`.
+    pub fn resolve(&self, id: &str) -> Result<ModelRef, ResolveError> {
+        let Some((provider, _)) = id.split_once('/') else {
+            return Err(ResolveError::Malformed { id: id.to_owned() });
+        };
+        if let Some(target) = self.targets.get(id) {
+            return Ok(target.model.model_ref().clone());
+        }
+        let providers: Vec<String> = {
+            let mut names: Vec<String> = self
+                .targets
+                .keys()
+                .map(|k| provider_of(k).to_owned())
+                .collect();
+            names.dedup();
+            names
+        };
+        if !providers.iter().any(|p| p == provider) {
+            return Err(ResolveError::UnknownProvider {
+                id: id.to_owned(),
+                provider: provider.to_owned(),
+                known: providers,
+            });
+        }
+        Err(ResolveError::UnknownModel {
+            id: id.to_owned(),
+            known: self.targets.keys().cloned().collect(),
+        })
+    }
+
+    fn emit(&self, event: &RouterEvent) {
+        let now = self.env.elapsed();
+        match event {
+            RouterEvent::Attempt {
+                call,
+                model,
+                attempt,
+            } => {
+                self.env.record(
+                    "router.attempt",
+                    format_args!("call={call} {model}#{attempt}"),
+                );
+            }
+            RouterEvent::Failed {
+                call,
+                model,
+                attempt,
+                error,
+            } => {
+                tracing::debug!(call, model, attempt, %error, "router attempt failed");
+                self.env.record(
+                    "router.failed",
+                    format_args!("call={call} {model}#{attempt} {}: {error}", error.kind()),
+                );
+            }
+            RouterEvent::Succeeded {
+                call,
+                model,
+                attempt,
+            } => {
+                self.env
+                    .record("router.ok", format_args!("call={call} {model}#{attempt}"));
+            }
+            RouterEvent::Backoff {
+                call,
+                model,
+                sleep_ms,
+                floor_ms,
+                retry_after_ms,
+            } => {
+                self.env.record("router.backoff", format_args!("call={call} {model} sleep={sleep_ms} floor={floor_ms} retry_after={retry_after_ms:?}"));
+            }
+            RouterEvent::Fallback {
+                call,
+                from,
+                to,
+                reason,
+            } => {
+                tracing::info!(call, from, to, reason, "router falls back");
+                self.env.record(
+                    "router.fallback",
+                    format_args!(
+                        "call={call} {from} -> {} ({reason})",
+                        to.as_deref().unwrap_or("(none)")
+                    ),
+                );
+            }
+            RouterEvent::Skipped {
+                call,
+                model,
+                until_ms,
+            } => {
+                self.env.record(
+                    "router.skip",
+                    format_args!("call={call} {model} cooling until {until_ms}"),
+                );
+            }
+            RouterEvent::CircuitOpened { provider, until_ms } => {
+                tracing::warn!(provider, until_ms, "circuit opened");
+                self.env.record(
+                    "router.circuit",
+                    format_args!("{provider} open until {until_ms}"),
+                );
+            }
+        }
+        if let Some(observer) = &self.observer {
+            observer(event, now);
+        }
+    }
+
+    /// The models to try for `request`, in order.
+    fn chain(&self, request: &CompletionRequest) -> Result<VecDeque<String>, LlmError> {
+        let primary = if request.model.contains('/') {
+            self.resolve(&request.model)
+                .map_err(|error| LlmError::BadRequest {
+                    status: None,
+                    message: error.to_string(),
+                })?;
+            request.model.clone()
+        } else if let Some(id) = request
+            .task
+            .as_ref()
+            .and_then(|task| self.routing.tasks.get(task))
+        {
+            id.clone()
+        } else {
+            self.routing.default.clone()
+        };
+        let mut chain = VecDeque::from([primary]);
+        for id in &self.routing.fallback {
+            if !chain.contains(id) {
+                chain.push_back(id.clone());
+            }
+        }
+        Ok(chain)
+    }
+
+    /// Context fallbacks with a window larger than `window`.
+    fn larger_windows(&self, window: u32, tried: &[String]) -> VecDeque<String> {
+        self.routing
+            .context_fallback
+            .iter()
+            .filter(|id| !tried.contains(id))
+            .filter(|id| {
+                self.targets[id.as_str()]
+                    .model
+                    .model_ref()
+                    .context_window_tokens
+                    > window
+            })
+            .cloned()
+            .collect()
+    }
+
+    fn counts_against_provider(error: &LlmError) -> bool {
+        error.is_retryable() || matches!(error, LlmError::Auth { .. })
+    }
+
+    /// The attempt loop shared by `complete` and `stream`.
+    async fn route(
+        &self,
+        request: &CompletionRequest,
+        streaming: bool,
+    ) -> Result<Answer, LlmError> {
+        request.validate()?;
+        let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let deadline = self.env.elapsed() + Duration::from_millis(self.retry.deadline_ms);
+        let mut chain = self.chain(request)?;
+        let mut tried: Vec<String> = Vec::new();
+        let mut failures: Vec<FailedAttempt> = Vec::new();
+        // The overflow that ended the last model tried, if that is how it ended: returned
+        // as it is when no larger window is left, so the caller can shrink the prompt.
+        let mut overflow: Option<LlmError> = None;
+        while let Some(id) = chain.pop_front() {
+            tried.push(id.clone());
+            overflow = None;
+            let target = self.targets[&id].model.clone();
+            let provider = provider_of(&id).to_owned();
+            let mut routed = request.clone();
+            routed.model = target.model_ref().model.clone();
+            let mut refused: Option<LlmError> = None;
+            for number in 0..=self.retry.max_retries {
+                let now = self.env.elapsed();
+                if now >= deadline || failures.len() >= ROUTER_ATTEMPTS_MAX {
+                    break;
+                }
+                // The breaker is asked before every attempt: a circuit may open while this
+                // call is backing off.
+                if let Admission::Rejected { until } = self.breaker.admit(&provider, now) {
+                    self.emit(&RouterEvent::Skipped {
+                        call,
+                        model: id.clone(),
+                        until_ms: millis(until),
+                    });
+                    failures.push(FailedAttempt {
+                        model: id.clone(),
+                        attempt: number,
+                        error: None,
+                    });
+                    break;
+                }
+                let budget =
+                    Duration::from_millis(self.retry.request_timeout_ms).min(deadline - now);
+                self.emit(&RouterEvent::Attempt {
+                    call,
+                    model: id.clone(),
+                    attempt: number,
+                });
+                let idle = Duration::from_millis(self.retry.request_timeout_ms);
+                let run = attempt(
+                    target.clone(),
+                    routed.clone(),
+                    streaming,
+                    self.env.clone(),
+                    idle,
+                );
+                let result = match self.env.timeout(budget, run).await {
+                    Ok(result) => result,
+                    Err(_) => Err(LlmError::Timeout {
+                        after_ms: millis(budget),
+                    }),
+                };
+                let error = match result {
+                    Ok(value) => {
+                        self.breaker.record(&provider, self.env.elapsed(), true);
+                        self.emit(&RouterEvent::Succeeded {
+                            call,
+                            model: id.clone(),
+                            attempt: number,
+                        });
+                        return Ok(value);
+                    }
+                    Err(error) => error,
+                };
+                self.emit(&RouterEvent::Failed {
+                    call,
+                    model: id.clone(),
+                    attempt: number,
+                    error: error.clone(),
+                });
+                failures.push(FailedAttempt {
+                    model: id.clone(),
+                    attempt: number,
+                    error: Some(Box::new(error.clone())),
+                });
+                if Self::counts_against_provider(&error)
+                    && let Some(until) = self.breaker.record(&provider, self.env.elapsed(), false)
+                {
+                    self.emit(&RouterEvent::CircuitOpened {
+                        provider: provider.clone(),
+                        until_ms: millis(until),
+                    });
+                }
+                if error.needs_larger_context() {
+                    let window = target.model_ref().context_window_tokens;
+                    chain = self.larger_windows(window, &tried);
+                    let next = chain.front().cloned();
+                    self.emit(&RouterEvent::Fallback {
+                        call,
+                        from: id.clone(),
+                        to: next,
+                        reason: format!("context overflow in a window of {window}"),
+                    });
+                    overflow = Some(error);
+                    break;
+                }
+                if matches!(
+                    error,
+                    LlmError::BadRequest { .. } | LlmError::InvalidPrompt { .. }
+                ) {
+                    refused = Some(error);
+                    break;
+                }
+                if !error.is_retryable() || number == self.retry.max_retries {
+                    break;
+                }
+                let floor_ms = self.retry.backoff_floor_ms(number);
+                let jitter_ms = (floor_ms as f64
+                    * self.retry.jitter
+                    * self.env.random_unit_f64("router.jitter"))
+                    as u64;
+                let retry_after_ms = error.retry_after_ms();
+                if retry_after_ms.is_some_and(|asked| asked > self.retry.retry_after_max_ms) {
+                    break; // longer than we wait: another model may answer sooner
+                }
+                let sleep_ms = (floor_ms + jitter_ms).max(retry_after_ms.unwrap_or(0));
+                if self.env.elapsed() + Duration::from_millis(sleep_ms) >= deadline {
+                    break;
+                }
+                self.emit(&RouterEvent::Backoff {
+                    call,
+                    model: id.clone(),
+                    sleep_ms,
+                    floor_ms,
+                    retry_after_ms,
+                });
+                self.env.sleep(Duration::from_millis(sleep_ms)).await;
+            }
+            if let Some(error) = refused {
+                return Err(error);
+            }
+            if overflow.is_none() {
+                let next = chain.front().cloned();
+                self.emit(&RouterEvent::Fallback {
+                    call,
+                    from: id.clone(),
+                    to: next,
+                    reason: "retries exhausted or not retryable".into(),
+                });
+            }
+            if self.env.elapsed() >= deadline {
+                return Err(LlmError::Exhausted {
+                    reason: format!("deadline of {} ms passed", self.retry.deadline_ms),
+                    attempts: failures,
+                });
+            }
+        }
+        if let Some(error) = overflow {
+            // No larger window is left: the caller must shrink the prompt.
+            return Err(error);
+        }
+        Err(LlmError::Exhausted {
+            reason: "every model failed".into(),
+            attempts: failures,
+        })
+    }
+}
+
+#[async_trait]
+impl LanguageModel for LlmRouter {
+    fn model_ref(&self) -> &ModelRef {
+        &self.model_ref
+    }
+
+    async fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, LlmError> {
+        match self.route(request, false).await? {
+            Answer::Response(response) => Ok(response),
+            Answer::Stream(_) => unreachable!("complete routes whole answers"),
+        }
+    }
+
+    async fn stream(&self, request: &CompletionRequest) -> Result<EventStream, LlmError> {
+        match self.route(request, true).await? {
+            Answer::Stream(stream) => Ok(stream),
+            Answer::Response(_) => unreachable!("stream routes streams"),
+        }
+    }
+}

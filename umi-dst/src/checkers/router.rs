@@ -1,0 +1,158 @@
+//! Router checkers: properties of the router's behaviour, read from the events it
+//! emitted (with their simulated times), checked against its configuration.
+//!
+//! 1. Attempts on one model within one call never exceed `1 + max_retries`.
+//! 2. A retry comes at least the backoff floor after the failure it retries, and at least
+//!    the Retry-After the failure asked for (when that is within the cap).
+//! 3. No retry on the same model after a non-retryable error.
+//! 4. After a context overflow, a call only tries models with a larger window.
+//! 5. No attempt on a provider while its circuit is open.
+//! 6. A call succeeds at most once and makes no attempt after succeeding: streamed
+//!    output is never duplicated.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use umi_core::llm::LlmError;
+use umi_core::llm::router::{RetryPolicy, RouterEvent, RouterObserver};
+
+use crate::simulation::Violation;
+
+/// Collects router events for the checkers.
+#[derive(Debug, Clone, Default)]
+pub struct RouterLog {
+    events: Arc<Mutex<Vec<(Duration, RouterEvent)>>>,
+}
+
+impl RouterLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An observer to give the router.
+    pub fn observer(&self) -> RouterObserver {
+        let events = self.events.clone();
+        Arc::new(move |event, at| {
+            events
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((at, event.clone()));
+        })
+    }
+
+    /// The events so far.
+    pub fn events(&self) -> Vec<(Duration, RouterEvent)> {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+fn provider_of(model: &str) -> &str {
+    model
+        .split_once('/')
+        .map_or(model, |(provider, _)| provider)
+}
+
+/// Checks rules 1 to 6 on `events`. `windows` maps each model to its context window.
+pub fn check_router(
+    events: &[(Duration, RouterEvent)],
+    retry: &RetryPolicy,
+    windows: &BTreeMap<String, u32>,
+) -> Result<(), Violation> {
+    let mut attempts: BTreeMap<(u64, String), u32> = BTreeMap::new();
+    let mut last_failure: BTreeMap<(u64, String), (Duration, LlmError)> = BTreeMap::new();
+    let mut overflow_window: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut open_until: BTreeMap<String, Duration> = BTreeMap::new();
+    let mut succeeded: BTreeMap<u64, String> = BTreeMap::new();
+    for (at, event) in events {
+        match event {
+            RouterEvent::Attempt {
+                call,
+                model,
+                attempt,
+            } => {
+                let key = (*call, model.clone());
+                let count = attempts.entry(key.clone()).or_insert(0);
+                *count += 1;
+                if *count > retry.max_retries + 1 {
+                    return Err(Violation::new(format!(
+                        "call {call}: {count} attempts on {model}, over 1 + max_retries ({})",
+                        retry.max_retries
+                    )));
+                }
+                if let Some(winner) = succeeded.get(call) {
+                    return Err(Violation::new(format!(
+                        "call {call}: attempt on {model} after {winner} already answered"
+                    )));
+                }
+                if let Some(until) = open_until.get(provider_of(model))
+                    && at < until
+                {
+                    return Err(Violation::new(format!(
+                        "call {call}: attempt on {model} at {at:?} while its provider cools down until {until:?}"
+                    )));
+                }
+                if let Some(window) = overflow_window.get(call) {
+                    let this = windows.get(model).copied().unwrap_or(0);
+                    if this <= *window {
+                        return Err(Violation::new(format!(
+                            "call {call}: after a context overflow in a window of {window}, tried {model} with {this}"
+                        )));
+                    }
+                }
+                if let Some((failed_at, error)) = last_failure.get(&key) {
+                    if !error.is_retryable() {
+                        return Err(Violation::new(format!(
+                            "call {call}: retried {model} after a non-retryable {}",
+                            error.kind()
+                        )));
+                    }
+                    let gap_ms = (*at - *failed_at).as_millis() as u64;
+                    let floor_ms = retry.backoff_floor_ms(attempt - 1);
+                    if gap_ms < floor_ms {
+                        return Err(Violation::new(format!(
+                            "call {call}: retry #{attempt} of {model} after {gap_ms} ms, under the backoff floor of {floor_ms} ms"
+                        )));
+                    }
+                    if let Some(asked) = error
+                        .retry_after_ms()
+                        .filter(|asked| *asked <= retry.retry_after_max_ms)
+                        && gap_ms < asked
+                    {
+                        return Err(Violation::new(format!(
+                            "call {call}: retry #{attempt} of {model} after {gap_ms} ms, but Retry-After asked {asked} ms"
+                        )));
+                    }
+                }
+            }
+            RouterEvent::Failed {
+                call, model, error, ..
+            } => {
+                last_failure.insert((*call, model.clone()), (*at, error.clone()));
+                if error.needs_larger_context() {
+                    let window = windows.get(model).copied().unwrap_or(0);
+                    let entry = overflow_window.entry(*call).or_insert(window);
+                    *entry = (*entry).max(window);
+                }
+            }
+            RouterEvent::Succeeded { call, model, .. } => {
+                if let Some(previous) = succeeded.insert(*call, model.clone()) {
+                    return Err(Violation::new(format!(
+                        "call {call}: answered twice, by {previous} and {model}"
+                    )));
+                }
+            }
+            RouterEvent::CircuitOpened { provider, until_ms } => {
+                open_until.insert(provider.clone(), Duration::from_millis(*until_ms));
+            }
+            RouterEvent::Backoff { .. }
+            | RouterEvent::Fallback { .. }
+            | RouterEvent::Skipped { .. } => {}
+        }
+    }
+    Ok(())
+}
