@@ -1,19 +1,30 @@
 # Umi's everyday commands. `make help` lists them.
 #
-#   make sweep                 the main job: every simulation over a range of seeds
-#   make test                  every test (simulations replay the default seeds)
+#   make sweep                 the main job: every scenario over the default seeds, with the report
+#                              (SEEDS=1000 SEED_START=1 JOBS=<cores> SCENARIO="a b" SWARM=1 DETERMINISM=0)
+#   make test                  every test (simulations replay their seed corpus and default seeds)
 #   make lint                  fmt, clippy, rustdoc and the determinism checks, warnings as errors
+#   make dst SCENARIO=.. SEED=N           replay one seed of one scenario, whole trace printed
 #   make dst PKG=.. TEST=.. SEED=N [BIN=main]   replay one seed of one simulation test
+#   make minimize SCENARIO=.. SEED=N      the smallest fault schedule under which the seed still fails
+#   make sweep-tests           every simulation test over SEEDS seeds, determinism check on
 #   make bench                 the benchmarks (each figure printed next to its baseline)
 
 SHELL := /bin/bash
 CARGO ?= cargo
 
-# sweep: how many seeds, from where.
-SEEDS ?= 200
+# sweep: how many seeds, from where, on how many workers, which scenarios.
+SEEDS ?= 1000
 SEED_START ?= 1
+JOBS ?=
+SCENARIO ?=
+SWARM ?=
+DETERMINISM ?= 1
+REPORT ?= target/dst/report.json
 
-.PHONY: help test lint fmt dst sweep bench doc
+DST := $(CARGO) run --quiet --release -p umi-scenarios --bin dst --
+
+.PHONY: help test lint fmt dst sweep sweep-tests minimize bench doc
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -33,15 +44,32 @@ fmt:
 doc:
 	$(CARGO) doc --workspace --no-deps --open
 
-# Replay one seed of one simulation test, with its whole trace printed.
+# The sweep engine over every scenario (or SCENARIO's): a table per scenario, the JSON
+# report in $(REPORT), failing seeds recorded in seeds/, the exit code by failure class.
+sweep:
+	@mkdir -p $(dir $(REPORT))
+	$(DST) sweep --seeds $(SEEDS) --seed-start $(SEED_START) --report $(REPORT) \
+	  $(if $(JOBS),--jobs $(JOBS),) $(foreach s,$(SCENARIO),--scenario $(s)) \
+	  $(if $(filter 1,$(SWARM)),--swarm,) $(if $(filter 1,$(DETERMINISM)),--check-determinism,)
+
+# Replay one seed: of a scenario (SCENARIO=), or of a simulation test (PKG= TEST=).
 dst:
-	@test -n "$(PKG)" -a -n "$(TEST)" -a -n "$(SEED)" || \
-	  { echo "usage: make dst PKG=<package> TEST=<test name> SEED=<seed> [BIN=<test binary>]"; exit 2; }
-	DST_SEED=$(SEED) DST_TRACE=1 $(CARGO) test -p $(PKG) $(if $(BIN),--test $(BIN),) -- '$(TEST)' --exact --nocapture
+	@if [ -n "$(SCENARIO)" ] && [ -n "$(SEED)" ]; then \
+	  $(DST) replay --scenario $(SCENARIO) --seed $(SEED) --trace $(if $(filter 1,$(SWARM)),--swarm,); \
+	elif [ -n "$(PKG)" ] && [ -n "$(TEST)" ] && [ -n "$(SEED)" ]; then \
+	  DST_SEED=$(SEED) DST_TRACE=1 $(CARGO) test -p $(PKG) $(if $(BIN),--test $(BIN),) -- '$(TEST)' --exact --nocapture; \
+	else \
+	  echo "usage: make dst SCENARIO=<scenario> SEED=<seed> [SWARM=1]"; \
+	  echo "   or: make dst PKG=<package> TEST=<test name> SEED=<seed> [BIN=<test binary>]"; exit 2; \
+	fi
+
+minimize:
+	@test -n "$(SCENARIO)" -a -n "$(SEED)" || { echo "usage: make minimize SCENARIO=<scenario> SEED=<seed> [SWARM=1]"; exit 2; }
+	$(DST) minimize --scenario $(SCENARIO) --seed $(SEED) $(if $(filter 1,$(SWARM)),--swarm,)
 
 # Every simulation test over SEEDS seeds from SEED_START (tests built with
 # `Simulation::from_env` read DST_SEEDS / DST_SEED_START), with the determinism check on.
-sweep:
+sweep-tests:
 	DST_SEEDS=$(SEEDS) DST_SEED_START=$(SEED_START) DST_CHECK_DETERMINISM=1 \
 	  $(CARGO) test --workspace --release --tests
 

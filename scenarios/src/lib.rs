@@ -1,4 +1,48 @@
-//! # umi-scenarios
+//! Umi's simulation scenarios: real agent code (memory, router, clients, agent loop) run
+//! under faults over many seeds, each with the invariants it must keep and the rare paths
+//! it must reach.
 //!
-//! Umi's own simulation scenarios and the `dst` command that sweeps them. Scenarios
-//! arrive with the sweep engine; until then this crate only ties the workspace together.
+//! Run them with the `dst` command (`cargo run --release -p umi-scenarios --bin dst --
+//! sweep`), or through `cargo test -p umi-scenarios`, which replays every seed in
+//! `seeds/` and a fixed range per scenario. `DST_SEED=N cargo test -p umi-scenarios --
+//! <scenario>` replays one seed.
+//!
+//! # Layout
+//!
+//! - [`common`]: workload text, a request-logging model, the router stack over
+//!   SimNetwork, tool registries, conversation checks.
+//! - One file per scenario, its `//!` header stating its goal and invariants:
+//!   [`memory_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
+//!   [`router_fallback_chain`], [`context_overflow_recovery`], [`streaming_tool_calls`],
+//!   [`wire_faults`], [`agent_loop_under_faults`], and the [`canary`].
+//! - [`all`]: every scenario, for the `dst` binary and the tests.
+
+pub mod agent_loop_under_faults;
+pub mod canary;
+pub mod common;
+pub mod context_overflow_recovery;
+pub mod memory_no_data_loss;
+pub mod recall_degrades_gracefully;
+pub mod router_fallback_chain;
+pub mod router_rate_limit_storm;
+pub mod streaming_tool_calls;
+pub mod wire_faults;
+
+use std::sync::Arc;
+
+use umi_dst::sweep::Scenario;
+
+/// Every scenario, in the order sweeps report them.
+pub fn all() -> Vec<Arc<dyn Scenario>> {
+    vec![
+        Arc::new(memory_no_data_loss::MemoryNoDataLoss),
+        Arc::new(recall_degrades_gracefully::RecallDegradesGracefully),
+        Arc::new(router_rate_limit_storm::RouterRateLimitStorm),
+        Arc::new(router_fallback_chain::RouterFallbackChain),
+        Arc::new(context_overflow_recovery::ContextOverflowRecovery),
+        Arc::new(streaming_tool_calls::StreamingToolCalls),
+        Arc::new(wire_faults::WireFaults),
+        Arc::new(agent_loop_under_faults::AgentLoopUnderFaults),
+        Arc::new(canary::Canary),
+    ]
+}

@@ -51,6 +51,8 @@ pub struct SimConfig {
     pub swarm: Vec<FaultKind>,
     /// Injections to switch off (schedule minimization).
     pub suppressed: Vec<InjectionId>,
+    /// When set, the only injections allowed to happen (schedule minimization).
+    pub only_injections: Option<Vec<InjectionId>>,
     /// What the simulated wall clock reads at time zero, in ms since the Unix epoch.
     pub epoch_unix_ms: u64,
     /// Trace events kept for the failure report.
@@ -69,6 +71,7 @@ impl SimConfig {
             faults: Vec::new(),
             swarm: Vec::new(),
             suppressed: Vec::new(),
+            only_injections: None,
             epoch_unix_ms: SIM_EPOCH_UNIX_MS_DEFAULT,
             trace_tail_events: TRACE_TAIL_EVENTS_DEFAULT,
             trace_full: false,

@@ -44,6 +44,7 @@ struct SimInner {
     /// The run's shared SimLLM (built on first use). SimLlm holds the clock, injector,
     /// trace and its RNG, never this struct, so the slot makes no reference cycle.
     llm: OnceLock<Arc<SimLlm>>,
+    marks: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl SimEnvironment {
@@ -68,6 +69,9 @@ impl SimEnvironment {
         let injector =
             FaultInjector::new(faults, &root.fork("faults"), trace.clone(), clock.clone())?;
         injector.suppress(config.suppressed.iter().copied());
+        if let Some(only) = &config.only_injections {
+            injector.allow_only(only.iter().copied());
+        }
         let clock_faults = injector.is_configured(FaultKind::ClockJump);
 
         trace.record(
@@ -94,6 +98,7 @@ impl SimEnvironment {
                 step_limit_hit: AtomicBool::new(false),
                 clock_faults,
                 llm: OnceLock::new(),
+                marks: Mutex::new(BTreeMap::new()),
             }),
         })
     }
@@ -157,6 +162,15 @@ impl SimEnvironment {
         self.inner
             .llm
             .get_or_init(|| Arc::new(SimLlm::new(self)))
+            .clone()
+    }
+
+    /// The coverage marks hit so far, with their counts.
+    pub fn marks(&self) -> BTreeMap<&'static str, u64> {
+        self.inner
+            .marks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
 
@@ -239,6 +253,17 @@ impl Environment for SimInner {
     fn record(&self, kind: &'static str, detail: fmt::Arguments<'_>) {
         self.step();
         self.trace.record(kind, detail);
+    }
+
+    fn cover(&self, mark: &'static str) {
+        self.step();
+        *self
+            .marks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(mark)
+            .or_insert(0) += 1;
+        self.trace.record("cover", format_args!("{mark}"));
     }
 }
 

@@ -30,12 +30,16 @@
 //! - [`config`], [`environment`]: `SimConfig` and `SimEnvironment`, the simulated
 //!   implementation of umi-core's `Environment`.
 //! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
+//! - [`sweep`]: scenarios over many seeds (parallel, sharded, swarm), reports, replay,
+//!   minimization and the `dst` command.
 //! - [`corpus`]: the `seeds/*.seeds` files.
 //! - [`llm`]: SimLLM, the simulated model: routes, generators, schema-valid tool
 //!   arguments, limits, latency, faults.
 //! - [`network`]: SimNetwork, the real wire formats served in simulated time, with
 //!   network faults.
 //! - [`storage`]: SimStorage, the memory's storage with faults, checksums and a ledger.
+//! - [`planted`]: a storage whose writes go through your code, to plant bugs a harness
+//!   must find.
 //! - [`checkers`]: invariants scenarios check (memory: no data loss, no forgotten entity
 //!   recalled, no dangling link).
 //! - [`doubles`]: mock, scripted and function `LanguageModel`s for unit tests.
@@ -53,9 +57,11 @@ pub mod environment;
 pub mod fault;
 pub mod llm;
 pub mod network;
+pub mod planted;
 pub mod rng;
 pub mod simulation;
 pub mod storage;
+pub mod sweep;
 pub mod trace;
 
 pub use clock::SimClock;

@@ -37,3 +37,7 @@ mod router;
 /// The real clients and the router over SimNetwork: contract over the wire, network
 /// faults, Retry-After over HTTP, downtime, the router under random fault schedules.
 mod wire;
+
+/// The sweep engine on toy scenarios: crashes, hangs, time budgets, seed recording,
+/// canaries, JSON reports and shard merging.
+mod sweep;

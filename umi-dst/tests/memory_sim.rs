@@ -8,13 +8,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use umi_core::env::EnvironmentExt;
 use umi_core::memory::{Memory, RecallOptions, RememberOptions};
-use umi_core::storage::{
-    Entity, EvolutionLink, InMemoryStorage, Note, SearchHit, Storage, StorageError, WriteBatch,
-    conformance,
-};
+use umi_core::storage::{InMemoryStorage, Note, Storage, StorageError, WriteBatch, conformance};
 use umi_dst::checkers::memory::{
     MemoryModel, check_forgotten_not_recalled, check_links_point_to_existing, check_no_data_loss,
 };
+use umi_dst::planted::{HookedStorage, WriteHook};
 use umi_dst::{
     FaultConfig, FaultKind, SimConfig, SimEnvironment, SimStorage, Simulation, Violation, ensure,
 };
@@ -277,57 +275,18 @@ fn memory_keeps_every_acknowledged_write_under_faults() {
     assert!(degraded > 20, "faults forced degradations: {degraded}");
 }
 
-/// A storage with a planted bug: it acknowledges the third batch without writing it.
-struct LyingStorage {
-    inner: InMemoryStorage,
+/// A planted bug: the third batch is acknowledged without being written.
+struct LyingWrites {
     batches: AtomicUsize,
 }
 
 #[async_trait]
-impl Storage for LyingStorage {
-    async fn apply(&self, batch: WriteBatch) -> Result<(), StorageError> {
+impl WriteHook for LyingWrites {
+    async fn apply(&self, inner: &dyn Storage, batch: WriteBatch) -> Result<(), StorageError> {
         if self.batches.fetch_add(1, Ordering::Relaxed) == 2 {
             return Ok(());
         }
-        self.inner.apply(batch).await
-    }
-    async fn get_entity(&self, id: &str) -> Result<Option<Entity>, StorageError> {
-        self.inner.get_entity(id).await
-    }
-    async fn list_entities(
-        &self,
-        offset: usize,
-        limit: usize,
-    ) -> Result<Vec<Entity>, StorageError> {
-        self.inner.list_entities(offset, limit).await
-    }
-    async fn count_entities(&self) -> Result<u64, StorageError> {
-        self.inner.count_entities().await
-    }
-    async fn entities_named(&self, name: &str) -> Result<Vec<Entity>, StorageError> {
-        self.inner.entities_named(name).await
-    }
-    async fn entities_of_note(&self, note_id: &str) -> Result<Vec<Entity>, StorageError> {
-        self.inner.entities_of_note(note_id).await
-    }
-    async fn get_note(&self, id: &str) -> Result<Option<Note>, StorageError> {
-        self.inner.get_note(id).await
-    }
-    async fn notes_with_text(&self, text: &str) -> Result<Vec<Note>, StorageError> {
-        self.inner.notes_with_text(text).await
-    }
-    async fn links_of(&self, entity_id: &str) -> Result<Vec<EvolutionLink>, StorageError> {
-        self.inner.links_of(entity_id).await
-    }
-    async fn list_links(
-        &self,
-        offset: usize,
-        limit: usize,
-    ) -> Result<Vec<EvolutionLink>, StorageError> {
-        self.inner.list_links(offset, limit).await
-    }
-    async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, StorageError> {
-        self.inner.search(query, limit).await
+        inner.apply(batch).await
     }
 }
 
@@ -335,10 +294,12 @@ impl Storage for LyingStorage {
 fn checkers_catch_a_lost_write_and_a_forget_that_did_not() {
     let error = Simulation::new(SimConfig::new(5))
         .try_run(|sim| async move {
-            let storage = Arc::new(LyingStorage {
-                inner: InMemoryStorage::new(),
-                batches: AtomicUsize::new(0),
-            });
+            let storage = Arc::new(HookedStorage::new(
+                InMemoryStorage::new(),
+                LyingWrites {
+                    batches: AtomicUsize::new(0),
+                },
+            ));
             let memory = Memory::new(storage.clone(), sim.env()).with_llm(sim.llm());
             let mut model = MemoryModel::new();
             for text in texts(&sim).iter().take(4) {

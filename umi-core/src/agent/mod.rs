@@ -11,9 +11,10 @@
 //! - the same batch of tool calls `repeat_limit` times in a row is a loop; tool batches
 //!   whose results were all seen before, `stagnation_limit` times in a row, are stagnation;
 //!   both end the run with [`AgentError::LoopDetected`];
-//! - on `ContextOverflow` the oldest turns are trimmed (each tool call with its results,
-//!   system messages and the newest turn kept) until the estimate fits the window the
-//!   provider reported, and the turn is retried, at most `overflow_retries_max` times;
+//! - on `ContextOverflow` the oldest turns are trimmed (each tool call with its results;
+//!   system messages, the newest user message and the newest turn kept) until the
+//!   estimate fits the window the provider reported, and the turn is retried, at most
+//!   `overflow_retries_max` times;
 //! - any other model error ends the run (the router, if used, already retried).
 //!
 //! Progress is reported through [`AgentEvent`]s and recorded in the environment's trace.
@@ -250,6 +251,7 @@ impl Agent {
         let (mut seen_results, mut stagnant) = (BTreeSet::new(), 0u32);
         loop {
             if iterations == self.config.iterations_max {
+                self.env.cover("agent.max_iterations");
                 self.env
                     .record("agent.end", format_args!("max_iterations {iterations}"));
                 return Err(AgentError::MaxIterations { iterations });
@@ -289,6 +291,7 @@ impl Agent {
                         });
                     };
                     trims += 1;
+                    self.env.cover("agent.trim");
                     let estimate = estimate_request_tokens(
                         &CompletionRequest::new(messages.clone()).with_tools(definitions.clone()),
                     );
@@ -338,6 +341,7 @@ impl Agent {
                 1
             };
             if repeats >= self.config.repeat_limit {
+                self.env.cover("agent.loop_detected");
                 return Err(AgentError::LoopDetected {
                     reason: format!(
                         "the same tool calls {repeats} times in a row: {}",
@@ -353,6 +357,9 @@ impl Agent {
             ));
             for call in &response.tool_calls {
                 on_event(AgentEvent::ToolCallStarted { call: call.clone() });
+            }
+            if response.tool_calls.len() > 1 {
+                self.env.cover("agent.parallel_tools");
             }
             let results: Vec<(String, bool)> =
                 futures::stream::iter(response.tool_calls.iter().map(|call| self.call_tool(call)))
@@ -373,6 +380,7 @@ impl Agent {
             }
             stagnant = if anything_new { 0 } else { stagnant + 1 };
             if stagnant >= self.config.stagnation_limit {
+                self.env.cover("agent.loop_detected");
                 return Err(AgentError::LoopDetected {
                     reason: format!("{stagnant} tool batches in a row brought no new results"),
                 });
@@ -415,13 +423,19 @@ impl Agent {
                 .await
             {
                 Ok(outcome) => outcome,
-                Err(elapsed) => Err(format!("the tool timed out ({elapsed})")),
+                Err(elapsed) => {
+                    self.env.cover("agent.tool_timeout");
+                    Err(format!("the tool timed out ({elapsed})"))
+                }
             },
             None => handler.call(call.arguments.clone()).await,
         };
         let (content, success) = match outcome {
             Ok(content) => (content, true),
-            Err(error) => (format!("error: {error}"), false),
+            Err(error) => {
+                self.env.cover("agent.tool_failed");
+                (format!("error: {error}"), false)
+            }
         };
         self.env.record(
             "agent.tool",

@@ -3,8 +3,8 @@
 //! Messages other than system ones are grouped into turns: an assistant message that
 //! calls tools together with the tool results that answer it, or any other message on its
 //! own. Trimming removes whole turns, oldest first, so a tool call is never separated
-//! from its result (providers reject that). System messages and the newest turn are
-//! never removed.
+//! from its result (providers reject that). System messages, the newest user message
+//! (the task the agent is working on) and the newest turn are never removed.
 
 use crate::llm::Message;
 
@@ -35,9 +35,9 @@ pub(crate) fn turns(messages: &[Message]) -> Vec<std::ops::Range<usize>> {
     out
 }
 
-/// Removes the oldest turns until `fits(messages)` or only the newest turn is left;
-/// always removes at least one. Returns how many messages went, or `None` if nothing
-/// could be removed.
+/// Removes the oldest turns until `fits(messages)` or only the turns that must stay are
+/// left (the newest turn, and the one holding the newest user message); always removes
+/// at least one. Returns how many messages went, or `None` if nothing could be removed.
 pub(crate) fn trim_oldest(
     messages: &mut Vec<Message>,
     fits: impl Fn(&[Message]) -> bool,
@@ -45,10 +45,16 @@ pub(crate) fn trim_oldest(
     let mut removed = 0;
     loop {
         let turns = turns(messages);
-        if turns.len() <= 1 {
+        let task = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::User { .. }));
+        let Some(oldest) = turns[..turns.len().saturating_sub(1)]
+            .iter()
+            .find(|turn| task.is_none_or(|task| !turn.contains(&task)))
+            .cloned()
+        else {
             break;
-        }
-        let oldest = turns[0].clone();
+        };
         removed += oldest.len();
         messages.drain(oldest);
         if fits(messages) {
@@ -103,5 +109,29 @@ mod tests {
         );
         let mut last = vec![Message::system("s"), Message::user("only")];
         assert_eq!(trim_oldest(&mut last, |_| false), None);
+    }
+
+    #[test]
+    fn trimming_keeps_the_task_behind_newer_tool_turns() {
+        let mut messages = conversation();
+        messages.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::new("c", "t", json!({}))],
+        ));
+        messages.push(Message::tool_result("c", "rc", true));
+        let removed = trim_oldest(&mut messages, |_| false).unwrap();
+        assert_eq!(
+            removed, 5,
+            "everything before the task goes, nothing after it"
+        );
+        assert_eq!(
+            messages,
+            vec![
+                Message::system("be brief"),
+                Message::user("second"),
+                Message::assistant_tool_calls("", vec![ToolCall::new("c", "t", json!({}))]),
+                Message::tool_result("c", "rc", true),
+            ]
+        );
     }
 }

@@ -16,12 +16,14 @@
 //! In a simulation every label is its own forked stream, so one subsystem drawing one
 //! more number never shifts another subsystem's draws. Use a fixed label per purpose.
 //!
-//! # Events
+//! # Events and coverage marks
 //!
 //! [`Environment::record`] notes something worth seeing in a simulation's trace (an LLM
 //! attempt, a backoff, a fallback). In production it becomes a `tracing` event at trace
 //! level; in a simulation it is appended, with its simulated timestamp, to the trace
-//! whose hash proves a run is deterministic.
+//! whose hash proves a run is deterministic. [`Environment::cover`] marks a rare path (a
+//! retry after a rate limit, a note stored after a failed extraction) so sweeps can tell
+//! which paths their seeds reached.
 
 mod random;
 mod system;
@@ -69,6 +71,11 @@ pub trait Environment: Send + Sync + fmt::Debug + 'static {
 
     /// Notes an event of kind `kind` (dotted, e.g. `"router.attempt"`) for the trace.
     fn record(&self, kind: &'static str, detail: fmt::Arguments<'_>);
+
+    /// Marks that a rare path ran (`"router.retry_after"`). Free in production; a
+    /// simulation counts the marks, and a sweep reports which paths its seeds exercised
+    /// (coverage marks, after TigerBeetle's).
+    fn cover(&self, _mark: &'static str) {}
 }
 
 /// Helpers every environment gets: timeouts, ranges, probabilities and identifiers.

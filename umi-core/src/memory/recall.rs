@@ -141,6 +141,7 @@ impl Memory {
             };
             match rewritten {
                 Ok(found) => {
+                    self.env.cover("memory.rewrite_fused");
                     for variant in found.into_iter().filter(|v| v.trim() != query.trim()) {
                         match self.storage.search(&variant, depth).await {
                             Ok(hits) => lists.push(hits),
@@ -155,6 +156,7 @@ impl Memory {
                 Err(error) => {
                     self.env
                         .record("memory.degraded", format_args!("rewrite_failed: {error}"));
+                    self.env.cover("memory.rewrite_failed");
                     degradations.push(Degradation::RewriteFailed { error });
                 }
             }

@@ -91,6 +91,7 @@ impl Memory {
                         "memory.degraded",
                         format_args!("extraction_failed: {error}"),
                     );
+                    self.env.cover("memory.note_after_extraction_failure");
                     degradations.push(Degradation::ExtractionFailed { error });
                     None
                 }
@@ -126,13 +127,17 @@ impl Memory {
                 .take(EVOLUTION_DETECTIONS_MAX)
             {
                 match self.detect(llm, entity, now_ms).await {
-                    Ok(Some(link)) => evolutions.push(link),
+                    Ok(Some(link)) => {
+                        self.env.cover("memory.evolution_linked");
+                        evolutions.push(link);
+                    }
                     Ok(None) => {}
                     Err(error) => {
                         self.env.record(
                             "memory.degraded",
                             format_args!("evolution_skipped {}: {error}", entity.name),
                         );
+                        self.env.cover("memory.evolution_skipped");
                         degradations.push(Degradation::EvolutionSkipped {
                             entity: entity.name.clone(),
                             error,
@@ -161,6 +166,7 @@ impl Memory {
                     ..WriteBatch::default()
                 };
                 self.storage.apply(batch).await?;
+                self.env.cover("memory.evolution_dropped");
                 degradations.push(Degradation::EvolutionDropped { links: dropped });
             }
             Err(error) => return Err(error.into()),

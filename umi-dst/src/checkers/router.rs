@@ -6,7 +6,8 @@
 //!    the Retry-After the failure asked for (when that is within the cap).
 //! 3. No retry on the same model after a non-retryable error.
 //! 4. After a context overflow, a call only tries models with a larger window.
-//! 5. No attempt on a provider while its circuit is open.
+//! 5. No attempt on a provider while its circuit is open (an answer from the provider,
+//!    even to an attempt begun before, closes it).
 //! 6. A call succeeds at most once and makes no attempt after succeeding: streamed
 //!    output is never duplicated.
 
@@ -145,6 +146,9 @@ pub fn check_router(
                         "call {call}: answered twice, by {previous} and {model}"
                     )));
                 }
+                // An answer (even from an attempt begun before the circuit opened) shows
+                // the provider is up: the breaker closes its circuit.
+                open_until.remove(provider_of(model));
             }
             RouterEvent::CircuitOpened { provider, until_ms } => {
                 open_until.insert(provider.clone(), Duration::from_millis(*until_ms));

@@ -84,6 +84,8 @@ struct State {
     stats: FaultStats,
     schedule: Vec<Injection>,
     suppressed: BTreeSet<InjectionId>,
+    /// When set, only these injections may happen; every other is suppressed.
+    only: Option<BTreeSet<InjectionId>>,
 }
 
 /// Makes every fault decision of one run. Shared (`Arc`) by the simulators.
@@ -124,6 +126,7 @@ impl FaultInjector {
                 stats: FaultStats::default(),
                 schedule: Vec::new(),
                 suppressed: BTreeSet::new(),
+                only: None,
             }),
             trace,
             clock,
@@ -148,6 +151,13 @@ impl FaultInjector {
     /// Switches off the injections with these ids (they still consume their draws).
     pub fn suppress(&self, ids: impl IntoIterator<Item = InjectionId>) {
         self.lock().suppressed.extend(ids);
+    }
+
+    /// Lets only the injections with these ids happen; every other one, including ones
+    /// that only appear once earlier faults are gone, is suppressed. Schedule minimization
+    /// replays a seed this way.
+    pub fn allow_only(&self, ids: impl IntoIterator<Item = InjectionId>) {
+        self.lock().only = Some(ids.into_iter().collect());
     }
 
     /// Decides whether a fault fires on `operation` (a `domain` operation, named
@@ -181,6 +191,7 @@ impl FaultInjector {
             stats,
             schedule,
             suppressed,
+            only,
         } = &mut *state;
         match stats.operations.get_mut(operation) {
             Some(count) => *count += 1,
@@ -212,7 +223,7 @@ impl FaultInjector {
                 rule: index as u32,
                 ordinal,
             };
-            if suppressed.contains(&id) {
+            if suppressed.contains(&id) || only.as_ref().is_some_and(|only| !only.contains(&id)) {
                 stats.suppressed += 1;
                 continue;
             }
@@ -259,6 +270,11 @@ impl FaultInjector {
     /// Counters so far.
     pub fn stats(&self) -> FaultStats {
         self.lock().stats.clone()
+    }
+
+    /// Injections so far, of every kind.
+    pub fn injected_total(&self) -> u64 {
+        self.lock().stats.injected_total()
     }
 
     /// Every injection so far, in order (up to `FAULT_SCHEDULE_ENTRIES_MAX`).

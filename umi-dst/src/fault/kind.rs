@@ -93,7 +93,8 @@ fault_kinds! {
     NetworkConnectionRefused => (Network, "network.connection_refused"),
     /// The connection drops in the middle of a body.
     NetworkReset => (Network, "network.reset"),
-    /// The server never answers: a hang past the client's timeout.
+    /// The server never answers, or stops sending mid-body: a hang past the client's
+    /// timeout (or idle timeout).
     NetworkTimeout => (Network, "network.timeout"),
     /// Only part of the body arrives before the connection closes cleanly.
     NetworkPartialWrite => (Network, "network.partial_write"),

@@ -11,7 +11,7 @@
 //! | where | operation | faults |
 //! | --- | --- | --- |
 //! | before the headers | `network.connect` | `connection_refused`; `timeout` (no answer ever: the client's timeout must fire); `slow_first_byte` (1 to 20 s late) |
-//! | in the body | `network.body` | `reset` (the connection breaks after a seeded number of bytes); `partial_write` (the body just ends there) |
+//! | in the body | `network.body` | `reset` (the connection breaks after a seeded number of bytes); `partial_write` (the body just ends there); `timeout` (the server stops sending there: the client's idle timeout must fire) |
 //!
 //! The model's own failures become HTTP: a refusal is an error status with the
 //! provider's error body (a 429 carries Retry-After as `retry-after-ms`, seconds or an
@@ -206,7 +206,11 @@ impl SimNetwork {
 
     /// Wraps a body with the `network.body` faults.
     fn body_faults(&self, body: BodyStream) -> BodyStream {
-        let kinds = [FaultKind::NetworkReset, FaultKind::NetworkPartialWrite];
+        let kinds = [
+            FaultKind::NetworkReset,
+            FaultKind::NetworkPartialWrite,
+            FaultKind::NetworkTimeout,
+        ];
         let Some(kind) = self
             .faults
             .decide_among(FaultDomain::Network, "network.body", &kinds)
@@ -214,9 +218,21 @@ impl SimNetwork {
             return body;
         };
         let left = self.draw(0, BODY_CUT_BYTES_MAX) as usize;
-        let reset = kind == FaultKind::NetworkReset;
         self.trace
             .record("net.cut", format_args!("{kind} after {left} bytes"));
+        // What follows the cut: an error, the end of the body, or nothing ever again.
+        let after_cut = move || -> Option<BodyStream> {
+            match kind {
+                FaultKind::NetworkReset => Some(
+                    futures::stream::iter([Err(TransportError::Reset {
+                        reason: "connection reset by peer (simulated)".into(),
+                    })])
+                    .boxed(),
+                ),
+                FaultKind::NetworkTimeout => Some(futures::stream::pending().boxed()),
+                _ => None,
+            }
+        };
         // State: the body, the bytes still allowed through, and whether it has ended.
         futures::stream::unfold(
             (body, left, false),
@@ -227,14 +243,9 @@ impl SimNetwork {
                 match body.next().await {
                     Some(Ok(mut chunk)) if chunk.len() >= left => {
                         chunk.truncate(left);
-                        if reset {
-                            let broken = futures::stream::iter([Err(TransportError::Reset {
-                                reason: "connection reset by peer (simulated)".into(),
-                            })])
-                            .boxed();
-                            Some((Ok(chunk), (broken, 0, false)))
-                        } else {
-                            Some((Ok(chunk), (body, 0, true)))
+                        match after_cut() {
+                            Some(rest) => Some((Ok(chunk), (rest, 0, false))),
+                            None => Some((Ok(chunk), (body, 0, true))),
                         }
                     }
                     Some(Ok(chunk)) => {

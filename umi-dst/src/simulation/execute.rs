@@ -59,6 +59,8 @@ pub struct SeedRun {
     pub tail: Vec<TraceEvent>,
     /// Every trace event, when the config asked for a full trace.
     pub full_trace: Option<Vec<TraceEvent>>,
+    /// Coverage marks hit, with their counts.
+    pub marks: std::collections::BTreeMap<String, u64>,
 }
 
 impl SeedRun {
@@ -136,6 +138,11 @@ where
         swarm: env.swarm_draws().to_vec(),
         tail: env.trace().tail(),
         full_trace: env.trace().events(),
+        marks: env
+            .marks()
+            .into_iter()
+            .map(|(mark, count)| (mark.to_owned(), count))
+            .collect(),
     };
     drop(env);
     drop(entered);

@@ -113,6 +113,14 @@ impl OllamaClient {
                 .map(|(_, v)| v.clone())
         };
         let mapped = from_status(status, header, &body, self.env.unix_time_ms());
+        if matches!(
+            mapped,
+            LlmError::RateLimit {
+                retry_after_ms: Some(_)
+            }
+        ) {
+            self.env.cover("wire.retry_after_header");
+        }
         // Ollama's error bodies are `{"error": "text"}`: read the text for what it says.
         Err(
             match (

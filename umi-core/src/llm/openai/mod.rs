@@ -152,7 +152,16 @@ impl OpenAiClient {
                 .find(|(n, _)| n.eq_ignore_ascii_case(name))
                 .map(|(_, v)| v.clone())
         };
-        Err(from_status(status, header, &body, self.env.unix_time_ms()))
+        let error = from_status(status, header, &body, self.env.unix_time_ms());
+        if matches!(
+            error,
+            LlmError::RateLimit {
+                retry_after_ms: Some(_)
+            }
+        ) {
+            self.env.cover("wire.retry_after_header");
+        }
+        Err(error)
     }
 }
 

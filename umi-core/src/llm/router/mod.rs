@@ -625,7 +625,12 @@ impl LlmRouter {
                 }
                 // The breaker is asked before every attempt: a circuit may open while this
                 // call is backing off.
-                if let Admission::Rejected { until } = self.breaker.admit(&provider, now) {
+                let admission = self.breaker.admit(&provider, now);
+                if admission == Admission::Probe {
+                    self.env.cover("router.circuit_probe");
+                }
+                if let Admission::Rejected { until } = admission {
+                    self.env.cover("router.skip_cooling");
                     self.emit(&RouterEvent::Skipped {
                         call,
                         model: id.clone(),
@@ -685,12 +690,14 @@ impl LlmRouter {
                 if Self::counts_against_provider(&error)
                     && let Some(until) = self.breaker.record(&provider, self.env.elapsed(), false)
                 {
+                    self.env.cover("router.circuit_open");
                     self.emit(&RouterEvent::CircuitOpened {
                         provider: provider.clone(),
                         until_ms: millis(until),
                     });
                 }
                 if error.needs_larger_context() {
+                    self.env.cover("router.context_fallback");
                     let window = target.model_ref().context_window_tokens;
                     chain = self.larger_windows(window, &tried);
                     let next = chain.front().cloned();
@@ -726,6 +733,10 @@ impl LlmRouter {
                 if self.env.elapsed() + Duration::from_millis(sleep_ms) >= deadline {
                     break;
                 }
+                self.env.cover("router.retry");
+                if retry_after_ms.is_some_and(|asked| asked > floor_ms + jitter_ms) {
+                    self.env.cover("router.retry_after");
+                }
                 self.emit(&RouterEvent::Backoff {
                     call,
                     model: id.clone(),
@@ -740,6 +751,9 @@ impl LlmRouter {
             }
             if overflow.is_none() {
                 let next = chain.front().cloned();
+                if next.is_some() {
+                    self.env.cover("router.fallback");
+                }
                 self.emit(&RouterEvent::Fallback {
                     call,
                     from: id.clone(),
@@ -748,6 +762,7 @@ impl LlmRouter {
                 });
             }
             if self.env.elapsed() >= deadline {
+                self.env.cover("router.deadline");
                 return Err(LlmError::Exhausted {
                     reason: format!("deadline of {} ms passed", self.retry.deadline_ms),
                     attempts: failures,
@@ -758,6 +773,7 @@ impl LlmRouter {
             // No larger window is left: the caller must shrink the prompt.
             return Err(error);
         }
+        self.env.cover("router.exhausted");
         Err(LlmError::Exhausted {
             reason: "every model failed".into(),
             attempts: failures,

@@ -57,7 +57,10 @@ impl<D: WireDecoder> Reader<D> {
             }
             let idle_ms = u64::try_from(self.idle.as_millis()).unwrap_or(u64::MAX);
             let outcome = match self.env.timeout(self.idle, self.body.next()).await {
-                Err(_) => Err(LlmError::Timeout { after_ms: idle_ms }),
+                Err(_) => {
+                    self.env.cover("wire.idle_timeout");
+                    Err(LlmError::Timeout { after_ms: idle_ms })
+                }
                 Ok(None) => self.decoder.finish(self.events),
                 Ok(Some(Err(error))) => Err(error.into()),
                 Ok(Some(Ok(bytes))) => self.decoder.feed(&bytes),
@@ -70,7 +73,14 @@ impl<D: WireDecoder> Reader<D> {
                         self.finished = true;
                     }
                 }
-                Err(error) => self.failed = Some(error),
+                Err(error) => {
+                    self.env.cover(match &error {
+                        LlmError::StreamTruncated { .. } => "wire.stream_truncated",
+                        LlmError::Connection { .. } => "wire.connection_broken",
+                        _ => "wire.error_in_stream",
+                    });
+                    self.failed = Some(error);
+                }
             }
             if !self.finished
                 && self.pending.is_empty()

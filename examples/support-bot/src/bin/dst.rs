@@ -1,0 +1,11 @@
+//! The project's own `dst` command: `support-dst sweep`, `support-dst replay --scenario
+//! support_bot --seed N --trace`, `support-dst minimize ...`.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+fn main() -> ExitCode {
+    umi_dst::sweep::cli::main(vec![Arc::new(
+        umi_example_support_bot::scenario::SupportBotScenario,
+    )])
+}

@@ -1,0 +1,63 @@
+//! The support bot under a model that fails a third of the time.
+
+use std::sync::Arc;
+
+use umi_core::memory::Memory;
+use umi_core::storage::InMemoryStorage;
+use umi_dst::sweep::engine::ProgressStyle;
+use umi_dst::sweep::{SweepOptions, run};
+use umi_dst::{FaultConfig, FaultKind, Simulation, ensure};
+use umi_example_support_bot::bot::{BotConfig, BotError, SupportBot};
+use umi_example_support_bot::scenario::SupportBotScenario;
+
+#[test]
+fn retries_are_bounded_and_honour_retry_after() {
+    Simulation::from_env()
+        .with_seeds(1..=32)
+        .with_fault(FaultConfig::new(FaultKind::LlmRateLimit, 0.35).unwrap())
+        .run(|sim| async move {
+            let memory = Memory::new(Arc::new(InMemoryStorage::new()), sim.env());
+            let config = BotConfig::default();
+            let bot = SupportBot::new(sim.llm(), memory, sim.env(), config);
+            let env = sim.env();
+            let outcome = bot.answer("Where is my order?").await;
+            // Two waits at most, each at most `wait_max`, plus three answers' latency.
+            ensure!(
+                env.elapsed() <= config.wait_max * 2 + config.attempt_timeout * 3,
+                "took {:?}",
+                env.elapsed()
+            );
+            match outcome {
+                Ok(reply) => ensure!(reply.attempts <= config.attempts_max, "{reply:?}"),
+                Err(BotError::Model { attempts, last }) => {
+                    ensure!(
+                        last.kind() == "rate_limit",
+                        "only 429s were injected: {last}"
+                    );
+                    ensure!(
+                        attempts == config.attempts_max || last.retry_after_ms().is_some(),
+                        "gave up early after {attempts}: {last}"
+                    );
+                }
+                Err(error) => return Err(umi_dst::Violation::new(format!("unexpected: {error}"))),
+            }
+            Ok(())
+        });
+}
+
+/// The project's scenario over the first 100 seeds, as its `support-dst sweep` runs it.
+#[test]
+fn the_scenario_sweeps_clean() {
+    let options = SweepOptions {
+        seeds: 100,
+        jobs: 2,
+        progress: ProgressStyle::Quiet,
+        ..SweepOptions::default()
+    };
+    let report = run(
+        &[Arc::new(SupportBotScenario) as Arc<dyn umi_dst::sweep::Scenario>],
+        &options,
+    )
+    .unwrap();
+    assert_eq!(report.exit_code(), 0, "{}", report.table());
+}

@@ -1,0 +1,184 @@
+//! Scenario `agent_loop_under_faults`: the whole stack at once: the agent loop over the
+//! router over the real clients over SimNetwork, with failing and slow tools.
+//!
+//! Workload: three agent runs (each a question that needs the tools) through the router;
+//! the model side sees 429s, 503s, cut streams, connection resets and late first bytes;
+//! tools fail one time in six and may run past their two-second timeout.
+//!
+//! Invariants:
+//! 1. Every run ends within its bounds: at most `iterations_max` model turns, and within
+//!    the simulated time those turns and their tools can take.
+//! 2. Every call the model asked for runs exactly once, even when the router retried or
+//!    fell back (a streamed turn is never replayed into a second execution).
+//! 3. A finished run pairs every call with one result, and counts them right.
+//! 4. A failed run failed as the router reports exhaustion or a stream broken mid-turn,
+//!    or as the loop guard; the router's own rules hold throughout (checkers).
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::future::LocalBoxFuture;
+use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent};
+use umi_core::llm::Message;
+use umi_core::llm::router::CooldownPolicy;
+use umi_dst::sweep::Scenario;
+use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
+
+use crate::common::{
+    RouterStack, fault, orphan_tool_result, scenario_retry, tool_registry, unanswered_tool_call,
+};
+
+/// Model turns per run.
+const ITERATIONS_MAX: u32 = 6;
+
+/// The tools' timeout.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Tools run at once.
+const PARALLEL_TOOLS_MAX: usize = 2;
+
+/// The error kinds a routed turn may end with: exhaustion, or a stream broken after its
+/// first event (which no router may retry without duplicating output).
+const TURN_ERRORS: [&str; 6] = [
+    "exhausted",
+    "stream_truncated",
+    "connection",
+    "timeout",
+    "invalid_response",
+    "service_unavailable",
+];
+
+/// The scenario.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AgentLoopUnderFaults;
+
+impl Scenario for AgentLoopUnderFaults {
+    fn name(&self) -> &'static str {
+        "agent_loop_under_faults"
+    }
+
+    fn goal(&self) -> &'static str {
+        "the agent over the router ends every run in bounds and runs each tool call once"
+    }
+
+    fn faults(&self) -> Vec<FaultConfig> {
+        vec![
+            fault(FaultKind::LlmRateLimit, 0.05),
+            fault(FaultKind::LlmServiceUnavailable, 0.05),
+            fault(FaultKind::LlmStreamCut, 0.04),
+            fault(FaultKind::NetworkReset, 0.03),
+            fault(FaultKind::NetworkSlowFirstByte, 0.05),
+        ]
+    }
+
+    fn marks(&self) -> &'static [&'static str] {
+        &[
+            "agent.tool_failed",
+            "agent.tool_timeout",
+            "agent.parallel_tools",
+            "router.retry",
+        ]
+    }
+
+    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        Box::pin(run(sim))
+    }
+}
+
+async fn run(sim: SimEnvironment) -> Result<(), Violation> {
+    let retry = scenario_retry();
+    let stack = RouterStack::build(&sim, retry, CooldownPolicy::default(), |_, config| config);
+    let executions = Arc::new(Mutex::new(Vec::new()));
+    let config = AgentConfig {
+        iterations_max: ITERATIONS_MAX,
+        parallel_tools_max: PARALLEL_TOOLS_MAX,
+        tool_timeout: Some(TOOL_TIMEOUT),
+        ..AgentConfig::default()
+    };
+    let agent = Agent::new(stack.router.clone(), sim.env())
+        .with_tools(tool_registry(&sim, &executions, 1.0 / 6.0))
+        .with_config(config);
+    let env = sim.env();
+    // A turn is one routed call (its deadline plus one attempt's timeout) and at most three
+    // tool calls run two at a time (two rounds of the tool timeout).
+    let turn_max =
+        Duration::from_millis(retry.deadline_ms + retry.request_timeout_ms) + TOOL_TIMEOUT * 2;
+    let run_max = turn_max * ITERATIONS_MAX;
+    for prompt in [
+        "What is the weather in Kyoto for three days?",
+        "Search my travel notes.",
+        "Book me a slot at noon.",
+    ] {
+        executions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        let (mut started, mut finished, mut iterations) = (Vec::new(), 0usize, 0u32);
+        let began = env.elapsed();
+        let outcome = agent
+            .run_with_events(
+                vec![Message::system("Use the tools."), Message::user(prompt)],
+                &mut |event| match event {
+                    AgentEvent::ToolCallStarted { call } => started.push(call.id),
+                    AgentEvent::ToolCallFinished { .. } => finished += 1,
+                    AgentEvent::IterationStarted { iteration } => iterations = iteration,
+                    _ => {}
+                },
+            )
+            .await;
+        let took = env.elapsed() - began;
+        ensure!(
+            iterations <= ITERATIONS_MAX,
+            "{prompt:?}: {iterations} turns, over {ITERATIONS_MAX}"
+        );
+        ensure!(
+            took <= run_max,
+            "{prompt:?}: the run took {took:?}, over {run_max:?}"
+        );
+        let ran = executions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        ensure!(
+            ran == started.len(),
+            "{prompt:?}: {} calls started, {ran} tool runs",
+            started.len()
+        );
+        ensure!(
+            finished == started.len(),
+            "{prompt:?}: {} calls started, {finished} finished",
+            started.len()
+        );
+        match outcome {
+            Ok(outcome) => {
+                if let Some(id) = orphan_tool_result(&outcome.messages)
+                    .or_else(|| unanswered_tool_call(&outcome.messages))
+                {
+                    return Err(Violation::new(format!(
+                        "{prompt:?}: call {id} is not paired with one result"
+                    )));
+                }
+                ensure!(
+                    outcome.tool_calls == started.len(),
+                    "{prompt:?}: outcome counts {} calls, {} started",
+                    outcome.tool_calls,
+                    started.len()
+                );
+            }
+            Err(AgentError::Provider(error)) => {
+                ensure!(
+                    TURN_ERRORS.contains(&error.kind()),
+                    "{prompt:?}: a turn failed with {}: {error}",
+                    error.kind()
+                );
+            }
+            Err(AgentError::LoopDetected { .. } | AgentError::MaxIterations { .. }) => {}
+            Err(error) => {
+                return Err(Violation::new(format!(
+                    "{prompt:?}: the agent failed: {error}"
+                )));
+            }
+        }
+    }
+    stack.check()
+}

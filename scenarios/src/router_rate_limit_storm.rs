@@ -1,0 +1,134 @@
+//! Scenario `router_rate_limit_storm`: bursts of calls against rate-limited providers.
+//!
+//! Workload: three waves of five concurrent calls through the router (real OpenAI and
+//! Ollama clients over SimNetwork), against three SimLLMs that each admit a few requests
+//! per simulated minute and refuse the rest with 429 and the real remaining wait, plus
+//! injected 429s. Some calls stream, some ask for whole answers.
+//!
+//! Invariants:
+//! 1. The router's rules (checkers): a retry waits at least the backoff floor and at
+//!    least the Retry-After asked (within the cap); at most `1 + max_retries` attempts
+//!    per model; none on a cooling provider; nothing after a call was answered.
+//! 2. Every call ends within its deadline plus one request timeout.
+//! 3. A call that fails, fails as rate-limited or exhausted, never with another error.
+//! 4. The storm is survivable: some call in the run is answered.
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use futures::future::{LocalBoxFuture, join_all};
+use umi_core::env::EnvironmentExt;
+use umi_core::llm::router::CooldownPolicy;
+use umi_dst::llm::config::RateLimitModel;
+use umi_dst::sweep::Scenario;
+use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
+
+use crate::common::{RouterStack, ask, chat, fault, scenario_retry};
+
+/// Waves of concurrent calls per seed.
+const WAVES: usize = 3;
+
+/// Calls per wave.
+const CALLS_PER_WAVE: usize = 5;
+
+/// The scenario.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RouterRateLimitStorm;
+
+impl Scenario for RouterRateLimitStorm {
+    fn name(&self) -> &'static str {
+        "router_rate_limit_storm"
+    }
+
+    fn goal(&self) -> &'static str {
+        "under 429 storms the router honours Retry-After and bounds its attempts"
+    }
+
+    fn faults(&self) -> Vec<FaultConfig> {
+        vec![
+            fault(FaultKind::LlmRateLimit, 0.15),
+            fault(FaultKind::NetworkSlowFirstByte, 0.03),
+        ]
+    }
+
+    fn marks(&self) -> &'static [&'static str] {
+        &[
+            "router.retry",
+            "router.retry_after",
+            "wire.retry_after_header",
+            "router.fallback",
+        ]
+    }
+
+    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        Box::pin(run(sim))
+    }
+}
+
+async fn run(sim: SimEnvironment) -> Result<(), Violation> {
+    let retry = scenario_retry();
+    let cooldown = CooldownPolicy {
+        failures_threshold: 4,
+        cooldown_ms: 20_000,
+    };
+    let stack = RouterStack::build(&sim, retry, cooldown, |_, config| {
+        config.with_rate_limit(RateLimitModel {
+            requests_per_minute: 3,
+            tokens_per_minute: 20_000,
+        })
+    });
+    let env = sim.env();
+    let mut workload = sim.rng("workload.calls");
+    let outcomes = RefCell::new(Vec::new());
+    for wave in 0..WAVES {
+        let calls = (0..CALLS_PER_WAVE).map(|index| {
+            let stream = workload.bool_with(0.4);
+            let delay_ms = workload.range_inclusive(0, 2_000);
+            let (env, router, outcomes) = (env.clone(), stack.router.clone(), &outcomes);
+            async move {
+                env.sleep(Duration::from_millis(delay_ms)).await;
+                let started = env.elapsed();
+                let request = chat(
+                    &format!("wave {wave} call {index}: summarize the news"),
+                    "storm",
+                );
+                let result = ask(router.as_ref(), &request, stream).await;
+                outcomes.borrow_mut().push((
+                    wave,
+                    index,
+                    env.elapsed() - started,
+                    result.map(|_| ()),
+                ));
+            }
+        });
+        join_all(calls).await;
+        env.sleep(Duration::from_millis(env.random_in_range(
+            "workload.pause",
+            1_000,
+            40_000,
+        )))
+        .await;
+    }
+    stack.check()?;
+    let bound = Duration::from_millis(retry.deadline_ms + retry.request_timeout_ms);
+    let outcomes = outcomes.into_inner();
+    for (wave, index, took, result) in &outcomes {
+        ensure!(
+            took <= &bound,
+            "wave {wave} call {index} took {took:?}, over {bound:?}"
+        );
+        if let Err(error) = result {
+            ensure!(
+                matches!(error.kind(), "rate_limit" | "exhausted"),
+                "wave {wave} call {index} failed with {}: {error}",
+                error.kind()
+            );
+        }
+    }
+    ensure!(
+        outcomes.iter().any(|o| o.3.is_ok()),
+        "no call of {} was answered",
+        outcomes.len()
+    );
+    Ok(())
+}

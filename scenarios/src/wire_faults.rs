@@ -1,0 +1,330 @@
+//! Scenario `wire_faults`: the real OpenAI-compatible and Ollama clients over a faulty
+//! network.
+//!
+//! Workload: twelve calls, whole answers and streams, some offering tools, through the
+//! real clients to SimNetwork, which serves SimLLMs in the real wire formats (SSE,
+//! NDJSON, JSON, error bodies, Retry-After headers) while connections are refused,
+//! reset or cut short, first bytes come late, servers stall, and models refuse or break
+//! their answers.
+//!
+//! Invariants:
+//! 1. The timeouts are exact: the client never waits longer than its request timeout
+//!    for the headers or longer than its idle timeout for the next bytes, and a timeout
+//!    error comes exactly that long after the request or the last bytes (measured by a
+//!    transport wrapper that timestamps what the client reads).
+//! 2. A stream ends after its first error.
+//! 3. Errors are typed as the fault was: timeouts, connection errors, truncations,
+//!    refusals, broken answers; a 429 always carries its Retry-After. Never an error
+//!    that blames the request (bad request, auth, invalid prompt).
+//! 4. A call during which no fault fired succeeds, and its answer has the contract's
+//!    shape: the configured model, tool calls exactly when the finish reason says so.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::future::LocalBoxFuture;
+use umi_core::env::Env;
+use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
+use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
+use umi_core::llm::transport::{HttpRequest, HttpResponse, Transport, TransportError};
+use umi_core::llm::{
+    CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, ModelRef,
+    StreamCollector,
+};
+use umi_dst::sweep::Scenario;
+use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
+
+use crate::common::{chat, fault, sim_model, tool_definitions};
+
+/// Calls per seed.
+const CALLS_PER_SEED: usize = 12;
+
+/// The clients' request timeout.
+const TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The clients' idle timeout between body chunks.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The error kinds a faulty network or model may cause.
+const FAULT_ERRORS: [&str; 8] = [
+    "timeout",
+    "rate_limit",
+    "connection",
+    "stream_truncated",
+    "invalid_response",
+    "json",
+    "service_unavailable",
+    "empty_stream",
+];
+
+/// The scenario.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WireFaults;
+
+impl Scenario for WireFaults {
+    fn name(&self) -> &'static str {
+        "wire_faults"
+    }
+
+    fn goal(&self) -> &'static str {
+        "the real clients turn every network fault into a typed error within their timeouts"
+    }
+
+    fn faults(&self) -> Vec<FaultConfig> {
+        vec![
+            fault(FaultKind::NetworkConnectionRefused, 0.05),
+            fault(FaultKind::NetworkReset, 0.08),
+            fault(FaultKind::NetworkTimeout, 0.04),
+            fault(FaultKind::NetworkPartialWrite, 0.08),
+            fault(FaultKind::NetworkSlowFirstByte, 0.1),
+            fault(FaultKind::LlmRateLimit, 0.05),
+            fault(FaultKind::LlmStreamCut, 0.05),
+            fault(FaultKind::LlmInvalidResponse, 0.05),
+            fault(FaultKind::LlmTimeout, 0.04),
+        ]
+    }
+
+    fn marks(&self) -> &'static [&'static str] {
+        &[
+            "wire.idle_timeout",
+            "wire.stream_truncated",
+            "wire.connection_broken",
+            "wire.retry_after_header",
+        ]
+    }
+
+    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        Box::pin(run(sim))
+    }
+}
+
+async fn run(sim: SimEnvironment) -> Result<(), Violation> {
+    let (openai_url, ollama_url) = ("https://api.openai.sim/v1", "http://ollama.sim:11434");
+    let openai_ref = ModelRef::new("openai", "gpt-sim", 32_768, 2_048);
+    let ollama_ref = ModelRef::new("ollama", "qwen3:8b", 32_768, 2_048);
+    let network = SimNetwork::new(&sim)
+        .with_endpoint(
+            Endpoint::openai(
+                openai_url,
+                sim_model(&sim, "openai", "gpt-sim", 32_768, |c| c),
+            )
+            .with_api_key("sk-sim"),
+        )
+        .with_endpoint(Endpoint::ollama(
+            ollama_url,
+            sim_model(&sim, "ollama", "qwen3:8b", 32_768, |c| c),
+        ));
+    let clock = Arc::new(ByteClock {
+        inner: Arc::new(network),
+        env: sim.env(),
+        reads: Arc::new(Mutex::new(Reads::default())),
+    });
+    let transport: Arc<dyn Transport> = clock.clone();
+    let mut openai = OpenAiConfig::new(openai_url, openai_ref);
+    (openai.api_key, openai.timeout, openai.idle_timeout) =
+        (Some("sk-sim".into()), TIMEOUT, IDLE_TIMEOUT);
+    let mut ollama = OllamaConfig::new(ollama_url, ollama_ref);
+    (ollama.timeout, ollama.idle_timeout) = (TIMEOUT, IDLE_TIMEOUT);
+    let clients: [Arc<dyn LanguageModel>; 2] = [
+        Arc::new(OpenAiClient::new(openai, transport.clone(), sim.env())),
+        Arc::new(OllamaClient::new(ollama, transport, sim.env())),
+    ];
+    let env = sim.env();
+    let mut workload = sim.rng("workload.calls");
+    for index in 0..CALLS_PER_SEED {
+        let client = &clients[index % 2];
+        let mut request = chat(&format!("call {index}: plan my week"), "wire");
+        if workload.bool_with(0.4) {
+            request = request.with_tools(tool_definitions());
+        }
+        let stream = workload.bool_with(0.5);
+        let faults_before = sim.faults().injected_total();
+        let label = format!(
+            "call {index} ({} {})",
+            client.model_ref().id(),
+            if stream { "stream" } else { "complete" }
+        );
+        clock.reset();
+        let result = if stream {
+            streamed(client.as_ref(), &request, &label).await?
+        } else {
+            client.complete(&request).await
+        };
+        clock.check_timing(&label, env.elapsed(), result.as_ref().err())?;
+        let faulted = sim.faults().injected_total() > faults_before;
+        match result {
+            Ok(response) if !faulted => check_response(&label, client.model_ref(), &response)?,
+            Ok(response) => ensure!(
+                response.model == client.model_ref().model,
+                "{label} answered as model {:?}",
+                response.model
+            ),
+            Err(error) => {
+                ensure!(faulted, "{label} failed though no fault fired: {error}");
+                ensure!(
+                    FAULT_ERRORS.contains(&error.kind()),
+                    "{label} failed with {}: {error}",
+                    error.kind()
+                );
+                ensure!(
+                    error.kind() != "rate_limit" || error.retry_after_ms().is_some(),
+                    "{label}: a 429 lost its Retry-After: {error}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Streams `request` through the real collector; a stream must end after its error.
+async fn streamed(
+    client: &dyn LanguageModel,
+    request: &CompletionRequest,
+    label: &str,
+) -> Result<Result<CompletionResponse, LlmError>, Violation> {
+    let mut events = match client.stream(request).await {
+        Ok(events) => events,
+        Err(error) => return Ok(Err(error)),
+    };
+    let mut collector = StreamCollector::new(client.model_ref().model.clone());
+    let mut failure = None;
+    while let Some(item) = events.next().await {
+        if let Some(error) = &failure {
+            return Err(Violation::new(format!(
+                "{label}: the stream went on after its error {error}: {item:?}"
+            )));
+        }
+        match item {
+            Ok(event) => {
+                if let Err(error) = collector.push(event) {
+                    return Ok(Err(error));
+                }
+            }
+            Err(error) => failure = Some(error),
+        }
+    }
+    Ok(match failure {
+        Some(error) => Err(error),
+        None => collector.finish(),
+    })
+}
+
+/// When the client sent its request, got the headers, and read bytes, for one call.
+#[derive(Debug, Default)]
+struct Reads {
+    sent_at: Option<Duration>,
+    headers_at: Option<Duration>,
+    last_read_at: Option<Duration>,
+    longest_wait: Duration,
+}
+
+/// A transport that timestamps what the client reads (invariant 1).
+#[derive(Debug)]
+struct ByteClock {
+    inner: Arc<dyn Transport>,
+    env: Env,
+    reads: Arc<Mutex<Reads>>,
+}
+
+impl ByteClock {
+    fn reset(&self) {
+        *self.reads.lock().unwrap_or_else(PoisonError::into_inner) = Reads::default();
+    }
+
+    /// Invariant 1 for the call that just ended at `now` with `error`, if any.
+    fn check_timing(
+        &self,
+        label: &str,
+        now: Duration,
+        error: Option<&LlmError>,
+    ) -> Result<(), Violation> {
+        let reads = self.reads.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(sent_at) = reads.sent_at else {
+            return Ok(()); // refused before sending (an invalid request): nothing to time
+        };
+        ensure!(
+            reads.longest_wait <= IDLE_TIMEOUT,
+            "{label}: the client waited {:?} for bytes, over its idle timeout",
+            reads.longest_wait
+        );
+        match reads.headers_at {
+            Some(headers_at) => ensure!(
+                headers_at - sent_at <= TIMEOUT,
+                "{label}: headers after {:?}, over the request timeout",
+                headers_at - sent_at
+            ),
+            None if matches!(error, Some(LlmError::Timeout { .. })) => {
+                ensure!(
+                    now - sent_at == TIMEOUT,
+                    "{label}: timed out {:?} after sending, not the request timeout {TIMEOUT:?}",
+                    now - sent_at
+                );
+            }
+            None => {}
+        }
+        if let (Some(LlmError::Timeout { .. }), Some(last)) = (error, reads.last_read_at) {
+            ensure!(
+                now - last == IDLE_TIMEOUT,
+                "{label}: timed out {:?} after the last bytes, not the idle timeout {IDLE_TIMEOUT:?}",
+                now - last
+            );
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Transport for ByteClock {
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
+        self.reads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .sent_at = Some(self.env.elapsed());
+        let mut response = self.inner.send(request).await?;
+        let now = self.env.elapsed();
+        {
+            let mut reads = self.reads.lock().unwrap_or_else(PoisonError::into_inner);
+            (reads.headers_at, reads.last_read_at) = (Some(now), Some(now));
+        }
+        let (env, reads) = (self.env.clone(), self.reads.clone());
+        response.body = response
+            .body
+            .inspect(move |_| {
+                let now = env.elapsed();
+                let mut reads = reads.lock().unwrap_or_else(PoisonError::into_inner);
+                let waited = now - reads.last_read_at.unwrap_or(now);
+                reads.longest_wait = reads.longest_wait.max(waited);
+                reads.last_read_at = Some(now);
+            })
+            .boxed();
+        Ok(response)
+    }
+}
+
+fn check_response(
+    label: &str,
+    model: &ModelRef,
+    response: &CompletionResponse,
+) -> Result<(), Violation> {
+    ensure!(
+        response.model == model.model,
+        "{label} answered as model {:?}, not {:?}",
+        response.model,
+        model.model
+    );
+    ensure!(
+        response.tool_calls.is_empty() != (response.finish_reason == FinishReason::ToolCalls),
+        "{label}: finish reason {:?} with {} tool calls",
+        response.finish_reason,
+        response.tool_calls.len()
+    );
+    ensure!(
+        !response.text.is_empty()
+            || !response.tool_calls.is_empty()
+            || response.finish_reason != FinishReason::Stop,
+        "{label}: an empty answer that claims to have stopped naturally"
+    );
+    Ok(())
+}

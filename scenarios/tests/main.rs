@@ -1,0 +1,16 @@
+//! umi-scenarios' integration tests: every scenario over its seed corpus and a fixed
+//! range, and the sweep engine driven through the real scenarios and the `dst` binary.
+
+/// One test per scenario, named after it: its seeds in `seeds/` and a fixed default
+/// range, replayable with `DST_SEED=N cargo test -p umi-scenarios -- <scenario>`; the
+/// canary must be found within 100 seeds.
+mod scenarios;
+
+/// The default sweep is clean, finds the canary, and hits every coverage mark of every
+/// scenario.
+mod coverage;
+
+/// The sweep engine's promises: `--jobs 1` and `--jobs 2` give identical trace hashes;
+/// shards cover exactly the unsharded seeds with identical results; minimization keeps
+/// the failure; a killed sweep leaves `seeds/` parseable and a report of how far it got.
+mod sweep;

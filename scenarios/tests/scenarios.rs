@@ -1,0 +1,111 @@
+//! Each scenario over the seeds in `seeds/<scenario>.seeds` and seeds 1 to
+//! `SCENARIO_TEST_SEEDS` (or the `DST_*` range). A failure prints the seed, the faults
+//! that fired, the trace tail, and the command replaying it.
+
+use std::path::PathBuf;
+
+use umi_dst::sweep::Scenario;
+use umi_dst::{RunError, Simulation};
+use umi_scenarios::canary::Canary;
+
+/// Seeds per scenario in `cargo test` (the nightly sweep runs hundreds of thousands).
+const SCENARIO_TEST_SEEDS: u64 = 64;
+
+/// Seeds within which the canary's planted bug must be found.
+const CANARY_SEEDS_MAX: u64 = 100;
+
+fn seeds_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../seeds")
+}
+
+/// The simulation of `scenario`: its default faults, its corpus, and the default range
+/// unless `DST_SEEDS` or `DST_SEED_START` chose one.
+fn simulation(scenario: &dyn Scenario) -> Simulation {
+    let mut simulation = Simulation::from_env();
+    if std::env::var_os("DST_SEEDS").is_none() && std::env::var_os("DST_SEED_START").is_none() {
+        simulation = simulation.with_seeds(1..=SCENARIO_TEST_SEEDS);
+    }
+    let template = scenario.config(0, false);
+    simulation
+        .with_corpus(seeds_dir().join(format!("{}.seeds", scenario.name())))
+        .with_config(|_| template)
+}
+
+fn replay(scenario: &impl Scenario) {
+    simulation(scenario).run(|sim| scenario.run(sim));
+}
+
+#[test]
+fn memory_no_data_loss() {
+    replay(&umi_scenarios::memory_no_data_loss::MemoryNoDataLoss);
+}
+
+#[test]
+fn recall_degrades_gracefully() {
+    replay(&umi_scenarios::recall_degrades_gracefully::RecallDegradesGracefully);
+}
+
+#[test]
+fn router_rate_limit_storm() {
+    replay(&umi_scenarios::router_rate_limit_storm::RouterRateLimitStorm);
+}
+
+#[test]
+fn router_fallback_chain() {
+    replay(&umi_scenarios::router_fallback_chain::RouterFallbackChain);
+}
+
+#[test]
+fn context_overflow_recovery() {
+    replay(&umi_scenarios::context_overflow_recovery::ContextOverflowRecovery);
+}
+
+#[test]
+fn streaming_tool_calls() {
+    replay(&umi_scenarios::streaming_tool_calls::StreamingToolCalls);
+}
+
+#[test]
+fn wire_faults() {
+    replay(&umi_scenarios::wire_faults::WireFaults);
+}
+
+#[test]
+fn agent_loop_under_faults() {
+    replay(&umi_scenarios::agent_loop_under_faults::AgentLoopUnderFaults);
+}
+
+/// The canary's planted bug is found within `CANARY_SEEDS_MAX` seeds, by the memory
+/// checker, as a lost write. With `DST_SEED` set, that seed is replayed instead (and,
+/// if the bug fires there, fails with its report, as a replay should).
+#[test]
+fn canary() {
+    let scenario = Canary;
+    if std::env::var_os("DST_SEED").is_some() {
+        Simulation::from_env()
+            .with_config(|_| scenario.config(0, false))
+            .run(|sim| scenario.run(sim));
+        return;
+    }
+    let simulation = Simulation::from_env()
+        .with_seeds(1..=CANARY_SEEDS_MAX)
+        .with_config(|_| scenario.config(0, false));
+    match simulation.try_run(|sim| scenario.run(sim)) {
+        Err(RunError::Failed(report)) => {
+            assert!(
+                report.message.contains("lost write"),
+                "the canary failed for another reason: {}",
+                report.message
+            );
+            assert!(
+                report.injections_total > 0,
+                "the planted bug needs a write fault to fire"
+            );
+        }
+        Err(RunError::Config(error)) => panic!("the canary's config is invalid: {error}"),
+        Ok(summary) => panic!(
+            "the canary's planted bug was not found in {} seeds",
+            summary.seeds.len()
+        ),
+    }
+}

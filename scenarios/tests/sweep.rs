@@ -1,0 +1,259 @@
+//! The sweep engine over the real scenarios and through the `dst` binary.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use umi_dst::corpus::SeedCorpus;
+use umi_dst::sweep::engine::{ProgressStyle, Shard, run_one};
+use umi_dst::sweep::minimize::minimize;
+use umi_dst::sweep::{SweepOptions, SweepReport, run};
+use umi_scenarios::canary::Canary;
+
+/// Seeds per scenario in the engine checks below.
+const SEEDS: u64 = 60;
+
+fn options(jobs: usize) -> SweepOptions {
+    SweepOptions {
+        seeds: SEEDS,
+        jobs,
+        keep_hashes: true,
+        progress: ProgressStyle::Quiet,
+        ..SweepOptions::default()
+    }
+}
+
+fn hashes(report: &SweepReport) -> BTreeMap<String, BTreeMap<u64, String>> {
+    report
+        .scenarios
+        .iter()
+        .map(|s| (s.name.clone(), s.trace_hashes.clone()))
+        .collect()
+}
+
+/// The number of workers never changes a seed's run.
+#[test]
+fn jobs_1_and_jobs_2_give_identical_trace_hashes() {
+    let one = run(&umi_scenarios::all(), &options(1)).unwrap();
+    let two = run(&umi_scenarios::all(), &options(2)).unwrap();
+    let (one_hashes, two_hashes) = (hashes(&one), hashes(&two));
+    assert_eq!(
+        one_hashes.values().map(BTreeMap::len).sum::<usize>(),
+        9 * SEEDS as usize
+    );
+    assert_eq!(one_hashes, two_hashes);
+    for (a, b) in one.scenarios.iter().zip(&two.scenarios) {
+        assert_eq!(
+            (a.trace_digest.as_str(), a.seeds_failed, &a.marks_hit),
+            (b.trace_digest.as_str(), b.seeds_failed, &b.marks_hit),
+            "{}",
+            a.name
+        );
+    }
+}
+
+/// Shards 1/3, 2/3 and 3/3 run disjoint seed sets whose union is the unsharded set, with
+/// identical results; merging their reports gives the unsharded digests and counts.
+#[test]
+fn shards_partition_the_seeds_with_identical_results() {
+    let whole = run(&umi_scenarios::all(), &options(2)).unwrap();
+    let mut shards = Vec::new();
+    for index in 1..=3 {
+        let shard = Shard::parse(&format!("{index}/3")).unwrap();
+        shards.push(
+            run(
+                &umi_scenarios::all(),
+                &SweepOptions {
+                    shard: Some(shard),
+                    ..options(2)
+                },
+            )
+            .unwrap(),
+        );
+    }
+    for scenario in &whole.scenarios {
+        let mut union = BTreeMap::new();
+        for shard in &shards {
+            let part = &shard
+                .scenarios
+                .iter()
+                .find(|s| s.name == scenario.name)
+                .unwrap()
+                .trace_hashes;
+            for (seed, hash) in part {
+                assert!(
+                    union.insert(*seed, hash.clone()).is_none(),
+                    "{}: seed {seed} in two shards",
+                    scenario.name
+                );
+            }
+        }
+        assert_eq!(
+            union, scenario.trace_hashes,
+            "{}: the shards' seeds and hashes",
+            scenario.name
+        );
+    }
+    let merged = SweepReport::merge(&shards);
+    assert_eq!(merged.shards, ["1/3", "2/3", "3/3"]);
+    for (a, b) in merged.scenarios.iter().zip(&whole.scenarios) {
+        assert_eq!(
+            (a.seeds_run, a.seeds_failed, a.trace_digest.as_str()),
+            (b.seeds_run, b.seeds_failed, b.trace_digest.as_str()),
+            "{}",
+            a.name
+        );
+    }
+}
+
+fn first_failing_canary_seed() -> u64 {
+    (1..=100)
+        .find(|&seed| run_one(&Canary, seed, false, |c| c).failure.is_some())
+        .expect("the canary is found within 100 seeds")
+}
+
+/// Minimization keeps the failure with fewer faults, and the bug needs at least one.
+#[test]
+fn minimizing_the_canary_keeps_a_failing_smaller_schedule() {
+    let seed = first_failing_canary_seed();
+    let found = minimize(&Canary, seed, false).unwrap();
+    assert!(
+        !found.minimal.is_empty() && found.minimal.len() <= found.original.len(),
+        "{found:?}"
+    );
+    let only = found.minimal.clone();
+    let replayed = run_one(&Canary, seed, false, move |mut config| {
+        config.only_injections = Some(only);
+        config
+    });
+    assert_eq!(
+        replayed.failure.map(|(class, _)| class),
+        Some(found.class),
+        "the minimal schedule still fails"
+    );
+    let without = run_one(&Canary, seed, false, |mut config| {
+        config.only_injections = Some(Vec::new());
+        config
+    });
+    assert!(
+        without.failure.is_none(),
+        "without faults the planted bug stays hidden"
+    );
+}
+
+/// `dst replay --trace` prints the failure and the whole trace with simulated
+/// timestamps, and exits with the failure class's code.
+#[test]
+fn dst_replay_prints_the_trace_and_exits_by_class() {
+    let seed = first_failing_canary_seed();
+    let output = Command::new(env!("CARGO_BIN_EXE_dst"))
+        .args([
+            "replay",
+            "--scenario",
+            "canary",
+            "--seed",
+            &seed.to_string(),
+            "--trace",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(10), "{stdout}");
+    assert!(
+        stdout.contains("FAILED (correctness): lost write"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("trace (all "), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("[") && l.contains("s] #")),
+        "timestamped events: {stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("dst minimize --scenario canary --seed {seed}")),
+        "{stdout}"
+    );
+    let listed = Command::new(env!("CARGO_BIN_EXE_dst"))
+        .arg("list")
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    for scenario in umi_scenarios::all() {
+        assert!(listed.contains(scenario.name()), "{listed}");
+    }
+}
+
+/// A sweep killed mid-run (SIGKILL) leaves every seed file parseable and a report that
+/// says how far it got.
+#[test]
+fn a_killed_sweep_leaves_parseable_seeds_and_a_partial_report() {
+    let dir = std::env::temp_dir().join(format!("umi-killed-sweep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("seeds")).unwrap();
+    let report_path = dir.join("report.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dst"))
+        .args([
+            "sweep",
+            "--seeds",
+            "1000000",
+            "--jobs",
+            "2",
+            "--quiet",
+            "--record-canary",
+            "--scenario",
+            "canary",
+            "--scenario",
+            "memory_no_data_loss",
+        ])
+        .arg("--seeds-dir")
+        .arg(dir.join("seeds"))
+        .arg("--report")
+        .arg(&report_path)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let recorded = |dir: &Path| {
+        SeedCorpus::load(&dir.join("seeds/canary.seeds"))
+            .map(|c| c.seeds().len())
+            .unwrap_or(0)
+    };
+    // Kill it once it has recorded some seeds and rewritten its report at least once.
+    let mut waited = Duration::ZERO;
+    while waited < Duration::from_secs(120)
+        && (recorded(&dir) < 20 || read_report(&report_path).is_none_or(|r| r.runs_done == 0))
+    {
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the test waits in real time for a real process"
+        )]
+        std::thread::sleep(Duration::from_millis(100));
+        waited += Duration::from_millis(100);
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    for entry in std::fs::read_dir(dir.join("seeds")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "seeds") {
+            SeedCorpus::load(&path).unwrap_or_else(|error| panic!("{error}"));
+        }
+    }
+    assert!(recorded(&dir) >= 20, "the canary's seeds were recorded");
+    let report = read_report(&report_path).expect("the report survives the kill");
+    assert!(
+        !report.completed,
+        "the report says the sweep did not complete"
+    );
+    assert!(
+        report.runs_done > 0 && report.runs_done < report.runs_planned,
+        "{} of {}",
+        report.runs_done,
+        report.runs_planned
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn read_report(path: &Path) -> Option<SweepReport> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}

@@ -1,0 +1,551 @@
+//! The `dst` command: `list`, `sweep`, `replay`, `minimize` and `merge`, as a library
+//! function so your own project gets its own `dst` in three lines:
+//!
+//! ```no_run
+//! fn main() -> std::process::ExitCode {
+//!     umi_dst::sweep::cli::main(vec![/* Arc::new(MyScenario), ... */])
+//! }
+//! ```
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::disallowed_methods,
+    reason = "a command-line front end prints, and picks fresh seeds from the wall clock"
+)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use super::engine::{self, ProgressStyle, Shard, SweepOptions, run_one, select};
+use super::minimize::minimize;
+use super::report::SweepReport;
+use super::scenario::Scenario;
+use crate::corpus::{SeedCorpus, corpus_path, find_seeds_dir};
+use crate::fault::InjectionId;
+use crate::simulation::settings::parse_seed;
+
+#[derive(Parser)]
+#[command(
+    about = "Deterministic simulation sweeps: run scenarios over many seeds, replay one seed, minimize its faults, merge shard reports."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the scenarios, their goals and coverage marks.
+    List,
+    /// Run scenarios over a range of seeds (in parallel; shardable).
+    Sweep(SweepArgs),
+    /// Run one seed of one scenario and show what happened, with simulated timestamps.
+    Replay(ReplayArgs),
+    /// Find the smallest set of a failing seed's injected faults that still fails.
+    Minimize(RunArgs),
+    /// Combine the JSON reports of several shards.
+    Merge(MergeArgs),
+}
+
+fn seed_arg(text: &str) -> Result<u64, String> {
+    parse_seed(text)
+}
+
+/// `500ms`, `30s`, `5m`, `2h`.
+fn duration_arg(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 30s, 5m or 500ms"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(number)),
+        "" | "s" => Ok(Duration::from_secs(number)),
+        "m" => Ok(Duration::from_secs(number * 60)),
+        "h" => Ok(Duration::from_secs(number * 3600)),
+        other => Err(format!(
+            "unknown duration unit {other:?} (use ms, s, m or h)"
+        )),
+    }
+}
+
+#[derive(Args)]
+struct SweepArgs {
+    /// How many seeds.
+    #[arg(long, default_value_t = engine::SWEEP_SEEDS_DEFAULT)]
+    seeds: u64,
+    /// The first seed (decimal or 0x hex).
+    #[arg(long, default_value = "1", value_parser = seed_arg)]
+    seed_start: u64,
+    /// Start from a fresh random seed (printed, so the sweep can be repeated).
+    #[arg(long)]
+    random: bool,
+    /// Stop starting runs after this long (e.g. 10m).
+    #[arg(long, value_parser = duration_arg)]
+    time_budget: Option<Duration>,
+    /// Run shard i of n (1-based), or `auto/n` to take i from JOB_COMPLETION_INDEX
+    /// (Kubernetes Indexed Jobs, 0-based).
+    #[arg(long)]
+    shard: Option<String>,
+    /// Swarm mode: each seed switches the scenarios' fault kinds on and off.
+    #[arg(long)]
+    swarm: bool,
+    /// Run each seed twice and compare trace hashes (a difference exits 13).
+    #[arg(long)]
+    check_determinism: bool,
+    /// Run only this scenario (repeatable).
+    #[arg(long = "scenario")]
+    scenarios: Vec<String>,
+    /// Worker threads (default: the number of cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Write the JSON report here (rewritten during the sweep).
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Write a JUnit XML report here.
+    #[arg(long)]
+    junit: Option<PathBuf>,
+    /// Where failing seeds are recorded (default: the workspace's seeds/).
+    #[arg(long)]
+    seeds_dir: Option<PathBuf>,
+    /// Do not record failing seeds.
+    #[arg(long)]
+    no_record: bool,
+    /// Record the canary's seeds too (for testing the harness).
+    #[arg(long, hide = true)]
+    record_canary: bool,
+    /// Keep every seed's trace hash in the JSON report.
+    #[arg(long)]
+    hashes: bool,
+    /// A run without a result after this much wall time is a hang.
+    #[arg(long, value_parser = duration_arg, default_value = "60s")]
+    seed_timeout: Duration,
+    /// No progress output.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// One run: a scenario's seed, in swarm mode or not.
+#[derive(Args)]
+struct RunArgs {
+    /// The scenario.
+    #[arg(long)]
+    scenario: String,
+    /// The seed (decimal or 0x hex).
+    #[arg(long, value_parser = seed_arg)]
+    seed: u64,
+    /// Run in swarm mode (as the sweep that found it did).
+    #[arg(long)]
+    swarm: bool,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Print the whole trace (default: the last 40 events).
+    #[arg(long)]
+    trace: bool,
+    /// Allow only these injections (`rule:ordinal`, comma-separated), as `minimize` prints.
+    #[arg(long)]
+    only: Option<String>,
+}
+
+#[derive(Args)]
+struct MergeArgs {
+    /// The shard reports (JSON).
+    #[arg(required = true)]
+    reports: Vec<PathBuf>,
+    /// Write the merged JSON report here.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Write a JUnit XML report here.
+    #[arg(long)]
+    junit: Option<PathBuf>,
+    /// Fail only on failures whose seeds are not already in the seed corpus.
+    #[arg(long)]
+    fail_on_new: bool,
+    /// The seed corpus for --fail-on-new (default: the workspace's seeds/).
+    #[arg(long)]
+    seeds_dir: Option<PathBuf>,
+}
+
+fn exit(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    exit(2)
+}
+
+fn default_seeds_dir() -> Option<PathBuf> {
+    std::env::current_dir()
+        .ok()
+        .and_then(|dir| find_seeds_dir(&dir))
+}
+
+/// Runs the `dst` command over `scenarios` with the process's arguments.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a binary hands its list over: `main(vec![...])`"
+)]
+pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
+    let cli = Cli::parse();
+    let program = std::env::args()
+        .next()
+        .and_then(|p| {
+            std::path::Path::new(&p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "dst".into());
+    match cli.command {
+        Command::List => {
+            for scenario in &scenarios {
+                let kind = if scenario.is_canary() {
+                    " (canary)"
+                } else {
+                    ""
+                };
+                println!(
+                    "{}{kind}\n  {}\n  marks: {}",
+                    scenario.name(),
+                    scenario.goal(),
+                    scenario.marks().join(", ")
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Sweep(args) => sweep(&scenarios, args, program),
+        Command::Replay(args) => replay(&scenarios, &args, &program),
+        Command::Minimize(args) => {
+            let selected = match select(&scenarios, std::slice::from_ref(&args.scenario)) {
+                Ok(selected) => selected,
+                Err(error) => return fail(&error.to_string()),
+            };
+            match minimize(selected[0].as_ref(), args.seed, args.swarm) {
+                Err(error) => {
+                    println!("{error}");
+                    ExitCode::SUCCESS
+                }
+                Ok(found) => {
+                    println!(
+                        "seed {} of {} fails ({}): {}",
+                        args.seed,
+                        args.scenario,
+                        found.class,
+                        found.message.lines().next().unwrap_or("")
+                    );
+                    println!(
+                        "faults injected: {}; smallest failing set: {} (after {} replays)",
+                        found.original.len(),
+                        found.minimal.len(),
+                        found.runs
+                    );
+                    for injection in found
+                        .original
+                        .iter()
+                        .filter(|i| found.minimal.contains(&i.id))
+                    {
+                        println!(
+                            "  {:>10.3}s {} on {} ({})",
+                            injection.at_us as f64 / 1e6,
+                            injection.kind,
+                            injection.operation,
+                            injection.id
+                        );
+                    }
+                    if found.minimal.is_empty() {
+                        println!("  (none: the seed fails without any injected fault)");
+                    }
+                    let only: Vec<String> = found.minimal.iter().map(ToString::to_string).collect();
+                    println!(
+                        "replay: {program} replay --scenario {} --seed {}{} --only '{}'",
+                        args.scenario,
+                        args.seed,
+                        if args.swarm { " --swarm" } else { "" },
+                        only.join(",")
+                    );
+                    exit(found.class.exit_code())
+                }
+            }
+        }
+        Command::Merge(args) => merge(&args),
+    }
+}
+
+fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> ExitCode {
+    let shard = match args.shard.as_deref() {
+        None => None,
+        Some(text) if text.starts_with("auto/") => {
+            let Ok(index) = std::env::var("JOB_COMPLETION_INDEX")
+                .unwrap_or_default()
+                .trim()
+                .parse::<u64>()
+            else {
+                return fail(
+                    "--shard auto/n needs JOB_COMPLETION_INDEX (0-based) in the environment",
+                );
+            };
+            match Shard::parse(&format!("{}/{}", index + 1, &text[5..])) {
+                Ok(shard) => Some(shard),
+                Err(error) => return fail(&error),
+            }
+        }
+        Some(text) => match Shard::parse(text) {
+            Ok(shard) => Some(shard),
+            Err(error) => return fail(&error),
+        },
+    };
+    let seed_start = if args.random {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let fresh = crate::rng::DeterministicRng::new(nanos ^ u64::from(std::process::id()))
+            .next_u64()
+            % (u64::MAX - args.seeds.min(engine::SWEEP_RUNS_MAX));
+        eprintln!("dst: random seed start {fresh} (repeat with --seed-start {fresh})");
+        fresh
+    } else {
+        args.seed_start
+    };
+    let seeds_dir = if args.no_record {
+        None
+    } else {
+        args.seeds_dir.or_else(default_seeds_dir)
+    };
+    let options = SweepOptions {
+        seed_start,
+        seeds: args.seeds,
+        jobs: args.jobs.unwrap_or_else(|| SweepOptions::default().jobs),
+        shard,
+        swarm: args.swarm,
+        check_determinism: args.check_determinism,
+        scenarios: args.scenarios,
+        time_budget: args.time_budget,
+        seed_timeout: args.seed_timeout,
+        seeds_dir,
+        record_canary: args.record_canary,
+        keep_hashes: args.hashes,
+        report_path: args.report,
+        progress: if args.quiet {
+            ProgressStyle::Quiet
+        } else {
+            ProgressStyle::Auto
+        },
+        program,
+    };
+    let report = match engine::run(scenarios, &options) {
+        Ok(report) => report,
+        Err(error) => return fail(&error.to_string()),
+    };
+    print!("{}", report.table());
+    if let Some(path) = &args.junit
+        && let Err(error) = std::fs::write(path, report.junit())
+    {
+        return fail(&format!("{}: {error}", path.display()));
+    }
+    exit(report.exit_code())
+}
+
+fn replay(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &str) -> ExitCode {
+    let selected = match select(scenarios, std::slice::from_ref(&args.run.scenario)) {
+        Ok(selected) => selected,
+        Err(error) => return fail(&error.to_string()),
+    };
+    let only: Option<Vec<InjectionId>> = match &args.only {
+        None => None,
+        Some(list) => {
+            let parsed: Result<Vec<InjectionId>, String> = list
+                .split(',')
+                .filter(|part| !part.trim().is_empty())
+                .map(|part| {
+                    let (rule, ordinal) = part
+                        .trim()
+                        .split_once(':')
+                        .ok_or_else(|| format!("{part:?} is not rule:ordinal"))?;
+                    Ok(InjectionId {
+                        rule: rule.parse().map_err(|_| format!("{part:?}: bad rule"))?,
+                        ordinal: ordinal
+                            .parse()
+                            .map_err(|_| format!("{part:?}: bad ordinal"))?,
+                    })
+                })
+                .collect();
+            match parsed {
+                Ok(ids) => Some(ids),
+                Err(error) => return fail(&format!("--only: {error}")),
+            }
+        }
+    };
+    let scenario = selected[0].as_ref();
+    let run = run_one(scenario, args.run.seed, args.run.swarm, |mut config| {
+        config.trace_full = args.trace;
+        config.only_injections = only;
+        config
+    });
+    println!(
+        "replay: {} seed {} (0x{:x}){}",
+        scenario.name(),
+        args.run.seed,
+        args.run.seed,
+        if args.run.swarm { " in swarm mode" } else { "" }
+    );
+    match &run.failure {
+        None => println!("result:   passed"),
+        Some((class, message)) => println!("result:   FAILED ({class}): {message}"),
+    }
+    println!(
+        "faults:   {}",
+        if run.faults.is_empty() {
+            "none".to_owned()
+        } else {
+            run.faults.join("; ")
+        }
+    );
+    if !run.swarm.is_empty() {
+        println!(
+            "swarm:    {}",
+            run.swarm
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
+    println!("injected: {} fault(s)", run.injections.len());
+    for injection in &run.injections {
+        println!(
+            "  {:>10.3}s {} on {} ({})",
+            injection.at_us as f64 / 1e6,
+            injection.kind,
+            injection.operation,
+            injection.id
+        );
+    }
+    let marks: Vec<String> = run.marks.iter().map(|(m, n)| format!("{m}×{n}")).collect();
+    println!(
+        "marks:    {}",
+        if marks.is_empty() {
+            "none".to_owned()
+        } else {
+            marks.join(", ")
+        }
+    );
+    println!(
+        "run:      {:.3}s simulated, {} steps, {} events, trace {}",
+        run.sim_elapsed.as_secs_f64(),
+        run.steps,
+        run.events,
+        run.trace_hash
+    );
+    let events = run.full_trace.clone().unwrap_or_else(|| run.tail.clone());
+    println!(
+        "trace ({}{} events):",
+        if args.trace { "all " } else { "last " },
+        events.len()
+    );
+    for event in &events {
+        println!("  {event}");
+    }
+    if run.failure.is_some() {
+        println!(
+            "minimize: {program} minimize --scenario {} --seed {}{}",
+            scenario.name(),
+            args.run.seed,
+            if args.run.swarm { " --swarm" } else { "" }
+        );
+    }
+    exit(run.failure.map_or(0, |(class, _)| class.exit_code()))
+}
+
+fn merge(args: &MergeArgs) -> ExitCode {
+    let mut reports = Vec::new();
+    for path in &args.reports {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) => return fail(&format!("{}: {error}", path.display())),
+        };
+        match serde_json::from_str::<SweepReport>(&text) {
+            Ok(report) => reports.push(report),
+            Err(error) => return fail(&format!("{}: not a sweep report: {error}", path.display())),
+        }
+    }
+    let merged = SweepReport::merge(&reports);
+    print!("{}", merged.table());
+    if let Some(path) = &args.output {
+        let json = serde_json::to_string_pretty(&merged).unwrap_or_default();
+        if let Err(error) = std::fs::write(path, json) {
+            return fail(&format!("{}: {error}", path.display()));
+        }
+    }
+    if let Some(path) = &args.junit
+        && let Err(error) = std::fs::write(path, merged.junit())
+    {
+        return fail(&format!("{}: {error}", path.display()));
+    }
+    if !args.fail_on_new {
+        return exit(merged.exit_code());
+    }
+    let dir = args.seeds_dir.clone().or_else(default_seeds_dir);
+    let mut new = 0;
+    for scenario in merged.scenarios.iter().filter(|s| !s.canary) {
+        let known = match dir.as_ref().map(|d| corpus_path(d, &scenario.name)) {
+            Some(Ok(path)) => match SeedCorpus::load(&path) {
+                Ok(corpus) => corpus,
+                Err(error) => return fail(&error.to_string()),
+            },
+            _ => SeedCorpus::default(),
+        };
+        for failure in scenario.failures.iter().filter(|f| !known.contains(f.seed)) {
+            new += 1;
+            println!(
+                "NEW {} seed {} ({}): {}",
+                scenario.name,
+                failure.seed,
+                failure.class,
+                failure.message.lines().next().unwrap_or("")
+            );
+        }
+    }
+    if !merged.canaries_missed().is_empty() {
+        return exit(20);
+    }
+    if new > 0 {
+        println!("{new} new failure(s)");
+        return exit(merged.exit_code().max(10));
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(duration_arg("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration_arg("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(duration_arg("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(duration_arg("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(duration_arg("45"), Ok(Duration::from_secs(45)));
+        assert!(duration_arg("soon").is_err());
+        assert!(duration_arg("5d").unwrap_err().contains("unit"));
+    }
+
+    #[test]
+    fn shards_parse_one_based() {
+        assert_eq!(Shard::parse("1/3"), Ok(Shard { index: 0, count: 3 }));
+        assert!(Shard::parse("0/3").is_err());
+        assert!(Shard::parse("4/3").is_err());
+        assert!(Shard::parse("x").is_err());
+    }
+}

@@ -1,0 +1,754 @@
+//! Running scenarios over many seeds, in parallel.
+//!
+//! Work is a list of (scenario, seed) runs, seed-major so that a sweep cut short by its
+//! time budget has still covered every scenario. Worker threads take runs from a shared
+//! counter; each run is one seed on its own single-threaded simulated runtime, so the
+//! number of workers never changes a seed's result (a test checks `--jobs 1` and
+//! `--jobs 2` give identical trace hashes).
+//!
+//! The main thread collects results, records failing seeds in the corpus (atomically),
+//! prints progress, rewrites the JSON report every few seconds (so a sweep killed
+//! midway leaves a report saying how far it got), and watches the workers: a run that
+//! produces no result within `seed_timeout` of wall time (a loop that never yields,
+//! blocking I/O) is recorded as a liveness failure and its worker replaced, so a hang
+//! never stops the sweep.
+//!
+//! This is harness code outside any simulation: it may read the wall clock and spawn
+//! threads, which `clippy.toml` otherwise forbids.
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the sweep engine measures wall time and runs worker threads, outside every simulation"
+)]
+
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::report::{
+    FailureEntry, REPORT_FAILURES_KEPT_MAX, ScenarioReport, SweepReport, digest_hex, fold_digest,
+};
+use super::scenario::Scenario;
+use crate::corpus::{SeedCorpus, corpus_path};
+use crate::simulation::report::FailureClass;
+use crate::simulation::{SeedRun, Simulation, panic_message};
+
+/// Seeds per scenario a sweep runs unless told otherwise (the README's main job, and
+/// the range whose coverage marks a test checks).
+pub const SWEEP_SEEDS_DEFAULT: u64 = 1_000;
+
+/// Runs one sweep may plan.
+pub const SWEEP_RUNS_MAX: u64 = 100_000_000;
+
+/// Worker threads one sweep may use.
+pub const SWEEP_JOBS_MAX: usize = 256;
+
+const _: () = assert!(SWEEP_SEEDS_DEFAULT <= SWEEP_RUNS_MAX);
+
+/// How often the main thread wakes to watch workers and report progress.
+const TICK: Duration = Duration::from_millis(200);
+
+/// How often the JSON report is rewritten during a sweep.
+const REPORT_EVERY: Duration = Duration::from_secs(5);
+
+/// A shard: the seeds whose offset from the start is `index` modulo `count` (0-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, from 0.
+    pub index: u64,
+    /// How many shards there are.
+    pub count: u64,
+}
+
+impl Shard {
+    /// Parses `i/n` (1-based, as CI matrices number jobs).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (index, count) = text
+            .split_once('/')
+            .ok_or_else(|| format!("shard {text:?} is not i/n"))?;
+        let index: u64 = index
+            .trim()
+            .parse()
+            .map_err(|_| format!("shard index {index:?} is not a number"))?;
+        let count: u64 = count
+            .trim()
+            .parse()
+            .map_err(|_| format!("shard count {count:?} is not a number"))?;
+        if count == 0 || index == 0 || index > count {
+            return Err(format!("shard {text:?}: need 1 <= i <= n"));
+        }
+        Ok(Self {
+            index: index - 1,
+            count,
+        })
+    }
+
+    /// Whether this shard runs `seed` of a range starting at `seed_start`.
+    pub fn owns(&self, seed: u64, seed_start: u64) -> bool {
+        seed.wrapping_sub(seed_start) % self.count == self.index
+    }
+}
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProgressStyle {
+    /// A bar on a terminal, plain lines otherwise.
+    #[default]
+    Auto,
+    /// Plain lines.
+    Lines,
+    /// Nothing.
+    Quiet,
+}
+
+/// What to sweep, and how.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    /// The first seed.
+    pub seed_start: u64,
+    /// How many seeds.
+    pub seeds: u64,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Run only this shard of the seeds.
+    pub shard: Option<Shard>,
+    /// Swarm mode: the seed switches each scenario's fault kinds on and off.
+    pub swarm: bool,
+    /// Run each seed twice and compare trace hashes (a difference is nondeterminism).
+    pub check_determinism: bool,
+    /// Run only these scenarios (all when empty).
+    pub scenarios: Vec<String>,
+    /// Stop starting runs after this much wall time.
+    pub time_budget: Option<Duration>,
+    /// A run without a result after this much wall time is a hang.
+    pub seed_timeout: Duration,
+    /// Record failing seeds in `<dir>/<scenario>.seeds`.
+    pub seeds_dir: Option<PathBuf>,
+    /// Record the canary's seeds too (harness tests only).
+    pub record_canary: bool,
+    /// Keep every seed's trace hash in the report.
+    pub keep_hashes: bool,
+    /// Where to (re)write the JSON report during and after the sweep.
+    pub report_path: Option<PathBuf>,
+    /// Progress output.
+    pub progress: ProgressStyle,
+    /// The command name in replay commands (`dst`, or your own binary's).
+    pub program: String,
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        Self {
+            seed_start: 1,
+            seeds: SWEEP_SEEDS_DEFAULT,
+            jobs: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            shard: None,
+            swarm: false,
+            check_determinism: false,
+            scenarios: Vec::new(),
+            time_budget: None,
+            seed_timeout: Duration::from_secs(60),
+            seeds_dir: None,
+            record_canary: false,
+            keep_hashes: false,
+            report_path: None,
+            progress: ProgressStyle::Auto,
+            program: "dst".into(),
+        }
+    }
+}
+
+/// A sweep that cannot start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SweepError {
+    /// A scenario filter names no scenario.
+    #[error("unknown scenario {name:?}; known: {}", known.join(", "))]
+    UnknownScenario {
+        /// The name given.
+        name: String,
+        /// The scenarios there are.
+        known: Vec<String>,
+    },
+    /// Options out of range.
+    #[error("invalid sweep options: {reason}")]
+    Invalid {
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// The scenarios `names` selects (all when empty).
+pub fn select(
+    scenarios: &[Arc<dyn Scenario>],
+    names: &[String],
+) -> Result<Vec<Arc<dyn Scenario>>, SweepError> {
+    if names.is_empty() {
+        return Ok(scenarios.to_vec());
+    }
+    names
+        .iter()
+        .map(|name| {
+            scenarios
+                .iter()
+                .find(|s| s.name() == name)
+                .cloned()
+                .ok_or_else(|| SweepError::UnknownScenario {
+                    name: name.clone(),
+                    known: scenarios.iter().map(|s| s.name().to_owned()).collect(),
+                })
+        })
+        .collect()
+}
+
+/// Runs one seed of `scenario` (the unit of work; also what `replay` runs).
+pub fn run_one(
+    scenario: &dyn Scenario,
+    seed: u64,
+    swarm: bool,
+    edit: impl FnOnce(crate::SimConfig) -> crate::SimConfig,
+) -> SeedRun {
+    let config = edit(scenario.config(seed, swarm));
+    Simulation::new(config).run_seed(seed, &|sim| scenario.run(sim))
+}
+
+/// The replay command of a run.
+pub fn replay_command(program: &str, scenario: &str, seed: u64, swarm: bool) -> String {
+    format!(
+        "{program} replay --scenario {scenario} --seed {seed}{}",
+        if swarm { " --swarm" } else { "" }
+    )
+}
+
+/// The commit the sweep runs on: `DST_COMMIT`, `GITHUB_SHA`, or `git rev-parse`.
+pub fn current_commit() -> Option<String> {
+    for var in ["DST_COMMIT", "GITHUB_SHA"] {
+        if let Ok(value) = std::env::var(var)
+            && !value.is_empty()
+        {
+            return Some(value.chars().take(12).collect());
+        }
+    }
+    let output = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+struct Outcome {
+    index: usize,
+    run: Result<SeedRun, String>,
+    wall: Duration,
+}
+
+/// The runs of a sweep, numbered seed-major without being stored: run `i` is scenario
+/// `i % scenarios` on the `i / scenarios`-th seed this shard owns.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    seed_first: u64,
+    seed_stride: u64,
+    seeds: u64,
+    scenarios: usize,
+}
+
+impl Plan {
+    fn new(options: &SweepOptions, scenarios: usize) -> Self {
+        let shard = options.shard.unwrap_or(Shard { index: 0, count: 1 });
+        let seeds = if options.seeds > shard.index {
+            (options.seeds - shard.index - 1) / shard.count + 1
+        } else {
+            0
+        };
+        Self {
+            seed_first: options.seed_start + shard.index,
+            seed_stride: shard.count,
+            seeds,
+            scenarios,
+        }
+    }
+
+    fn total(&self) -> usize {
+        usize::try_from(self.seeds)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(self.scenarios)
+    }
+
+    /// Run `index`: (scenario index, seed).
+    fn item(&self, index: usize) -> Option<(usize, u64)> {
+        (index < self.total()).then(|| {
+            (
+                index % self.scenarios,
+                self.seed_first + (index / self.scenarios) as u64 * self.seed_stride,
+            )
+        })
+    }
+}
+
+struct Shared {
+    plan: Plan,
+    next: AtomicUsize,
+    stop: AtomicBool,
+    slots: Mutex<Vec<Option<(usize, Instant)>>>,
+    /// Slots whose worker was declared hung (and replaced): if it ever finishes, it stops.
+    retired: Mutex<BTreeSet<usize>>,
+    scenarios: Vec<Arc<dyn Scenario>>,
+    swarm: bool,
+    check_determinism: bool,
+}
+
+/// Runs one seed, twice if `check_determinism`: two traces that differ make it a
+/// nondeterminism failure, whatever else happened.
+fn run_checked(
+    scenario: &dyn Scenario,
+    seed: u64,
+    swarm: bool,
+    check_determinism: bool,
+) -> SeedRun {
+    let mut first = run_one(scenario, seed, swarm, |c| c);
+    if check_determinism {
+        let second = run_one(scenario, seed, swarm, |c| c);
+        if second.trace_hash != first.trace_hash {
+            let message = format!(
+                "two runs of seed {seed} gave different traces ({} and {}, {} and {} events): something reads the wall clock, OS randomness, a hash map's iteration order, or state left by another seed; DST_CHECK_DETERMINISM=1 on a simulation test shows where they diverge",
+                first.trace_hash, second.trace_hash, first.events, second.events
+            );
+            first.failure = Some((FailureClass::Nondeterminism, message));
+        }
+    }
+    first
+}
+
+fn spawn_worker(shared: &Arc<Shared>, slot: usize, results: mpsc::Sender<Outcome>) {
+    let shared = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("dst-worker-{slot}"))
+        .spawn(move || {
+            loop {
+                if shared.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let index = shared.next.fetch_add(1, Ordering::Relaxed);
+                let Some((scenario, seed)) = shared.plan.item(index) else {
+                    break;
+                };
+                shared.slots.lock().unwrap_or_else(PoisonError::into_inner)[slot] =
+                    Some((index, Instant::now()));
+                let started = Instant::now();
+                let scenario = shared.scenarios[scenario].clone();
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_checked(
+                        scenario.as_ref(),
+                        seed,
+                        shared.swarm,
+                        shared.check_determinism,
+                    )
+                }))
+                .map_err(|payload| panic_message(&*payload));
+                if shared
+                    .retired
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .contains(&slot)
+                {
+                    break; // declared hung and replaced; its late result is not wanted
+                }
+                shared.slots.lock().unwrap_or_else(PoisonError::into_inner)[slot] = None;
+                if results
+                    .send(Outcome {
+                        index,
+                        run,
+                        wall: started.elapsed(),
+                    })
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+    assert!(spawned.is_ok(), "cannot spawn a sweep worker: {spawned:?}");
+}
+
+/// Silences panic messages from worker threads (their panics are reported as crashes);
+/// other threads keep the previous hook.
+struct QuietWorkers;
+
+impl QuietWorkers {
+    fn install() -> Self {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !std::thread::current()
+                .name()
+                .is_some_and(|n| n.starts_with("dst-worker-"))
+            {
+                previous(info);
+            }
+        }));
+        Self
+    }
+}
+
+impl Drop for QuietWorkers {
+    fn drop(&mut self) {
+        let _ = std::panic::take_hook();
+    }
+}
+
+fn write_atomically(path: &Path, text: &str) {
+    let temp = path.with_extension(format!("tmp-{}", std::process::id()));
+    if std::fs::write(&temp, text).is_ok() {
+        let _ = std::fs::rename(&temp, path);
+    }
+}
+
+struct Progress {
+    style: ProgressStyle,
+    bar: Option<indicatif::ProgressBar>,
+    last_line: Instant,
+}
+
+impl Progress {
+    fn new(style: ProgressStyle, total: u64) -> Self {
+        let bar = (style == ProgressStyle::Auto && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} runs {msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Self {
+            style,
+            bar,
+            last_line: Instant::now(),
+        }
+    }
+
+    #[allow(clippy::print_stderr, reason = "progress goes to stderr")]
+    fn update(&mut self, done: u64, total: u64, failures: u64, started: Instant) {
+        match &self.bar {
+            Some(bar) => {
+                bar.set_position(done);
+                bar.set_message(format!("{failures} failure(s)"));
+            }
+            None if self.style != ProgressStyle::Quiet
+                && self.last_line.elapsed() >= Duration::from_secs(5) =>
+            {
+                self.last_line = Instant::now();
+                eprintln!(
+                    "dst: {done}/{total} runs, {failures} failure(s), {:.1} s",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            None => {}
+        }
+    }
+
+    #[allow(clippy::print_stderr, reason = "progress goes to stderr")]
+    fn say(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None if self.style != ProgressStyle::Quiet => eprintln!("{line}"),
+            None => {}
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Runs the sweep.
+pub fn run(
+    scenarios: &[Arc<dyn Scenario>],
+    options: &SweepOptions,
+) -> Result<SweepReport, SweepError> {
+    let selected = select(scenarios, &options.scenarios)?;
+    if options.jobs == 0 || options.jobs > SWEEP_JOBS_MAX {
+        return Err(SweepError::Invalid {
+            reason: format!("jobs {} is outside 1..={SWEEP_JOBS_MAX}", options.jobs),
+        });
+    }
+    if options.seed_start.checked_add(options.seeds).is_none() {
+        return Err(SweepError::Invalid {
+            reason: format!(
+                "seeds {}..+{} run past the largest seed",
+                options.seed_start, options.seeds
+            ),
+        });
+    }
+    let planned = options.seeds.saturating_mul(selected.len() as u64);
+    if planned > SWEEP_RUNS_MAX {
+        return Err(SweepError::Invalid {
+            reason: format!("{planned} runs, over the limit of {SWEEP_RUNS_MAX}"),
+        });
+    }
+    let plan = Plan::new(options, selected.len());
+    let total = plan.total();
+    let shared = Arc::new(Shared {
+        plan,
+        next: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+        slots: Mutex::new(vec![None; options.jobs]),
+        retired: Mutex::new(BTreeSet::new()),
+        scenarios: selected.clone(),
+        swarm: options.swarm,
+        check_determinism: options.check_determinism,
+    });
+    let report = SweepReport {
+        commit: current_commit(),
+        seed_start: options.seed_start,
+        seeds: options.seeds,
+        shards: options
+            .shard
+            .map(|s| format!("{}/{}", s.index + 1, s.count))
+            .into_iter()
+            .collect(),
+        swarm: options.swarm,
+        check_determinism: options.check_determinism,
+        jobs: options.jobs,
+        runs_planned: total as u64,
+        runs_done: 0,
+        completed: false,
+        wall_ms: 0,
+        scenarios: selected
+            .iter()
+            .map(|s| ScenarioReport {
+                name: s.name().to_owned(),
+                goal: s.goal().to_owned(),
+                canary: s.is_canary(),
+                marks_required: s.marks().iter().map(|m| (*m).to_owned()).collect(),
+                trace_digest: "0".repeat(64),
+                ..ScenarioReport::default()
+            })
+            .collect(),
+    };
+    let _quiet = QuietWorkers::install();
+    let (sender, results) = mpsc::channel();
+    for slot in 0..options.jobs {
+        spawn_worker(&shared, slot, sender.clone());
+    }
+    let started = Instant::now();
+    let mut collector = Collector {
+        digests: vec![[0u8; 32]; selected.len()],
+        hung: BTreeSet::new(),
+        failures: 0,
+        progress: Progress::new(options.progress, total as u64),
+        report,
+    };
+    if let Some(path) = &options.report_path {
+        collector.write(path, started, false); // a report exists from the start
+    }
+    let mut last_report = Instant::now();
+    while (collector.report.runs_done as usize) < total {
+        if options
+            .time_budget
+            .is_some_and(|budget| started.elapsed() >= budget)
+        {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+        match results.recv_timeout(TICK) {
+            Ok(outcome) if collector.hung.contains(&outcome.index) => {} // recorded as a hang already
+            Ok(outcome) => collector.record(outcome, &shared, &selected, options),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        for hung in watchdog(&shared, &collector.hung, options.seed_timeout) {
+            collector.hung.insert(hung.index);
+            collector.record(hung, &shared, &selected, options);
+            let slot = {
+                let mut slots = shared.slots.lock().unwrap_or_else(PoisonError::into_inner);
+                slots.push(None);
+                slots.len() - 1
+            };
+            spawn_worker(&shared, slot, sender.clone());
+        }
+        collector.progress.update(
+            collector.report.runs_done,
+            total as u64,
+            collector.failures,
+            started,
+        );
+        if let Some(path) = &options.report_path
+            && last_report.elapsed() >= REPORT_EVERY
+        {
+            last_report = Instant::now();
+            collector.write(path, started, false);
+        }
+        let idle = shared
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .all(Option::is_none);
+        if shared.stop.load(Ordering::Relaxed) && idle {
+            // The budget ran out and no run is in flight: record what already finished.
+            while let Ok(outcome) = results.try_recv() {
+                if !collector.hung.contains(&outcome.index) {
+                    collector.record(outcome, &shared, &selected, options);
+                }
+            }
+            break;
+        }
+    }
+    let mut report = collector.finish(started);
+    report.completed = report.runs_done == total as u64;
+    if let Some(path) = &options.report_path
+        && let Ok(json) = serde_json::to_string_pretty(&report)
+    {
+        write_atomically(path, &json);
+    }
+    Ok(report)
+}
+
+/// Runs in flight past `timeout`: recorded as hangs (their slot freed for a replacement).
+fn watchdog(shared: &Shared, hung_already: &BTreeSet<usize>, timeout: Duration) -> Vec<Outcome> {
+    let mut slots = shared.slots.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut retired = shared
+        .retired
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let mut hung = Vec::new();
+    for (number, slot) in slots.iter_mut().enumerate() {
+        if let Some((index, since)) = *slot
+            && since.elapsed() > timeout
+            && !hung_already.contains(&index)
+        {
+            *slot = None;
+            retired.insert(number);
+            let message = format!(
+                "no result after {} s of wall time: a hang (a loop that never yields, or blocking I/O)",
+                timeout.as_secs()
+            );
+            hung.push(Outcome {
+                index,
+                run: Err(format!("HANG {message}")),
+                wall: since.elapsed(),
+            });
+        }
+    }
+    hung
+}
+
+/// Folds outcomes into the report.
+struct Collector {
+    digests: Vec<[u8; 32]>,
+    /// Runs recorded as hangs (their late results, if any, are dropped).
+    hung: BTreeSet<usize>,
+    failures: u64,
+    progress: Progress,
+    report: SweepReport,
+}
+
+impl Collector {
+    fn record(
+        &mut self,
+        Outcome { index, run, wall }: Outcome,
+        shared: &Shared,
+        selected: &[Arc<dyn Scenario>],
+        options: &SweepOptions,
+    ) {
+        let Some((scenario_index, seed)) = shared.plan.item(index) else {
+            return;
+        };
+        let scenario = &selected[scenario_index];
+        let entry = &mut self.report.scenarios[scenario_index];
+        entry.seeds_run += 1;
+        entry.wall_us += u64::try_from(wall.as_micros()).unwrap_or(u64::MAX);
+        let failure = match run {
+            Ok(run) => {
+                for (kind, count) in &run.fault_stats.injected_by_kind {
+                    *entry
+                        .faults_injected
+                        .entry(kind.name().to_owned())
+                        .or_insert(0) += count;
+                }
+                for (mark, count) in &run.marks {
+                    *entry.marks_hit.entry(mark.clone()).or_insert(0) += count;
+                }
+                entry.sim_time_ms += u64::try_from(run.sim_elapsed.as_millis()).unwrap_or(u64::MAX);
+                let hash = run.trace_hash.to_string();
+                fold_digest(&mut self.digests[scenario_index], seed, &hash);
+                if options.keep_hashes {
+                    entry.trace_hashes.insert(seed, hash);
+                }
+                run.failure
+                    .map(|(class, message)| (class.name().to_owned(), message))
+            }
+            Err(message) if message.starts_with("HANG ") => Some((
+                FailureClass::Liveness.name().to_owned(),
+                message.trim_start_matches("HANG ").to_owned(),
+            )),
+            Err(message) => Some((
+                FailureClass::Crash.name().to_owned(),
+                format!("harness panicked: {message}"),
+            )),
+        };
+        if let Some((class, message)) = failure {
+            entry.seeds_failed += 1;
+            *entry.failures_by_class.entry(class.clone()).or_insert(0) += 1;
+            let replay = replay_command(&options.program, scenario.name(), seed, options.swarm);
+            if !scenario.is_canary() {
+                self.failures += 1;
+                self.progress.say(&format!(
+                    "FAIL {} seed {seed} ({class}): {}\n     replay: {replay}",
+                    scenario.name(),
+                    message.lines().next().unwrap_or("")
+                ));
+            }
+            if entry.failures.len() < REPORT_FAILURES_KEPT_MAX {
+                entry.failures.push(FailureEntry {
+                    seed,
+                    class: class.clone(),
+                    message: message.clone(),
+                    replay,
+                });
+            }
+            if let Some(dir) = &options.seeds_dir
+                && (!scenario.is_canary() || options.record_canary)
+                && let Ok(path) = corpus_path(dir, scenario.name())
+            {
+                let comment = format!("{class}: {}", message.lines().next().unwrap_or(""));
+                if let Err(error) = SeedCorpus::append(&path, seed, &comment) {
+                    self.progress
+                        .say(&format!("dst: cannot record seed {seed}: {error}"));
+                }
+            }
+        }
+        self.report.runs_done += 1;
+    }
+
+    fn stamp(&mut self, started: Instant) {
+        self.report.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        for (entry, digest) in self.report.scenarios.iter_mut().zip(&self.digests) {
+            entry.trace_digest = digest_hex(digest);
+        }
+    }
+
+    fn write(&mut self, path: &Path, started: Instant, completed: bool) {
+        self.stamp(started);
+        self.report.completed = completed;
+        if let Ok(json) = serde_json::to_string_pretty(&self.report) {
+            write_atomically(path, &json);
+        }
+    }
+
+    fn finish(mut self, started: Instant) -> SweepReport {
+        self.progress.finish();
+        self.stamp(started);
+        for entry in &mut self.report.scenarios {
+            entry.failures.sort_by_key(|f| f.seed);
+        }
+        self.report
+    }
+}

@@ -1,0 +1,19 @@
+//! The sweep engine: scenarios over many seeds, in parallel, sharded, with reports,
+//! replay, fault-schedule minimization, and the `dst` command.
+//!
+//! - [`Scenario`]: a simulation with a goal, invariants, a fault profile and coverage
+//!   marks.
+//! - [`engine::run`]: a sweep (workers, watchdog, corpus recording, periodic report).
+//! - [`report`]: tables, JSON, JUnit XML, merging shard reports, exit codes by class.
+//! - [`minimize`]: delta debugging over a failing seed's injected faults.
+//! - [`cli::main`]: the `dst` command, for your own binary.
+
+pub mod cli;
+pub mod engine;
+pub mod minimize;
+pub mod report;
+mod scenario;
+
+pub use engine::{Shard, SweepError, SweepOptions, run, run_one};
+pub use report::{ScenarioReport, SweepReport};
+pub use scenario::Scenario;

@@ -1,0 +1,336 @@
+//! The sweep engine on toy scenarios: a crash or a hang in one seed never stops the
+//! sweep; the time budget stops it with a report of how far it got; failing seeds are
+//! recorded once, atomically, canaries only when asked; reports merge and export.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::LocalBoxFuture;
+use umi_core::env::EnvironmentExt;
+use umi_dst::corpus::SeedCorpus;
+use umi_dst::sweep::engine::ProgressStyle;
+use umi_dst::sweep::{Scenario, SweepOptions, SweepReport, run};
+use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
+
+/// What a toy scenario does on the seeds it picks.
+#[derive(Clone, Copy)]
+enum Misbehaviour {
+    /// Nothing: it passes.
+    None,
+    /// A broken invariant on seeds divisible by 5.
+    Violation,
+    /// A panic on seeds divisible by 7.
+    Panic,
+    /// Blocks its worker thread for four seconds on seed 3 (a hang, as the watchdog sees it).
+    Hang,
+    /// Records a process-wide counter in its trace: state that outlives a seed.
+    Leaky,
+}
+
+/// The leaky toy's global state.
+static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+struct Toy {
+    name: &'static str,
+    misbehaviour: Misbehaviour,
+    canary: bool,
+}
+
+impl Scenario for Toy {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn goal(&self) -> &'static str {
+        "a toy for the engine's own tests"
+    }
+
+    fn faults(&self) -> Vec<FaultConfig> {
+        vec![FaultConfig::new(FaultKind::StorageLatency, 0.5).unwrap()]
+    }
+
+    fn marks(&self) -> &'static [&'static str] {
+        &["toy.slept"]
+    }
+
+    fn is_canary(&self) -> bool {
+        self.canary
+    }
+
+    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        let misbehaviour = self.misbehaviour;
+        Box::pin(async move {
+            let env = sim.env();
+            let seed = sim.seed();
+            env.sleep(Duration::from_millis(env.random_in_range("toy", 1, 1_000)))
+                .await;
+            env.cover("toy.slept");
+            match misbehaviour {
+                Misbehaviour::Violation => {
+                    ensure!(!seed.is_multiple_of(5), "seed {seed} is a multiple of 5");
+                }
+                Misbehaviour::Panic => {
+                    assert!(!seed.is_multiple_of(7), "seed {seed} is a multiple of 7");
+                }
+                Misbehaviour::Hang if seed == 3 => {
+                    #[allow(
+                        clippy::disallowed_methods,
+                        reason = "the point: a run that blocks its thread"
+                    )]
+                    std::thread::sleep(Duration::from_secs(4));
+                }
+                Misbehaviour::Leaky => {
+                    let runs = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    env.record("toy.runs", format_args!("{runs}"));
+                }
+                _ => {}
+            }
+            Ok(())
+        })
+    }
+}
+
+fn toy(name: &'static str, misbehaviour: Misbehaviour) -> Arc<dyn Scenario> {
+    Arc::new(Toy {
+        name,
+        misbehaviour,
+        canary: false,
+    })
+}
+
+fn options(seeds: u64) -> SweepOptions {
+    SweepOptions {
+        seeds,
+        jobs: 2,
+        progress: ProgressStyle::Quiet,
+        ..SweepOptions::default()
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("umi-sweep-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn crashes_and_violations_are_classified_and_the_sweep_goes_on() {
+    let scenarios = [
+        toy("ok", Misbehaviour::None),
+        toy("violates", Misbehaviour::Violation),
+        toy("panics", Misbehaviour::Panic),
+    ];
+    let report = run(&scenarios, &options(35)).unwrap();
+    assert!(report.completed);
+    assert_eq!(report.runs_done, 105);
+    let [ok, violates, panics] = &report.scenarios[..] else {
+        panic!("three scenarios")
+    };
+    assert_eq!((ok.seeds_run, ok.seeds_failed), (35, 0));
+    assert_eq!(violates.seeds_failed, 7);
+    assert_eq!(violates.failures_by_class.get("correctness"), Some(&7));
+    assert_eq!(panics.failures_by_class.get("crash"), Some(&5));
+    let seeds: Vec<u64> = panics.failures.iter().map(|f| f.seed).collect();
+    assert_eq!(seeds, [7, 14, 21, 28, 35]);
+    assert!(
+        panics.failures[0]
+            .replay
+            .contains("dst replay --scenario panics --seed 7"),
+        "{:?}",
+        panics.failures[0]
+    );
+    assert_eq!(report.exit_code(), 11, "a crash outranks a violation");
+    assert!(ok.marks_missing().is_empty() && ok.marks_hit["toy.slept"] == 35);
+    assert!(
+        ok.faults_injected.is_empty(),
+        "the toy's storage fault has no storage to hit"
+    );
+}
+
+#[test]
+fn a_hang_is_a_liveness_failure_and_the_sweep_goes_on() {
+    let scenarios = [toy("hangs", Misbehaviour::Hang)];
+    let report = run(
+        &scenarios,
+        &SweepOptions {
+            seed_timeout: Duration::from_secs(1),
+            ..options(10)
+        },
+    )
+    .unwrap();
+    let hangs = &report.scenarios[0];
+    assert_eq!(hangs.seeds_run, 10, "every seed has a result");
+    assert_eq!(hangs.failures_by_class.get("liveness"), Some(&1));
+    assert_eq!(hangs.failures[0].seed, 3);
+    assert!(
+        hangs.failures[0].message.contains("hang"),
+        "{}",
+        hangs.failures[0].message
+    );
+    assert_eq!(report.exit_code(), 12);
+}
+
+#[test]
+fn the_time_budget_stops_the_sweep_and_the_report_says_so() {
+    let scenarios = [toy("ok", Misbehaviour::None)];
+    let report = run(
+        &scenarios,
+        &SweepOptions {
+            time_budget: Some(Duration::from_millis(300)),
+            ..options(50_000_000)
+        },
+    )
+    .unwrap();
+    assert!(!report.completed);
+    assert!(
+        report.runs_done > 0 && report.runs_done < report.runs_planned,
+        "{} of {}",
+        report.runs_done,
+        report.runs_planned
+    );
+    assert!(report.table().contains("(incomplete)"));
+}
+
+#[test]
+fn failing_seeds_are_recorded_once_and_canaries_only_when_asked() {
+    let dir = temp_dir("record");
+    let canary: Arc<dyn Scenario> = Arc::new(Toy {
+        name: "planted",
+        misbehaviour: Misbehaviour::Violation,
+        canary: true,
+    });
+    let scenarios = [toy("violates", Misbehaviour::Violation), canary];
+    let record = SweepOptions {
+        seeds_dir: Some(dir.clone()),
+        ..options(20)
+    };
+    for _ in 0..2 {
+        let report = run(&scenarios, &record).unwrap();
+        assert_eq!(
+            report.regressions(),
+            4,
+            "the canary's failures do not count"
+        );
+        assert_eq!(report.exit_code(), 10);
+    }
+    let corpus = SeedCorpus::load(&dir.join("violates.seeds")).unwrap();
+    assert_eq!(
+        corpus.seeds(),
+        [5, 10, 15, 20],
+        "recorded once each, in order"
+    );
+    assert!(
+        corpus.entries()[0]
+            .comment
+            .as_deref()
+            .is_some_and(|c| c.starts_with("correctness: seed 5")),
+        "{:?}",
+        corpus.entries()[0]
+    );
+    assert!(
+        !dir.join("planted.seeds").exists(),
+        "canary seeds are not recorded by default"
+    );
+    run(
+        &scenarios,
+        &SweepOptions {
+            record_canary: true,
+            ..record
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        SeedCorpus::load(&dir.join("planted.seeds"))
+            .unwrap()
+            .seeds()
+            .len(),
+        4
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_canary_that_finds_nothing_fails_the_sweep() {
+    let blind: Arc<dyn Scenario> = Arc::new(Toy {
+        name: "blind",
+        misbehaviour: Misbehaviour::None,
+        canary: true,
+    });
+    let report = run(&[blind], &options(10)).unwrap();
+    assert_eq!(report.exit_code(), 20);
+    assert_eq!(report.canaries_missed(), ["blind"]);
+    assert!(
+        report.junit().contains("canary found"),
+        "{}",
+        report.junit()
+    );
+}
+
+#[test]
+fn reports_round_trip_through_json_and_merge_across_shards() {
+    let scenarios = [toy("violates", Misbehaviour::Violation)];
+    let dir = temp_dir("report");
+    let mut parts = Vec::new();
+    for index in 1..=2 {
+        let path = dir.join(format!("shard-{index}.json"));
+        let shard = umi_dst::sweep::Shard::parse(&format!("{index}/2")).unwrap();
+        let report = run(
+            &scenarios,
+            &SweepOptions {
+                shard: Some(shard),
+                report_path: Some(path.clone()),
+                ..options(30)
+            },
+        )
+        .unwrap();
+        let read: SweepReport =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(read, report, "the file is the report");
+        assert!(read.completed);
+        parts.push(read);
+    }
+    let whole = run(&scenarios, &options(30)).unwrap();
+    let merged = SweepReport::merge(&parts);
+    assert_eq!(merged.runs_done, 30);
+    let (a, b) = (&merged.scenarios[0], &whole.scenarios[0]);
+    assert_eq!(
+        (a.seeds_run, a.seeds_failed, &a.trace_digest),
+        (b.seeds_run, b.seeds_failed, &b.trace_digest)
+    );
+    let failed: BTreeSet<u64> = a.failures.iter().map(|f| f.seed).collect();
+    assert_eq!(failed, BTreeSet::from([5, 10, 15, 20, 25, 30]));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_determinism_check_catches_state_that_outlives_a_seed() {
+    let scenarios = [
+        toy("leaky", Misbehaviour::Leaky),
+        toy("ok", Misbehaviour::None),
+    ];
+    let unchecked = run(&scenarios, &options(5)).unwrap();
+    assert_eq!(unchecked.exit_code(), 0, "one run per seed cannot see it");
+    let checked = run(
+        &scenarios,
+        &SweepOptions {
+            check_determinism: true,
+            ..options(5)
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        checked.scenarios[0].failures_by_class.get("nondeterminism"),
+        Some(&5)
+    );
+    assert_eq!(checked.scenarios[1].seeds_failed, 0);
+    assert!(
+        checked.scenarios[0].failures[0]
+            .message
+            .contains("different traces")
+    );
+    assert_eq!(checked.exit_code(), 13);
+    assert!(checked.table().contains("determinism checked"));
+}
