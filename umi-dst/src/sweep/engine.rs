@@ -1,10 +1,10 @@
 //! Running scenarios over many seeds, in parallel.
 //!
-//! Work is a list of (scenario, seed) runs, seed-major so that a sweep cut short by its
-//! time budget has still covered every scenario. Worker threads take runs from a shared
-//! counter; each run is one seed on its own single-threaded simulated runtime, so the
-//! number of workers never changes a seed's result (a test checks `--jobs 1` and
-//! `--jobs 2` give identical trace hashes).
+//! Work is numbered (scenario, seed) runs, seed-major so that a sweep cut short by its
+//! time budget has still covered every scenario (`plan.rs`). Worker threads take run
+//! numbers from a shared counter (`worker.rs`); each run is one seed on its own
+//! single-threaded simulated runtime, so the number of workers never changes a seed's
+//! result (a test checks `--jobs 1` and `--jobs 2` give identical trace hashes).
 //!
 //! The main thread collects results, records failing seeds in the corpus (atomically),
 //! prints progress, rewrites the JSON report every few seconds (so a sweep killed
@@ -22,20 +22,24 @@
 )]
 
 use std::collections::BTreeSet;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::plan::Plan;
+pub use super::plan::Shard;
+use super::progress::Progress;
+pub use super::progress::ProgressStyle;
 use super::report::{
     FailureEntry, REPORT_FAILURES_KEPT_MAX, ScenarioReport, SweepReport, digest_hex, fold_digest,
 };
 use super::scenario::Scenario;
+use super::worker::{Outcome, QuietWorkers, Shared, spawn_worker, watchdog};
 use crate::corpus::{SeedCorpus, corpus_path};
 use crate::simulation::report::FailureClass;
-use crate::simulation::{SeedRun, Simulation, panic_message};
+use crate::simulation::{SeedRun, Simulation};
 
 /// Seeds per scenario a sweep runs unless told otherwise (the README's main job, and
 /// the range whose coverage marks a test checks).
@@ -54,56 +58,6 @@ const TICK: Duration = Duration::from_millis(200);
 
 /// How often the JSON report is rewritten during a sweep.
 const REPORT_EVERY: Duration = Duration::from_secs(5);
-
-/// A shard: the seeds whose offset from the start is `index` modulo `count` (0-based).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    /// This shard, from 0.
-    pub index: u64,
-    /// How many shards there are.
-    pub count: u64,
-}
-
-impl Shard {
-    /// Parses `i/n` (1-based, as CI matrices number jobs).
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let (index, count) = text
-            .split_once('/')
-            .ok_or_else(|| format!("shard {text:?} is not i/n"))?;
-        let index: u64 = index
-            .trim()
-            .parse()
-            .map_err(|_| format!("shard index {index:?} is not a number"))?;
-        let count: u64 = count
-            .trim()
-            .parse()
-            .map_err(|_| format!("shard count {count:?} is not a number"))?;
-        if count == 0 || index == 0 || index > count {
-            return Err(format!("shard {text:?}: need 1 <= i <= n"));
-        }
-        Ok(Self {
-            index: index - 1,
-            count,
-        })
-    }
-
-    /// Whether this shard runs `seed` of a range starting at `seed_start`.
-    pub fn owns(&self, seed: u64, seed_start: u64) -> bool {
-        seed.wrapping_sub(seed_start) % self.count == self.index
-    }
-}
-
-/// How progress is shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ProgressStyle {
-    /// A bar on a terminal, plain lines otherwise.
-    #[default]
-    Auto,
-    /// Plain lines.
-    Lines,
-    /// Nothing.
-    Quiet,
-}
 
 /// What to sweep, and how.
 #[derive(Debug, Clone)]
@@ -242,229 +196,10 @@ pub fn current_commit() -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
-struct Outcome {
-    index: usize,
-    run: Result<SeedRun, String>,
-    wall: Duration,
-}
-
-/// The runs of a sweep, numbered seed-major without being stored: run `i` is scenario
-/// `i % scenarios` on the `i / scenarios`-th seed this shard owns.
-#[derive(Debug, Clone, Copy)]
-struct Plan {
-    seed_first: u64,
-    seed_stride: u64,
-    seeds: u64,
-    scenarios: usize,
-}
-
-impl Plan {
-    fn new(options: &SweepOptions, scenarios: usize) -> Self {
-        let shard = options.shard.unwrap_or(Shard { index: 0, count: 1 });
-        let seeds = if options.seeds > shard.index {
-            (options.seeds - shard.index - 1) / shard.count + 1
-        } else {
-            0
-        };
-        Self {
-            seed_first: options.seed_start + shard.index,
-            seed_stride: shard.count,
-            seeds,
-            scenarios,
-        }
-    }
-
-    fn total(&self) -> usize {
-        usize::try_from(self.seeds)
-            .unwrap_or(usize::MAX)
-            .saturating_mul(self.scenarios)
-    }
-
-    /// Run `index`: (scenario index, seed).
-    fn item(&self, index: usize) -> Option<(usize, u64)> {
-        (index < self.total()).then(|| {
-            (
-                index % self.scenarios,
-                self.seed_first + (index / self.scenarios) as u64 * self.seed_stride,
-            )
-        })
-    }
-}
-
-struct Shared {
-    plan: Plan,
-    next: AtomicUsize,
-    stop: AtomicBool,
-    slots: Mutex<Vec<Option<(usize, Instant)>>>,
-    /// Slots whose worker was declared hung (and replaced): if it ever finishes, it stops.
-    retired: Mutex<BTreeSet<usize>>,
-    scenarios: Vec<Arc<dyn Scenario>>,
-    swarm: bool,
-    check_determinism: bool,
-}
-
-/// Runs one seed, twice if `check_determinism`: two traces that differ make it a
-/// nondeterminism failure, whatever else happened.
-fn run_checked(
-    scenario: &dyn Scenario,
-    seed: u64,
-    swarm: bool,
-    check_determinism: bool,
-) -> SeedRun {
-    let mut first = run_one(scenario, seed, swarm, |c| c);
-    if check_determinism {
-        let second = run_one(scenario, seed, swarm, |c| c);
-        if second.trace_hash != first.trace_hash {
-            let message = format!(
-                "two runs of seed {seed} gave different traces ({} and {}, {} and {} events): something reads the wall clock, OS randomness, a hash map's iteration order, or state left by another seed; DST_CHECK_DETERMINISM=1 on a simulation test shows where they diverge",
-                first.trace_hash, second.trace_hash, first.events, second.events
-            );
-            first.failure = Some((FailureClass::Nondeterminism, message));
-        }
-    }
-    first
-}
-
-fn spawn_worker(shared: &Arc<Shared>, slot: usize, results: mpsc::Sender<Outcome>) {
-    let shared = shared.clone();
-    let spawned = std::thread::Builder::new()
-        .name(format!("dst-worker-{slot}"))
-        .spawn(move || {
-            loop {
-                if shared.stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let index = shared.next.fetch_add(1, Ordering::Relaxed);
-                let Some((scenario, seed)) = shared.plan.item(index) else {
-                    break;
-                };
-                shared.slots.lock().unwrap_or_else(PoisonError::into_inner)[slot] =
-                    Some((index, Instant::now()));
-                let started = Instant::now();
-                let scenario = shared.scenarios[scenario].clone();
-                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run_checked(
-                        scenario.as_ref(),
-                        seed,
-                        shared.swarm,
-                        shared.check_determinism,
-                    )
-                }))
-                .map_err(|payload| panic_message(&*payload));
-                if shared
-                    .retired
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .contains(&slot)
-                {
-                    break; // declared hung and replaced; its late result is not wanted
-                }
-                shared.slots.lock().unwrap_or_else(PoisonError::into_inner)[slot] = None;
-                if results
-                    .send(Outcome {
-                        index,
-                        run,
-                        wall: started.elapsed(),
-                    })
-                    .is_err()
-                {
-                    break;
-                }
-            }
-        });
-    assert!(spawned.is_ok(), "cannot spawn a sweep worker: {spawned:?}");
-}
-
-/// Silences panic messages from worker threads (their panics are reported as crashes);
-/// other threads keep the previous hook.
-struct QuietWorkers;
-
-impl QuietWorkers {
-    fn install() -> Self {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !std::thread::current()
-                .name()
-                .is_some_and(|n| n.starts_with("dst-worker-"))
-            {
-                previous(info);
-            }
-        }));
-        Self
-    }
-}
-
-impl Drop for QuietWorkers {
-    fn drop(&mut self) {
-        let _ = std::panic::take_hook();
-    }
-}
-
 fn write_atomically(path: &Path, text: &str) {
     let temp = path.with_extension(format!("tmp-{}", std::process::id()));
     if std::fs::write(&temp, text).is_ok() {
         let _ = std::fs::rename(&temp, path);
-    }
-}
-
-struct Progress {
-    style: ProgressStyle,
-    bar: Option<indicatif::ProgressBar>,
-    last_line: Instant,
-}
-
-impl Progress {
-    fn new(style: ProgressStyle, total: u64) -> Self {
-        let bar = (style == ProgressStyle::Auto && std::io::stderr().is_terminal()).then(|| {
-            let bar = indicatif::ProgressBar::new(total);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} runs {msg}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            bar
-        });
-        Self {
-            style,
-            bar,
-            last_line: Instant::now(),
-        }
-    }
-
-    #[allow(clippy::print_stderr, reason = "progress goes to stderr")]
-    fn update(&mut self, done: u64, total: u64, failures: u64, started: Instant) {
-        match &self.bar {
-            Some(bar) => {
-                bar.set_position(done);
-                bar.set_message(format!("{failures} failure(s)"));
-            }
-            None if self.style != ProgressStyle::Quiet
-                && self.last_line.elapsed() >= Duration::from_secs(5) =>
-            {
-                self.last_line = Instant::now();
-                eprintln!(
-                    "dst: {done}/{total} runs, {failures} failure(s), {:.1} s",
-                    started.elapsed().as_secs_f64()
-                );
-            }
-            None => {}
-        }
-    }
-
-    #[allow(clippy::print_stderr, reason = "progress goes to stderr")]
-    fn say(&self, line: &str) {
-        match &self.bar {
-            Some(bar) => bar.println(line),
-            None if self.style != ProgressStyle::Quiet => eprintln!("{line}"),
-            None => {}
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
     }
 }
 
@@ -609,35 +344,6 @@ pub fn run(
         write_atomically(path, &json);
     }
     Ok(report)
-}
-
-/// Runs in flight past `timeout`: recorded as hangs (their slot freed for a replacement).
-fn watchdog(shared: &Shared, hung_already: &BTreeSet<usize>, timeout: Duration) -> Vec<Outcome> {
-    let mut slots = shared.slots.lock().unwrap_or_else(PoisonError::into_inner);
-    let mut retired = shared
-        .retired
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    let mut hung = Vec::new();
-    for (number, slot) in slots.iter_mut().enumerate() {
-        if let Some((index, since)) = *slot
-            && since.elapsed() > timeout
-            && !hung_already.contains(&index)
-        {
-            *slot = None;
-            retired.insert(number);
-            let message = format!(
-                "no result after {} s of wall time: a hang (a loop that never yields, or blocking I/O)",
-                timeout.as_secs()
-            );
-            hung.push(Outcome {
-                index,
-                run: Err(format!("HANG {message}")),
-                wall: since.elapsed(),
-            });
-        }
-    }
-    hung
 }
 
 /// Folds outcomes into the report.

@@ -3,7 +3,9 @@
 //!
 //! - [`Scenario`]: a simulation with a goal, invariants, a fault profile and coverage
 //!   marks.
-//! - [`engine::run`]: a sweep (workers, watchdog, corpus recording, periodic report).
+//! - [`engine::run`]: a sweep (corpus recording, periodic report), over the runs a
+//!   `plan` numbers (shards), executed by `worker` threads under a watchdog, with
+//!   `progress` on the terminal.
 //! - [`report`]: tables, JSON, JUnit XML, merging shard reports, exit codes by class.
 //! - [`minimize`]: delta debugging over a failing seed's injected faults.
 //! - [`cli::main`]: the `dst` command, for your own binary.
@@ -11,8 +13,11 @@
 pub mod cli;
 pub mod engine;
 pub mod minimize;
+mod plan;
+mod progress;
 pub mod report;
 mod scenario;
+mod worker;
 
 pub use engine::{Shard, SweepError, SweepOptions, run, run_one};
 pub use report::{ScenarioReport, SweepReport};

@@ -1,0 +1,170 @@
+//! Worker threads: each takes the next run number, runs that seed of that scenario on a
+//! fresh simulated runtime (twice, to compare traces, when asked), and sends the outcome
+//! to the main thread; the watchdog declares runs without a result hung.
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the sweep engine measures wall time and runs worker threads, outside every simulation"
+)]
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::engine::run_one;
+use super::plan::Plan;
+use super::scenario::Scenario;
+use crate::simulation::report::FailureClass;
+use crate::simulation::{SeedRun, panic_message};
+
+/// A run's result, as a worker sends it.
+pub(crate) struct Outcome {
+    pub(crate) index: usize,
+    pub(crate) run: Result<SeedRun, String>,
+    pub(crate) wall: Duration,
+}
+
+/// What the workers share with the main thread.
+pub(crate) struct Shared {
+    pub(crate) plan: Plan,
+    pub(crate) next: AtomicUsize,
+    pub(crate) stop: AtomicBool,
+    pub(crate) slots: Mutex<Vec<Option<(usize, Instant)>>>,
+    /// Slots whose worker was declared hung (and replaced): if it ever finishes, it stops.
+    pub(crate) retired: Mutex<BTreeSet<usize>>,
+    pub(crate) scenarios: Vec<Arc<dyn Scenario>>,
+    pub(crate) swarm: bool,
+    pub(crate) check_determinism: bool,
+}
+
+/// Runs one seed, twice if `check_determinism`: two traces that differ make it a
+/// nondeterminism failure, whatever else happened.
+fn run_checked(
+    scenario: &dyn Scenario,
+    seed: u64,
+    swarm: bool,
+    check_determinism: bool,
+) -> SeedRun {
+    let mut first = run_one(scenario, seed, swarm, |c| c);
+    if check_determinism {
+        let second = run_one(scenario, seed, swarm, |c| c);
+        if second.trace_hash != first.trace_hash {
+            let message = format!(
+                "two runs of seed {seed} gave different traces ({} and {}, {} and {} events): something reads the wall clock, OS randomness, a hash map's iteration order, or state left by another seed; DST_CHECK_DETERMINISM=1 on a simulation test shows where they diverge",
+                first.trace_hash, second.trace_hash, first.events, second.events
+            );
+            first.failure = Some((FailureClass::Nondeterminism, message));
+        }
+    }
+    first
+}
+
+pub(crate) fn spawn_worker(shared: &Arc<Shared>, slot: usize, results: mpsc::Sender<Outcome>) {
+    let shared = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("dst-worker-{slot}"))
+        .spawn(move || {
+            loop {
+                if shared.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let index = shared.next.fetch_add(1, Ordering::Relaxed);
+                let Some((scenario, seed)) = shared.plan.item(index) else {
+                    break;
+                };
+                shared.slots.lock().unwrap_or_else(PoisonError::into_inner)[slot] =
+                    Some((index, Instant::now()));
+                let started = Instant::now();
+                let scenario = shared.scenarios[scenario].clone();
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_checked(
+                        scenario.as_ref(),
+                        seed,
+                        shared.swarm,
+                        shared.check_determinism,
+                    )
+                }))
+                .map_err(|payload| panic_message(&*payload));
+                if shared
+                    .retired
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .contains(&slot)
+                {
+                    break; // declared hung and replaced; its late result is not wanted
+                }
+                shared.slots.lock().unwrap_or_else(PoisonError::into_inner)[slot] = None;
+                if results
+                    .send(Outcome {
+                        index,
+                        run,
+                        wall: started.elapsed(),
+                    })
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+    assert!(spawned.is_ok(), "cannot spawn a sweep worker: {spawned:?}");
+}
+
+/// Silences panic messages from worker threads (their panics are reported as crashes);
+/// other threads keep the previous hook.
+pub(crate) struct QuietWorkers;
+
+impl QuietWorkers {
+    pub(crate) fn install() -> Self {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !std::thread::current()
+                .name()
+                .is_some_and(|n| n.starts_with("dst-worker-"))
+            {
+                previous(info);
+            }
+        }));
+        Self
+    }
+}
+
+impl Drop for QuietWorkers {
+    fn drop(&mut self) {
+        let _ = std::panic::take_hook();
+    }
+}
+
+/// Runs in flight past `timeout`: recorded as hangs (their slot freed for a replacement).
+pub(crate) fn watchdog(
+    shared: &Shared,
+    hung_already: &BTreeSet<usize>,
+    timeout: Duration,
+) -> Vec<Outcome> {
+    let mut slots = shared.slots.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut retired = shared
+        .retired
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let mut hung = Vec::new();
+    for (number, slot) in slots.iter_mut().enumerate() {
+        if let Some((index, since)) = *slot
+            && since.elapsed() > timeout
+            && !hung_already.contains(&index)
+        {
+            *slot = None;
+            retired.insert(number);
+            let message = format!(
+                "no result after {:.1} s of wall time: a hang (a loop that never yields, or blocking I/O)",
+                timeout.as_secs_f64()
+            );
+            hung.push(Outcome {
+                index,
+                run: Err(format!("HANG {message}")),
+                wall: since.elapsed(),
+            });
+        }
+    }
+    hung
+}
