@@ -5,8 +5,8 @@
 //! 2. the whole sweep with one worker versus two (goal: at least 1.8× faster on two
 //!    cores);
 //! 3. memory: resident set size before any sweep, after the throughput sweeps, and after
-//!    each half of 10,000 more seeds; the peak per worker (it must not grow with the
-//!    number of seeds: the second half should add next to nothing).
+//!    each quarter of 10,000 more seeds; the peak per worker (it must not grow with the
+//!    number of seeds: the later quarters should add next to nothing).
 //!
 //! Run with `cargo bench -p umi-scenarios --bench sweep` (part of `make bench`).
 
@@ -27,6 +27,9 @@ const SEEDS_THROUGHPUT: u64 = 600;
 
 /// Seeds per scenario for the memory figure's long sweep.
 const SEEDS_LONG: u64 = 10_000;
+
+/// Parts of the long sweep, with the resident set size printed after each.
+const QUARTERS: u64 = 4;
 
 fn sweep(seeds: u64, seed_start: u64, jobs: usize) -> (SweepReport, f64) {
     let options = SweepOptions {
@@ -87,33 +90,36 @@ fn main() {
     );
 
     let rss_warm = status_kib("VmRSS:");
-    let (_, first_s) = sweep(SEEDS_LONG / 2, 2_000_000, 2);
-    let rss_half = status_kib("VmRSS:");
-    let (_, second_s) = sweep(SEEDS_LONG / 2, 2_000_000 + SEEDS_LONG / 2, 2);
-    let rss_long = status_kib("VmRSS:");
+    println!("\nmemory (2 workers; {SEEDS_LONG} more seeds per scenario in {QUARTERS} parts):");
+    let mut previous = rss_warm;
+    let mut long_s = 0.0;
+    let mut steps = Vec::new();
+    for part in 0..QUARTERS {
+        let (_, took) = sweep(
+            SEEDS_LONG / QUARTERS,
+            2_000_000 + part * (SEEDS_LONG / QUARTERS),
+            2,
+        );
+        long_s += took;
+        let now = status_kib("VmRSS:");
+        steps.push((now, now.zip(previous).map(|(n, p)| n as i64 - p as i64)));
+        previous = now;
+    }
     let peak = status_kib("VmHWM:");
-    println!(
-        "\nmemory (2 workers; {} runs in the long sweep, {:.1} s):",
-        SEEDS_LONG * one.scenarios.len() as u64,
-        first_s + second_s
-    );
-    match (rss_start, rss_warm, rss_half, rss_long, peak) {
-        (Some(start), Some(warm), Some(half), Some(long), Some(peak)) => {
-            println!("  resident before any sweep       : {start:>8} KiB  baseline");
-            println!("  after the throughput sweeps     : {warm:>8} KiB");
+    match (rss_start, rss_warm, peak) {
+        (Some(start), Some(warm), Some(peak)) => {
+            println!("  resident before any sweep    : {start:>8} KiB  baseline");
+            println!("  after the throughput sweeps  : {warm:>8} KiB");
+            for (part, (now, delta)) in steps.iter().enumerate() {
+                println!(
+                    "  after {:>6} more seeds       : {:>8} KiB  ({:+} KiB)",
+                    (part as u64 + 1) * (SEEDS_LONG / QUARTERS),
+                    now.unwrap_or(0),
+                    delta.unwrap_or(0)
+                );
+            }
             println!(
-                "  after {:>5} more seeds          : {half:>8} KiB  ({:+} KiB)",
-                SEEDS_LONG / 2,
-                half as i64 - warm as i64
-            );
-            println!(
-                "  after {:>5} more seeds again    : {long:>8} KiB  ({:+} KiB, {:.3}x the half-way figure)",
-                SEEDS_LONG / 2,
-                long as i64 - half as i64,
-                long as f64 / half as f64
-            );
-            println!(
-                "  peak                            : {peak:>8} KiB  ({} KiB per worker over the baseline)",
+                "  peak                         : {peak:>8} KiB  ({} KiB per worker over the baseline; {long_s:.1} s)",
                 peak.saturating_sub(start) / 2
             );
         }
