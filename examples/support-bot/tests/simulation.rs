@@ -1,6 +1,7 @@
 //! The support bot under a model that fails a third of the time.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use umi_core::memory::Memory;
 use umi_core::storage::InMemoryStorage;
@@ -35,8 +36,12 @@ fn retries_are_bounded_and_honour_retry_after() {
                         "only 429s were injected: {last}"
                     );
                     ensure!(
-                        attempts == config.attempts_max || last.retry_after_ms().is_some(),
-                        "gave up early after {attempts}: {last}"
+                        attempts == config.attempts_max
+                            || last
+                                .retry_after_ms()
+                                .is_some_and(|ms| Duration::from_millis(ms) > config.wait_max),
+                        "gave up after {attempts} attempt(s) though asked to wait only {:?}: {last}",
+                        last.retry_after_ms()
                     );
                 }
                 Err(error) => return Err(umi_dst::Violation::new(format!("unexpected: {error}"))),

@@ -46,6 +46,29 @@ fn io(context: &str) -> impl Fn(StorageError) -> String + '_ {
     move |error| format!("{context}: unexpected error {error}")
 }
 
+/// The ids of `list_entities(offset, limit)`, in order.
+async fn listed_ids(
+    storage: &dyn Storage,
+    offset: usize,
+    limit: usize,
+) -> Result<Vec<String>, String> {
+    let entities = storage
+        .list_entities(offset, limit)
+        .await
+        .map_err(io("list"))?;
+    Ok(entities.into_iter().map(|e| e.id).collect())
+}
+
+/// The ids of `search(query, limit)`, best first.
+async fn searched_ids(
+    storage: &dyn Storage,
+    query: &str,
+    limit: usize,
+) -> Result<Vec<String>, String> {
+    let hits = storage.search(query, limit).await.map_err(io("search"))?;
+    Ok(hits.into_iter().map(|h| h.entity.id).collect())
+}
+
 /// Runs the suite on `storage`, which must start empty.
 pub async fn check(storage: &dyn Storage) -> Result<(), String> {
     // Empty.
@@ -70,11 +93,7 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
         "a missing note is None"
     );
     rule!(
-        storage
-            .search("anything", 10)
-            .await
-            .map_err(io("search"))?
-            .is_empty(),
+        searched_ids(storage, "anything", 10).await?.is_empty(),
         "an empty store finds nothing"
     );
 
@@ -114,24 +133,12 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
         storage.get_note("n1").await.map_err(io("get note"))? == Some(note.clone()),
         "a note reads back as written"
     );
-    let listed: Vec<String> = storage
-        .list_entities(0, 10)
-        .await
-        .map_err(io("list"))?
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
+    let listed: Vec<String> = listed_ids(storage, 0, 10).await?;
     rule!(
         listed == ["e1", "e2", "e3"],
         "list is in insertion order: {listed:?}"
     );
-    let page: Vec<String> = storage
-        .list_entities(1, 1)
-        .await
-        .map_err(io("list"))?
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
+    let page: Vec<String> = listed_ids(storage, 1, 1).await?;
     rule!(page == ["e2"], "list honours offset and limit: {page:?}");
     rule!(
         storage
@@ -212,29 +219,14 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
         hits.windows(2).all(|w| w[0].score >= w[1].score),
         "hits are best first"
     );
-    let again: Vec<String> = storage
-        .search("Alice Paris", 10)
-        .await
-        .map_err(io("search"))?
-        .into_iter()
-        .map(|h| h.entity.id)
-        .collect();
+    let again: Vec<String> = searched_ids(storage, "Alice Paris", 10).await?;
     rule!(again == ids, "the same search gives the same order");
     rule!(
-        storage
-            .search("Alice Paris", 1)
-            .await
-            .map_err(io("search"))?
-            .len()
-            == 1,
+        searched_ids(storage, "Alice Paris", 1).await?.len() == 1,
         "search honours its limit"
     );
     rule!(
-        storage
-            .search("?! ...", 10)
-            .await
-            .map_err(io("search"))?
-            .is_empty(),
+        searched_ids(storage, "?! ...", 10).await?.is_empty(),
         "a query without words finds nothing"
     );
     rule!(
@@ -264,32 +256,14 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
         storage.get_entity("e1").await.map_err(io("get"))? == Some(renamed),
         "an upsert replaces the entity"
     );
-    let listed: Vec<String> = storage
-        .list_entities(0, 10)
-        .await
-        .map_err(io("list"))?
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
+    let listed: Vec<String> = listed_ids(storage, 0, 10).await?;
     rule!(
         listed == ["e1", "e2", "e3"],
         "an upsert keeps insertion order: {listed:?}"
     );
-    let oslo: Vec<String> = storage
-        .search("Oslo", 10)
-        .await
-        .map_err(io("search"))?
-        .into_iter()
-        .map(|h| h.entity.id)
-        .collect();
+    let oslo: Vec<String> = searched_ids(storage, "Oslo", 10).await?;
     rule!(oslo == ["e1"], "new content is searchable: {oslo:?}");
-    let joined: Vec<String> = storage
-        .search("joined", 10)
-        .await
-        .map_err(io("search"))?
-        .into_iter()
-        .map(|h| h.entity.id)
-        .collect();
+    let joined: Vec<String> = searched_ids(storage, "joined", 10).await?;
     rule!(joined.is_empty(), "old content is not: {joined:?}");
 
     // A dangling link refuses the whole batch.
@@ -351,11 +325,7 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
         "from list_links too"
     );
     rule!(
-        storage
-            .search("Oslo", 10)
-            .await
-            .map_err(io("search"))?
-            .is_empty(),
+        searched_ids(storage, "Oslo", 10).await?.is_empty(),
         "and from search"
     );
     rule!(

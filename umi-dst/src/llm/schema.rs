@@ -590,29 +590,13 @@ impl Validator<'_> {
         }
         if let Some(text) = value.as_str() {
             let chars = text.chars().count() as u64;
-            if schema
-                .get("minLength")
-                .and_then(Value::as_u64)
-                .is_some_and(|m| chars < m)
-                || schema
-                    .get("maxLength")
-                    .and_then(Value::as_u64)
-                    .is_some_and(|m| chars > m)
-            {
+            if !within(&schema, "minLength", "maxLength", chars) {
                 return false;
             }
         }
         if let Some(items) = value.as_array() {
             let len = items.len() as u64;
-            if schema
-                .get("minItems")
-                .and_then(Value::as_u64)
-                .is_some_and(|m| len < m)
-                || schema
-                    .get("maxItems")
-                    .and_then(Value::as_u64)
-                    .is_some_and(|m| len > m)
-            {
+            if !within(&schema, "minItems", "maxItems", len) {
                 return false;
             }
             if let Some(item_schema) = schema.get("items")
@@ -654,6 +638,12 @@ impl Validator<'_> {
         }
         true
     }
+}
+
+/// Whether `count` is within the schema's `min_key` and `max_key` (each optional).
+fn within(schema: &Value, min_key: &str, max_key: &str, count: u64) -> bool {
+    let bound = |key: &str| schema.get(key).and_then(Value::as_u64);
+    bound(min_key).is_none_or(|min| count >= min) && bound(max_key).is_none_or(|max| count <= max)
 }
 
 #[cfg(test)]

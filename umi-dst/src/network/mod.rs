@@ -382,3 +382,26 @@ impl Transport for SimNetwork {
         })
     }
 }
+
+/// The `tools` of a request body: both formats send OpenAI's
+/// `[{"type": "function", "function": {name, description, parameters}}]`.
+fn parse_tools(value: &serde_json::Value) -> Result<Vec<umi_core::llm::ToolDefinition>, String> {
+    use serde_json::Value;
+    let tools = value
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    tools
+        .map(|tool| {
+            let function = tool.get("function").ok_or("a tool has no function")?;
+            let text = |key: &str| function.get(key).and_then(Value::as_str).unwrap_or("");
+            let parameters = function.get("parameters").cloned();
+            Ok(umi_core::llm::ToolDefinition::new(
+                text("name"),
+                text("description"),
+                parameters.unwrap_or_else(|| serde_json::json!({"type": "object"})),
+            ))
+        })
+        .collect()
+}

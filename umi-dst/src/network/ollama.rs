@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use umi_core::llm::{
     CompletionRequest, CompletionResponse, FinishReason, LlmError, Message, StreamEvent,
-    TokenUsage, ToolCall, ToolDefinition,
+    TokenUsage, ToolCall,
 };
 
 /// The request a client sent, and whether it asked for a stream (Ollama's default).
@@ -66,25 +66,7 @@ pub fn parse_request(body: &[u8]) -> Result<(CompletionRequest, bool), String> {
             },
         );
     }
-    for tool in value
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let function = tool.get("function").ok_or("a tool has no function")?;
-        request.tools.push(ToolDefinition::new(
-            function.get("name").and_then(Value::as_str).unwrap_or(""),
-            function
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or(""),
-            function
-                .get("parameters")
-                .cloned()
-                .unwrap_or_else(|| json!({"type": "object"})),
-        ));
-    }
+    request.tools = super::parse_tools(&value)?;
     let options = value.get("options").cloned().unwrap_or_default();
     request.max_tokens = options
         .get("num_predict")

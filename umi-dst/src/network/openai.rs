@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 use umi_core::llm::{
-    CompletionRequest, CompletionResponse, LlmError, Message, StreamEvent, ToolCall, ToolDefinition,
+    CompletionRequest, CompletionResponse, LlmError, Message, StreamEvent, ToolCall,
 };
 
 /// The request a client sent, and whether it asked for a stream.
@@ -67,25 +67,7 @@ pub fn parse_request(body: &[u8]) -> Result<(CompletionRequest, bool), String> {
             other => return Err(format!("unknown role {other:?}")),
         });
     }
-    for tool in value
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let function = tool.get("function").ok_or("a tool has no function")?;
-        request.tools.push(ToolDefinition::new(
-            function.get("name").and_then(Value::as_str).unwrap_or(""),
-            function
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or(""),
-            function
-                .get("parameters")
-                .cloned()
-                .unwrap_or_else(|| json!({"type": "object"})),
-        ));
-    }
+    request.tools = super::parse_tools(&value)?;
     request.max_tokens = value
         .get("max_tokens")
         .or_else(|| value.get("max_completion_tokens"))

@@ -39,11 +39,6 @@ impl Shard {
             count,
         })
     }
-
-    /// Whether this shard runs `seed` of a range starting at `seed_start`.
-    pub fn owns(&self, seed: u64, seed_start: u64) -> bool {
-        seed.wrapping_sub(seed_start) % self.count == self.index
-    }
 }
 
 /// The runs of a sweep, numbered seed-major without being stored: run `i` is scenario

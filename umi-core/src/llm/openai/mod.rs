@@ -21,10 +21,10 @@ use super::provider::LanguageModel;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
 use super::transport::{HttpRequest, HttpResponse, Transport};
-use super::wire::errors::from_status;
-use super::wire::reader::{events, read_body, read_error_body};
-use crate::constants::{HTTP_BODY_BYTES_MAX, HTTP_ERROR_BODY_BYTES_MAX, HTTP_TIMEOUT_MS_DEFAULT};
-use crate::env::{Env, EnvironmentExt};
+use super::wire::exchange;
+use super::wire::reader::{events, read_body};
+use crate::constants::{HTTP_BODY_BYTES_MAX, HTTP_TIMEOUT_MS_DEFAULT};
+use crate::env::Env;
 
 /// How to reach one model of an OpenAI-compatible server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,42 +126,10 @@ impl OpenAiClient {
 
     /// Sends and returns the response if its status is 2xx, the mapped error otherwise.
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, LlmError> {
-        let timeout_ms = u64::try_from(self.config.timeout.as_millis()).unwrap_or(u64::MAX);
-        let response = self
-            .env
-            .timeout(self.config.timeout, self.transport.send(request))
+        let (timeout, idle) = (self.config.timeout, self.config.idle_timeout);
+        exchange::send(self.transport.as_ref(), &self.env, request, timeout, idle)
             .await
-            .map_err(|_| LlmError::Timeout {
-                after_ms: timeout_ms,
-            })??;
-        if (200..300).contains(&response.status) {
-            return Ok(response);
-        }
-        let status = response.status;
-        let headers = response.headers.clone();
-        let body = read_error_body(
-            response.body,
-            &self.env,
-            self.config.idle_timeout,
-            HTTP_ERROR_BODY_BYTES_MAX,
-        )
-        .await;
-        let header = |name: &str| {
-            headers
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.clone())
-        };
-        let error = from_status(status, header, &body, self.env.unix_time_ms());
-        if matches!(
-            error,
-            LlmError::RateLimit {
-                retry_after_ms: Some(_)
-            }
-        ) {
-            self.env.cover("wire.retry_after_header");
-        }
-        Err(error)
+            .map_err(|refused| refused.error)
     }
 }
 
