@@ -178,10 +178,19 @@ pub const HTTP_ERROR_BODY_BYTES_MAX: usize = 64 * 1024;
 /// Bytes of one SSE or NDJSON line.
 pub const WIRE_LINE_BYTES_MAX: usize = 1024 * 1024;
 
+/// Bytes of one streamed body in all: a server that never ends a stream is cut here.
+pub const WIRE_STREAM_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+/// Bytes of one server-sent event's data (all its `data:` lines together).
+pub const WIRE_EVENT_BYTES_MAX: usize = 4 * 1024 * 1024;
+
 /// Default time to the response's headers, and between body chunks.
 pub const HTTP_TIMEOUT_MS_DEFAULT: u64 = 60_000;
 
 const _: () = assert!(WIRE_LINE_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
+const _: () = assert!(WIRE_LINE_BYTES_MAX <= WIRE_EVENT_BYTES_MAX);
+const _: () = assert!(WIRE_EVENT_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
+const _: () = assert!(HTTP_BODY_BYTES_MAX <= WIRE_STREAM_BYTES_MAX);
 const _: () = assert!(HTTP_ERROR_BODY_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
 const _: () = assert!(RESPONSE_TEXT_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
 

@@ -47,24 +47,21 @@ fn response() -> impl Strategy<Value = CompletionResponse> {
         "\\PC{0,40}",
         prop::collection::vec(("[a-z_]{1,10}", arguments()), 0..4),
         finish_reason(),
-        (any::<u16>(), any::<u16>()),
+        prop::option::of((any::<u16>(), any::<u16>())),
     )
-        .prop_map(
-            |(text, calls, finish_reason, (prompt, completion))| CompletionResponse {
-                text,
-                tool_calls: calls
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, (name, arguments))| {
-                        ToolCall::new(format!("call-{i}"), name, arguments)
-                    })
-                    .collect(),
-                reasoning: None,
-                finish_reason,
-                usage: TokenUsage::new(prompt.into(), completion.into()),
-                model: "m".into(),
-            },
-        )
+        .prop_map(|(text, calls, finish_reason, counts)| CompletionResponse {
+            text,
+            tool_calls: calls
+                .into_iter()
+                .enumerate()
+                .map(|(i, (name, arguments))| ToolCall::new(format!("call-{i}"), name, arguments))
+                .collect(),
+            reasoning: None,
+            finish_reason,
+            usage: counts
+                .map(|(prompt, completion)| TokenUsage::new(prompt.into(), completion.into())),
+            model: "m".into(),
+        })
 }
 
 /// JSON text with every non-ASCII character written as a `\u` escape (surrogate pairs
@@ -145,21 +142,22 @@ fn fragment(response: &CompletionResponse, rng: &mut SplitMix) -> Vec<StreamEven
         let pick = live[rng.below(live.len())];
         events.push(queues[pick].remove(0));
     }
-    let usage = StreamEvent::Usage {
-        usage: response.usage,
+    let finish = response.finish_reason.clone();
+    let Some(usage) = response.usage else {
+        // Absent usage stays absent: no usage event anywhere.
+        events.push(StreamEvent::done(finish, None));
+        return events;
     };
+    let usage_event = StreamEvent::Usage { usage };
     match rng.below(3) {
         0 => {
-            events.push(usage);
-            events.push(StreamEvent::done(response.finish_reason, None));
+            events.push(usage_event);
+            events.push(StreamEvent::done(finish, None));
         }
-        1 => events.push(StreamEvent::done(
-            response.finish_reason,
-            Some(response.usage),
-        )),
+        1 => events.push(StreamEvent::done(finish, Some(usage))),
         _ => {
-            events.push(StreamEvent::done(response.finish_reason, None));
-            events.push(usage);
+            events.push(StreamEvent::done(finish, None));
+            events.push(usage_event);
         }
     }
     events
@@ -224,6 +222,6 @@ proptest! {
         let mut events = vec![StreamEvent::ToolCallDelta { index, id: Some("x".into()), name: Some("t".into()), arguments_fragment: None }];
         events.push(StreamEvent::done(response.finish_reason, None));
         let error = collect(&events).unwrap_err();
-        prop_assert!(error.to_string().contains(&format!("index {index} is over the limit")), "{error}");
+        prop_assert_eq!(error, LlmError::TooManyToolCalls { calls: index + 1, limit: 64 });
     }
 }

@@ -93,11 +93,22 @@ fn plain_chat() {
             response.text, "Hello! How can I help you today?",
             "{provider}"
         );
+        let counts = response
+            .usage
+            .map(|u| (u.prompt_tokens, u.completion_tokens));
         assert_eq!(
-            (response.finish_reason, response.usage),
-            (FinishReason::Stop, TokenUsage::new(12, 9)),
+            (response.finish_reason, counts),
+            (FinishReason::Stop, Some((12, 9))),
             "{provider}"
         );
+        if *provider == "openai" {
+            // The fixture carries `prompt_tokens_details` and `completion_tokens_details`.
+            let usage = response.usage.unwrap();
+            assert_eq!(
+                (usage.cached_prompt_tokens, usage.reasoning_tokens),
+                (Some(0), Some(0))
+            );
+        }
         assert_eq!(bodies[0]["stream"], json!(false), "{provider}");
     }
     let (deepseek, _) = complete("deepseek", "chat", 64);
@@ -148,7 +159,7 @@ fn streamed_chat_at_every_chunking() {
             );
             assert_eq!(
                 (response.finish_reason, response.usage),
-                (FinishReason::Stop, TokenUsage::new(12, 7)),
+                (FinishReason::Stop, Some(TokenUsage::new(12, 7))),
                 "{provider} chunk {chunk}"
             );
         }
@@ -181,7 +192,7 @@ fn streamed_parallel_tool_calls_at_every_chunking() {
             );
             assert_eq!(
                 (response.finish_reason, response.usage),
-                (FinishReason::ToolCalls, TokenUsage::new(90, 30)),
+                (FinishReason::ToolCalls, Some(TokenUsage::new(90, 30))),
                 "{provider}"
             );
         }
@@ -252,9 +263,10 @@ fn errors_map_to_typed_errors() {
             );
         }
     }
+    // "model not found" is its own kind, so a router may fall back to the next model.
     assert!(matches!(
         complete("ollama", "error_404", 7).0,
-        Err(LlmError::BadRequest {
+        Err(LlmError::ModelNotFound {
             status: Some(404),
             ..
         })
@@ -388,12 +400,12 @@ fn a_stream_cut_before_done_is_truncation_and_an_error_event_is_an_error() {
         "{result:?}"
     );
     // Cut after the finish reason, before the usage chunk and `[DONE]`: the answer is
-    // whole, so it is accepted (usage unknown).
+    // whole, so it is accepted (usage unknown: absent, not zero).
     let line_end = finish + raw[finish..].iter().position(|b| *b == b'\n').unwrap() + 2;
     let whole = collect_cut(line_end).unwrap();
     assert_eq!(
         (whole.text.as_str(), whole.usage),
-        ("Hello, wörld! 👋", TokenUsage::default())
+        ("Hello, wörld! 👋", None)
     );
 
     let raw = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\ndata: {\"error\": {\"message\": \"Rate limit\", \"type\": \"rate_limit_error\"}}\n\n";

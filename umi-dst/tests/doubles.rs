@@ -55,7 +55,7 @@ proptest! {
         stops in prop::collection::vec("\\PC{0,3}", 0..4),
         finish in finish_reason(),
     ) {
-        let mock = MockLanguageModel::new(text.clone()).with_finish_reason(finish).with_usage(TokenUsage::new(3, 4));
+        let mock = MockLanguageModel::new(text.clone()).with_finish_reason(finish.clone()).with_usage(TokenUsage::new(3, 4));
         let request = CompletionRequest::new(vec![Message::user("hi")]).with_stop(stops.clone());
         let events = events_of(&mock, &request);
 
@@ -122,7 +122,7 @@ fn scripted_plays_turns_in_order_and_logs_requests() {
     let response = block_on(model.complete(&second)).unwrap();
     assert_eq!(
         (response.text.as_str(), response.usage),
-        ("It is sunny.", TokenUsage::new(20, 4))
+        ("It is sunny.", Some(TokenUsage::new(20, 4)))
     );
     assert_eq!(model.requests(), vec![first, second]);
     assert_eq!(model.remaining(), 0);

@@ -466,18 +466,19 @@ fn max_tokens_stop_sequences_and_usage_follow_the_estimator() {
             "{response:?}"
         );
         ensure!(
-            response.usage.completion_tokens <= 3 && estimate_text_tokens(&response.text) <= 3,
+            response.usage.unwrap().completion_tokens <= 3
+                && estimate_text_tokens(&response.text) <= 3,
             "{response:?}"
         );
         ensure!(
-            response.usage.prompt_tokens == estimate_request_tokens(&request),
+            response.usage.unwrap().prompt_tokens == estimate_request_tokens(&request),
             "prompt usage is the estimate"
         );
 
         let open = CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]);
         let full = llm.complete(&open).await.unwrap();
         ensure!(
-            full.usage.completion_tokens == estimate_text_tokens(&full.text),
+            full.usage.unwrap().completion_tokens == estimate_text_tokens(&full.text),
             "completion usage is the estimate"
         );
         let stopped = llm
@@ -525,7 +526,7 @@ fn latency_is_simulated_and_bounded() {
         let before = env.elapsed();
         let response = SimLlm::new(&sim).complete(&request).await.unwrap();
         let took = env.elapsed() - before;
-        let tokens = u64::from(response.usage.completion_tokens) + 2;
+        let tokens = u64::from(response.usage.unwrap().completion_tokens) + 2;
         let bound =
             Duration::from_millis(LLM_LATENCY_MS_MAX + (tokens + 64) * LLM_TOKEN_LATENCY_MS_MAX);
         ensure!(

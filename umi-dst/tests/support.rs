@@ -92,7 +92,7 @@ pub(crate) async fn busy_workload(sim: SimEnvironment) -> Result<(), Violation> 
                     let request = CompletionRequest::new(vec![Message::user(prompt)]);
                     let answer = match sim.llm().complete(&request).await {
                         Ok(response) => {
-                            format!("{} {}", response.finish_reason.name(), response.text)
+                            format!("{} {}", response.finish_reason.as_str(), response.text)
                         }
                         Err(error) => error.to_string(),
                     };

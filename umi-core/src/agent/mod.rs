@@ -311,12 +311,12 @@ impl Agent {
                     return Err(AgentError::Provider(error));
                 }
             };
-            usage.prompt_tokens = usage
-                .prompt_tokens
-                .saturating_add(response.usage.prompt_tokens);
-            usage.completion_tokens = usage
-                .completion_tokens
-                .saturating_add(response.usage.completion_tokens);
+            if let Some(turn) = response.usage {
+                usage.prompt_tokens = usage.prompt_tokens.saturating_add(turn.prompt_tokens);
+                usage.completion_tokens = usage
+                    .completion_tokens
+                    .saturating_add(turn.completion_tokens);
+            }
             if response.tool_calls.is_empty() {
                 messages.push(Message::assistant(response.text.clone()));
                 self.env.record(

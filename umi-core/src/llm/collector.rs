@@ -2,19 +2,22 @@
 //!
 //! It accepts what real providers send, not just what the contract promises: a tool
 //! call's id and name only in its first delta (or repeated, unchanged, in every one);
-//! parallel calls interleaved by index; argument fragments split anywhere, including
+//! parallel calls interleaved by index; an index reused for a new call, told by its new
+//! id (Ollama's /v1 numbers every call 0); argument fragments split anywhere, including
 //! inside a JSON escape or between the halves of a surrogate-pair escape (arguments are
 //! parsed only once the call is complete); text before tool calls; usage before Done,
 //! inside it, or after it. A missing tool-call id (Ollama's native API sends none)
-//! becomes `call_<index>`.
+//! becomes `call_<index>`. Calls come out in index order, and calls that share an index
+//! in the order they were opened.
 //!
 //! Everything else is a typed error, never a panic: a stream with no Done
 //! ([`LlmError::EmptyStream`] when nothing came at all, [`LlmError::StreamTruncated`]
 //! otherwise), arguments that are not JSON at Done ([`LlmError::Json`], naming the call
-//! and showing the text), a tool index over `TOOL_CALL_INDEX_MAX`, a call without a
-//! name, an id that changes mid-call, anything but usage after Done
-//! ([`LlmError::InvalidResponse`]), and text or arguments past their byte limits
-//! ([`LlmError::ResponseTooLarge`]).
+//! and showing the text), a runaway answer (a tool index over `TOOL_CALL_INDEX_MAX`, or
+//! more calls than `TOOL_CALLS_PER_RESPONSE_MAX`: [`LlmError::TooManyToolCalls`], which
+//! no retry of the same model fixes), a call without a name, a name that changes
+//! mid-call, anything but usage after Done ([`LlmError::InvalidResponse`]), and text or
+//! arguments past their byte limits ([`LlmError::ResponseTooLarge`]).
 
 use std::collections::BTreeMap;
 
@@ -27,10 +30,12 @@ use super::message::ToolCall;
 use super::response::{CompletionResponse, FinishReason, TokenUsage};
 use crate::constants::{
     RESPONSE_TEXT_BYTES_MAX, STREAM_EVENTS_MAX, TOOL_ARGUMENTS_BYTES_MAX, TOOL_CALL_INDEX_MAX,
+    TOOL_CALLS_PER_RESPONSE_MAX,
 };
 
 #[derive(Debug, Default)]
 struct PartialCall {
+    index: u32,
     id: Option<String>,
     name: Option<String>,
     arguments: String,
@@ -42,7 +47,10 @@ pub struct StreamCollector {
     model: String,
     text: String,
     reasoning: Option<String>,
-    calls: BTreeMap<u32, PartialCall>,
+    /// Calls in the order they were opened.
+    calls: Vec<PartialCall>,
+    /// The call each index currently continues (a position in `calls`).
+    open: BTreeMap<u32, usize>,
     usage: Option<TokenUsage>,
     finish_reason: Option<FinishReason>,
     events: u64,
@@ -55,7 +63,8 @@ impl StreamCollector {
             model: model.into(),
             text: String::new(),
             reasoning: None,
-            calls: BTreeMap::new(),
+            calls: Vec::new(),
+            open: BTreeMap::new(),
             usage: None,
             finish_reason: None,
             events: 0,
@@ -116,14 +125,13 @@ impl StreamCollector {
                 arguments_fragment,
             } => {
                 if index > TOOL_CALL_INDEX_MAX {
-                    return Err(LlmError::InvalidResponse {
-                        reason: format!(
-                            "tool call index {index} is over the limit of {TOOL_CALL_INDEX_MAX}"
-                        ),
-                        snippet: String::new(),
+                    return Err(LlmError::TooManyToolCalls {
+                        calls: index.saturating_add(1),
+                        limit: TOOL_CALL_INDEX_MAX + 1,
                     });
                 }
-                let call = self.calls.entry(index).or_default();
+                let position = self.call_for(index, id.as_deref())?;
+                let call = &mut self.calls[position];
                 set_once(&mut call.id, id, index, "id")?;
                 set_once(&mut call.name, name, index, "name")?;
                 if let Some(fragment) = arguments_fragment {
@@ -150,6 +158,32 @@ impl StreamCollector {
         Ok(())
     }
 
+    /// The position of the call a delta at `index` with `id` continues, opening a new
+    /// one for a new index, or for a new id at an index already in use.
+    fn call_for(&mut self, index: u32, id: Option<&str>) -> Result<usize, LlmError> {
+        if let Some(&position) = self.open.get(&index) {
+            let reused = match (self.calls[position].id.as_deref(), id) {
+                (Some(current), Some(new)) => current != new,
+                _ => false,
+            };
+            if !reused {
+                return Ok(position);
+            }
+        }
+        if self.calls.len() == TOOL_CALLS_PER_RESPONSE_MAX {
+            return Err(LlmError::TooManyToolCalls {
+                calls: u32::try_from(self.calls.len() + 1).unwrap_or(u32::MAX),
+                limit: TOOL_CALLS_PER_RESPONSE_MAX as u32,
+            });
+        }
+        self.calls.push(PartialCall {
+            index,
+            ..PartialCall::default()
+        });
+        self.open.insert(index, self.calls.len() - 1);
+        Ok(self.calls.len() - 1)
+    }
+
     /// The response, once Done has arrived.
     pub fn finish(self) -> Result<CompletionResponse, LlmError> {
         let Some(finish_reason) = self.finish_reason else {
@@ -161,8 +195,12 @@ impl StreamCollector {
                 }
             });
         };
-        let mut tool_calls = Vec::with_capacity(self.calls.len());
-        for (index, call) in self.calls {
+        let mut calls = self.calls;
+        // Index order; calls that share an index (a reused index) in the order opened.
+        calls.sort_by_key(|call| call.index);
+        let mut tool_calls = Vec::with_capacity(calls.len());
+        for call in calls {
+            let index = call.index;
             let Some(name) = call.name.filter(|name| !name.is_empty()) else {
                 return Err(LlmError::InvalidResponse {
                     reason: format!("tool call {index} has no name"),
@@ -182,7 +220,7 @@ impl StreamCollector {
             tool_calls,
             reasoning: self.reasoning,
             finish_reason,
-            usage: self.usage.unwrap_or_default(),
+            usage: self.usage,
             model: self.model,
         })
     }
@@ -292,7 +330,7 @@ mod tests {
             ToolCall::new("a", "read", json!({"path": "a\"b.txt"}))
         );
         assert_eq!(response.tool_calls[1].arguments, json!({"path": "😀"}));
-        assert_eq!(response.usage, TokenUsage::new(10, 5));
+        assert_eq!(response.usage, Some(TokenUsage::new(10, 5)));
         assert_eq!(response.finish_reason, FinishReason::ToolCalls);
     }
 
@@ -310,7 +348,7 @@ mod tests {
             response.tool_calls[0],
             ToolCall::new("call_0", "ping", json!({}))
         );
-        assert_eq!(response.usage, TokenUsage::new(7, 3));
+        assert_eq!(response.usage, Some(TokenUsage::new(7, 3)));
     }
 
     #[test]
@@ -336,12 +374,23 @@ mod tests {
         );
         assert!(bad_json.to_string().contains("{\\\"q\\\": "), "{bad_json}");
 
+        // A runaway answer is its own kind, which a retry on the same model does not fix.
         let over = collect(vec![delta(64, Some("x"), Some("t"), None)]).unwrap_err();
-        assert!(
-            over.to_string()
-                .contains("index 64 is over the limit of 63"),
-            "{over}"
+        assert_eq!(
+            over,
+            LlmError::TooManyToolCalls {
+                calls: 65,
+                limit: 64
+            }
         );
+        assert!(!over.is_retryable() && over.is_fallback_eligible());
+        let reused: Vec<StreamEvent> = (0..=TOOL_CALLS_PER_RESPONSE_MAX)
+            .map(|n| delta(0, Some(&format!("id{n}")), Some("t"), Some("{}")))
+            .collect();
+        assert!(matches!(
+            collect(reused),
+            Err(LlmError::TooManyToolCalls { .. })
+        ));
 
         let nameless = collect(vec![
             delta(0, Some("x"), None, Some("{}")),
@@ -356,13 +405,13 @@ mod tests {
 
         let renamed = collect(vec![
             delta(0, Some("x"), Some("a"), None),
-            delta(0, Some("y"), None, None),
+            delta(0, None, Some("b"), None),
         ]);
         assert!(
             renamed
                 .unwrap_err()
                 .to_string()
-                .contains("changed its id from \"x\" to \"y\"")
+                .contains("changed its name from \"a\" to \"b\"")
         );
 
         let late = collect(vec![
@@ -376,6 +425,27 @@ mod tests {
             StreamEvent::done(FinishReason::Stop, None),
         ]);
         assert!(twice.is_err());
+    }
+
+    #[test]
+    fn a_new_id_at_an_index_in_use_starts_a_new_call() {
+        // Two calls that both say index 0, told apart by their ids; an empty id on a
+        // continuation (DashScope) is no id, so it continues the open call.
+        let response = collect(vec![
+            delta(0, Some("call_a"), Some("read"), Some("{\"path\":")),
+            delta(0, None, None, Some("\"a\"}")),
+            delta(0, Some("call_b"), Some("write"), Some("{\"path\": \"b\"}")),
+            delta(0, Some("call_b"), None, None),
+            StreamEvent::done(FinishReason::ToolCalls, None),
+        ])
+        .unwrap();
+        assert_eq!(
+            response.tool_calls,
+            vec![
+                ToolCall::new("call_a", "read", json!({"path": "a"})),
+                ToolCall::new("call_b", "write", json!({"path": "b"})),
+            ]
+        );
     }
 
     #[test]

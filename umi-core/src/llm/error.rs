@@ -6,9 +6,9 @@
 //!
 //! | error | retry the same model | fall back to the next model |
 //! | --- | --- | --- |
-//! | timeout, rate_limit, service_unavailable, connection | yes | after retries |
+//! | timeout, server_timeout, rate_limit, service_unavailable, connection | yes | after retries |
 //! | stream_truncated, empty_stream, invalid_response | yes | after retries |
-//! | auth, json, response_too_large | no | yes |
+//! | auth, model_not_found, json, response_too_large, too_many_tool_calls | no | yes |
 //! | context_overflow | no | only to a model with a larger window |
 //! | bad_request, invalid_prompt | no | no: the request itself is wrong |
 
@@ -23,6 +23,24 @@ pub enum LlmError {
     Timeout {
         /// The deadline that passed, in ms.
         after_ms: u64,
+    },
+    /// The server said it timed out (HTTP 408 or 504, or a timeout error inside a
+    /// stream), with its own words.
+    #[error("the server timed out{}: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    ServerTimeout {
+        /// The HTTP status, if there was one.
+        status: Option<u16>,
+        /// The server's message.
+        message: String,
+    },
+    /// The provider does not serve the model asked for (or the key cannot see it).
+    /// Another model may answer.
+    #[error("model not found{}: {message}", status.map(|s| format!(" ({s})")).unwrap_or_default())]
+    ModelNotFound {
+        /// The HTTP status, if there was one.
+        status: Option<u16>,
+        /// The provider's message (it usually names the model).
+        message: String,
     },
     /// The provider asked us to slow down (HTTP 429).
     #[error("rate limited{}", retry_after_ms.map(|ms| format!("; retry after {ms} ms")).unwrap_or_default())]
@@ -114,6 +132,15 @@ pub enum LlmError {
         /// Every failed attempt, in order.
         attempts: Vec<FailedAttempt>,
     },
+    /// The answer opened more tool calls than the limits allow: a runaway model, which
+    /// another attempt on the same model is not expected to fix.
+    #[error("the answer opened {calls} tool calls, over the limit of {limit}")]
+    TooManyToolCalls {
+        /// The calls opened (or the index reached, plus one).
+        calls: u32,
+        /// The most calls one answer may open.
+        limit: u32,
+    },
     /// The answer is larger than the limits allow.
     #[error("{what} is {bytes} bytes, over the limit of {limit}")]
     ResponseTooLarge {
@@ -176,6 +203,7 @@ impl LlmError {
         matches!(
             self,
             Self::Timeout { .. }
+                | Self::ServerTimeout { .. }
                 | Self::RateLimit { .. }
                 | Self::ServiceUnavailable { .. }
                 | Self::Connection { .. }
@@ -212,6 +240,8 @@ impl LlmError {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Timeout { .. } => "timeout",
+            Self::ServerTimeout { .. } => "server_timeout",
+            Self::ModelNotFound { .. } => "model_not_found",
             Self::RateLimit { .. } => "rate_limit",
             Self::ContextOverflow { .. } => "context_overflow",
             Self::InvalidResponse { .. } => "invalid_response",
@@ -224,6 +254,7 @@ impl LlmError {
             Self::StreamTruncated { .. } => "stream_truncated",
             Self::EmptyStream => "empty_stream",
             Self::ResponseTooLarge { .. } => "response_too_large",
+            Self::TooManyToolCalls { .. } => "too_many_tool_calls",
             Self::Exhausted { .. } => "exhausted",
         }
     }

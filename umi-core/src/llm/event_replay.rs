@@ -25,9 +25,6 @@ pub fn replay(response: CompletionResponse) -> EventStream {
             arguments_fragment: Some(call.arguments.to_string()),
         });
     }
-    events.push(StreamEvent::done(
-        response.finish_reason,
-        Some(response.usage),
-    ));
+    events.push(StreamEvent::done(response.finish_reason, response.usage));
     futures::stream::iter(events.into_iter().map(Ok)).boxed()
 }

@@ -5,6 +5,7 @@
 //! router, or (under test) umi-dst's SimLLM or a scripted double; the contract on
 //! [`LanguageModel`] is what lets them stand in for each other.
 
+pub mod client;
 mod collector;
 mod error;
 mod event;
@@ -13,6 +14,7 @@ mod message;
 pub mod ollama;
 pub mod openai;
 mod provider;
+pub mod registry;
 mod request;
 mod response;
 pub mod router;

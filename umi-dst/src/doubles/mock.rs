@@ -60,7 +60,7 @@ impl MockLanguageModel {
         let finish_reason = if stopped {
             FinishReason::Stop
         } else {
-            self.finish_reason
+            self.finish_reason.clone()
         };
         let mut events: Vec<StreamEvent> = text
             .chars()

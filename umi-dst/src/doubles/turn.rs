@@ -174,7 +174,8 @@ impl Turn {
                     .into(),
             });
         }
-        let finish_reason = self.finish_reason.unwrap_or(if self.calls_tools() {
+        let calls_tools = self.calls_tools();
+        let finish_reason = self.finish_reason.unwrap_or(if calls_tools {
             FinishReason::ToolCalls
         } else {
             FinishReason::Stop

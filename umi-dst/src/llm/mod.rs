@@ -298,7 +298,7 @@ impl SimLlm {
             format_args!(
                 "{} finish={} usage={}+{} latency_ms={}{}",
                 model.id(),
-                plan.shaped.finish_reason.name(),
+                plan.shaped.finish_reason.as_str(),
                 plan.shaped.usage.prompt_tokens,
                 plan.shaped.usage.completion_tokens,
                 plan.total_delay().as_millis(),

@@ -120,8 +120,8 @@ impl CallPlan {
                 text: shaped.text.clone(),
                 tool_calls: shaped.tool_calls.clone(),
                 reasoning: None,
-                finish_reason: shaped.finish_reason,
-                usage: shaped.usage,
+                finish_reason: shaped.finish_reason.clone(),
+                usage: Some(shaped.usage),
                 model: self.model.clone(),
             };
             return (Ok(response), self.total_delay());
@@ -396,9 +396,12 @@ pub(crate) fn events(
         events.push(StreamEvent::Usage {
             usage: shaped.usage,
         });
-        events.push(StreamEvent::done(shaped.finish_reason, None));
+        events.push(StreamEvent::done(shaped.finish_reason.clone(), None));
     } else {
-        events.push(StreamEvent::done(shaped.finish_reason, Some(shaped.usage)));
+        events.push(StreamEvent::done(
+            shaped.finish_reason.clone(),
+            Some(shaped.usage),
+        ));
     }
     events
 }

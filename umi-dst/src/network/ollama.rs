@@ -133,12 +133,12 @@ pub(crate) fn response_body(response: &CompletionResponse) -> Vec<u8> {
     if !calls.is_empty() {
         message["tool_calls"] = Value::Array(calls_value(&calls));
     }
-    let usage = response.usage;
+    let usage = response.usage.unwrap_or_default();
     line(
         &response.model,
         &message,
         true,
-        json!({"done_reason": done_reason(response.finish_reason), "prompt_eval_count": usage.prompt_tokens, "eval_count": usage.completion_tokens}),
+        json!({"done_reason": done_reason(response.finish_reason.clone()), "prompt_eval_count": usage.prompt_tokens, "eval_count": usage.completion_tokens}),
     )
 }
 
@@ -208,7 +208,7 @@ impl NdjsonEncoder {
                     &self.model,
                     &json!({"role": "assistant", "content": ""}),
                     true,
-                    json!({"done_reason": done_reason(*finish_reason), "prompt_eval_count": usage.prompt_tokens, "eval_count": usage.completion_tokens}),
+                    json!({"done_reason": done_reason(finish_reason.clone()), "prompt_eval_count": usage.prompt_tokens, "eval_count": usage.completion_tokens}),
                 ));
                 out
             }

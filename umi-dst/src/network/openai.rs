@@ -124,13 +124,13 @@ pub(crate) fn response_body(response: &CompletionResponse, created: u64) -> Vec<
     if let Some(reasoning) = &response.reasoning {
         message.insert("reasoning_content".into(), json!(reasoning));
     }
-    let usage = response.usage;
+    let usage = response.usage.unwrap_or_default();
     json!({
         "id": "chatcmpl-sim",
         "object": "chat.completion",
         "created": created,
         "model": response.model,
-        "choices": [{"index": 0, "message": message, "finish_reason": response.finish_reason.name()}],
+        "choices": [{"index": 0, "message": message, "finish_reason": response.finish_reason.as_str()}],
         "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens, "total_tokens": usage.total()},
     })
     .to_string()
@@ -193,7 +193,7 @@ impl SseEncoder {
                 finish_reason,
                 usage,
             } => {
-                out.push_str(&chunk(&json!({}), Some(finish_reason.name())));
+                out.push_str(&chunk(&json!({}), Some(finish_reason.as_str())));
                 if let Some(usage) = usage.or(self.usage) {
                     let body = json!({"id": "chatcmpl-sim", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens, "total_tokens": usage.total()}});
                     out.push_str(&format!("data: {body}\n\n"));

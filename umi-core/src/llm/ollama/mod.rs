@@ -1,29 +1,26 @@
 //! The Ollama native client: `/api/chat`, newline-delimited JSON streaming, tool calls,
 //! `done_reason`, and `prompt_eval_count` / `eval_count` as usage.
 //!
-//! Ollama sends a tool call whole, in one chunk, without an id; the collector names it
-//! `call_<index>`. A `done_reason` of `stop` after tool calls is reported as `tool_calls`.
-//! Errors come as `{"error": "..."}`, in an HTTP error body or as an NDJSON line.
+//! Ollama sends a tool call whole, in one chunk, with its arguments as a JSON object
+//! (and, in older versions, without an id: the collector names it `call_<index>`). A
+//! `done_reason` of `stop` after tool calls is reported as `tool_calls`; other reasons
+//! are mapped or kept raw. Errors come as `{"error": "..."}`, in an HTTP error body or as
+//! an NDJSON line, and go through the shared classifier. The format plugs into
+//! [`crate::llm::client::WireClient`] through [`ClientFormat`], implemented by
+//! [`OllamaConfig`].
 
 mod wire;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+pub use wire::{NdjsonDecoder, done_reason, parse_response, request_body};
 
-pub use wire::{NdjsonDecoder, ollama_error, parse_response, request_body};
-
+use super::client::{ClientFormat, Timeouts, WireClient};
 use super::error::LlmError;
-use super::event::EventStream;
-use super::provider::LanguageModel;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
-use super::transport::{HttpRequest, HttpResponse, Transport};
-use super::wire::exchange::{self, Refused};
-use super::wire::reader::{events, read_body};
-use crate::constants::{HTTP_BODY_BYTES_MAX, HTTP_TIMEOUT_MS_DEFAULT};
-use crate::env::Env;
+use super::transport::HttpRequest;
+use crate::constants::HTTP_TIMEOUT_MS_DEFAULT;
 
 /// How to reach one model of an Ollama server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,92 +49,57 @@ impl OllamaConfig {
 }
 
 /// A client for one model of an Ollama server.
-#[derive(Debug, Clone)]
-pub struct OllamaClient {
-    config: OllamaConfig,
-    transport: Arc<dyn Transport>,
-    env: Env,
-}
+pub type OllamaClient = WireClient<OllamaConfig>;
 
-impl OllamaClient {
-    /// A client speaking through `transport`, timing with `env`.
-    pub fn new(config: OllamaConfig, transport: Arc<dyn Transport>, env: Env) -> Self {
-        Self {
-            config,
-            transport,
-            env,
+impl ClientFormat for OllamaConfig {
+    type Decoder = NdjsonDecoder;
+
+    fn format_name(&self) -> &'static str {
+        "ollama"
+    }
+
+    fn model_ref(&self) -> &ModelRef {
+        &self.model_ref
+    }
+
+    fn timeouts(&self) -> Timeouts {
+        Timeouts {
+            request: self.timeout,
+            idle: self.idle_timeout,
         }
     }
 
-    fn http_request(&self, request: &CompletionRequest, stream: bool) -> HttpRequest {
+    fn http_request(
+        &self,
+        request: &CompletionRequest,
+        stream: bool,
+    ) -> Result<HttpRequest, LlmError> {
         let model = if request.model.is_empty() {
-            &self.config.model_ref.model
+            &self.model_ref.model
         } else {
             &request.model
         };
-        HttpRequest {
+        Ok(HttpRequest {
             method: "POST",
-            url: format!("{}/api/chat", self.config.base_url.trim_end_matches('/')),
+            url: format!("{}/api/chat", self.base_url.trim_end_matches('/')),
             headers: vec![("content-type".to_owned(), "application/json".to_owned())],
             body: request_body(request, model, stream)
                 .to_string()
                 .into_bytes(),
-        }
+        })
     }
 
-    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, LlmError> {
-        let (timeout, idle) = (self.config.timeout, self.config.idle_timeout);
-        exchange::send(self.transport.as_ref(), &self.env, request, timeout, idle)
-            .await
-            .map_err(|Refused { error, body }| {
-                // Ollama's error bodies are `{"error": "text"}`: read the text for what
-                // it says.
-                let text = serde_json::from_str::<serde_json::Value>(&body).ok();
-                match (&error, text) {
-                    (LlmError::BadRequest { .. }, Some(value)) => value
-                        .get("error")
-                        .and_then(|e| e.as_str())
-                        .map_or(error.clone(), |text| match ollama_error(text) {
-                            LlmError::InvalidResponse { .. } => error.clone(),
-                            specific => specific,
-                        }),
-                    _ => error,
-                }
-            })
-    }
-}
-
-#[async_trait]
-impl LanguageModel for OllamaClient {
-    fn model_ref(&self) -> &ModelRef {
-        &self.config.model_ref
+    fn parse_response(&self, body: &str) -> Result<CompletionResponse, LlmError> {
+        parse_response(body, &self.model_ref.model)
     }
 
-    async fn stream(&self, request: &CompletionRequest) -> Result<EventStream, LlmError> {
-        request.validate()?;
-        let response = self.send(self.http_request(request, true)).await?;
-        events(
-            response.body,
-            NdjsonDecoder::new(),
-            self.env.clone(),
-            self.config.idle_timeout,
-        )
-        .await
+    fn stream_decoder(&self) -> NdjsonDecoder {
+        NdjsonDecoder::new()
     }
 
-    async fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, LlmError> {
-        request.validate()?;
-        let response = self.send(self.http_request(request, false)).await?;
-        let body = read_body(
-            response.body,
-            &self.env,
-            self.config.idle_timeout,
-            HTTP_BODY_BYTES_MAX,
-        )
-        .await?;
-        parse_response(
-            &String::from_utf8_lossy(&body),
-            &self.config.model_ref.model,
-        )
+    fn is_whole_body(&self, _content_type: Option<&str>) -> bool {
+        // A whole answer and a stream's lines are both JSON objects; the decoder reads
+        // either (a whole answer is one line with `"done": true`).
+        false
     }
 }

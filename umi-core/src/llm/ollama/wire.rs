@@ -8,6 +8,7 @@ use crate::llm::event::StreamEvent;
 use crate::llm::message::{Message, ToolCall};
 use crate::llm::request::CompletionRequest;
 use crate::llm::response::{CompletionResponse, FinishReason, TokenUsage};
+use crate::llm::wire::errors::from_stream_error;
 use crate::llm::wire::lines::LineDecoder;
 use crate::llm::wire::reader::WireDecoder;
 
@@ -93,11 +94,11 @@ struct WireToolCall {
 #[derive(Deserialize, Default)]
 struct WireMessage {
     #[serde(default)]
-    content: String,
+    content: Option<String>,
     #[serde(default)]
     thinking: Option<String>,
     #[serde(default)]
-    tool_calls: Vec<WireToolCall>,
+    tool_calls: Option<Vec<WireToolCall>>,
 }
 
 #[derive(Deserialize)]
@@ -109,18 +110,33 @@ struct WireChunk {
     #[serde(default)]
     done_reason: Option<String>,
     #[serde(default)]
-    prompt_eval_count: Option<u32>,
+    prompt_eval_count: Option<u64>,
     #[serde(default)]
-    eval_count: Option<u32>,
+    eval_count: Option<u64>,
     #[serde(default)]
-    error: Option<String>,
+    error: Option<Value>,
 }
 
-fn finish(done_reason: Option<&str>, called_tools: bool) -> FinishReason {
+impl WireChunk {
+    /// The counts, if the server sent any (absent is not zero).
+    fn usage(&self) -> Option<TokenUsage> {
+        let count = |n: Option<u64>| n.map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        match (count(self.prompt_eval_count), count(self.eval_count)) {
+            (None, None) => None,
+            (prompt, eval) => Some(TokenUsage::new(prompt.unwrap_or(0), eval.unwrap_or(0))),
+        }
+    }
+}
+
+/// Why an Ollama answer ended: `stop` (after tool calls: `tool_calls`), `length`, and
+/// any other reason kept raw (`load`, `unload`); a final line with none is `Missing`.
+pub fn done_reason(done_reason: Option<&str>, called_tools: bool) -> FinishReason {
     match done_reason {
+        Some("stop") | None if called_tools => FinishReason::ToolCalls,
+        Some("stop") => FinishReason::Stop,
         Some("length") => FinishReason::Length,
-        _ if called_tools => FinishReason::ToolCalls,
-        _ => FinishReason::Stop,
+        Some(other) => FinishReason::Other(other.to_owned()),
+        None => FinishReason::Missing,
     }
 }
 
@@ -129,68 +145,42 @@ fn chunk(line: &str) -> Result<WireChunk, LlmError> {
         reason: format!("an NDJSON line is not a chat chunk: {e}"),
         snippet: snippet(line),
     })?;
-    if let Some(error) = &chunk.error {
-        return Err(ollama_error(error));
+    if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
+        return Err(from_stream_error(&serde_json::json!({ "error": error })));
     }
     Ok(chunk)
 }
 
-/// The error an Ollama error string stands for.
-pub fn ollama_error(message: &str) -> LlmError {
-    let lower = message.to_lowercase();
-    if let Some((prompt_tokens, limit)) = crate::llm::wire::errors::context_overflow(message, None)
-    {
-        return LlmError::ContextOverflow {
-            prompt_tokens,
-            limit,
-        };
-    }
-    if lower.contains("not found") {
-        return LlmError::BadRequest {
-            status: Some(404),
-            message: message.to_owned(),
-        };
-    }
-    if lower.contains("overloaded") || lower.contains("busy") {
-        return LlmError::ServiceUnavailable {
-            status: None,
-            message: message.to_owned(),
-        };
-    }
-    LlmError::InvalidResponse {
-        reason: format!("error from Ollama: {message}"),
-        snippet: String::new(),
-    }
+/// A tool call's arguments: Ollama sends an object; `null` or nothing is `{}`.
+fn arguments(value: Value) -> Value {
+    if value.is_null() { json!({}) } else { value }
 }
 
 /// A whole (non-streamed) response.
 pub fn parse_response(body: &str, model: &str) -> Result<CompletionResponse, LlmError> {
     let chunk = chunk(body.trim())?;
+    let usage = chunk.usage();
     let message = chunk.message.unwrap_or_default();
-    let called = !message.tool_calls.is_empty();
-    let tool_calls = message
-        .tool_calls
+    let calls = message.tool_calls.unwrap_or_default();
+    let called = !calls.is_empty();
+    let tool_calls = calls
         .into_iter()
         .enumerate()
         .map(|(index, call)| ToolCall {
-            id: call.id.unwrap_or_else(|| format!("call_{index}")),
+            id: call
+                .id
+                .filter(|id| !id.is_empty())
+                .unwrap_or_else(|| format!("call_{index}")),
             name: call.function.name,
-            arguments: if call.function.arguments.is_null() {
-                json!({})
-            } else {
-                call.function.arguments
-            },
+            arguments: arguments(call.function.arguments),
         })
         .collect();
     Ok(CompletionResponse {
-        text: message.content,
+        text: message.content.unwrap_or_default(),
         tool_calls,
         reasoning: message.thinking.filter(|t| !t.is_empty()),
-        finish_reason: finish(chunk.done_reason.as_deref(), called),
-        usage: TokenUsage::new(
-            chunk.prompt_eval_count.unwrap_or(0),
-            chunk.eval_count.unwrap_or(0),
-        ),
+        finish_reason: done_reason(chunk.done_reason.as_deref(), called),
+        usage,
         model: model.to_owned(),
     })
 }
@@ -214,39 +204,29 @@ impl NdjsonDecoder {
             return Ok(());
         }
         let chunk = chunk(line)?;
+        let usage = chunk.usage();
         if let Some(message) = chunk.message {
             if let Some(text) = message.thinking.filter(|t| !t.is_empty()) {
                 out.push(StreamEvent::ReasoningDelta { text });
             }
-            if !message.content.is_empty() {
-                out.push(StreamEvent::TextDelta {
-                    text: message.content,
-                });
+            if let Some(text) = message.content.filter(|t| !t.is_empty()) {
+                out.push(StreamEvent::TextDelta { text });
             }
-            for call in message.tool_calls {
-                let arguments = if call.function.arguments.is_null() {
-                    json!({})
-                } else {
-                    call.function.arguments
-                };
+            for call in message.tool_calls.unwrap_or_default() {
                 out.push(StreamEvent::ToolCallDelta {
                     index: self.calls,
-                    id: call.id,
+                    id: call.id.filter(|id| !id.is_empty()),
                     name: Some(call.function.name),
-                    arguments_fragment: Some(arguments.to_string()),
+                    arguments_fragment: Some(arguments(call.function.arguments).to_string()),
                 });
-                self.calls += 1;
+                self.calls = self.calls.saturating_add(1);
             }
         }
         if chunk.done {
             self.done = true;
-            let usage = TokenUsage::new(
-                chunk.prompt_eval_count.unwrap_or(0),
-                chunk.eval_count.unwrap_or(0),
-            );
             out.push(StreamEvent::done(
-                finish(chunk.done_reason.as_deref(), self.calls > 0),
-                Some(usage),
+                done_reason(chunk.done_reason.as_deref(), self.calls > 0),
+                usage,
             ));
         }
         Ok(())
@@ -254,28 +234,32 @@ impl NdjsonDecoder {
 }
 
 impl WireDecoder for NdjsonDecoder {
-    fn feed(&mut self, bytes: &[u8]) -> Result<Vec<StreamEvent>, LlmError> {
-        let mut out = Vec::new();
-        for line in self.lines.feed(bytes)? {
-            self.on_line(&line, &mut out)?;
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        let mut lines = Vec::new();
+        let fed = self.lines.feed(bytes, &mut lines);
+        for line in lines {
+            self.on_line(&line, out)?;
         }
-        Ok(out)
+        fed
     }
 
-    fn finish(&mut self, events_so_far: u64) -> Result<Vec<StreamEvent>, LlmError> {
-        let mut out = Vec::new();
-        // A last line without its newline counts if it is whole; a cut one is a cut.
+    fn finish(&mut self, events_so_far: u64, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        let before = out.len();
+        // A last line without its newline counts if it is whole (an error line too); a
+        // cut one is a cut.
         if let Ok(Some(line)) = self.lines.finish() {
             let mut whole = Vec::new();
-            if self.on_line(&line, &mut whole).is_ok() {
-                out.extend(whole);
+            match self.on_line(&line, &mut whole) {
+                Ok(()) => out.extend(whole),
+                Err(error @ LlmError::InvalidResponse { .. }) => drop(error),
+                Err(error) => return Err(error),
             }
         }
         if self.done {
-            Ok(out)
+            Ok(())
         } else {
             Err(LlmError::StreamTruncated {
-                events_received: events_so_far + out.len() as u64,
+                events_received: events_so_far + (out.len() - before) as u64,
             })
         }
     }

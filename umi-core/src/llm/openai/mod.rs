@@ -1,30 +1,26 @@
-//! The OpenAI-compatible client: one client for OpenAI, DeepSeek, Qwen (compatible
-//! mode), GLM, OpenRouter, vLLM, the llama.cpp server and Ollama's `/v1`.
+//! The OpenAI chat-completions format: one client for OpenAI, Azure OpenAI, DeepSeek,
+//! Qwen (DashScope compatible mode), GLM, OpenRouter, vLLM, the llama.cpp server and
+//! Ollama's `/v1`.
 //!
 //! `stream` posts with `"stream": true` (and `stream_options.include_usage`) and decodes
 //! the SSE body; `complete` posts without streaming and parses the whole body. Errors
-//! are mapped by status, body and headers (see [`crate::llm::wire::errors`]); timeouts
+//! are mapped by the shared classifier (see [`crate::llm::wire::errors`]); timeouts
 //! (to the headers, and between body chunks) run on the injected environment's clock.
+//! The format plugs into [`crate::llm::client::WireClient`] through
+//! [`ClientFormat`], implemented by [`OpenAiConfig`].
 
 mod wire;
 
-use std::sync::Arc;
 use std::time::Duration;
-
-use async_trait::async_trait;
 
 pub use wire::{ChunkDecoder, MaxTokensField, finish_reason, parse_response, request_body};
 
+use super::client::{ClientFormat, Timeouts, WireClient};
 use super::error::LlmError;
-use super::event::EventStream;
-use super::provider::LanguageModel;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
-use super::transport::{HttpRequest, HttpResponse, Transport};
-use super::wire::exchange;
-use super::wire::reader::{events, read_body};
-use crate::constants::{HTTP_BODY_BYTES_MAX, HTTP_TIMEOUT_MS_DEFAULT};
-use crate::env::Env;
+use super::transport::HttpRequest;
+use crate::constants::HTTP_TIMEOUT_MS_DEFAULT;
 
 /// How to reach one model of an OpenAI-compatible server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,122 +66,64 @@ impl OpenAiConfig {
 }
 
 /// A client for one model of an OpenAI-compatible server.
-#[derive(Debug, Clone)]
-pub struct OpenAiClient {
-    config: OpenAiConfig,
-    transport: Arc<dyn Transport>,
-    env: Env,
-}
+pub type OpenAiClient = WireClient<OpenAiConfig>;
 
-impl OpenAiClient {
-    /// A client speaking through `transport`, timing with `env`.
-    pub fn new(config: OpenAiConfig, transport: Arc<dyn Transport>, env: Env) -> Self {
-        Self {
-            config,
-            transport,
-            env,
+impl ClientFormat for OpenAiConfig {
+    type Decoder = ChunkDecoder;
+
+    fn format_name(&self) -> &'static str {
+        "openai"
+    }
+
+    fn model_ref(&self) -> &ModelRef {
+        &self.model_ref
+    }
+
+    fn timeouts(&self) -> Timeouts {
+        Timeouts {
+            request: self.timeout,
+            idle: self.idle_timeout,
         }
     }
 
-    /// The config.
-    pub fn config(&self) -> &OpenAiConfig {
-        &self.config
-    }
-
-    fn http_request(&self, request: &CompletionRequest, stream: bool) -> HttpRequest {
+    fn http_request(
+        &self,
+        request: &CompletionRequest,
+        stream: bool,
+    ) -> Result<HttpRequest, LlmError> {
         let model = if request.model.is_empty() {
-            &self.config.model_ref.model
+            &self.model_ref.model
         } else {
             &request.model
         };
         let body = request_body(
             request,
             model,
-            self.config.max_tokens_field,
+            self.max_tokens_field,
             stream,
-            self.config.stream_usage,
+            self.stream_usage,
         );
         let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
         if stream {
             headers.push(("accept".to_owned(), "text/event-stream".to_owned()));
         }
-        if let Some(key) = &self.config.api_key {
+        if let Some(key) = &self.api_key {
             headers.push(("authorization".to_owned(), format!("Bearer {key}")));
         }
-        headers.extend(self.config.extra_headers.iter().cloned());
-        HttpRequest {
+        headers.extend(self.extra_headers.iter().cloned());
+        Ok(HttpRequest {
             method: "POST",
-            url: format!(
-                "{}/chat/completions",
-                self.config.base_url.trim_end_matches('/')
-            ),
+            url: format!("{}/chat/completions", self.base_url.trim_end_matches('/')),
             headers,
             body: body.to_string().into_bytes(),
-        }
+        })
     }
 
-    /// Sends and returns the response if its status is 2xx, the mapped error otherwise.
-    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, LlmError> {
-        let (timeout, idle) = (self.config.timeout, self.config.idle_timeout);
-        exchange::send(self.transport.as_ref(), &self.env, request, timeout, idle)
-            .await
-            .map_err(|refused| refused.error)
-    }
-}
-
-#[async_trait]
-impl LanguageModel for OpenAiClient {
-    fn model_ref(&self) -> &ModelRef {
-        &self.config.model_ref
+    fn parse_response(&self, body: &str) -> Result<CompletionResponse, LlmError> {
+        parse_response(body, &self.model_ref.model)
     }
 
-    async fn stream(&self, request: &CompletionRequest) -> Result<EventStream, LlmError> {
-        request.validate()?;
-        let response = self.send(self.http_request(request, true)).await?;
-        let is_json = response
-            .header("content-type")
-            .is_some_and(|t| t.contains("application/json"));
-        if is_json {
-            // A server that ignored `stream: true`: read the whole answer and replay it.
-            let body = read_body(
-                response.body,
-                &self.env,
-                self.config.idle_timeout,
-                HTTP_BODY_BYTES_MAX,
-            )
-            .await?;
-            let parsed = parse_response(
-                &String::from_utf8_lossy(&body),
-                &self.config.model_ref.model,
-            )?;
-            return Ok(super::event_replay::replay(parsed));
-        }
-        events(
-            response.body,
-            ChunkDecoder::new(),
-            self.env.clone(),
-            self.config.idle_timeout,
-        )
-        .await
-    }
-
-    async fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, LlmError> {
-        request.validate()?;
-        let response = self.send(self.http_request(request, false)).await?;
-        let body = read_body(
-            response.body,
-            &self.env,
-            self.config.idle_timeout,
-            HTTP_BODY_BYTES_MAX,
-        )
-        .await?;
-        let text = String::from_utf8(body).map_err(|e| LlmError::InvalidResponse {
-            reason: "the response is not UTF-8".into(),
-            snippet: String::from_utf8_lossy(e.as_bytes())
-                .chars()
-                .take(100)
-                .collect(),
-        })?;
-        parse_response(&text, &self.config.model_ref.model)
+    fn stream_decoder(&self) -> ChunkDecoder {
+        ChunkDecoder::new()
     }
 }

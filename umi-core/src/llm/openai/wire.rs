@@ -2,10 +2,13 @@
 //!
 //! Differences between compatible providers handled here: `content` may be null;
 //! tool-call arguments arrive as a JSON string (or, from some servers, as an object);
-//! `reasoning_content` (DeepSeek, Qwen) or `reasoning` (OpenRouter, vLLM) is surfaced as
-//! reasoning; finish reasons beyond OpenAI's (`sensitive` from GLM, `eos`, `abort`) are
-//! mapped; usage may come in the last chunk with empty `choices`; an `index` may be
-//! missing on a single tool call; an error object may arrive inside a 200 stream.
+//! `reasoning_content` (DeepSeek, Qwen, llama.cpp) or `reasoning` (OpenRouter, vLLM,
+//! Ollama's /v1) is surfaced as reasoning; finish reasons beyond OpenAI's (`sensitive`
+//! from GLM, `error` from OpenRouter) are mapped and unknown ones kept raw; usage may
+//! come on its own chunk with empty `choices`, on the finish chunk, as `null` on every
+//! chunk, or not at all, with cached and reasoning token details; an `index` may be
+//! missing on a single tool call, and an id may be empty on a continuation; an error may
+//! arrive inside a 200 stream in several shapes.
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -17,7 +20,7 @@ use crate::llm::request::CompletionRequest;
 use crate::llm::response::{CompletionResponse, FinishReason, TokenUsage};
 use crate::llm::wire::errors::from_stream_error;
 use crate::llm::wire::reader::WireDecoder;
-use crate::llm::wire::sse::SseDecoder;
+use crate::llm::wire::sse::{SseDecoder, SseEvent};
 
 /// Which field carries the output limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -95,28 +98,68 @@ pub fn request_body(
     Value::Object(body)
 }
 
-/// A finish reason as OpenAI-compatible servers spell it.
+/// A finish reason as OpenAI-compatible servers spell it. A reason this library does not
+/// know is kept raw ([`FinishReason::Other`]), never read as a clean stop.
 pub fn finish_reason(name: &str) -> FinishReason {
     match name {
+        "stop" | "eos" | "end_turn" | "stop_sequence" => FinishReason::Stop,
         "length" | "max_tokens" | "model_length" => FinishReason::Length,
-        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        "tool_calls" | "function_call" | "tool_use" => FinishReason::ToolCalls,
+        // GLM says `sensitive` where OpenAI says `content_filter`.
         "content_filter" | "sensitive" => FinishReason::ContentFilter,
         "abort" | "aborted" | "cancelled" => FinishReason::Aborted,
-        _ => FinishReason::Stop,
+        // OpenRouter's `error`; GLM's `network_error`.
+        "error" | "network_error" => FinishReason::Error,
+        other => FinishReason::Other(other.to_owned()),
     }
+}
+
+/// A token count as sent: past `u32` it saturates instead of wrapping; `null` is absent.
+fn count(value: Option<u64>) -> Option<u32> {
+    value.map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+#[derive(Deserialize, Default)]
+struct WireDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
 struct WireUsage {
     #[serde(default)]
-    prompt_tokens: u32,
+    prompt_tokens: Option<u64>,
     #[serde(default)]
-    completion_tokens: u32,
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<WireDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<WireDetails>,
+    /// DeepSeek's name for cached prompt tokens.
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
 }
 
 impl From<WireUsage> for TokenUsage {
     fn from(usage: WireUsage) -> Self {
-        TokenUsage::new(usage.prompt_tokens, usage.completion_tokens)
+        let mut out = TokenUsage::new(
+            count(usage.prompt_tokens).unwrap_or(0),
+            count(usage.completion_tokens).unwrap_or(0),
+        );
+        out.cached_prompt_tokens = count(
+            usage
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .or(usage.prompt_cache_hit_tokens),
+        );
+        out.reasoning_tokens = count(
+            usage
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens),
+        );
+        out
     }
 }
 
@@ -142,14 +185,30 @@ struct WireToolCall {
 struct WireMessage {
     #[serde(default)]
     content: Option<String>,
-    #[serde(default, alias = "reasoning")]
+    /// DeepSeek, Qwen, llama.cpp and older vLLM.
+    #[serde(default)]
     reasoning_content: Option<String>,
+    /// OpenRouter, newer vLLM, Ollama's /v1.
+    #[serde(default)]
+    reasoning: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<WireToolCall>>,
 }
 
+impl WireMessage {
+    /// The reasoning text, from whichever field carries it (never both: a server that
+    /// fills both with the same text would otherwise be read twice).
+    fn reasoning(&mut self) -> Option<String> {
+        let content = self.reasoning_content.take().filter(|r| !r.is_empty());
+        let other = self.reasoning.take().filter(|r| !r.is_empty());
+        content.or(other)
+    }
+}
+
 #[derive(Deserialize)]
 struct WireChoice {
+    #[serde(default)]
+    index: Option<u32>,
     #[serde(default, alias = "delta")]
     message: Option<WireMessage>,
     #[serde(default)]
@@ -162,6 +221,19 @@ struct WireResponse {
     choices: Vec<WireChoice>,
     #[serde(default)]
     usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+impl WireResponse {
+    /// The first choice (index 0, or the first one listed); others (`n > 1`) are ignored.
+    fn first_choice(&mut self) -> Option<WireChoice> {
+        let position = self
+            .choices
+            .iter()
+            .position(|c| c.index.unwrap_or(0) == 0)?;
+        Some(self.choices.swap_remove(position))
+    }
 }
 
 fn invalid(reason: &str, text: &str) -> LlmError {
@@ -187,21 +259,23 @@ fn arguments(raw: Option<Value>, index: usize, name: &str) -> Result<Value, LlmE
 
 /// A whole (non-streamed) response.
 pub fn parse_response(body: &str, model: &str) -> Result<CompletionResponse, LlmError> {
-    let value: Value =
-        serde_json::from_str(body).map_err(|_| invalid("the response is not JSON", body))?;
-    if value.get("error").is_some_and(|e| !e.is_null()) {
-        return Err(from_stream_error(&value));
+    let mut response: WireResponse = serde_json::from_str(body).map_err(|error| {
+        if serde_json::from_str::<Value>(body).is_ok() {
+            invalid(&format!("unexpected response shape: {error}"), body)
+        } else {
+            invalid("the response is not JSON", body)
+        }
+    })?;
+    if let Some(error) = response.error.take().filter(|e| !e.is_null()) {
+        return Err(from_stream_error(&json!({ "error": error })));
     }
-    let response: WireResponse = serde_json::from_value(value)
-        .map_err(|e| invalid(&format!("unexpected response shape: {e}"), body))?;
     let choice = response
-        .choices
-        .into_iter()
-        .next()
+        .first_choice()
         .ok_or_else(|| invalid("the response has no choices", body))?;
-    let message = choice
+    let mut message = choice
         .message
         .ok_or_else(|| invalid("the choice has no message", body))?;
+    let reasoning = message.reasoning();
     let mut tool_calls = Vec::new();
     for (index, call) in message
         .tool_calls
@@ -218,7 +292,10 @@ pub fn parse_response(body: &str, model: &str) -> Result<CompletionResponse, Llm
             .ok_or_else(|| invalid("a tool call has no name", body))?;
         let arguments = arguments(function.arguments, index, &name)?;
         tool_calls.push(ToolCall {
-            id: call.id.unwrap_or_else(|| format!("call_{index}")),
+            id: call
+                .id
+                .filter(|id| !id.is_empty())
+                .unwrap_or_else(|| format!("call_{index}")),
             name,
             arguments,
         });
@@ -226,17 +303,25 @@ pub fn parse_response(body: &str, model: &str) -> Result<CompletionResponse, Llm
     Ok(CompletionResponse {
         text: message.content.unwrap_or_default(),
         tool_calls,
-        reasoning: message.reasoning_content.filter(|r| !r.is_empty()),
+        reasoning,
         finish_reason: choice
             .finish_reason
             .as_deref()
-            .map_or(FinishReason::Stop, finish_reason),
-        usage: response.usage.map(TokenUsage::from).unwrap_or_default(),
+            .map_or(FinishReason::Missing, finish_reason),
+        usage: response.usage.map(TokenUsage::from),
         model: model.to_owned(),
     })
 }
 
 /// SSE chunks into stream events.
+///
+/// The end is `data: [DONE]`; `Done` carries the last finish reason seen
+/// ([`FinishReason::Missing`] when none came) and the last usage seen, wherever it came
+/// (on its own chunk with empty `choices`, or on the finish chunk). A body that ends
+/// after a finish reason but without `[DONE]` is accepted; one that ends before any is
+/// [`LlmError::StreamTruncated`]. Errors inside the stream, in every shape providers use
+/// (`data: {"error": ...}`, `event: error`, llama.cpp's `error:` field, OpenRouter's
+/// error chunk with `finish_reason: "error"`), end it with their typed error.
 #[derive(Default)]
 pub struct ChunkDecoder {
     sse: SseDecoder,
@@ -251,56 +336,52 @@ impl ChunkDecoder {
         Self::default()
     }
 
-    fn on_data(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         if self.done {
             return Ok(());
         }
+        if let Some(error) = event.error {
+            // llama.cpp: `error: {"code":500,"message":...,"type":...}`.
+            return Err(stream_error_text(&error));
+        }
+        if event.event.as_deref() == Some("error") {
+            return Err(stream_error_text(&event.data));
+        }
+        self.on_data(&event.data, out)
+    }
+
+    fn on_data(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         if data.trim() == "[DONE]" {
             self.done = true;
-            out.push(StreamEvent::done(
-                self.finish.unwrap_or(FinishReason::Stop),
-                self.usage,
-            ));
+            let finish = self.finish.take().unwrap_or(FinishReason::Missing);
+            out.push(StreamEvent::done(finish, self.usage));
             return Ok(());
         }
-        let value: Value =
-            serde_json::from_str(data).map_err(|_| invalid("a stream chunk is not JSON", data))?;
-        if value.get("error").is_some_and(|e| !e.is_null()) {
-            return Err(from_stream_error(&value));
+        let mut chunk: WireResponse = serde_json::from_str(data).map_err(|error| {
+            if serde_json::from_str::<Value>(data).is_ok() {
+                invalid(&format!("unexpected chunk shape: {error}"), data)
+            } else {
+                invalid("a stream chunk is not JSON", data)
+            }
+        })?;
+        if let Some(error) = chunk.error.take().filter(|e| !e.is_null()) {
+            return Err(from_stream_error(&json!({ "error": error })));
         }
-        let chunk: WireResponse = serde_json::from_value(value)
-            .map_err(|e| invalid(&format!("unexpected chunk shape: {e}"), data))?;
-        if let Some(usage) = chunk.usage {
+        if let Some(usage) = chunk.usage.take() {
             self.usage = Some(usage.into());
         }
-        let Some(choice) = chunk.choices.into_iter().next() else {
+        let Some(choice) = chunk.first_choice() else {
             return Ok(());
         };
-        if let Some(delta) = choice.message {
-            if let Some(text) = delta.reasoning_content.filter(|t| !t.is_empty()) {
+        if let Some(mut delta) = choice.message {
+            if let Some(text) = delta.reasoning() {
                 out.push(StreamEvent::ReasoningDelta { text });
             }
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                 out.push(StreamEvent::TextDelta { text });
             }
             for (position, call) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
-                let (name, fragment) = match call.function {
-                    Some(function) => (
-                        function.name.filter(|n| !n.is_empty()),
-                        match function.arguments {
-                            Some(Value::String(text)) if !text.is_empty() => Some(text),
-                            Some(Value::Object(object)) => Some(Value::Object(object).to_string()),
-                            _ => None,
-                        },
-                    ),
-                    None => (None, None),
-                };
-                out.push(StreamEvent::ToolCallDelta {
-                    index: call.index.unwrap_or(position as u32),
-                    id: call.id.filter(|id| !id.is_empty()),
-                    name,
-                    arguments_fragment: fragment,
-                });
+                out.push(tool_call_delta(call, position));
             }
         }
         if let Some(reason) = choice.finish_reason {
@@ -310,42 +391,71 @@ impl ChunkDecoder {
     }
 }
 
+/// One tool-call delta: an empty id or name (DashScope's continuations) is no id or
+/// name; an index left out (a single call, from some servers) is its position.
+fn tool_call_delta(call: WireToolCall, position: usize) -> StreamEvent {
+    let (name, fragment) = match call.function {
+        Some(function) => (
+            function.name.filter(|n| !n.is_empty()),
+            match function.arguments {
+                Some(Value::String(text)) if !text.is_empty() => Some(text),
+                Some(Value::Object(object)) => Some(Value::Object(object).to_string()),
+                _ => None,
+            },
+        ),
+        None => (None, None),
+    };
+    StreamEvent::ToolCallDelta {
+        index: call
+            .index
+            .unwrap_or_else(|| u32::try_from(position).unwrap_or(u32::MAX)),
+        id: call.id.filter(|id| !id.is_empty()),
+        name,
+        arguments_fragment: fragment,
+    }
+}
+
+/// The error an `event: error` or `error:` field's text stands for.
+fn stream_error_text(text: &str) -> LlmError {
+    let value =
+        serde_json::from_str::<Value>(text).unwrap_or_else(|_| json!({"error": {"message": text}}));
+    from_stream_error(&value)
+}
+
 impl WireDecoder for ChunkDecoder {
-    fn feed(&mut self, chunk: &[u8]) -> Result<Vec<StreamEvent>, LlmError> {
-        let mut out = Vec::new();
-        for event in self.sse.feed(chunk)? {
-            if event.event.as_deref() == Some("error") {
-                let value = serde_json::from_str(&event.data)
-                    .unwrap_or_else(|_| json!({"error": {"message": event.data}}));
-                return Err(from_stream_error(&value));
-            }
-            self.on_data(&event.data, &mut out)?;
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        let mut events = Vec::new();
+        let fed = self.sse.feed(bytes, &mut events);
+        for event in events {
+            self.on_event(event, out)?;
         }
-        Ok(out)
+        fed
     }
 
-    fn finish(&mut self, events_so_far: u64) -> Result<Vec<StreamEvent>, LlmError> {
-        let mut out = Vec::new();
+    fn finish(&mut self, events_so_far: u64, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        let before = out.len();
         // An event the body ended in the middle of is a cut, not a malformed chunk: a
-        // whole one (`data: [DONE]` without its blank line) still counts.
+        // whole one (`data: [DONE]` without its blank line) still counts, an error too.
         if let Ok(Some(event)) = self.sse.finish() {
             let mut whole = Vec::new();
-            if self.on_data(&event.data, &mut whole).is_ok() {
-                out.extend(whole);
+            match self.on_event(event, &mut whole) {
+                Ok(()) => out.extend(whole),
+                Err(error @ LlmError::InvalidResponse { .. }) => drop(error),
+                Err(error) => return Err(error),
             }
         }
         if self.done {
-            return Ok(out);
+            return Ok(());
         }
-        match self.finish {
+        match self.finish.take() {
             // The server finished the answer but closed without `[DONE]`: accept it.
             Some(reason) => {
                 self.done = true;
                 out.push(StreamEvent::done(reason, self.usage));
-                Ok(out)
+                Ok(())
             }
             None => Err(LlmError::StreamTruncated {
-                events_received: events_so_far + out.len() as u64,
+                events_received: events_so_far + (out.len() - before) as u64,
             }),
         }
     }

@@ -386,45 +386,23 @@ impl LlmRouter {
                 model.max_output,
             );
             let timeout = Duration::from_millis(config.retry.request_timeout_ms);
-            let client: Arc<dyn LanguageModel> = match provider.kind {
-                ProviderKind::Openai => {
-                    let mut settings =
-                        crate::llm::openai::OpenAiConfig::new(provider.endpoint.clone(), model_ref);
-                    if let Some(variable) = &provider.api_key_env {
-                        let key = lookup(variable).ok_or_else(|| ConfigError {
-                            file: "(config)".into(),
-                            field: format!("providers.{provider_name}.api_key_env"),
-                            value: variable.clone(),
-                            reason: "the environment variable is not set".into(),
-                        })?;
-                        settings.api_key = Some(key);
-                    }
-                    settings.max_tokens_field = provider.max_tokens_field;
-                    settings.extra_headers = provider
-                        .headers
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                    settings.timeout = timeout;
-                    settings.idle_timeout = timeout;
-                    Arc::new(crate::llm::openai::OpenAiClient::new(
-                        settings,
-                        transport.clone(),
-                        env.clone(),
-                    ))
-                }
-                ProviderKind::Ollama => {
-                    let mut settings =
-                        crate::llm::ollama::OllamaConfig::new(provider.endpoint.clone(), model_ref);
-                    settings.timeout = timeout;
-                    settings.idle_timeout = timeout;
-                    Arc::new(crate::llm::ollama::OllamaClient::new(
-                        settings,
-                        transport.clone(),
-                        env.clone(),
-                    ))
-                }
+            let api_key = match &provider.api_key_env {
+                None => None,
+                Some(variable) => Some(lookup(variable).ok_or_else(|| ConfigError {
+                    file: "(config)".into(),
+                    field: format!("providers.{provider_name}.api_key_env"),
+                    value: variable.clone(),
+                    reason: "the environment variable is not set".into(),
+                })?),
             };
+            let client = crate::llm::registry::client(
+                provider,
+                model_ref,
+                api_key,
+                timeout,
+                transport.clone(),
+                env.clone(),
+            );
             builder = builder.model(id, client);
         }
         builder.routing = config.routing.clone();

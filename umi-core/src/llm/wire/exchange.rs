@@ -1,10 +1,10 @@
-//! One HTTP exchange, as both clients make it: the request under the request timeout
+//! One HTTP exchange, as every client makes it: the request under the request timeout
 //! (environment time), and for a non-2xx status the error body (bounded, under the idle
 //! timeout) mapped to an [`LlmError`] by status, headers and body.
 
 use std::time::Duration;
 
-use super::errors::from_status;
+use super::errors::{from_status, response_now_ms};
 use super::reader::read_error_body;
 use crate::constants::HTTP_ERROR_BODY_BYTES_MAX;
 use crate::env::{Env, EnvironmentExt};
@@ -58,7 +58,10 @@ pub async fn send(
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.clone())
     };
-    let error = from_status(status, header, &body, env.unix_time_ms());
+    // An HTTP-date Retry-After is measured against the response's own Date when it has
+    // one: the server's "now", whatever the skew between its clock and ours.
+    let now_unix_ms = response_now_ms(header, env.unix_time_ms());
+    let error = from_status(status, header, &body, now_unix_ms);
     if matches!(
         error,
         LlmError::RateLimit {

@@ -17,9 +17,9 @@ impl LineDecoder {
         Self::default()
     }
 
-    /// Feeds `chunk`; returns the lines it completed.
-    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<String>, LlmError> {
-        let mut lines = Vec::new();
+    /// Feeds `chunk`, pushing the lines it completed onto `lines`. On an error (a line
+    /// over the limit or not UTF-8) the lines completed before it are still pushed.
+    pub fn feed(&mut self, chunk: &[u8], lines: &mut Vec<String>) -> Result<(), LlmError> {
         for &byte in chunk {
             if std::mem::take(&mut self.pending_cr) && byte == b'\n' {
                 continue; // the `\n` of a `\r\n`, possibly split across chunks
@@ -42,7 +42,7 @@ impl LineDecoder {
                 }
             }
         }
-        Ok(lines)
+        Ok(())
     }
 
     /// The last line, if the stream ended without a newline.
@@ -70,8 +70,9 @@ mod tests {
         (0..=input.len())
             .map(|cut| {
                 let mut decoder = LineDecoder::new();
-                let mut lines = decoder.feed(&input[..cut]).unwrap();
-                lines.extend(decoder.feed(&input[cut..]).unwrap());
+                let mut lines = Vec::new();
+                decoder.feed(&input[..cut], &mut lines).unwrap();
+                decoder.feed(&input[cut..], &mut lines).unwrap();
                 lines.extend(decoder.finish().unwrap());
                 lines
             })
@@ -90,14 +91,20 @@ mod tests {
     #[test]
     fn bad_utf8_and_long_lines_are_typed_errors() {
         let mut decoder = LineDecoder::new();
+        let mut lines = Vec::new();
         assert!(matches!(
-            decoder.feed(b"\xff\xfe\n"),
+            decoder.feed(b"good\n\xff\xfe\n", &mut lines),
             Err(LlmError::InvalidResponse { .. })
         ));
+        assert_eq!(
+            lines,
+            ["good"],
+            "a bad line never erases the good one before it"
+        );
         let mut decoder = LineDecoder::new();
         let long = vec![b'a'; WIRE_LINE_BYTES_MAX + 1];
         assert!(matches!(
-            decoder.feed(&long),
+            decoder.feed(&long, &mut lines),
             Err(LlmError::ResponseTooLarge { .. })
         ));
     }

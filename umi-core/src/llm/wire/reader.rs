@@ -1,37 +1,157 @@
 //! A response body read into stream events, with the environment's idle timeout.
 //!
-//! A [`WireDecoder`] knows a format (SSE chunks, NDJSON lines); the reader feeds it bytes
-//! as they arrive, hands out its events one by one, and ends the stream the way the
+//! A [`WireDecoder`] knows a format (SSE chunks, NDJSON lines); [`Decoding`] feeds it
+//! reads and keeps the stream's limits, sans I/O; the reader drives that from the body
+//! as bytes arrive, hands out events one by one, and ends the stream the way the
 //! provider contract says: with the decoder's `Done`, or with one `Err` item (a broken
-//! connection, an idle timeout, an error inside the stream, or an end without `Done`).
+//! connection, an idle timeout, an error inside the stream, or an end without `Done`),
+//! always after every event decoded before it.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures::StreamExt;
 
+use crate::constants::WIRE_STREAM_BYTES_MAX;
 use crate::env::{Env, EnvironmentExt};
 use crate::llm::error::LlmError;
 use crate::llm::event::{EventStream, StreamEvent};
 use crate::llm::transport::BodyStream;
 
-/// A wire format: bytes in, events out.
+/// A wire format's stream decoder: bytes in, events out, sans I/O.
+///
+/// Every method pushes the events it completed onto `out` *before* returning an error,
+/// so an error decoded in the same read as earlier events never erases them: the
+/// outcome of a stream (its events, then success or the typed error) is the same for
+/// every split of its bytes into reads.
 pub trait WireDecoder: Send + 'static {
-    /// Events completed by `chunk`.
-    fn feed(&mut self, chunk: &[u8]) -> Result<Vec<StreamEvent>, LlmError>;
-    /// Events at the end of the body (a final `Done`, or an error if the end came early).
-    fn finish(&mut self, events_so_far: u64) -> Result<Vec<StreamEvent>, LlmError>;
-    /// Whether the format's own end marker arrived (`[DONE]`, `"done": true`).
+    /// Decodes `bytes`, the next read of the body.
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), LlmError>;
+    /// The body ended: a final `Done`, or an error if it ended early. `events_so_far`
+    /// counts the events pushed before (for [`LlmError::StreamTruncated`]).
+    fn finish(&mut self, events_so_far: u64, out: &mut Vec<StreamEvent>) -> Result<(), LlmError>;
+    /// Whether the format's own end marker arrived (`[DONE]`, `"done": true`): nothing
+    /// after it is read.
     fn is_done(&self) -> bool;
+}
+
+impl<D: WireDecoder + ?Sized> WireDecoder for Box<D> {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        (**self).feed(bytes, out)
+    }
+    fn finish(&mut self, events_so_far: u64, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        (**self).finish(events_so_far, out)
+    }
+    fn is_done(&self) -> bool {
+        (**self).is_done()
+    }
+}
+
+/// The sans-I/O core of reading a stream: reads in, events out, the stream's byte limit
+/// and its end. [`events`] drives it from a body with timeouts; [`decode_reads`] from
+/// bytes already in hand (tests, the split-invariance checker).
+#[derive(Debug)]
+pub struct Decoding<D> {
+    decoder: D,
+    events: u64,
+    bytes: usize,
+    done_seen: bool,
+}
+
+impl<D: WireDecoder> Decoding<D> {
+    /// A decoding at the start of a stream.
+    pub fn new(decoder: D) -> Self {
+        Self {
+            decoder,
+            events: 0,
+            bytes: 0,
+            done_seen: false,
+        }
+    }
+
+    /// Decodes one read; an `Err` ends the stream (the events pushed before it stand).
+    pub fn read(&mut self, bytes: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        self.bytes = self.bytes.saturating_add(bytes.len());
+        if self.bytes > WIRE_STREAM_BYTES_MAX {
+            return Err(LlmError::ResponseTooLarge {
+                what: "the streamed body".into(),
+                bytes: self.bytes,
+                limit: WIRE_STREAM_BYTES_MAX,
+            });
+        }
+        let before = out.len();
+        let fed = self.decoder.feed(bytes, out);
+        self.count(&out[before..]);
+        fed
+    }
+
+    fn count(&mut self, new: &[StreamEvent]) {
+        self.events += new.len() as u64;
+        self.done_seen |= new.iter().any(StreamEvent::is_done);
+    }
+
+    /// The body ended.
+    pub fn end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        let before = out.len();
+        let finished = self.decoder.finish(self.events, out);
+        self.count(&out[before..]);
+        if finished.is_ok() && !self.done_seen {
+            // A decoder that ended without Done and without saying why.
+            return Err(LlmError::StreamTruncated {
+                events_received: self.events,
+            });
+        }
+        finished
+    }
+
+    /// Whether the stream's end arrived (the format's marker, or a `Done` event).
+    pub fn is_done(&self) -> bool {
+        self.done_seen || self.decoder.is_done()
+    }
+}
+
+/// What a stream amounted to: its events in order, then the error that ended it, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    /// The events, in order.
+    pub events: Vec<StreamEvent>,
+    /// The error that ended the stream (`None`: it ended well).
+    pub error: Option<LlmError>,
+}
+
+/// Decodes a whole body given as `reads`, as [`events`] would deliver it (minus the
+/// timeouts, which need a clock): reading stops at the end marker or at the first error.
+pub fn decode_reads<'a>(
+    decoder: impl WireDecoder,
+    reads: impl IntoIterator<Item = &'a [u8]>,
+) -> Decoded {
+    let mut decoding = Decoding::new(decoder);
+    let mut events = Vec::new();
+    for bytes in reads {
+        if decoding.is_done() {
+            break;
+        }
+        if let Err(error) = decoding.read(bytes, &mut events) {
+            return Decoded {
+                events,
+                error: Some(error),
+            };
+        }
+    }
+    let error = if decoding.is_done() {
+        None
+    } else {
+        decoding.end(&mut events).err()
+    };
+    Decoded { events, error }
 }
 
 struct Reader<D> {
     body: BodyStream,
-    decoder: D,
+    decoding: Decoding<D>,
     pending: VecDeque<StreamEvent>,
     failed: Option<LlmError>,
     finished: bool,
-    events: u64,
     env: Env,
     idle: Duration,
 }
@@ -40,7 +160,6 @@ impl<D: WireDecoder> Reader<D> {
     async fn next(&mut self) -> Option<Result<StreamEvent, LlmError>> {
         loop {
             if let Some(event) = self.pending.pop_front() {
-                self.events += 1;
                 return Some(Ok(event));
             }
             if let Some(error) = self.failed.take() {
@@ -50,44 +169,34 @@ impl<D: WireDecoder> Reader<D> {
             if self.finished {
                 return None;
             }
-            if self.decoder.is_done() {
+            if self.decoding.is_done() {
                 // Done was queued; nothing after the end marker matters.
                 self.finished = true;
                 continue;
             }
             let idle_ms = u64::try_from(self.idle.as_millis()).unwrap_or(u64::MAX);
+            let mut events = Vec::new();
             let outcome = match self.env.timeout(self.idle, self.body.next()).await {
                 Err(_) => {
                     self.env.cover("wire.idle_timeout");
                     Err(LlmError::Timeout { after_ms: idle_ms })
                 }
-                Ok(None) => self.decoder.finish(self.events),
+                Ok(None) => self.decoding.end(&mut events),
                 Ok(Some(Err(error))) => Err(error.into()),
-                Ok(Some(Ok(bytes))) => self.decoder.feed(&bytes),
+                Ok(Some(Ok(bytes))) => self.decoding.read(&bytes, &mut events),
             };
-            match outcome {
-                Ok(events) => {
-                    let ended = events.iter().any(StreamEvent::is_done);
-                    self.pending.extend(events);
-                    if ended {
-                        self.finished = true;
-                    }
-                }
-                Err(error) => {
-                    self.env.cover(match &error {
-                        LlmError::StreamTruncated { .. } => "wire.stream_truncated",
-                        LlmError::Connection { .. } => "wire.connection_broken",
-                        _ => "wire.error_in_stream",
-                    });
-                    self.failed = Some(error);
-                }
-            }
-            if !self.finished
-                && self.pending.is_empty()
-                && self.failed.is_none()
-                && self.decoder.is_done()
-            {
+            // Events decoded before an error are delivered before it.
+            if events.iter().any(StreamEvent::is_done) {
                 self.finished = true;
+            }
+            self.pending.extend(events);
+            if let Err(error) = outcome {
+                self.env.cover(match &error {
+                    LlmError::StreamTruncated { .. } => "wire.stream_truncated",
+                    LlmError::Connection { .. } => "wire.connection_broken",
+                    _ => "wire.error_in_stream",
+                });
+                self.failed = Some(error);
             }
         }
     }
@@ -104,11 +213,10 @@ pub async fn events(
 ) -> Result<EventStream, LlmError> {
     let mut reader = Reader {
         body,
-        decoder,
+        decoding: Decoding::new(decoder),
         pending: VecDeque::new(),
         failed: None,
         finished: false,
-        events: 0,
         env,
         idle,
     };

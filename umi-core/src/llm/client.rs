@@ -1,0 +1,148 @@
+//! One HTTP client for every wire format: the seam a format plugs into.
+//!
+//! A wire format is one module implementing [`ClientFormat`]: how a request becomes
+//! HTTP, how a whole body becomes a response, and which [`WireDecoder`] reads a streamed
+//! one. Everything around that is the same for every format and lives here once: request
+//! validation, the exchange under the request timeout, error mapping by the shared
+//! classifier (`wire::errors`), the bounded body read under the idle timeout, UTF-8
+//! checking, and the server that answers a streaming request with one JSON body. Adding
+//! a format is that module plus one line in [`crate::llm::registry`]
+//! (docs/adr/0009-one-seam-per-wire-format.md).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::error::{LlmError, snippet};
+use super::event::EventStream;
+use super::provider::LanguageModel;
+use super::request::CompletionRequest;
+use super::response::{CompletionResponse, ModelRef};
+use super::transport::{HttpRequest, Transport};
+use super::wire::exchange;
+use super::wire::reader::{WireDecoder, events, read_body};
+use crate::constants::HTTP_BODY_BYTES_MAX;
+use crate::env::Env;
+
+/// How long a client waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Time to the response's headers.
+    pub request: Duration,
+    /// Time allowed between body chunks.
+    pub idle: Duration,
+}
+
+/// One wire format, as a client speaks it. Implemented by each format's config type
+/// (`OpenAiConfig`, `OllamaConfig`), which knows the server, the model and the options.
+pub trait ClientFormat: Send + Sync + fmt::Debug + 'static {
+    /// The streamed body's decoder.
+    type Decoder: WireDecoder;
+
+    /// The format's name in errors and traces (`openai`, `ollama`).
+    fn format_name(&self) -> &'static str;
+
+    /// The model this client asks for, and its limits.
+    fn model_ref(&self) -> &ModelRef;
+
+    /// The client's timeouts.
+    fn timeouts(&self) -> Timeouts;
+
+    /// The HTTP request for `request` (already validated), streamed or not. An `Err` is a
+    /// request this format cannot send (it never reaches the network).
+    fn http_request(
+        &self,
+        request: &CompletionRequest,
+        stream: bool,
+    ) -> Result<HttpRequest, LlmError>;
+
+    /// A whole (non-streamed) response body, as UTF-8 text.
+    fn parse_response(&self, body: &str) -> Result<CompletionResponse, LlmError>;
+
+    /// A decoder for a streamed body.
+    fn stream_decoder(&self) -> Self::Decoder;
+
+    /// Whether a 2xx answer to a streaming request is one whole JSON body (a server that
+    /// ignored `stream: true`), by its content type.
+    fn is_whole_body(&self, content_type: Option<&str>) -> bool {
+        content_type.is_some_and(|t| t.contains("application/json"))
+    }
+}
+
+/// A client for one model, in the wire format `F`.
+#[derive(Debug, Clone)]
+pub struct WireClient<F> {
+    format: F,
+    transport: Arc<dyn Transport>,
+    env: Env,
+}
+
+impl<F: ClientFormat> WireClient<F> {
+    /// A client speaking `format` through `transport`, timing with `env`.
+    pub fn new(format: F, transport: Arc<dyn Transport>, env: Env) -> Self {
+        Self {
+            format,
+            transport,
+            env,
+        }
+    }
+
+    /// The format's config.
+    pub fn config(&self) -> &F {
+        &self.format
+    }
+
+    async fn send(
+        &self,
+        request: &CompletionRequest,
+        stream: bool,
+    ) -> Result<super::transport::HttpResponse, LlmError> {
+        request.validate()?;
+        let http = self.format.http_request(request, stream)?;
+        let Timeouts { request, idle } = self.format.timeouts();
+        exchange::send(self.transport.as_ref(), &self.env, http, request, idle)
+            .await
+            .map_err(|refused| refused.error)
+    }
+
+    async fn whole_body(&self, body: super::transport::BodyStream) -> Result<String, LlmError> {
+        let idle = self.format.timeouts().idle;
+        let bytes = read_body(body, &self.env, idle, HTTP_BODY_BYTES_MAX).await?;
+        String::from_utf8(bytes).map_err(|error| LlmError::InvalidResponse {
+            reason: "the response body is not UTF-8".into(),
+            snippet: snippet(&String::from_utf8_lossy(error.as_bytes())),
+        })
+    }
+}
+
+#[async_trait]
+impl<F: ClientFormat> LanguageModel for WireClient<F> {
+    fn model_ref(&self) -> &ModelRef {
+        self.format.model_ref()
+    }
+
+    async fn stream(&self, request: &CompletionRequest) -> Result<EventStream, LlmError> {
+        let response = self.send(request, true).await?;
+        if self.format.is_whole_body(response.header("content-type")) {
+            let text = self.whole_body(response.body).await?;
+            let parsed = self.format.parse_response(&text)?;
+            return Ok(super::event_replay::replay(parsed));
+        }
+        let idle = self.format.timeouts().idle;
+        events(
+            response.body,
+            self.format.stream_decoder(),
+            self.env.clone(),
+            idle,
+        )
+        .await
+    }
+
+    async fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, LlmError> {
+        let response = self.send(request, false).await?;
+        let text = self.whole_body(response.body).await?;
+        self.format.parse_response(&text)
+    }
+}

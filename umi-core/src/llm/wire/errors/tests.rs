@@ -1,0 +1,322 @@
+//! The classifier over the error bodies providers really send (each case names whose
+//! shape it is; the bytes are in umi-core/tests/fixtures and the simulator's profiles).
+
+use serde_json::json;
+
+use super::*;
+
+fn no_headers(_: &str) -> Option<String> {
+    None
+}
+
+#[test]
+fn retry_after_in_every_form() {
+    let header = |name: &'static str, value: &'static str| {
+        move |n: &str| (n == name).then(|| value.to_owned())
+    };
+    assert_eq!(
+        retry_after_ms(header("retry-after-ms", "1500.5"), 0),
+        Some(1501)
+    );
+    assert_eq!(retry_after_ms(header("retry-after", "20"), 0), Some(20_000));
+    assert_eq!(retry_after_ms(header("retry-after", "0.25"), 0), Some(250));
+    // 2024-01-01T00:00:30Z, thirty seconds after the simulated epoch.
+    let now = 1_704_067_200_000;
+    assert_eq!(
+        retry_after_ms(header("retry-after", "Mon, 01 Jan 2024 00:00:30 GMT"), now),
+        Some(30_000)
+    );
+    assert_eq!(
+        retry_after_ms(
+            header("retry-after", "Mon, 01 Jan 2024 00:00:00 GMT"),
+            now + 5_000
+        ),
+        Some(0)
+    );
+    assert_eq!(retry_after_ms(header("retry-after", "soon"), now), None);
+    assert_eq!(retry_after_ms(no_headers, now), None);
+}
+
+#[test]
+fn an_http_date_is_measured_against_the_response_date() {
+    // The server's clock says 00:00:10 while ours says 00:00:00: a Retry-After of
+    // 00:00:30 means twenty seconds, as the server meant it.
+    let headers = |n: &str| match n {
+        "retry-after" => Some("Mon, 01 Jan 2024 00:00:30 GMT".to_owned()),
+        "date" => Some("Mon, 01 Jan 2024 00:00:10 GMT".to_owned()),
+        _ => None,
+    };
+    let ours = 1_704_067_200_000;
+    let now = response_now_ms(headers, ours);
+    assert_eq!(now, ours + 10_000);
+    assert_eq!(retry_after_ms(headers, now), Some(20_000));
+    assert_eq!(
+        from_status(429, headers, "{}", now),
+        LlmError::RateLimit {
+            retry_after_ms: Some(20_000)
+        }
+    );
+    // A broken Date is ignored, not trusted.
+    let broken = |n: &str| (n == "date").then(|| "yesterday".to_owned());
+    assert_eq!(response_now_ms(broken, ours), ours);
+}
+
+#[test]
+fn context_length_messages_of_known_providers() {
+    let cases: [(&str, Option<u32>, Option<u32>); 7] = [
+        // OpenAI and vLLM.
+        (
+            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9013 tokens.",
+            Some(9013),
+            Some(8192),
+        ),
+        // DeepSeek.
+        (
+            "This model's maximum context length is 65536 tokens. However, you requested 70000 tokens (69000 in the messages, 1000 in the completion).",
+            Some(70000),
+            Some(65536),
+        ),
+        // DashScope (Qwen).
+        (
+            "Range of input length should be [1, 30720]",
+            None,
+            Some(30720),
+        ),
+        // llama.cpp's server.
+        (
+            "the request exceeds the available context size, try increasing it",
+            None,
+            None,
+        ),
+        // Anthropic-style gateways.
+        (
+            "prompt is too long: 210000 tokens > 200000 maximum",
+            Some(210000),
+            Some(200000),
+        ),
+        // GLM.
+        ("Prompt 超长", None, None),
+        // A count past u32 saturates instead of wrapping.
+        (
+            "This model's maximum context length is 8192 tokens. However, your messages resulted in 4294967301 tokens.",
+            Some(u32::MAX),
+            Some(8192),
+        ),
+    ];
+    for (message, prompt, limit) in cases {
+        assert_eq!(
+            context_overflow(message, None),
+            Some((prompt, limit)),
+            "{message}"
+        );
+    }
+    assert_eq!(context_overflow("invalid model", None), None);
+    let llama =
+        json!({"type": "exceed_context_size_error", "n_prompt_tokens": 5000, "n_ctx": 4096});
+    assert_eq!(
+        context_overflow(
+            "the request exceeds the available context size",
+            Some(&llama)
+        ),
+        Some((Some(5000), Some(4096)))
+    );
+}
+
+#[test]
+fn statuses_map_to_typed_errors() {
+    let body =
+        r#"{"error": {"message": "slow down", "type": "requests", "code": "rate_limit_exceeded"}}"#;
+    let retry = |n: &str| (n == "retry-after").then(|| "2".to_owned());
+    assert_eq!(
+        from_status(429, retry, body, 0),
+        LlmError::RateLimit {
+            retry_after_ms: Some(2000)
+        }
+    );
+    // A 429 without Retry-After is still a rate limit, with no wait named.
+    assert_eq!(
+        from_status(429, no_headers, body, 0),
+        LlmError::RateLimit {
+            retry_after_ms: None
+        }
+    );
+    let quota = r#"{"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}"#;
+    assert!(matches!(
+        from_status(429, no_headers, quota, 0),
+        LlmError::Auth { status: 429, .. }
+    ));
+    let context = r#"{"error": {"message": "too long", "code": "context_length_exceeded"}}"#;
+    assert_eq!(
+        from_status(400, no_headers, context, 0),
+        LlmError::ContextOverflow {
+            prompt_tokens: None,
+            limit: None
+        }
+    );
+    assert!(matches!(
+        from_status(401, no_headers, "{}", 0),
+        LlmError::Auth { status: 401, .. }
+    ));
+    assert!(matches!(
+        from_status(503, no_headers, "<html>busy</html>", 0),
+        LlmError::ServiceUnavailable {
+            status: Some(503),
+            ..
+        }
+    ));
+    let bad = from_status(400, no_headers, "<html>nope</html>", 0);
+    assert!(
+        bad.to_string().contains("not JSON") && bad.to_string().contains("<html>nope"),
+        "{bad}"
+    );
+}
+
+#[test]
+fn a_server_timeout_keeps_the_servers_message() {
+    let body = r#"{"error": {"message": "Request timed out waiting for the model", "type": "server_error"}}"#;
+    assert_eq!(
+        from_status(408, no_headers, body, 0),
+        LlmError::ServerTimeout {
+            status: Some(408),
+            message: "Request timed out waiting for the model".into()
+        }
+    );
+    let gateway = from_status(504, no_headers, "<html>504 Gateway Time-out</html>", 0);
+    assert!(
+        matches!(&gateway, LlmError::ServerTimeout { status: Some(504), message } if message.contains("Gateway Time-out")),
+        "{gateway:?}"
+    );
+    assert!(gateway.is_retryable());
+}
+
+#[test]
+fn model_not_found_in_every_envelope() {
+    let cases = [
+        // OpenAI.
+        (
+            404,
+            r#"{"error": {"message": "The model `gpt-9` does not exist or you do not have access to it.", "type": "invalid_request_error", "param": null, "code": "model_not_found"}}"#,
+        ),
+        // vLLM.
+        (
+            404,
+            r#"{"object": "error", "message": "The model `llama` does not exist.", "type": "NotFoundError", "param": null, "code": 404}"#,
+        ),
+        // Ollama's native API.
+        (
+            404,
+            r#"{"error": "model \"qwen9\" not found, try pulling it first"}"#,
+        ),
+    ];
+    for (status, body) in cases {
+        let error = from_status(status, no_headers, body, 0);
+        assert!(
+            matches!(error, LlmError::ModelNotFound { .. }),
+            "{body}: {error:?}"
+        );
+        assert!(!error.is_retryable() && error.is_fallback_eligible());
+    }
+    // A 404 that is not about a model stays a bad request.
+    assert!(matches!(
+        from_status(404, no_headers, r#"{"error": "no such route"}"#, 0),
+        LlmError::BadRequest {
+            status: Some(404),
+            ..
+        }
+    ));
+}
+
+#[test]
+fn numeric_codes_and_other_envelopes() {
+    // OpenRouter: a numeric code.
+    let openrouter = r#"{"error": {"code": 429, "message": "Rate limit exceeded", "metadata": {"provider_name": "x"}}}"#;
+    assert!(matches!(
+        from_status(429, no_headers, openrouter, 0),
+        LlmError::RateLimit { .. }
+    ));
+    // GLM: a rate-limit code with HTTP 429, and the context code with HTTP 400.
+    let glm_rate = r#"{"error": {"code": "1302", "message": "您当前使用该API的并发数过高"}}"#;
+    assert!(matches!(
+        from_status(429, no_headers, glm_rate, 0),
+        LlmError::RateLimit { .. }
+    ));
+    let glm_context = r#"{"error": {"code": "1261", "message": "Prompt 超长"}}"#;
+    assert!(matches!(
+        from_status(400, no_headers, glm_context, 0),
+        LlmError::ContextOverflow { .. }
+    ));
+    // DashScope's native envelope.
+    let dashscope = r#"{"code": "InvalidParameter", "message": "Range of input length should be [1, 30720]", "request_id": "r-1"}"#;
+    assert_eq!(
+        from_status(400, no_headers, dashscope, 0),
+        LlmError::ContextOverflow {
+            prompt_tokens: None,
+            limit: Some(30720)
+        }
+    );
+    // DeepSeek: 402 insufficient balance is not worth retrying.
+    let balance = r#"{"error": {"message": "Insufficient Balance", "type": "unknown_error", "param": null, "code": "invalid_request_error"}}"#;
+    assert!(matches!(
+        from_status(402, no_headers, balance, 0),
+        LlmError::Auth { status: 402, .. }
+    ));
+}
+
+#[test]
+fn errors_inside_a_stream_map_to_their_kind() {
+    let cases = [
+        // OpenRouter's mid-stream error chunk: numeric code in `code`.
+        (
+            json!({"error": {"code": 502, "message": "Provider returned error"}}),
+            "service_unavailable",
+        ),
+        (
+            json!({"error": {"code": 429, "message": "Rate limit exceeded"}}),
+            "rate_limit",
+        ),
+        // llama.cpp's `error:` field carries its own envelope.
+        (
+            json!({"code": 500, "message": "slot unavailable", "type": "server_error"}),
+            "service_unavailable",
+        ),
+        (
+            json!({"code": 400, "message": "the request exceeds the available context size", "type": "exceed_context_size_error", "n_prompt_tokens": 9000, "n_ctx": 8192}),
+            "context_overflow",
+        ),
+        // The kind in `type` instead of `code`.
+        (
+            json!({"error": {"message": "Overloaded", "type": "overloaded_error"}}),
+            "service_unavailable",
+        ),
+        (
+            json!({"error": {"message": "slow down", "type": "rate_limit_error"}}),
+            "rate_limit",
+        ),
+        (
+            json!({"error": {"message": "timed out", "type": "timeout_error"}}),
+            "server_timeout",
+        ),
+        // Ollama's error line: a bare string.
+        (
+            json!({"error": "an error was encountered while running the model: unexpected EOF"}),
+            "service_unavailable",
+        ),
+        // Nothing specific: a transient server fault, never a malformed response.
+        (
+            json!({"error": {"message": "Internal server error"}}),
+            "service_unavailable",
+        ),
+    ];
+    for (value, kind) in &cases {
+        let error = from_stream_error(value);
+        assert_eq!(error.kind(), *kind, "{value}: {error:?}");
+    }
+    let overflow = from_stream_error(&cases[3].0);
+    assert_eq!(
+        overflow,
+        LlmError::ContextOverflow {
+            prompt_tokens: Some(9000),
+            limit: Some(8192)
+        }
+    );
+}
