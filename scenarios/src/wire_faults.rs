@@ -14,8 +14,9 @@
 //!    transport wrapper that timestamps what the client reads).
 //! 2. A stream ends after its first error.
 //! 3. Errors are typed as the fault was: timeouts, connection errors, truncations,
-//!    refusals, broken answers; a 429 always carries its Retry-After. Never an error
-//!    that blames the request (bad request, auth, invalid prompt).
+//!    refusals, broken answers; a 429 whose server sent a Retry-After reaches the caller
+//!    with at least the wait the server meant, and one that sent none with none. Never
+//!    an error that blames the request (bad request, auth, invalid prompt).
 //! 4. A call during which no fault fired succeeds, and its answer has the contract's
 //!    shape: the configured model, tool calls exactly when the finish reason says so.
 
@@ -115,9 +116,11 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         .with_endpoint(Endpoint::ollama(
             ollama_url,
             sim_model(&sim, "ollama", "qwen3:8b", 32_768, |c| c),
-        ));
+        ))
+        .with_capture();
+    let network = Arc::new(network);
     let clock = Arc::new(ByteClock {
-        inner: Arc::new(network),
+        inner: network.clone(),
         env: sim.env(),
         reads: Arc::new(Mutex::new(Reads::default())),
     });
@@ -168,14 +171,31 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
                     "{label} failed with {}: {error}",
                     error.kind()
                 );
-                ensure!(
-                    error.kind() != "rate_limit" || error.retry_after_ms().is_some(),
-                    "{label}: a 429 lost its Retry-After: {error}"
-                );
+                if let LlmError::RateLimit { retry_after_ms } = &error {
+                    check_retry_after(&label, &network, *retry_after_ms)?;
+                }
             }
         }
     }
     Ok(())
+}
+
+/// The Retry-After the caller got is what the last 429 meant: at least its wait (an
+/// HTTP date or whole seconds round up), or none when it sent none.
+fn check_retry_after(label: &str, network: &SimNetwork, got: Option<u64>) -> Result<(), Violation> {
+    let meant = network
+        .exchanges()
+        .iter()
+        .rev()
+        .find(|exchange| exchange.status == 429)
+        .map(|exchange| exchange.retry_after_meant_ms);
+    match (meant, got) {
+        (Some(None), None) => Ok(()),
+        (Some(Some(meant)), Some(got)) if got >= meant && got <= meant + 2_000 => Ok(()),
+        (meant, got) => Err(Violation::new(format!(
+            "{label}: the last 429 meant a wait of {meant:?} ms, the caller got {got:?}"
+        ))),
+    }
 }
 
 /// Streams `request` through the real collector; a stream must end after its error.

@@ -19,6 +19,7 @@ use umi_core::llm::{
 use umi_core::memory::prompts::{extraction_request, rewrite_request};
 use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::conformance::Conformance;
+use umi_dst::network::Profile;
 use umi_dst::{
     Endpoint, FaultConfig, FaultKind, SimConfig, SimEnvironment, SimLlm, SimLlmConfig, SimNetwork,
     Simulation, Violation, ensure,
@@ -161,10 +162,14 @@ fn network_faults_reach_the_client_as_typed_errors() {
     assert!(resets > 20 && cuts > 20, "resets {resets}, cuts {cuts}");
 }
 
+/// A 429's Retry-After, in every form the profiles send (Azure's `retry-after-ms` with
+/// seconds, OpenAI's optional seconds, a gateway's HTTP date against a skewed server
+/// clock, or none), is read by the client as at least the wait the server meant, and
+/// never invented when the server sent none.
 #[test]
 fn retry_after_over_http_is_never_shorter_than_asked() {
     let forms = std::sync::Mutex::new(std::collections::BTreeSet::new());
-    for seed in 0..60 {
+    for seed in 0..90 {
         Simulation::new(
             SimConfig::new(seed)
                 .with_fault(FaultConfig::always(FaultKind::LlmRateLimit).with_max_injections(1)),
@@ -172,44 +177,62 @@ fn retry_after_over_http_is_never_shorter_than_asked() {
         .try_run(|sim| {
             let forms = &forms;
             async move {
-                let error = collect_stream(&openai_client(&sim)).await.unwrap_err();
-                let asked: u64 = sim
-                    .trace()
-                    .tail()
-                    .iter()
-                    .find(|e| e.kind == "llm.refuse")
-                    .and_then(|e| {
-                        e.detail
-                            .rsplit("retry after ")
-                            .next()?
-                            .trim_end_matches(" ms")
-                            .parse()
-                            .ok()
-                    })
-                    .ok_or_else(|| Violation::new("no refusal traced"))?;
-                let LlmError::RateLimit {
-                    retry_after_ms: Some(got),
-                } = error
-                else {
+                let mut endpoint =
+                    Endpoint::openai(OPENAI_URL, sim_model(&sim, "sim", "sim-large", 32_768));
+                endpoint = match seed % 3 {
+                    0 => endpoint.with_profile(Profile::AzureOpenAi),
+                    1 => endpoint.behind_gateway(),
+                    _ => endpoint,
+                };
+                let network =
+                    Arc::new(SimNetwork::new(&sim).with_endpoint(endpoint).with_capture());
+                let client = OpenAiClient::new(
+                    OpenAiConfig::new(OPENAI_URL, ModelRef::new("sim", "sim-large", 32_768, 4_096)),
+                    network.clone(),
+                    sim.env(),
+                );
+                let error = collect_stream(&client).await.unwrap_err();
+                let LlmError::RateLimit { retry_after_ms } = error else {
                     return Err(Violation::new(format!("{error:?}")));
                 };
-                ensure!(
-                    got >= asked && got <= asked + 2_000,
-                    "asked {asked} ms, the client read {got} ms"
-                );
-                forms
-                    .lock()
-                    .unwrap()
-                    .insert(if got == asked { "exact" } else { "rounded up" });
+                let exchange = network.exchanges().pop().expect("one exchange");
+                ensure!(exchange.status == 429, "status {}", exchange.status);
+                match (exchange.retry_after_meant_ms, retry_after_ms) {
+                    (None, None) => {
+                        forms.lock().unwrap().insert("none");
+                    }
+                    (Some(meant), Some(got)) => {
+                        ensure!(
+                            got >= meant && got <= meant + 2_000,
+                            "meant {meant} ms, the client read {got} ms"
+                        );
+                        let form = if exchange.header("retry-after-ms").is_some() {
+                            "ms"
+                        } else if exchange
+                            .header("retry-after")
+                            .is_some_and(|v| v.contains("GMT"))
+                        {
+                            "date"
+                        } else {
+                            "seconds"
+                        };
+                        forms.lock().unwrap().insert(form);
+                    }
+                    (meant, got) => {
+                        return Err(Violation::new(format!(
+                            "the server meant {meant:?}, the client read {got:?}"
+                        )));
+                    }
+                }
                 Ok(())
             }
         })
         .unwrap();
     }
     assert_eq!(
-        forms.into_inner().unwrap().len(),
-        2,
-        "ms headers and rounded seconds/dates both occur"
+        forms.into_inner().unwrap().into_iter().collect::<Vec<_>>(),
+        ["date", "ms", "none", "seconds"],
+        "every form occurs"
     );
 }
 

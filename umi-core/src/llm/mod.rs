@@ -28,5 +28,5 @@ pub use error::{ERROR_SNIPPET_BYTES_MAX, FailedAttempt, LlmError, snippet};
 pub use event::{EventStream, StreamEvent};
 pub use message::{Message, ToolCall, ToolDefinition};
 pub use provider::LanguageModel;
-pub use request::CompletionRequest;
+pub use request::{CompletionRequest, ToolChoice};
 pub use response::{CompletionResponse, FinishReason, ModelRef, TokenUsage};

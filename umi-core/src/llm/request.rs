@@ -38,10 +38,32 @@ pub struct CompletionRequest {
     /// A sampling seed, for providers that honour one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Whether and which tools the model must call (`None`: the provider's default,
+    /// which is `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// Whether the model may call several tools in one answer (`None`: the provider's
+    /// default, which is yes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
     /// What the request is for (`memory.extract_entities`): used for routing, tracing and
     /// by simulated models to pick a generator. Never sent to a provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+}
+
+/// Whether and which tools the model must call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// The model must not call tools.
+    None,
+    /// The model must call at least one tool.
+    Required,
+    /// The model must call this tool.
+    Tool(String),
 }
 
 impl CompletionRequest {
@@ -86,6 +108,18 @@ impl CompletionRequest {
     /// Asks for a JSON object.
     pub fn with_json_output(mut self) -> Self {
         self.json_output = true;
+        self
+    }
+
+    /// Says whether and which tools the model must call.
+    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
+    /// Says whether the model may call several tools in one answer.
+    pub fn with_parallel_tool_calls(mut self, parallel: bool) -> Self {
+        self.parallel_tool_calls = Some(parallel);
         self
     }
 
@@ -163,6 +197,17 @@ impl CompletionRequest {
             {
                 return invalid(format!("tool name {:?} is defined twice", tool.name));
             }
+        }
+        match &self.tool_choice {
+            Some(ToolChoice::Required) if self.tools.is_empty() => {
+                return invalid("tool_choice is required but no tools are offered".into());
+            }
+            Some(ToolChoice::Tool(name)) if !self.tools.iter().any(|t| &t.name == name) => {
+                return invalid(format!(
+                    "tool_choice names the tool {name:?}, which is not offered"
+                ));
+            }
+            _ => {}
         }
         if self.stop.len() > STOP_SEQUENCES_MAX {
             return invalid(format!(

@@ -75,8 +75,15 @@ fault_kinds! {
     LlmInvalidResponse => (Llm, "llm.invalid_response"),
     /// HTTP 5xx: the provider is overloaded or down.
     LlmServiceUnavailable => (Llm, "llm.service_unavailable"),
-    /// A stream that ends early: an error item, or an end without Done.
+    /// A stream that ends early: a broken connection, a server error after the 200, or
+    /// an end without Done.
     LlmStreamCut => (Llm, "llm.stream_cut"),
+    /// The provider's content filter stops the answer part-way (finish reason
+    /// `content_filter`).
+    LlmContentFilter => (Llm, "llm.content_filter"),
+    /// The provider does not serve the model asked for (it was retired, or the key
+    /// cannot see it).
+    LlmModelNotFound => (Llm, "llm.model_not_found"),
     /// A write is refused and nothing is stored.
     StorageWriteFail => (Storage, "storage.write_fail"),
     /// A read fails.
@@ -100,6 +107,9 @@ fault_kinds! {
     NetworkPartialWrite => (Network, "network.partial_write"),
     /// The first byte comes late, then the rest at normal speed.
     NetworkSlowFirstByte => (Network, "network.slow_first_byte"),
+    /// A CDN or reverse proxy in front of the server answers 502/504 with its own page
+    /// (Cloudflare's JSON or HTML, nginx's HTML).
+    NetworkProxyError => (Network, "network.proxy_error"),
     /// The wall clock jumps forwards or backwards (monotonic time does not).
     ClockJump => (Clock, "clock.jump"),
 }
@@ -188,9 +198,9 @@ mod tests {
 
     #[test]
     fn every_domain_the_issue_names_is_populated() {
-        assert_eq!(FaultKind::in_domain(FaultDomain::Llm).count(), 6);
+        assert_eq!(FaultKind::in_domain(FaultDomain::Llm).count(), 8);
         assert_eq!(FaultKind::in_domain(FaultDomain::Storage).count(), 6);
-        assert_eq!(FaultKind::in_domain(FaultDomain::Network).count(), 5);
+        assert_eq!(FaultKind::in_domain(FaultDomain::Network).count(), 6);
         assert_eq!(FaultKind::in_domain(FaultDomain::Clock).count(), 1);
     }
 }

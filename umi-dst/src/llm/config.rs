@@ -95,6 +95,10 @@ pub struct SimLlmConfig {
     pub chunk_chars_max: usize,
     /// Optional rate limits.
     pub rate_limit: Option<RateLimitModel>,
+    /// Whether the model reasons aloud before answering (DeepSeek's reasoner, Qwen's
+    /// thinking models): every answer starts with reasoning text, counted in the
+    /// completion tokens and reported as reasoning tokens.
+    pub reasoning: bool,
 }
 
 impl Default for SimLlmConfig {
@@ -106,6 +110,7 @@ impl Default for SimLlmConfig {
             tool_call_probability: 0.85,
             chunk_chars_max: 12,
             rate_limit: None,
+            reasoning: false,
         }
     }
 }
@@ -126,6 +131,12 @@ impl SimLlmConfig {
     /// Sets the timeout behaviour.
     pub fn with_timeout_mode(mut self, mode: TimeoutMode) -> Self {
         self.timeout_mode = mode;
+        self
+    }
+
+    /// Makes the model reason aloud before every answer.
+    pub fn with_reasoning(mut self) -> Self {
+        self.reasoning = true;
         self
     }
 

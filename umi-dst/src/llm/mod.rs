@@ -231,6 +231,12 @@ impl SimLlm {
                     message: "the model is overloaded (simulated)".into(),
                 });
             }
+            Some(FaultKind::LlmModelNotFound) => {
+                return self.refuse(LlmError::ModelNotFound {
+                    status: Some(404),
+                    message: model.model.clone(),
+                });
+            }
             _ => {}
         }
         if prompt_tokens > model.context_window_tokens {
@@ -250,6 +256,10 @@ impl SimLlm {
                 self.config.tool_call_probability,
             ),
         };
+        let mut generated = generated;
+        if self.config.reasoning && generated.reasoning.is_none() {
+            generated.reasoning = Some(generate::reasoning(request, &mut rng.substream(5)));
+        }
         let bytes = generated.bytes();
         if bytes > RESPONSE_TEXT_BYTES_MAX {
             return self.refuse(LlmError::ResponseTooLarge {
@@ -271,6 +281,21 @@ impl SimLlm {
             self.trace
                 .record("llm.corrupt", format_args!("{}", corruption.name()));
         }
+        if fault == Some(FaultKind::LlmContentFilter) {
+            plan::filter(&mut shaped, &mut fault_rng);
+            self.trace.record(
+                "llm.filter",
+                format_args!("kept {} bytes", shaped.text.len()),
+            );
+        }
+        // A request seen before in this run is served partly from the provider's prompt
+        // cache, in 64-token blocks (DeepSeek's unit).
+        let cached = if occurrence == 0 {
+            0
+        } else {
+            prompt_tokens - prompt_tokens % 64
+        };
+        shaped.usage.cached_prompt_tokens = Some(cached);
         let timing = Timing::draw(self.config.latency, &mut rng.substream(3));
         let mut plan = CallPlan {
             model: model.model.clone(),
@@ -287,10 +312,10 @@ impl SimLlm {
             } else {
                 0
             };
-            plan.cut = Some(if fault_rng.bool_with(0.5) {
-                Cut::Error(k)
-            } else {
-                Cut::Silent(k)
+            plan.cut = Some(match fault_rng.below(3) {
+                0 => Cut::Error(k),
+                1 => Cut::ServerError(k),
+                _ => Cut::Silent(k),
             });
         }
         self.trace.record(
@@ -304,6 +329,7 @@ impl SimLlm {
                 plan.total_delay().as_millis(),
                 match plan.cut {
                     Some(Cut::Error(k)) => format!(" cut=error@{k}"),
+                    Some(Cut::ServerError(k)) => format!(" cut=server_error@{k}"),
                     Some(Cut::Silent(k)) => format!(" cut=silent@{k}"),
                     None => String::new(),
                 }

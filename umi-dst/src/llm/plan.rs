@@ -106,6 +106,18 @@ impl CallPlan {
                     }),
                 });
             }
+            Some(Cut::ServerError(k)) => {
+                items.truncate(k);
+                items.push(Planned {
+                    delay: Duration::ZERO,
+                    item: Err(LlmError::ServiceUnavailable {
+                        status: None,
+                        message: format!(
+                            "the model failed after {k} event(s) (simulated stream_cut)"
+                        ),
+                    }),
+                });
+            }
             Some(Cut::Silent(k)) => items.truncate(k),
             None => {}
         }
@@ -119,7 +131,7 @@ impl CallPlan {
             let response = CompletionResponse {
                 text: shaped.text.clone(),
                 tool_calls: shaped.tool_calls.clone(),
-                reasoning: None,
+                reasoning: shaped.reasoning.clone(),
                 finish_reason: shaped.finish_reason.clone(),
                 usage: Some(shaped.usage),
                 model: self.model.clone(),
@@ -149,6 +161,8 @@ impl CallPlan {
 #[derive(Debug, Clone)]
 pub(crate) struct Shaped {
     pub(crate) text: String,
+    /// Reasoning text before the answer (models that think aloud).
+    pub(crate) reasoning: Option<String>,
     pub(crate) tool_calls: Vec<ToolCall>,
     /// Raw argument text overriding a call's serialized arguments (malformed-JSON faults).
     pub(crate) raw_arguments: Option<(usize, String)>,
@@ -224,14 +238,38 @@ pub(crate) fn shape(
             finish_reason = FinishReason::ToolCalls;
         }
     }
-    let completion = text_tokens.saturating_add(calls_tokens);
+    let reasoning = generated.reasoning.filter(|r| !r.is_empty());
+    let reasoning_tokens = reasoning.as_deref().map(estimate_text_tokens);
+    let completion = text_tokens
+        .saturating_add(calls_tokens)
+        .saturating_add(reasoning_tokens.unwrap_or(0));
+    let mut usage = TokenUsage::new(prompt_tokens, completion);
+    usage.reasoning_tokens = reasoning_tokens;
     Shaped {
         text,
+        reasoning,
         tool_calls,
         raw_arguments: None,
         finish_reason,
-        usage: TokenUsage::new(prompt_tokens, completion),
+        usage,
     }
+}
+
+/// Stops `shaped` the way a content filter does: the text cut at a seeded character,
+/// no tool calls, finish reason `content_filter`.
+pub(crate) fn filter(shaped: &mut Shaped, rng: &mut DeterministicRng) {
+    let boundaries: Vec<usize> = shaped.text.char_indices().map(|(i, _)| i).collect();
+    let keep = if boundaries.is_empty() {
+        0
+    } else {
+        boundaries[rng.index(boundaries.len())]
+    };
+    shaped.text.truncate(keep);
+    shaped.tool_calls.clear();
+    shaped.raw_arguments = None;
+    shaped.finish_reason = FinishReason::ContentFilter;
+    let reasoning = shaped.usage.reasoning_tokens.unwrap_or(0);
+    shaped.usage.completion_tokens = estimate_text_tokens(&shaped.text).saturating_add(reasoning);
 }
 
 /// The ways an `llm.invalid_response` fault breaks an answer.
@@ -341,19 +379,32 @@ fn ascii_escaped(json: &str) -> String {
     out
 }
 
-/// The events of `shaped`, in the shapes real providers send: text first in chunks;
-/// each call's id and name in its first delta only; arguments raw or `\u`-escaped,
-/// split anywhere (inside escapes too); parallel calls interleaved; usage as its own
+/// The events of `shaped`, in the shapes real providers send: reasoning first, then
+/// text, in chunks; tool calls one after another, in index order (no provider in the
+/// profiles opens a call before the previous one is complete: openai-python's own
+/// accumulator fails on that); each call's id and name in its first delta only;
+/// arguments raw or `\u`-escaped, split anywhere (inside escapes too); usage as its own
 /// event before `Done` or inside it.
 pub(crate) fn events(
     shaped: &Shaped,
     chars_max: usize,
     rng: &mut DeterministicRng,
 ) -> Vec<StreamEvent> {
-    let mut events: Vec<StreamEvent> = chunks(&shaped.text, chars_max, rng)
-        .into_iter()
-        .map(StreamEvent::text)
-        .collect();
+    let mut events: Vec<StreamEvent> = Vec::new();
+    if let Some(reasoning) = &shaped.reasoning {
+        // The reasoning's own stream, so thinking aloud does not move the answer's chunks.
+        let mut reasoning_rng = rng.substream(9);
+        events.extend(
+            chunks(reasoning, chars_max, &mut reasoning_rng)
+                .into_iter()
+                .map(|text| StreamEvent::ReasoningDelta { text }),
+        );
+    }
+    events.extend(
+        chunks(&shaped.text, chars_max, rng)
+            .into_iter()
+            .map(StreamEvent::text),
+    );
     let mut queues: Vec<Vec<StreamEvent>> = Vec::new();
     for (index, call) in shaped.tool_calls.iter().enumerate() {
         let arguments = match &shaped.raw_arguments {
@@ -381,17 +432,7 @@ pub(crate) fn events(
         }));
         queues.push(deltas);
     }
-    let mut heads = vec![0usize; queues.len()];
-    loop {
-        let live: Vec<usize> = (0..queues.len())
-            .filter(|&q| heads[q] < queues[q].len())
-            .collect();
-        let Some(&pick) = rng.choose(&live) else {
-            break;
-        };
-        events.push(queues[pick][heads[pick]].clone());
-        heads[pick] += 1;
-    }
+    events.extend(queues.into_iter().flatten());
     if rng.bool_with(0.5) {
         events.push(StreamEvent::Usage {
             usage: shaped.usage,
@@ -455,8 +496,10 @@ fn delays(events: &[StreamEvent], timing: Timing, total: Duration) -> Vec<Durati
 /// How a `llm.stream_cut` fault ends a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Cut {
-    /// An error item after `k` events.
+    /// A broken connection after `k` events.
     Error(usize),
+    /// A server error after `k` events (sent inside the 200 stream).
+    ServerError(usize),
     /// The stream just ends after `k` events, without `Done`.
     Silent(usize),
 }

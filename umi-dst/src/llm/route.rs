@@ -14,7 +14,7 @@
 
 use std::fmt;
 
-use umi_core::llm::{CompletionRequest, Message, ToolCall};
+use umi_core::llm::{CompletionRequest, Message, ToolCall, ToolChoice};
 use umi_core::memory::prompts::{TASK_DETECT_EVOLUTION, TASK_EXTRACT_ENTITIES, TASK_REWRITE_QUERY};
 
 use crate::rng::DeterministicRng;
@@ -168,7 +168,12 @@ impl Builtin {
     /// The built-in route for `request`.
     pub fn for_request(request: &CompletionRequest) -> Self {
         let after_tool_result = matches!(request.messages.last(), Some(Message::Tool { .. }));
-        if !request.tools.is_empty() && !after_tool_result {
+        let forced = matches!(
+            request.tool_choice,
+            Some(ToolChoice::Required | ToolChoice::Tool(_))
+        );
+        let refused = request.tool_choice == Some(ToolChoice::None);
+        if !request.tools.is_empty() && !refused && (!after_tool_result || forced) {
             return Self::ToolCalls;
         }
         match request.task.as_deref() {

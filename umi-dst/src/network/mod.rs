@@ -1,113 +1,168 @@
-//! SimNetwork: a transport that serves simulated models in the real wire formats, with
-//! network faults in simulated time.
+//! SimNetwork: a transport that serves simulated models in the real wire formats, in the
+//! shapes real providers send, with network faults in simulated time.
 //!
 //! The real clients (and the router on top of them) send their HTTP requests here.
-//! SimNetwork parses each request as a server would, asks the endpoint's model (usually
-//! a SimLLM), and answers with the bytes a real server sends: JSON, SSE chunks (OpenAI
-//! format) or NDJSON lines (Ollama), each streamed chunk released when the model
-//! produces it in simulated time. So the clients' own SSE parsing, error mapping,
-//! Retry-After handling and timeouts are what the seeds exercise.
+//! SimNetwork parses each request as the provider's server would, asks the endpoint's
+//! model (usually a SimLLM), and answers with the bytes that provider sends: its JSON
+//! layout, its SSE or NDJSON framing, its first and last chunks, where it puts usage,
+//! its keep-alive comments, its error envelopes and headers. Each endpoint has a
+//! [`Profile`] (OpenAI, Azure, DeepSeek, DashScope, GLM, OpenRouter, vLLM, llama.cpp,
+//! Ollama); each response draws among the shapes its profile lists, every one with a
+//! public source ([`profile`]). The body then reaches the client in reads whose
+//! boundaries are drawn independently of the events ([`reads`]): inside an event, inside
+//! a UTF-8 character, between CR and LF, single bytes, or many events at once.
 //!
 //! | where | operation | faults |
 //! | --- | --- | --- |
-//! | before the headers | `network.connect` | `connection_refused`; `timeout` (no answer ever: the client's timeout must fire); `slow_first_byte` (1 to 20 s late) |
+//! | before the headers | `network.connect` | `connection_refused`; `timeout` (no answer ever: the client's timeout must fire); `slow_first_byte` (1 to 20 s late); `proxy_error` (a CDN or proxy answers 502/504 with its own page) |
 //! | in the body | `network.body` | `reset` (the connection breaks after a seeded number of bytes); `partial_write` (the body just ends there); `timeout` (the server stops sending there: the client's idle timeout must fire) |
 //!
 //! The model's own failures become HTTP: a refusal is an error status with the
-//! provider's error body (a 429 carries Retry-After as `retry-after-ms`, seconds or an
-//! HTTP date, chosen by the seed); an error in the middle of a stream is an error event
-//! inside the 200 stream. [`SimNetwork::take_down`] makes an endpoint refuse connections
-//! for a simulated interval.
+//! provider's error body and headers (a 429 carries Retry-After in the forms that
+//! provider uses, or none); an error in the middle of a stream is sent the way that
+//! provider sends one; a broken connection is a reset. [`SimNetwork::take_down`] makes an
+//! endpoint refuse connections for a simulated interval. [`SimNetwork::with_capture`]
+//! keeps every exchange's bytes for checkers ([`capture`]).
 
+pub mod capture;
+pub mod chat;
+mod format;
+mod headers;
+mod ids;
+mod json;
 mod ollama;
-mod openai;
+pub mod profile;
+pub mod reads;
+mod stamps;
+mod stream_body;
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
+use sha2::{Digest, Sha256};
+use umi_core::env::Env;
 use umi_core::llm::transport::{BodyStream, HttpRequest, HttpResponse, Transport, TransportError};
 use umi_core::llm::{LanguageModel, LlmError};
 
-pub use ollama::{NdjsonEncoder, parse_request as parse_ollama_request};
-pub use openai::{SseEncoder, error_object, error_status, parse_request as parse_openai_request};
+pub use capture::{BodyEnd, Exchange};
+pub use chat::shapes::ChatShapes;
+pub use format::{Parsed, RequestError};
+pub use ollama::OLLAMA_MARKS;
+pub use profile::{Profile, WireFormat};
 
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
 use crate::fault::{FaultDomain, FaultInjector, FaultKind};
 use crate::rng::DeterministicRng;
 use crate::trace::Trace;
+use format::{Responder, server_format};
 
 /// Slowest first byte a `network.slow_first_byte` fault delays by, in ms.
 pub const SLOW_FIRST_BYTE_MS_MAX: u64 = 20_000;
 
 /// Bytes of a body a `reset` or `partial_write` lets through at most.
-pub const BODY_CUT_BYTES_MAX: u64 = 1_024;
+pub const BODY_CUT_BYTES_MAX: u64 = 4_096;
 
-/// The wire format an endpoint speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WireFormat {
-    /// OpenAI chat completions (`/chat/completions`).
-    OpenAi,
-    /// Ollama's native `/api/chat`.
-    Ollama,
-}
+/// Largest skew between a server's clock (its `Date` header) and the simulation's, in ms.
+pub const SERVER_CLOCK_SKEW_MS_MAX: u64 = 5_000;
 
-/// A server: a base URL, a format and the model behind it.
+/// A server: a base URL, a profile (which fixes its wire format) and the model behind it.
 #[derive(Clone)]
 pub struct Endpoint {
     base_url: String,
-    format: WireFormat,
+    profile: Profile,
     model: Arc<dyn LanguageModel>,
     api_key: Option<String>,
+    gateway: bool,
 }
 
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Endpoint")
             .field("base_url", &self.base_url)
-            .field("format", &self.format)
+            .field("profile", &self.profile)
             .finish_non_exhaustive()
     }
 }
 
 impl Endpoint {
-    /// An OpenAI-compatible server at `base_url` answering with `model`.
+    /// An OpenAI-compatible server at `base_url` answering with `model`, in OpenAI's own
+    /// shapes (pick another provider's with [`Endpoint::with_profile`]).
     pub fn openai(base_url: &str, model: Arc<dyn LanguageModel>) -> Self {
         Self {
             base_url: base_url.trim_end_matches('/').to_owned(),
-            format: WireFormat::OpenAi,
+            profile: Profile::OpenAi,
             model,
             api_key: None,
+            gateway: false,
         }
     }
 
-    /// An Ollama server at `base_url` answering with `model`.
+    /// An Ollama server (native `/api/chat`) at `base_url` answering with `model`.
     pub fn ollama(base_url: &str, model: Arc<dyn LanguageModel>) -> Self {
         Self {
-            base_url: base_url.trim_end_matches('/').to_owned(),
-            format: WireFormat::Ollama,
-            model,
-            api_key: None,
+            profile: Profile::Ollama,
+            ..Self::openai(base_url, model)
         }
     }
 
-    /// Requires `Authorization: Bearer <key>` (a wrong or missing key gets a 401).
+    /// Serves in `profile`'s shapes (and its wire format).
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Requires the key (`Authorization: Bearer <key>`, or Azure's `api-key`); a wrong or
+    /// missing key gets the provider's 401.
     pub fn with_api_key(mut self, key: &str) -> Self {
         self.api_key = Some(key.to_owned());
         self
     }
+
+    /// Puts an API gateway in front that answers rate limits with an HTTP-date
+    /// Retry-After (WSO2 API Manager's throttling fault,
+    /// `Retry-After: Wed, 18 Sep 2019 05:34:00 GMT`).
+    pub fn behind_gateway(mut self) -> Self {
+        self.gateway = true;
+        self
+    }
+
+    /// The base URL.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The profile.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+}
+
+/// An endpoint as SimNetwork keeps it: with its server's clock skew and the stream its
+/// server version is drawn from.
+#[derive(Debug, Clone)]
+struct Served {
+    endpoint: Endpoint,
+    skew_ms: i64,
+    server: DeterministicRng,
 }
 
 /// The simulated network. Build one per run.
 pub struct SimNetwork {
-    endpoints: Vec<Endpoint>,
+    endpoints: Vec<Served>,
     downtime: Mutex<Vec<(String, Duration, Duration)>>,
     faults: Arc<FaultInjector>,
     clock: SimClock,
     trace: Arc<Trace>,
+    env: Env,
     rng: Mutex<DeterministicRng>,
+    /// The network's stream, from which each response's stream is forked.
+    root: DeterministicRng,
+    occurrences: Mutex<BTreeMap<[u8; 32], u64>>,
+    capture: Option<Arc<Mutex<Vec<Exchange>>>>,
 }
 
 impl std::fmt::Debug for SimNetwork {
@@ -118,35 +173,59 @@ impl std::fmt::Debug for SimNetwork {
     }
 }
 
-fn response(status: u16, headers: Vec<(String, String)>, body: Vec<u8>) -> HttpResponse {
-    HttpResponse {
-        status,
-        headers,
-        body: futures::stream::iter([Ok(body)]).boxed(),
-    }
-}
-
-fn json_headers() -> Vec<(String, String)> {
-    vec![("content-type".to_owned(), "application/json".to_owned())]
+fn whole_body(body: Vec<u8>) -> BodyStream {
+    futures::stream::iter([Ok(body)]).boxed()
 }
 
 impl SimNetwork {
     /// A network with no endpoints, for the run `sim`.
     pub fn new(sim: &SimEnvironment) -> Self {
+        let root = sim.rng("network");
         Self {
             endpoints: Vec::new(),
             downtime: Mutex::new(Vec::new()),
             faults: sim.faults().clone(),
             clock: sim.clock().clone(),
             trace: sim.trace().clone(),
-            rng: Mutex::new(sim.rng("network")),
+            env: sim.env(),
+            rng: Mutex::new(root.fork("faults")),
+            root,
+            occurrences: Mutex::new(BTreeMap::new()),
+            capture: None,
         }
     }
 
-    /// Adds an endpoint.
+    /// Adds an endpoint. Its server's clock is off the simulation's by a seeded skew (at
+    /// most [`SERVER_CLOCK_SKEW_MS_MAX`]), seen in its `Date` header.
     pub fn with_endpoint(mut self, endpoint: Endpoint) -> Self {
-        self.endpoints.push(endpoint);
+        let mut rng = self
+            .root
+            .fork_parts(&[b"skew", endpoint.base_url.as_bytes()]);
+        let skew = rng.range_inclusive(0, 2 * SERVER_CLOCK_SKEW_MS_MAX);
+        let skew_ms = skew as i64 - SERVER_CLOCK_SKEW_MS_MAX as i64;
+        let server = self
+            .root
+            .fork_parts(&[b"server", endpoint.base_url.as_bytes()]);
+        self.endpoints.push(Served {
+            endpoint,
+            skew_ms,
+            server,
+        });
         self
+    }
+
+    /// Keeps every exchange (request, status, headers, the reads the client got, how the
+    /// body ended) for checkers: [`SimNetwork::exchanges`].
+    pub fn with_capture(mut self) -> Self {
+        self.capture = Some(Arc::new(Mutex::new(Vec::new())));
+        self
+    }
+
+    /// The exchanges so far (empty without [`SimNetwork::with_capture`]).
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.capture.as_ref().map_or_else(Vec::new, |log| {
+            log.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        })
     }
 
     /// Makes the endpoint at `base_url` refuse connections from `from` to `until`
@@ -173,35 +252,160 @@ impl SimNetwork {
             .any(|(url, from, until)| url == base_url && *from <= now && now < *until)
     }
 
-    /// The Retry-After headers of a 429, in a form the seed chooses.
-    fn retry_after(&self, wait_ms: Option<u64>) -> Vec<(String, String)> {
-        let Some(wait_ms) = wait_ms else {
-            return Vec::new();
+    /// The response's own stream: forked from the endpoint, the request's bytes and how
+    /// many times those bytes were sent before, so it does not depend on the order of
+    /// other requests.
+    fn response_rng(&self, base_url: &str, request: &HttpRequest) -> DeterministicRng {
+        let hash: [u8; 32] = Sha256::new()
+            .chain_update(request.url.as_bytes())
+            .chain_update(&request.body)
+            .finalize()
+            .into();
+        let occurrence = {
+            let mut occurrences = self
+                .occurrences
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let count = occurrences.entry(hash).or_insert(0);
+            *count += 1;
+            *count - 1
         };
-        match self.draw(0, 2) {
-            0 => vec![("retry-after-ms".into(), wait_ms.to_string())],
-            1 => vec![("retry-after".into(), wait_ms.div_ceil(1000).to_string())],
-            _ => {
-                // An HTTP date has whole seconds: round up, never ask for less.
-                let at_ms = self.clock.unix_time_ms() + wait_ms;
-                let at = std::time::UNIX_EPOCH + Duration::from_secs(at_ms.div_ceil(1000));
-                vec![("retry-after".into(), httpdate::fmt_http_date(at))]
-            }
+        self.root
+            .fork_parts(&[base_url.as_bytes(), &hash, &occurrence.to_le_bytes()])
+    }
+
+    fn cover_all(&self, marks: Vec<&'static str>) {
+        for mark in marks {
+            umi_core::env::Environment::cover(self.env.as_ref(), mark);
         }
     }
 
-    fn error_response(&self, format: WireFormat, error: &LlmError) -> HttpResponse {
-        let mut headers = json_headers();
-        if let LlmError::RateLimit { retry_after_ms } = error {
-            headers.extend(self.retry_after(*retry_after_ms));
-        }
-        let body = match format {
-            WireFormat::OpenAi => openai::error_object(error).to_string(),
-            WireFormat::Ollama => {
-                serde_json::json!({"error": ollama::error_text(error)}).to_string()
+    /// The connect faults; `Some` is the response that ends the exchange there.
+    async fn connect(&self, served: &Served) -> Result<Option<HttpResponse>, TransportError> {
+        let kinds = [
+            FaultKind::NetworkConnectionRefused,
+            FaultKind::NetworkTimeout,
+            FaultKind::NetworkSlowFirstByte,
+            FaultKind::NetworkProxyError,
+        ];
+        match self
+            .faults
+            .decide_among(FaultDomain::Network, "network.connect", &kinds)
+        {
+            Some(FaultKind::NetworkConnectionRefused) => Err(TransportError::Connect {
+                reason: "connection refused (simulated)".into(),
+            }),
+            Some(FaultKind::NetworkTimeout) => {
+                // The server never answers; only the client's own timeout ends this.
+                std::future::pending::<()>().await;
+                unreachable!("a pending future never completes")
             }
-        };
-        response(openai::error_status(error), headers, body.into_bytes())
+            Some(FaultKind::NetworkSlowFirstByte) => {
+                let delay = self.draw(1_000, SLOW_FIRST_BYTE_MS_MAX);
+                self.clock.sleep(Duration::from_millis(delay)).await;
+                Ok(None)
+            }
+            Some(FaultKind::NetworkProxyError) => {
+                let choice = self.draw(0, u64::MAX);
+                let page = headers::proxy_page(served.endpoint.profile, choice);
+                self.trace
+                    .record("net.proxy", format_args!("{} {}", page.status, page.mark));
+                umi_core::env::Environment::cover(self.env.as_ref(), page.mark);
+                let mut response_headers =
+                    vec![("content-type".to_owned(), page.content_type.to_owned())];
+                response_headers.push(("date".to_owned(), self.date(served)));
+                response_headers.push(("server".to_owned(), page.server.to_owned()));
+                Ok(Some(HttpResponse {
+                    status: page.status,
+                    headers: response_headers,
+                    body: whole_body(page.body),
+                }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The server's "now", as its `Date` header says it.
+    fn server_now_ms(&self, served: &Served) -> u64 {
+        self.clock
+            .unix_time_ms()
+            .saturating_add_signed(served.skew_ms)
+    }
+
+    fn date(&self, served: &Served) -> String {
+        headers::http_date(self.server_now_ms(served))
+    }
+
+    /// The headers of a response: content type, date, and the profile's own.
+    fn response_headers(
+        &self,
+        served: &Served,
+        responder: &dyn Responder,
+        status: u16,
+        stream: bool,
+        rng: &mut DeterministicRng,
+    ) -> Vec<(String, String)> {
+        let mut out = vec![
+            (
+                "content-type".to_owned(),
+                responder.content_type(stream && status == 200).to_owned(),
+            ),
+            ("date".to_owned(), self.date(served)),
+        ];
+        out.extend(headers::profile_headers(
+            responder.header_set(),
+            status,
+            self.server_now_ms(served),
+            rng,
+        ));
+        out
+    }
+
+    /// A refusal with its headers: the Retry-After of a 429 in the form drawn (an
+    /// HTTP date behind a gateway).
+    fn refusal(
+        &self,
+        served: &Served,
+        mut responder: Box<dyn Responder>,
+        error: &LlmError,
+        param: Option<&str>,
+        rng: &mut DeterministicRng,
+    ) -> (HttpResponse, Option<u64>) {
+        let (status, body) = responder.refusal(error, param);
+        let mut response_headers =
+            self.response_headers(served, responder.as_ref(), status, false, rng);
+        let mut meant_ms = None;
+        if status == 429
+            && let LlmError::RateLimit {
+                retry_after_ms: Some(wait_ms),
+            } = error
+        {
+            let form = if served.endpoint.gateway {
+                Some(chat::shapes::RetryAfterForm::HttpDate)
+            } else {
+                responder.retry_after()
+            };
+            if let Some(form) = form {
+                let (retry_headers, mark) =
+                    headers::retry_after(form, *wait_ms, self.server_now_ms(served));
+                meant_ms = (!retry_headers.is_empty()).then_some(*wait_ms);
+                response_headers.extend(retry_headers);
+                umi_core::env::Environment::cover(self.env.as_ref(), mark);
+            }
+        }
+        self.cover_all(responder.marks());
+        self.trace.record(
+            "net.refuse",
+            format_args!("{} {status} {}", served.endpoint.profile, error.kind()),
+        );
+        (
+            HttpResponse {
+                status,
+                headers: response_headers,
+                body: whole_body(body),
+            },
+            meant_ms,
+        )
     }
 
     /// Wraps a body with the `network.body` faults.
@@ -220,60 +424,37 @@ impl SimNetwork {
         let left = self.draw(0, BODY_CUT_BYTES_MAX) as usize;
         self.trace
             .record("net.cut", format_args!("{kind} after {left} bytes"));
-        // What follows the cut: an error, the end of the body, or nothing ever again.
-        let after_cut = move || -> Option<BodyStream> {
-            match kind {
-                FaultKind::NetworkReset => Some(
-                    futures::stream::iter([Err(TransportError::Reset {
-                        reason: "connection reset by peer (simulated)".into(),
-                    })])
-                    .boxed(),
-                ),
-                FaultKind::NetworkTimeout => Some(futures::stream::pending().boxed()),
-                _ => None,
+        reads::cut(body, left, kind)
+    }
+
+    fn finish(&self, response: HttpResponse, exchange: Option<Exchange>) -> HttpResponse {
+        match (&self.capture, exchange) {
+            (Some(log), Some(mut exchange)) => {
+                exchange.status = response.status;
+                exchange.headers.clone_from(&response.headers);
+                let body = capture::record(log.clone(), exchange, response.body);
+                HttpResponse { body, ..response }
             }
-        };
-        // State: the body, the bytes still allowed through, and whether it has ended.
-        futures::stream::unfold(
-            (body, left, false),
-            move |(mut body, left, ended)| async move {
-                if ended {
-                    return None;
-                }
-                match body.next().await {
-                    Some(Ok(mut chunk)) if chunk.len() >= left => {
-                        chunk.truncate(left);
-                        match after_cut() {
-                            Some(rest) => Some((Ok(chunk), (rest, 0, false))),
-                            None => Some((Ok(chunk), (body, 0, true))),
-                        }
-                    }
-                    Some(Ok(chunk)) => {
-                        let left = left - chunk.len();
-                        Some((Ok(chunk), (body, left, false)))
-                    }
-                    other => other.map(|item| (item, (body, 0, true))),
-                }
-            },
-        )
-        .boxed()
+            _ => response,
+        }
     }
 }
 
 #[async_trait]
 impl Transport for SimNetwork {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
-        let endpoint = self
+        let served = self
             .endpoints
             .iter()
-            .find(|e| request.url.starts_with(&e.base_url))
+            .find(|served| request.url.starts_with(&served.endpoint.base_url))
             .cloned()
             .ok_or_else(|| TransportError::Connect {
                 reason: format!("no route to {} (simulated)", request.url),
             })?;
+        let endpoint = &served.endpoint;
         self.trace.record(
             "net.request",
-            format_args!("{} {}", request.method, request.url),
+            format_args!("{} {} ({})", request.method, request.url, endpoint.profile),
         );
         if self.is_down(&endpoint.base_url) {
             self.trace
@@ -282,104 +463,132 @@ impl Transport for SimNetwork {
                 reason: "connection refused: endpoint down (simulated)".into(),
             });
         }
-        let kinds = [
-            FaultKind::NetworkConnectionRefused,
-            FaultKind::NetworkTimeout,
-            FaultKind::NetworkSlowFirstByte,
-        ];
-        match self
-            .faults
-            .decide_among(FaultDomain::Network, "network.connect", &kinds)
-        {
-            Some(FaultKind::NetworkConnectionRefused) => {
-                return Err(TransportError::Connect {
-                    reason: "connection refused (simulated)".into(),
-                });
-            }
-            Some(FaultKind::NetworkTimeout) => {
-                // The server never answers; only the client's own timeout ends this.
-                std::future::pending::<()>().await;
-            }
-            Some(FaultKind::NetworkSlowFirstByte) => {
-                self.clock
-                    .sleep(Duration::from_millis(
-                        self.draw(1_000, SLOW_FIRST_BYTE_MS_MAX),
-                    ))
-                    .await;
-            }
-            _ => {}
+        let mut exchange = self
+            .capture
+            .as_ref()
+            .map(|_| Exchange::new(&request, endpoint));
+        if let Some(proxy) = self.connect(&served).await? {
+            return Ok(self.finish(proxy, exchange));
+        }
+        let format = server_format(endpoint.profile.format());
+        let mut rng = self.response_rng(&endpoint.base_url, &request);
+        let served_model = endpoint.model.model_ref().model.clone();
+        let created_s = self.server_now_ms(&served) / 1_000;
+        let responder = format.responder(
+            endpoint.profile,
+            served.server.clone(),
+            rng.substream(1),
+            created_s,
+            &served_model,
+        );
+        let path = request.url[endpoint.base_url.len()..]
+            .split('?')
+            .next()
+            .unwrap_or("");
+        if path != format.path() {
+            let error = LlmError::BadRequest {
+                status: Some(404),
+                message: format!("{} {path}", request.method),
+            };
+            let (response, _) = self.refusal(&served, responder, &error, None, &mut rng);
+            return Ok(self.finish(response, exchange));
         }
         if let Some(key) = &endpoint.api_key
-            && request.header("authorization") != Some(&format!("Bearer {key}"))
+            && !headers::key_matches(&request, key)
         {
-            let body = match endpoint.format {
-                WireFormat::OpenAi => serde_json::json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}}).to_string(),
-                WireFormat::Ollama => serde_json::json!({"error": "unauthorized"}).to_string(),
+            let presented = headers::presented_key(&request).unwrap_or_default();
+            let error = LlmError::Auth {
+                status: 401,
+                message: headers::mask_key(&presented),
             };
-            return Ok(response(401, json_headers(), body.into_bytes()));
+            let (response, _) = self.refusal(&served, responder, &error, None, &mut rng);
+            return Ok(self.finish(response, exchange));
         }
-        let parsed = match endpoint.format {
-            WireFormat::OpenAi => openai::parse_request(&request.body),
-            WireFormat::Ollama => ollama::parse_request(&request.body),
-        };
-        let (completion, stream) = match parsed {
+        let parsed = match format.parse(&request.body, endpoint.profile) {
             Ok(parsed) => parsed,
-            Err(reason) => {
-                let body = serde_json::json!({"error": {"message": reason, "type": "invalid_request_error"}}).to_string();
-                return Ok(response(400, json_headers(), body.into_bytes()));
+            Err(refused) => {
+                let error = LlmError::BadRequest {
+                    status: Some(400),
+                    message: refused.message.clone(),
+                };
+                self.trace
+                    .record("net.bad_request", format_args!("{}", refused.message));
+                let (response, _) = self.refusal(
+                    &served,
+                    responder,
+                    &error,
+                    refused.param.as_deref(),
+                    &mut rng,
+                );
+                return Ok(self.finish(response, exchange));
             }
         };
-        if !stream {
-            let answer = endpoint.model.complete(&completion).await;
-            return Ok(match answer {
-                Err(error) => self.error_response(endpoint.format, &error),
-                Ok(answer) => {
-                    let body = match endpoint.format {
-                        WireFormat::OpenAi => {
-                            openai::response_body(&answer, self.clock.unix_time_ms() / 1000)
-                        }
-                        WireFormat::Ollama => ollama::response_body(&answer),
-                    };
-                    HttpResponse {
-                        status: 200,
-                        headers: json_headers(),
-                        body: self.body_faults(futures::stream::iter([Ok(body)]).boxed()),
-                    }
-                }
-            });
+        let checks_model = endpoint.profile != Profile::LlamaCpp;
+        if checks_model && !parsed.request.model.is_empty() && parsed.request.model != served_model
+        {
+            self.trace.record(
+                "net.model_not_found",
+                format_args!(
+                    "{} asked for {:?}; this endpoint serves {served_model:?}",
+                    endpoint.base_url, parsed.request.model
+                ),
+            );
+            let error = LlmError::ModelNotFound {
+                status: Some(404),
+                message: parsed.request.model.clone(),
+            };
+            let (response, _) = self.refusal(&served, responder, &error, None, &mut rng);
+            return Ok(self.finish(response, exchange));
         }
-        let events = match endpoint.model.stream(&completion).await {
-            Err(error) => return Ok(self.error_response(endpoint.format, &error)),
-            Ok(events) => events,
+        let answer = if parsed.stream {
+            endpoint.model.stream(&parsed.request).await.map(Ok)
+        } else {
+            endpoint.model.complete(&parsed.request).await.map(Err)
         };
-        let (content_type, body): (&str, BodyStream) = match endpoint.format {
-            WireFormat::OpenAi => {
-                let mut encoder = SseEncoder::default();
-                let body = events.map(move |item| {
-                    Ok(match item {
-                        Ok(event) => encoder.event(&event),
-                        Err(error) => encoder.error(&error),
-                    })
-                });
-                ("text/event-stream", body.boxed())
+        let answer = match answer {
+            Err(error) => {
+                let (response, meant) = self.refusal(&served, responder, &error, None, &mut rng);
+                if let Some(exchange) = &mut exchange {
+                    exchange.retry_after_meant_ms = meant;
+                }
+                return Ok(self.finish(response, exchange));
             }
-            WireFormat::Ollama => {
-                let mut encoder = NdjsonEncoder::new(&completion.model);
-                let body = events.map(move |item| {
-                    Ok(match item {
-                        Ok(event) => encoder.event(&event),
-                        Err(error) => encoder.error(&error),
-                    })
-                });
-                ("application/x-ndjson", body.boxed())
+            Ok(answer) => answer,
+        };
+        let mut header_rng = rng.substream(2);
+        let reads_rng = rng.substream(3);
+        let response_headers = self.response_headers(
+            &served,
+            responder.as_ref(),
+            200,
+            parsed.stream,
+            &mut header_rng,
+        );
+        let body = match answer {
+            Err(whole) => {
+                let mut responder = responder;
+                let body = responder.whole(&whole);
+                self.cover_all(responder.marks());
+                whole_body(body)
+            }
+            Ok(events) => {
+                let encoder = responder.into_stream(parsed.include_usage);
+                stream_body::body(
+                    events,
+                    encoder,
+                    self.clock.clone(),
+                    self.env.clone(),
+                    rng.substream(4),
+                )
             }
         };
-        let headers = vec![("content-type".to_owned(), content_type.to_owned())];
-        Ok(HttpResponse {
+        let body = reads::split(body, reads_rng, &self.env);
+        let response = HttpResponse {
             status: 200,
-            headers,
+            headers: response_headers,
             body: self.body_faults(body),
-        })
+        };
+        Ok(self.finish(response, exchange))
     }
 }
 

@@ -1,6 +1,18 @@
-//! The server side of Ollama's `/api/chat`: requests parsed, NDJSON and JSON answers.
-
-use std::collections::BTreeMap;
+//! The server side of Ollama's native `/api/chat`: requests parsed as Ollama does, NDJSON
+//! streams and whole answers, `{"error": "..."}` errors, in the shapes of the versions
+//! still in use (sources: ollama/ollama `server/routes.go`, `api/types.go` @fb307609,
+//! v0.11.11 @92b96d54, v0.12.0 @9f3a37fd).
+//!
+//! - Lines: `model, created_at, message{role, content, thinking?, tool_calls?}, done`,
+//!   and the last with `done_reason` and the counts and durations (types.go L520-564).
+//! - Tool calls whole, `arguments` always an object (types.go L221-303); the call `id`
+//!   since v0.12.10, `function.index` always since v0.12.6 (omitted when 0 before), and
+//!   neither in older versions. Arguments the model wrote that do not parse come back as
+//!   text (the generic parser) or as an error line (the built-in parsers, e.g.
+//!   `failed to parse JSON: ...`), never as a string (routes.go L2882-2894).
+//! - Errors `{"error": "..."}`; model not found is a 404 worded `model 'x' not found`
+//!   (v0.12+) or `model "x" not found, try pulling it first` (up to v0.11.11); a full
+//!   queue is a 503; an error after the 200 is one error line, and the stream ends.
 
 use serde_json::{Value, json};
 use umi_core::llm::{
@@ -8,70 +20,186 @@ use umi_core::llm::{
     TokenUsage, ToolCall,
 };
 
-/// The request a client sent, and whether it asked for a stream (Ollama's default).
-pub fn parse_request(body: &[u8]) -> Result<(CompletionRequest, bool), String> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| format!("body is not JSON: {e}"))?;
+use super::chat::shapes::{HeaderSet, RetryAfterForm};
+use super::format::{Flow, Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
+use super::json::{Json, Spacing};
+use super::profile::Profile;
+use crate::network::stamps::rfc3339;
+use crate::rng::DeterministicRng;
+
+/// Ollama's `/api/chat`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct OllamaFormat;
+
+/// Which Ollama the server is, for what changed between versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Version {
+    /// v0.12.10 and later: call ids, `index` always, `model 'x' not found`.
+    Current,
+    /// v0.12.0 to v0.12.5: no ids, `index` omitted when 0.
+    Middle,
+    /// v0.11.x: no ids, no index, `model "x" not found, try pulling it first`.
+    Old,
+}
+
+impl Version {
+    fn mark(self) -> &'static str {
+        match self {
+            Self::Current => "wire.shape.ollama.current",
+            Self::Middle => "wire.shape.ollama.middle",
+            Self::Old => "wire.shape.ollama.old",
+        }
+    }
+}
+
+/// Every mark the native format can hit.
+pub const OLLAMA_MARKS: [&str; 5] = [
+    "wire.shape.ollama.current",
+    "wire.shape.ollama.middle",
+    "wire.shape.ollama.old",
+    "wire.shape.ollama.bad_arguments_as_text",
+    "wire.shape.ollama.bad_arguments_as_error",
+];
+
+fn refuse(param: &str, message: impl Into<String>) -> RequestError {
+    RequestError {
+        param: Some(param.to_owned()),
+        message: message.into(),
+    }
+}
+
+impl ServerFormat for OllamaFormat {
+    fn path(&self) -> &'static str {
+        "/api/chat"
+    }
+
+    fn parse(&self, body: &[u8], _profile: Profile) -> Result<Parsed, RequestError> {
+        parse(body)
+    }
+
+    fn responder(
+        &self,
+        _profile: Profile,
+        mut server: DeterministicRng,
+        _response: DeterministicRng,
+        created_s: u64,
+        model: &str,
+    ) -> Box<dyn Responder> {
+        let version = [Version::Current, Version::Middle, Version::Old][server.index(3)];
+        let generic_parser = server.bool_with(0.5);
+        Box::new(OllamaResponder {
+            version,
+            generic_parser,
+            model: model.to_owned(),
+            created_ms: created_s * 1_000,
+            marks: vec![version.mark()],
+        })
+    }
+}
+
+/// Parses an `/api/chat` body as Ollama does (Go's `encoding/json`: unknown fields
+/// dropped; a wrong type is a 400 naming the Go field).
+fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
+    if body.is_empty() {
+        return Err(RequestError {
+            param: None,
+            message: "missing request body".into(),
+        });
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|error| RequestError {
+        param: None,
+        message: format!("invalid character in request body: {error}"),
+    })?;
     let mut request = CompletionRequest::new(Vec::new());
     request.model = value
         .get("model")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned();
-    let mut call_number = 0;
-    for message in value
-        .get("messages")
-        .and_then(Value::as_array)
-        .ok_or("missing messages")?
-    {
-        let content = message
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        request.messages.push(
-            match message.get("role").and_then(Value::as_str).unwrap_or("") {
-                "system" => Message::system(content),
-                "user" => Message::user(content),
-                "assistant" => {
-                    let calls = message
-                        .get("tool_calls")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .map(|call| {
-                            call_number += 1;
-                            let function = call.get("function").cloned().unwrap_or_default();
-                            ToolCall::new(
-                                format!("call_{}", call_number - 1),
-                                function.get("name").and_then(Value::as_str).unwrap_or(""),
-                                function
-                                    .get("arguments")
-                                    .cloned()
-                                    .unwrap_or_else(|| json!({})),
-                            )
-                        })
-                        .collect();
-                    Message::assistant_tool_calls(content, calls)
-                }
-                "tool" => Message::tool_result(
-                    message
-                        .get("tool_name")
-                        .and_then(Value::as_str)
-                        .unwrap_or(""),
-                    content,
-                    true,
-                ),
-                other => return Err(format!("unknown role {other:?}")),
-            },
-        );
+    if request.model.is_empty() {
+        return Err(refuse("model", "model is required"));
     }
-    request.tools = super::parse_tools(&value)?;
+    let messages = match value.get("messages") {
+        None | Some(Value::Null) => &Vec::new(),
+        Some(Value::Array(messages)) => messages,
+        Some(_) => {
+            return Err(refuse(
+                "messages",
+                "json: cannot unmarshal into Go struct field ChatRequest.messages of type []api.Message",
+            ));
+        }
+    };
+    let mut call_number = 0usize;
+    for (index, message) in messages.iter().enumerate() {
+        let content = match message.get("content") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(text)) => text.clone(),
+            Some(_) => {
+                return Err(refuse(
+                    &format!("messages[{index}].content"),
+                    "json: cannot unmarshal into Go struct field Message.messages.content of type string",
+                ));
+            }
+        };
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+        request.messages.push(match role {
+            "system" => Message::system(content),
+            "user" => Message::user(content),
+            "assistant" => {
+                let mut calls = Vec::new();
+                for call in message
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let function = call.get("function").cloned().unwrap_or_default();
+                    let arguments = match function.get("arguments") {
+                        None | Some(Value::Null) => json!({}),
+                        Some(object @ Value::Object(_)) => object.clone(),
+                        Some(_) => {
+                            return Err(refuse(
+                                &format!("messages[{index}].tool_calls"),
+                                "json: cannot unmarshal string into Go struct field ToolCallFunction.messages.tool_calls.function.arguments of type map[string]interface {}",
+                            ));
+                        }
+                    };
+                    let id = call
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| format!("call_{call_number}"), str::to_owned);
+                    call_number += 1;
+                    calls.push(ToolCall::new(
+                        id,
+                        function.get("name").and_then(Value::as_str).unwrap_or(""),
+                        arguments,
+                    ));
+                }
+                Message::assistant_tool_calls(content, calls)
+            }
+            "tool" => Message::tool_result(
+                message
+                    .get("tool_call_id")
+                    .or_else(|| message.get("tool_name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+                content,
+                true,
+            ),
+            other => {
+                return Err(refuse(
+                    &format!("messages[{index}].role"),
+                    format!("invalid role {other:?}"),
+                ));
+            }
+        });
+    }
+    request.tools = super::parse_tools(&value).map_err(|message| refuse("tools", message))?;
     let options = value.get("options").cloned().unwrap_or_default();
     request.max_tokens = options
         .get("num_predict")
         .and_then(Value::as_u64)
-        .map(|n| n as u32);
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
     request.temperature = options
         .get("temperature")
         .and_then(Value::as_f64)
@@ -87,149 +215,324 @@ pub fn parse_request(body: &[u8]) -> Result<(CompletionRequest, bool), String> {
         })
         .unwrap_or_default();
     request.seed = options.get("seed").and_then(Value::as_u64);
-    request.json_output = value.get("format").and_then(Value::as_str) == Some("json");
-    Ok((
+    request.json_output = value.get("format").is_some_and(|f| !f.is_null());
+    let stream = value.get("stream").and_then(Value::as_bool).unwrap_or(true);
+    if request.messages.is_empty() {
+        // An empty conversation loads the model and answers `done_reason: "load"`; a
+        // simulated model has nothing to load, so it is refused by name instead.
+        return Err(refuse("messages", "messages is required"));
+    }
+    Ok(Parsed {
         request,
-        value.get("stream").and_then(Value::as_bool).unwrap_or(true),
-    ))
+        stream,
+        include_usage: true,
+    })
 }
 
-fn done_reason(finish: FinishReason) -> &'static str {
-    match finish {
-        FinishReason::Length => "length",
-        _ => "stop",
-    }
-}
-
-fn line(model: &str, message: &Value, done: bool, extra: Value) -> Vec<u8> {
-    let mut body = json!({"model": model, "created_at": "2024-01-01T00:00:00Z", "message": message, "done": done});
-    if let (Value::Object(target), Value::Object(extra)) = (&mut body, extra) {
-        target.extend(extra);
-    }
-    let mut bytes = body.to_string().into_bytes();
-    bytes.push(b'\n');
-    bytes
-}
-
-fn calls_value(calls: &[(String, String)]) -> Vec<Value> {
-    calls
-        .iter()
-        .map(|(name, arguments)| {
-            let arguments: Value =
-                serde_json::from_str(arguments).unwrap_or_else(|_| json!(arguments));
-            json!({"function": {"name": name, "arguments": arguments}})
-        })
-        .collect()
-}
-
-/// A whole `/api/chat` answer.
-pub(crate) fn response_body(response: &CompletionResponse) -> Vec<u8> {
-    let calls: Vec<(String, String)> = response
-        .tool_calls
-        .iter()
-        .map(|c| (c.name.clone(), c.arguments.to_string()))
-        .collect();
-    let mut message = json!({"role": "assistant", "content": response.text});
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(calls_value(&calls));
-    }
-    let usage = response.usage.unwrap_or_default();
-    line(
-        &response.model,
-        &message,
-        true,
-        json!({"done_reason": done_reason(response.finish_reason.clone()), "prompt_eval_count": usage.prompt_tokens, "eval_count": usage.completion_tokens}),
-    )
-}
-
-/// Encodes stream events as NDJSON, the way Ollama does: text as it comes, tool calls
-/// whole (gathered until the answer ends), then the `done` line with the counts.
-#[derive(Debug)]
-pub struct NdjsonEncoder {
+struct OllamaResponder {
+    version: Version,
+    /// Whether the model's tool calls go through Ollama's generic parser (unparsed text
+    /// comes back as content) or a built-in one (an error line).
+    generic_parser: bool,
     model: String,
-    calls: BTreeMap<u32, (String, String)>,
-    usage: Option<TokenUsage>,
+    created_ms: u64,
+    marks: Vec<&'static str>,
 }
 
-impl NdjsonEncoder {
-    /// An encoder for answers from `model`.
-    pub fn new(model: &str) -> Self {
-        Self {
-            model: model.to_owned(),
-            calls: BTreeMap::new(),
+fn done_reason(finish: &FinishReason) -> Option<String> {
+    match finish {
+        FinishReason::Length => Some("length".into()),
+        FinishReason::Other(raw) => Some(raw.clone()),
+        FinishReason::Missing => None,
+        _ => Some("stop".into()),
+    }
+}
+
+impl OllamaResponder {
+    fn line(&self, message: Json, done: bool) -> Json {
+        Json::object(vec![
+            ("model", self.model.clone().into()),
+            ("created_at", rfc3339(self.created_ms).into()),
+            ("message", message),
+            ("done", done.into()),
+        ])
+    }
+
+    fn call(&self, index: usize, id: &str, name: &str, arguments: Value) -> Json {
+        let mut function = Json::object(Vec::new());
+        match self.version {
+            Version::Current => function.push("index", index as u64),
+            Version::Middle if index > 0 => function.push("index", index as u64),
+            _ => {}
+        }
+        function.push("name", name);
+        function.push("arguments", arguments);
+        let mut call = Json::object(Vec::new());
+        if self.version == Version::Current {
+            call.push("id", id);
+        }
+        call.push("function", function);
+        call
+    }
+
+    fn done_line(&self, finish: &FinishReason, usage: Option<TokenUsage>) -> Json {
+        let mut line = self.line(
+            Json::object(vec![("role", "assistant".into()), ("content", "".into())]),
+            true,
+        );
+        if let Some(reason) = done_reason(finish) {
+            line.push("done_reason", reason);
+        }
+        // Durations in ns at a fixed simulated speed, so they replay.
+        let usage = usage.unwrap_or_default();
+        let prompt_ns = u64::from(usage.prompt_tokens) * 2_000_000;
+        let eval_ns = u64::from(usage.completion_tokens) * 20_000_000;
+        line.push("total_duration", prompt_ns + eval_ns + 1_000_000);
+        line.push("load_duration", 1_000_000u64);
+        line.push("prompt_eval_count", usage.prompt_tokens);
+        line.push("prompt_eval_duration", prompt_ns);
+        line.push("eval_count", usage.completion_tokens);
+        line.push("eval_duration", eval_ns);
+        line
+    }
+
+    fn error_text(&self, error: &LlmError) -> (u16, String) {
+        match error {
+            LlmError::ModelNotFound { message, .. } => (
+                404,
+                if self.version == Version::Old {
+                    format!("model \"{message}\" not found, try pulling it first")
+                } else {
+                    format!("model '{message}' not found")
+                },
+            ),
+            LlmError::ContextOverflow { .. } => {
+                (400, "the input length exceeds the context length".into())
+            }
+            LlmError::RateLimit { .. }
+            | LlmError::ServiceUnavailable {
+                status: Some(503) | None,
+                ..
+            } => (
+                503,
+                "server busy, please try again.  maximum pending requests exceeded".into(),
+            ),
+            LlmError::Auth { .. } => (401, "unauthorized".into()),
+            LlmError::BadRequest { message, .. } => (400, message.clone()),
+            LlmError::InvalidPrompt { reason } => (400, reason.clone()),
+            other => (
+                500,
+                format!("an error was encountered while running the model: {other}"),
+            ),
+        }
+    }
+}
+
+impl Responder for OllamaResponder {
+    fn refusal(&mut self, error: &LlmError, _param: Option<&str>) -> (u16, Vec<u8>) {
+        let (status, text) = self.error_text(error);
+        (
+            status,
+            Json::from(json!({"error": text})).to_bytes(Spacing::Compact),
+        )
+    }
+
+    fn whole(&mut self, response: &CompletionResponse) -> Vec<u8> {
+        let mut message = Json::object(vec![
+            ("role", "assistant".into()),
+            ("content", response.text.clone().into()),
+        ]);
+        if let Some(thinking) = response.reasoning.as_ref().filter(|t| !t.is_empty()) {
+            message.push("thinking", thinking.clone());
+        }
+        if !response.tool_calls.is_empty() {
+            let calls = response
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| self.call(i, &c.id, &c.name, c.arguments.clone()))
+                .collect();
+            message.push("tool_calls", Json::Array(calls));
+        }
+        let mut line = self.done_line(&response.finish_reason, response.usage);
+        if let Json::Object(fields) = &mut line
+            && let Some(slot) = fields.iter_mut().find(|(k, _)| *k == "message")
+        {
+            slot.1 = message;
+        }
+        line.to_bytes(Spacing::Compact)
+    }
+
+    fn into_stream(self: Box<Self>, _include_usage: bool) -> Box<dyn StreamEncoder> {
+        let bad_as_text = self.generic_parser;
+        Box::new(OllamaStream {
+            responder: *self,
+            calls: Vec::new(),
             usage: None,
+            bad_as_text,
+        })
+    }
+
+    fn content_type(&self, stream: bool) -> &'static str {
+        if stream {
+            "application/x-ndjson"
+        } else {
+            "application/json; charset=utf-8"
         }
     }
 
-    /// The bytes for `event`.
-    pub fn event(&mut self, event: &StreamEvent) -> Vec<u8> {
+    fn retry_after(&self) -> Option<RetryAfterForm> {
+        None
+    }
+
+    fn header_set(&self) -> HeaderSet {
+        HeaderSet::Bare
+    }
+
+    fn marks(&mut self) -> Vec<&'static str> {
+        std::mem::take(&mut self.marks)
+    }
+}
+
+/// A tool call gathered until it is whole (Ollama never streams one in pieces).
+#[derive(Debug, Default)]
+struct Gathered {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+struct OllamaStream {
+    responder: OllamaResponder,
+    calls: Vec<(u32, Gathered)>,
+    usage: Option<TokenUsage>,
+    /// What this server does with arguments the model wrote that do not parse.
+    bad_as_text: bool,
+}
+
+fn ndjson(out: &mut Vec<u8>, line: &Json) {
+    out.extend_from_slice(&line.to_bytes(Spacing::Compact));
+    out.push(b'\n');
+}
+
+impl StreamEncoder for OllamaStream {
+    fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) -> Flow {
         match event {
-            StreamEvent::TextDelta { text } => line(
-                &self.model,
-                &json!({"role": "assistant", "content": text}),
-                false,
-                json!({}),
-            ),
-            StreamEvent::ReasoningDelta { text } => line(
-                &self.model,
-                &json!({"role": "assistant", "content": "", "thinking": text}),
-                false,
-                json!({}),
-            ),
+            StreamEvent::TextDelta { text } => {
+                let responder = &self.responder;
+                let message = Json::object(vec![
+                    ("role", "assistant".into()),
+                    ("content", text.clone().into()),
+                ]);
+                ndjson(out, &responder.line(message, false));
+            }
+            StreamEvent::ReasoningDelta { text } => {
+                let responder = &self.responder;
+                let message = Json::object(vec![
+                    ("role", "assistant".into()),
+                    ("content", "".into()),
+                    ("thinking", text.clone().into()),
+                ]);
+                ndjson(out, &responder.line(message, false));
+            }
             StreamEvent::ToolCallDelta {
                 index,
+                id,
                 name,
                 arguments_fragment,
-                ..
             } => {
-                let call = self.calls.entry(*index).or_default();
-                if let Some(name) = name {
-                    call.0.clone_from(name);
+                let position = match self.calls.iter().position(|(i, _)| i == index) {
+                    Some(position) => position,
+                    None => {
+                        self.calls.push((*index, Gathered::default()));
+                        self.calls.len() - 1
+                    }
+                };
+                let call = &mut self.calls[position].1;
+                if let Some(id) = id {
+                    call.id.clone_from(id);
                 }
-                call.1.push_str(arguments_fragment.as_deref().unwrap_or(""));
-                Vec::new()
+                if let Some(name) = name {
+                    call.name.clone_from(name);
+                }
+                call.arguments
+                    .push_str(arguments_fragment.as_deref().unwrap_or(""));
             }
-            StreamEvent::Usage { usage } => {
-                self.usage = Some(*usage);
-                Vec::new()
-            }
+            StreamEvent::Usage { usage } => self.usage = Some(*usage),
             StreamEvent::Done {
                 finish_reason,
                 usage,
             } => {
-                let mut out = Vec::new();
-                if !self.calls.is_empty() {
-                    let calls: Vec<(String, String)> =
-                        std::mem::take(&mut self.calls).into_values().collect();
-                    out.extend(line(&self.model, &json!({"role": "assistant", "content": "", "tool_calls": calls_value(&calls)}), false, json!({})));
+                let usage = usage.or(self.usage);
+                let mut finish = finish_reason.clone();
+                let mut calls = Vec::new();
+                for (position, (_, call)) in std::mem::take(&mut self.calls).into_iter().enumerate()
+                {
+                    match serde_json::from_str::<Value>(&call.arguments) {
+                        Ok(arguments) if arguments.is_object() => {
+                            calls.push(
+                                self.responder
+                                    .call(position, &call.id, &call.name, arguments),
+                            );
+                        }
+                        _ if self.bad_as_text => {
+                            // The generic parser hands back what it could not parse.
+                            self.responder
+                                .marks
+                                .push("wire.shape.ollama.bad_arguments_as_text");
+                            let message = Json::object(vec![
+                                ("role", "assistant".into()),
+                                ("content", call.arguments.clone().into()),
+                            ]);
+                            ndjson(out, &self.responder.line(message, false));
+                            finish = FinishReason::Stop;
+                        }
+                        Err(error) => {
+                            // A built-in parser fails the stream (qwen3.go L345).
+                            self.responder
+                                .marks
+                                .push("wire.shape.ollama.bad_arguments_as_error");
+                            let text = format!("failed to parse JSON: {error}");
+                            ndjson(out, &Json::from(json!({"error": text})));
+                            return Flow::Close;
+                        }
+                        Ok(_) => {
+                            self.responder
+                                .marks
+                                .push("wire.shape.ollama.bad_arguments_as_error");
+                            let text = "failed to parse JSON: arguments are not an object";
+                            ndjson(out, &Json::from(json!({"error": text})));
+                            return Flow::Close;
+                        }
+                    }
                 }
-                let usage = usage.or(self.usage).unwrap_or_default();
-                out.extend(line(
-                    &self.model,
-                    &json!({"role": "assistant", "content": ""}),
-                    true,
-                    json!({"done_reason": done_reason(finish_reason.clone()), "prompt_eval_count": usage.prompt_tokens, "eval_count": usage.completion_tokens}),
-                ));
-                out
+                let responder = &self.responder;
+                if !calls.is_empty() {
+                    let message = Json::object(vec![
+                        ("role", "assistant".into()),
+                        ("content", "".into()),
+                        ("tool_calls", Json::Array(calls)),
+                    ]);
+                    ndjson(out, &responder.line(message, false));
+                }
+                ndjson(out, &responder.done_line(&finish, usage));
+                return Flow::End;
             }
         }
+        Flow::Continue
     }
 
-    /// The bytes of an error inside a 200 stream.
-    pub fn error(&mut self, error: &LlmError) -> Vec<u8> {
-        let mut bytes = json!({"error": error_text(error)}).to_string().into_bytes();
-        bytes.push(b'\n');
-        bytes
+    fn error(&mut self, error: &LlmError, out: &mut Vec<u8>) -> Flow {
+        let (_, text) = self.responder.error_text(error);
+        ndjson(out, &Json::from(json!({"error": text})));
+        Flow::Close
     }
-}
 
-/// The text Ollama puts in `{"error": ...}` for `error`.
-pub(crate) fn error_text(error: &LlmError) -> String {
-    match error {
-        LlmError::ContextOverflow { .. } => {
-            "the input length exceeds the context length".to_owned()
-        }
-        LlmError::RateLimit { .. } => "too many requests".to_owned(),
-        other => other.to_string(),
+    fn keep_alive(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn marks(&mut self) -> Vec<&'static str> {
+        std::mem::take(&mut self.responder.marks)
     }
 }

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::llm::error::{LlmError, snippet};
 use crate::llm::event::StreamEvent;
 use crate::llm::message::{Message, ToolCall};
-use crate::llm::request::CompletionRequest;
+use crate::llm::request::{CompletionRequest, ToolChoice};
 use crate::llm::response::{CompletionResponse, FinishReason, TokenUsage};
 use crate::llm::wire::errors::from_stream_error;
 use crate::llm::wire::reader::WireDecoder;
@@ -70,6 +70,18 @@ pub fn request_body(
             .map(|tool| json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}))
             .collect();
         body.insert("tools".into(), Value::Array(tools));
+        if let Some(choice) = &request.tool_choice {
+            let choice = match choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+            };
+            body.insert("tool_choice".into(), choice);
+        }
+        if let Some(parallel) = request.parallel_tool_calls {
+            body.insert("parallel_tool_calls".into(), json!(parallel));
+        }
     }
     if let Some(max_tokens) = request.max_tokens {
         let field = match max_tokens_field {

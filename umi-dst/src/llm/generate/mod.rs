@@ -5,10 +5,13 @@
 pub mod evolution;
 pub mod extraction;
 pub mod generic;
+mod reasoning;
 pub mod rewrite;
 pub mod tools;
 
 use umi_core::llm::CompletionRequest;
+
+pub use reasoning::reasoning;
 
 use super::route::{Builtin, Generated};
 use crate::rng::DeterministicRng;

@@ -1,7 +1,7 @@
 //! Tool calls: when tools are offered, call one (or, sometimes, several in parallel)
 //! with arguments generated from their JSON Schemas; sometimes answer in text instead.
 
-use umi_core::llm::{CompletionRequest, ToolCall};
+use umi_core::llm::{CompletionRequest, ToolCall, ToolChoice};
 
 use super::generic;
 use crate::llm::route::Generated;
@@ -13,16 +13,35 @@ const PARALLEL_CALLS_MAX: u64 = 3;
 
 const PREAMBLES: &[&str] = &["Let me check that.", "I'll look it up.", "One moment."];
 
-/// The tool-calling answer for `request`: calls with probability `call_probability`.
+/// The tool-calling answer for `request`: calls with probability `call_probability`,
+/// as `tool_choice` allows (`none`: never; `required` or a named tool: always, only that
+/// tool) and `parallel_tool_calls` allows (`false`: one call at most).
 pub fn generate(
     request: &CompletionRequest,
     rng: &mut DeterministicRng,
     call_probability: f64,
 ) -> Generated {
-    if request.tools.is_empty() || !rng.bool_with(call_probability) {
+    let forced = matches!(
+        request.tool_choice,
+        Some(ToolChoice::Required | ToolChoice::Tool(_))
+    );
+    let refused = request.tool_choice == Some(ToolChoice::None);
+    if request.tools.is_empty() || refused {
         return generic::generate(request, rng);
     }
-    let parallel = rng.bool_with(0.3);
+    // One draw either way, so forcing a call does not shift the draws after it.
+    let wants = rng.bool_with(call_probability);
+    if !(wants || forced) {
+        return generic::generate(request, rng);
+    }
+    let candidates: Vec<&umi_core::llm::ToolDefinition> = match &request.tool_choice {
+        Some(ToolChoice::Tool(name)) => request.tools.iter().filter(|t| &t.name == name).collect(),
+        _ => request.tools.iter().collect(),
+    };
+    if candidates.is_empty() {
+        return generic::generate(request, rng);
+    }
+    let parallel = rng.bool_with(0.3) && request.parallel_tool_calls != Some(false);
     let count = if parallel {
         rng.range_inclusive(2, PARALLEL_CALLS_MAX)
     } else {
@@ -30,7 +49,7 @@ pub fn generate(
     };
     let mut calls = Vec::new();
     for _ in 0..count {
-        let tool = rng.choose(&request.tools).expect("tools are offered");
+        let tool = *rng.choose(&candidates).expect("candidates are not empty");
         let id_bits = rng.next_u64();
         match schema::generate(&tool.parameters, rng) {
             Ok(arguments) => calls.push(ToolCall::new(

@@ -1,0 +1,103 @@
+//! The server side of OpenAI chat completions, for every provider that speaks it: the
+//! request parsed as the server does, and each response in shapes drawn from the
+//! provider's profile ([`shapes`] lists what varies; [`crate::network::profile`] what
+//! each provider sends, with sources).
+
+mod draw;
+mod errors;
+mod request;
+pub mod shapes;
+mod stream;
+mod whole;
+
+use umi_core::llm::{CompletionResponse, LlmError};
+
+use self::draw::Draw;
+use self::shapes::{HeaderSet, RetryAfterForm, ShapeMark};
+use super::format::{Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
+use super::json::Spacing;
+use super::profile::Profile;
+use crate::rng::DeterministicRng;
+
+/// OpenAI chat completions.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ChatFormat;
+
+impl ServerFormat for ChatFormat {
+    fn path(&self) -> &'static str {
+        "/chat/completions"
+    }
+
+    fn parse(&self, body: &[u8], profile: Profile) -> Result<Parsed, RequestError> {
+        request::parse(body, profile)
+    }
+
+    fn responder(
+        &self,
+        profile: Profile,
+        server: DeterministicRng,
+        response: DeterministicRng,
+        created_s: u64,
+        model: &str,
+    ) -> Box<dyn Responder> {
+        let shapes = profile
+            .chat_shapes()
+            .expect("a chat-format endpoint has a chat-format profile");
+        Box::new(ChatResponder {
+            draw: Draw::new(shapes, server, response, created_s, model),
+            marks: Vec::new(),
+        })
+    }
+}
+
+struct ChatResponder {
+    draw: Draw,
+    marks: Vec<&'static str>,
+}
+
+impl Responder for ChatResponder {
+    fn refusal(&mut self, error: &LlmError, param: Option<&str>) -> (u16, Vec<u8>) {
+        self.marks.push(errors::envelope_mark(&self.draw));
+        let (status, body) = errors::error_body_with_param(&mut self.draw, error, param);
+        // OpenAI's error bodies are indented, with a final newline (ENVOY
+        // chat-unknown-model.yaml); Ollama's /v1 ends its own with one (json.Encoder).
+        let spacing = match self.draw.envelope {
+            shapes::Envelope::OpenAi => Spacing::Indented4,
+            _ => Spacing::Compact,
+        };
+        let mut bytes = body.to_bytes(spacing);
+        if self.draw.envelope == shapes::Envelope::OllamaV1 {
+            bytes.push(b'\n');
+        }
+        (status, bytes)
+    }
+
+    fn whole(&mut self, response: &CompletionResponse) -> Vec<u8> {
+        self.marks.push(self.draw.layout.mark());
+        whole::body(&mut self.draw, response).to_bytes(Spacing::Compact)
+    }
+
+    fn into_stream(self: Box<Self>, include_usage: bool) -> Box<dyn StreamEncoder> {
+        Box::new(stream::ChatStream::new(self.draw, include_usage))
+    }
+
+    fn content_type(&self, stream: bool) -> &'static str {
+        if stream {
+            self.draw.shapes.stream_content_type
+        } else {
+            self.draw.shapes.json_content_type
+        }
+    }
+
+    fn retry_after(&self) -> Option<RetryAfterForm> {
+        self.draw.retry_after
+    }
+
+    fn header_set(&self) -> HeaderSet {
+        self.draw.shapes.headers
+    }
+
+    fn marks(&mut self) -> Vec<&'static str> {
+        std::mem::take(&mut self.marks)
+    }
+}

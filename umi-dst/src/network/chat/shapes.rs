@@ -1,0 +1,461 @@
+//! The shapes an OpenAI-compatible chat-completions server can give a response, one enum
+//! per thing that varies, and [`ChatShapes`]: the ones a provider really sends.
+//!
+//! Each variant has a coverage-mark name (`wire.shape.<knob>.<variant>`): a sweep that
+//! hits every mark has produced, and the clients have handled, every shape. The tables
+//! that pick variants per provider, with the public source of each, are in
+//! [`super::super::profile`].
+
+/// How the completion id looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdStyle {
+    /// `chatcmpl-` and 29 letters or digits (OpenAI, Azure).
+    OpenAi,
+    /// A bare UUID (DeepSeek).
+    Uuid,
+    /// `chatcmpl-` and a UUID (DashScope).
+    ChatcmplUuid,
+    /// A timestamp and hex (`20260313050247` + 16 hex: GLM).
+    Timestamp,
+    /// `gen-<unix seconds>-<20 letters>` (OpenRouter).
+    Generation,
+    /// `chatcmpl-` and 32 hex (vLLM).
+    ChatcmplHex,
+    /// `chatcmpl-` and 32 letters or digits (llama.cpp).
+    ChatcmplAlnum32,
+    /// `chatcmpl-` and a number below 999 (Ollama's /v1).
+    ChatcmplNumber,
+}
+
+/// Which top-level fields a chunk carries, in which order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `id, object, created, model, system_fingerprint, choices[index, delta, logprobs,
+    /// finish_reason]` (OpenAI in 2024).
+    OpenAi2024,
+    /// As 2024, plus `service_tier` after `model` and `obfuscation` last (OpenAI 2025+).
+    OpenAiTiered,
+    /// As tiered, without `logprobs` in the choice (OpenAI's reasoning models).
+    OpenAiTieredNoLogprobs,
+    /// Every key sorted, `content_filter_results` in each choice, and a first chunk with
+    /// `prompt_filter_results` and empty `id`/`model`/`object` (Azure).
+    Azure,
+    /// `id, object, created, model, system_fingerprint, choices[..]` (DeepSeek).
+    DeepSeek,
+    /// `choices` first, `id` last (DashScope compatible mode).
+    DashScope,
+    /// `id, created, object, model, choices[index, (finish_reason), delta]`, no finish
+    /// key until the end (GLM).
+    Glm,
+    /// As GLM without `object` (GLM 4.6 in 2025).
+    GlmNoObject,
+    /// `id, object, created, model, provider, choices[index, delta, finish_reason,
+    /// native_finish_reason]` (OpenRouter).
+    OpenRouter,
+    /// `id, object, created, model, choices[index, delta, logprobs, finish_reason]`
+    /// (vLLM; `stop_reason` on the finish chunk).
+    Vllm,
+    /// `choices[finish_reason, index, delta], created, id, model, system_fingerprint,
+    /// object` (llama.cpp's `ordered_json`).
+    LlamaCpp,
+    /// `id, object, created, model, system_fingerprint, choices[index, delta,
+    /// finish_reason]` (Ollama's /v1).
+    OllamaV1,
+}
+
+/// The `system_fingerprint` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fingerprint {
+    /// No key.
+    Absent,
+    /// `null`.
+    Null,
+    /// `fp_` and 10 hex.
+    Fp,
+    /// `fp_`, 10 hex, `_prod0820_fp8_kvcache` (DeepSeek).
+    FpDeepSeek,
+    /// 32 hex (DeepSeek v4).
+    Hex32,
+    /// `""` (OpenRouter, passing through an upstream's empty one).
+    Empty,
+    /// `b<build>-<commit>` (llama.cpp).
+    Build,
+    /// `fp_ollama`.
+    Ollama,
+}
+
+/// The first chunk of an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opener {
+    /// `{"role":"assistant","content":"","refusal":null}` (OpenAI).
+    RoleContentRefusal,
+    /// `{"role":"assistant","content":""}` (DeepSeek, DashScope, vLLM).
+    RoleContentEmpty,
+    /// `{"role":"assistant","content":null}` (llama.cpp).
+    RoleContentNull,
+    /// `{"role":"assistant"}` (older llama.cpp).
+    RoleOnly,
+    /// No opener: `role` on every text chunk (GLM, OpenRouter, Ollama before 0.32.6).
+    RoleEveryChunk,
+    /// No opener: `role` on the first content chunk only (Ollama 0.32.6+).
+    RoleOnFirst,
+}
+
+/// The chunk that carries the finish reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishShape {
+    /// `"delta":{}` (OpenAI, vLLM, llama.cpp, Ollama 0.32.6+).
+    EmptyDelta,
+    /// `"delta":{"content":""}` (DeepSeek, DashScope).
+    EmptyContent,
+    /// `"delta":{"role":"assistant","content":""}` (GLM, OpenRouter, Ollama before 0.32.6).
+    RoleEmptyContent,
+}
+
+/// Where usage goes in a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageShape {
+    /// Only when `stream_options.include_usage` was asked: a last chunk with `choices: []`;
+    /// `null_on_chunks`: every other chunk then says `"usage": null`.
+    SeparateWhenAsked {
+        /// Whether ordinary chunks carry `"usage": null`.
+        null_on_chunks: bool,
+    },
+    /// Only when asked, on the finish chunk itself (DeepSeek, GLM).
+    OnFinishWhenAsked {
+        /// Whether ordinary chunks carry `"usage": null`.
+        null_on_chunks: bool,
+    },
+    /// Always; a chunk after the finish with one empty choice, finish `null` (OpenRouter,
+    /// Oct 2025).
+    TrailingChoice,
+    /// Always; a chunk after the finish with `choices: []` (OpenRouter, Mar 2026).
+    TrailingBare,
+    /// Always; the finish chunk repeated with usage (OpenRouter, Apr 2026).
+    RepeatedFinish,
+    /// Always, on the finish chunk, with `timings` (older llama.cpp).
+    AlwaysOnFinish,
+}
+
+/// The fields of a usage object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageDetails {
+    /// `prompt_tokens, completion_tokens, total_tokens`.
+    Plain,
+    /// vLLM's order: `prompt_tokens, total_tokens, completion_tokens`.
+    Vllm,
+    /// Plus `prompt_tokens_details.cached_tokens` and
+    /// `completion_tokens_details.reasoning_tokens` (OpenAI since late 2024, GLM, DashScope).
+    Details,
+    /// Plus DeepSeek's `prompt_cache_hit_tokens` / `prompt_cache_miss_tokens`.
+    DeepSeek,
+    /// Plus OpenRouter's `cost`, `is_byok` and `cost_details`.
+    OpenRouter,
+}
+
+/// How tool calls stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolShape {
+    /// A header delta (`index, id, type, function{name, arguments:""}`), then argument
+    /// fragments with only `index` and `function.arguments` (OpenAI, DeepSeek).
+    Streamed,
+    /// As `Streamed`, with no `arguments` key in the header (vLLM, llama.cpp).
+    StreamedBareHeader,
+    /// Continuations carry `"id":""` and `"type":"function"`, and one more empty
+    /// fragment comes in a choice with no `finish_reason` (DashScope).
+    EmptyIdContinuation,
+    /// Each call whole in one chunk (GLM, Ollama's /v1).
+    Whole,
+    /// A header delta, then all the arguments in one delta (OpenRouter re-chunking a
+    /// whole-call upstream).
+    Rechunked,
+    /// Some deltas carry two entries for the same index (vLLM with speculative
+    /// decoding).
+    DuplicateIndex,
+}
+
+/// Where reasoning text goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReasoningField {
+    /// The provider streams none.
+    None,
+    /// `reasoning_content` (GLM, llama.cpp, older vLLM).
+    ReasoningContent,
+    /// `reasoning_content`, with `"content": null` beside reasoning and
+    /// `"reasoning_content": null` beside the answer (DeepSeek, DashScope).
+    ReasoningContentPaired,
+    /// `reasoning` (newer vLLM).
+    Reasoning,
+    /// Both, with the same text (vLLM between Nov 2025 and Jan 2026).
+    Both,
+    /// `reasoning` and `reasoning_details` (OpenRouter).
+    OpenRouter,
+    /// `reasoning`, in chunks of its own (Ollama's /v1).
+    Separate,
+}
+
+/// How an error that happens after the 200 goes on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamErrorShape {
+    /// `data: {"error": {...}}` in the error envelope, then `data: [DONE]`.
+    DataThenDone,
+    /// As `DataThenDone`, written by Python's `json.dumps` (`{"error": {...}}`: vLLM).
+    DataPythonThenDone,
+    /// `data: {"error":{...}}`, then the connection closes (llama.cpp).
+    DataThenClose,
+    /// An SSE field named `error` (`error: {...}`), then `data: [DONE]` (older
+    /// llama.cpp).
+    ErrorField,
+    /// A chunk with a top-level `error` and `finish_reason: "error"` (OpenRouter).
+    ErrorChunk,
+    /// One stray empty chunk, then the connection closes (Ollama's /v1).
+    StrayChunk,
+}
+
+/// The error envelope of HTTP errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Envelope {
+    /// `{"error":{"message","type","param","code"}}`, codes as strings.
+    OpenAi,
+    /// `{"error":{"code":"429","message"}}`.
+    Azure,
+    /// OpenAI's keys, `code` usually `"invalid_request_error"`.
+    DeepSeek,
+    /// `{"error":{"code","message","param","type"},"id","request_id"}`.
+    DashScope,
+    /// `{"error":{"code":"1302","message"}}`.
+    Glm,
+    /// `{"error":{"message","code":429,"metadata"}}`, code a number.
+    OpenRouter,
+    /// `{"object":"error","message","type","param","code":400}` (vLLM up to 0.10.0).
+    VllmFlat,
+    /// `{"error":{"message","type","param","code":400}}` (vLLM 0.10.1+).
+    VllmNested,
+    /// `{"error":{"code":400,"message","type"}}` (llama.cpp).
+    LlamaCpp,
+    /// `{"error":{"message","type","param":null,"code":null}}` (Ollama's /v1).
+    OllamaV1,
+}
+
+/// The forms of Retry-After a provider's 429 takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfterForm {
+    /// No Retry-After at all.
+    Absent,
+    /// `retry-after: <seconds>`.
+    Seconds,
+    /// `retry-after-ms: <ms>` and `retry-after: <seconds>` (Azure).
+    MsAndSeconds,
+    /// `retry-after: <HTTP date>`.
+    HttpDate,
+}
+
+/// The response headers beyond `content-type` and `date`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderSet {
+    /// `x-request-id: req_<32 hex>`, `openai-processing-ms`, `openai-version`,
+    /// `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`.
+    OpenAi,
+    /// `x-request-id` and `apim-request-id` (UUIDs), `x-ratelimit-{limit,remaining}-*`.
+    Azure,
+    /// `x-ds-trace-id: <32 hex>`.
+    DeepSeek,
+    /// `x-generation-id`.
+    OpenRouter,
+    /// `server: llama.cpp`.
+    LlamaCpp,
+    /// Nothing more.
+    Bare,
+}
+
+/// What a provider does when its content filter stops an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContentFilterShape {
+    /// `finish_reason: "content_filter"`.
+    FinishReason,
+    /// `finish_reason: "sensitive"` (GLM).
+    Sensitive,
+    /// No filter of its own: reported in OpenAI's spelling.
+    OpenAiSpelling,
+}
+
+/// Everything one provider may send, each with its allowed variants (one is drawn per
+/// response where there are several).
+#[derive(Debug, Clone, Copy)]
+pub struct ChatShapes {
+    /// Completion ids.
+    pub id: IdStyle,
+    /// Chunk layouts.
+    pub layouts: &'static [Layout],
+    /// Fingerprints.
+    pub fingerprints: &'static [Fingerprint],
+    /// First chunks of a text answer.
+    pub openers: &'static [Opener],
+    /// Finish chunks.
+    pub finishes: &'static [FinishShape],
+    /// Usage placement.
+    pub usages: &'static [UsageShape],
+    /// Usage fields.
+    pub usage_details: UsageDetails,
+    /// Tool-call streaming.
+    pub tools: &'static [ToolShape],
+    /// Reasoning fields (for reasoning models).
+    pub reasoning: &'static [ReasoningField],
+    /// An SSE comment the server sends while the model thinks, if any.
+    pub keep_alive: Option<&'static str>,
+    /// In-stream errors.
+    pub stream_errors: &'static [StreamErrorShape],
+    /// HTTP error envelopes.
+    pub envelopes: &'static [Envelope],
+    /// Retry-After on 429 (empty: the server never sends 429).
+    pub retry_after: &'static [RetryAfterForm],
+    /// Headers.
+    pub headers: HeaderSet,
+    /// The streaming content type.
+    pub stream_content_type: &'static str,
+    /// The JSON content type.
+    pub json_content_type: &'static str,
+    /// The content filter.
+    pub content_filter: ContentFilterShape,
+    /// Whether a CDN or proxy in front of it answers some failures with an HTML page.
+    pub proxy_pages: bool,
+}
+
+/// Coverage-mark names, `wire.shape.<knob>.<variant>`: the wire_shapes scenario requires
+/// a default sweep to hit every one a profile allows.
+pub trait ShapeMark: Copy {
+    /// The mark.
+    fn mark(self) -> &'static str;
+}
+
+macro_rules! marks {
+    ($ty:ty { $( $pattern:pat => $mark:literal, )* }) => {
+        impl ShapeMark for $ty {
+            fn mark(self) -> &'static str {
+                match self { $( $pattern => concat!("wire.shape.", $mark), )* }
+            }
+        }
+    };
+}
+
+marks!(Layout {
+    Layout::OpenAi2024 => "layout.openai_2024",
+    Layout::OpenAiTiered => "layout.openai_tiered",
+    Layout::OpenAiTieredNoLogprobs => "layout.openai_tiered_no_logprobs",
+    Layout::Azure => "layout.azure",
+    Layout::DeepSeek => "layout.deepseek",
+    Layout::DashScope => "layout.dashscope",
+    Layout::Glm => "layout.glm",
+    Layout::GlmNoObject => "layout.glm_no_object",
+    Layout::OpenRouter => "layout.openrouter",
+    Layout::Vllm => "layout.vllm",
+    Layout::LlamaCpp => "layout.llama_cpp",
+    Layout::OllamaV1 => "layout.ollama_v1",
+});
+
+marks!(Fingerprint {
+    Fingerprint::Absent => "fingerprint.absent",
+    Fingerprint::Null => "fingerprint.null",
+    Fingerprint::Fp => "fingerprint.fp",
+    Fingerprint::FpDeepSeek => "fingerprint.fp_deepseek",
+    Fingerprint::Hex32 => "fingerprint.hex32",
+    Fingerprint::Empty => "fingerprint.empty",
+    Fingerprint::Build => "fingerprint.build",
+    Fingerprint::Ollama => "fingerprint.ollama",
+});
+
+marks!(Opener {
+    Opener::RoleContentRefusal => "opener.role_content_refusal",
+    Opener::RoleContentEmpty => "opener.role_content_empty",
+    Opener::RoleContentNull => "opener.role_content_null",
+    Opener::RoleOnly => "opener.role_only",
+    Opener::RoleEveryChunk => "opener.role_every_chunk",
+    Opener::RoleOnFirst => "opener.role_on_first",
+});
+
+marks!(FinishShape {
+    FinishShape::EmptyDelta => "finish.empty_delta",
+    FinishShape::EmptyContent => "finish.empty_content",
+    FinishShape::RoleEmptyContent => "finish.role_empty_content",
+});
+
+marks!(UsageShape {
+    UsageShape::SeparateWhenAsked { null_on_chunks: true } => "usage.separate_nulls",
+    UsageShape::SeparateWhenAsked { null_on_chunks: false } => "usage.separate",
+    UsageShape::OnFinishWhenAsked { null_on_chunks: true } => "usage.on_finish_nulls",
+    UsageShape::OnFinishWhenAsked { null_on_chunks: false } => "usage.on_finish",
+    UsageShape::TrailingChoice => "usage.trailing_choice",
+    UsageShape::TrailingBare => "usage.trailing_bare",
+    UsageShape::RepeatedFinish => "usage.repeated_finish",
+    UsageShape::AlwaysOnFinish => "usage.always_on_finish",
+});
+
+marks!(ToolShape {
+    ToolShape::Streamed => "tools.streamed",
+    ToolShape::StreamedBareHeader => "tools.streamed_bare_header",
+    ToolShape::EmptyIdContinuation => "tools.empty_id_continuation",
+    ToolShape::Whole => "tools.whole",
+    ToolShape::Rechunked => "tools.rechunked",
+    ToolShape::DuplicateIndex => "tools.duplicate_index",
+});
+
+marks!(ReasoningField {
+    ReasoningField::None => "reasoning.none",
+    ReasoningField::ReasoningContent => "reasoning.reasoning_content",
+    ReasoningField::ReasoningContentPaired => "reasoning.reasoning_content_paired",
+    ReasoningField::Reasoning => "reasoning.reasoning",
+    ReasoningField::Both => "reasoning.both",
+    ReasoningField::OpenRouter => "reasoning.openrouter",
+    ReasoningField::Separate => "reasoning.separate",
+});
+
+marks!(StreamErrorShape {
+    StreamErrorShape::DataThenDone => "stream_error.data_then_done",
+    StreamErrorShape::DataPythonThenDone => "stream_error.data_python_then_done",
+    StreamErrorShape::DataThenClose => "stream_error.data_then_close",
+    StreamErrorShape::ErrorField => "stream_error.error_field",
+    StreamErrorShape::ErrorChunk => "stream_error.error_chunk",
+    StreamErrorShape::StrayChunk => "stream_error.stray_chunk",
+});
+
+marks!(Envelope {
+    Envelope::OpenAi => "envelope.openai",
+    Envelope::Azure => "envelope.azure",
+    Envelope::DeepSeek => "envelope.deepseek",
+    Envelope::DashScope => "envelope.dashscope",
+    Envelope::Glm => "envelope.glm",
+    Envelope::OpenRouter => "envelope.openrouter",
+    Envelope::VllmFlat => "envelope.vllm_flat",
+    Envelope::VllmNested => "envelope.vllm_nested",
+    Envelope::LlamaCpp => "envelope.llama_cpp",
+    Envelope::OllamaV1 => "envelope.ollama_v1",
+});
+
+marks!(RetryAfterForm {
+    RetryAfterForm::Absent => "retry_after.absent",
+    RetryAfterForm::Seconds => "retry_after.seconds",
+    RetryAfterForm::MsAndSeconds => "retry_after.ms_and_seconds",
+    RetryAfterForm::HttpDate => "retry_after.http_date",
+});
+
+impl ChatShapes {
+    /// Every mark this provider's shapes can hit when the knob is exercised: layouts,
+    /// fingerprints, openers, finishes, usages (when usage is asked), tool shapes,
+    /// reasoning fields, in-stream errors, envelopes and Retry-After forms.
+    pub fn marks(&self) -> Vec<&'static str> {
+        let mut marks: Vec<&'static str> = Vec::new();
+        marks.extend(self.layouts.iter().map(|s| s.mark()));
+        marks.extend(self.fingerprints.iter().map(|s| s.mark()));
+        marks.extend(self.openers.iter().map(|s| s.mark()));
+        marks.extend(self.finishes.iter().map(|s| s.mark()));
+        marks.extend(self.usages.iter().map(|s| s.mark()));
+        marks.extend(self.tools.iter().map(|s| s.mark()));
+        marks.extend(self.reasoning.iter().map(|s| s.mark()));
+        marks.extend(self.stream_errors.iter().map(|s| s.mark()));
+        marks.extend(self.envelopes.iter().map(|s| s.mark()));
+        marks.extend(self.retry_after.iter().map(|s| s.mark()));
+        marks.sort_unstable();
+        marks.dedup();
+        marks
+    }
+}

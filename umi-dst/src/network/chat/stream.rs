@@ -1,0 +1,529 @@
+//! Stream events into SSE chunks, in the shapes the drawn profile sends: the opener, text
+//! and reasoning deltas in the provider's fields, tool calls streamed, whole or
+//! re-chunked, the finish chunk, usage where the provider puts it, `[DONE]`, and errors
+//! after the 200 in the provider's own way.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+use umi_core::llm::{LlmError, StreamEvent, TokenUsage};
+
+use super::draw::{Draw, UsageField};
+use super::errors::error_body;
+use super::shapes::{
+    FinishShape, Layout, Opener, ReasoningField, ShapeMark, StreamErrorShape, ToolShape, UsageShape,
+};
+use crate::network::format::{Flow, StreamEncoder};
+use crate::network::json::{Json, Spacing};
+
+/// A tool call held back until it is whole (GLM, Ollama's /v1, OpenRouter re-chunking).
+#[derive(Debug, Default)]
+struct HeldCall {
+    id: Option<String>,
+    name: Option<String>,
+    arguments: String,
+}
+
+/// The SSE encoder of one chat-completions response.
+#[derive(Debug)]
+pub(crate) struct ChatStream {
+    draw: Draw,
+    include_usage: bool,
+    started: bool,
+    first_text_sent: bool,
+    reasoning_seen: bool,
+    held: BTreeMap<u32, HeldCall>,
+    /// The index whose header was sent last (re-chunking flushes on a new index).
+    open_index: Option<u32>,
+    dashscope_tail: Option<u32>,
+    usage: Option<TokenUsage>,
+    marks: Vec<&'static str>,
+}
+
+fn sse(out: &mut Vec<u8>, chunk: &Json) {
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(&chunk.to_bytes(Spacing::Compact));
+    out.extend_from_slice(b"\n\n");
+}
+
+fn done(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"data: [DONE]\n\n");
+}
+
+impl ChatStream {
+    pub(crate) fn new(draw: Draw, include_usage: bool) -> Self {
+        let marks = draw.stream_marks().to_vec();
+        Self {
+            draw,
+            include_usage,
+            started: false,
+            first_text_sent: false,
+            reasoning_seen: false,
+            held: BTreeMap::new(),
+            open_index: None,
+            dashscope_tail: None,
+            usage: None,
+            marks,
+        }
+    }
+
+    fn ordinary_usage(&self) -> UsageField {
+        match self.draw.usage {
+            UsageShape::SeparateWhenAsked {
+                null_on_chunks: true,
+            }
+            | UsageShape::OnFinishWhenAsked {
+                null_on_chunks: true,
+            } if self.include_usage => UsageField::Null,
+            _ => UsageField::Absent,
+        }
+    }
+
+    fn emit(&mut self, out: &mut Vec<u8>, delta: Json) {
+        let usage = self.ordinary_usage();
+        let chunk = self.draw.chunk(Some((delta, None)), usage);
+        sse(out, &chunk);
+    }
+
+    fn role_now(&mut self) -> bool {
+        match self.draw.opener {
+            Opener::RoleEveryChunk => true,
+            Opener::RoleOnFirst => !std::mem::replace(&mut self.first_text_sent, true),
+            _ => false,
+        }
+    }
+
+    /// The opener, before the first emitted event.
+    fn start(&mut self, first: &StreamEvent, out: &mut Vec<u8>) {
+        self.started = true;
+        if self.draw.layout == Layout::Azure {
+            sse(out, &self.draw.azure_prompt_filter_chunk());
+        }
+        let reasoning_first = matches!(first, StreamEvent::ReasoningDelta { .. });
+        let tools_first = matches!(first, StreamEvent::ToolCallDelta { .. });
+        let delta = match self.draw.opener {
+            Opener::RoleContentRefusal if tools_first => {
+                // A parallel-call answer opens with role and null content, no refusal
+                // (PY-SNAP f82268f2….bin).
+                json!({"role": "assistant", "content": null})
+            }
+            Opener::RoleContentRefusal => {
+                json!({"role": "assistant", "content": "", "refusal": null})
+            }
+            Opener::RoleContentEmpty
+                if reasoning_first
+                    && self.draw.reasoning == ReasoningField::ReasoningContentPaired =>
+            {
+                json!({"role": "assistant", "content": null, "reasoning_content": ""})
+            }
+            Opener::RoleContentEmpty => json!({"role": "assistant", "content": ""}),
+            Opener::RoleContentNull => json!({"role": "assistant", "content": null}),
+            Opener::RoleOnly => json!({"role": "assistant"}),
+            Opener::RoleEveryChunk | Opener::RoleOnFirst => return,
+        };
+        self.emit(out, Json::from(delta));
+    }
+
+    fn text(&mut self, text: &str, out: &mut Vec<u8>) {
+        let mut delta = Json::object(Vec::new());
+        if self.role_now() {
+            delta.push("role", "assistant");
+        }
+        delta.push("content", text);
+        if self.reasoning_seen && self.draw.reasoning == ReasoningField::ReasoningContentPaired {
+            delta.push("reasoning_content", Json::null());
+        }
+        self.emit(out, delta);
+    }
+
+    fn reasoning(&mut self, text: &str, out: &mut Vec<u8>) {
+        self.reasoning_seen = true;
+        let role = matches!(self.draw.opener, Opener::RoleEveryChunk);
+        let delta = match self.draw.reasoning {
+            ReasoningField::None => return,
+            ReasoningField::ReasoningContent if role => {
+                json!({"role": "assistant", "reasoning_content": text})
+            }
+            ReasoningField::ReasoningContent => json!({"reasoning_content": text}),
+            ReasoningField::ReasoningContentPaired => {
+                json!({"content": null, "reasoning_content": text})
+            }
+            ReasoningField::Reasoning | ReasoningField::Separate => json!({"reasoning": text}),
+            ReasoningField::Both => json!({"reasoning_content": text, "reasoning": text}),
+            ReasoningField::OpenRouter => json!({
+                "content": "", "role": "assistant", "reasoning": text,
+                "reasoning_details": [{"type": "reasoning.text", "text": text, "format": "unknown", "index": 0}]
+            }),
+        };
+        let mark = self.draw.reasoning.mark();
+        self.marks.push(mark);
+        self.emit(out, delta.into());
+    }
+
+    fn tool_header(&self, index: u32, id: &str, name: &str, arguments: Option<&str>) -> Json {
+        let mut function = Json::object(vec![("name", name.into())]);
+        if let Some(arguments) = arguments {
+            function.push("arguments", arguments);
+        }
+        match self.draw.layout {
+            // vLLM: `id, type, index, function` (DeltaToolCall field order).
+            Layout::Vllm => Json::object(vec![
+                ("id", id.into()),
+                ("type", "function".into()),
+                ("index", index.into()),
+                ("function", function),
+            ]),
+            // GLM: `id, index, type, function` (FANTASY tool_streaming.yaml).
+            Layout::Glm | Layout::GlmNoObject | Layout::OllamaV1 => Json::object(vec![
+                ("id", id.into()),
+                ("index", index.into()),
+                ("type", "function".into()),
+                ("function", function),
+            ]),
+            _ => Json::object(vec![
+                ("index", index.into()),
+                ("id", id.into()),
+                ("type", "function".into()),
+                ("function", function),
+            ]),
+        }
+    }
+
+    fn tool_fragment(&self, index: u32, fragment: &str) -> Json {
+        let function = Json::object(vec![("arguments", fragment.into())]);
+        if self.draw.tool == ToolShape::EmptyIdContinuation {
+            return Json::object(vec![
+                ("index", index.into()),
+                ("id", "".into()),
+                ("type", "function".into()),
+                ("function", function),
+            ]);
+        }
+        Json::object(vec![("index", index.into()), ("function", function)])
+    }
+
+    fn tool_delta(&mut self, out: &mut Vec<u8>, entries: Vec<Json>) {
+        let mut delta = Json::object(Vec::new());
+        if matches!(self.draw.opener, Opener::RoleEveryChunk)
+            && self.draw.layout == Layout::OpenRouter
+        {
+            delta.push("content", Json::null());
+            delta.push("role", "assistant");
+        }
+        delta.push("tool_calls", Json::Array(entries));
+        self.emit(out, delta);
+    }
+
+    fn tool(&mut self, event: &StreamEvent, out: &mut Vec<u8>) {
+        let StreamEvent::ToolCallDelta {
+            index,
+            id,
+            name,
+            arguments_fragment,
+        } = event
+        else {
+            return;
+        };
+        let index = *index;
+        let fragment = arguments_fragment.as_deref().unwrap_or("");
+        let mark = self.draw.tool.mark();
+        if !self.marks.contains(&mark) {
+            self.marks.push(mark);
+        }
+        match self.draw.tool {
+            ToolShape::Whole | ToolShape::Rechunked => {
+                if self.draw.tool == ToolShape::Rechunked
+                    && let Some(open) = self.open_index
+                    && open != index
+                {
+                    self.flush_held(out);
+                }
+                self.open_index = Some(index);
+                let held = self.held.entry(index).or_default();
+                if id.is_some() {
+                    held.id.clone_from(id);
+                }
+                if name.is_some() {
+                    held.name.clone_from(name);
+                }
+                held.arguments.push_str(fragment);
+            }
+            ToolShape::Streamed
+            | ToolShape::StreamedBareHeader
+            | ToolShape::EmptyIdContinuation
+            | ToolShape::DuplicateIndex => {
+                if let (Some(id), Some(name)) = (id, name) {
+                    let arguments = match self.draw.tool {
+                        ToolShape::StreamedBareHeader | ToolShape::DuplicateIndex => None,
+                        _ => Some(""),
+                    };
+                    let header = self.tool_header(index, id, name, arguments);
+                    self.tool_delta(out, vec![header]);
+                    self.dashscope_tail = Some(index);
+                }
+                if fragment.is_empty() {
+                    return;
+                }
+                if self.draw.tool == ToolShape::DuplicateIndex && fragment.chars().count() > 1 {
+                    // Two entries for the same index in one delta (openai-python #3201).
+                    let split = fragment
+                        .char_indices()
+                        .nth(fragment.chars().count() / 2)
+                        .map_or(fragment.len(), |(i, _)| i);
+                    let entries = vec![
+                        self.tool_fragment(index, &fragment[..split]),
+                        self.tool_fragment(index, &fragment[split..]),
+                    ];
+                    self.tool_delta(out, entries);
+                } else {
+                    let entry = self.tool_fragment(index, fragment);
+                    self.tool_delta(out, vec![entry]);
+                }
+            }
+        }
+    }
+
+    /// Sends the held calls: whole (one chunk each), or re-chunked (a header, then all
+    /// the arguments).
+    fn flush_held(&mut self, out: &mut Vec<u8>) {
+        let held = std::mem::take(&mut self.held);
+        for (index, call) in held {
+            let id = call.id.unwrap_or_default();
+            let name = call.name.unwrap_or_default();
+            if self.draw.tool == ToolShape::Whole {
+                let header = self.tool_header(index, &id, &name, Some(&call.arguments));
+                self.tool_delta(out, vec![header]);
+            } else {
+                let header = self.tool_header(index, &id, &name, Some(""));
+                self.tool_delta(out, vec![header]);
+                let entry = self.tool_fragment(index, &call.arguments);
+                self.tool_delta(out, vec![entry]);
+            }
+        }
+        self.open_index = None;
+    }
+
+    fn finish_delta(&self) -> Json {
+        match self.draw.finish {
+            FinishShape::EmptyDelta => Json::object(Vec::new()),
+            FinishShape::EmptyContent => {
+                let mut delta = Json::object(vec![("content", "".into())]);
+                if self.reasoning_seen
+                    && self.draw.reasoning == ReasoningField::ReasoningContentPaired
+                {
+                    delta.push("reasoning_content", Json::null());
+                }
+                delta
+            }
+            FinishShape::RoleEmptyContent => {
+                Json::object(vec![("role", "assistant".into()), ("content", "".into())])
+            }
+        }
+    }
+
+    fn end(
+        &mut self,
+        reason: &umi_core::llm::FinishReason,
+        usage: Option<TokenUsage>,
+        out: &mut Vec<u8>,
+    ) {
+        self.flush_held(out);
+        if let Some(index) = self
+            .dashscope_tail
+            .filter(|_| self.draw.tool == ToolShape::EmptyIdContinuation)
+        {
+            // DashScope's extra empty fragment, in a choice with neither `finish_reason`
+            // nor `logprobs` (VERCEL alibaba-tool-call.chunks.txt).
+            let entry = Json::object(vec![
+                ("function", Json::object(vec![("arguments", "".into())])),
+                ("index", index.into()),
+                ("id", "".into()),
+                ("type", "function".into()),
+            ]);
+            let choice = Json::object(vec![
+                (
+                    "delta",
+                    Json::object(vec![("tool_calls", Json::Array(vec![entry]))]),
+                ),
+                ("index", 0u32.into()),
+            ]);
+            let usage = self.ordinary_usage();
+            let chunk = self.draw.chunk_raw(choice, usage);
+            sse(out, &chunk);
+        }
+        let usage = usage.or(self.usage);
+        let name = self.draw.finish_name(reason);
+        let usage_json = usage.map(|u| self.draw.usage_json(&u));
+        let finish_usage = match (self.draw.usage, &usage_json) {
+            (UsageShape::OnFinishWhenAsked { .. }, Some(value)) if self.include_usage => {
+                UsageField::Value(value.clone())
+            }
+            (UsageShape::AlwaysOnFinish, Some(value)) => UsageField::Value(value.clone()),
+            _ => self.ordinary_usage(),
+        };
+        let delta = self.finish_delta();
+        let mut finish_chunk = self
+            .draw
+            .chunk(Some((delta, Some(name.clone()))), finish_usage);
+        if self.draw.usage == UsageShape::AlwaysOnFinish {
+            finish_chunk.push("timings", timings(usage));
+        }
+        sse(out, &finish_chunk);
+        if let Some(value) = usage_json {
+            let mark = self.draw.usage.mark();
+            self.marks.push(mark);
+            match self.draw.usage {
+                UsageShape::SeparateWhenAsked { .. } if self.include_usage => {
+                    let mut chunk = self.draw.chunk(None, UsageField::Value(value));
+                    if self.draw.layout == Layout::LlamaCpp {
+                        chunk.push("timings", timings(usage));
+                    }
+                    sse(out, &chunk);
+                }
+                UsageShape::TrailingChoice => {
+                    let delta =
+                        Json::object(vec![("role", "assistant".into()), ("content", "".into())]);
+                    let chunk = self
+                        .draw
+                        .chunk(Some((delta, None)), UsageField::Value(value));
+                    sse(out, &chunk);
+                }
+                UsageShape::TrailingBare => {
+                    let chunk = self.draw.chunk(None, UsageField::Value(value));
+                    sse(out, &chunk);
+                }
+                UsageShape::RepeatedFinish => {
+                    let delta = self.finish_delta();
+                    let chunk = self
+                        .draw
+                        .chunk(Some((delta, Some(name))), UsageField::Value(value));
+                    sse(out, &chunk);
+                }
+                _ => {}
+            }
+        }
+        done(out);
+    }
+}
+
+/// llama.cpp's `timings` (its own clock; derived here from the token counts at a fixed
+/// simulated speed, so they replay).
+fn timings(usage: Option<TokenUsage>) -> Json {
+    let usage = usage.unwrap_or_default();
+    let prompt_ms = f64::from(usage.prompt_tokens) * 2.5;
+    let predicted_ms = f64::from(usage.completion_tokens) * 15.0;
+    json!({
+        "prompt_n": usage.prompt_tokens,
+        "prompt_ms": prompt_ms,
+        "predicted_n": usage.completion_tokens,
+        "predicted_ms": predicted_ms,
+    })
+    .into()
+}
+
+impl StreamEncoder for ChatStream {
+    fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) -> Flow {
+        if matches!(event, StreamEvent::ReasoningDelta { .. })
+            && self.draw.reasoning == ReasoningField::None
+        {
+            return Flow::Continue; // this provider hides reasoning
+        }
+        if !self.started && !matches!(event, StreamEvent::Usage { .. }) {
+            self.start(event, out);
+        }
+        match event {
+            StreamEvent::TextDelta { text } => self.text(text, out),
+            StreamEvent::ReasoningDelta { text } => self.reasoning(text, out),
+            StreamEvent::ToolCallDelta { .. } => self.tool(event, out),
+            StreamEvent::Usage { usage } => self.usage = Some(*usage),
+            StreamEvent::Done {
+                finish_reason,
+                usage,
+            } => {
+                self.end(finish_reason, *usage, out);
+                return Flow::End;
+            }
+        }
+        Flow::Continue
+    }
+
+    fn error(&mut self, error: &LlmError, out: &mut Vec<u8>) -> Flow {
+        let mark = self.draw.stream_error.mark();
+        self.marks.push(mark);
+        let (_, body) = error_body(&mut self.draw, error);
+        match self.draw.stream_error {
+            StreamErrorShape::DataThenDone => {
+                out.extend_from_slice(b"data: ");
+                out.extend_from_slice(&body.to_bytes(Spacing::Compact));
+                out.extend_from_slice(b"\n\n");
+                done(out);
+                Flow::End
+            }
+            StreamErrorShape::DataPythonThenDone => {
+                out.extend_from_slice(b"data: ");
+                out.extend_from_slice(&body.to_bytes(Spacing::Python));
+                out.extend_from_slice(b"\n\n");
+                done(out);
+                Flow::End
+            }
+            StreamErrorShape::DataThenClose => {
+                sse(out, &body);
+                Flow::Close
+            }
+            StreamErrorShape::ErrorField => {
+                // `error: {...}` carries the inner object, not the `{"error": ...}` wrapper.
+                let inner = match &body {
+                    Json::Object(fields) => fields
+                        .iter()
+                        .find(|(key, _)| *key == "error")
+                        .map_or_else(|| body.clone(), |(_, value)| value.clone()),
+                    other => other.clone(),
+                };
+                out.extend_from_slice(b"error: ");
+                out.extend_from_slice(&inner.to_bytes(Spacing::Compact));
+                out.extend_from_slice(b"\n\n");
+                done(out);
+                Flow::End
+            }
+            StreamErrorShape::ErrorChunk => {
+                let error = match &body {
+                    Json::Object(fields) => fields
+                        .iter()
+                        .find(|(key, _)| *key == "error")
+                        .map_or_else(Json::null, |(_, value)| value.clone()),
+                    _ => Json::null(),
+                };
+                let delta = Json::object(vec![("content", "".into())]);
+                let mut chunk = self
+                    .draw
+                    .chunk(Some((delta, Some("error".to_owned()))), UsageField::Absent);
+                if let Json::Object(fields) = &mut chunk {
+                    let at = fields
+                        .iter()
+                        .position(|(k, _)| *k == "choices")
+                        .unwrap_or(0);
+                    fields.insert(at, ("error", error));
+                }
+                sse(out, &chunk);
+                done(out);
+                Flow::End
+            }
+            StreamErrorShape::StrayChunk => {
+                let model = std::mem::take(&mut self.draw.model);
+                let delta = Json::object(vec![("content", "".into())]);
+                let chunk = self.draw.chunk(Some((delta, None)), UsageField::Absent);
+                self.draw.model = model;
+                sse(out, &chunk);
+                Flow::Close
+            }
+        }
+    }
+
+    fn keep_alive(&self) -> Option<&'static str> {
+        self.draw.shapes.keep_alive
+    }
+
+    fn marks(&mut self) -> Vec<&'static str> {
+        std::mem::take(&mut self.marks)
+    }
+}

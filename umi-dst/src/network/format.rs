@@ -1,0 +1,105 @@
+//! The seam a wire format plugs into on the server side: request parsing as the server
+//! does it, and a [`Responder`] that writes one response (refusals in the provider's
+//! envelope, whole answers, streams) in the shapes drawn from its profile. SimNetwork
+//! (and anything else that serves a simulated model) is written once against this; a
+//! new format is one module implementing [`ServerFormat`] and one line in
+//! [`server_format`] (docs/adr/0009-one-seam-per-wire-format.md).
+
+use umi_core::llm::{CompletionRequest, CompletionResponse, LlmError, StreamEvent};
+
+use super::chat::shapes::{HeaderSet, RetryAfterForm};
+use super::profile::{Profile, WireFormat};
+use crate::rng::DeterministicRng;
+
+/// A request as the server read it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    /// The provider-neutral request.
+    pub request: CompletionRequest,
+    /// Whether the client asked for a stream.
+    pub stream: bool,
+    /// Whether the client asked for usage in the stream.
+    pub include_usage: bool,
+}
+
+/// A request the server refuses (HTTP 400 in the provider's envelope).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestError {
+    /// The field at fault, as a JSON path (`messages[2].content`), when there is one.
+    pub param: Option<String>,
+    /// What is wrong, in the provider's words.
+    pub message: String,
+}
+
+/// What a stream encoder says after an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// More may follow.
+    Continue,
+    /// The body is complete (after the end marker).
+    End,
+    /// The server closes the connection now, without its end marker.
+    Close,
+}
+
+/// Writes one streamed body.
+pub(crate) trait StreamEncoder: Send {
+    /// The bytes for `event`.
+    fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) -> Flow;
+    /// The bytes for an error after the 200.
+    fn error(&mut self, error: &LlmError, out: &mut Vec<u8>) -> Flow;
+    /// The comment the server sends while it waits, if it sends one.
+    fn keep_alive(&self) -> Option<&'static str>;
+    /// The shape marks used since the last call.
+    fn marks(&mut self) -> Vec<&'static str>;
+    /// The line end of the framing (`\n`, or `\r\n` for sse-starlette servers).
+    fn line_end(&self) -> &'static str {
+        "\n"
+    }
+}
+
+/// Writes one response of a format, in shapes drawn for it.
+pub(crate) trait Responder: Send {
+    /// Status and body for a refusal: the model's error, or a request the server
+    /// refused (`param` names the field).
+    fn refusal(&mut self, error: &LlmError, param: Option<&str>) -> (u16, Vec<u8>);
+    /// The body of a whole answer.
+    fn whole(&mut self, response: &CompletionResponse) -> Vec<u8>;
+    /// The encoder of a streamed answer.
+    fn into_stream(self: Box<Self>, include_usage: bool) -> Box<dyn StreamEncoder>;
+    /// The content type of a whole answer, an error, or a stream.
+    fn content_type(&self, stream: bool) -> &'static str;
+    /// The Retry-After form of a 429 (`None`: this server never sends one).
+    fn retry_after(&self) -> Option<RetryAfterForm>;
+    /// The headers the server adds.
+    fn header_set(&self) -> HeaderSet;
+    /// The shape marks of what was written so far.
+    fn marks(&mut self) -> Vec<&'static str>;
+}
+
+/// One wire format, as a server speaks it.
+pub(crate) trait ServerFormat: Send + Sync {
+    /// The path under the endpoint's base URL (`/chat/completions`).
+    fn path(&self) -> &'static str;
+    /// Parses a request body as `profile`'s server does.
+    fn parse(&self, body: &[u8], profile: Profile) -> Result<Parsed, RequestError>;
+    /// A responder for one response of `profile`. What a server version fixes (its
+    /// layout, framing, envelopes) is drawn from `server`, the same stream for every
+    /// response of one endpoint; what varies per response (ids, padding) from `response`.
+    fn responder(
+        &self,
+        profile: Profile,
+        server: DeterministicRng,
+        response: DeterministicRng,
+        created_s: u64,
+        model: &str,
+    ) -> Box<dyn Responder>;
+}
+
+/// The server side of `format`: the registration of every format.
+pub(crate) fn server_format(format: WireFormat) -> &'static dyn ServerFormat {
+    match format {
+        WireFormat::OpenAiChat => &super::chat::ChatFormat,
+        WireFormat::Ollama => &super::ollama::OllamaFormat,
+    }
+}

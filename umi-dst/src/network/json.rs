@@ -1,0 +1,245 @@
+//! JSON the way each server writes it: keys in the server's own order, and the server's
+//! spacing, serialized by serde_json.
+//!
+//! `serde_json::Value` sorts object keys, which is Azure's order and nobody else's. A
+//! [`Json`] object keeps the order it was built in (OpenAI writes `id, object, created,
+//! model, ...`; DashScope `choices` first; llama.cpp `choices, created, id, ...`). The
+//! [`Spacing`] says how the bytes look: compact (most servers), Python's `json.dumps`
+//! default (`{"a": 1, "b": 2}`, vLLM's in-stream errors), or indented (OpenAI's error
+//! bodies, four spaces and a final newline).
+
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde_json::Value;
+use serde_json::ser::{Formatter, PrettyFormatter};
+
+/// A JSON value whose objects keep their key order.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Json {
+    /// Any plain value (numbers, strings, `null`, and objects whose order is the sorted
+    /// one).
+    Value(Value),
+    /// An object, keys in this order.
+    Object(Vec<(&'static str, Json)>),
+    /// An array.
+    Array(Vec<Json>),
+}
+
+impl Json {
+    /// An ordered object.
+    pub(crate) fn object(fields: Vec<(&'static str, Json)>) -> Self {
+        Self::Object(fields)
+    }
+
+    /// `null`.
+    pub(crate) fn null() -> Self {
+        Self::Value(Value::Null)
+    }
+
+    /// Adds a field at the end of an object (no-op on anything else).
+    pub(crate) fn push(&mut self, key: &'static str, value: impl Into<Json>) {
+        if let Self::Object(fields) = self {
+            fields.push((key, value.into()));
+        }
+    }
+
+    /// The object with its keys sorted (Azure writes every object so).
+    pub(crate) fn sorted(self) -> Self {
+        match self {
+            Self::Object(mut fields) => {
+                fields.sort_by(|a, b| a.0.cmp(b.0));
+                Self::Object(fields.into_iter().map(|(k, v)| (k, v.sorted())).collect())
+            }
+            Self::Array(items) => Self::Array(items.into_iter().map(Self::sorted).collect()),
+            plain => plain,
+        }
+    }
+
+    /// The bytes, with `spacing`.
+    pub(crate) fn to_bytes(&self, spacing: Spacing) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256);
+        let written = match spacing {
+            Spacing::Compact => {
+                serde::Serialize::serialize(self, &mut serde_json::Serializer::new(&mut out))
+            }
+            Spacing::Python => serde::Serialize::serialize(
+                self,
+                &mut serde_json::Serializer::with_formatter(&mut out, PythonFormatter),
+            ),
+            Spacing::Indented4 => {
+                let formatter = PrettyFormatter::with_indent(b"    ");
+                serde::Serialize::serialize(
+                    self,
+                    &mut serde_json::Serializer::with_formatter(&mut out, formatter),
+                )
+                .map(|()| out.push(b'\n'))
+            }
+        };
+        // Writing to a Vec cannot fail, and every value here is valid JSON.
+        written.expect("serializing built JSON into memory cannot fail");
+        out
+    }
+
+    /// The text, with `spacing`.
+    #[cfg(test)]
+    pub(crate) fn to_text(&self, spacing: Spacing) -> String {
+        String::from_utf8(self.to_bytes(spacing)).expect("serde_json writes UTF-8")
+    }
+}
+
+impl From<Value> for Json {
+    fn from(value: Value) -> Self {
+        Self::Value(value)
+    }
+}
+
+impl From<&str> for Json {
+    fn from(text: &str) -> Self {
+        Self::Value(Value::String(text.to_owned()))
+    }
+}
+
+impl From<String> for Json {
+    fn from(text: String) -> Self {
+        Self::Value(Value::String(text))
+    }
+}
+
+impl From<u64> for Json {
+    fn from(number: u64) -> Self {
+        Self::Value(Value::from(number))
+    }
+}
+
+impl From<u32> for Json {
+    fn from(number: u32) -> Self {
+        Self::Value(Value::from(number))
+    }
+}
+
+impl From<bool> for Json {
+    fn from(flag: bool) -> Self {
+        Self::Value(Value::Bool(flag))
+    }
+}
+
+impl<T: Into<Json>> From<Option<T>> for Json {
+    fn from(value: Option<T>) -> Self {
+        value.map_or_else(Json::null, Into::into)
+    }
+}
+
+impl From<Vec<Json>> for Json {
+    fn from(items: Vec<Json>) -> Self {
+        Self::Array(items)
+    }
+}
+
+impl serde::Serialize for Json {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Value(value) => value.serialize(serializer),
+            Self::Object(fields) => {
+                let mut map = serializer.serialize_map(Some(fields.len()))?;
+                for (key, value) in fields {
+                    map.serialize_entry(key, value)?;
+                }
+                map.end()
+            }
+            Self::Array(items) => {
+                let mut seq = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
+/// How a server spaces its JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spacing {
+    /// No spaces (`{"a":1}`): serde, Go's `encoding/json`, nlohmann, Pydantic.
+    Compact,
+    /// Python's `json.dumps` default: `{"a": 1, "b": [1, 2]}`.
+    Python,
+    /// Four-space indentation and a final newline (OpenAI's error bodies).
+    Indented4,
+}
+
+/// `json.dumps`'s separators: `", "` between items and `": "` after keys.
+struct PythonFormatter;
+
+impl Formatter for PythonFormatter {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+    ) -> std::io::Result<()> {
+        writer.write_all(b": ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn order_and_spacing_are_the_servers() {
+        let body = Json::object(vec![
+            ("id", "x".into()),
+            ("object", "chunk".into()),
+            (
+                "choices",
+                Json::Array(vec![json!({"b": 1, "a": [1, 2]}).into()]),
+            ),
+        ]);
+        assert_eq!(
+            body.to_text(Spacing::Compact),
+            r#"{"id":"x","object":"chunk","choices":[{"a":[1,2],"b":1}]}"#
+        );
+        assert_eq!(
+            body.to_text(Spacing::Python),
+            r#"{"id": "x", "object": "chunk", "choices": [{"a": [1, 2], "b": 1}]}"#
+        );
+        assert_eq!(
+            body.clone().sorted().to_text(Spacing::Compact),
+            r#"{"choices":[{"a":[1,2],"b":1}],"id":"x","object":"chunk"}"#
+        );
+        let indented = body.to_text(Spacing::Indented4);
+        assert!(
+            indented.starts_with("{\n    \"id\": \"x\",\n"),
+            "{indented}"
+        );
+        assert!(indented.ends_with("}\n"));
+        for spacing in [Spacing::Compact, Spacing::Python, Spacing::Indented4] {
+            let parsed: Value = serde_json::from_slice(&body.to_bytes(spacing)).unwrap();
+            assert_eq!(parsed["choices"][0]["a"], json!([1, 2]));
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! A streamed body: the model's events through the format's encoder, as bytes released
+//! when the model produces them in simulated time, with the server's keep-alive
+//! comments while it waits.
+//!
+//! A broken connection in the model's stream (`LlmError::Connection`) is a reset of the
+//! body, not bytes: the client sees its transport fail. Any other error after the 200 is
+//! written the way the provider writes one. Keep-alives come from the server's own timer:
+//! the first after a drawn interval of silence, then at that interval, so they depend on
+//! simulated time only, never on how often the client polls.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use umi_core::env::Env;
+use umi_core::llm::transport::{BodyStream, TransportError};
+use umi_core::llm::{EventStream, LlmError};
+
+use super::format::{Flow, StreamEncoder};
+use crate::clock::SimClock;
+use crate::rng::DeterministicRng;
+
+/// Shortest and longest silence before a keep-alive comment, in ms (neither DeepSeek nor
+/// OpenRouter documents its cadence; sse-starlette's ping is every 15 s).
+pub(crate) const KEEP_ALIVE_MS_MIN: u64 = 2_000;
+/// See [`KEEP_ALIVE_MS_MIN`].
+pub(crate) const KEEP_ALIVE_MS_MAX: u64 = 15_000;
+
+/// Comments one response sends at most (a stalled model cannot grow a body forever).
+pub(crate) const KEEP_ALIVES_PER_RESPONSE_MAX: u32 = 10_000;
+
+struct State {
+    events: EventStream,
+    encoder: Box<dyn StreamEncoder>,
+    clock: SimClock,
+    env: Env,
+    keep_alive: Option<(&'static str, Duration)>,
+    /// When the next keep-alive is due (simulated time since the run started).
+    due: Duration,
+    keep_alives: u32,
+    ended: bool,
+}
+
+impl State {
+    fn cover(&mut self) {
+        for mark in self.encoder.marks() {
+            self.env.cover(mark);
+        }
+    }
+
+    async fn step(&mut self) -> Option<Result<Vec<u8>, TransportError>> {
+        loop {
+            if self.ended {
+                return None;
+            }
+            let next = self.events.next();
+            let outcome = match self.keep_alive {
+                Some((comment, every)) if self.keep_alives < KEEP_ALIVES_PER_RESPONSE_MAX => {
+                    let wait = self.due.saturating_sub(self.clock.now());
+                    let timer = self.clock.sleep(wait);
+                    tokio::select! {
+                        biased;
+                        item = next => Some(item),
+                        () = timer => {
+                            self.keep_alives += 1;
+                            self.due = self.clock.now() + every;
+                            self.env.cover("wire.keep_alive");
+                            let line_end = self.encoder.line_end();
+                            let bytes = format!("{comment}{line_end}{line_end}").into_bytes();
+                            return Some(Ok(bytes));
+                        }
+                    }
+                }
+                _ => Some(next.await),
+            };
+            let Some(item) = outcome else { continue };
+            let mut out = Vec::new();
+            let flow = match item {
+                None => {
+                    // The model's stream ended without Done: the server closes.
+                    self.ended = true;
+                    return None;
+                }
+                Some(Ok(event)) => self.encoder.event(&event, &mut out),
+                Some(Err(LlmError::Connection { reason })) => {
+                    self.ended = true;
+                    self.env.cover("wire.reset_mid_stream");
+                    return Some(Err(TransportError::Reset { reason }));
+                }
+                Some(Err(error)) => self.encoder.error(&error, &mut out),
+            };
+            self.cover();
+            if flow != Flow::Continue {
+                self.ended = true;
+            }
+            if let Some((_, every)) = self.keep_alive {
+                self.due = self.clock.now() + every;
+            }
+            if !out.is_empty() {
+                return Some(Ok(out));
+            }
+        }
+    }
+}
+
+/// The body of a streamed answer.
+pub(crate) fn body(
+    events: EventStream,
+    encoder: Box<dyn StreamEncoder>,
+    clock: SimClock,
+    env: Env,
+    mut rng: DeterministicRng,
+) -> BodyStream {
+    let keep_alive = encoder.keep_alive().map(|comment| {
+        let every =
+            Duration::from_millis(rng.range_inclusive(KEEP_ALIVE_MS_MIN, KEEP_ALIVE_MS_MAX));
+        (comment, every)
+    });
+    let due = clock.now() + keep_alive.map_or(Duration::ZERO, |(_, every)| every);
+    let state = State {
+        events,
+        encoder,
+        clock,
+        env,
+        keep_alive,
+        due,
+        keep_alives: 0,
+        ended: false,
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        let item = state.step().await?;
+        Some((item, state))
+    })
+    .boxed()
+}
