@@ -14,7 +14,7 @@
 //! - One file per scenario, its `//!` header stating its goal and invariants:
 //!   [`memory_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
 //!   [`router_fallback_chain`], [`context_overflow_recovery`], [`streaming_tool_calls`],
-//!   [`wire_faults`], [`agent_loop_under_faults`], and the [`canary`].
+//!   [`wire_faults`], [`wire_shapes`], [`agent_loop_under_faults`], and the [`canary`].
 //! - [`all`]: every scenario, for the `dst` binary and the tests.
 
 pub mod agent_loop_under_faults;
@@ -27,6 +27,7 @@ pub mod router_fallback_chain;
 pub mod router_rate_limit_storm;
 pub mod streaming_tool_calls;
 pub mod wire_faults;
+pub mod wire_shapes;
 
 use std::sync::Arc;
 
@@ -42,6 +43,7 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(context_overflow_recovery::ContextOverflowRecovery),
         Arc::new(streaming_tool_calls::StreamingToolCalls),
         Arc::new(wire_faults::WireFaults),
+        Arc::new(wire_shapes::WireShapes),
         Arc::new(agent_loop_under_faults::AgentLoopUnderFaults),
         Arc::new(canary::Canary),
     ]

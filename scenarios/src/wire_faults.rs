@@ -199,7 +199,7 @@ fn check_retry_after(label: &str, network: &SimNetwork, got: Option<u64>) -> Res
 }
 
 /// Streams `request` through the real collector; a stream must end after its error.
-async fn streamed(
+pub(crate) async fn streamed(
     client: &dyn LanguageModel,
     request: &CompletionRequest,
     label: &str,

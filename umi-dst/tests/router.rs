@@ -732,3 +732,56 @@ fn the_checkers_catch_broken_routers() {
             .contains("answered twice")
     );
 }
+
+/// A model whose stream ends with usage after its Done (a provider that reports usage
+/// last, which the contract allows).
+struct UsageAfterDone(ModelRef);
+
+#[async_trait::async_trait]
+impl LanguageModel for UsageAfterDone {
+    fn model_ref(&self) -> &ModelRef {
+        &self.0
+    }
+
+    async fn stream(
+        &self,
+        _request: &CompletionRequest,
+    ) -> Result<umi_core::llm::EventStream, LlmError> {
+        use umi_core::llm::{FinishReason, StreamEvent, TokenUsage};
+        let events = vec![
+            Ok(StreamEvent::text("hi")),
+            Ok(StreamEvent::done(FinishReason::Stop, None)),
+            Ok(StreamEvent::Usage {
+                usage: TokenUsage::new(7, 3),
+            }),
+        ];
+        Ok(futures::stream::iter(events).boxed())
+    }
+}
+
+/// Regression: the router's stream ended at Done and dropped the usage a provider sent
+/// after it; the caller saw no usage at all.
+#[test]
+fn the_router_keeps_usage_that_arrives_after_done() {
+    run(async |sim| {
+        let model: Arc<dyn LanguageModel> =
+            Arc::new(UsageAfterDone(ModelRef::new("p", "m", 1_000, 100)));
+        let router = LlmRouter::builder(sim.env())
+            .retry(policy())
+            .model("p/m", model)
+            .default_model("p/m")
+            .build()
+            .unwrap();
+        let stream = router.stream(&request()).await.unwrap();
+        let response = StreamCollector::collect("m", stream).await.unwrap();
+        ensure!(
+            response
+                .usage
+                .map(|u| (u.prompt_tokens, u.completion_tokens))
+                == Some((7, 3)),
+            "usage after Done was lost: {:?}",
+            response.usage
+        );
+        Ok(())
+    });
+}

@@ -8,3 +8,4 @@
 
 pub mod memory;
 pub mod router;
+pub mod wire;

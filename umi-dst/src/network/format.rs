@@ -7,7 +7,7 @@
 
 use umi_core::llm::{CompletionRequest, CompletionResponse, LlmError, StreamEvent};
 
-use super::chat::shapes::{HeaderSet, RetryAfterForm};
+use super::chat::shapes::{HeaderSet, KeepAlive, RetryAfterForm};
 use super::profile::{Profile, WireFormat};
 use crate::rng::DeterministicRng;
 
@@ -40,6 +40,8 @@ pub(crate) enum Flow {
     End,
     /// The server closes the connection now, without its end marker.
     Close,
+    /// The connection breaks (the client's read fails).
+    Reset,
 }
 
 /// Writes one streamed body.
@@ -49,7 +51,7 @@ pub(crate) trait StreamEncoder: Send {
     /// The bytes for an error after the 200.
     fn error(&mut self, error: &LlmError, out: &mut Vec<u8>) -> Flow;
     /// The comment the server sends while it waits, if it sends one.
-    fn keep_alive(&self) -> Option<&'static str>;
+    fn keep_alive(&self) -> Option<KeepAlive>;
     /// The shape marks used since the last call.
     fn marks(&mut self) -> Vec<&'static str>;
     /// The line end of the framing (`\n`, or `\r\n` for sse-starlette servers).
@@ -75,6 +77,10 @@ pub(crate) trait Responder: Send {
     fn header_set(&self) -> HeaderSet;
     /// The shape marks of what was written so far.
     fn marks(&mut self) -> Vec<&'static str>;
+    /// Whether this server sends a streamed request's refusal inside a 200 stream.
+    fn refuses_in_stream(&self) -> bool {
+        false
+    }
 }
 
 /// One wire format, as a server speaks it.

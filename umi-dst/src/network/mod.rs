@@ -523,7 +523,8 @@ impl Transport for SimNetwork {
                 return Ok(self.finish(response, exchange));
             }
         };
-        let checks_model = endpoint.profile != Profile::LlamaCpp;
+        // llama.cpp and TGI serve one model whatever the request names.
+        let checks_model = !matches!(endpoint.profile, Profile::LlamaCpp | Profile::Tgi);
         if checks_model && !parsed.request.model.is_empty() && parsed.request.model != served_model
         {
             self.trace.record(
@@ -546,6 +547,11 @@ impl Transport for SimNetwork {
             endpoint.model.complete(&parsed.request).await.map(Err)
         };
         let answer = match answer {
+            Err(error) if parsed.stream && responder.refuses_in_stream() => {
+                // This server sends a streamed request's refusal inside a 200 stream.
+                let events = futures::stream::iter([Err(error)]).boxed();
+                Ok(events)
+            }
             Err(error) => {
                 let (response, meant) = self.refusal(&served, responder, &error, None, &mut rng);
                 if let Some(exchange) = &mut exchange {

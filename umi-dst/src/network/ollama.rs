@@ -528,7 +528,7 @@ impl StreamEncoder for OllamaStream {
         Flow::Close
     }
 
-    fn keep_alive(&self) -> Option<&'static str> {
+    fn keep_alive(&self) -> Option<super::chat::shapes::KeepAlive> {
         None
     }
 

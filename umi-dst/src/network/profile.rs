@@ -31,10 +31,13 @@
 //! | VLLM | vllm-project/vllm `vllm/entrypoints/openai/{serving_chat,serving_engine,protocol}.py` (@99c5632f, @7ded96b3, @0052bed3) |
 //! | LLAMA | ggml-org/llama.cpp `tools/server/{server-task,server-common,server-http}.cpp`, `examples/server/server.cpp` (@00efb3e1, @006639c3, @aa6192d3, @61e588ab) |
 //! | OLLAMA | ollama/ollama `openai/openai.go`, `middleware/openai.go`, `server/routes.go`, `api/types.go` (@fb307609; v0.12.0 @9f3a37fd; v0.32.6 @c82ebbd5) |
+//! | TGI | huggingface/text-generation-inference `router/src/{lib,server}.rs` at v2.0.0 (@c38a7d7d), v2.0.1 (@2d0a7173) to v2.0.4; axum 0.6.20 `axum/src/response/sse.rs` |
+//! | XINF | xorbitsai/inference `xinference/{api/restful_api.py,core/model.py,model/llm/utils.py}` (@7ecec16b); sysid/sse-starlette `sse_starlette/{event,sse}.py` (@d45e4829) |
 
 use super::chat::shapes::{
-    ChatShapes, ContentFilterShape, Envelope, Fingerprint, FinishShape, HeaderSet, IdStyle, Layout,
-    Opener, ReasoningField, RetryAfterForm, StreamErrorShape, ToolShape, UsageDetails, UsageShape,
+    ChatShapes, ContentFilterShape, Envelope, Fingerprint, FinishNames, FinishShape, Framing,
+    HeaderSet, IdStyle, KeepAlive, Layout, Opener, ReasoningField, RetryAfterForm,
+    StreamErrorShape, ToolShape, UsageDetails, UsageShape,
 };
 
 /// The wire format an endpoint speaks.
@@ -73,11 +76,16 @@ pub enum Profile {
     OllamaV1,
     /// Ollama's native `/api/chat` (the default for `Endpoint::ollama`).
     Ollama,
+    /// HuggingFace text-generation-inference 2.0 (`data:` without a space, no `[DONE]`,
+    /// its own finish reasons).
+    Tgi,
+    /// Xinference (sse-starlette's CRLF framing, `json.dumps` spacing).
+    Xinference,
 }
 
 impl Profile {
     /// Every profile.
-    pub const ALL: [Profile; 11] = [
+    pub const ALL: [Profile; 13] = [
         Profile::OpenAi,
         Profile::AzureOpenAi,
         Profile::DeepSeekChat,
@@ -89,6 +97,8 @@ impl Profile {
         Profile::LlamaCpp,
         Profile::OllamaV1,
         Profile::Ollama,
+        Profile::Tgi,
+        Profile::Xinference,
     ];
 
     /// The profile's name (`deepseek_reasoner`), as configs and marks spell it.
@@ -105,6 +115,8 @@ impl Profile {
             Self::LlamaCpp => "llama_cpp",
             Self::OllamaV1 => "ollama_v1",
             Self::Ollama => "ollama",
+            Self::Tgi => "tgi",
+            Self::Xinference => "xinference",
         }
     }
 
@@ -137,6 +149,15 @@ impl Profile {
         }
     }
 
+    /// The coverage marks of the shapes this profile can send (the knobs of
+    /// [`ChatShapes::marks`], or the Ollama versions and parsers).
+    pub fn shape_marks(self) -> Vec<&'static str> {
+        match self.chat_shapes() {
+            Some(shapes) => shapes.marks(),
+            None => super::ollama::OLLAMA_MARKS.to_vec(),
+        }
+    }
+
     /// The chat-completions shapes, for the profiles that speak that format.
     pub(crate) const fn chat_shapes(self) -> Option<&'static ChatShapes> {
         match self {
@@ -150,6 +171,8 @@ impl Profile {
             Self::Vllm => Some(&VLLM),
             Self::LlamaCpp => Some(&LLAMA_CPP),
             Self::OllamaV1 => Some(&OLLAMA_V1),
+            Self::Tgi => Some(&TGI),
+            Self::Xinference => Some(&XINFERENCE),
             Self::Ollama => None,
         }
     }
@@ -188,7 +211,11 @@ const OPENAI: ChatShapes = ChatShapes {
     usage_details: UsageDetails::Details,
     tools: &[ToolShape::Streamed],
     reasoning: &[ReasoningField::None],
+    framings: &[Framing::Standard],
     keep_alive: None,
+    finish_names: FinishNames::OpenAi,
+    tools_need_choice: false,
+    refuses_in_stream: false,
     stream_errors: &[StreamErrorShape::DataThenDone],
     envelopes: &[Envelope::OpenAi],
     retry_after: &[RetryAfterForm::Absent, RetryAfterForm::Seconds],
@@ -217,7 +244,11 @@ const AZURE: ChatShapes = ChatShapes {
     usage_details: UsageDetails::Details,
     tools: &[ToolShape::Streamed],
     reasoning: &[ReasoningField::None],
+    framings: &[Framing::Standard],
     keep_alive: None,
+    finish_names: FinishNames::OpenAi,
+    tools_need_choice: false,
+    refuses_in_stream: false,
     stream_errors: &[StreamErrorShape::DataThenDone],
     envelopes: &[Envelope::Azure],
     retry_after: &[RetryAfterForm::MsAndSeconds],
@@ -234,7 +265,8 @@ const AZURE: ChatShapes = ChatShapes {
 /// langchain PR #288). `: keep-alive` comments while waiting (DS-DOCS rate_limit).
 /// Errors in OpenAI's envelope with `code: "invalid_request_error"`; context overflow by
 /// message only (NoFxAiOS/nofx #1278); no Retry-After documented (DS-DOCS). Trace header
-/// `x-ds-trace-id` (195440/nof1.ai #29).
+/// `x-ds-trace-id` (195440/nof1.ai #29). No error inside a stream was ever captured: a
+/// failure after the 200 drops the connection.
 const DEEPSEEK_CHAT: ChatShapes = ChatShapes {
     id: IdStyle::Uuid,
     layouts: &[Layout::DeepSeek],
@@ -247,8 +279,15 @@ const DEEPSEEK_CHAT: ChatShapes = ChatShapes {
     usage_details: UsageDetails::DeepSeek,
     tools: &[ToolShape::Streamed],
     reasoning: &[ReasoningField::None],
-    keep_alive: Some(": keep-alive"),
-    stream_errors: &[StreamErrorShape::DataThenDone],
+    framings: &[Framing::Standard],
+    keep_alive: Some(KeepAlive {
+        comment: ": keep-alive",
+        every_ms: None,
+    }),
+    finish_names: FinishNames::OpenAi,
+    tools_need_choice: false,
+    refuses_in_stream: false,
+    stream_errors: &[StreamErrorShape::Reset],
     envelopes: &[Envelope::DeepSeek],
     retry_after: &[RetryAfterForm::Absent],
     headers: HeaderSet::DeepSeek,
@@ -285,8 +324,12 @@ const DASHSCOPE: ChatShapes = ChatShapes {
     usage_details: UsageDetails::Details,
     tools: &[ToolShape::EmptyIdContinuation],
     reasoning: &[ReasoningField::ReasoningContentPaired],
+    framings: &[Framing::Standard],
     keep_alive: None,
-    stream_errors: &[StreamErrorShape::DataThenDone],
+    finish_names: FinishNames::OpenAi,
+    tools_need_choice: false,
+    refuses_in_stream: false,
+    stream_errors: &[StreamErrorShape::Reset],
     envelopes: &[Envelope::DashScope],
     retry_after: &[RetryAfterForm::Absent],
     headers: HeaderSet::Bare,
@@ -314,8 +357,12 @@ const GLM: ChatShapes = ChatShapes {
     usage_details: UsageDetails::Details,
     tools: &[ToolShape::Whole],
     reasoning: &[ReasoningField::ReasoningContent],
+    framings: &[Framing::Standard],
     keep_alive: None,
-    stream_errors: &[StreamErrorShape::DataThenDone],
+    finish_names: FinishNames::OpenAi,
+    tools_need_choice: false,
+    refuses_in_stream: false,
+    stream_errors: &[StreamErrorShape::Reset],
     envelopes: &[Envelope::Glm],
     retry_after: &[RetryAfterForm::Absent],
     headers: HeaderSet::Bare,
@@ -347,7 +394,14 @@ const OPENROUTER: ChatShapes = ChatShapes {
     usage_details: UsageDetails::OpenRouter,
     tools: &[ToolShape::Rechunked, ToolShape::Streamed],
     reasoning: &[ReasoningField::OpenRouter],
-    keep_alive: Some(": OPENROUTER PROCESSING"),
+    framings: &[Framing::Standard],
+    keep_alive: Some(KeepAlive {
+        comment: ": OPENROUTER PROCESSING",
+        every_ms: None,
+    }),
+    finish_names: FinishNames::OpenAi,
+    tools_need_choice: false,
+    refuses_in_stream: false,
     stream_errors: &[StreamErrorShape::ErrorChunk],
     envelopes: &[Envelope::OpenRouter],
     retry_after: &[RetryAfterForm::Seconds, RetryAfterForm::Absent],
@@ -382,7 +436,11 @@ const VLLM: ChatShapes = ChatShapes {
         ReasoningField::Both,
         ReasoningField::Reasoning,
     ],
+    framings: &[Framing::Standard],
     keep_alive: None,
+    finish_names: FinishNames::OpenAi,
+    tools_need_choice: false,
+    refuses_in_stream: false,
     stream_errors: &[StreamErrorShape::DataPythonThenDone],
     envelopes: &[Envelope::VllmFlat, Envelope::VllmNested],
     retry_after: &[],
@@ -415,7 +473,11 @@ const LLAMA_CPP: ChatShapes = ChatShapes {
     usage_details: UsageDetails::Plain,
     tools: &[ToolShape::StreamedBareHeader],
     reasoning: &[ReasoningField::ReasoningContent],
+    framings: &[Framing::Standard],
     keep_alive: None,
+    finish_names: FinishNames::OpenAi,
+    tools_need_choice: false,
+    refuses_in_stream: false,
     stream_errors: &[
         StreamErrorShape::ErrorField,
         StreamErrorShape::DataThenClose,
@@ -447,12 +509,92 @@ const OLLAMA_V1: ChatShapes = ChatShapes {
     usage_details: UsageDetails::Plain,
     tools: &[ToolShape::Whole],
     reasoning: &[ReasoningField::Separate],
+    framings: &[Framing::Standard],
     keep_alive: None,
+    finish_names: FinishNames::OpenAi,
+    tools_need_choice: false,
+    refuses_in_stream: false,
     stream_errors: &[StreamErrorShape::StrayChunk],
     envelopes: &[Envelope::OllamaV1],
     retry_after: &[],
     headers: HeaderSet::Bare,
     stream_content_type: "text/event-stream",
+    json_content_type: "application/json",
+    content_filter: ContentFilterShape::OpenAiSpelling,
+    proxy_pages: false,
+};
+
+/// TGI 2.0. axum 0.6 writes `data:` with no space and TGI sends no `[DONE]` before 2.2;
+/// keep-alive `:` after 15 s idle (axum sse.rs). Chunks: `id: ""`, `object:
+/// "text_completion"`, `system_fingerprint: "2.0.1-native"`, `role` on every chunk, no
+/// usage; the last chunk carries the EOS text `</s>` (2.0.0-2.0.1), an empty delta
+/// (2.0.2-2.0.3) or an empty content (2.0.4); finish reasons `eos_token`, `length`,
+/// `stop_sequence` (TGI `router/src/lib.rs`; capture in opea-project/GenAIExamples
+/// `ChatQnA/chatqna.py` @0953e1c0). Tools only with `tool_choice`. Errors
+/// `{"error":..., "error_type":...}`; with `stream: true` validation and overload errors
+/// come inside the 200, then the stream ends (TGI `server.rs`).
+const TGI: ChatShapes = ChatShapes {
+    id: IdStyle::Empty,
+    layouts: &[Layout::Tgi],
+    fingerprints: &[Fingerprint::TgiNative],
+    openers: &[Opener::RoleEveryChunk],
+    finishes: &[
+        FinishShape::EosText,
+        FinishShape::EmptyDelta,
+        FinishShape::RoleEmptyContent,
+    ],
+    usages: &[UsageShape::Never],
+    usage_details: UsageDetails::Plain,
+    tools: &[ToolShape::Whole],
+    reasoning: &[ReasoningField::None],
+    framings: &[Framing::NoSpaceNoDone],
+    keep_alive: Some(KeepAlive {
+        comment: ":",
+        every_ms: Some(15_000),
+    }),
+    finish_names: FinishNames::Tgi,
+    tools_need_choice: true,
+    refuses_in_stream: true,
+    stream_errors: &[StreamErrorShape::TypedTextThenClose],
+    envelopes: &[Envelope::Tgi],
+    retry_after: &[],
+    headers: HeaderSet::Bare,
+    stream_content_type: "text/event-stream",
+    json_content_type: "application/json",
+    content_filter: ContentFilterShape::OpenAiSpelling,
+    proxy_pages: false,
+};
+
+/// Xinference (vLLM engine). sse-starlette frames with CRLF and pings every 600 s
+/// (`: ping - <date>`); chunks are `json.dumps` with spaces: `id: "chat<uuid>"`, `model`
+/// (the model's uid), `created`, `object`, `choices[index, delta, logprobs,
+/// finish_reason]`, `usage` (`null`, then the counts on the finish chunk always); the
+/// first content chunk adds `role` after `content`; tool calls whole. An error after the
+/// 200 is `data: {"error": "<text>"}` and the stream ends; HTTP errors are FastAPI's
+/// `{"detail": ...}`, a model still loading a 503 with `Retry-After: 30` (XINF).
+const XINFERENCE: ChatShapes = ChatShapes {
+    id: IdStyle::ChatUuid,
+    layouts: &[Layout::Xinference],
+    fingerprints: &[Fingerprint::Absent],
+    openers: &[Opener::ContentThenRole],
+    finishes: &[FinishShape::EmptyContent],
+    usages: &[UsageShape::NullsThenOnFinish],
+    usage_details: UsageDetails::Plain,
+    tools: &[ToolShape::Whole],
+    reasoning: &[ReasoningField::ReasoningContent],
+    framings: &[Framing::Crlf],
+    keep_alive: Some(KeepAlive {
+        comment: ": ping - {date}",
+        every_ms: Some(600_000),
+    }),
+    finish_names: FinishNames::OpenAi,
+    tools_need_choice: false,
+    refuses_in_stream: false,
+    stream_errors: &[StreamErrorShape::PlainTextThenClose],
+    envelopes: &[Envelope::FastApi],
+    retry_after: &[RetryAfterForm::Absent],
+    headers: HeaderSet::Bare,
+    stream_content_type: "text/event-stream; charset=utf-8",
     json_content_type: "application/json",
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,

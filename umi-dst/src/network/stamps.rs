@@ -29,6 +29,13 @@ pub(crate) fn rfc3339(unix_ms: u64) -> String {
     )
 }
 
+/// `2024-01-01 00:00:00.123000+00:00`: Python's `str(datetime.now(timezone.utc))`, as
+/// sse-starlette's ping writes it.
+pub(crate) fn python_utc(unix_ms: u64) -> String {
+    let text = rfc3339(unix_ms);
+    format!("{} {}+00:00", &text[..10], &text[11..26])
+}
+
 /// GLM's id prefix: `YYYYMMDDhhmmss` (UTC) of `unix_s`.
 pub(crate) fn compact(unix_s: u64) -> String {
     let (year, month, day) = civil_from_days(unix_s / 86_400);

@@ -16,12 +16,13 @@ use umi_core::llm::transport::{BodyStream, TransportError};
 use umi_core::llm::{EventStream, LlmError};
 
 use super::format::{Flow, StreamEncoder};
+use super::stamps;
 use crate::clock::SimClock;
 use crate::rng::DeterministicRng;
 
 /// Shortest and longest silence before a keep-alive comment, in ms (neither DeepSeek nor
 /// OpenRouter documents its cadence; sse-starlette's ping is every 15 s).
-pub(crate) const KEEP_ALIVE_MS_MIN: u64 = 2_000;
+pub(crate) const KEEP_ALIVE_MS_MIN: u64 = 500;
 /// See [`KEEP_ALIVE_MS_MIN`].
 pub(crate) const KEEP_ALIVE_MS_MAX: u64 = 15_000;
 
@@ -34,6 +35,8 @@ struct State {
     clock: SimClock,
     env: Env,
     keep_alive: Option<(&'static str, Duration)>,
+    /// The server's clock offset from the simulation's wall clock, for dated comments.
+    unix_offset_ms: u64,
     /// When the next keep-alive is due (simulated time since the run started).
     due: Duration,
     keep_alives: u32,
@@ -65,6 +68,8 @@ impl State {
                             self.due = self.clock.now() + every;
                             self.env.cover("wire.keep_alive");
                             let line_end = self.encoder.line_end();
+                            let now_ms = self.unix_offset_ms + self.clock.now().as_millis() as u64;
+                            let comment = comment.replace("{date}", &stamps::python_utc(now_ms));
                             let bytes = format!("{comment}{line_end}{line_end}").into_bytes();
                             return Some(Ok(bytes));
                         }
@@ -89,6 +94,12 @@ impl State {
                 Some(Err(error)) => self.encoder.error(&error, &mut out),
             };
             self.cover();
+            if flow == Flow::Reset {
+                self.ended = true;
+                return Some(Err(TransportError::Reset {
+                    reason: "connection reset by peer (simulated server failure)".into(),
+                }));
+            }
             if flow != Flow::Continue {
                 self.ended = true;
             }
@@ -110,11 +121,15 @@ pub(crate) fn body(
     env: Env,
     mut rng: DeterministicRng,
 ) -> BodyStream {
-    let keep_alive = encoder.keep_alive().map(|comment| {
-        let every =
-            Duration::from_millis(rng.range_inclusive(KEEP_ALIVE_MS_MIN, KEEP_ALIVE_MS_MAX));
-        (comment, every)
+    let keep_alive = encoder.keep_alive().map(|keep_alive| {
+        let every_ms = keep_alive
+            .every_ms
+            .unwrap_or_else(|| rng.range_inclusive(KEEP_ALIVE_MS_MIN, KEEP_ALIVE_MS_MAX));
+        (keep_alive.comment, Duration::from_millis(every_ms))
     });
+    let unix_offset_ms = clock
+        .unix_time_ms()
+        .saturating_sub(u64::try_from(clock.now().as_millis()).unwrap_or(u64::MAX));
     let due = clock.now() + keep_alive.map_or(Duration::ZERO, |(_, every)| every);
     let state = State {
         events,
@@ -122,6 +137,7 @@ pub(crate) fn body(
         clock,
         env,
         keep_alive,
+        unix_offset_ms,
         due,
         keep_alives: 0,
         ended: false,

@@ -9,6 +9,8 @@
 //! [`crate::llm::client::WireClient`] through [`ClientFormat`], implemented by
 //! [`OllamaConfig`].
 
+#[cfg(test)]
+mod tests;
 mod wire;
 
 use std::time::Duration;

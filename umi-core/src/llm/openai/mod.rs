@@ -9,6 +9,8 @@
 //! The format plugs into [`crate::llm::client::WireClient`] through
 //! [`ClientFormat`], implemented by [`OpenAiConfig`].
 
+#[cfg(test)]
+mod tests;
 mod wire;
 
 use std::time::Duration;

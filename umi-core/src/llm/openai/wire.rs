@@ -13,6 +13,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::constants::TOOL_CALLS_PER_RESPONSE_MAX;
 use crate::llm::error::{LlmError, snippet};
 use crate::llm::event::StreamEvent;
 use crate::llm::message::{Message, ToolCall};
@@ -114,7 +115,8 @@ pub fn request_body(
 /// know is kept raw ([`FinishReason::Other`]), never read as a clean stop.
 pub fn finish_reason(name: &str) -> FinishReason {
     match name {
-        "stop" | "eos" | "end_turn" | "stop_sequence" => FinishReason::Stop,
+        // TGI 2.0 says `eos_token` and `stop_sequence` (its `FinishReason`'s Display).
+        "stop" | "eos" | "eos_token" | "end_turn" | "stop_sequence" => FinishReason::Stop,
         "length" | "max_tokens" | "model_length" => FinishReason::Length,
         "tool_calls" | "function_call" | "tool_use" => FinishReason::ToolCalls,
         // GLM says `sensitive` where OpenAI says `content_filter`.
@@ -310,6 +312,12 @@ pub fn parse_response(body: &str, model: &str) -> Result<CompletionResponse, Llm
                 .unwrap_or_else(|| format!("call_{index}")),
             name,
             arguments,
+        });
+    }
+    if tool_calls.len() > TOOL_CALLS_PER_RESPONSE_MAX {
+        return Err(LlmError::TooManyToolCalls {
+            calls: u32::try_from(tool_calls.len()).unwrap_or(u32::MAX),
+            limit: TOOL_CALLS_PER_RESPONSE_MAX as u32,
         });
     }
     Ok(CompletionResponse {

@@ -294,6 +294,27 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// Where a routed stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Before Done.
+    Streaming,
+    /// After Done: only usage is passed on.
+    AfterDone,
+    /// Over.
+    Ended,
+}
+
+impl Phase {
+    fn from_done(done: bool) -> Self {
+        if done {
+            Self::AfterDone
+        } else {
+            Self::Streaming
+        }
+    }
+}
+
 /// What an attempt produced.
 enum Answer {
     Response(CompletionResponse),
@@ -319,23 +340,33 @@ fn attempt(
             Some(Err(error)) => return Err(error),
             None => return Err(LlmError::EmptyStream),
         };
+        // After Done only usage may follow (some providers report it last); anything
+        // else, a timeout or the end closes the stream quietly, never with an error.
+        let after_done = first.is_done();
         let rest = futures::stream::unfold(
-            (stream, env, false),
-            move |(mut stream, env, ended)| async move {
-                if ended {
+            (stream, env, Phase::from_done(after_done)),
+            move |(mut stream, env, phase)| async move {
+                if phase == Phase::Ended {
                     return None;
                 }
                 match env.timeout(idle, stream.next()).await {
+                    Ok(Some(Ok(StreamEvent::Usage { usage }))) if phase == Phase::AfterDone => {
+                        Some((Ok(StreamEvent::Usage { usage }), (stream, env, phase)))
+                    }
+                    Ok(Some(_)) | Ok(None) | Err(_) if phase == Phase::AfterDone => None,
                     Ok(Some(item)) => {
-                        let stop = item.is_err() || item.as_ref().is_ok_and(StreamEvent::is_done);
-                        Some((item, (stream, env, stop)))
+                        let next = match &item {
+                            Err(_) => Phase::Ended,
+                            Ok(event) => Phase::from_done(event.is_done()),
+                        };
+                        Some((item, (stream, env, next)))
                     }
                     Ok(None) => None,
                     Err(_) => Some((
                         Err(LlmError::Timeout {
                             after_ms: millis(idle),
                         }),
-                        (stream, env, true),
+                        (stream, env, Phase::Ended),
                     )),
                 }
             },

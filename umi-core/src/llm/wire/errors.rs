@@ -12,6 +12,8 @@
 //! | `{"error": {"code": "1261", "message"}}` | GLM |
 //! | `{"code", "message", "request_id"}` | DashScope's native errors |
 //! | `{"error": "text"}` | Ollama's native API |
+//! | `{"error": "text", "error_type": "validation"}` | HuggingFace TGI |
+//! | `{"detail": "text"}` | FastAPI servers (Xinference) |
 //! | anything else (an HTML page from a proxy) | kept as a snippet |
 //!
 //! | condition | error |
@@ -20,7 +22,7 @@
 //! | HTTP 429, or a rate-limit code or type | `RateLimit` with Retry-After (`retry-after-ms`, seconds, or an HTTP date measured against the response's `Date`) |
 //! | a context-length code, type or message | `ContextOverflow`, with the numbers the message gives |
 //! | HTTP 401/403, or an authentication or permission type | `Auth` |
-//! | the model does not exist (`model_not_found`, a 404 naming a model) | `ModelNotFound` |
+//! | the model does not exist (`model_not_found`, Azure's `DeploymentNotFound`, OpenRouter's "No endpoints found", a 404 naming a model) | `ModelNotFound` |
 //! | HTTP 408 or 504, or a timeout code | `ServerTimeout`, with the server's message |
 //! | HTTP 5xx (529 included), or any other error inside a stream | `ServiceUnavailable` |
 //! | other 4xx, or an invalid-request type inside a stream | `BadRequest` |
@@ -82,7 +84,7 @@ fn number_after(text: &str, marker: &str) -> Option<u32> {
 
 /// Phrases that mean "the prompt does not fit" in the messages of OpenAI, DeepSeek, vLLM,
 /// Qwen (DashScope), GLM, llama.cpp's server, Ollama and Anthropic-style gateways.
-const CONTEXT_MARKERS: [&str; 13] = [
+const CONTEXT_MARKERS: [&str; 14] = [
     "maximum context length",
     "context length",
     "context_length",
@@ -95,6 +97,7 @@ const CONTEXT_MARKERS: [&str; 13] = [
     "exceeds max length",
     "reduce the length",
     "input tokens exceed",
+    "`inputs` tokens + `max_new_tokens` must be",
     "超长",
 ];
 
@@ -122,6 +125,7 @@ pub fn context_overflow(
     let mut limit = number_after(&lower, "maximum context length is")
         .or_else(|| number_after(&lower, "context window of"))
         .or_else(|| number_after(&lower, "context length of"))
+        .or_else(|| number_after(&lower, "must be <="))
         .or_else(|| {
             lower
                 .find("[1,")
@@ -130,7 +134,8 @@ pub fn context_overflow(
     let mut prompt = number_after(&lower, "resulted in")
         .or_else(|| number_after(&lower, "you requested"))
         .or_else(|| number_after(&lower, "prompt is too long:"))
-        .or_else(|| number_after(&lower, "request ("));
+        .or_else(|| number_after(&lower, "request ("))
+        .or_else(|| number_after(&lower, "given:"));
     if let Some(position) = lower.find("tokens >") {
         // "210000 tokens > 200000 maximum": the limit follows the `>`.
         limit = limit.or_else(|| number_after(&lower[position..], ">"));
@@ -189,13 +194,25 @@ pub fn envelope_of(value: &Value) -> Envelope {
     let object = match value.get("error") {
         Some(Value::Object(object)) => Value::Object(object.clone()),
         Some(Value::String(text)) => {
+            // Ollama's `{"error": "..."}`; TGI adds `error_type`.
             return Envelope {
                 message: text.clone(),
+                kind: value.get("error_type").map(value_text).unwrap_or_default(),
                 is_json: true,
                 ..Envelope::default()
             };
         }
-        _ => value.clone(),
+        _ => match value.get("detail") {
+            // FastAPI's `{"detail": "..."}`.
+            Some(Value::String(text)) => {
+                return Envelope {
+                    message: text.clone(),
+                    is_json: true,
+                    ..Envelope::default()
+                };
+            }
+            _ => value.clone(),
+        },
     };
     let text = |name: &str| object.get(name).map(value_text).unwrap_or_default();
     Envelope {
@@ -291,11 +308,22 @@ fn classify(
     }
     let names_model = lower.contains("model")
         && (lower.contains("not found") || lower.contains("does not exist"));
-    if has("model_not_found") || (names_model && matches!(status, Some(400 | 404) | None)) {
+    // OpenRouter: 404 "No endpoints found for <model>." (chatboxai/chatbox #2743); Azure:
+    // a deployment (its name for a model) that does not exist.
+    let no_endpoint = status == Some(404) && lower.starts_with("no endpoints found");
+    if has("model_not_found")
+        || has("deploymentnotfound")
+        || no_endpoint
+        || (names_model && matches!(status, Some(400 | 404) | None))
+    {
         return LlmError::ModelNotFound { status, message };
     }
     if matches!(status, Some(408 | 504)) || has("timeout") {
         return LlmError::ServerTimeout { status, message };
+    }
+    // TGI: a failure while generating (HTTP 424) or an overloaded server is the server's.
+    if has("generation") || has("overloaded") {
+        return LlmError::ServiceUnavailable { status, message };
     }
     match status {
         Some(500..=599) => LlmError::ServiceUnavailable { status, message },
@@ -310,10 +338,16 @@ fn classify(
             status: Some(status),
             message,
         },
-        None if has("invalid_request") => LlmError::BadRequest {
-            status: None,
-            message,
-        },
+        // DeepSeek puts `invalid_request_error` in `code` whatever the error: the type,
+        // when there is one, says what it is.
+        None if kind.contains("invalid_request")
+            || (kind.is_empty() && code.contains("invalid_request")) =>
+        {
+            LlmError::BadRequest {
+                status: None,
+                message,
+            }
+        }
         // An error the server reported mid-answer, with nothing more specific: a server
         // fault, which a retry may get past.
         None => LlmError::ServiceUnavailable {

@@ -4,9 +4,9 @@
 use serde_json::json;
 
 use super::shapes::{
-    ChatShapes, ContentFilterShape, Envelope, Fingerprint, FinishShape, IdStyle, Layout, Opener,
-    ReasoningField, RetryAfterForm, ShapeMark, StreamErrorShape, ToolShape, UsageDetails,
-    UsageShape,
+    ChatShapes, ContentFilterShape, Envelope, Fingerprint, FinishNames, FinishShape, Framing,
+    IdStyle, Layout, Opener, ReasoningField, RetryAfterForm, ShapeMark, StreamErrorShape,
+    ToolShape, UsageDetails, UsageShape,
 };
 use crate::network::json::Json;
 use crate::network::{ids, stamps};
@@ -18,6 +18,7 @@ use umi_core::llm::{FinishReason, TokenUsage};
 pub(crate) struct Draw {
     pub(crate) shapes: &'static ChatShapes,
     pub(crate) layout: Layout,
+    pub(crate) framing: Framing,
     pub(crate) fingerprint: Fingerprint,
     pub(crate) opener: Opener,
     pub(crate) finish: FinishShape,
@@ -53,6 +54,7 @@ impl Draw {
     ) -> Self {
         // What one server version fixes: the same for every response of an endpoint.
         let layout = pick(&mut server, shapes.layouts);
+        let framing = pick(&mut server, shapes.framings);
         let fingerprint = pick(&mut server, shapes.fingerprints);
         let opener = pick(&mut server, shapes.openers);
         let finish = pick(&mut server, shapes.finishes);
@@ -75,6 +77,8 @@ impl Draw {
             IdStyle::ChatcmplHex => format!("chatcmpl-{}", ids::hex(&mut rng, 32)),
             IdStyle::ChatcmplAlnum32 => format!("chatcmpl-{}", ids::alnum(&mut rng, 32)),
             IdStyle::ChatcmplNumber => format!("chatcmpl-{}", rng.below(999)),
+            IdStyle::Empty => String::new(),
+            IdStyle::ChatUuid => format!("chat{}", ids::uuid(&mut rng)),
         };
         let fingerprint_value = match fingerprint {
             Fingerprint::Fp => format!("fp_{}", ids::hex(&mut rng, 10)),
@@ -86,11 +90,13 @@ impl Draw {
                 format!("b{}-{}", 6_000 + rng.below(1_000), ids::hex(&mut rng, 8))
             }
             Fingerprint::Ollama => "fp_ollama".to_owned(),
+            Fingerprint::TgiNative => "2.0.1-native".to_owned(),
             Fingerprint::Absent | Fingerprint::Null | Fingerprint::Empty => String::new(),
         };
         Self {
             shapes,
             layout,
+            framing,
             fingerprint,
             opener,
             finish,
@@ -109,9 +115,10 @@ impl Draw {
     }
 
     /// The marks of the shapes a streamed response uses.
-    pub(crate) fn stream_marks(&self) -> [&'static str; 4] {
+    pub(crate) fn stream_marks(&self) -> [&'static str; 5] {
         [
             self.layout.mark(),
+            self.framing.mark(),
             self.fingerprint.mark(),
             self.opener.mark(),
             self.finish.mark(),
@@ -120,6 +127,13 @@ impl Draw {
 
     /// The finish reason as this provider spells it.
     pub(crate) fn finish_name(&self, reason: &FinishReason) -> String {
+        if self.shapes.finish_names == FinishNames::Tgi {
+            return match reason {
+                FinishReason::Length => "length",
+                _ => "eos_token",
+            }
+            .to_owned();
+        }
         match reason {
             FinishReason::ContentFilter => match self.shapes.content_filter {
                 ContentFilterShape::Sensitive => "sensitive".to_owned(),
@@ -153,7 +167,12 @@ impl Draw {
     fn choice(&mut self, delta: Json, finish: Option<String>) -> Json {
         let finish_json: Json = finish.clone().into();
         match self.layout {
-            Layout::OpenAi2024 | Layout::OpenAiTiered | Layout::DeepSeek | Layout::Vllm => {
+            Layout::OpenAi2024
+            | Layout::OpenAiTiered
+            | Layout::DeepSeek
+            | Layout::Vllm
+            | Layout::Tgi
+            | Layout::Xinference => {
                 let mut choice = Json::object(vec![
                     ("index", 0u32.into()),
                     ("delta", delta),
@@ -289,6 +308,21 @@ impl Draw {
                 }
                 out
             }
+            Layout::Tgi => Json::object(vec![
+                ("id", id),
+                ("object", "text_completion".into()),
+                ("created", created),
+                ("model", model),
+                ("system_fingerprint", self.fingerprint_value.clone().into()),
+                ("choices", choices),
+            ]),
+            Layout::Xinference => Json::object(vec![
+                ("id", id),
+                ("model", model),
+                ("created", created),
+                ("object", object),
+                ("choices", choices),
+            ]),
             Layout::LlamaCpp => {
                 let mut out = Json::object(vec![
                     ("choices", choices),

@@ -113,7 +113,67 @@ pub(crate) fn error_body_with_param(
         Envelope::VllmFlat | Envelope::VllmNested => vllm(draw, kind, error, param),
         Envelope::LlamaCpp => llama_cpp(draw, kind, error, rate_limits),
         Envelope::OllamaV1 => ollama_v1(kind, error),
+        Envelope::FastApi => fastapi(draw, kind, error),
+        Envelope::Tgi => tgi(kind, error),
     }
+}
+
+/// Xinference: FastAPI's `{"detail": ...}` (XINF restful_api.py `create_chat_completion`,
+/// api/utils.py `require_model`). Its context-length text is the engine's (vLLM's).
+fn fastapi(draw: &Draw, kind: Kind, error: &LlmError) -> (u16, Json) {
+    let (status, detail) = match kind {
+        Kind::RateLimit => (429, "Rate limit reached".to_owned()),
+        Kind::ModelNotFound => (
+            404,
+            format!("Model not found in the model list, uid: {}", detail(error)),
+        ),
+        Kind::Overloaded => (
+            503,
+            format!("Model is loading, please retry later: {}", draw.model),
+        ),
+        Kind::Context { prompt, limit } => (
+            400,
+            format!(
+                "This model's maximum context length is {limit} tokens. However, you requested {prompt} tokens in the messages, Please reduce the length of the messages."
+            ),
+        ),
+        Kind::Auth => (401, "Not authenticated".to_owned()),
+        Kind::BadRequest | Kind::Route => (400, detail(error)),
+        Kind::Server | Kind::Timeout => (500, detail(error)),
+    };
+    (status, json!({"detail": detail}).into())
+}
+
+/// TGI: `{"error": ..., "error_type": ...}` with its status per kind (TGI server.rs
+/// `From<InferError>`: overloaded 429, validation 422, generation 424).
+fn tgi(kind: Kind, error: &LlmError) -> (u16, Json) {
+    let (status, message, kind_name) = match kind {
+        Kind::Context { prompt, limit } => (
+            422,
+            format!(
+                "Input validation error: `inputs` tokens + `max_new_tokens` must be <= {limit}. Given: {prompt} `inputs` tokens and 100 `max_new_tokens`"
+            ),
+            "validation",
+        ),
+        Kind::RateLimit | Kind::Overloaded => (429, "Model is overloaded".to_owned(), "overloaded"),
+        Kind::BadRequest | Kind::Route | Kind::ModelNotFound | Kind::Auth => (
+            422,
+            format!("Input validation error: {}", detail(error)),
+            "validation",
+        ),
+        Kind::Server | Kind::Timeout => (
+            424,
+            format!("Request failed during generation: {}", detail(error)),
+            "generation",
+        ),
+    };
+    (
+        status,
+        Json::object(vec![
+            ("error", message.into()),
+            ("error_type", kind_name.into()),
+        ]),
+    )
 }
 
 /// The mark of the envelope a refusal used.

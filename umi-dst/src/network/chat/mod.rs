@@ -100,4 +100,8 @@ impl Responder for ChatResponder {
     fn marks(&mut self) -> Vec<&'static str> {
         std::mem::take(&mut self.marks)
     }
+
+    fn refuses_in_stream(&self) -> bool {
+        self.draw.shapes.refuses_in_stream
+    }
 }

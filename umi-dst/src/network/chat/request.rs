@@ -344,6 +344,24 @@ pub(crate) fn parse(body: &[u8], profile: Profile) -> Result<Parsed, RequestErro
             ),
         ));
     }
+    if profile
+        .chat_shapes()
+        .is_some_and(|shapes| shapes.tools_need_choice)
+    {
+        match request.tool_choice {
+            // TGI 2.0 ignores `tools` unless `tool_choice` is given.
+            None => request.tools.clear(),
+            // ...and then answers through a grammar in a shape of its own (`tool_calls`
+            // an object, `name` null), which this simulator does not serve: refused by
+            // name rather than answered in another server's shape.
+            Some(_) => {
+                return Err(refuse(
+                    "tool_choice",
+                    "This simulated TGI 2.0 server does not serve grammar tool calls.",
+                ));
+            }
+        }
+    }
     let stream = value
         .get("stream")
         .and_then(Value::as_bool)

@@ -25,6 +25,42 @@ pub enum IdStyle {
     ChatcmplAlnum32,
     /// `chatcmpl-` and a number below 999 (Ollama's /v1).
     ChatcmplNumber,
+    /// `""` (TGI 2.0).
+    Empty,
+    /// `chat` and a UUID (Xinference).
+    ChatUuid,
+}
+
+/// How events are framed on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// `data: <json>\n\n`, then `data: [DONE]\n\n`.
+    Standard,
+    /// `data: <json>\r\n\r\n`, then `data: [DONE]\r\n\r\n` (sse-starlette's default
+    /// separator: Xinference, llama-cpp-python up to 0.2.43, text-generation-webui).
+    Crlf,
+    /// `data:<json>\n\n` with no space, and no `[DONE]` (axum 0.6: TGI 1.4 to 2.0).
+    NoSpaceNoDone,
+}
+
+/// A comment the server sends while it waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepAlive {
+    /// The comment line (`: keep-alive`); `{date}` is replaced by the server's time as
+    /// sse-starlette writes it.
+    pub comment: &'static str,
+    /// Its period in ms; `None`: not documented, drawn per response.
+    pub every_ms: Option<u64>,
+}
+
+/// How finish reasons are spelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishNames {
+    /// OpenAI's names.
+    OpenAi,
+    /// TGI's own: `eos_token`, `length`, `stop_sequence` (TGI 2.0; `FinishReason`'s
+    /// `Display`).
+    Tgi,
 }
 
 /// Which top-level fields a chunk carries, in which order.
@@ -61,6 +97,12 @@ pub enum Layout {
     /// `id, object, created, model, system_fingerprint, choices[index, delta,
     /// finish_reason]` (Ollama's /v1).
     OllamaV1,
+    /// `id: "", object: "text_completion", created, model, system_fingerprint,
+    /// choices[index, delta, logprobs, finish_reason]` (TGI 2.0).
+    Tgi,
+    /// `id: "chat…", model, created, object, choices[index, delta, logprobs,
+    /// finish_reason], usage` (Xinference).
+    Xinference,
 }
 
 /// The `system_fingerprint` value.
@@ -82,6 +124,8 @@ pub enum Fingerprint {
     Build,
     /// `fp_ollama`.
     Ollama,
+    /// `<version>-native` (TGI built from source).
+    TgiNative,
 }
 
 /// The first chunk of an answer.
@@ -99,6 +143,9 @@ pub enum Opener {
     RoleEveryChunk,
     /// No opener: `role` on the first content chunk only (Ollama 0.32.6+).
     RoleOnFirst,
+    /// No opener: the first content chunk says `{"content": ..., "role": "assistant"}`,
+    /// role after content (Xinference's `ensure_role`).
+    ContentThenRole,
 }
 
 /// The chunk that carries the finish reason.
@@ -110,6 +157,8 @@ pub enum FinishShape {
     EmptyContent,
     /// `"delta":{"role":"assistant","content":""}` (GLM, OpenRouter, Ollama before 0.32.6).
     RoleEmptyContent,
+    /// The end-of-sequence token's text as content, `"</s>"` (TGI 2.0.0 and 2.0.1).
+    EosText,
 }
 
 /// Where usage goes in a stream.
@@ -135,6 +184,11 @@ pub enum UsageShape {
     RepeatedFinish,
     /// Always, on the finish chunk, with `timings` (older llama.cpp).
     AlwaysOnFinish,
+    /// `"usage": null` on every chunk, usage on the finish chunk always, and a
+    /// `choices: []` chunk too when asked (Xinference).
+    NullsThenOnFinish,
+    /// Never (TGI 2.0).
+    Never,
 }
 
 /// The fields of a usage object.
@@ -210,6 +264,14 @@ pub enum StreamErrorShape {
     ErrorChunk,
     /// One stray empty chunk, then the connection closes (Ollama's /v1).
     StrayChunk,
+    /// `data: {"error": "<text>"}` by `json.dumps`, then the connection closes
+    /// (Xinference).
+    PlainTextThenClose,
+    /// `data:{"error":"<text>","error_type":"<kind>"}`, then the connection closes (TGI).
+    TypedTextThenClose,
+    /// The connection drops: for providers whose in-stream error was never captured
+    /// (DeepSeek, DashScope, GLM), the one failure every server can have.
+    Reset,
 }
 
 /// The error envelope of HTTP errors.
@@ -235,6 +297,10 @@ pub enum Envelope {
     LlamaCpp,
     /// `{"error":{"message","type","param":null,"code":null}}` (Ollama's /v1).
     OllamaV1,
+    /// `{"detail": "<text>"}` (FastAPI's `HTTPException`: Xinference).
+    FastApi,
+    /// `{"error":"<text>","error_type":"<kind>"}` (TGI).
+    Tgi,
 }
 
 /// The forms of Retry-After a provider's 429 takes.
@@ -301,8 +367,17 @@ pub struct ChatShapes {
     pub tools: &'static [ToolShape],
     /// Reasoning fields (for reasoning models).
     pub reasoning: &'static [ReasoningField],
-    /// An SSE comment the server sends while the model thinks, if any.
-    pub keep_alive: Option<&'static str>,
+    /// Framings (one per server version).
+    pub framings: &'static [Framing],
+    /// The comment the server sends while the model thinks, if any.
+    pub keep_alive: Option<KeepAlive>,
+    /// How finish reasons are spelled.
+    pub finish_names: FinishNames,
+    /// Whether the server ignores `tools` unless `tool_choice` is given (TGI 2.0).
+    pub tools_need_choice: bool,
+    /// Whether a streamed request's refusals come inside a 200 stream (TGI 2.0 sends
+    /// validation and overload errors so).
+    pub refuses_in_stream: bool,
     /// In-stream errors.
     pub stream_errors: &'static [StreamErrorShape],
     /// HTTP error envelopes.
@@ -351,6 +426,14 @@ marks!(Layout {
     Layout::Vllm => "layout.vllm",
     Layout::LlamaCpp => "layout.llama_cpp",
     Layout::OllamaV1 => "layout.ollama_v1",
+    Layout::Tgi => "layout.tgi",
+    Layout::Xinference => "layout.xinference",
+});
+
+marks!(Framing {
+    Framing::Standard => "framing.standard",
+    Framing::Crlf => "framing.crlf",
+    Framing::NoSpaceNoDone => "framing.no_space_no_done",
 });
 
 marks!(Fingerprint {
@@ -362,6 +445,7 @@ marks!(Fingerprint {
     Fingerprint::Empty => "fingerprint.empty",
     Fingerprint::Build => "fingerprint.build",
     Fingerprint::Ollama => "fingerprint.ollama",
+    Fingerprint::TgiNative => "fingerprint.tgi_native",
 });
 
 marks!(Opener {
@@ -371,12 +455,14 @@ marks!(Opener {
     Opener::RoleOnly => "opener.role_only",
     Opener::RoleEveryChunk => "opener.role_every_chunk",
     Opener::RoleOnFirst => "opener.role_on_first",
+    Opener::ContentThenRole => "opener.content_then_role",
 });
 
 marks!(FinishShape {
     FinishShape::EmptyDelta => "finish.empty_delta",
     FinishShape::EmptyContent => "finish.empty_content",
     FinishShape::RoleEmptyContent => "finish.role_empty_content",
+    FinishShape::EosText => "finish.eos_text",
 });
 
 marks!(UsageShape {
@@ -388,6 +474,8 @@ marks!(UsageShape {
     UsageShape::TrailingBare => "usage.trailing_bare",
     UsageShape::RepeatedFinish => "usage.repeated_finish",
     UsageShape::AlwaysOnFinish => "usage.always_on_finish",
+    UsageShape::NullsThenOnFinish => "usage.nulls_then_on_finish",
+    UsageShape::Never => "usage.never",
 });
 
 marks!(ToolShape {
@@ -416,6 +504,9 @@ marks!(StreamErrorShape {
     StreamErrorShape::ErrorField => "stream_error.error_field",
     StreamErrorShape::ErrorChunk => "stream_error.error_chunk",
     StreamErrorShape::StrayChunk => "stream_error.stray_chunk",
+    StreamErrorShape::PlainTextThenClose => "stream_error.plain_text_then_close",
+    StreamErrorShape::TypedTextThenClose => "stream_error.typed_text_then_close",
+    StreamErrorShape::Reset => "stream_error.reset",
 });
 
 marks!(Envelope {
@@ -429,6 +520,8 @@ marks!(Envelope {
     Envelope::VllmNested => "envelope.vllm_nested",
     Envelope::LlamaCpp => "envelope.llama_cpp",
     Envelope::OllamaV1 => "envelope.ollama_v1",
+    Envelope::FastApi => "envelope.fastapi",
+    Envelope::Tgi => "envelope.tgi",
 });
 
 marks!(RetryAfterForm {
@@ -445,12 +538,18 @@ impl ChatShapes {
     pub fn marks(&self) -> Vec<&'static str> {
         let mut marks: Vec<&'static str> = Vec::new();
         marks.extend(self.layouts.iter().map(|s| s.mark()));
+        marks.extend(self.framings.iter().map(|s| s.mark()));
         marks.extend(self.fingerprints.iter().map(|s| s.mark()));
         marks.extend(self.openers.iter().map(|s| s.mark()));
         marks.extend(self.finishes.iter().map(|s| s.mark()));
         marks.extend(self.usages.iter().map(|s| s.mark()));
         marks.extend(self.tools.iter().map(|s| s.mark()));
-        marks.extend(self.reasoning.iter().map(|s| s.mark()));
+        marks.extend(
+            self.reasoning
+                .iter()
+                .filter(|s| **s != ReasoningField::None)
+                .map(|s| s.mark()),
+        );
         marks.extend(self.stream_errors.iter().map(|s| s.mark()));
         marks.extend(self.envelopes.iter().map(|s| s.mark()));
         marks.extend(self.retry_after.iter().map(|s| s.mark()));

@@ -11,7 +11,8 @@ use umi_core::llm::{LlmError, StreamEvent, TokenUsage};
 use super::draw::{Draw, UsageField};
 use super::errors::error_body;
 use super::shapes::{
-    FinishShape, Layout, Opener, ReasoningField, ShapeMark, StreamErrorShape, ToolShape, UsageShape,
+    FinishShape, Framing, KeepAlive, Layout, Opener, ReasoningField, ShapeMark, StreamErrorShape,
+    ToolShape, UsageShape,
 };
 use crate::network::format::{Flow, StreamEncoder};
 use crate::network::json::{Json, Spacing};
@@ -40,17 +41,40 @@ pub(crate) struct ChatStream {
     marks: Vec<&'static str>,
 }
 
-fn sse(out: &mut Vec<u8>, chunk: &Json) {
-    out.extend_from_slice(b"data: ");
-    out.extend_from_slice(&chunk.to_bytes(Spacing::Compact));
-    out.extend_from_slice(b"\n\n");
+/// Writes one `data:` event in `framing`, the JSON with `spacing`.
+fn frame(out: &mut Vec<u8>, framing: Framing, payload: &[u8]) {
+    let (prefix, end): (&[u8], &[u8]) = match framing {
+        Framing::Standard => (b"data: ", b"\n\n"),
+        Framing::Crlf => (b"data: ", b"\r\n\r\n"),
+        Framing::NoSpaceNoDone => (b"data:", b"\n\n"),
+    };
+    out.extend_from_slice(prefix);
+    out.extend_from_slice(payload);
+    out.extend_from_slice(end);
 }
 
-fn done(out: &mut Vec<u8>) {
-    out.extend_from_slice(b"data: [DONE]\n\n");
+/// The JSON spacing of a framing's server (sse-starlette servers use `json.dumps`).
+fn spacing(framing: Framing) -> Spacing {
+    match framing {
+        Framing::Crlf => Spacing::Python,
+        Framing::Standard | Framing::NoSpaceNoDone => Spacing::Compact,
+    }
 }
 
 impl ChatStream {
+    fn sse(&self, out: &mut Vec<u8>, chunk: &Json) {
+        let framing = self.draw.framing;
+        frame(out, framing, &chunk.to_bytes(spacing(framing)));
+    }
+
+    fn done(&self, out: &mut Vec<u8>) {
+        match self.draw.framing {
+            Framing::Standard => out.extend_from_slice(b"data: [DONE]\n\n"),
+            Framing::Crlf => out.extend_from_slice(b"data: [DONE]\r\n\r\n"),
+            Framing::NoSpaceNoDone => {}
+        }
+    }
+
     pub(crate) fn new(draw: Draw, include_usage: bool) -> Self {
         let marks = draw.stream_marks().to_vec();
         Self {
@@ -75,6 +99,7 @@ impl ChatStream {
             | UsageShape::OnFinishWhenAsked {
                 null_on_chunks: true,
             } if self.include_usage => UsageField::Null,
+            UsageShape::NullsThenOnFinish => UsageField::Null,
             _ => UsageField::Absent,
         }
     }
@@ -82,7 +107,7 @@ impl ChatStream {
     fn emit(&mut self, out: &mut Vec<u8>, delta: Json) {
         let usage = self.ordinary_usage();
         let chunk = self.draw.chunk(Some((delta, None)), usage);
-        sse(out, &chunk);
+        self.sse(out, &chunk);
     }
 
     fn role_now(&mut self) -> bool {
@@ -97,7 +122,7 @@ impl ChatStream {
     fn start(&mut self, first: &StreamEvent, out: &mut Vec<u8>) {
         self.started = true;
         if self.draw.layout == Layout::Azure {
-            sse(out, &self.draw.azure_prompt_filter_chunk());
+            self.sse(out, &self.draw.azure_prompt_filter_chunk());
         }
         let reasoning_first = matches!(first, StreamEvent::ReasoningDelta { .. });
         let tools_first = matches!(first, StreamEvent::ToolCallDelta { .. });
@@ -119,7 +144,7 @@ impl ChatStream {
             Opener::RoleContentEmpty => json!({"role": "assistant", "content": ""}),
             Opener::RoleContentNull => json!({"role": "assistant", "content": null}),
             Opener::RoleOnly => json!({"role": "assistant"}),
-            Opener::RoleEveryChunk | Opener::RoleOnFirst => return,
+            Opener::RoleEveryChunk | Opener::RoleOnFirst | Opener::ContentThenRole => return,
         };
         self.emit(out, Json::from(delta));
     }
@@ -130,6 +155,11 @@ impl ChatStream {
             delta.push("role", "assistant");
         }
         delta.push("content", text);
+        if self.draw.opener == Opener::ContentThenRole
+            && !std::mem::replace(&mut self.first_text_sent, true)
+        {
+            delta.push("role", "assistant");
+        }
         if self.reasoning_seen && self.draw.reasoning == ReasoningField::ReasoningContentPaired {
             delta.push("reasoning_content", Json::null());
         }
@@ -318,6 +348,10 @@ impl ChatStream {
             FinishShape::RoleEmptyContent => {
                 Json::object(vec![("role", "assistant".into()), ("content", "".into())])
             }
+            FinishShape::EosText => Json::object(vec![
+                ("role", "assistant".into()),
+                ("content", "</s>".into()),
+            ]),
         }
     }
 
@@ -349,7 +383,7 @@ impl ChatStream {
             ]);
             let usage = self.ordinary_usage();
             let chunk = self.draw.chunk_raw(choice, usage);
-            sse(out, &chunk);
+            self.sse(out, &chunk);
         }
         let usage = usage.or(self.usage);
         let name = self.draw.finish_name(reason);
@@ -358,7 +392,9 @@ impl ChatStream {
             (UsageShape::OnFinishWhenAsked { .. }, Some(value)) if self.include_usage => {
                 UsageField::Value(value.clone())
             }
-            (UsageShape::AlwaysOnFinish, Some(value)) => UsageField::Value(value.clone()),
+            (UsageShape::AlwaysOnFinish | UsageShape::NullsThenOnFinish, Some(value)) => {
+                UsageField::Value(value.clone())
+            }
             _ => self.ordinary_usage(),
         };
         let delta = self.finish_delta();
@@ -368,17 +404,19 @@ impl ChatStream {
         if self.draw.usage == UsageShape::AlwaysOnFinish {
             finish_chunk.push("timings", timings(usage));
         }
-        sse(out, &finish_chunk);
+        self.sse(out, &finish_chunk);
         if let Some(value) = usage_json {
             let mark = self.draw.usage.mark();
             self.marks.push(mark);
             match self.draw.usage {
-                UsageShape::SeparateWhenAsked { .. } if self.include_usage => {
+                UsageShape::SeparateWhenAsked { .. } | UsageShape::NullsThenOnFinish
+                    if self.include_usage =>
+                {
                     let mut chunk = self.draw.chunk(None, UsageField::Value(value));
                     if self.draw.layout == Layout::LlamaCpp {
                         chunk.push("timings", timings(usage));
                     }
-                    sse(out, &chunk);
+                    self.sse(out, &chunk);
                 }
                 UsageShape::TrailingChoice => {
                     let delta =
@@ -386,23 +424,23 @@ impl ChatStream {
                     let chunk = self
                         .draw
                         .chunk(Some((delta, None)), UsageField::Value(value));
-                    sse(out, &chunk);
+                    self.sse(out, &chunk);
                 }
                 UsageShape::TrailingBare => {
                     let chunk = self.draw.chunk(None, UsageField::Value(value));
-                    sse(out, &chunk);
+                    self.sse(out, &chunk);
                 }
                 UsageShape::RepeatedFinish => {
                     let delta = self.finish_delta();
                     let chunk = self
                         .draw
                         .chunk(Some((delta, Some(name))), UsageField::Value(value));
-                    sse(out, &chunk);
+                    self.sse(out, &chunk);
                 }
                 _ => {}
             }
         }
-        done(out);
+        self.done(out);
     }
 }
 
@@ -450,24 +488,27 @@ impl StreamEncoder for ChatStream {
     fn error(&mut self, error: &LlmError, out: &mut Vec<u8>) -> Flow {
         let mark = self.draw.stream_error.mark();
         self.marks.push(mark);
+        if self.draw.stream_error == StreamErrorShape::Reset {
+            return Flow::Reset;
+        }
         let (_, body) = error_body(&mut self.draw, error);
         match self.draw.stream_error {
             StreamErrorShape::DataThenDone => {
                 out.extend_from_slice(b"data: ");
                 out.extend_from_slice(&body.to_bytes(Spacing::Compact));
                 out.extend_from_slice(b"\n\n");
-                done(out);
+                self.done(out);
                 Flow::End
             }
             StreamErrorShape::DataPythonThenDone => {
                 out.extend_from_slice(b"data: ");
                 out.extend_from_slice(&body.to_bytes(Spacing::Python));
                 out.extend_from_slice(b"\n\n");
-                done(out);
+                self.done(out);
                 Flow::End
             }
             StreamErrorShape::DataThenClose => {
-                sse(out, &body);
+                self.sse(out, &body);
                 Flow::Close
             }
             StreamErrorShape::ErrorField => {
@@ -482,7 +523,7 @@ impl StreamEncoder for ChatStream {
                 out.extend_from_slice(b"error: ");
                 out.extend_from_slice(&inner.to_bytes(Spacing::Compact));
                 out.extend_from_slice(b"\n\n");
-                done(out);
+                self.done(out);
                 Flow::End
             }
             StreamErrorShape::ErrorChunk => {
@@ -504,23 +545,36 @@ impl StreamEncoder for ChatStream {
                         .unwrap_or(0);
                     fields.insert(at, ("error", error));
                 }
-                sse(out, &chunk);
-                done(out);
+                self.sse(out, &chunk);
+                self.done(out);
                 Flow::End
+            }
+            StreamErrorShape::Reset => Flow::Reset,
+            StreamErrorShape::PlainTextThenClose | StreamErrorShape::TypedTextThenClose => {
+                // The body is already `{"error": "<text>"[, "error_type": ...]}`.
+                self.sse(out, &body);
+                Flow::Close
             }
             StreamErrorShape::StrayChunk => {
                 let model = std::mem::take(&mut self.draw.model);
                 let delta = Json::object(vec![("content", "".into())]);
                 let chunk = self.draw.chunk(Some((delta, None)), UsageField::Absent);
                 self.draw.model = model;
-                sse(out, &chunk);
+                self.sse(out, &chunk);
                 Flow::Close
             }
         }
     }
 
-    fn keep_alive(&self) -> Option<&'static str> {
+    fn keep_alive(&self) -> Option<KeepAlive> {
         self.draw.shapes.keep_alive
+    }
+
+    fn line_end(&self) -> &'static str {
+        match self.draw.framing {
+            Framing::Crlf => "\r\n",
+            Framing::Standard | Framing::NoSpaceNoDone => "\n",
+        }
     }
 
     fn marks(&mut self) -> Vec<&'static str> {

@@ -119,7 +119,8 @@ pub(crate) fn body(draw: &mut Draw, response: &CompletionResponse) -> Json {
             );
             body = body.sorted();
         }
-        Layout::DashScope | Layout::Vllm | Layout::LlamaCpp => {}
+        Layout::Tgi => body.push("system_fingerprint", "2.0.1-native"),
+        Layout::DashScope | Layout::Vllm | Layout::LlamaCpp | Layout::Xinference => {}
     }
     body
 }

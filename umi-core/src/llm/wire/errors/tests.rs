@@ -207,6 +207,16 @@ fn model_not_found_in_every_envelope() {
             404,
             r#"{"error": "model \"qwen9\" not found, try pulling it first"}"#,
         ),
+        // OpenRouter (chatboxai/chatbox #2743).
+        (
+            404,
+            r#"{"error":{"message":"No endpoints found for deepseek/deepseek-chat-v3.1:free.","code":404}}"#,
+        ),
+        // Azure (chatboxai/chatbox #861).
+        (
+            404,
+            r#"{"error":{"code":"DeploymentNotFound","message":"The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again."}}"#,
+        ),
     ];
     for (status, body) in cases {
         let error = from_status(status, no_headers, body, 0);
@@ -259,6 +269,38 @@ fn numeric_codes_and_other_envelopes() {
     assert!(matches!(
         from_status(402, no_headers, balance, 0),
         LlmError::Auth { status: 402, .. }
+    ));
+}
+
+#[test]
+fn tgi_and_fastapi_envelopes() {
+    // TGI 2.0: validation (context) errors are 422, generation failures 424.
+    let context = r#"{"error":"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 200 `max_new_tokens`","error_type":"validation"}"#;
+    assert_eq!(
+        from_status(422, no_headers, context, 0),
+        LlmError::ContextOverflow {
+            prompt_tokens: Some(4000),
+            limit: Some(4096)
+        }
+    );
+    let generation = r#"{"error":"Request failed during generation: CUDA out of memory","error_type":"generation"}"#;
+    let error = from_status(424, no_headers, generation, 0);
+    assert!(
+        matches!(
+            error,
+            LlmError::ServiceUnavailable {
+                status: Some(424),
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.is_retryable());
+    // Xinference: FastAPI's `detail`.
+    let missing = r#"{"detail":"Model not found in the model list, uid: qwen-x"}"#;
+    assert!(matches!(
+        from_status(404, no_headers, missing, 0),
+        LlmError::ModelNotFound { .. }
     ));
 }
 

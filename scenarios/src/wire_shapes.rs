@@ -1,0 +1,376 @@
+//! Scenario `wire_shapes`: every provider's wire shapes, split anywhere, through the real
+//! clients and the router, under every network and model fault.
+//!
+//! Workload: one endpoint per provider profile (OpenAI, Azure, DeepSeek chat and
+//! reasoner, DashScope, GLM, OpenRouter, vLLM, llama.cpp, Ollama's /v1 and native API,
+//! TGI, Xinference) and one behind an API gateway, each serving a SimLLM (reasoning where
+//! the provider streams reasoning); per seed, one call to each through its real client
+//! (whole or streamed, with tools or not), then a few calls through a router whose chain
+//! mixes three of them. SimNetwork draws each server's version and each response's
+//! shapes and read boundaries from the seed.
+//!
+//! Invariants:
+//! 1. Split invariance: every streamed body the client read to its end decodes to the
+//!    same events and the same outcome as read, whole, byte by byte, and in seeded
+//!    pieces ([`umi_dst::checkers::wire`]).
+//! 2. The caller gets what the bytes say: a streamed call whose body was read to its end
+//!    collects to exactly what decoding those bytes gives.
+//! 3. A call during which no fault fired succeeds with the contract's shape: a clean
+//!    finish, the configured model, tool calls exactly when the finish says so.
+//! 4. Errors are typed as the fault was, never blaming the request; a 429 reaches the
+//!    caller with the Retry-After its server meant (or none when it sent none).
+//! 5. The router checkers hold over the mixed-provider chain.
+//!
+//! Its coverage marks name every shape of every profile, every read plan, keep-alives,
+//! proxy pages and resets: a default sweep proves each was produced and handled.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, LazyLock};
+
+use futures::future::LocalBoxFuture;
+use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
+use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
+use umi_core::llm::router::LlmRouter;
+use umi_core::llm::{
+    CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, ModelRef,
+    StreamCollector, ToolChoice,
+};
+use umi_dst::checkers::router::{RouterLog, check_router};
+use umi_dst::checkers::wire::{check_split_invariance, is_whole_stream};
+use umi_dst::network::reads::ReadPlan;
+use umi_dst::network::{Exchange, Profile};
+use umi_dst::sweep::Scenario;
+use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
+
+use crate::common::{chat, fault, scenario_retry, sim_model, tool_definitions};
+use crate::wire_faults::streamed;
+
+/// The API key every endpoint of the scenario requires.
+const API_KEY: &str = "sk-umi-wire-shapes-0000";
+
+/// The profiles whose "model not found" body has a public source (see the profiles).
+const RETIRED_SOURCED: [Profile; 7] = [
+    Profile::OpenAi,
+    Profile::AzureOpenAi,
+    Profile::OpenRouter,
+    Profile::Vllm,
+    Profile::OllamaV1,
+    Profile::Ollama,
+    Profile::Xinference,
+];
+
+/// Calls through the router per seed.
+const ROUTED_CALLS_PER_SEED: usize = 3;
+
+/// The error kinds a faulty network or model may cause.
+const FAULT_ERRORS: [&str; 11] = [
+    "timeout",
+    "server_timeout",
+    "rate_limit",
+    "connection",
+    "stream_truncated",
+    "invalid_response",
+    "json",
+    "service_unavailable",
+    "empty_stream",
+    "context_overflow",
+    "model_not_found",
+];
+
+/// Marks beyond the profiles' own shapes.
+const NETWORK_MARKS: [&str; 6] = [
+    "wire.keep_alive",
+    "wire.reset_mid_stream",
+    "wire.shape.proxy.cloudflare_json",
+    "wire.shape.proxy.cloudflare_html",
+    "wire.shape.proxy.nginx_html",
+    "wire.shape.retry_after.http_date",
+];
+
+static MARKS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    let mut marks: Vec<&'static str> = Profile::ALL
+        .iter()
+        .flat_map(|profile| profile.shape_marks())
+        .chain(ReadPlan::MARKS)
+        .chain(NETWORK_MARKS)
+        .collect();
+    marks.sort_unstable();
+    marks.dedup();
+    marks
+});
+
+/// The scenario.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WireShapes;
+
+impl Scenario for WireShapes {
+    fn name(&self) -> &'static str {
+        "wire_shapes"
+    }
+
+    fn goal(&self) -> &'static str {
+        "every shape each provider sends, split anywhere, reaches the caller intact or as a typed error"
+    }
+
+    fn faults(&self) -> Vec<FaultConfig> {
+        vec![
+            fault(FaultKind::NetworkConnectionRefused, 0.02),
+            fault(FaultKind::NetworkReset, 0.04),
+            fault(FaultKind::NetworkTimeout, 0.02),
+            fault(FaultKind::NetworkPartialWrite, 0.04),
+            fault(FaultKind::NetworkSlowFirstByte, 0.04),
+            fault(FaultKind::NetworkProxyError, 0.03),
+            fault(FaultKind::LlmRateLimit, 0.05),
+            fault(FaultKind::LlmStreamCut, 0.08),
+            fault(FaultKind::LlmInvalidResponse, 0.06),
+            fault(FaultKind::LlmContextOverflow, 0.03),
+            fault(FaultKind::LlmServiceUnavailable, 0.04),
+            fault(FaultKind::LlmContentFilter, 0.03),
+        ]
+    }
+
+    fn marks(&self) -> &'static [&'static str] {
+        MARKS.as_slice()
+    }
+
+    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        Box::pin(run(sim))
+    }
+}
+
+/// One provider endpoint and the client that talks to it.
+struct Target {
+    profile: Profile,
+    client: Arc<dyn LanguageModel>,
+}
+
+fn base_url(profile: Profile, gateway: bool) -> String {
+    match (profile, gateway) {
+        (_, true) => "https://gateway.sim/v1".to_owned(),
+        (Profile::Ollama, _) => "http://ollama.sim:11434".to_owned(),
+        (profile, _) => format!("https://{}.sim/v1", profile.name()),
+    }
+}
+
+fn targets(sim: &SimEnvironment) -> (Arc<SimNetwork>, Vec<Target>) {
+    let mut network = SimNetwork::new(sim).with_capture();
+    let mut targets = Vec::new();
+    let retry = scenario_retry();
+    let timeout = std::time::Duration::from_millis(retry.request_timeout_ms);
+    let mut planned = Vec::new();
+    for profile in Profile::ALL {
+        planned.push((profile, false));
+    }
+    planned.push((Profile::OpenAi, true));
+    for (profile, gateway) in &planned {
+        let url = base_url(*profile, *gateway);
+        let model = format!("{}-model", profile.name());
+        let provider = if *gateway { "gateway" } else { profile.name() };
+        let reasoning = profile.streams_reasoning();
+        let llm = sim_model(sim, provider, &model, 32_768, |config| {
+            if reasoning {
+                config.with_reasoning()
+            } else {
+                config
+            }
+        });
+        let mut endpoint = Endpoint::openai(&url, llm).with_profile(*profile);
+        if *profile != Profile::Ollama {
+            // Ollama has no API keys.
+            endpoint = endpoint.with_api_key(API_KEY);
+        }
+        if *gateway {
+            endpoint = endpoint.behind_gateway();
+        }
+        network = network.with_endpoint(endpoint);
+    }
+    let network = Arc::new(network);
+    let transport: Arc<dyn umi_core::llm::transport::Transport> = network.clone();
+    for (profile, gateway) in planned {
+        let url = base_url(profile, gateway);
+        let provider = if gateway { "gateway" } else { profile.name() };
+        let model_ref = ModelRef::new(provider, format!("{}-model", profile.name()), 32_768, 2_048);
+        let client: Arc<dyn LanguageModel> = if profile == Profile::Ollama {
+            let mut config = OllamaConfig::new(url, model_ref);
+            (config.timeout, config.idle_timeout) = (timeout, timeout);
+            Arc::new(OllamaClient::new(config, transport.clone(), sim.env()))
+        } else {
+            let mut config = OpenAiConfig::new(url, model_ref).with_api_key(API_KEY);
+            (config.timeout, config.idle_timeout) = (timeout, timeout);
+            Arc::new(OpenAiClient::new(config, transport.clone(), sim.env()))
+        };
+        targets.push(Target { profile, client });
+    }
+    (network, targets)
+}
+
+async fn run(sim: SimEnvironment) -> Result<(), Violation> {
+    let (network, targets) = targets(&sim);
+    let mut workload = sim.rng("workload.calls");
+    let mut splits = sim.rng("workload.splits");
+    for (index, target) in targets.iter().enumerate() {
+        let label = format!(
+            "call {index} ({} via {})",
+            target.client.model_ref().id(),
+            target.profile
+        );
+        let mut request = chat(&format!("call {index}: what changed this week?"), "wire");
+        if workload.bool_with(0.5) {
+            request = request.with_tools(tool_definitions());
+            // TGI 2.0 answers `tool_choice` with grammar calls this simulator does not
+            // serve; every other server takes it.
+            if target.profile != Profile::Tgi && workload.bool_with(0.2) {
+                request = request.with_tool_choice(ToolChoice::Required);
+            }
+        }
+        let stream = workload.bool_with(0.6);
+        // A model the server does not serve (retired, or a typo): its own 404, which the
+        // client must type as model-not-found so a router can fall back. Only where that
+        // body has a source.
+        let retired = RETIRED_SOURCED.contains(&target.profile) && workload.bool_with(0.08);
+        if retired {
+            request.model = "retired-model".to_owned();
+        }
+        let exchanges_before = network.exchanges().len();
+        let faults_before = sim.faults().injected_total();
+        let result = if stream {
+            streamed(target.client.as_ref(), &request, &label).await?
+        } else {
+            target.client.complete(&request).await
+        };
+        let faulted = sim.faults().injected_total() > faults_before;
+        let exchanges = network.exchanges();
+        let exchange = exchanges.get(exchanges_before);
+        if retired && !faulted {
+            ensure!(
+                matches!(result, Err(LlmError::ModelNotFound { .. })),
+                "{label}: asking for a model the server does not serve gave {result:?}"
+            );
+            continue;
+        }
+        check_call(
+            &label,
+            target,
+            stream,
+            exchange,
+            &result,
+            faulted,
+            &mut splits,
+        )?;
+    }
+    routed(&sim, &targets).await
+}
+
+/// Invariants 1 to 4 for one direct call.
+fn check_call(
+    label: &str,
+    target: &Target,
+    stream: bool,
+    exchange: Option<&Exchange>,
+    result: &Result<CompletionResponse, LlmError>,
+    faulted: bool,
+    splits: &mut umi_dst::DeterministicRng,
+) -> Result<(), Violation> {
+    if let Some(exchange) = exchange {
+        let decoded = check_split_invariance(exchange, splits)
+            .map_err(|v| Violation::new(format!("{label}: {}", v.message)))?;
+        if stream && is_whole_stream(exchange) {
+            let mut collector = StreamCollector::new(target.client.model_ref().model.clone());
+            let mut from_bytes = Ok(());
+            for event in decoded.events {
+                if let Err(error) = collector.push(event) {
+                    from_bytes = Err(error);
+                    break;
+                }
+            }
+            let from_bytes = match (from_bytes, decoded.error) {
+                (Err(error), _) | (Ok(()), Some(error)) => Err(error),
+                (Ok(()), None) => collector.finish(),
+            };
+            ensure!(
+                &from_bytes == result,
+                "{label}: the caller got {result:?}, the bytes say {from_bytes:?}"
+            );
+        }
+    }
+    match result {
+        Ok(response) if !faulted => {
+            ensure!(
+                response.finish_reason.is_clean(),
+                "{label}: no fault fired, yet the answer finished {}",
+                response.finish_reason
+            );
+            ensure!(
+                response.model == target.client.model_ref().model,
+                "{label}: answered as {:?}",
+                response.model
+            );
+            ensure!(
+                response.tool_calls.is_empty()
+                    != (response.finish_reason == FinishReason::ToolCalls),
+                "{label}: {} tool call(s) with finish {}",
+                response.tool_calls.len(),
+                response.finish_reason
+            );
+        }
+        Ok(_) => {}
+        Err(error) => {
+            ensure!(faulted, "{label} failed though no fault fired: {error}");
+            ensure!(
+                FAULT_ERRORS.contains(&error.kind()),
+                "{label} failed with {}: {error}",
+                error.kind()
+            );
+            if let (LlmError::RateLimit { retry_after_ms }, Some(exchange)) = (error, exchange) {
+                let meant = exchange.retry_after_meant_ms;
+                let consistent = match (meant, retry_after_ms) {
+                    (None, None) => true,
+                    (Some(meant), Some(got)) => *got >= meant && *got <= meant + 2_000,
+                    _ => false,
+                };
+                ensure!(
+                    consistent || exchange.status != 429,
+                    "{label}: the 429 meant a wait of {meant:?} ms, the caller got {retry_after_ms:?}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Invariant 5: a router over a chain of three providers, drawn per seed.
+async fn routed(sim: &SimEnvironment, targets: &[Target]) -> Result<(), Violation> {
+    let mut rng = sim.rng("workload.chain");
+    let mut picked: Vec<usize> = (0..targets.len()).collect();
+    rng.shuffle(&mut picked);
+    picked.truncate(3);
+    let retry = scenario_retry();
+    let log = RouterLog::new();
+    let mut builder = LlmRouter::builder(sim.env())
+        .retry(retry)
+        .observer(log.observer());
+    let mut ids = Vec::new();
+    let mut windows = BTreeMap::new();
+    for &index in &picked {
+        let client = targets[index].client.clone();
+        let id = client.model_ref().id();
+        windows.insert(id.clone(), client.model_ref().context_window_tokens);
+        builder = builder.model(&id, client);
+        ids.push(id);
+    }
+    let fallbacks: Vec<&str> = ids[1..].iter().map(String::as_str).collect();
+    let router = builder
+        .default_model(&ids[0])
+        .fallback(&fallbacks)
+        .build()
+        .map_err(|error| Violation::new(format!("the chain's config: {error}")))?;
+    for call in 0..ROUTED_CALLS_PER_SEED {
+        let request: CompletionRequest = chat(&format!("routed call {call}: summarize"), "wire");
+        let _ = if rng.bool_with(0.5) {
+            streamed(&router, &request, "routed").await?
+        } else {
+            router.complete(&request).await
+        };
+    }
+    check_router(&log.events(), &retry, &windows)
+}
