@@ -38,6 +38,10 @@ mod router;
 /// faults, Retry-After over HTTP, downtime, the router under random fault schedules.
 mod wire;
 
+/// A client nobody here wrote (async-openai's types, eventsource-stream) as the judge of
+/// SimNetwork's bytes, for every OpenAI-format profile.
+mod third_party;
+
 /// The sweep engine on toy scenarios: crashes, hangs, time budgets, seed recording,
 /// canaries, JSON reports and shard merging.
 mod sweep;

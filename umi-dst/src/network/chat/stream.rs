@@ -126,27 +126,34 @@ impl ChatStream {
         }
         let reasoning_first = matches!(first, StreamEvent::ReasoningDelta { .. });
         let tools_first = matches!(first, StreamEvent::ToolCallDelta { .. });
+        let role = ("role", Json::from("assistant"));
         let delta = match self.draw.opener {
             Opener::RoleContentRefusal if tools_first => {
                 // A parallel-call answer opens with role and null content, no refusal
                 // (PY-SNAP f82268f2….bin).
-                json!({"role": "assistant", "content": null})
+                Json::object(vec![role, ("content", Json::null())])
             }
-            Opener::RoleContentRefusal => {
-                json!({"role": "assistant", "content": "", "refusal": null})
-            }
+            Opener::RoleContentRefusal => Json::object(vec![
+                role,
+                ("content", "".into()),
+                ("refusal", Json::null()),
+            ]),
             Opener::RoleContentEmpty
                 if reasoning_first
                     && self.draw.reasoning == ReasoningField::ReasoningContentPaired =>
             {
-                json!({"role": "assistant", "content": null, "reasoning_content": ""})
+                Json::object(vec![
+                    role,
+                    ("content", Json::null()),
+                    ("reasoning_content", "".into()),
+                ])
             }
-            Opener::RoleContentEmpty => json!({"role": "assistant", "content": ""}),
-            Opener::RoleContentNull => json!({"role": "assistant", "content": null}),
-            Opener::RoleOnly => json!({"role": "assistant"}),
+            Opener::RoleContentEmpty => Json::object(vec![role, ("content", "".into())]),
+            Opener::RoleContentNull => Json::object(vec![role, ("content", Json::null())]),
+            Opener::RoleOnly => Json::object(vec![role]),
             Opener::RoleEveryChunk | Opener::RoleOnFirst | Opener::ContentThenRole => return,
         };
-        self.emit(out, Json::from(delta));
+        self.emit(out, delta);
     }
 
     fn text(&mut self, text: &str, out: &mut Vec<u8>) {
@@ -169,25 +176,47 @@ impl ChatStream {
     fn reasoning(&mut self, text: &str, out: &mut Vec<u8>) {
         self.reasoning_seen = true;
         let role = matches!(self.draw.opener, Opener::RoleEveryChunk);
+        let text_json = || Json::from(text);
         let delta = match self.draw.reasoning {
             ReasoningField::None => return,
-            ReasoningField::ReasoningContent if role => {
-                json!({"role": "assistant", "reasoning_content": text})
+            // GLM: `{"role":"assistant","reasoning_content":"1"}` (FANTASY).
+            ReasoningField::ReasoningContent if role => Json::object(vec![
+                ("role", "assistant".into()),
+                ("reasoning_content", text_json()),
+            ]),
+            ReasoningField::ReasoningContent => {
+                Json::object(vec![("reasoning_content", text_json())])
             }
-            ReasoningField::ReasoningContent => json!({"reasoning_content": text}),
-            ReasoningField::ReasoningContentPaired => {
-                json!({"content": null, "reasoning_content": text})
+            ReasoningField::ReasoningContentPaired => Json::object(vec![
+                ("content", Json::null()),
+                ("reasoning_content", text_json()),
+            ]),
+            ReasoningField::Reasoning | ReasoningField::Separate => {
+                Json::object(vec![("reasoning", text_json())])
             }
-            ReasoningField::Reasoning | ReasoningField::Separate => json!({"reasoning": text}),
-            ReasoningField::Both => json!({"reasoning_content": text, "reasoning": text}),
-            ReasoningField::OpenRouter => json!({
-                "content": "", "role": "assistant", "reasoning": text,
-                "reasoning_details": [{"type": "reasoning.text", "text": text, "format": "unknown", "index": 0}]
-            }),
+            ReasoningField::Both => Json::object(vec![
+                ("reasoning_content", text_json()),
+                ("reasoning", text_json()),
+            ]),
+            // OpenRouter: `content, role, reasoning, reasoning_details` (FANTASY).
+            ReasoningField::OpenRouter => Json::object(vec![
+                ("content", "".into()),
+                ("role", "assistant".into()),
+                ("reasoning", text_json()),
+                (
+                    "reasoning_details",
+                    Json::Array(vec![Json::object(vec![
+                        ("type", "reasoning.text".into()),
+                        ("text", text_json()),
+                        ("format", "unknown".into()),
+                        ("index", 0u32.into()),
+                    ])]),
+                ),
+            ]),
         };
         let mark = self.draw.reasoning.mark();
         self.marks.push(mark);
-        self.emit(out, delta.into());
+        self.emit(out, delta);
     }
 
     fn tool_header(&self, index: u32, id: &str, name: &str, arguments: Option<&str>) -> Json {
