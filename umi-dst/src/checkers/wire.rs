@@ -13,7 +13,7 @@ use umi_core::llm::ollama::NdjsonDecoder;
 use umi_core::llm::openai::ChunkDecoder;
 use umi_core::llm::wire::reader::{Decoded, WireDecoder, decode_reads};
 
-use crate::network::reads::{ReadPlan, split_bytes};
+use crate::network::reads::pieces;
 use crate::network::{BodyEnd, Exchange, WireFormat};
 use crate::rng::DeterministicRng;
 use crate::simulation::Violation;
@@ -56,7 +56,7 @@ pub fn check_split_invariance(
     if !is_whole_stream(exchange) {
         return Ok(as_read);
     }
-    let pieces = split_bytes(&body, ReadPlan::Pieces { max: 16 }, rng);
+    let pieces = pieces(&body, 16, rng);
     let patterns: [(&str, Vec<&[u8]>); 3] = [
         ("whole", vec![body.as_slice()]),
         ("single bytes", body.chunks(1).collect()),

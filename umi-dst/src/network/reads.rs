@@ -18,8 +18,15 @@ use umi_core::llm::transport::{BodyStream, TransportError};
 use crate::fault::FaultKind;
 use crate::rng::DeterministicRng;
 
-/// Largest read a `Pieces` plan makes, in bytes.
-pub const READ_BYTES_MAX: u64 = 64;
+/// Cuts a `Cut` plan makes in one write, at most.
+pub const CUTS_PER_WRITE_MAX: u64 = 3;
+
+/// Bytes a `Bytes` plan delivers one at a time, at most.
+pub const BYTE_READS_MAX: u64 = 48;
+
+/// Where a `Bytes` plan's stretch of single-byte reads may start, at most (bytes into
+/// the body).
+pub const BYTE_READS_FROM_MAX: u64 = 2_048;
 
 /// Chunks joined into one read at most when coalescing (a bound, like a socket buffer).
 pub const COALESCE_CHUNKS_MAX: usize = 64;
@@ -31,12 +38,19 @@ pub enum ReadPlan {
     AsWritten,
     /// Everything already available in one read.
     Coalesced,
-    /// One byte per read.
-    Bytes,
-    /// Reads of 1 to `max` bytes, sizes seeded.
-    Pieces {
-        /// The largest read.
-        max: u64,
+    /// Each write cut at 1 to `cuts` seeded offsets: inside an event, inside a
+    /// character, between CR and LF.
+    Cut {
+        /// The most cuts per write.
+        cuts: u64,
+    },
+    /// One byte per read for `len` bytes from byte `from` of the body, as written
+    /// elsewhere (a slow link for a stretch).
+    Bytes {
+        /// Where the stretch starts.
+        from: u64,
+        /// Its length.
+        len: u64,
     },
 }
 
@@ -46,10 +60,12 @@ impl ReadPlan {
         match rng.below(5) {
             0 => Self::AsWritten,
             1 => Self::Coalesced,
-            2 => Self::Bytes,
-            3 => Self::Pieces { max: 8 },
-            _ => Self::Pieces {
-                max: READ_BYTES_MAX,
+            2 => Self::Bytes {
+                from: rng.range_inclusive(0, BYTE_READS_FROM_MAX),
+                len: rng.range_inclusive(1, BYTE_READS_MAX),
+            },
+            _ => Self::Cut {
+                cuts: rng.range_inclusive(1, CUTS_PER_WRITE_MAX),
             },
         }
     }
@@ -59,38 +75,77 @@ impl ReadPlan {
         match self {
             Self::AsWritten => "wire.reads.as_written",
             Self::Coalesced => "wire.reads.coalesced",
-            Self::Bytes => "wire.reads.bytes",
-            Self::Pieces { max: 8 } => "wire.reads.small_pieces",
-            Self::Pieces { .. } => "wire.reads.pieces",
+            Self::Cut { .. } => "wire.reads.cut",
+            Self::Bytes { .. } => "wire.reads.bytes",
         }
     }
 
     /// Every plan's mark.
-    pub const MARKS: [&'static str; 5] = [
+    pub const MARKS: [&'static str; 4] = [
         "wire.reads.as_written",
         "wire.reads.coalesced",
+        "wire.reads.cut",
         "wire.reads.bytes",
-        "wire.reads.small_pieces",
-        "wire.reads.pieces",
     ];
 }
 
-/// `bytes` cut into reads by `plan`.
-pub fn split_bytes(bytes: &[u8], plan: ReadPlan, rng: &mut DeterministicRng) -> Vec<Vec<u8>> {
+/// `bytes`, which start at byte `offset` of the body, cut into reads by `plan`.
+pub fn split_bytes(
+    bytes: &[u8],
+    offset: u64,
+    plan: ReadPlan,
+    rng: &mut DeterministicRng,
+) -> Vec<Vec<u8>> {
     match plan {
         ReadPlan::AsWritten | ReadPlan::Coalesced => vec![bytes.to_vec()],
-        ReadPlan::Bytes => bytes.iter().map(|b| vec![*b]).collect(),
-        ReadPlan::Pieces { max } => {
-            let mut out = Vec::new();
-            let mut rest = bytes;
-            while !rest.is_empty() {
-                let take = (rng.range_inclusive(1, max) as usize).min(rest.len());
-                out.push(rest[..take].to_vec());
-                rest = &rest[take..];
+        ReadPlan::Cut { cuts } => {
+            let mut at: Vec<usize> = (0..rng.range_inclusive(1, cuts))
+                .map(|_| rng.index(bytes.len().max(1)))
+                .filter(|&i| i > 0)
+                .collect();
+            at.sort_unstable();
+            at.dedup();
+            let mut out = Vec::with_capacity(at.len() + 1);
+            let mut start = 0;
+            for end in at.into_iter().chain([bytes.len()]) {
+                if end > start {
+                    out.push(bytes[start..end].to_vec());
+                }
+                start = end;
+            }
+            out
+        }
+        ReadPlan::Bytes { from, len } => {
+            let end = offset + bytes.len() as u64;
+            let (lo, hi) = (from.max(offset), (from + len).min(end));
+            if lo >= hi {
+                return vec![bytes.to_vec()];
+            }
+            let (lo, hi) = ((lo - offset) as usize, (hi - offset) as usize);
+            let mut out = Vec::with_capacity(hi - lo + 2);
+            if lo > 0 {
+                out.push(bytes[..lo].to_vec());
+            }
+            out.extend(bytes[lo..hi].iter().map(|b| vec![*b]));
+            if hi < bytes.len() {
+                out.push(bytes[hi..].to_vec());
             }
             out
         }
     }
+}
+
+/// `bytes` in seeded pieces of 1 to `max` bytes (the split-invariance checker's own
+/// pattern).
+pub fn pieces(bytes: &[u8], max: u64, rng: &mut DeterministicRng) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let take = (rng.range_inclusive(1, max) as usize).min(rest.len());
+        out.push(rest[..take].to_vec());
+        rest = &rest[take..];
+    }
+    out
 }
 
 /// `body` delivered in the reads of a plan drawn from `rng` (its mark covered in `env`).
@@ -103,11 +158,12 @@ pub fn split(body: BodyStream, mut rng: DeterministicRng, env: &Env) -> BodyStre
     let pending: std::collections::VecDeque<Result<Vec<u8>, TransportError>> =
         std::collections::VecDeque::new();
     futures::stream::unfold(
-        (body, pending, rng, false),
-        move |(mut body, mut pending, mut rng, ended)| async move {
+        (body, pending, rng, false, 0u64),
+        move |(mut body, mut pending, mut rng, ended, offset)| async move {
+            let mut offset = offset;
             loop {
                 if let Some(item) = pending.pop_front() {
-                    return Some((item, (body, pending, rng, ended)));
+                    return Some((item, (body, pending, rng, ended, offset)));
                 }
                 if ended {
                     return None;
@@ -115,7 +171,7 @@ pub fn split(body: BodyStream, mut rng: DeterministicRng, env: &Env) -> BodyStre
                 let first = body.next().await?;
                 let mut bytes = match first {
                     Ok(bytes) => bytes,
-                    Err(error) => return Some((Err(error), (body, pending, rng, true))),
+                    Err(error) => return Some((Err(error), (body, pending, rng, true, offset))),
                 };
                 let mut failed = None;
                 let mut ended_now = false;
@@ -136,7 +192,9 @@ pub fn split(body: BodyStream, mut rng: DeterministicRng, env: &Env) -> BodyStre
                         }
                     }
                 }
-                pending.extend(split_bytes(&bytes, plan, &mut rng).into_iter().map(Ok));
+                let reads = split_bytes(&bytes, offset, plan, &mut rng);
+                offset += bytes.len() as u64;
+                pending.extend(reads.into_iter().map(Ok));
                 if let Some(error) = failed {
                     pending.push_back(Err(error));
                     ended_now = true;
@@ -144,7 +202,7 @@ pub fn split(body: BodyStream, mut rng: DeterministicRng, env: &Env) -> BodyStre
                 if ended_now {
                     return pending
                         .pop_front()
-                        .map(|item| (item, (body, pending, rng, true)));
+                        .map(|item| (item, (body, pending, rng, true, offset)));
                 }
             }
         },
@@ -204,16 +262,23 @@ mod tests {
         for plan in [
             ReadPlan::AsWritten,
             ReadPlan::Coalesced,
-            ReadPlan::Bytes,
-            ReadPlan::Pieces { max: 8 },
-            ReadPlan::Pieces { max: 64 },
+            ReadPlan::Cut { cuts: 3 },
+            ReadPlan::Bytes { from: 20, len: 40 },
+            ReadPlan::Bytes {
+                from: 5_000,
+                len: 4,
+            },
         ] {
-            let reads = split_bytes(bytes, plan, &mut rng);
-            assert_eq!(reads.concat(), bytes, "{plan:?}");
-            assert!(reads.iter().all(|r| !r.is_empty()));
+            for offset in [0, 10, 100] {
+                let reads = split_bytes(bytes, offset, plan, &mut rng);
+                assert_eq!(reads.concat(), bytes, "{plan:?} at {offset}");
+                assert!(reads.iter().all(|r| !r.is_empty()));
+            }
         }
         // Single bytes end reads inside the multi-byte characters and between CR and LF.
-        let reads = split_bytes(bytes, ReadPlan::Bytes, &mut rng);
+        let reads = split_bytes(bytes, 0, ReadPlan::Bytes { from: 0, len: 48 }, &mut rng);
         assert!(reads.iter().any(|r| std::str::from_utf8(r).is_err()));
+        assert!(reads.iter().any(|r| r == b"\r"));
+        assert_eq!(pieces(bytes, 8, &mut rng).concat(), bytes);
     }
 }

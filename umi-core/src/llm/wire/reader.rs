@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 
 use crate::constants::WIRE_STREAM_BYTES_MAX;
 use crate::env::{Env, EnvironmentExt};
@@ -176,7 +176,13 @@ impl<D: WireDecoder> Reader<D> {
             }
             let idle_ms = u64::try_from(self.idle.as_millis()).unwrap_or(u64::MAX);
             let mut events = Vec::new();
-            let outcome = match self.env.timeout(self.idle, self.body.next()).await {
+            // Bytes already delivered need no timer: the idle timeout is armed only when
+            // the body has to be waited for (same outcome, no timer per read).
+            let next = match self.body.next().now_or_never() {
+                Some(item) => Ok(item),
+                None => self.env.timeout(self.idle, self.body.next()).await,
+            };
+            let outcome = match next {
                 Err(_) => {
                     self.env.cover("wire.idle_timeout");
                     Err(LlmError::Timeout { after_ms: idle_ms })

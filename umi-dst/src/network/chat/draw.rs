@@ -194,7 +194,7 @@ impl Draw {
                     "content_filter_results",
                     content_filter_results(finish.is_none()),
                 ),
-                ("delta", delta),
+                ("delta", delta.sorted()),
                 ("finish_reason", finish_json),
                 ("index", 0u32.into()),
                 ("logprobs", Json::null()),
@@ -256,11 +256,21 @@ impl Draw {
         let object: Json = "chat.completion.chunk".into();
         let fingerprint = self.fingerprint_json();
         let mut out = match self.layout {
-            Layout::OpenAi2024
-            | Layout::DeepSeek
-            | Layout::Vllm
-            | Layout::OllamaV1
-            | Layout::Azure => {
+            // Azure writes every key sorted (AZ-LOBE).
+            Layout::Azure => {
+                let mut out = Json::object(vec![
+                    ("choices", choices),
+                    ("created", created),
+                    ("id", id),
+                    ("model", model),
+                    ("object", object),
+                ]);
+                if let Some(fingerprint) = fingerprint {
+                    out.push("system_fingerprint", fingerprint);
+                }
+                out
+            }
+            Layout::OpenAi2024 | Layout::DeepSeek | Layout::Vllm | Layout::OllamaV1 => {
                 let mut out =
                     Json::object(vec![("id", id), ("object", object), ("created", created)]);
                 out.push("model", model);
@@ -356,7 +366,6 @@ impl Draw {
                 let padding = ids::alnum(&mut self.rng, len);
                 out.push("obfuscation", padding);
             }
-            Layout::Azure => out = out.sorted(),
             _ => {}
         }
         out
@@ -454,7 +463,12 @@ fn content_filter_results(safe: bool) -> Json {
     if !safe {
         return Json::object(Vec::new());
     }
-    let category = || Json::from(json!({"filtered": false, "severity": "safe"}));
+    let category = || {
+        Json::object(vec![
+            ("filtered", false.into()),
+            ("severity", "safe".into()),
+        ])
+    };
     Json::object(vec![
         ("hate", category()),
         ("self_harm", category()),
