@@ -785,3 +785,42 @@ fn the_router_keeps_usage_that_arrives_after_done() {
         Ok(())
     });
 }
+
+/// A runaway answer (a tool-call index past the limit) is not retried on the same model
+/// (it would run away again) but falls back; a model the provider does not serve falls
+/// back the same way.
+#[test]
+fn runaway_answers_and_missing_models_fall_back_without_retrying() {
+    for error in [
+        LlmError::TooManyToolCalls {
+            calls: 65,
+            limit: 64,
+        },
+        LlmError::ModelNotFound {
+            status: Some(404),
+            message: "No endpoints found for p/a.".into(),
+        },
+    ] {
+        let error_shown = error.to_string();
+        run(async |sim| {
+            let setup = setup(
+                &sim,
+                &[("p/a", 1_000, vec![error.clone()]), ("p/b", 1_000, vec![])],
+                &["p/b"],
+                policy(),
+            );
+            let answer = setup.router.complete(&request()).await;
+            ensure!(
+                answer.as_ref().is_ok_and(|a| a.text == "answer"),
+                "{error_shown}: {answer:?}"
+            );
+            ensure!(
+                setup.attempts_on("p/a") == 1 && setup.attempts_on("p/b") == 1,
+                "{error_shown}: attempts a={} b={}",
+                setup.attempts_on("p/a"),
+                setup.attempts_on("p/b")
+            );
+            setup.check()
+        });
+    }
+}

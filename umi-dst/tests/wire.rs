@@ -515,3 +515,58 @@ fn the_router_checker_is_not_vacuous_over_the_wire() {
         "{error}"
     );
 }
+
+/// Task tags never cross the wire: a task-only route cannot answer a request that came
+/// over SimNetwork, and SimLLM says so in the trace; `for_task_or` answers it by content.
+#[test]
+fn task_routes_over_the_wire_say_they_cannot_match() {
+    use umi_dst::llm::{FnRoute, Generated};
+    Simulation::new(SimConfig::new(3))
+        .try_run(|sim| async move {
+            let config = SimLlmConfig::default()
+                .with_model(ModelRef::new("sim", "sim-large", 32_768, 4_096))
+                .without_latency();
+            let llm = SimLlm::with_config(&sim, config)
+                .unwrap()
+                .with_route(FnRoute::for_task("my.summary", |_, _| {
+                    Generated::text("tagged")
+                }))
+                .with_route(FnRoute::for_task_or(
+                    "my.title",
+                    |request| request.prompt_text().contains("title"),
+                    |_, _| Generated::text("a title"),
+                ));
+            let network = SimNetwork::new(&sim)
+                .with_endpoint(Endpoint::openai(OPENAI_URL, Arc::new(llm)).with_api_key("sk-sim"));
+            let client = OpenAiClient::new(
+                OpenAiConfig::new(OPENAI_URL, ModelRef::new("sim", "sim-large", 32_768, 4_096))
+                    .with_api_key("sk-sim"),
+                Arc::new(network),
+                sim.env(),
+            );
+            let summary = CompletionRequest::new(vec![Message::user("summarize this")])
+                .with_task("my.summary");
+            let answer = client.complete(&summary).await.unwrap();
+            ensure!(
+                answer.text != "tagged",
+                "a task route matched over the wire"
+            );
+            let warned = sim
+                .trace()
+                .tail()
+                .iter()
+                .filter(|e| e.kind == "llm.untagged")
+                .count();
+            ensure!(warned == 1, "the mismatch was said {warned} times");
+            let title = CompletionRequest::new(vec![Message::user("a title, please")])
+                .with_task("my.title");
+            let answer = client.complete(&title).await.unwrap();
+            ensure!(
+                answer.text == "a title",
+                "for_task_or answered {:?}",
+                answer.text
+            );
+            Ok::<(), Violation>(())
+        })
+        .unwrap();
+}

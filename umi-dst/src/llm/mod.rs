@@ -73,6 +73,8 @@ pub struct SimLlm {
     routes: Vec<Arc<dyn Route>>,
     occurrences: Mutex<BTreeMap<[u8; 32], u64>>,
     rate: Mutex<Option<RateWindow>>,
+    /// Whether the warning about task routes and untagged requests was given.
+    untagged_warned: std::sync::atomic::AtomicBool,
 }
 
 enum Chosen {
@@ -103,6 +105,7 @@ impl SimLlm {
             routes: Vec::new(),
             occurrences: Mutex::new(BTreeMap::new()),
             rate: Mutex::new(rate),
+            untagged_warned: std::sync::atomic::AtomicBool::new(false),
             config,
         })
     }
@@ -124,6 +127,32 @@ impl SimLlm {
             Chosen::User(index) => self.routes[index].name().to_owned(),
             Chosen::Builtin(builtin) => builtin.name().to_owned(),
         }
+    }
+
+    /// Says once, in the trace and the log, that task-only routes cannot answer an
+    /// untagged request (one that came over SimNetwork).
+    fn warn_untagged(&self, request: &CompletionRequest) {
+        if request.task.is_some() {
+            return;
+        }
+        let tasks: Vec<&str> = self.routes.iter().filter_map(|r| r.task_only()).collect();
+        if tasks.is_empty()
+            || self
+                .untagged_warned
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        self.trace.record(
+            "llm.untagged",
+            format_args!(
+                "routes for tasks {tasks:?} cannot match requests without a task tag (over SimNetwork none has one): use FnRoute::for_task_or"
+            ),
+        );
+        tracing::warn!(
+            ?tasks,
+            "SimLLM: task routes cannot match untagged requests (requests over SimNetwork carry no task tag); use FnRoute::for_task_or"
+        );
     }
 
     fn choose(&self, request: &CompletionRequest) -> Chosen {
@@ -157,6 +186,7 @@ impl SimLlm {
             *count - 1
         };
         let rng = self.rng.fork_parts(&[&hash, &occurrence.to_le_bytes()]);
+        self.warn_untagged(request);
         let chosen = self.choose(request);
         let route_name = match &chosen {
             Chosen::User(index) => self.routes[*index].name().to_owned(),

@@ -73,6 +73,13 @@ pub trait Route: Send + Sync {
 
     /// The answer, drawn from `rng` (the call's own stream).
     fn generate(&self, request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated;
+
+    /// The task tag this route matches on alone, if it matches on nothing else. Task
+    /// tags never cross the wire: over SimNetwork such a route cannot match, and SimLLM
+    /// says so in the trace and the log the first time it meets an untagged request.
+    fn task_only(&self) -> Option<&str> {
+        None
+    }
 }
 
 type Matcher = dyn Fn(&CompletionRequest) -> bool + Send + Sync;
@@ -83,6 +90,7 @@ pub struct FnRoute {
     name: String,
     matcher: Box<Matcher>,
     generator: Box<Generator>,
+    task_only: Option<&'static str>,
 }
 
 impl FnRoute {
@@ -99,10 +107,14 @@ impl FnRoute {
             name: name.into(),
             matcher: Box::new(matcher),
             generator: Box::new(generator),
+            task_only: None,
         }
     }
 
-    /// A route for requests tagged with `task`.
+    /// A route for requests tagged with `task`, in-process only: a request that came
+    /// over SimNetwork carries no task tag (real servers never see one), so this route
+    /// never matches there. For agents that talk to SimLLM through a client, use
+    /// [`FnRoute::for_task_or`].
     pub fn for_task(
         task: &'static str,
         generator: impl Fn(&CompletionRequest, &mut DeterministicRng) -> Generated
@@ -110,9 +122,31 @@ impl FnRoute {
         + Sync
         + 'static,
     ) -> Self {
-        Self::new(
+        let mut route = Self::new(
             task,
             move |request| request.task.as_deref() == Some(task),
+            generator,
+        );
+        route.task_only = Some(task);
+        route
+    }
+
+    /// A route for requests tagged with `task` in-process, and for untagged requests
+    /// (those that came over SimNetwork) that `matcher` accepts by their content.
+    pub fn for_task_or(
+        task: &'static str,
+        matcher: impl Fn(&CompletionRequest) -> bool + Send + Sync + 'static,
+        generator: impl Fn(&CompletionRequest, &mut DeterministicRng) -> Generated
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        Self::new(
+            task,
+            move |request| match request.task.as_deref() {
+                Some(tag) => tag == task,
+                None => matcher(request),
+            },
             generator,
         )
     }
@@ -135,6 +169,9 @@ impl Route for FnRoute {
     }
     fn generate(&self, request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated {
         (self.generator)(request, rng)
+    }
+    fn task_only(&self) -> Option<&str> {
+        self.task_only
     }
 }
 
