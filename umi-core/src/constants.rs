@@ -175,6 +175,9 @@ pub const HTTP_BODY_BYTES_MAX: usize = 8 * 1024 * 1024;
 /// Bytes of an error body the clients read (the rest is ignored).
 pub const HTTP_ERROR_BODY_BYTES_MAX: usize = 64 * 1024;
 
+/// Nesting a JSON Schema check follows (`$ref` cycles and absurd documents end here).
+pub const SCHEMA_DEPTH_MAX: usize = 16;
+
 /// Bytes of one SSE or NDJSON line.
 pub const WIRE_LINE_BYTES_MAX: usize = 1024 * 1024;
 

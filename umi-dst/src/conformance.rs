@@ -379,6 +379,7 @@ pub fn request_strategy() -> impl Strategy<Value = CompletionRequest> {
                     stop,
                     json_output,
                     seed: None,
+                    output_schema: None,
                     tool_choice: None,
                     parallel_tool_calls: None,
                     task,

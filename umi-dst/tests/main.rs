@@ -38,6 +38,10 @@ mod router;
 /// faults, Retry-After over HTTP, downtime, the router under random fault schedules.
 mod wire;
 
+/// Structured outputs: schema-valid answers over 1,000 seeds per schema, and seeded near
+/// misses reported at their path.
+mod structured;
+
 /// A client nobody here wrote (async-openai's types, eventsource-stream) as the judge of
 /// SimNetwork's bytes, for every OpenAI-format profile.
 mod third_party;

@@ -38,6 +38,9 @@ pub struct CompletionRequest {
     /// A sampling seed, for providers that honour one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// The JSON Schema the answer must follow (structured outputs), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<OutputSchema>,
     /// Whether and which tools the model must call (`None`: the provider's default,
     /// which is `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -50,6 +53,17 @@ pub struct CompletionRequest {
     /// by simulated models to pick a generator. Never sent to a provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+}
+
+/// The schema a structured answer must follow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// Its name (OpenAI requires one: letters, digits, `_` and `-`).
+    pub name: String,
+    /// The JSON Schema.
+    pub schema: serde_json::Value,
+    /// Whether the provider must follow it exactly (OpenAI's `strict`).
+    pub strict: bool,
 }
 
 /// Whether and which tools the model must call.
@@ -108,6 +122,20 @@ impl CompletionRequest {
     /// Asks for a JSON object.
     pub fn with_json_output(mut self) -> Self {
         self.json_output = true;
+        self
+    }
+
+    /// Asks for an answer in JSON valid under `schema` (strict), named `name`.
+    pub fn with_output_schema(
+        mut self,
+        name: impl Into<String>,
+        schema: serde_json::Value,
+    ) -> Self {
+        self.output_schema = Some(OutputSchema {
+            name: name.into(),
+            schema,
+            strict: true,
+        });
         self
     }
 

@@ -30,6 +30,7 @@
 mod canonical;
 pub mod config;
 pub mod generate;
+pub mod near_miss;
 mod plan;
 mod rate_limit;
 pub mod route;
@@ -277,6 +278,14 @@ impl SimLlm {
         }
 
         let mut generate_rng = rng.substream(2);
+        if matches!(chosen, Chosen::Builtin(Builtin::Structured))
+            && let Err(error) = generate::structured(request, &mut generate_rng.clone())
+        {
+            return self.refuse(LlmError::BadRequest {
+                status: Some(400),
+                message: format!("SimLLM cannot answer this output schema: {error}"),
+            });
+        }
         let generated = match chosen {
             Chosen::User(index) => self.routes[index].generate(request, &mut generate_rng),
             Chosen::Builtin(builtin) => generate::builtin(
@@ -306,10 +315,24 @@ impl SimLlm {
             model,
             prompt_tokens,
         );
-        if fault == Some(FaultKind::LlmInvalidResponse) {
-            let corruption = plan::corrupt(&mut shaped, structured, &mut fault_rng);
-            self.trace
-                .record("llm.corrupt", format_args!("{}", corruption.name()));
+        let schema = request.output_schema.as_ref().map(|s| &s.schema);
+        match (fault, schema) {
+            (Some(FaultKind::LlmInvalidResponse), Some(schema))
+                if shaped.tool_calls.is_empty() && !shaped.text.is_empty() =>
+            {
+                let (text, miss) = near_miss::near_miss(&shaped.text, schema, &mut fault_rng);
+                shaped.text = text;
+                self.trace.record(
+                    "llm.near_miss",
+                    format_args!("{} at {}", miss.kind.name(), miss.path),
+                );
+            }
+            (Some(FaultKind::LlmInvalidResponse), _) => {
+                let corruption = plan::corrupt(&mut shaped, structured, &mut fault_rng);
+                self.trace
+                    .record("llm.corrupt", format_args!("{}", corruption.name()));
+            }
+            _ => {}
         }
         if fault == Some(FaultKind::LlmContentFilter) {
             plan::filter(&mut shaped, &mut fault_rng);

@@ -186,6 +186,8 @@ pub enum Builtin {
     RewriteQuery,
     /// Answers umi-core's evolution-detection prompt.
     DetectEvolution,
+    /// Answers with JSON valid under the request's output schema.
+    Structured,
     /// Answers anything else in text.
     Generic,
 }
@@ -198,6 +200,7 @@ impl Builtin {
             Self::ExtractEntities => "extract_entities",
             Self::RewriteQuery => "rewrite_query",
             Self::DetectEvolution => "detect_evolution",
+            Self::Structured => "structured",
             Self::Generic => "generic",
         }
     }
@@ -212,6 +215,9 @@ impl Builtin {
         let refused = request.tool_choice == Some(ToolChoice::None);
         if !request.tools.is_empty() && !refused && (!after_tool_result || forced) {
             return Self::ToolCalls;
+        }
+        if request.output_schema.is_some() {
+            return Self::Structured;
         }
         match request.task.as_deref() {
             Some(TASK_EXTRACT_ENTITIES) => return Self::ExtractEntities,

@@ -15,10 +15,13 @@
 //! the arguments exercise JSON escaping when they are streamed in fragments.
 //!
 //! Object keys are visited in sorted order, so the output does not depend on serde_json's
-//! map type. [`conforms`] checks a value against the same subset (used for `oneOf`, and by
-//! SimLLM's debug assertions); the tests check every output with the `jsonschema` crate.
+//! map type. [`conforms`] checks a value against the same subset with umi-core's
+//! validator (used for `oneOf`, and by SimLLM's debug assertions); the tests check every
+//! output with the `jsonschema` crate. The keywords are read by umi-core's
+//! `structured::keywords`, shared with that validator.
 
 use serde_json::{Map, Number, Value, json};
+use umi_core::llm::structured::keywords::{self, number_bound, types_of};
 
 use crate::rng::DeterministicRng;
 
@@ -49,9 +52,9 @@ pub fn generate(schema: &Value, rng: &mut DeterministicRng) -> Result<Value, Sch
     Generator { root: schema }.value(schema, rng, "#", 0)
 }
 
-/// Whether `value` is valid under `schema` (the supported subset).
+/// Whether `value` is valid under `schema` (umi-core's validator, the same subset).
 pub fn conforms(schema: &Value, value: &Value) -> bool {
-    Validator { root: schema }.check(schema, value, 0)
+    umi_core::llm::structured::validate(schema, value).is_ok()
 }
 
 const WORDS: &[&str] = &[
@@ -77,80 +80,11 @@ fn error(path: &str, reason: impl Into<String>) -> SchemaError {
 }
 
 fn resolve<'a>(root: &'a Value, schema: &'a Value, path: &str) -> Result<&'a Value, SchemaError> {
-    let Some(reference) = schema.get("$ref").and_then(Value::as_str) else {
-        return Ok(schema);
-    };
-    let pointer = reference.strip_prefix('#').ok_or_else(|| {
-        error(
-            path,
-            format!("only local $refs are supported, not {reference:?}"),
-        )
-    })?;
-    root.pointer(pointer)
-        .ok_or_else(|| error(path, format!("$ref {reference:?} points nowhere")))
+    keywords::resolve(root, schema).map_err(|reason| error(path, reason))
 }
 
-/// `allOf` merged into one schema: properties, required and the first of each keyword.
 fn merged(root: &Value, schema: &Value, path: &str) -> Result<Value, SchemaError> {
-    let Some(parts) = schema.get("allOf").and_then(Value::as_array) else {
-        return Ok(schema.clone());
-    };
-    let mut out = schema.as_object().cloned().unwrap_or_default();
-    out.remove("allOf");
-    for part in parts {
-        let part = merged(root, resolve(root, part, path)?, path)?;
-        let Some(part) = part.as_object() else {
-            continue;
-        };
-        for (key, value) in part {
-            match (key.as_str(), out.get_mut(key)) {
-                ("properties", Some(Value::Object(existing))) => {
-                    if let Some(more) = value.as_object() {
-                        for (name, property) in more {
-                            existing.insert(name.clone(), property.clone());
-                        }
-                    }
-                }
-                ("required", Some(Value::Array(existing))) => {
-                    for name in value.as_array().into_iter().flatten() {
-                        if !existing.contains(name) {
-                            existing.push(name.clone());
-                        }
-                    }
-                }
-                (_, None) => {
-                    out.insert(key.clone(), value.clone());
-                }
-                _ => {}
-            }
-        }
-    }
-    Ok(Value::Object(out))
-}
-
-fn number_bound(schema: &Value, inclusive: &str, exclusive: &str) -> (Option<f64>, bool) {
-    let plain = schema.get(inclusive).and_then(Value::as_f64);
-    match schema.get(exclusive) {
-        Some(Value::Number(n)) => (n.as_f64(), true),
-        Some(Value::Bool(true)) => (plain, true),
-        _ => (plain, false),
-    }
-}
-
-fn types_of(schema: &Value) -> Vec<&str> {
-    match schema.get("type") {
-        Some(Value::String(name)) => vec![name.as_str()],
-        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
-        _ => {
-            if schema.get("properties").is_some() || schema.get("required").is_some() {
-                vec!["object"]
-            } else if schema.get("items").is_some() {
-                vec!["array"]
-            } else {
-                vec!["string", "integer", "boolean"]
-            }
-        }
-    }
+    keywords::merged(root, schema).map_err(|reason| error(path, reason))
 }
 
 struct Generator<'a> {
@@ -220,7 +154,6 @@ impl Generator<'_> {
         path: &str,
         depth: usize,
     ) -> Result<Value, SchemaError> {
-        let validator = Validator { root: self.root };
         for _ in 0..ATTEMPTS_MAX {
             let index = rng.index(branches.len().max(1));
             let branch = branches
@@ -229,7 +162,9 @@ impl Generator<'_> {
             let candidate = self.value(branch, rng, &format!("{path}/oneOf/{index}"), depth + 1)?;
             let matching = branches
                 .iter()
-                .filter(|b| validator.check(b, &candidate, depth + 1))
+                .filter(|b| {
+                    umi_core::llm::structured::validate_within(self.root, b, &candidate).is_ok()
+                })
                 .count();
             if matching == 1 {
                 return Ok(candidate);
@@ -511,139 +446,6 @@ fn formatted(format: &str, rng: &mut DeterministicRng) -> Option<String> {
         "hostname" => format!("{}.example.com", rng.choose(WORDS)?.to_lowercase()),
         _ => return None,
     })
-}
-
-struct Validator<'a> {
-    root: &'a Value,
-}
-
-impl Validator<'_> {
-    fn check(&self, schema: &Value, value: &Value, depth: usize) -> bool {
-        if depth > SCHEMA_DEPTH_MAX * 2 {
-            return false;
-        }
-        let Ok(schema) = resolve(self.root, schema, "#") else {
-            return false;
-        };
-        let Ok(schema) = merged(self.root, schema, "#") else {
-            return false;
-        };
-        if let Some(constant) = schema.get("const")
-            && constant != value
-        {
-            return false;
-        }
-        if let Some(options) = schema.get("enum").and_then(Value::as_array)
-            && !options.contains(value)
-        {
-            return false;
-        }
-        if let Some(branches) = schema.get("oneOf").and_then(Value::as_array)
-            && branches
-                .iter()
-                .filter(|b| self.check(b, value, depth + 1))
-                .count()
-                != 1
-        {
-            return false;
-        }
-        if let Some(branches) = schema.get("anyOf").and_then(Value::as_array)
-            && !branches.iter().any(|b| self.check(b, value, depth + 1))
-        {
-            return false;
-        }
-        if value.is_null() && schema.get("nullable") == Some(&Value::Bool(true)) {
-            return true;
-        }
-        if schema.get("type").is_some() {
-            let types = types_of(&schema);
-            let fits = types.iter().any(|t| match *t {
-                "null" => value.is_null(),
-                "boolean" => value.is_boolean(),
-                "integer" => {
-                    value.as_i64().is_some() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
-                }
-                "number" => value.is_number(),
-                "string" => value.is_string(),
-                "array" => value.is_array(),
-                "object" => value.is_object(),
-                _ => false,
-            });
-            if !fits {
-                return false;
-            }
-        }
-        if let Some(number) = value.as_f64() {
-            let (min, min_x) = number_bound(&schema, "minimum", "exclusiveMinimum");
-            let (max, max_x) = number_bound(&schema, "maximum", "exclusiveMaximum");
-            if min.is_some_and(|m| if min_x { number <= m } else { number < m })
-                || max.is_some_and(|m| if max_x { number >= m } else { number > m })
-            {
-                return false;
-            }
-            if let Some(step) = schema.get("multipleOf").and_then(Value::as_f64) {
-                let ratio = number / step;
-                if (ratio - ratio.round()).abs() > 1e-9 {
-                    return false;
-                }
-            }
-        }
-        if let Some(text) = value.as_str() {
-            let chars = text.chars().count() as u64;
-            if !within(&schema, "minLength", "maxLength", chars) {
-                return false;
-            }
-        }
-        if let Some(items) = value.as_array() {
-            let len = items.len() as u64;
-            if !within(&schema, "minItems", "maxItems", len) {
-                return false;
-            }
-            if let Some(item_schema) = schema.get("items")
-                && !items
-                    .iter()
-                    .all(|item| self.check(item_schema, item, depth + 1))
-            {
-                return false;
-            }
-            if schema.get("uniqueItems") == Some(&Value::Bool(true))
-                && items
-                    .iter()
-                    .enumerate()
-                    .any(|(i, a)| items[..i].contains(a))
-            {
-                return false;
-            }
-        }
-        if let Some(object) = value.as_object() {
-            let required = schema.get("required").and_then(Value::as_array);
-            if required
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .any(|name| !object.contains_key(name))
-            {
-                return false;
-            }
-            let properties = schema.get("properties").and_then(Value::as_object);
-            for (name, item) in object {
-                match properties.and_then(|p| p.get(name)) {
-                    Some(property) if !self.check(property, item, depth + 1) => return false,
-                    None if schema.get("additionalProperties") == Some(&Value::Bool(false)) => {
-                        return false;
-                    }
-                    _ => {}
-                }
-            }
-        }
-        true
-    }
-}
-
-/// Whether `count` is within the schema's `min_key` and `max_key` (each optional).
-fn within(schema: &Value, min_key: &str, max_key: &str, count: u64) -> bool {
-    let bound = |key: &str| schema.get(key).and_then(Value::as_u64);
-    bound(min_key).is_none_or(|min| count >= min) && bound(max_key).is_none_or(|max| count <= max)
 }
 
 #[cfg(test)]

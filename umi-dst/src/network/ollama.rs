@@ -216,6 +216,13 @@ fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
         .unwrap_or_default();
     request.seed = options.get("seed").and_then(Value::as_u64);
     request.json_output = value.get("format").is_some_and(|f| !f.is_null());
+    if let Some(schema) = value.get("format").filter(|f| f.is_object()) {
+        request.output_schema = Some(umi_core::llm::OutputSchema {
+            name: "response".to_owned(),
+            schema: schema.clone(),
+            strict: true,
+        });
+    }
     let stream = value.get("stream").and_then(Value::as_bool).unwrap_or(true);
     if request.messages.is_empty() {
         // An empty conversation loads the model and answers `done_reason: "load"`; a

@@ -54,7 +54,10 @@ pub fn request_body(request: &CompletionRequest, model: &str, stream: bool) -> V
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    if request.json_output {
+    if let Some(output) = &request.output_schema {
+        // Ollama's structured outputs: the schema itself in `format`.
+        body.insert("format".into(), output.schema.clone());
+    } else if request.json_output {
         body.insert("format".into(), json!("json"));
     }
     let mut options = Map::new();

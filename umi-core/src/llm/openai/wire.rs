@@ -101,7 +101,13 @@ pub fn request_body(
     if let Some(seed) = request.seed {
         body.insert("seed".into(), json!(seed));
     }
-    if request.json_output {
+    if let Some(output) = &request.output_schema {
+        // OpenAI's structured outputs (OPENAI-SPEC `ResponseFormatJsonSchema`).
+        body.insert(
+            "response_format".into(),
+            json!({"type": "json_schema", "json_schema": {"name": output.name, "schema": output.schema, "strict": output.strict}}),
+        );
+    } else if request.json_output {
         body.insert("response_format".into(), json!({"type": "json_object"}));
     }
     body.insert("stream".into(), json!(stream));

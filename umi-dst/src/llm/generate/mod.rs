@@ -28,8 +28,23 @@ pub(crate) fn builtin(
         Builtin::ExtractEntities => extraction::generate(request, rng),
         Builtin::RewriteQuery => rewrite::generate(request, rng),
         Builtin::DetectEvolution => evolution::generate(request, rng),
+        // The schema was checked by `structured` before (SimLlm::prepare).
+        Builtin::Structured => structured(request, rng).unwrap_or_default(),
         Builtin::Generic => generic::generate(request, rng),
     }
+}
+
+/// A JSON answer valid under the request's output schema, or why SimLLM cannot make one.
+pub(crate) fn structured(
+    request: &CompletionRequest,
+    rng: &mut DeterministicRng,
+) -> Result<Generated, super::schema::SchemaError> {
+    let schema = request
+        .output_schema
+        .as_ref()
+        .map_or(&serde_json::Value::Null, |s| &s.schema);
+    let value = super::schema::generate(schema, rng)?;
+    Ok(Generated::json(value.to_string()))
 }
 
 /// `text` cut to at most `bytes` bytes at a char boundary.

@@ -5,7 +5,9 @@
 //! request is refused with a message naming the field at fault, as OpenAI does (`param`).
 
 use serde_json::{Value, json};
-use umi_core::llm::{CompletionRequest, Message, ToolCall, ToolChoice, ToolDefinition};
+use umi_core::llm::{
+    CompletionRequest, Message, OutputSchema, ToolCall, ToolChoice, ToolDefinition,
+};
 
 use crate::network::format::{Parsed, RequestError};
 use crate::network::profile::Profile;
@@ -237,6 +239,26 @@ fn positive_u32(value: &Value, key: &str) -> Result<Option<u32>, RequestError> {
     }
 }
 
+/// `response_format.json_schema` as OpenAI takes it: `name`, `schema`, `strict`.
+fn output_schema(value: &Value) -> Result<OutputSchema, RequestError> {
+    let spec = value.pointer("/response_format/json_schema");
+    let schema = spec.and_then(|s| s.get("schema")).cloned().ok_or_else(|| {
+        refuse(
+            "response_format.json_schema.schema",
+            "Missing required parameter: 'response_format.json_schema.schema'.",
+        )
+    })?;
+    let text = |key: &str| spec.and_then(|s| s.get(key));
+    Ok(OutputSchema {
+        name: text("name")
+            .and_then(Value::as_str)
+            .unwrap_or("response")
+            .to_owned(),
+        schema,
+        strict: text("strict").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
 /// Parses `body` as `profile`'s server does.
 pub(crate) fn parse(body: &[u8], profile: Profile) -> Result<Parsed, RequestError> {
     let value: Value = serde_json::from_slice(body).map_err(|error| RequestError {
@@ -322,7 +344,8 @@ pub(crate) fn parse(body: &[u8], profile: Profile) -> Result<Parsed, RequestErro
         .and_then(Value::as_str)
     {
         None | Some("text") => {}
-        Some("json_object" | "json_schema") => request.json_output = true,
+        Some("json_object") => request.json_output = true,
+        Some("json_schema") => request.output_schema = Some(output_schema(&value)?),
         Some(other) => {
             return Err(refuse(
                 "response_format.type",
@@ -417,7 +440,8 @@ mod tests {
             Some(ToolChoice::Tool("get_weather".into()))
         );
         assert_eq!(parsed.request.parallel_tool_calls, Some(false));
-        assert!(parsed.request.json_output);
+        let output = parsed.request.output_schema.as_ref().unwrap();
+        assert_eq!((output.name.as_str(), &output.schema), ("x", &json!({})));
         assert_eq!(parsed.request.seed, Some(7));
     }
 
