@@ -5,6 +5,7 @@
 //! router, or (under test) umi-dst's SimLLM or a scripted double; the contract on
 //! [`LanguageModel`] is what lets them stand in for each other.
 
+pub mod anthropic;
 pub mod client;
 mod collector;
 mod error;

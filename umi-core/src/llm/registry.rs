@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::anthropic::AnthropicConfig;
 use super::client::WireClient;
 use super::ollama::OllamaConfig;
 use super::openai::OpenAiConfig;
@@ -13,6 +14,14 @@ use super::response::ModelRef;
 use super::router::{ProviderConfig, ProviderKind};
 use super::transport::Transport;
 use crate::env::Env;
+
+fn headers(provider: &ProviderConfig) -> Vec<(String, String)> {
+    provider
+        .headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
 
 /// The client for `model_ref` at `provider`, in the provider's format, with `timeout`
 /// to the headers and between body chunks.
@@ -29,17 +38,21 @@ pub fn client(
             let mut config = OpenAiConfig::new(provider.endpoint.clone(), model_ref);
             config.api_key = api_key;
             config.max_tokens_field = provider.max_tokens_field;
-            config.extra_headers = provider
-                .headers
-                .iter()
-                .map(|(name, value)| (name.clone(), value.clone()))
-                .collect();
+            config.extra_headers = headers(provider);
             config.timeout = timeout;
             config.idle_timeout = timeout;
             Arc::new(WireClient::new(config, transport, env))
         }
         ProviderKind::Ollama => {
             let mut config = OllamaConfig::new(provider.endpoint.clone(), model_ref);
+            config.timeout = timeout;
+            config.idle_timeout = timeout;
+            Arc::new(WireClient::new(config, transport, env))
+        }
+        ProviderKind::Anthropic => {
+            let mut config = AnthropicConfig::new(provider.endpoint.clone(), model_ref);
+            config.api_key = api_key;
+            config.extra_headers = headers(provider);
             config.timeout = timeout;
             config.idle_timeout = timeout;
             Arc::new(WireClient::new(config, transport, env))

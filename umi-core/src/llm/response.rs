@@ -105,6 +105,10 @@ pub struct TokenUsage {
     /// (`completion_tokens_details.reasoning_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u32>,
+    /// Prompt tokens written to the provider's prompt cache, when it says (Anthropic's
+    /// `cache_creation_input_tokens`, OpenRouter's `cache_write_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u32>,
 }
 
 impl TokenUsage {
@@ -115,6 +119,7 @@ impl TokenUsage {
             completion_tokens,
             cached_prompt_tokens: None,
             reasoning_tokens: None,
+            cache_write_tokens: None,
         }
     }
 

@@ -5,6 +5,7 @@
 //! new format is one module implementing [`ServerFormat`] and one line in
 //! [`server_format`] (docs/adr/0009-one-seam-per-wire-format.md).
 
+use umi_core::llm::transport::HttpRequest;
 use umi_core::llm::{CompletionRequest, CompletionResponse, LlmError, StreamEvent};
 
 use super::chat::shapes::{HeaderSet, KeepAlive, RetryAfterForm};
@@ -87,8 +88,9 @@ pub(crate) trait Responder: Send {
 pub(crate) trait ServerFormat: Send + Sync {
     /// The path under the endpoint's base URL (`/chat/completions`).
     fn path(&self) -> &'static str;
-    /// Parses a request body as `profile`'s server does.
-    fn parse(&self, body: &[u8], profile: Profile) -> Result<Parsed, RequestError>;
+    /// Parses a request (its body, and the headers a server requires) as `profile`'s
+    /// server does.
+    fn parse(&self, request: &HttpRequest, profile: Profile) -> Result<Parsed, RequestError>;
     /// A responder for one response of `profile`. What a server version fixes (its
     /// layout, framing, envelopes) is drawn from `server`, the same stream for every
     /// response of one endpoint; what varies per response (ids, padding) from `response`.

@@ -191,12 +191,14 @@ pub(crate) fn proxy_page(profile: Profile, choice: u64) -> ProxyPage {
     }
 }
 
-/// The API key a request presents (`Authorization: Bearer`, or Azure's `api-key`).
+/// The API key a request presents (`Authorization: Bearer`, Azure's `api-key`,
+/// Anthropic's `x-api-key`).
 pub(crate) fn presented_key(request: &HttpRequest) -> Option<String> {
     request
         .header("authorization")
         .and_then(|value| value.strip_prefix("Bearer "))
         .or_else(|| request.header("api-key"))
+        .or_else(|| request.header("x-api-key"))
         .map(str::to_owned)
 }
 

@@ -504,7 +504,7 @@ impl Transport for SimNetwork {
             let (response, _) = self.refusal(&served, responder, &error, None, &mut rng);
             return Ok(self.finish(response, exchange));
         }
-        let parsed = match format.parse(&request.body, endpoint.profile) {
+        let parsed = match format.parse(&request, endpoint.profile) {
             Ok(parsed) => parsed,
             Err(refused) => {
                 let error = LlmError::BadRequest {

@@ -20,6 +20,8 @@ use umi_core::llm::{
     TokenUsage, ToolCall,
 };
 
+use umi_core::llm::transport::HttpRequest;
+
 use super::chat::shapes::{HeaderSet, RetryAfterForm};
 use super::format::{Flow, Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
 use super::json::{Json, Spacing};
@@ -73,8 +75,8 @@ impl ServerFormat for OllamaFormat {
         "/api/chat"
     }
 
-    fn parse(&self, body: &[u8], _profile: Profile) -> Result<Parsed, RequestError> {
-        parse(body)
+    fn parse(&self, request: &HttpRequest, _profile: Profile) -> Result<Parsed, RequestError> {
+        parse(&request.body)
     }
 
     fn responder(

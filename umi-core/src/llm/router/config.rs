@@ -32,6 +32,8 @@ pub enum ProviderKind {
     Openai,
     /// Ollama's native `/api/chat`.
     Ollama,
+    /// Anthropic's Messages API (`/v1/messages`).
+    Anthropic,
 }
 
 /// How to reach one provider.

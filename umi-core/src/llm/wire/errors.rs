@@ -13,6 +13,7 @@
 //! | `{"code", "message", "request_id"}` | DashScope's native errors |
 //! | `{"error": "text"}` | Ollama's native API |
 //! | `{"error": "text", "error_type": "validation"}` | HuggingFace TGI |
+//! | `{"type": "error", "error": {"type", "message"}, "request_id"}` | Anthropic |
 //! | `{"detail": "text"}` | FastAPI servers (Xinference) |
 //! | anything else (an HTML page from a proxy) | kept as a snippet |
 //!
@@ -311,9 +312,12 @@ fn classify(
     // OpenRouter: 404 "No endpoints found for <model>." (chatboxai/chatbox #2743); Azure:
     // a deployment (its name for a model) that does not exist.
     let no_endpoint = status == Some(404) && lower.starts_with("no endpoints found");
+    // Anthropic: `not_found_error` with the message `model: <id>`.
+    let anthropic_model = has("not_found") && lower.starts_with("model:");
     if has("model_not_found")
         || has("deploymentnotfound")
         || no_endpoint
+        || anthropic_model
         || (names_model && matches!(status, Some(400 | 404) | None))
     {
         return LlmError::ModelNotFound { status, message };

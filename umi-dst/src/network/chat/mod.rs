@@ -28,8 +28,12 @@ impl ServerFormat for ChatFormat {
         "/chat/completions"
     }
 
-    fn parse(&self, body: &[u8], profile: Profile) -> Result<Parsed, RequestError> {
-        request::parse(body, profile)
+    fn parse(
+        &self,
+        http: &umi_core::llm::transport::HttpRequest,
+        profile: Profile,
+    ) -> Result<Parsed, RequestError> {
+        request::parse(&http.body, profile)
     }
 
     fn responder(
