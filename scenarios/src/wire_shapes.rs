@@ -3,7 +3,7 @@
 //!
 //! Workload: one endpoint per provider profile (OpenAI, Azure, DeepSeek chat and
 //! reasoner, DashScope, GLM, OpenRouter, vLLM, llama.cpp, Ollama's /v1 and native API,
-//! TGI, Xinference) and one behind an API gateway, each serving a SimLLM (reasoning where
+//! TGI, Xinference, Anthropic's Messages API) and one behind an API gateway, each serving a SimLLM (reasoning where
 //! the provider streams reasoning); per seed, one call to each through its real client
 //! (whole or streamed, with tools or not), then a few calls through a router whose chain
 //! mixes three of them. SimNetwork draws each server's version and each response's
@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
 use futures::future::LocalBoxFuture;
+use umi_core::llm::anthropic::{AnthropicClient, AnthropicConfig};
 use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
 use umi_core::llm::router::LlmRouter;
@@ -49,7 +50,7 @@ use crate::wire_faults::streamed;
 const API_KEY: &str = "sk-umi-wire-shapes-0000";
 
 /// The profiles whose "model not found" body has a public source (see the profiles).
-const RETIRED_SOURCED: [Profile; 7] = [
+const RETIRED_SOURCED: [Profile; 8] = [
     Profile::OpenAi,
     Profile::AzureOpenAi,
     Profile::OpenRouter,
@@ -57,6 +58,7 @@ const RETIRED_SOURCED: [Profile; 7] = [
     Profile::OllamaV1,
     Profile::Ollama,
     Profile::Xinference,
+    Profile::Anthropic,
 ];
 
 /// Calls through the router per seed.
@@ -148,6 +150,8 @@ fn base_url(profile: Profile, gateway: bool) -> String {
     match (profile, gateway) {
         (_, true) => "https://gateway.sim/v1".to_owned(),
         (Profile::Ollama, _) => "http://ollama.sim:11434".to_owned(),
+        // The Messages client adds `/v1/messages` itself.
+        (Profile::Anthropic, _) => "https://anthropic.sim".to_owned(),
         (profile, _) => format!("https://{}.sim/v1", profile.name()),
     }
 }
@@ -194,6 +198,10 @@ fn targets(sim: &SimEnvironment) -> (Arc<SimNetwork>, Vec<Target>) {
             let mut config = OllamaConfig::new(url, model_ref);
             (config.timeout, config.idle_timeout) = (timeout, timeout);
             Arc::new(OllamaClient::new(config, transport.clone(), sim.env()))
+        } else if profile == Profile::Anthropic {
+            let mut config = AnthropicConfig::new(url, model_ref).with_api_key(API_KEY);
+            (config.timeout, config.idle_timeout) = (timeout, timeout);
+            Arc::new(AnthropicClient::new(config, transport.clone(), sim.env()))
         } else {
             let mut config = OpenAiConfig::new(url, model_ref).with_api_key(API_KEY);
             (config.timeout, config.idle_timeout) = (timeout, timeout);

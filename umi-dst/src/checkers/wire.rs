@@ -9,6 +9,7 @@
 //! across reads wrongly, or that loses events decoded before an error in the same read,
 //! fails it.
 
+use umi_core::llm::anthropic::EventDecoder;
 use umi_core::llm::ollama::NdjsonDecoder;
 use umi_core::llm::openai::ChunkDecoder;
 use umi_core::llm::wire::reader::{Decoded, WireDecoder, decode_reads};
@@ -33,6 +34,7 @@ pub fn decode_as_client<'a>(
     match format {
         WireFormat::OpenAiChat => with(ChunkDecoder::new(), reads),
         WireFormat::Ollama => with(NdjsonDecoder::new(), reads),
+        WireFormat::AnthropicMessages => with(EventDecoder::new(), reads),
     }
 }
 

@@ -21,6 +21,9 @@ pub struct Parsed {
     pub stream: bool,
     /// Whether the client asked for usage in the stream.
     pub include_usage: bool,
+    /// Whether the client asked to see the model's reasoning (Anthropic's `thinking`;
+    /// the other formats show whatever reasoning the model streams).
+    pub reasoning_requested: bool,
 }
 
 /// A request the server refuses (HTTP 400 in the provider's envelope).
@@ -47,6 +50,9 @@ pub(crate) enum Flow {
 
 /// Writes one streamed body.
 pub(crate) trait StreamEncoder: Send {
+    /// The bytes the server sends as soon as the stream opens, before the model's first
+    /// event (Anthropic's `message_start`).
+    fn preamble(&mut self, _out: &mut Vec<u8>) {}
     /// The bytes for `event`.
     fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) -> Flow;
     /// The bytes for an error after the 200.
@@ -68,8 +74,8 @@ pub(crate) trait Responder: Send {
     fn refusal(&mut self, error: &LlmError, param: Option<&str>) -> (u16, Vec<u8>);
     /// The body of a whole answer.
     fn whole(&mut self, response: &CompletionResponse) -> Vec<u8>;
-    /// The encoder of a streamed answer.
-    fn into_stream(self: Box<Self>, include_usage: bool) -> Box<dyn StreamEncoder>;
+    /// The encoder of a streamed answer to `parsed`.
+    fn into_stream(self: Box<Self>, parsed: &Parsed) -> Box<dyn StreamEncoder>;
     /// The content type of a whole answer, an error, or a stream.
     fn content_type(&self, stream: bool) -> &'static str;
     /// The Retry-After form of a 429 (`None`: this server never sends one).
@@ -78,6 +84,11 @@ pub(crate) trait Responder: Send {
     fn header_set(&self) -> HeaderSet;
     /// The shape marks of what was written so far.
     fn marks(&mut self) -> Vec<&'static str>;
+    /// Headers only this format's server sends (Anthropic's `request-id`, which its error
+    /// bodies repeat), beyond [`Responder::header_set`]'s.
+    fn own_headers(&mut self, _status: u16, _server_now_ms: u64) -> Vec<(String, String)> {
+        Vec::new()
+    }
     /// Whether this server sends a streamed request's refusal inside a 200 stream.
     fn refuses_in_stream(&self) -> bool {
         false
@@ -109,5 +120,6 @@ pub(crate) fn server_format(format: WireFormat) -> &'static dyn ServerFormat {
     match format {
         WireFormat::OpenAiChat => &super::chat::ChatFormat,
         WireFormat::Ollama => &super::ollama::OllamaFormat,
+        WireFormat::AnthropicMessages => &super::anthropic::AnthropicFormat,
     }
 }

@@ -24,6 +24,7 @@
 //! endpoint refuse connections for a simulated interval. [`SimNetwork::with_capture`]
 //! keeps every exchange's bytes for checkers ([`capture`]).
 
+mod anthropic;
 pub mod capture;
 pub mod chat;
 mod format;
@@ -47,6 +48,7 @@ use umi_core::env::Env;
 use umi_core::llm::transport::{BodyStream, HttpRequest, HttpResponse, Transport, TransportError};
 use umi_core::llm::{LanguageModel, LlmError};
 
+pub use anthropic::ANTHROPIC_MARKS;
 pub use capture::{BodyEnd, Exchange};
 pub use chat::shapes::ChatShapes;
 pub use format::{Parsed, RequestError};
@@ -109,13 +111,23 @@ impl Endpoint {
         }
     }
 
+    /// Anthropic's Messages API at `base_url` (`https://api.anthropic.com`, without
+    /// `/v1`) answering with `model`.
+    pub fn anthropic(base_url: &str, model: Arc<dyn LanguageModel>) -> Self {
+        Self {
+            profile: Profile::Anthropic,
+            ..Self::openai(base_url, model)
+        }
+    }
+
     /// Serves in `profile`'s shapes (and its wire format).
     pub fn with_profile(mut self, profile: Profile) -> Self {
         self.profile = profile;
         self
     }
 
-    /// Requires the key (`Authorization: Bearer <key>`, or Azure's `api-key`); a wrong or
+    /// Requires the key (`Authorization: Bearer <key>`, Azure's `api-key`, Anthropic's
+    /// `x-api-key`); a wrong or
     /// missing key gets the provider's 401.
     pub fn with_api_key(mut self, key: &str) -> Self {
         self.api_key = Some(key.to_owned());
@@ -340,7 +352,7 @@ impl SimNetwork {
     fn response_headers(
         &self,
         served: &Served,
-        responder: &dyn Responder,
+        responder: &mut dyn Responder,
         status: u16,
         stream: bool,
         rng: &mut DeterministicRng,
@@ -358,6 +370,7 @@ impl SimNetwork {
             self.server_now_ms(served),
             rng,
         ));
+        out.extend(responder.own_headers(status, self.server_now_ms(served)));
         out
     }
 
@@ -373,7 +386,7 @@ impl SimNetwork {
     ) -> (HttpResponse, Option<u64>) {
         let (status, body) = responder.refusal(error, param);
         let mut response_headers =
-            self.response_headers(served, responder.as_ref(), status, false, rng);
+            self.response_headers(served, responder.as_mut(), status, false, rng);
         let mut meant_ms = None;
         if status == 429
             && let LlmError::RateLimit {
@@ -563,22 +576,22 @@ impl Transport for SimNetwork {
         };
         let mut header_rng = rng.substream(2);
         let reads_rng = rng.substream(3);
+        let mut responder = responder;
         let response_headers = self.response_headers(
             &served,
-            responder.as_ref(),
+            responder.as_mut(),
             200,
             parsed.stream,
             &mut header_rng,
         );
         let body = match answer {
             Err(whole) => {
-                let mut responder = responder;
                 let body = responder.whole(&whole);
                 self.cover_all(responder.marks());
                 whole_body(body)
             }
             Ok(events) => {
-                let encoder = responder.into_stream(parsed.include_usage);
+                let encoder = responder.into_stream(&parsed);
                 stream_body::body(
                     events,
                     encoder,

@@ -235,6 +235,7 @@ fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
         request,
         stream,
         include_usage: true,
+        reasoning_requested: true,
     })
 }
 
@@ -372,7 +373,7 @@ impl Responder for OllamaResponder {
         line.to_bytes(Spacing::Compact)
     }
 
-    fn into_stream(self: Box<Self>, _include_usage: bool) -> Box<dyn StreamEncoder> {
+    fn into_stream(self: Box<Self>, _parsed: &Parsed) -> Box<dyn StreamEncoder> {
         let bad_as_text = self.generic_parser;
         Box::new(OllamaStream {
             responder: *self,

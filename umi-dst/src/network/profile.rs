@@ -48,6 +48,8 @@ pub enum WireFormat {
     OpenAiChat,
     /// Ollama's native `/api/chat` (NDJSON).
     Ollama,
+    /// Anthropic's Messages API (`/v1/messages`, named SSE events).
+    AnthropicMessages,
 }
 
 /// A provider whose wire shapes SimNetwork reproduces.
@@ -81,11 +83,13 @@ pub enum Profile {
     Tgi,
     /// Xinference (sse-starlette's CRLF framing, `json.dumps` spacing).
     Xinference,
+    /// Anthropic's Messages API (Claude).
+    Anthropic,
 }
 
 impl Profile {
     /// Every profile.
-    pub const ALL: [Profile; 13] = [
+    pub const ALL: [Profile; 14] = [
         Profile::OpenAi,
         Profile::AzureOpenAi,
         Profile::DeepSeekChat,
@@ -99,6 +103,7 @@ impl Profile {
         Profile::Ollama,
         Profile::Tgi,
         Profile::Xinference,
+        Profile::Anthropic,
     ];
 
     /// The profile's name (`deepseek_reasoner`), as configs and marks spell it.
@@ -117,6 +122,7 @@ impl Profile {
             Self::Ollama => "ollama",
             Self::Tgi => "tgi",
             Self::Xinference => "xinference",
+            Self::Anthropic => "anthropic",
         }
     }
 
@@ -129,15 +135,17 @@ impl Profile {
     pub const fn format(self) -> WireFormat {
         match self {
             Self::Ollama => WireFormat::Ollama,
+            Self::Anthropic => WireFormat::AnthropicMessages,
             _ => WireFormat::OpenAiChat,
         }
     }
 
-    /// Whether its models stream their reasoning (so SimLLM is asked to reason).
+    /// Whether its models stream their reasoning unasked (so SimLLM is asked to reason).
+    /// Claude shows its thinking only to a request that enables it.
     pub const fn streams_reasoning(self) -> bool {
         match self.chat_shapes() {
             Some(shapes) => !matches!(shapes.reasoning, [ReasoningField::None]),
-            None => true,
+            None => matches!(self, Self::Ollama),
         }
     }
 
@@ -145,16 +153,17 @@ impl Profile {
     pub const fn rate_limits(self) -> bool {
         match self.chat_shapes() {
             Some(shapes) => !shapes.retry_after.is_empty(),
-            None => false,
+            None => matches!(self, Self::Anthropic),
         }
     }
 
     /// The coverage marks of the shapes this profile can send (the knobs of
     /// [`ChatShapes::marks`], or the Ollama versions and parsers).
     pub fn shape_marks(self) -> Vec<&'static str> {
-        match self.chat_shapes() {
-            Some(shapes) => shapes.marks(),
-            None => super::ollama::OLLAMA_MARKS.to_vec(),
+        match (self.chat_shapes(), self) {
+            (Some(shapes), _) => shapes.marks(),
+            (None, Self::Anthropic) => super::anthropic::ANTHROPIC_MARKS.to_vec(),
+            (None, _) => super::ollama::OLLAMA_MARKS.to_vec(),
         }
     }
 
@@ -173,7 +182,7 @@ impl Profile {
             Self::OllamaV1 => Some(&OLLAMA_V1),
             Self::Tgi => Some(&TGI),
             Self::Xinference => Some(&XINFERENCE),
-            Self::Ollama => None,
+            Self::Ollama | Self::Anthropic => None,
         }
     }
 }

@@ -116,11 +116,13 @@ impl State {
 /// The body of a streamed answer.
 pub(crate) fn body(
     events: EventStream,
-    encoder: Box<dyn StreamEncoder>,
+    mut encoder: Box<dyn StreamEncoder>,
     clock: SimClock,
     env: Env,
     mut rng: DeterministicRng,
 ) -> BodyStream {
+    let mut preamble = Vec::new();
+    encoder.preamble(&mut preamble);
     let keep_alive = encoder.keep_alive().map(|keep_alive| {
         let every_ms = keep_alive
             .every_ms
@@ -142,9 +144,10 @@ pub(crate) fn body(
         keep_alives: 0,
         ended: false,
     };
-    futures::stream::unfold(state, |mut state| async move {
+    let opening = (!preamble.is_empty()).then_some(Ok(preamble));
+    let rest = futures::stream::unfold(state, |mut state| async move {
         let item = state.step().await?;
         Some((item, state))
-    })
-    .boxed()
+    });
+    futures::stream::iter(opening).chain(rest).boxed()
 }

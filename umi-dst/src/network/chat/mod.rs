@@ -81,8 +81,8 @@ impl Responder for ChatResponder {
         whole::body(&mut self.draw, response).to_bytes(Spacing::Compact)
     }
 
-    fn into_stream(self: Box<Self>, include_usage: bool) -> Box<dyn StreamEncoder> {
-        Box::new(stream::ChatStream::new(self.draw, include_usage))
+    fn into_stream(self: Box<Self>, parsed: &Parsed) -> Box<dyn StreamEncoder> {
+        Box::new(stream::ChatStream::new(self.draw, parsed.include_usage))
     }
 
     fn content_type(&self, stream: bool) -> &'static str {

@@ -401,6 +401,7 @@ pub(crate) fn parse(body: &[u8], profile: Profile) -> Result<Parsed, RequestErro
         request,
         stream,
         include_usage,
+        reasoning_requested: true,
     })
 }
 

@@ -1,0 +1,330 @@
+//! A Messages request read as the API reads it: the headers it requires, the body's
+//! required fields, content blocks into Umi's messages, and the pairing of tool calls
+//! with their results that the API enforces. Refusals carry the API's words, each from a
+//! capture (sources in [`super`] and beside each).
+
+use serde_json::{Map, Value};
+use umi_core::llm::transport::HttpRequest;
+use umi_core::llm::{
+    CompletionRequest, Message, OutputSchema, ToolCall, ToolChoice, ToolDefinition,
+};
+
+use crate::network::format::{Parsed, RequestError};
+
+fn refuse(param: Option<&str>, message: impl Into<String>) -> RequestError {
+    RequestError {
+        param: param.map(str::to_owned),
+        message: message.into(),
+    }
+}
+
+/// `<field>: Field required`, capital F (tickernelz/opencode-mem #50, live).
+fn required(field: &str) -> RequestError {
+    refuse(Some(field), format!("{field}: Field required"))
+}
+
+/// Reads `http` as the Messages API does.
+pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
+    // Farama-Foundation/ChatArena #124.
+    if http.header("anthropic-version").is_none() {
+        return Err(refuse(None, "anthropic-version: header is required"));
+    }
+    // anthropics/claude-code #77525: the parser's own words after this prefix.
+    let value: Value = serde_json::from_slice(&http.body)
+        .map_err(|error| refuse(None, format!("The request body is not valid JSON: {error}")))?;
+    let Some(body) = value.as_object() else {
+        return Err(refuse(
+            None,
+            "The request body is not valid JSON: expected an object",
+        ));
+    };
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .ok_or_else(|| required("model"))?;
+    let max_tokens = body
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| required("max_tokens"))?;
+    let turns = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| required("messages"))?;
+    let mut request = CompletionRequest::new(Vec::new());
+    request.model = model.to_owned();
+    request.max_tokens = Some(u32::try_from(max_tokens).unwrap_or(u32::MAX));
+    if let Some(system) = body.get("system") {
+        let text = text_of(system);
+        if !text.is_empty() {
+            request.messages.push(Message::system(text));
+        }
+    }
+    check_tool_pairing(turns)?;
+    for (index, turn) in turns.iter().enumerate() {
+        request.messages.extend(messages_of(index, turn)?);
+    }
+    request.tools = tools(body)?;
+    (request.tool_choice, request.parallel_tool_calls) = tool_choice(body);
+    request.stop = body
+        .get("stop_sequences")
+        .and_then(Value::as_array)
+        .map(|stops| {
+            stops
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    request.temperature = body
+        .get("temperature")
+        .and_then(Value::as_f64)
+        .map(|t| t as f32);
+    // Structured outputs: `output_config.format` (GA), or the beta's top-level
+    // `output_format` (platform.claude.com structured-outputs).
+    let format = body
+        .get("output_config")
+        .and_then(|config| config.get("format"))
+        .or_else(|| body.get("output_format"));
+    if let Some(schema) = format
+        .filter(|f| f.get("type").and_then(Value::as_str) == Some("json_schema"))
+        .and_then(|f| f.get("schema"))
+    {
+        request.json_output = true;
+        request.output_schema = Some(OutputSchema {
+            name: "response".to_owned(),
+            schema: schema.clone(),
+            strict: true,
+        });
+    }
+    let reasoning_requested = thinking(body, max_tokens)?;
+    Ok(Parsed {
+        request,
+        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        include_usage: true,
+        reasoning_requested,
+    })
+}
+
+/// A `system` or `content` value: a string, or text blocks joined.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        _ => String::new(),
+    }
+}
+
+fn blocks_of(turn: &Value) -> Vec<Value> {
+    match turn.get("content") {
+        Some(Value::String(text)) => vec![serde_json::json!({"type": "text", "text": text})],
+        Some(Value::Array(blocks)) => blocks.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// The ids of a turn's blocks of `kind` (`tool_use`'s `id`, `tool_result`'s
+/// `tool_use_id`), with each block's position.
+fn ids_of(turn: &Value, kind: &str, key: &str) -> Vec<(usize, String)> {
+    blocks_of(turn)
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.get("type").and_then(Value::as_str) == Some(kind))
+        .map(|(i, b)| {
+            (
+                i,
+                b.get(key).and_then(Value::as_str).unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The API's pairing rule: every `tool_use` is answered by a `tool_result` in the very
+/// next message, and every `tool_result` answers a `tool_use` of the message before.
+/// Words: `messages.N: \`tool_use\` ids were found without \`tool_result\` blocks
+/// immediately after: …` (agent captures, e.g. a repair test quoting the live body), and
+/// VERCEL `anthropic-issue-17366-error.json` for the other direction. A last assistant
+/// message with calls is a turn still waiting for results, which the API accepts.
+fn check_tool_pairing(turns: &[Value]) -> Result<(), RequestError> {
+    for (index, pair) in turns.windows(2).enumerate() {
+        let calls = ids_of(&pair[0], "tool_use", "id");
+        let results = ids_of(&pair[1], "tool_result", "tool_use_id");
+        let missing: Vec<&str> = calls
+            .iter()
+            .filter(|(_, id)| !results.iter().any(|(_, r)| r == id))
+            .map(|(_, id)| id.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(refuse(
+                Some(&format!("messages.{index}")),
+                format!(
+                    "messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                    missing.join(", ")
+                ),
+            ));
+        }
+        if let Some((block, id)) = results
+            .iter()
+            .find(|(_, r)| !calls.iter().any(|(_, c)| c == r))
+        {
+            let at = format!("messages.{}.content.{block}", index + 1);
+            return Err(refuse(
+                Some(&at),
+                format!(
+                    "{at}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                ),
+            ));
+        }
+    }
+    if let Some((block, id)) = turns
+        .first()
+        .and_then(|t| ids_of(t, "tool_result", "tool_use_id").into_iter().next())
+    {
+        let at = format!("messages.0.content.{block}");
+        return Err(refuse(
+            Some(&at),
+            format!(
+                "{at}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// One turn as Umi's messages: a user turn's text and tool results in their order, an
+/// assistant turn's text and calls as one message.
+fn messages_of(index: usize, turn: &Value) -> Result<Vec<Message>, RequestError> {
+    let role = turn.get("role").and_then(Value::as_str).unwrap_or("");
+    let blocks = blocks_of(turn);
+    match role {
+        "user" => Ok(blocks
+            .iter()
+            .filter_map(|block| match block.get("type").and_then(Value::as_str) {
+                Some("text") => Some(Message::user(
+                    block.get("text").and_then(Value::as_str).unwrap_or(""),
+                )),
+                Some("tool_result") => Some(Message::tool_result(
+                    block
+                        .get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                    block.get("content").map(text_of).unwrap_or_default(),
+                    !block
+                        .get("is_error")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                )),
+                _ => None,
+            })
+            .collect()),
+        "assistant" => {
+            let mut text = String::new();
+            let mut calls = Vec::new();
+            for block in &blocks {
+                match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        text.push_str(block.get("text").and_then(Value::as_str).unwrap_or(""));
+                    }
+                    Some("tool_use") => calls.push(ToolCall::new(
+                        block.get("id").and_then(Value::as_str).unwrap_or(""),
+                        block.get("name").and_then(Value::as_str).unwrap_or(""),
+                        block
+                            .get("input")
+                            .cloned()
+                            .unwrap_or_else(|| Value::Object(Map::new())),
+                    )),
+                    _ => {}
+                }
+            }
+            Ok(vec![Message::assistant_tool_calls(text, calls)])
+        }
+        // Seen live in many agent threads (e.g. an issue quoting
+        // `req_011CXSyUgR4EhfV8dKsJ6Gzt`).
+        "system" => Err(refuse(
+            Some("messages"),
+            "messages: Unexpected role \"system\". The Messages API accepts a top-level `system` parameter, not \"system\" as an input message role.",
+        )),
+        other => Err(refuse(
+            Some(&format!("messages.{index}.role")),
+            format!("messages.{index}.role: Input should be 'user' or 'assistant', got {other:?}"),
+        )),
+    }
+}
+
+fn tools(body: &Map<String, Value>) -> Result<Vec<ToolDefinition>, RequestError> {
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    tools
+        .enumerate()
+        .map(|(index, tool)| {
+            let name = tool
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| required(&format!("tools.{index}.name")))?;
+            let schema = tool
+                .get("input_schema")
+                .cloned()
+                .ok_or_else(|| required(&format!("tools.{index}.input_schema")))?;
+            let description = tool
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            Ok(ToolDefinition::new(name, description, schema))
+        })
+        .collect()
+}
+
+/// `tool_choice` (`auto`, `any`, `tool` with a name, `none`) and
+/// `disable_parallel_tool_use`.
+fn tool_choice(body: &Map<String, Value>) -> (Option<ToolChoice>, Option<bool>) {
+    let Some(choice) = body.get("tool_choice") else {
+        return (None, None);
+    };
+    let kind = match choice.get("type").and_then(Value::as_str) {
+        Some("any") => Some(ToolChoice::Required),
+        Some("none") => Some(ToolChoice::None),
+        Some("tool") => choice
+            .get("name")
+            .and_then(Value::as_str)
+            .map(|name| ToolChoice::Tool(name.to_owned())),
+        _ => Some(ToolChoice::Auto),
+    };
+    let parallel = choice
+        .get("disable_parallel_tool_use")
+        .and_then(Value::as_bool)
+        .map(|disabled| !disabled);
+    (kind, parallel)
+}
+
+/// Whether the request enables thinking, refusing a budget the answer cannot hold
+/// (ProfSynapse/nexus #17, live).
+fn thinking(body: &Map<String, Value>, max_tokens: u64) -> Result<bool, RequestError> {
+    let Some(thinking) = body.get("thinking") else {
+        return Ok(false);
+    };
+    match thinking.get("type").and_then(Value::as_str) {
+        Some("enabled") => {
+            let budget = thinking
+                .get("budget_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            if budget >= max_tokens {
+                return Err(refuse(
+                    Some("max_tokens"),
+                    "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size",
+                ));
+            }
+            Ok(true)
+        }
+        Some("adaptive") => Ok(true),
+        _ => Ok(false),
+    }
+}
