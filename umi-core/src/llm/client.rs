@@ -64,6 +64,21 @@ pub trait ClientFormat: Send + Sync + fmt::Debug + 'static {
     /// A decoder for a streamed body.
     fn stream_decoder(&self) -> Self::Decoder;
 
+    /// A decoder for the streamed answer to `request` (a format that applies part of
+    /// the request itself, such as stop sequences its API lacks, overrides this).
+    fn stream_decoder_for(&self, _request: &CompletionRequest) -> Self::Decoder {
+        self.stream_decoder()
+    }
+
+    /// The whole answer to `request` in `body` (see [`ClientFormat::stream_decoder_for`]).
+    fn parse_response_for(
+        &self,
+        _request: &CompletionRequest,
+        body: &str,
+    ) -> Result<CompletionResponse, LlmError> {
+        self.parse_response(body)
+    }
+
     /// Whether a 2xx answer to a streaming request is one whole JSON body (a server that
     /// ignored `stream: true`), by its content type.
     fn is_whole_body(&self, content_type: Option<&str>) -> bool {
@@ -127,13 +142,13 @@ impl<F: ClientFormat> LanguageModel for WireClient<F> {
         let response = self.send(request, true).await?;
         if self.format.is_whole_body(response.header("content-type")) {
             let text = self.whole_body(response.body).await?;
-            let parsed = self.format.parse_response(&text)?;
+            let parsed = self.format.parse_response_for(request, &text)?;
             return Ok(super::event_replay::replay(parsed));
         }
         let idle = self.format.timeouts().idle;
         events(
             response.body,
-            self.format.stream_decoder(),
+            self.format.stream_decoder_for(request),
             self.env.clone(),
             idle,
         )
@@ -143,6 +158,6 @@ impl<F: ClientFormat> LanguageModel for WireClient<F> {
     async fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, LlmError> {
         let response = self.send(request, false).await?;
         let text = self.whole_body(response.body).await?;
-        self.format.parse_response(&text)
+        self.format.parse_response_for(request, &text)
     }
 }

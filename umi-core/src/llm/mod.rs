@@ -18,6 +18,7 @@ mod provider;
 pub mod registry;
 mod request;
 mod response;
+pub mod responses;
 pub mod router;
 pub mod stop;
 pub mod structured;

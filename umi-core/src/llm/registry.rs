@@ -11,6 +11,7 @@ use super::ollama::OllamaConfig;
 use super::openai::OpenAiConfig;
 use super::provider::LanguageModel;
 use super::response::ModelRef;
+use super::responses::ResponsesConfig;
 use super::router::{ProviderConfig, ProviderKind};
 use super::transport::Transport;
 use crate::env::Env;
@@ -51,6 +52,14 @@ pub fn client(
         }
         ProviderKind::Anthropic => {
             let mut config = AnthropicConfig::new(provider.endpoint.clone(), model_ref);
+            config.api_key = api_key;
+            config.extra_headers = headers(provider);
+            config.timeout = timeout;
+            config.idle_timeout = timeout;
+            Arc::new(WireClient::new(config, transport, env))
+        }
+        ProviderKind::OpenaiResponses => {
+            let mut config = ResponsesConfig::new(provider.endpoint.clone(), model_ref);
             config.api_key = api_key;
             config.extra_headers = headers(provider);
             config.timeout = timeout;

@@ -34,6 +34,8 @@ pub enum ProviderKind {
     Ollama,
     /// Anthropic's Messages API (`/v1/messages`).
     Anthropic,
+    /// OpenAI's Responses API (`/v1/responses`).
+    OpenaiResponses,
 }
 
 /// How to reach one provider.

@@ -10,3 +10,4 @@ pub mod exchange;
 pub mod lines;
 pub mod reader;
 pub mod sse;
+pub mod stop_filter;

@@ -1,0 +1,149 @@
+//! OpenAI's Responses API (`POST /v1/responses`): the format OpenAI's newer agent code
+//! speaks instead of chat completions.
+//!
+//! The conversation goes out as `input` items (messages, `function_call` and
+//! `function_call_output`), system prompts as `instructions`, tools flat
+//! (`{"type": "function", name, parameters, strict}`), the output limit as
+//! `max_output_tokens`, a schema as `text.format`. State kept by the server
+//! (`previous_response_id`, `store`) is left to the caller: each request carries the
+//! whole conversation. The API takes no stop sequences, so this client applies the
+//! request's own ([`crate::llm::wire::stop_filter`]).
+//!
+//! Streams are named SSE events with a `sequence_number` from 0; see [`wire`] for what
+//! each becomes. The format plugs into [`crate::llm::client::WireClient`] through
+//! [`ClientFormat`], implemented by [`ResponsesConfig`].
+
+#[cfg(test)]
+mod tests;
+mod wire;
+
+use std::time::Duration;
+
+pub use wire::{EventDecoder, parse_response, request_body};
+
+use super::client::{ClientFormat, Timeouts, WireClient};
+use super::error::LlmError;
+use super::request::CompletionRequest;
+use super::response::{CompletionResponse, ModelRef};
+use super::stop::apply_stop;
+use super::transport::HttpRequest;
+use super::wire::stop_filter::StopFilter;
+use crate::constants::HTTP_TIMEOUT_MS_DEFAULT;
+use crate::llm::response::FinishReason;
+
+/// How to reach one model through the Responses API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponsesConfig {
+    /// Base URL, up to and including the version (`https://api.openai.com/v1`).
+    pub base_url: String,
+    /// The API key (sent as a bearer token).
+    pub api_key: Option<String>,
+    /// The model and its limits.
+    pub model_ref: ModelRef,
+    /// Time to the response's headers.
+    pub timeout: Duration,
+    /// Time allowed between body chunks.
+    pub idle_timeout: Duration,
+    /// Ask reasoning models for a summary of their reasoning (`reasoning.summary`:
+    /// `auto`, `concise` or `detailed`), streamed as reasoning.
+    pub reasoning_summary: Option<String>,
+    /// Extra headers (`OpenAI-Organization`, `OpenAI-Project`).
+    pub extra_headers: Vec<(String, String)>,
+}
+
+impl ResponsesConfig {
+    /// A config for `model_ref` at `base_url`, with the default timeouts.
+    pub fn new(base_url: impl Into<String>, model_ref: ModelRef) -> Self {
+        Self {
+            base_url: base_url.into(),
+            api_key: None,
+            model_ref,
+            timeout: Duration::from_millis(HTTP_TIMEOUT_MS_DEFAULT),
+            idle_timeout: Duration::from_millis(HTTP_TIMEOUT_MS_DEFAULT),
+            reasoning_summary: None,
+            extra_headers: Vec::new(),
+        }
+    }
+
+    /// Sets the API key.
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+}
+
+/// A client for one model through the Responses API.
+pub type ResponsesClient = WireClient<ResponsesConfig>;
+
+/// The stream decoder of one request: the Responses events, cut at its stop sequences.
+pub type ResponsesDecoder = StopFilter<EventDecoder>;
+
+impl ClientFormat for ResponsesConfig {
+    type Decoder = ResponsesDecoder;
+
+    fn format_name(&self) -> &'static str {
+        "openai_responses"
+    }
+
+    fn model_ref(&self) -> &ModelRef {
+        &self.model_ref
+    }
+
+    fn timeouts(&self) -> Timeouts {
+        Timeouts {
+            request: self.timeout,
+            idle: self.idle_timeout,
+        }
+    }
+
+    fn http_request(
+        &self,
+        request: &CompletionRequest,
+        stream: bool,
+    ) -> Result<HttpRequest, LlmError> {
+        let model = if request.model.is_empty() {
+            &self.model_ref.model
+        } else {
+            &request.model
+        };
+        let body = request_body(request, model, self.reasoning_summary.as_deref(), stream);
+        let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+        if let Some(key) = &self.api_key {
+            headers.push(("authorization".to_owned(), format!("Bearer {key}")));
+        }
+        headers.extend(self.extra_headers.iter().cloned());
+        Ok(HttpRequest {
+            method: "POST",
+            url: format!("{}/responses", self.base_url.trim_end_matches('/')),
+            headers,
+            body: body.to_string().into_bytes(),
+        })
+    }
+
+    fn parse_response(&self, body: &str) -> Result<CompletionResponse, LlmError> {
+        parse_response(body, &self.model_ref.model)
+    }
+
+    fn stream_decoder(&self) -> ResponsesDecoder {
+        StopFilter::new(EventDecoder::new(), &[])
+    }
+
+    fn stream_decoder_for(&self, request: &CompletionRequest) -> ResponsesDecoder {
+        StopFilter::new(EventDecoder::new(), &request.stop)
+    }
+
+    fn parse_response_for(
+        &self,
+        request: &CompletionRequest,
+        body: &str,
+    ) -> Result<CompletionResponse, LlmError> {
+        let mut response = parse_response(body, &self.model_ref.model)?;
+        let (kept, stopped) = apply_stop(&response.text, &request.stop);
+        if stopped {
+            response.text = kept.to_owned();
+            response.tool_calls.clear();
+            response.finish_reason = FinishReason::Stop;
+        }
+        Ok(response)
+    }
+}
