@@ -3,7 +3,8 @@
 //!
 //! Workload: one endpoint per provider profile (OpenAI, Azure, DeepSeek chat and
 //! reasoner, DashScope, GLM, OpenRouter, vLLM, llama.cpp, Ollama's /v1 and native API,
-//! TGI, Xinference, Anthropic's Messages API) and one behind an API gateway, each serving a SimLLM (reasoning where
+//! TGI, Xinference, Anthropic's Messages API, OpenAI's Responses API) and one behind an API
+//! gateway, each serving a SimLLM (reasoning where
 //! the provider streams reasoning); per seed, one call to each through its real client
 //! (whole or streamed, with tools or not), then a few calls through a router whose chain
 //! mixes three of them. SimNetwork draws each server's version and each response's
@@ -31,6 +32,7 @@ use futures::future::LocalBoxFuture;
 use umi_core::llm::anthropic::{AnthropicClient, AnthropicConfig};
 use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
+use umi_core::llm::responses::{ResponsesClient, ResponsesConfig};
 use umi_core::llm::router::LlmRouter;
 use umi_core::llm::{
     CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, ModelRef,
@@ -50,7 +52,7 @@ use crate::wire_faults::streamed;
 const API_KEY: &str = "sk-umi-wire-shapes-0000";
 
 /// The profiles whose "model not found" body has a public source (see the profiles).
-const RETIRED_SOURCED: [Profile; 8] = [
+const RETIRED_SOURCED: [Profile; 9] = [
     Profile::OpenAi,
     Profile::AzureOpenAi,
     Profile::OpenRouter,
@@ -59,6 +61,7 @@ const RETIRED_SOURCED: [Profile; 8] = [
     Profile::Ollama,
     Profile::Xinference,
     Profile::Anthropic,
+    Profile::OpenAiResponses,
 ];
 
 /// Calls through the router per seed.
@@ -198,6 +201,12 @@ fn targets(sim: &SimEnvironment) -> (Arc<SimNetwork>, Vec<Target>) {
             let mut config = OllamaConfig::new(url, model_ref);
             (config.timeout, config.idle_timeout) = (timeout, timeout);
             Arc::new(OllamaClient::new(config, transport.clone(), sim.env()))
+        } else if profile == Profile::OpenAiResponses {
+            let mut config = ResponsesConfig::new(url, model_ref).with_api_key(API_KEY);
+            (config.timeout, config.idle_timeout) = (timeout, timeout);
+            // Ask for reasoning summaries, so the sweep meets them.
+            config.reasoning_summary = Some("auto".to_owned());
+            Arc::new(ResponsesClient::new(config, transport.clone(), sim.env()))
         } else if profile == Profile::Anthropic {
             let mut config = AnthropicConfig::new(url, model_ref).with_api_key(API_KEY);
             (config.timeout, config.idle_timeout) = (timeout, timeout);

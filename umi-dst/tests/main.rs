@@ -53,3 +53,10 @@ mod sweep;
 /// The Anthropic client over SimNetwork's Messages server: conformance, typed refusals,
 /// the API's conversation rules, and the event grammar of its streams.
 mod anthropic;
+
+/// The Responses client over SimNetwork's Responses server: conformance, refusals whole
+/// and inside the stream, and the event grammar of its streams.
+mod responses;
+
+/// async-openai's Responses types as the judge of SimNetwork's Responses API.
+mod third_party_responses;

@@ -12,6 +12,7 @@
 use umi_core::llm::anthropic::EventDecoder;
 use umi_core::llm::ollama::NdjsonDecoder;
 use umi_core::llm::openai::ChunkDecoder;
+use umi_core::llm::responses::EventDecoder as ResponsesEvents;
 use umi_core::llm::wire::reader::{Decoded, WireDecoder, decode_reads};
 
 use crate::network::reads::pieces;
@@ -35,6 +36,7 @@ pub fn decode_as_client<'a>(
         WireFormat::OpenAiChat => with(ChunkDecoder::new(), reads),
         WireFormat::Ollama => with(NdjsonDecoder::new(), reads),
         WireFormat::AnthropicMessages => with(EventDecoder::new(), reads),
+        WireFormat::OpenAiResponses => with(ResponsesEvents::new(), reads),
     }
 }
 

@@ -72,6 +72,10 @@ pub(crate) trait Responder: Send {
     /// Status and body for a refusal: the model's error, or a request the server
     /// refused (`param` names the field).
     fn refusal(&mut self, error: &LlmError, param: Option<&str>) -> (u16, Vec<u8>);
+    /// Told the request as the server read it, before any answer is written (a format
+    /// that echoes the request in its answer, as the Responses API does, keeps what it
+    /// needs).
+    fn parsed(&mut self, _parsed: &Parsed) {}
     /// The body of a whole answer.
     fn whole(&mut self, response: &CompletionResponse) -> Vec<u8>;
     /// The encoder of a streamed answer to `parsed`.
@@ -121,5 +125,6 @@ pub(crate) fn server_format(format: WireFormat) -> &'static dyn ServerFormat {
         WireFormat::OpenAiChat => &super::chat::ChatFormat,
         WireFormat::Ollama => &super::ollama::OllamaFormat,
         WireFormat::AnthropicMessages => &super::anthropic::AnthropicFormat,
+        WireFormat::OpenAiResponses => &super::responses::ResponsesFormat,
     }
 }

@@ -34,6 +34,7 @@ mod json;
 mod ollama;
 pub mod profile;
 pub mod reads;
+mod responses;
 mod stamps;
 mod stream_body;
 
@@ -54,6 +55,7 @@ pub use chat::shapes::ChatShapes;
 pub use format::{Parsed, RequestError};
 pub use ollama::OLLAMA_MARKS;
 pub use profile::{Profile, WireFormat};
+pub use responses::RESPONSES_MARKS;
 
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
@@ -116,6 +118,15 @@ impl Endpoint {
     pub fn anthropic(base_url: &str, model: Arc<dyn LanguageModel>) -> Self {
         Self {
             profile: Profile::Anthropic,
+            ..Self::openai(base_url, model)
+        }
+    }
+
+    /// OpenAI's Responses API at `base_url` (`https://api.openai.com/v1`) answering with
+    /// `model`.
+    pub fn openai_responses(base_url: &str, model: Arc<dyn LanguageModel>) -> Self {
+        Self {
+            profile: Profile::OpenAiResponses,
             ..Self::openai(base_url, model)
         }
     }
@@ -487,7 +498,7 @@ impl Transport for SimNetwork {
         let mut rng = self.response_rng(&endpoint.base_url, &request);
         let served_model = endpoint.model.model_ref().model.clone();
         let created_s = self.server_now_ms(&served) / 1_000;
-        let responder = format.responder(
+        let mut responder = format.responder(
             endpoint.profile,
             served.server.clone(),
             rng.substream(1),
@@ -518,7 +529,10 @@ impl Transport for SimNetwork {
             return Ok(self.finish(response, exchange));
         }
         let parsed = match format.parse(&request, endpoint.profile) {
-            Ok(parsed) => parsed,
+            Ok(parsed) => {
+                responder.parsed(&parsed);
+                parsed
+            }
             Err(refused) => {
                 let error = LlmError::BadRequest {
                     status: Some(400),
@@ -576,7 +590,6 @@ impl Transport for SimNetwork {
         };
         let mut header_rng = rng.substream(2);
         let reads_rng = rng.substream(3);
-        let mut responder = responder;
         let response_headers = self.response_headers(
             &served,
             responder.as_mut(),

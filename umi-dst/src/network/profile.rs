@@ -50,6 +50,8 @@ pub enum WireFormat {
     Ollama,
     /// Anthropic's Messages API (`/v1/messages`, named SSE events).
     AnthropicMessages,
+    /// OpenAI's Responses API (`/responses`, named SSE events with sequence numbers).
+    OpenAiResponses,
 }
 
 /// A provider whose wire shapes SimNetwork reproduces.
@@ -85,11 +87,13 @@ pub enum Profile {
     Xinference,
     /// Anthropic's Messages API (Claude).
     Anthropic,
+    /// OpenAI's Responses API.
+    OpenAiResponses,
 }
 
 impl Profile {
     /// Every profile.
-    pub const ALL: [Profile; 14] = [
+    pub const ALL: [Profile; 15] = [
         Profile::OpenAi,
         Profile::AzureOpenAi,
         Profile::DeepSeekChat,
@@ -104,6 +108,7 @@ impl Profile {
         Profile::Tgi,
         Profile::Xinference,
         Profile::Anthropic,
+        Profile::OpenAiResponses,
     ];
 
     /// The profile's name (`deepseek_reasoner`), as configs and marks spell it.
@@ -123,6 +128,7 @@ impl Profile {
             Self::Tgi => "tgi",
             Self::Xinference => "xinference",
             Self::Anthropic => "anthropic",
+            Self::OpenAiResponses => "openai_responses",
         }
     }
 
@@ -136,16 +142,18 @@ impl Profile {
         match self {
             Self::Ollama => WireFormat::Ollama,
             Self::Anthropic => WireFormat::AnthropicMessages,
+            Self::OpenAiResponses => WireFormat::OpenAiResponses,
             _ => WireFormat::OpenAiChat,
         }
     }
 
-    /// Whether its models stream their reasoning unasked (so SimLLM is asked to reason).
-    /// Claude shows its thinking only to a request that enables it.
+    /// Whether its models stream their reasoning (so SimLLM is asked to reason). Claude
+    /// shows its thinking only to a request that enables it; the Responses API a
+    /// summary only to a request that asks for one (which Umi's client can).
     pub const fn streams_reasoning(self) -> bool {
         match self.chat_shapes() {
             Some(shapes) => !matches!(shapes.reasoning, [ReasoningField::None]),
-            None => matches!(self, Self::Ollama),
+            None => matches!(self, Self::Ollama | Self::OpenAiResponses),
         }
     }
 
@@ -153,7 +161,7 @@ impl Profile {
     pub const fn rate_limits(self) -> bool {
         match self.chat_shapes() {
             Some(shapes) => !shapes.retry_after.is_empty(),
-            None => matches!(self, Self::Anthropic),
+            None => matches!(self, Self::Anthropic | Self::OpenAiResponses),
         }
     }
 
@@ -163,6 +171,7 @@ impl Profile {
         match (self.chat_shapes(), self) {
             (Some(shapes), _) => shapes.marks(),
             (None, Self::Anthropic) => super::anthropic::ANTHROPIC_MARKS.to_vec(),
+            (None, Self::OpenAiResponses) => super::responses::RESPONSES_MARKS.to_vec(),
             (None, _) => super::ollama::OLLAMA_MARKS.to_vec(),
         }
     }
@@ -182,7 +191,7 @@ impl Profile {
             Self::OllamaV1 => Some(&OLLAMA_V1),
             Self::Tgi => Some(&TGI),
             Self::Xinference => Some(&XINFERENCE),
-            Self::Ollama | Self::Anthropic => None,
+            Self::Ollama | Self::Anthropic | Self::OpenAiResponses => None,
         }
     }
 }

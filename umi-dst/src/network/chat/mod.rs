@@ -19,6 +19,24 @@ use super::json::Spacing;
 use super::profile::Profile;
 use crate::rng::DeterministicRng;
 
+/// An error as OpenAI's own API answers it (status and `{"error": {message, type,
+/// param, code}}`), for the other OpenAI formats (the Responses API shares the envelope
+/// and the words).
+pub(crate) fn openai_error(
+    server: DeterministicRng,
+    response: DeterministicRng,
+    created_s: u64,
+    model: &str,
+    error: &LlmError,
+    param: Option<&str>,
+) -> (u16, super::json::Json) {
+    let shapes = Profile::OpenAi
+        .chat_shapes()
+        .expect("OpenAI's profile speaks chat completions");
+    let mut draw = Draw::new(shapes, server, response, created_s, model);
+    errors::error_body_with_param(&mut draw, error, param)
+}
+
 /// OpenAI chat completions.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ChatFormat;
