@@ -29,10 +29,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
 use futures::future::LocalBoxFuture;
-use umi_core::llm::anthropic::{AnthropicClient, AnthropicConfig};
-use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
-use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
-use umi_core::llm::responses::{ResponsesClient, ResponsesConfig};
 use umi_core::llm::router::LlmRouter;
 use umi_core::llm::{
     CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, ModelRef,
@@ -41,7 +37,7 @@ use umi_core::llm::{
 use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::checkers::wire::{check_split_invariance, is_whole_stream};
 use umi_dst::network::reads::ReadPlan;
-use umi_dst::network::{Exchange, Profile};
+use umi_dst::network::{ClientOptions, Exchange, Profile, client_for};
 use umi_dst::sweep::Scenario;
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
@@ -197,25 +193,21 @@ fn targets(sim: &SimEnvironment) -> (Arc<SimNetwork>, Vec<Target>) {
         let url = base_url(profile, gateway);
         let provider = if gateway { "gateway" } else { profile.name() };
         let model_ref = ModelRef::new(provider, format!("{}-model", profile.name()), 32_768, 2_048);
-        let client: Arc<dyn LanguageModel> = if profile == Profile::Ollama {
-            let mut config = OllamaConfig::new(url, model_ref);
-            (config.timeout, config.idle_timeout) = (timeout, timeout);
-            Arc::new(OllamaClient::new(config, transport.clone(), sim.env()))
-        } else if profile == Profile::OpenAiResponses {
-            let mut config = ResponsesConfig::new(url, model_ref).with_api_key(API_KEY);
-            (config.timeout, config.idle_timeout) = (timeout, timeout);
-            // Ask for reasoning summaries, so the sweep meets them.
-            config.reasoning_summary = Some("auto".to_owned());
-            Arc::new(ResponsesClient::new(config, transport.clone(), sim.env()))
-        } else if profile == Profile::Anthropic {
-            let mut config = AnthropicConfig::new(url, model_ref).with_api_key(API_KEY);
-            (config.timeout, config.idle_timeout) = (timeout, timeout);
-            Arc::new(AnthropicClient::new(config, transport.clone(), sim.env()))
-        } else {
-            let mut config = OpenAiConfig::new(url, model_ref).with_api_key(API_KEY);
-            (config.timeout, config.idle_timeout) = (timeout, timeout);
-            Arc::new(OpenAiClient::new(config, transport.clone(), sim.env()))
+        let options = ClientOptions {
+            // Ollama has no API keys.
+            api_key: (profile != Profile::Ollama).then(|| API_KEY.to_owned()),
+            timeout: Some(timeout),
+            // Ask the Responses API for reasoning summaries, so the sweep meets them.
+            reasoning_summary: true,
         };
+        let client = client_for(
+            profile,
+            &url,
+            model_ref,
+            &options,
+            transport.clone(),
+            sim.env(),
+        );
         targets.push(Target { profile, client });
     }
     (network, targets)

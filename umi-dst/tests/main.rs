@@ -60,3 +60,6 @@ mod responses;
 
 /// async-openai's Responses types as the judge of SimNetwork's Responses API.
 mod third_party_responses;
+
+/// The same seed, the same answer, in every wire format and profile, streamed or whole.
+mod formats;

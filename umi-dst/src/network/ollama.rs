@@ -217,7 +217,9 @@ fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
         })
         .unwrap_or_default();
     request.seed = options.get("seed").and_then(Value::as_u64);
-    request.json_output = value.get("format").is_some_and(|f| !f.is_null());
+    // `"format": "json"` is JSON mode; a schema in `format` is a structured output
+    // (which implies JSON, as `output_schema` does everywhere).
+    request.json_output = value.get("format").and_then(Value::as_str) == Some("json");
     if let Some(schema) = value.get("format").filter(|f| f.is_object()) {
         request.output_schema = Some(umi_core::llm::OutputSchema {
             name: "response".to_owned(),

@@ -90,7 +90,6 @@ pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
         .filter(|f| f.get("type").and_then(Value::as_str) == Some("json_schema"))
         .and_then(|f| f.get("schema"))
     {
-        request.json_output = true;
         request.output_schema = Some(OutputSchema {
             name: "response".to_owned(),
             schema: schema.clone(),

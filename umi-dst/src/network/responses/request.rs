@@ -120,7 +120,6 @@ pub(crate) fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
     match format_type {
         Some("json_schema") => {
             let format = &body["text"]["format"];
-            request.json_output = true;
             request.output_schema = Some(OutputSchema {
                 name: format
                     .get("name")

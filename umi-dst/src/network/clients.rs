@@ -1,0 +1,97 @@
+//! The real client that talks to a profile's server: umi-core's client for the
+//! profile's wire format, configured as a user of that provider would configure it.
+//! Tests and scenarios that sweep every profile build their clients here, so a new
+//! format is reachable from all of them at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use umi_core::env::Env;
+use umi_core::llm::anthropic::{AnthropicClient, AnthropicConfig};
+use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
+use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
+use umi_core::llm::responses::{ResponsesClient, ResponsesConfig};
+use umi_core::llm::transport::Transport;
+use umi_core::llm::{LanguageModel, ModelRef};
+
+use super::profile::{Profile, WireFormat};
+
+/// How a client for a profile is set up.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// The API key to present (Ollama's native API takes none).
+    pub api_key: Option<String>,
+    /// Time to the headers and between body chunks.
+    pub timeout: Option<Duration>,
+    /// Ask the Responses API for reasoning summaries.
+    pub reasoning_summary: bool,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            api_key: None,
+            timeout: None,
+            reasoning_summary: true,
+        }
+    }
+}
+
+/// The client for `profile`'s server at `base_url` (as the endpoint was given it),
+/// asking for `model_ref`.
+pub fn client_for(
+    profile: Profile,
+    base_url: &str,
+    model_ref: ModelRef,
+    options: &ClientOptions,
+    transport: Arc<dyn Transport>,
+    env: Env,
+) -> Arc<dyn LanguageModel> {
+    let key = options.api_key.clone();
+    match profile.format() {
+        WireFormat::Ollama => {
+            let mut config = OllamaConfig::new(base_url, model_ref);
+            if let Some(timeout) = options.timeout {
+                (config.timeout, config.idle_timeout) = (timeout, timeout);
+            }
+            Arc::new(OllamaClient::new(config, transport, env))
+        }
+        WireFormat::AnthropicMessages => {
+            let mut config = AnthropicConfig::new(base_url, model_ref);
+            config.api_key = key;
+            if let Some(timeout) = options.timeout {
+                (config.timeout, config.idle_timeout) = (timeout, timeout);
+            }
+            Arc::new(AnthropicClient::new(config, transport, env))
+        }
+        WireFormat::OpenAiResponses => {
+            let mut config = ResponsesConfig::new(base_url, model_ref);
+            config.api_key = key;
+            if options.reasoning_summary {
+                config.reasoning_summary = Some("auto".to_owned());
+            }
+            if let Some(timeout) = options.timeout {
+                (config.timeout, config.idle_timeout) = (timeout, timeout);
+            }
+            Arc::new(ResponsesClient::new(config, transport, env))
+        }
+        WireFormat::OpenAiChat => {
+            let mut config = OpenAiConfig::new(base_url, model_ref);
+            config.api_key = key;
+            if let Some(timeout) = options.timeout {
+                (config.timeout, config.idle_timeout) = (timeout, timeout);
+            }
+            Arc::new(OpenAiClient::new(config, transport, env))
+        }
+    }
+}
+
+/// A base URL for `profile`'s server on host `host`, as its clients expect it: with
+/// `/v1` for the OpenAI formats, without for Ollama's native API and Anthropic's (whose
+/// clients add their own paths).
+pub fn base_url_for(profile: Profile, host: &str) -> String {
+    match profile.format() {
+        WireFormat::Ollama | WireFormat::AnthropicMessages => format!("https://{host}"),
+        WireFormat::OpenAiChat | WireFormat::OpenAiResponses => format!("https://{host}/v1"),
+    }
+}
