@@ -14,7 +14,8 @@
 //! - One file per scenario, its `//!` header stating its goal and invariants:
 //!   [`memory_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
 //!   [`router_fallback_chain`], [`context_overflow_recovery`], [`streaming_tool_calls`],
-//!   [`wire_faults`], [`wire_shapes`], [`agent_loop_under_faults`], and the [`canary`].
+//!   [`wire_faults`], [`wire_shapes`], [`mixed_formats`], [`agent_loop_under_faults`], and
+//!   the [`canary`].
 //! - [`all`]: every scenario, for the `dst` binary and the tests.
 
 pub mod agent_loop_under_faults;
@@ -22,6 +23,7 @@ pub mod canary;
 pub mod common;
 pub mod context_overflow_recovery;
 pub mod memory_no_data_loss;
+pub mod mixed_formats;
 pub mod recall_degrades_gracefully;
 pub mod router_fallback_chain;
 pub mod router_rate_limit_storm;
@@ -44,6 +46,7 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(streaming_tool_calls::StreamingToolCalls),
         Arc::new(wire_faults::WireFaults),
         Arc::new(wire_shapes::WireShapes),
+        Arc::new(mixed_formats::MixedFormats),
         Arc::new(agent_loop_under_faults::AgentLoopUnderFaults),
         Arc::new(canary::Canary),
     ]

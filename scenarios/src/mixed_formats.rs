@@ -1,0 +1,254 @@
+//! Scenario `mixed_formats`: one router chain across three wire formats (Claude through
+//! Anthropic's Messages API first, then OpenAI's Responses API, then a local model on
+//! Ollama's native API), built from a config file that names each provider's format,
+//! under model and network faults.
+//!
+//! Workload: ten calls per seed through the router, whole or streamed, a third with
+//! tools; one in eight is larger than the primary's window (so the context fallback
+//! crosses formats too). Faults: 429s, 5xx/529s, cut streams, context overflows,
+//! refused and reset connections.
+//!
+//! Invariants:
+//! 1. The router's rules hold over the mixed chain (the router checkers).
+//! 2. Errors are typed the same whatever format raised them: a call that fails ends in
+//!    a kind the faults can cause, or `exhausted` listing only such kinds, never a
+//!    request the caller got wrong.
+//! 3. An answer is well formed whichever format gave it: a clean finish (or `length`
+//!    for a cut answer), tool calls exactly when the finish says so, and the answering
+//!    model is one of the chain's.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::future::LocalBoxFuture;
+use umi_core::llm::router::{LlmRouter, RouterConfig};
+use umi_core::llm::{FinishReason, LlmError};
+use umi_dst::checkers::router::{RouterLog, check_router};
+use umi_dst::network::Profile;
+use umi_dst::sweep::Scenario;
+use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
+
+use crate::common::{ask, chat, fault, sim_model, tool_definitions};
+
+/// Calls per seed.
+const CALLS_PER_SEED: usize = 10;
+
+/// The chain, as a user would write it: each provider's `type` is its wire format.
+const CONFIG: &str = r#"
+[providers.anthropic]
+type = "anthropic"
+endpoint = "https://api.anthropic.sim"
+api_key_env = "ANTHROPIC_API_KEY"
+
+[providers.openai]
+type = "openai_responses"
+endpoint = "https://api.openai.sim/v1"
+api_key_env = "OPENAI_API_KEY"
+
+[providers.ollama]
+type = "ollama"
+endpoint = "http://ollama.sim:11434"
+
+[models."anthropic/claude-sim"]
+context_window = 16384
+max_output = 2048
+
+[models."openai/gpt-sim"]
+context_window = 65536
+max_output = 2048
+
+[models."ollama/qwen3:8b"]
+context_window = 131072
+max_output = 2048
+
+[routing]
+default = "anthropic/claude-sim"
+fallback = ["openai/gpt-sim", "ollama/qwen3:8b"]
+context_fallback = ["openai/gpt-sim", "ollama/qwen3:8b"]
+
+[retry]
+max_retries = 2
+request_timeout_ms = 20000
+initial_backoff_ms = 200
+backoff_multiplier = 2.0
+backoff_max_ms = 4000
+jitter = 0.2
+retry_after_max_ms = 15000
+deadline_ms = 60000
+
+[cooldown]
+failures_threshold = 3
+cooldown_ms = 10000
+"#;
+
+/// The error kinds the faults can cause.
+const FAULT_ERRORS: [&str; 9] = [
+    "timeout",
+    "server_timeout",
+    "rate_limit",
+    "connection",
+    "stream_truncated",
+    "service_unavailable",
+    "empty_stream",
+    "context_overflow",
+    "exhausted",
+];
+
+/// The scenario.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MixedFormats;
+
+impl Scenario for MixedFormats {
+    fn name(&self) -> &'static str {
+        "mixed_formats"
+    }
+
+    fn goal(&self) -> &'static str {
+        "a chain across Anthropic, Responses and Ollama falls back with the same typed errors"
+    }
+
+    fn faults(&self) -> Vec<FaultConfig> {
+        vec![
+            fault(FaultKind::LlmRateLimit, 0.06),
+            fault(FaultKind::LlmServiceUnavailable, 0.06),
+            fault(FaultKind::LlmStreamCut, 0.05),
+            fault(FaultKind::LlmContextOverflow, 0.03),
+            fault(FaultKind::NetworkConnectionRefused, 0.03),
+            fault(FaultKind::NetworkReset, 0.03),
+        ]
+    }
+
+    fn marks(&self) -> &'static [&'static str] {
+        &[
+            "mixed.answered.anthropic",
+            "mixed.answered.openai_responses",
+            "mixed.answered.ollama",
+            "router.fallback",
+            "router.context_fallback",
+        ]
+    }
+
+    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        Box::pin(run(sim))
+    }
+}
+
+fn keys(name: &str) -> Option<String> {
+    match name {
+        "ANTHROPIC_API_KEY" => Some("sk-ant-sim".into()),
+        "OPENAI_API_KEY" => Some("sk-openai-sim".into()),
+        _ => None,
+    }
+}
+
+/// The config's chain, served: an endpoint per provider in its format's profile.
+fn stack(
+    sim: &SimEnvironment,
+    log: &RouterLog,
+) -> Result<(LlmRouter, BTreeMap<String, u32>), Violation> {
+    let config = RouterConfig::from_toml(CONFIG, "mixed.toml")
+        .map_err(|error| Violation::new(format!("the scenario's config: {error}")))?;
+    let mut network = SimNetwork::new(sim);
+    for (id, model) in &config.models {
+        let (provider, model_id) = id.split_once('/').unwrap_or((id, id));
+        let llm = sim_model(sim, provider, model_id, model.context_window, |c| c);
+        let endpoint = &config.providers[provider].endpoint;
+        let served = match provider {
+            "anthropic" => Endpoint::anthropic(endpoint, llm).with_api_key("sk-ant-sim"),
+            "openai" => Endpoint::openai(endpoint, llm)
+                .with_profile(Profile::OpenAiResponses)
+                .with_api_key("sk-openai-sim"),
+            _ => Endpoint::ollama(endpoint, llm),
+        };
+        network = network.with_endpoint(served);
+    }
+    let transport: Arc<dyn umi_core::llm::transport::Transport> = Arc::new(network);
+    let router = LlmRouter::from_config(&config, &transport, &sim.env(), keys)
+        .map_err(|error| Violation::new(format!("the scenario's config: {error}")))?
+        .with_observer(log.observer());
+    let windows = config
+        .models
+        .iter()
+        .map(|(id, m)| (id.clone(), m.context_window))
+        .collect();
+    Ok((router, windows))
+}
+
+async fn run(sim: SimEnvironment) -> Result<(), Violation> {
+    let log = RouterLog::new();
+    let (router, windows) = stack(&sim, &log)?;
+    let config = RouterConfig::from_toml(CONFIG, "mixed.toml").expect("parsed above");
+    let mut calls = sim.rng("workload.calls");
+    let large = "the full transcript follows. ".repeat(3_000);
+    for index in 0..CALLS_PER_SEED {
+        let text = if calls.bool_with(0.125) {
+            format!("{large} summarize call {index}")
+        } else {
+            format!("call {index}: what is new this week?")
+        };
+        let mut request = chat(&text, "mixed");
+        if calls.bool_with(0.33) {
+            request = request.with_tools(tool_definitions());
+        }
+        let stream = calls.bool_with(0.5);
+        match ask(&router, &request, stream).await {
+            Ok(response) => {
+                ensure!(
+                    response.finish_reason.is_clean()
+                        || response.finish_reason == FinishReason::Length,
+                    "call {index}: finished {}",
+                    response.finish_reason
+                );
+                ensure!(
+                    response.tool_calls.is_empty()
+                        != (response.finish_reason == FinishReason::ToolCalls),
+                    "call {index}: {} tool call(s) with finish {}",
+                    response.tool_calls.len(),
+                    response.finish_reason
+                );
+                let provider = config
+                    .models
+                    .keys()
+                    .find(|id| id.ends_with(&format!("/{}", response.model)))
+                    .and_then(|id| id.split_once('/'))
+                    .map(|(provider, _)| provider);
+                let format = match provider {
+                    Some("anthropic") => "mixed.answered.anthropic",
+                    Some("openai") => "mixed.answered.openai_responses",
+                    Some("ollama") => "mixed.answered.ollama",
+                    _ => {
+                        return Err(Violation::new(format!(
+                            "call {index}: answered by {:?}, not a model of the chain",
+                            response.model
+                        )));
+                    }
+                };
+                umi_core::env::Environment::cover(sim.env().as_ref(), format);
+            }
+            Err(error) => check_error(index, &error)?,
+        }
+    }
+    check_router(&log.events(), &config.retry, &windows)
+}
+
+/// Invariant 2.
+fn check_error(index: usize, error: &LlmError) -> Result<(), Violation> {
+    ensure!(
+        FAULT_ERRORS.contains(&error.kind()),
+        "call {index} failed with {}: {error}",
+        error.kind()
+    );
+    if let LlmError::Exhausted { attempts, .. } = error {
+        for attempt in attempts {
+            if let Some(failure) = &attempt.error {
+                ensure!(
+                    FAULT_ERRORS.contains(&failure.kind()),
+                    "call {index}: an attempt on {} failed with {}: {failure}",
+                    attempt.model,
+                    failure.kind()
+                );
+            }
+        }
+    }
+    Ok(())
+}
