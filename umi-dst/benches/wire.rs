@@ -32,10 +32,13 @@ use umi_core::llm::{
     CompletionRequest, LanguageModel, ModelRef, StreamCollector, StreamEvent, TokenUsage,
 };
 use umi_core::memory::prompts::extraction_request;
-use umi_dst::network::Profile;
+use umi_dst::network::{ClientOptions, Profile, base_url_for, client_for};
 use umi_dst::{Endpoint, SimConfig, SimEnvironment, SimLlm, SimLlmConfig, SimNetwork};
 
 const URL: &str = "https://bench.sim/v1";
+
+/// The host of the profiled endpoints.
+const HOST: &str = "bench.sim";
 
 /// The pre-profile encoder, as it was (umi-dst `network/openai.rs` at 335ee3e).
 #[derive(Default)]
@@ -170,7 +173,7 @@ fn main() {
             sim.env(),
         )
     };
-    let per_event = |model: &OpenAiClient| {
+    let per_event = |model: &dyn LanguageModel| {
         support::measure_batch(300, |n| {
             runtime.block_on(async {
                 for _ in 0..n {
@@ -203,8 +206,33 @@ fn main() {
         push,
     );
     // Bytes per event of one answer, for reading the ratios: a profile whose chunks
-    // carry more (Azure's filter results, OpenAI's padding) costs more per event.
-    let bytes_per_event = |transport: Arc<dyn Transport>| -> u64 {
+    // carry more (Azure's filter results, OpenAI's padding, Responses' echoed request)
+    // costs more per event.
+    let bytes_per_event = |profile: Profile| -> u64 {
+        let network = Arc::new(
+            SimNetwork::new(&sim)
+                .with_endpoint(
+                    Endpoint::openai(&base_url_for(profile, HOST), llm.clone())
+                        .with_profile(profile),
+                )
+                .with_capture(),
+        );
+        let model = client_for(
+            profile,
+            &base_url_for(profile, HOST),
+            model_ref.clone(),
+            &ClientOptions::default(),
+            network.clone(),
+            sim.env(),
+        );
+        runtime.block_on(async {
+            let stream = model.stream(&request).await.unwrap();
+            black_box(StreamCollector::collect("m", stream).await.unwrap());
+        });
+        let exchanges = network.exchanges();
+        exchanges[0].body().len() as u64 / u64::from(events)
+    };
+    let legacy_bytes = {
         let http = umi_core::llm::client::ClientFormat::http_request(
             &OpenAiConfig::new(URL, model_ref.clone()),
             &request,
@@ -212,12 +240,11 @@ fn main() {
         )
         .unwrap();
         let body: Vec<Vec<u8>> = runtime.block_on(async {
-            let response = transport.send(http).await.unwrap();
+            let response = Legacy(llm.clone()).send(http).await.unwrap();
             response.body.map(Result::unwrap).collect().await
         });
         body.concat().len() as u64 / u64::from(events)
     };
-    let legacy_bytes = bytes_per_event(Arc::new(Legacy(llm.clone())));
     println!("  pre-profile wire: {legacy_bytes} bytes per event");
     for profile in [
         Profile::OpenAi,
@@ -229,17 +256,26 @@ fn main() {
         Profile::Vllm,
         Profile::LlamaCpp,
         Profile::Xinference,
+        Profile::Anthropic,
+        Profile::OpenAiResponses,
     ] {
-        let network = || {
-            Arc::new(
-                SimNetwork::new(&sim)
-                    .with_endpoint(Endpoint::openai(URL, llm.clone()).with_profile(profile)),
-            )
-        };
+        let url = base_url_for(profile, HOST);
+        let network = Arc::new(
+            SimNetwork::new(&sim)
+                .with_endpoint(Endpoint::openai(&url, llm.clone()).with_profile(profile)),
+        );
+        let model = client_for(
+            profile,
+            &url,
+            model_ref.clone(),
+            &ClientOptions::default(),
+            network,
+            sim.env(),
+        );
         // The baseline again, right before, so machine noise hits both alike.
         let baseline = per_event(&client(Arc::new(Legacy(llm.clone()))));
-        let measured = per_event(&client(network()));
-        let bytes = bytes_per_event(network());
+        let measured = per_event(model.as_ref());
+        let bytes = bytes_per_event(profile);
         support::report(
             &format!("{profile}, per event ({bytes} B)"),
             measured,
