@@ -169,6 +169,43 @@ fn a_missing_model_and_a_wrong_key_are_typed() {
         .unwrap();
 }
 
+/// A request over 32 MB meets Cloudflare's 413 (`request_too_large`, no `type` at the
+/// top, no `request_id`), typed a bad request (not retried). Umi's client refuses such a
+/// prompt before sending it; other clients (through `dst serve`) can send one.
+#[test]
+fn a_request_over_32_mb_gets_cloudflares_413() {
+    use futures::StreamExt;
+    use umi_core::llm::transport::{HttpRequest, Transport};
+    Simulation::new(SimConfig::new(4))
+        .try_run(|sim| async move {
+            let network = network(&sim);
+            let huge = "x".repeat(33 * 1024 * 1024);
+            let body = serde_json::json!({"model": MODEL, "max_tokens": 16, "messages": [{"role": "user", "content": huge}]});
+            let http = HttpRequest {
+                method: "POST",
+                url: format!("{URL}/v1/messages"),
+                headers: vec![
+                    ("anthropic-version".into(), "2023-06-01".into()),
+                    ("x-api-key".into(), KEY.into()),
+                ],
+                body: body.to_string().into_bytes(),
+            };
+            let response = network.send(http).await.map_err(|e| Violation::new(e.to_string()))?;
+            let status = response.status;
+            let bytes: Vec<u8> = response.body.filter_map(|r| async move { r.ok() }).concat().await;
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            ensure!(status == 413, "HTTP {status}");
+            ensure!(
+                text == r#"{"error":{"type":"request_too_large","message":"Request exceeds the maximum size"}}"#,
+                "{text}"
+            );
+            let error = umi_core::llm::wire::errors::from_status(status, |_| None, &text, 0);
+            ensure!(matches!(error, LlmError::BadRequest { status: Some(413), .. }), "{error:?}");
+            Ok::<(), Violation>(())
+        })
+        .unwrap();
+}
+
 /// The API refuses a conversation whose tool call has no result in the next message
 /// (the agent bug of dropping a tool result while trimming history): the simulator
 /// refuses it in the API's words, as a bad request naming the message.

@@ -87,6 +87,20 @@ fn rate_limit_message(era: &Era, organization_id: &str) -> String {
 /// The body of a refusal: `request_id` since 2025 (absent in a 2024 529,
 /// anthropic-sdk-typescript #616).
 pub(crate) fn refusal(era: &Era, error: &LlmError, organization_id: &str) -> Refusal {
+    if let LlmError::BadRequest { message, .. } = error
+        && message == super::request::TOO_LARGE
+    {
+        // Cloudflare answers before the API: no top-level `type`, no `request_id`
+        // (anthropics/claude-code #14567, #3335; anthropic-sdk-python #938).
+        let error = Json::object(vec![
+            ("type", "request_too_large".into()),
+            ("message", message.as_str().into()),
+        ]);
+        return Refusal {
+            status: 413,
+            body: Json::object(vec![("error", error)]),
+        };
+    }
     let (status, kind, message) = kind_of(era, error, organization_id);
     let mut body = Json::object(vec![
         ("type", "error".into()),

@@ -23,8 +23,18 @@ fn required(field: &str) -> RequestError {
     refuse(Some(field), format!("{field}: Field required"))
 }
 
+/// The largest Messages request, in bytes (DOC-ERR: 32 MB, enforced by Cloudflare in
+/// front of the API).
+pub(crate) const REQUEST_BYTES_MAX: usize = 32 * 1024 * 1024;
+
+/// Cloudflare's words for a larger one (anthropics/claude-code #14567, #10314).
+pub(crate) const TOO_LARGE: &str = "Request exceeds the maximum size";
+
 /// Reads `http` as the Messages API does.
 pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
+    if http.body.len() > REQUEST_BYTES_MAX {
+        return Err(refuse(None, TOO_LARGE));
+    }
     // Farama-Foundation/ChatArena #124.
     if http.header("anthropic-version").is_none() {
         return Err(refuse(None, "anthropic-version: header is required"));
