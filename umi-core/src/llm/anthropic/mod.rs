@@ -5,7 +5,7 @@
 //! tools have an `input_schema`; `max_tokens` is required by the API, so a request
 //! without one (and no default in the config) is refused before anything is sent.
 //! Streams are named SSE events (`message_start`, `content_block_*`, `message_delta`,
-//! `message_stop`, `ping`, `error`); see [`wire`] for how each maps to stream events.
+//! `message_stop`, `ping`, `error`); see [`EventDecoder`] for how each maps to stream events.
 //! The format plugs into [`crate::llm::client::WireClient`] through [`ClientFormat`],
 //! implemented by [`AnthropicConfig`].
 

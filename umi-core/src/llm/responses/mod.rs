@@ -9,7 +9,7 @@
 //! whole conversation. The API takes no stop sequences, so this client applies the
 //! request's own ([`crate::llm::wire::stop_filter`]).
 //!
-//! Streams are named SSE events with a `sequence_number` from 0; see [`wire`] for what
+//! Streams are named SSE events with a `sequence_number` from 0; see [`EventDecoder`] for what
 //! each becomes. The format plugs into [`crate::llm::client::WireClient`] through
 //! [`ClientFormat`], implemented by [`ResponsesConfig`].
 
