@@ -14,3 +14,7 @@ mod coverage;
 /// shards cover exactly the unsharded seeds with identical results; minimization keeps
 /// the failure; a killed sweep leaves `seeds/` parseable and a report of how far it got.
 mod sweep;
+
+/// `dst serve` over real HTTP: order-independent answers, envelopes, limits, and
+/// umi-core's own clients as its users.
+mod serve;

@@ -59,6 +59,8 @@ pub mod llm;
 pub mod network;
 pub mod planted;
 pub mod rng;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod simulation;
 pub mod storage;
 pub mod sweep;

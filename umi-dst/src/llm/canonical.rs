@@ -79,7 +79,7 @@ fn option_u64(hasher: &mut Sha256, field: Option<u64>) {
     }
 }
 
-fn value(hasher: &mut Sha256, json: &Value) {
+pub(crate) fn value(hasher: &mut Sha256, json: &Value) {
     match json {
         Value::Null => hasher.update([b'n']),
         Value::Bool(flag) => hasher.update([b'b', u8::from(*flag)]),

@@ -30,7 +30,7 @@ use crate::simulation::settings::parse_seed;
 
 #[derive(Parser)]
 #[command(
-    about = "Deterministic simulation sweeps: run scenarios over many seeds, replay one seed, minimize its faults, merge shard reports."
+    about = "Deterministic simulation sweeps: run scenarios over many seeds, replay one seed, minimize its faults, merge shard reports, serve the simulated model over HTTP."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -49,6 +49,10 @@ enum Command {
     Minimize(RunArgs),
     /// Combine the JSON reports of several shards.
     Merge(MergeArgs),
+    /// Serve the simulated model over real HTTP (OpenAI, Responses, Anthropic, Ollama
+    /// formats in any profile), seeded per request, for agents in any language.
+    #[cfg(feature = "serve")]
+    Serve(crate::serve::cli::ServeArgs),
 }
 
 fn seed_arg(text: &str) -> Result<u64, String> {
@@ -279,6 +283,8 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
             }
         }
         Command::Merge(args) => merge(&args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => crate::serve::cli::run(&args, &scenarios),
     }
 }
 

@@ -1,0 +1,274 @@
+//! One HTTP request answered inside its own simulation.
+//!
+//! Everything about the answer derives from the request's seed: the session's (or the
+//! one the request named), the endpoint, the request's canonical hash and how many times
+//! that hash was seen before in the session, mixed into one run seed. The run builds a
+//! SimLLM and a SimNetwork endpoint of the profile, sends the request through them, and
+//! records the response: status, headers, and each piece of the body with the simulated
+//! time it was released. Nothing here reads the wall clock or depends on which other
+//! requests are in flight; playing the record back in real time is [`super::http`]'s job.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt;
+use sha2::{Digest, Sha256};
+use umi_core::llm::ModelRef;
+use umi_core::llm::transport::{HttpRequest, Transport, TransportError};
+
+use super::config::{EndpointSpec, ServeConfig};
+use crate::config::SimConfig;
+use crate::llm::{SimLlm, SimLlmConfig};
+use crate::network::{Endpoint, SimNetwork};
+use crate::simulation::Simulation;
+use crate::trace::{TraceEvent, TraceHash};
+
+/// Simulated time after which a response that has not come (or a body that stopped) is
+/// a stall: the server holds the connection for it, scaled, then drops it.
+pub(crate) const STALL_MS: u64 = 600_000;
+
+/// The host requests are addressed to inside the simulation.
+const SIM_HOST: &str = "http://umi.serve";
+
+/// A context window and output limit for every served model.
+const CONTEXT_WINDOW_TOKENS: u32 = 131_072;
+const OUTPUT_TOKENS_MAX: u32 = 8_192;
+
+/// How the response ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// The body is whole.
+    Complete,
+    /// The connection broke (a reset, or a refused connection before any response).
+    Reset,
+    /// The server stopped answering: the client's own timeout must end it.
+    Stall,
+}
+
+impl End {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::Reset => "reset",
+            Self::Stall => "stall",
+        }
+    }
+}
+
+/// A response as the simulation produced it.
+#[derive(Debug, Clone)]
+pub(crate) struct Recorded {
+    /// `None`: no response at all (the connection failed before the headers).
+    pub(crate) status: Option<u16>,
+    pub(crate) headers: Vec<(String, String)>,
+    /// Body pieces with the simulated time since the request at which each was sent.
+    pub(crate) pieces: Vec<(Duration, Vec<u8>)>,
+    pub(crate) end: End,
+    /// When the end came (a stall: when it began).
+    pub(crate) end_at: Duration,
+    pub(crate) run_seed: u64,
+    pub(crate) faults: Vec<String>,
+    pub(crate) trace: Vec<TraceEvent>,
+    pub(crate) trace_hash: TraceHash,
+}
+
+/// The request's canonical hash: its path and its JSON body with keys sorted (so key
+/// order and spacing do not matter), or the raw body when it is not JSON.
+pub(crate) fn request_hash(path: &str, body: &[u8]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"umi.serve.request.v1");
+    hasher.update((path.len() as u64).to_le_bytes());
+    hasher.update(path.as_bytes());
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(value) => {
+            hasher.update([1]);
+            crate::llm::canonical_json(&mut hasher, &value);
+        }
+        Err(_) => {
+            hasher.update([0]);
+            hasher.update(body);
+        }
+    }
+    hasher.finalize().into()
+}
+
+/// The run seed of one request.
+pub(crate) fn run_seed(
+    seed: u64,
+    endpoint: &EndpointSpec,
+    hash: &[u8; 32],
+    occurrence: u64,
+) -> u64 {
+    let digest = Sha256::new()
+        .chain_update(b"umi.serve.seed.v1")
+        .chain_update(seed.to_le_bytes())
+        .chain_update(endpoint.profile.name().as_bytes())
+        .chain_update([0])
+        .chain_update(endpoint.prefix.as_bytes())
+        .chain_update(hash)
+        .chain_update(occurrence.to_le_bytes())
+        .finalize();
+    u64::from_le_bytes(
+        digest[..8]
+            .try_into()
+            .expect("a SHA-256 digest has 8 bytes"),
+    )
+}
+
+/// The model a request names, if its body says.
+fn requested_model(body: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    value.get("model")?.as_str().map(str::to_owned)
+}
+
+/// Answers `request` (its path already under `endpoint`'s prefix, stripped of any seed
+/// prefix) in a simulation of `run_seed`.
+pub(crate) fn answer(
+    config: &ServeConfig,
+    endpoint: &EndpointSpec,
+    run_seed: u64,
+    path: &str,
+    request: &HttpRequest,
+) -> Recorded {
+    let recorded: Arc<Mutex<Option<Recorded>>> = Arc::new(Mutex::new(None));
+    let mut simulation =
+        Simulation::new(SimConfig::new(run_seed)).with_faults(config.faults.iter().cloned());
+    if !config.swarm.is_empty() {
+        simulation = simulation.with_swarm(&config.swarm);
+    }
+    let simulation = simulation.with_config(|mut c| {
+        c.trace_full = true;
+        c.sim_time_max = Duration::from_millis(STALL_MS * 4);
+        c
+    });
+    // The served model: the one asked for when it is served, else the first (whose
+    // server then answers "model not found" in its own words).
+    let asked = requested_model(&request.body);
+    let model = asked
+        .filter(|m| config.models.contains(m))
+        .unwrap_or_else(|| config.models[0].clone());
+    let base = format!("{SIM_HOST}{}{}", endpoint.prefix, endpoint.api_root());
+    let url = format!("{SIM_HOST}{}{path}", endpoint.prefix);
+    let run = simulation.run_seed(run_seed, &|sim| {
+        let recorded = recorded.clone();
+        let request = HttpRequest {
+            url: url.clone(),
+            ..request.clone()
+        };
+        let (base, model) = (base.clone(), model.clone());
+        let api_key = config.api_key.clone();
+        async move {
+            let llm_config = SimLlmConfig::default().with_model(ModelRef::new(
+                endpoint.profile.name(),
+                &model,
+                CONTEXT_WINDOW_TOKENS,
+                OUTPUT_TOKENS_MAX,
+            ));
+            let llm_config = if endpoint.profile.streams_reasoning() {
+                llm_config.with_reasoning()
+            } else {
+                llm_config
+            };
+            let llm = Arc::new(SimLlm::with_config(&sim, llm_config).map_err(|e| e.to_string())?);
+            let mut served = Endpoint::openai(&base, llm).with_profile(endpoint.profile);
+            if let Some(key) = &api_key {
+                served = served.with_api_key(key);
+            }
+            let network = SimNetwork::new(&sim).with_endpoint(served);
+            let record = exchange(&sim, &network, request).await;
+            *recorded.lock().unwrap_or_else(PoisonError::into_inner) = Some(record);
+            Ok::<(), String>(())
+        }
+    });
+    let mut record = recorded
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+        .unwrap_or_else(|| Recorded {
+            // The run failed before it answered (a bug in the simulator): a 500 that
+            // says so, never a hang.
+            status: Some(500),
+            headers: vec![("content-type".into(), "text/plain".into())],
+            pieces: vec![(
+                Duration::ZERO,
+                format!("umi: the simulation failed: {:?}", run.failure).into_bytes(),
+            )],
+            end: End::Complete,
+            end_at: Duration::ZERO,
+            run_seed,
+            faults: Vec::new(),
+            trace: Vec::new(),
+            trace_hash: run.trace_hash,
+        });
+    record.run_seed = run_seed;
+    record.faults = run
+        .injections
+        .iter()
+        .map(|i| format!("{}@{}", i.kind, i.operation))
+        .collect();
+    record.trace = run.full_trace.unwrap_or_default();
+    record.trace_hash = run.trace_hash;
+    record
+}
+
+/// Sends `request` through `network` and records what comes back, in simulated time.
+async fn exchange(
+    sim: &crate::SimEnvironment,
+    network: &SimNetwork,
+    request: HttpRequest,
+) -> Recorded {
+    let clock = sim.clock().clone();
+    let start = clock.now();
+    let stall = Duration::from_millis(STALL_MS);
+    let mut record = Recorded {
+        status: None,
+        headers: Vec::new(),
+        pieces: Vec::new(),
+        end: End::Complete,
+        end_at: Duration::ZERO,
+        run_seed: 0,
+        faults: Vec::new(),
+        trace: Vec::new(),
+        trace_hash: TraceHash([0; 32]),
+    };
+    let response = tokio::select! {
+        biased;
+        response = network.send(request) => response,
+        () = clock.sleep(stall) => {
+            record.end = End::Stall;
+            record.end_at = clock.now() - start;
+            return record;
+        }
+    };
+    let response = match response {
+        Ok(response) => response,
+        Err(TransportError::Connect { .. } | TransportError::Reset { .. }) => {
+            record.end = End::Reset;
+            record.end_at = clock.now() - start;
+            return record;
+        }
+    };
+    record.status = Some(response.status);
+    record.headers = response.headers;
+    let mut body = response.body;
+    loop {
+        let next = tokio::select! {
+            biased;
+            next = body.next() => next,
+            () = clock.sleep(stall) => {
+                record.end = End::Stall;
+                break;
+            }
+        };
+        match next {
+            None => break,
+            Some(Ok(bytes)) => record.pieces.push((clock.now() - start, bytes)),
+            Some(Err(_)) => {
+                record.end = End::Reset;
+                break;
+            }
+        }
+    }
+    record.end_at = clock.now() - start;
+    record
+}

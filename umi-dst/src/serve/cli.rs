@@ -1,0 +1,247 @@
+//! `dst serve`'s command line: flags into a [`ServeConfig`] (every refusal naming its
+//! flag), the server started on a runtime of its own, and SIGINT or SIGTERM for a
+//! graceful stop.
+
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command line talks to its user"
+)]
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+
+use super::{EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, Server, format_path};
+use crate::fault::{FaultConfig, FaultKind};
+use crate::simulation::settings::parse_seed;
+use crate::sweep::Scenario;
+
+/// `dst serve`'s flags.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  dst serve --seed 7                                   OpenAI chat at /v1, Ollama at /api
+  dst serve --endpoint anthropic --endpoint openai_responses --model claude-sim
+  dst serve --endpoint deepseek_reasoner@/deepseek --faults llm.rate_limit=0.2,network.reset=0.05
+  dst serve --faults wire_shapes --time-scale 0.1      a scenario's faults, latency at a tenth
+
+Each request is answered from (seed, endpoint, request, how many times it was seen): send
+`x-umi-seed: N` or prefix the path with /seed/N to pick a seed per test. Every response
+carries x-umi-seed, x-umi-request-hash, x-umi-occurrence and x-umi-faults; GET /umi/trace
+returns the session's log. A server started with the same flags returns the same bytes
+for the same request.")]
+pub struct ServeArgs {
+    /// The session seed (decimal or 0x hex).
+    #[arg(long, default_value = "1", value_parser = parse_seed)]
+    seed: u64,
+    /// An endpoint: a profile, optionally at a path prefix (`deepseek_chat@/deepseek`).
+    /// Repeatable. Default: `openai` and `ollama` at the root.
+    #[arg(long = "endpoint", value_name = "PROFILE[@/PREFIX]")]
+    endpoints: Vec<String>,
+    /// A model name to serve. Repeatable; others get the provider's "model not found".
+    #[arg(long = "model", value_name = "NAME")]
+    models: Vec<String>,
+    /// Faults: `kind=probability,...` (`llm.rate_limit=0.2`), or a scenario's name for its
+    /// fault profile (`dst list` shows them).
+    #[arg(long)]
+    faults: Option<String>,
+    /// Swarm mode: each request's seed switches the chosen fault kinds on and off.
+    #[arg(long)]
+    swarm: bool,
+    /// Real seconds per simulated second (0: answer at once; 1: real latency).
+    #[arg(long, default_value_t = 0.0)]
+    time_scale: f64,
+    /// Where to listen. Anything but loopback is warned about.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    /// Requests in flight at most; more get a 503 with Retry-After.
+    #[arg(long, default_value_t = super::CONCURRENCY_MAX_DEFAULT)]
+    concurrency_max: usize,
+    /// The largest request body in bytes; larger ones get a 413.
+    #[arg(long, default_value_t = super::BODY_BYTES_MAX_DEFAULT)]
+    body_bytes_max: usize,
+    /// Require this environment variable's value as the API key (`Authorization: Bearer`,
+    /// `x-api-key`, `api-key`).
+    #[arg(long, value_name = "VARIABLE")]
+    api_key_env: Option<String>,
+}
+
+fn faults_of(text: &str, scenarios: &[Arc<dyn Scenario>]) -> Result<Vec<FaultConfig>, ServeError> {
+    if let Some(scenario) = scenarios.iter().find(|s| s.name() == text) {
+        return Ok(scenario.faults());
+    }
+    let refuse = |reason: String| ServeError::Flag {
+        flag: "--faults",
+        value: text.to_owned(),
+        reason,
+    };
+    text.split(',')
+        .filter(|part| !part.trim().is_empty())
+        .map(|part| {
+            let (kind, probability) = part.split_once('=').ok_or_else(|| {
+                refuse(format!(
+                    "{part:?} is not `kind=probability`, nor a scenario ({})",
+                    scenarios
+                        .iter()
+                        .map(|s| s.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+            let kind: FaultKind = kind.trim().parse().map_err(|e| refuse(format!("{e}")))?;
+            let probability: f64 = probability
+                .trim()
+                .parse()
+                .map_err(|_| refuse(format!("{probability:?} is not a probability")))?;
+            FaultConfig::new(kind, probability).map_err(|e| refuse(e.to_string()))
+        })
+        .collect()
+}
+
+/// The config the flags describe.
+pub fn config_of(
+    args: &ServeArgs,
+    scenarios: &[Arc<dyn Scenario>],
+) -> Result<ServeConfig, ServeError> {
+    let mut config = ServeConfig {
+        seed: args.seed,
+        time_scale: args.time_scale,
+        bind: args.bind,
+        concurrency_max: args.concurrency_max,
+        body_bytes_max: args.body_bytes_max,
+        ..ServeConfig::default()
+    };
+    if !args.endpoints.is_empty() {
+        config.endpoints = args
+            .endpoints
+            .iter()
+            .map(|e| EndpointSpec::parse(e))
+            .collect::<Result<_, _>>()?;
+    }
+    if !args.models.is_empty() {
+        config.models.clone_from(&args.models);
+    }
+    if let Some(faults) = &args.faults {
+        config.faults = faults_of(faults, scenarios)?;
+    }
+    if args.swarm {
+        if config.faults.is_empty() {
+            return Err(ServeError::Flag {
+                flag: "--swarm",
+                value: String::new(),
+                reason: "swarm mode switches --faults on and off: name some".into(),
+            });
+        }
+        config.swarm = config.faults.iter().map(FaultConfig::kind).collect();
+    }
+    if let Some(variable) = &args.api_key_env {
+        let key = std::env::var(variable).map_err(|_| ServeError::Flag {
+            flag: "--api-key-env",
+            value: variable.clone(),
+            reason: "the environment variable is not set".into(),
+        })?;
+        config.api_key = Some(key);
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+/// Runs `dst serve` until SIGINT or SIGTERM.
+pub fn run(args: &ServeArgs, scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
+    let config = match config_of(args, scenarios) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("dst serve: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("dst serve: cannot start a runtime: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async move {
+        if !config.bind.ip().is_loopback() {
+            eprintln!("dst serve: warning: listening on {} (not loopback): anyone who can reach it can use it", config.bind);
+        }
+        let summary = describe(&config);
+        let server = match Server::start(config).await {
+            Ok(server) => server,
+            Err(error) => {
+                eprintln!("dst serve: {error}");
+                return ExitCode::from(1);
+            }
+        };
+        println!("umi serve: listening on {}", server.base_url());
+        println!("{summary}");
+        wait_for_signal().await;
+        eprintln!("dst serve: stopping (in-flight responses finish first)");
+        server.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}
+
+fn describe(config: &ServeConfig) -> String {
+    let endpoints: Vec<String> = config
+        .endpoints
+        .iter()
+        .map(|e| {
+            format!(
+                "  {:<18} {}{}",
+                e.profile.name(),
+                e.prefix,
+                format_path(e.profile)
+            )
+        })
+        .collect();
+    let faults = if config.faults.is_empty() {
+        "none".to_owned()
+    } else {
+        config
+            .faults
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let models = if config.models == [MODEL_DEFAULT] {
+        MODEL_DEFAULT.to_owned()
+    } else {
+        config.models.join(", ")
+    };
+    format!(
+        "seed {} · models {models} · faults {faults} · time scale {}\n{}",
+        config.seed,
+        config.time_scale,
+        endpoints.join("\n")
+    )
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        let Ok(mut terminate) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            biased;
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,285 @@
+//! What `dst serve` serves: the session seed, the endpoints (a profile at a path prefix),
+//! the models, the faults, the time scale and the server's limits; each value checked,
+//! with an error naming the flag and the value.
+
+use std::net::SocketAddr;
+
+use crate::fault::{FaultConfig, FaultKind};
+use crate::network::{Profile, WireFormat};
+
+/// Requests in flight at once by default; more get a 503 with Retry-After.
+pub const CONCURRENCY_MAX_DEFAULT: usize = 64;
+
+/// The largest request body by default, in bytes; larger ones get a 413.
+pub const BODY_BYTES_MAX_DEFAULT: usize = 8 * 1024 * 1024;
+
+/// The largest `--time-scale`: beyond it a stall would hold a connection for days.
+pub const TIME_SCALE_MAX: f64 = 100.0;
+
+/// Wall time a client has to send its request (headers and body), in ms.
+pub const CLIENT_READ_TIMEOUT_MS: u64 = 30_000;
+
+/// The model every endpoint serves when none is named.
+pub const MODEL_DEFAULT: &str = "umi-sim";
+
+/// An endpoint: a provider's profile (which fixes its wire format) at a path prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointSpec {
+    /// The provider whose bytes it sends.
+    pub profile: Profile,
+    /// Where it is mounted: `""` (the root) or `/name`, without a trailing slash.
+    pub prefix: String,
+}
+
+impl EndpointSpec {
+    /// The paths its clients call, under the prefix (`/v1/chat/completions`).
+    pub fn api_root(&self) -> &'static str {
+        match self.profile.format() {
+            WireFormat::OpenAiChat | WireFormat::OpenAiResponses => "/v1",
+            WireFormat::Ollama | WireFormat::AnthropicMessages => "",
+        }
+    }
+
+    /// Parses `PROFILE` or `PROFILE@/PREFIX` (`deepseek_chat@/deepseek`).
+    pub fn parse(text: &str) -> Result<Self, ServeError> {
+        let (name, prefix) = match text.split_once('@') {
+            Some((name, prefix)) => (name, prefix),
+            None => (text, ""),
+        };
+        let profile = Profile::from_name(name).ok_or_else(|| ServeError::Flag {
+            flag: "--endpoint",
+            value: text.to_owned(),
+            reason: format!(
+                "unknown profile {name:?}; known: {}",
+                Profile::ALL.map(Profile::name).join(", ")
+            ),
+        })?;
+        let prefix = prefix.trim_end_matches('/');
+        let valid = prefix.is_empty()
+            || (prefix.starts_with('/')
+                && prefix[1..].split('/').all(|part| {
+                    !part.is_empty()
+                        && part
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+                }));
+        if !valid {
+            return Err(ServeError::Flag {
+                flag: "--endpoint",
+                value: text.to_owned(),
+                reason: "a prefix is `/name` (letters, digits, `-`, `_`, `.`)".into(),
+            });
+        }
+        if prefix == "/umi" || prefix.starts_with("/umi/") || prefix.starts_with("/seed") {
+            return Err(ServeError::Flag {
+                flag: "--endpoint",
+                value: text.to_owned(),
+                reason: "`/umi` and `/seed` are the server's own paths".into(),
+            });
+        }
+        Ok(Self {
+            profile,
+            prefix: prefix.to_owned(),
+        })
+    }
+}
+
+/// Everything `dst serve` needs.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// The session seed (a request may name its own: `x-umi-seed`, `/seed/{n}/…`).
+    pub seed: u64,
+    /// The endpoints, each at its own prefix.
+    pub endpoints: Vec<EndpointSpec>,
+    /// The models served; a request for another gets the provider's "model not found".
+    pub models: Vec<String>,
+    /// The faults in force.
+    pub faults: Vec<FaultConfig>,
+    /// Swarm mode: the kinds switched on or off per request's seed.
+    pub swarm: Vec<FaultKind>,
+    /// Real seconds per simulated second (0: no waits).
+    pub time_scale: f64,
+    /// Where to listen.
+    pub bind: SocketAddr,
+    /// Requests in flight at most.
+    pub concurrency_max: usize,
+    /// The largest request body, in bytes.
+    pub body_bytes_max: usize,
+    /// The key clients must present, if any.
+    pub api_key: Option<String>,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            endpoints: vec![
+                EndpointSpec {
+                    profile: Profile::OpenAi,
+                    prefix: String::new(),
+                },
+                EndpointSpec {
+                    profile: Profile::Ollama,
+                    prefix: String::new(),
+                },
+            ],
+            models: vec![MODEL_DEFAULT.to_owned()],
+            faults: Vec::new(),
+            swarm: Vec::new(),
+            time_scale: 0.0,
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            concurrency_max: CONCURRENCY_MAX_DEFAULT,
+            body_bytes_max: BODY_BYTES_MAX_DEFAULT,
+            api_key: None,
+        }
+    }
+}
+
+impl ServeConfig {
+    /// Checks the config: endpoints whose paths would collide, a time scale out of range,
+    /// no models, zero limits.
+    pub fn validate(&self) -> Result<(), ServeError> {
+        let flag = |flag: &'static str, value: String, reason: &str| ServeError::Flag {
+            flag,
+            value,
+            reason: reason.to_owned(),
+        };
+        if self.endpoints.is_empty() {
+            return Err(flag("--endpoint", String::new(), "at least one endpoint"));
+        }
+        for (index, endpoint) in self.endpoints.iter().enumerate() {
+            let path = |e: &EndpointSpec| format!("{}{}", e.prefix, format_path(e.profile));
+            if let Some(other) = self.endpoints[..index]
+                .iter()
+                .find(|o| path(o) == path(endpoint))
+            {
+                return Err(flag(
+                    "--endpoint",
+                    format!("{}{}", endpoint.profile, endpoint.prefix),
+                    &format!(
+                        "its path {} is taken by {}; mount it elsewhere with `{}@/{}`",
+                        path(endpoint),
+                        other.profile,
+                        endpoint.profile,
+                        endpoint.profile
+                    ),
+                ));
+            }
+        }
+        if !(self.time_scale.is_finite() && (0.0..=TIME_SCALE_MAX).contains(&self.time_scale)) {
+            return Err(flag(
+                "--time-scale",
+                self.time_scale.to_string(),
+                &format!("a number from 0 to {TIME_SCALE_MAX}"),
+            ));
+        }
+        if self.models.is_empty() || self.models.iter().any(String::is_empty) {
+            return Err(flag(
+                "--model",
+                self.models.join(","),
+                "model names are not empty",
+            ));
+        }
+        if self.concurrency_max == 0 {
+            return Err(flag("--concurrency-max", "0".into(), "at least 1"));
+        }
+        if self.body_bytes_max == 0 {
+            return Err(flag("--body-bytes-max", "0".into(), "at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// Why the server cannot start or serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A flag's value is refused.
+    #[error("{flag} {value:?}: {reason}")]
+    Flag {
+        /// The flag.
+        flag: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The address cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS's reason.
+        source: std::io::Error,
+    },
+}
+
+/// The path of `profile`'s main operation (`/v1/chat/completions`).
+pub fn format_path(profile: Profile) -> &'static str {
+    match profile.format() {
+        WireFormat::OpenAiChat => "/v1/chat/completions",
+        WireFormat::OpenAiResponses => "/v1/responses",
+        WireFormat::AnthropicMessages => "/v1/messages",
+        WireFormat::Ollama => "/api/chat",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_parse_and_bad_ones_are_named() {
+        assert_eq!(
+            EndpointSpec::parse("deepseek_chat@/deepseek/").unwrap(),
+            EndpointSpec {
+                profile: Profile::DeepSeekChat,
+                prefix: "/deepseek".into()
+            }
+        );
+        assert_eq!(EndpointSpec::parse("ollama").unwrap().prefix, "");
+        for bad in [
+            "gpt",
+            "openai@deepseek",
+            "openai@/a b",
+            "openai@/umi",
+            "openai@//x",
+        ] {
+            let error = EndpointSpec::parse(bad).unwrap_err().to_string();
+            assert!(error.starts_with(&format!("--endpoint {bad:?}")), "{error}");
+        }
+    }
+
+    #[test]
+    fn colliding_endpoints_and_bad_limits_are_refused() {
+        let mut config = ServeConfig::default();
+        config.validate().unwrap();
+        config
+            .endpoints
+            .push(EndpointSpec::parse("deepseek_chat").unwrap());
+        let error = config.validate().unwrap_err().to_string();
+        assert!(
+            error.contains("its path /v1/chat/completions is taken by openai"),
+            "{error}"
+        );
+        let mut config = ServeConfig {
+            time_scale: f64::NAN,
+            ..ServeConfig::default()
+        };
+        assert!(
+            config
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("--time-scale")
+        );
+        config.time_scale = 1.0;
+        config.concurrency_max = 0;
+        assert!(
+            config
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("--concurrency-max")
+        );
+    }
+}

@@ -1,0 +1,147 @@
+//! `dst serve`: the simulated model over real HTTP, for agents in any language and
+//! clients Umi cannot reach inside a process.
+//!
+//! Each request is answered in a simulation of its own, seeded from the session seed (or
+//! the one the request names with `x-umi-seed` or a `/seed/{n}/` path prefix), the
+//! endpoint, the request's canonical hash and how many times that request was seen
+//! before. So a response never depends on arrival order, concurrency or the
+//! wall clock: a server started with the same seed, endpoints and faults returns the same
+//! bytes for the same request. The bytes are SimNetwork's, in the endpoint's profile;
+//! there is no second encoder. Simulated latency is played back in real time multiplied
+//! by `time_scale` (0, the default, waits not at all; Retry-After is scaled the same way).
+//!
+//! Every response says how to reproduce it: `x-umi-seed`, `x-umi-request-hash`,
+//! `x-umi-occurrence`, `x-umi-run-seed` and the faults applied (`x-umi-faults`).
+//! `GET /umi/trace` returns the session's log (one JSON line per answered request, in
+//! key order) and its trace hash.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), umi_dst::serve::ServeError> {
+//! let server = umi_dst::serve::Server::start(umi_dst::serve::ServeConfig::default()).await?;
+//! let base = server.base_url(); // http://127.0.0.1:<port>: /v1/chat/completions, /api/chat
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+mod answer;
+pub mod cli;
+mod config;
+mod http;
+mod session;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, oneshot};
+
+pub use config::{
+    BODY_BYTES_MAX_DEFAULT, CLIENT_READ_TIMEOUT_MS, CONCURRENCY_MAX_DEFAULT, EndpointSpec,
+    MODEL_DEFAULT, ServeConfig, ServeError, TIME_SCALE_MAX, format_path,
+};
+
+/// How long shutdown waits for in-flight responses before it drops them.
+pub const SHUTDOWN_GRACE_MS: u64 = 30_000;
+
+/// Starts servers.
+#[derive(Debug, Clone, Copy)]
+pub struct Server;
+
+/// A server that is listening.
+#[derive(Debug)]
+pub struct RunningServer {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    /// Checks `config`, binds its address and serves until [`RunningServer::shutdown`].
+    /// Must be called inside a multi-threaded tokio runtime.
+    pub async fn start(config: ServeConfig) -> Result<RunningServer, ServeError> {
+        config.validate()?;
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .map_err(|source| ServeError::Bind {
+                addr: config.bind,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+        let state = Arc::new(http::State {
+            permits: Arc::new(Semaphore::new(config.concurrency_max)),
+            config,
+            session: session::Session::default(),
+        });
+        let (stop, stopped) = oneshot::channel();
+        let task = tokio::spawn(accept_loop(listener, state, stopped));
+        Ok(RunningServer {
+            addr,
+            stop: Some(stop),
+            task,
+        })
+    }
+}
+
+impl RunningServer {
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://<addr>`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets in-flight responses finish (for at most
+    /// [`SHUTDOWN_GRACE_MS`]), and returns.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<http::State>,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = &mut stopped => break,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((stream, _)) = accepted else {
+            // Out of descriptors or a connection reset while queued: keep serving.
+            continue;
+        };
+        let state = state.clone();
+        let service =
+            hyper::service::service_fn(move |request| http::handle(state.clone(), request));
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(Duration::from_millis(CLIENT_READ_TIMEOUT_MS))
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            // A client that hangs up, or a connection the simulation broke, ends here.
+            let _ = connection.await;
+        });
+    }
+    drop(listener);
+    #[allow(clippy::disallowed_methods)] // the real server's shutdown grace, outside any simulation
+    let _ = tokio::time::timeout(
+        Duration::from_millis(SHUTDOWN_GRACE_MS),
+        graceful.shutdown(),
+    )
+    .await;
+}
