@@ -2,7 +2,9 @@
 #
 #   make sweep                 the main job: every scenario over the default seeds, with the report
 #                              (SEEDS=1000 SEED_START=1 JOBS=<cores> SCENARIO="a b" SWARM=1 DETERMINISM=0)
-#   make test                  every test (simulations replay their seed corpus and default seeds)
+#   make test                  every test (simulations replay their seed corpus and default seeds),
+#                              then the Python clients against `dst serve` (needs python3; see tests/python)
+#   make serve                 `dst serve` on 127.0.0.1:8080 (ARGS="--seed 7 --endpoint anthropic ...")
 #   make lint                  fmt, clippy, rustdoc and the determinism checks, warnings as errors
 #   make dst SCENARIO=.. SEED=N           replay one seed of one scenario, whole trace printed
 #   make dst PKG=.. TEST=.. SEED=N [BIN=main]   replay one seed of one simulation test
@@ -24,13 +26,14 @@ REPORT ?= target/dst/report.json
 
 DST := $(CARGO) run --quiet --release -p umi-scenarios --bin dst --
 
-.PHONY: help test lint fmt dst sweep sweep-tests minimize bench doc
+.PHONY: help test lint fmt dst sweep sweep-tests minimize bench doc serve
 
 help:
 	@sed -n 's/^#   //p' Makefile
 
 test:
 	$(CARGO) test --workspace
+	scripts/python-tests.sh
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -75,3 +78,6 @@ sweep-tests:
 
 bench:
 	$(CARGO) bench --workspace
+
+serve:
+	$(DST) serve $(ARGS)
