@@ -46,6 +46,7 @@
 //! - [`conformance`]: the `LanguageModel` contract, checked over generated requests.
 //! - [`constants`]: every limit.
 
+pub mod adapters;
 pub mod checkers;
 pub mod clock;
 pub mod config;

@@ -102,7 +102,7 @@ pub trait Transport: Send + Sync + fmt::Debug {
 }
 
 #[cfg(feature = "http")]
-pub use reqwest_transport::ReqwestTransport;
+pub use reqwest_transport::{ReqwestTransport, install_crypto_provider};
 
 #[cfg(feature = "http")]
 mod reqwest_transport {
@@ -118,11 +118,18 @@ mod reqwest_transport {
         client: reqwest::Client,
     }
 
+    /// Installs rustls's ring provider for the process, unless one is installed already.
+    /// A `reqwest::Client` built with `rustls-no-provider` (this crate's choice) panics
+    /// without one; call this before building one yourself (an async-openai client, say).
+    pub fn install_crypto_provider() {
+        // Several libraries may race to install a process-wide provider; any one is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+
     impl ReqwestTransport {
         /// A transport with a connection pool and rustls.
         pub fn new() -> Result<Self, TransportError> {
-            // Several libraries may race to install a process-wide provider; any one is fine.
-            let _ = rustls::crypto::ring::default_provider().install_default();
+            install_crypto_provider();
             let client = reqwest::Client::builder()
                 .user_agent(concat!("umi/", env!("CARGO_PKG_VERSION")))
                 .build()

@@ -48,6 +48,7 @@ use umi_core::llm::{
 };
 
 pub use canonical::request_hash;
+#[cfg(feature = "serve")]
 pub(crate) use canonical::value as canonical_json;
 pub use config::{LatencyModel, RateLimitModel, SimLlmConfig, SimLlmConfigError, TimeoutMode};
 use plan::{CallPlan, Cut, Timing};

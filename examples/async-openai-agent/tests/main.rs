@@ -1,0 +1,4 @@
+//! The async-openai agent's tests: simulations of the unchanged agent.
+
+/// The agent under faults, its seeds replayed, and the sweep over a default range.
+mod simulation;

@@ -1,0 +1,14 @@
+//! Adapters: agent code built on a third-party client runs inside a simulation without
+//! changing it, through the HTTP seam that client offers.
+//!
+//! | client | seam | adapter |
+//! | --- | --- | --- |
+//! | async-openai | `Client::with_http_service` (a tower service; its `middleware` feature) | [`async_openai`] (feature `async-openai`) |
+//! | rig, the `openai`/`anthropic`/`ollama` packages, anything else | none Umi can reach in-process | `dst serve` (real HTTP) |
+//!
+//! An adapter only moves bytes: the client's requests go to SimNetwork, which answers in
+//! the endpoint's profile with the seed's faults, in simulated time. What the client
+//! does with time and randomness is its own; each adapter's docs say what that is.
+
+#[cfg(feature = "async-openai")]
+pub mod async_openai;
