@@ -77,7 +77,7 @@ sweep-tests:
 	  $(CARGO) test --workspace --release --tests
 
 bench:
-	$(CARGO) bench --workspace
+	$(CARGO) bench --workspace --all-features
 
 serve:
 	$(DST) serve $(ARGS)

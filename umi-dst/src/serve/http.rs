@@ -298,7 +298,7 @@ pub(crate) async fn handle(
     let rest_owned = rest.clone();
     #[allow(clippy::disallowed_methods)]
     // the simulation runs on its own thread, outside the server's runtime
-    let recorded = tokio::task::spawn_blocking(move || {
+    let mut recorded = tokio::task::spawn_blocking(move || {
         answer::answer(
             &worker.config,
             &endpoint_owned,
@@ -310,20 +310,24 @@ pub(crate) async fn handle(
     .await
     .map_err(|error| io::Error::other(format!("the simulation thread failed: {error}")))?;
     let key = (seed, endpoint_key, hash, occurrence);
-    state.session.record(
-        key,
-        Entry::new(
-            &(
-                seed,
-                format!("{}{}", endpoint.profile, endpoint.prefix),
-                hash,
-                occurrence,
-            ),
-            &rest,
-            &recorded,
-        ),
-    );
+    let entry = Entry::new(&key, &rest, &mut recorded);
+    state.session.record(key, entry);
     play(&state.config, seed, &hash, occurrence, recorded, permit).await
+}
+
+/// Pieces that would be sent at the same real instant, joined into one write (TCP keeps
+/// no read boundaries anyway; a client sees its own).
+fn coalesce(pieces: Vec<(Duration, Vec<u8>)>, scale: f64) -> Vec<(Duration, Vec<u8>)> {
+    let mut out: Vec<(Duration, Vec<u8>)> = Vec::with_capacity(pieces.len());
+    for (at, bytes) in pieces {
+        match out.last_mut() {
+            Some((last_at, last)) if scaled(at.saturating_sub(*last_at), scale).is_zero() => {
+                last.extend_from_slice(&bytes);
+            }
+            _ => out.push((at, bytes)),
+        }
+    }
+    out
 }
 
 /// Scales a delay of the simulation into real time.
@@ -418,7 +422,7 @@ async fn play(
         .map_or(recorded.end_at, |(at, _)| *at);
     wait(scaled(first_at, scale)).await;
     let (end, end_at) = (recorded.end, recorded.end_at);
-    let pieces = recorded.pieces;
+    let pieces = coalesce(recorded.pieces, scale);
     let stream = futures::stream::unfold(
         (pieces.into_iter(), first_at, false, Some(permit)),
         move |(mut pieces, last, finished, mut permit)| async move {

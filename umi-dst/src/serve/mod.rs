@@ -124,6 +124,9 @@ async fn accept_loop(
             // Out of descriptors or a connection reset while queued: keep serving.
             continue;
         };
+        // Streams are many small writes: without this, Nagle's algorithm and the
+        // client's delayed ACKs hold each one for tens of milliseconds.
+        let _ = stream.set_nodelay(true);
         let state = state.clone();
         let service =
             hyper::service::service_fn(move |request| http::handle(state.clone(), request));

@@ -39,7 +39,8 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    pub(crate) fn new(key: &Key, path: &str, recorded: &Recorded) -> Self {
+    /// The entry of `recorded`, taking its trace (the response needs none of it).
+    pub(crate) fn new(key: &Key, path: &str, recorded: &mut Recorded) -> Self {
         Self {
             seed: key.0,
             endpoint: key.1.clone(),
@@ -51,7 +52,7 @@ impl Entry {
             end: recorded.end.name(),
             faults: recorded.faults.clone(),
             trace_hash: recorded.trace_hash.to_string(),
-            events: recorded.trace.clone(),
+            events: std::mem::take(&mut recorded.trace),
         }
     }
 }

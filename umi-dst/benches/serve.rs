@@ -1,0 +1,153 @@
+//! `dst serve` under load, at `--time-scale 0`: requests per second and p50/p99 latency
+//! with 1, 8 and 64 concurrent clients, whole and streamed, against a floor measured in
+//! the same run: a minimal hyper server (the same HTTP stack) answering every request
+//! with a fixed body of the same size. Goal: at least half the floor's throughput.
+//!
+//! Run with `cargo bench -p umi-dst --bench serve --features serve` (part of
+//! `make bench`).
+
+#![allow(
+    missing_docs,
+    clippy::print_stdout,
+    clippy::disallowed_methods,
+    reason = "a bench binary times real work and prints it"
+)]
+
+use std::convert::Infallible;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http_body_util::Full;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use umi_core::llm::transport::{HttpRequest, ReqwestTransport, Transport};
+use umi_dst::serve::{ServeConfig, Server};
+
+/// Requests each client sends per measurement.
+const REQUESTS_PER_CLIENT: usize = 40;
+
+/// The concurrency levels measured.
+const CLIENTS: [usize; 3] = [1, 8, 64];
+
+fn body(stream: bool) -> Vec<u8> {
+    format!(r#"{{"model":"umi-sim","stream":{stream},"messages":[{{"role":"user","content":"What changed in the project this week?"}}]}}"#)
+        .into_bytes()
+}
+
+/// A server that answers everything with `reply`.
+async fn floor(reply: Vec<u8>, content_type: &'static str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let reply = Bytes::from(reply);
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let reply = reply.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |_request| {
+                    let reply = reply.clone();
+                    async move {
+                        let mut response = hyper::Response::new(Full::new(reply));
+                        response.headers_mut().insert(
+                            "content-type",
+                            hyper::header::HeaderValue::from_static(content_type),
+                        );
+                        Ok::<_, Infallible>(response)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// Each of `clients` sends `REQUESTS_PER_CLIENT` requests in turn; the requests per
+/// second, and the latencies' p50 and p99.
+async fn load(
+    transport: &ReqwestTransport,
+    url: &str,
+    stream: bool,
+    clients: usize,
+) -> (f64, Duration, Duration) {
+    let start = Instant::now();
+    let tasks = (0..clients).map(|client| {
+        let transport = transport.clone();
+        let url = url.to_owned();
+        async move {
+            let mut latencies = Vec::with_capacity(REQUESTS_PER_CLIENT);
+            for index in 0..REQUESTS_PER_CLIENT {
+                let began = Instant::now();
+                let seed = (client * REQUESTS_PER_CLIENT + index).to_string();
+                let request = HttpRequest {
+                    method: "POST",
+                    url: url.clone(),
+                    headers: vec![("x-umi-seed".into(), seed)],
+                    body: body(stream),
+                };
+                let response = transport.send(request).await.expect("the server answers");
+                assert_eq!(response.status, 200);
+                let bytes: usize = response
+                    .body
+                    .map(|chunk| chunk.map_or(0, |c| c.len()))
+                    .fold(0, |a, b| async move { a + b })
+                    .await;
+                assert!(bytes > 0);
+                latencies.push(began.elapsed());
+            }
+            latencies
+        }
+    });
+    let mut latencies: Vec<Duration> = futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    let elapsed = start.elapsed();
+    latencies.sort_unstable();
+    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    (
+        latencies.len() as f64 / elapsed.as_secs_f64(),
+        at(0.5),
+        at(0.99),
+    )
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let transport = ReqwestTransport::new().unwrap();
+        let server = Server::start(ServeConfig { concurrency_max: 256, ..ServeConfig::default() })
+            .await
+            .unwrap();
+        let served = format!("{}/v1/chat/completions", server.base_url());
+        for stream in [false, true] {
+            // The floor answers with a body of the size the served answer has.
+            let sample = transport
+                .send(HttpRequest { method: "POST", url: served.clone(), headers: vec![("x-umi-seed".into(), "0".into())], body: body(stream) })
+                .await
+                .unwrap();
+            let sample: Vec<u8> = sample.body.filter_map(|c| async move { c.ok() }).concat().await;
+            let content_type = if stream { "text/event-stream" } else { "application/json" };
+            let floor_url = floor(vec![b'x'; sample.len()], content_type).await;
+            println!("{} ({} B per answer)", if stream { "streamed" } else { "whole" }, sample.len());
+            for clients in CLIENTS {
+                let (floor_rps, floor_p50, floor_p99) = load(&transport, &floor_url, stream, clients).await;
+                let (rps, p50, p99) = load(&transport, &served, stream, clients).await;
+                println!(
+                    "  {clients:>2} clients: dst serve {rps:>8.0} req/s (p50 {p50:>9.2?}, p99 {p99:>9.2?})   floor {floor_rps:>8.0} req/s (p50 {floor_p50:>9.2?}, p99 {floor_p99:>9.2?})   ratio {:.2}",
+                    rps / floor_rps
+                );
+            }
+        }
+        server.shutdown().await;
+    });
+}
