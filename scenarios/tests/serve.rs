@@ -352,3 +352,66 @@ fn over_the_concurrency_limit_is_a_503_with_retry_after() {
         server.shutdown().await;
     });
 }
+
+/// No input brings the server down: 600 seeded requests with random paths, methods,
+/// headers and bodies (JSON-ish, truncated, binary, huge), through the real HTTP stack;
+/// each gets a response or a closed connection, and the server still answers after.
+#[test]
+fn no_input_brings_the_server_down() {
+    runtime().block_on(async {
+        let transport = ReqwestTransport::new().unwrap();
+        let mut limited = config(13);
+        limited.body_bytes_max = 64 * 1024;
+        limited.faults = vec![FaultConfig::new(FaultKind::NetworkReset, 0.1).unwrap()];
+        let server = Server::start(limited).await.unwrap();
+        let base = server.base_url();
+        let mut rng = umi_dst::DeterministicRng::new(13);
+        let paths = ["/v1/chat/completions", "/api/chat", "/v1/messages", "/r/v1/responses", "/seed/7/api/chat", "/umi/trace", "/", "/%ff/..", "/v1/models", "/api/tags", "/deepseek/v1/chat/completions"];
+        let bodies = [
+            r#"{"model":"umi-sim","messages":[{"role":"user","content":"hi"}]}"#,
+            r#"{"model":"umi-sim","stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}"#,
+            r#"{"model":"umi-sim","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"x","name":"f","input":{}}]},{"role":"user","content":"y"}]}"#,
+            r#"{"model":"umi-sim","input":[{"type":"function_call_output","call_id":"c","output":"o"}],"stream":true}"#,
+            r#"{"model":7,"messages":"no"}"#,
+            "[]",
+            "null",
+        ];
+        let mut answered = 0;
+        for _ in 0..600 {
+            let path = paths[rng.index(paths.len())];
+            let mut body = bodies[rng.index(bodies.len())].as_bytes().to_vec();
+            match rng.below(4) {
+                0 => {
+                    let keep = rng.index(body.len() + 1);
+                    body.truncate(keep);
+                }
+                1 => {
+                    let len = rng.index(2_048);
+                    body = rng.bytes(len);
+                }
+                2 => body = vec![b'{'; 70_000],
+                _ => {}
+            }
+            let method = ["POST", "GET", "PUT", "DELETE"][rng.index(4)];
+            let mut headers = Vec::new();
+            if rng.bool_with(0.3) {
+                headers.push(("x-umi-seed".to_owned(), ["1", "0x1f", "-3", "99999999999999999999", ""][rng.index(5)].to_owned()));
+            }
+            if rng.bool_with(0.5) {
+                headers.push(("anthropic-version".to_owned(), "2023-06-01".to_owned()));
+            }
+            let sent = transport.send(HttpRequest { method, url: format!("{base}{path}"), headers, body }).await;
+            if let Ok(response) = sent {
+                assert!((200..600).contains(&response.status));
+                let bytes: Vec<u8> = response.body.filter_map(|r| async move { r.ok() }).concat().await;
+                let text = String::from_utf8_lossy(&bytes);
+                assert!(!text.contains("the simulation failed"), "{method} {path}: {text}");
+                answered += 1;
+            }
+        }
+        assert!(answered > 500, "{answered} of 600 answered");
+        let (status, _, _) = send(&transport, format!("{base}/api/chat"), format!(r#"{{"model":"{MODEL}","stream":false,"messages":[{{"role":"user","content":"still there?"}}]}}"#), &[("x-umi-seed", "5")]).await;
+        assert!(status == 200, "the server still answers: {status}");
+        server.shutdown().await;
+    });
+}
