@@ -11,6 +11,7 @@
 #   make minimize SCENARIO=.. SEED=N      the smallest fault schedule under which the seed still fails
 #   make sweep-tests           every simulation test over SEEDS seeds, determinism check on
 #   make bench                 the benchmarks (each figure printed next to its baseline)
+#   make bench-sim-profile     what the sim profile's assertions cost against release (SEEDS=300)
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -24,9 +25,9 @@ SWARM ?=
 DETERMINISM ?= 1
 REPORT ?= target/dst/report.json
 
-DST := $(CARGO) run --quiet --release -p umi-scenarios --bin dst --
+DST := $(CARGO) run --quiet --profile sim -p umi-scenarios --bin dst --
 
-.PHONY: help test lint fmt dst sweep sweep-tests minimize bench doc serve
+.PHONY: help test lint fmt dst sweep sweep-tests minimize bench bench-sim-profile doc serve
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -74,10 +75,13 @@ minimize:
 # `Simulation::from_env` read DST_SEEDS / DST_SEED_START), with the determinism check on.
 sweep-tests:
 	DST_SEEDS=$(SEEDS) DST_SEED_START=$(SEED_START) DST_CHECK_DETERMINISM=1 \
-	  $(CARGO) test --workspace --release --tests
+	  $(CARGO) test --workspace --profile sim --tests
 
 bench:
 	$(CARGO) bench --workspace --all-features
+
+bench-sim-profile:
+	scripts/bench-sim-profile.sh $(if $(filter-out 1000,$(SEEDS)),$(SEEDS),300)
 
 serve:
 	$(DST) serve $(ARGS)

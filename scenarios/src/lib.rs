@@ -2,7 +2,7 @@
 //! under faults over many seeds, each with the invariants it must keep and the rare paths
 //! it must reach.
 //!
-//! Run them with the `dst` command (`cargo run --release -p umi-scenarios --bin dst --
+//! Run them with the `dst` command (`cargo run --profile sim -p umi-scenarios --bin dst --
 //! sweep`), or through `cargo test -p umi-scenarios`, which replays every seed in
 //! `seeds/` and a fixed range per scenario. `DST_SEED=N cargo test -p umi-scenarios --
 //! <scenario>` replays one seed.

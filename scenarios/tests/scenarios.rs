@@ -18,21 +18,8 @@ fn seeds_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../seeds")
 }
 
-/// The simulation of `scenario`: its default faults, its corpus, and the default range
-/// unless `DST_SEEDS` or `DST_SEED_START` chose one.
-fn simulation(scenario: &dyn Scenario) -> Simulation {
-    let mut simulation = Simulation::from_env();
-    if std::env::var_os("DST_SEEDS").is_none() && std::env::var_os("DST_SEED_START").is_none() {
-        simulation = simulation.with_seeds(1..=SCENARIO_TEST_SEEDS);
-    }
-    let template = scenario.config(0, false);
-    simulation
-        .with_corpus(seeds_dir().join(format!("{}.seeds", scenario.name())))
-        .with_config(|_| template)
-}
-
 fn replay(scenario: &impl Scenario) {
-    simulation(scenario).run(|sim| scenario.run(sim));
+    umi_dst::sweep::test_scenario_in(scenario, &seeds_dir(), SCENARIO_TEST_SEEDS);
 }
 
 #[test]
@@ -102,7 +89,7 @@ fn canary() {
                 "the planted bug needs a write fault to fire"
             );
         }
-        Err(RunError::Config(error)) => panic!("the canary's config is invalid: {error}"),
+        Err(other) => panic!("the canary did not run as it should: {other}"),
         Ok(summary) => panic!(
             "the canary's planted bug was not found in {} seeds",
             summary.seeds.len()

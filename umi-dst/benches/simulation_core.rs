@@ -21,8 +21,8 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use umi_dst::trace::Trace;
 use umi_dst::{
-    DeterministicRng, FaultConfig, FaultDomain, FaultInjector, FaultKind, SimClock, SimConfig,
-    Simulation, Violation,
+    DeterministicRng, FaultConfig, FaultInjector, FaultKind, SimClock, SimConfig, Simulation,
+    Violation,
 };
 
 fn paused_runtime() -> tokio::runtime::Runtime {
@@ -93,7 +93,7 @@ fn main() {
     )
     .unwrap();
     let decision = support::measure(500_000, |_| {
-        black_box(injector.decide(FaultDomain::Llm, "llm.complete"));
+        black_box(injector.decide(&umi_dst::fault::point::LLM_CALL));
     });
     let mut rng = DeterministicRng::new(1);
     let draw = support::measure(500_000, |_| {

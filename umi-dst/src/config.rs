@@ -4,9 +4,10 @@ use std::time::Duration;
 
 use crate::constants::{
     FAULT_CONFIGS_MAX, SIM_EPOCH_UNIX_MS_DEFAULT, SIM_STEPS_MAX_DEFAULT, SIM_STEPS_MAX_LIMIT,
-    SIM_TIME_MAX_DEFAULT, TRACE_TAIL_EVENTS_DEFAULT, TRACE_TAIL_EVENTS_MAX,
+    SIM_TIME_MAX_DEFAULT, SWARM_KIND_PROBABILITY, TRACE_TAIL_EVENTS_DEFAULT, TRACE_TAIL_EVENTS_MAX,
 };
-use crate::fault::{FaultConfig, FaultConfigError, FaultKind, InjectionId};
+use crate::fault::point;
+use crate::fault::{FaultConfig, FaultConfigError, FaultKind, FaultPoint, InjectionId};
 
 /// A setting that cannot work, named with its value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -33,6 +34,13 @@ pub enum SimConfigError {
     /// A fault config is invalid.
     #[error(transparent)]
     Fault(#[from] FaultConfigError),
+    /// The simulation was started inside a tokio runtime.
+    #[error(
+        "Simulation::run was called inside a tokio runtime (a #[tokio::test], or block_on): \
+         each seed runs on a simulated runtime of its own, which cannot start inside another. \
+         Write the test as a plain #[test] fn and put the async code in the body given to run"
+    )]
+    NestedRuntime,
 }
 
 /// The settings of a simulated run. Build with [`SimConfig::new`] and the `with_*`
@@ -45,10 +53,14 @@ pub struct SimConfig {
     pub steps_max: u64,
     /// Simulated time before a liveness failure.
     pub sim_time_max: Duration,
-    /// Faults in force (swarm mode adds its own draws to these).
+    /// Fault rules in force.
     pub faults: Vec<FaultConfig>,
-    /// Fault kinds swarm mode chooses among; empty means swarm mode is off.
-    pub swarm: Vec<FaultKind>,
+    /// Swarm mode: the seed switches each of `faults` on or off and scales its
+    /// probability (filters, caps and ordinals kept); see [`crate::fault::swarm`].
+    pub swarm: bool,
+    /// Fault points of simulators of your own, so rules naming them are checked like
+    /// the built-in ones ([`crate::fault::point`]).
+    pub fault_points: Vec<FaultPoint>,
     /// Injections to switch off (schedule minimization).
     pub suppressed: Vec<InjectionId>,
     /// When set, the only injections allowed to happen (schedule minimization).
@@ -69,7 +81,8 @@ impl SimConfig {
             steps_max: SIM_STEPS_MAX_DEFAULT,
             sim_time_max: SIM_TIME_MAX_DEFAULT,
             faults: Vec::new(),
-            swarm: Vec::new(),
+            swarm: false,
+            fault_points: Vec::new(),
             suppressed: Vec::new(),
             only_injections: None,
             epoch_unix_ms: SIM_EPOCH_UNIX_MS_DEFAULT,
@@ -90,9 +103,26 @@ impl SimConfig {
         self
     }
 
-    /// Turns swarm mode on over `kinds`.
-    pub fn with_swarm(mut self, kinds: &[FaultKind]) -> Self {
-        self.swarm = kinds.to_vec();
+    /// Turns swarm mode on over the config's fault rules.
+    pub fn with_swarm(mut self) -> Self {
+        self.swarm = true;
+        self
+    }
+
+    /// Adds an unscoped rule per kind (at `SWARM_KIND_PROBABILITY`) and turns swarm mode
+    /// on: for a test that wants "any of these, anywhere, sometimes".
+    pub fn with_swarm_over(mut self, kinds: &[FaultKind]) -> Self {
+        for &kind in kinds {
+            let rule = FaultConfig::new(kind, SWARM_KIND_PROBABILITY)
+                .expect("SWARM_KIND_PROBABILITY lies in [0, 1]");
+            self.faults.push(rule);
+        }
+        self.with_swarm()
+    }
+
+    /// Registers a fault point of a simulator of your own, so rules may name it.
+    pub fn with_fault_point(mut self, point: FaultPoint) -> Self {
+        self.fault_points.push(point);
         self
     }
 
@@ -131,13 +161,20 @@ impl SimConfig {
                 limit: TRACE_TAIL_EVENTS_MAX,
             });
         }
-        let fault_count = self.faults.len() + self.swarm.len();
-        if fault_count > FAULT_CONFIGS_MAX {
+        if self.faults.len() > FAULT_CONFIGS_MAX {
             return Err(FaultConfigError::TooMany {
-                count: fault_count,
+                count: self.faults.len(),
                 limit: FAULT_CONFIGS_MAX,
             }
             .into());
+        }
+        for own in &self.fault_points {
+            point::check_point(own)?;
+        }
+        let mut points = point::BUILTIN.to_vec();
+        points.extend(self.fault_points.iter().copied());
+        for rule in &self.faults {
+            point::check_filter(rule, &points)?;
         }
         Ok(())
     }

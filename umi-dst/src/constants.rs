@@ -39,11 +39,13 @@ pub const FAULT_CONFIGS_MAX: usize = 64;
 /// Injections remembered (in order) for reports and schedule minimization.
 pub const FAULT_SCHEDULE_ENTRIES_MAX: usize = 100_000;
 
-/// Lowest per-operation probability swarm mode draws for a fault kind it switches on.
-pub const SWARM_PROBABILITY_MIN: f64 = 0.002;
+/// How far swarm mode scales a rule's probability, in quarter octaves each way: 16 is a
+/// factor of 1/16 to 16, so a 0.02 rule fires at 0.00125 to 0.32.
+pub const SWARM_SCALE_QUARTER_OCTAVES_MAX: i32 = 16;
 
-/// Highest per-operation probability swarm mode draws.
-pub const SWARM_PROBABILITY_MAX: f64 = 0.3;
+/// The probability of the unscoped rule swarm mode adds per kind when it is given kinds
+/// rather than rules (`SimConfig::with_swarm_over`): with the scale, 0.0016 to 0.4.
+pub const SWARM_KIND_PROBABILITY: f64 = 0.025;
 
 /// Largest wall-clock jump (either direction) one `clock.jump` fault applies, in ms.
 pub const CLOCK_JUMP_MS_MAX: u64 = 60 * 60 * 1000;
@@ -67,7 +69,7 @@ pub const CORPUS_COMMENT_BYTES_MAX: usize = 200;
 const _: () = assert!(SIM_STEPS_MAX_DEFAULT <= SIM_STEPS_MAX_LIMIT);
 const _: () = assert!(TRACE_TAIL_EVENTS_DEFAULT <= TRACE_TAIL_EVENTS_MAX);
 const _: () = assert!(TRACE_TAIL_EVENTS_MAX <= TRACE_EVENTS_FULL_MAX);
-const _: () = assert!(SWARM_PROBABILITY_MIN > 0.0 && SWARM_PROBABILITY_MIN < SWARM_PROBABILITY_MAX);
-const _: () = assert!(SWARM_PROBABILITY_MAX <= 1.0);
+const _: () = assert!(SWARM_SCALE_QUARTER_OCTAVES_MAX > 0 && SWARM_SCALE_QUARTER_OCTAVES_MAX <= 16);
+const _: () = assert!(SWARM_KIND_PROBABILITY > 0.0 && SWARM_KIND_PROBABILITY <= 1.0);
 const _: () = assert!(DEFAULT_SEED_COUNT >= 1 && DEFAULT_SEED_COUNT <= SEEDS_PER_RUN_MAX);
 const _: () = assert!(CORPUS_COMMENT_BYTES_MAX < TRACE_DETAIL_BYTES_MAX);

@@ -18,8 +18,9 @@ use umi_core::env::{Env, Environment};
 use crate::clock::SimClock;
 use crate::config::{SimConfig, SimConfigError};
 use crate::constants::CLOCK_JUMP_MS_MAX;
+use crate::fault::point;
 use crate::fault::swarm::{self, SwarmDraw};
-use crate::fault::{FaultDomain, FaultInjector, FaultKind};
+use crate::fault::{FaultInjector, FaultKind, FaultPoint};
 use crate::llm::SimLlm;
 use crate::rng::DeterministicRng;
 use crate::trace::Trace;
@@ -59,13 +60,12 @@ impl SimEnvironment {
             config.trace_tail_events,
             config.trace_full,
         ));
-        let swarm = if config.swarm.is_empty() {
-            Vec::new()
+        let (faults, swarm) = if config.swarm {
+            let draws = swarm::draw(&mut root.fork("swarm"), &config.faults);
+            (swarm::apply(config.faults.clone(), &draws), draws)
         } else {
-            swarm::draw(&mut root.fork("swarm"), &config.swarm)
+            (config.faults.clone(), Vec::new())
         };
-        let mut faults = config.faults.clone();
-        faults.extend(swarm::configs(&swarm));
         let injector =
             FaultInjector::new(faults, &root.fork("faults"), trace.clone(), clock.clone())?;
         injector.suppress(config.suppressed.iter().copied());
@@ -129,10 +129,13 @@ impl SimEnvironment {
         &self.inner.faults
     }
 
-    /// Asks the injector whether a fault fires on `operation`; counts as a step.
-    pub fn fault(&self, domain: FaultDomain, operation: &str) -> Option<FaultKind> {
+    /// Asks the injector whether a fault fires at `point` (a simulator of your own
+    /// declares its points as constants and registers them with
+    /// [`SimConfig::with_fault_point`](crate::SimConfig::with_fault_point)); counts as a
+    /// step.
+    pub fn fault(&self, point: &FaultPoint) -> Option<FaultKind> {
         self.inner.step();
-        self.inner.faults.decide(domain, operation)
+        self.inner.faults.decide(point)
     }
 
     /// The trace.
@@ -206,8 +209,7 @@ impl Environment for SimInner {
     fn unix_time_ms(&self) -> u64 {
         self.step();
         if self.clock_faults
-            && self.faults.decide(FaultDomain::Clock, "clock.read_wall")
-                == Some(FaultKind::ClockJump)
+            && self.faults.decide(&point::CLOCK_READ_WALL) == Some(FaultKind::ClockJump)
         {
             let mut rng = self.root.fork_parts(&[
                 b"clock.jump",
@@ -360,7 +362,7 @@ mod tests {
         in_runtime(|| {
             let config = SimConfig::new(3)
                 .with_fault(FaultConfig::new(FaultKind::LlmTimeout, 0.25).unwrap())
-                .with_swarm(&[FaultKind::StorageWriteFail]);
+                .with_swarm_over(&[FaultKind::StorageWriteFail]);
             let sim = SimEnvironment::new(&SimConfig {
                 trace_full: true,
                 ..config

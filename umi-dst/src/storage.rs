@@ -30,7 +30,8 @@ use umi_core::storage::{
 
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
-use crate::fault::{FaultDomain, FaultInjector, FaultKind};
+use crate::fault::point::{self, unreachable_kind};
+use crate::fault::{FaultInjector, FaultKind, FaultPoint};
 use crate::rng::DeterministicRng;
 use crate::trace::Trace;
 
@@ -38,14 +39,6 @@ use crate::trace::Trace;
 pub const STORAGE_LATENCY_MS_MIN: u64 = 5;
 /// See [`STORAGE_LATENCY_MS_MIN`].
 pub const STORAGE_LATENCY_MS_MAX: u64 = 2_000;
-
-const WRITE_FAULTS: [FaultKind; 4] = [
-    FaultKind::StorageWriteFail,
-    FaultKind::StorageDiskFull,
-    FaultKind::StorageLatency,
-    FaultKind::StorageCorruption,
-];
-const READ_FAULTS: [FaultKind; 2] = [FaultKind::StorageReadFail, FaultKind::StorageLatency];
 
 /// One acknowledged batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,11 +149,10 @@ impl SimStorage {
     }
 
     /// The fault for a read-like operation, after any latency.
-    async fn read_fault(&self, operation: &str) -> Result<(), StorageError> {
-        match self
-            .faults
-            .decide_among(FaultDomain::Storage, operation, &READ_FAULTS)
-        {
+    async fn read_fault(&self, point: &FaultPoint) -> Result<(), StorageError> {
+        let operation = point.name();
+        match self.faults.decide(point) {
+            None => Ok(()),
             Some(FaultKind::StorageReadFail) => Err(StorageError::ReadFailed {
                 reason: format!("{operation} failed (simulated)"),
             }),
@@ -168,7 +160,7 @@ impl SimStorage {
                 self.latency(operation).await;
                 Ok(())
             }
-            _ => Ok(()),
+            Some(other) => unreachable_kind(point, other),
         }
     }
 
@@ -215,25 +207,15 @@ impl std::fmt::Debug for SimStorage {
 #[async_trait]
 impl Storage for SimStorage {
     async fn apply(&self, batch: WriteBatch) -> Result<(), StorageError> {
-        if !batch.delete_entities.is_empty()
-            && self
-                .faults
-                .decide_among(
-                    FaultDomain::Storage,
-                    "storage.delete",
-                    &[FaultKind::StorageDeleteFail],
-                )
-                .is_some()
+        if !batch.delete_entities.is_empty() && self.faults.decide(&point::STORAGE_DELETE).is_some()
         {
             return Err(StorageError::DeleteFailed {
                 reason: "storage.delete failed (simulated)".into(),
             });
         }
         let mut corrupt = false;
-        match self
-            .faults
-            .decide_among(FaultDomain::Storage, "storage.write", &WRITE_FAULTS)
-        {
+        match self.faults.decide(&point::STORAGE_WRITE) {
+            None => {}
             Some(FaultKind::StorageWriteFail) => {
                 return Err(StorageError::WriteFailed {
                     reason: "storage.write failed (simulated)".into(),
@@ -242,7 +224,7 @@ impl Storage for SimStorage {
             Some(FaultKind::StorageDiskFull) => return Err(StorageError::DiskFull),
             Some(FaultKind::StorageLatency) => self.latency("storage.write").await,
             Some(FaultKind::StorageCorruption) => corrupt = true,
-            _ => {}
+            Some(other) => unreachable_kind(&point::STORAGE_WRITE, other),
         }
         let mut keys: Vec<(String, [u8; 32])> = Vec::new();
         keys.extend(
@@ -287,7 +269,7 @@ impl Storage for SimStorage {
     }
 
     async fn get_entity(&self, id: &str) -> Result<Option<Entity>, StorageError> {
-        self.read_fault("storage.read").await?;
+        self.read_fault(&point::STORAGE_READ).await?;
         let entity = self.inner.get_entity(id).await?;
         if let Some(entity) = &entity {
             self.verify_entity(entity)?;
@@ -300,27 +282,27 @@ impl Storage for SimStorage {
         offset: usize,
         limit: usize,
     ) -> Result<Vec<Entity>, StorageError> {
-        self.read_fault("storage.read").await?;
+        self.read_fault(&point::STORAGE_READ).await?;
         self.verify_entities(self.inner.list_entities(offset, limit).await?)
     }
 
     async fn count_entities(&self) -> Result<u64, StorageError> {
-        self.read_fault("storage.read").await?;
+        self.read_fault(&point::STORAGE_READ).await?;
         self.inner.count_entities().await
     }
 
     async fn entities_named(&self, name: &str) -> Result<Vec<Entity>, StorageError> {
-        self.read_fault("storage.read").await?;
+        self.read_fault(&point::STORAGE_READ).await?;
         self.verify_entities(self.inner.entities_named(name).await?)
     }
 
     async fn entities_of_note(&self, note_id: &str) -> Result<Vec<Entity>, StorageError> {
-        self.read_fault("storage.read").await?;
+        self.read_fault(&point::STORAGE_READ).await?;
         self.verify_entities(self.inner.entities_of_note(note_id).await?)
     }
 
     async fn get_note(&self, id: &str) -> Result<Option<Note>, StorageError> {
-        self.read_fault("storage.read").await?;
+        self.read_fault(&point::STORAGE_READ).await?;
         let note = self.inner.get_note(id).await?;
         if let Some(note) = &note {
             self.verify_note(note)?;
@@ -329,7 +311,7 @@ impl Storage for SimStorage {
     }
 
     async fn notes_with_text(&self, text: &str) -> Result<Vec<Note>, StorageError> {
-        self.read_fault("storage.read").await?;
+        self.read_fault(&point::STORAGE_READ).await?;
         let notes = self.inner.notes_with_text(text).await?;
         for note in &notes {
             self.verify_note(note)?;
@@ -338,7 +320,7 @@ impl Storage for SimStorage {
     }
 
     async fn links_of(&self, entity_id: &str) -> Result<Vec<EvolutionLink>, StorageError> {
-        self.read_fault("storage.read").await?;
+        self.read_fault(&point::STORAGE_READ).await?;
         self.inner.links_of(entity_id).await
     }
 
@@ -347,12 +329,12 @@ impl Storage for SimStorage {
         offset: usize,
         limit: usize,
     ) -> Result<Vec<EvolutionLink>, StorageError> {
-        self.read_fault("storage.read").await?;
+        self.read_fault(&point::STORAGE_READ).await?;
         self.inner.list_links(offset, limit).await
     }
 
     async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, StorageError> {
-        self.read_fault("storage.search").await?;
+        self.read_fault(&point::STORAGE_SEARCH).await?;
         let hits = self.inner.search(query, limit).await?;
         for hit in &hits {
             self.verify_entity(&hit.entity)?;

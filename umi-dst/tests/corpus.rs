@@ -2,8 +2,9 @@
 
 use std::process::Command;
 
+use umi_dst::fault::point;
 use umi_dst::simulation::settings::Settings;
-use umi_dst::{SimConfig, Simulation, Violation};
+use umi_dst::{FaultConfig, FaultKind, RunError, SimConfig, Simulation, Violation};
 
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("umi-dst-tests-{}", std::process::id()));
@@ -93,4 +94,114 @@ fn bad_dst_seed_is_a_one_line_error_without_backtrace() {
 fn from_env_probe() {
     let sim = Simulation::from_env();
     assert!(!sim.seeds().is_empty());
+}
+
+/// A seed a swarm sweep kept is replayed in swarm mode (and, being in the range too,
+/// also plainly): replayed only plainly, most such seeds once passed, testing nothing.
+#[test]
+fn kept_seeds_replay_in_the_mode_they_were_found_in() {
+    let path = temp_file(
+        "modes.seeds",
+        "5 swarm expect=correctness  # from a swarm sweep\n",
+    );
+    let rule = FaultConfig::new(FaultKind::StorageWriteFail, 0.1).unwrap();
+    let sim = Simulation::with_settings(Settings::from_lookup(|_| None).unwrap())
+        .with_fault(rule)
+        .with_corpus(&path);
+    assert_eq!(sim.seeds(), [1, 2, 3, 4, 5, 6, 7, 8, 5]);
+    let swarmed = std::sync::Mutex::new(Vec::new());
+    sim.try_run(|env| {
+        swarmed
+            .lock()
+            .unwrap()
+            .push((env.seed(), !env.swarm_draws().is_empty()));
+        let env = env.clone();
+        async move {
+            env.fault(&point::STORAGE_WRITE);
+            Ok::<(), Violation>(())
+        }
+    })
+    .unwrap();
+    let runs = swarmed.into_inner().unwrap();
+    assert_eq!(runs.iter().filter(|(seed, _)| *seed == 5).count(), 2);
+    assert_eq!(
+        runs.last(),
+        Some(&(5, true)),
+        "the kept run is in swarm mode"
+    );
+    assert!(
+        runs[..8].iter().all(|(_, swarm)| !swarm),
+        "the range runs plainly"
+    );
+}
+
+/// A kept seed whose replay no longer injects the faults it was kept for fails the run as
+/// stale, naming the file, the line and the command that finds a replacement.
+#[test]
+fn a_kept_seed_that_no_longer_reaches_its_faults_is_stale() {
+    let path = temp_file(
+        "stale.seeds",
+        "# kept\n3 expect=correctness faults=storage.write_fail  # lost write\n",
+    );
+    let sim = Simulation::with_settings(Settings::from_lookup(|_| None).unwrap())
+        .with_seeds([1])
+        .with_corpus(&path);
+    let error = sim
+        .try_run(|_env| async { Ok::<(), Violation>(()) })
+        .unwrap_err();
+    let RunError::Stale(stale) = &error else {
+        panic!("expected stale seeds, got {error}");
+    };
+    assert_eq!(stale.seeds.len(), 1);
+    assert_eq!(stale.seeds[0].line, 2);
+    let text = error.to_string();
+    assert!(
+        text.contains("stale.seeds:2: seed 3 injected storage.write_fail"),
+        "{text}"
+    );
+    assert!(
+        text.contains("dst find --scenario stale --faults storage.write_fail"),
+        "{text}"
+    );
+
+    // The same seed still reaching its fault passes.
+    let reaching = Simulation::with_settings(Settings::from_lookup(|_| None).unwrap())
+        .with_seeds([1])
+        .with_fault(FaultConfig::always(FaultKind::StorageWriteFail))
+        .with_corpus(&path);
+    reaching
+        .try_run(|env| async move {
+            env.fault(&point::STORAGE_WRITE);
+            Ok::<(), Violation>(())
+        })
+        .unwrap();
+}
+
+/// `DST_SEEDS` and `DST_SEED_START` win over a test's own `.with_seeds(..)` (as
+/// `PROPTEST_CASES` does); without them the test's seeds run.
+#[test]
+fn the_range_from_the_environment_wins_over_with_seeds() {
+    let from_env =
+        Settings::from_lookup(|name| (name == "DST_SEEDS").then(|| "3".to_owned())).unwrap();
+    let sim = Simulation::with_settings(from_env).with_seeds(100..110);
+    assert_eq!(sim.seeds(), [1, 2, 3]);
+    let plain =
+        Simulation::with_settings(Settings::from_lookup(|_| None).unwrap()).with_seeds(100..103);
+    assert_eq!(plain.seeds(), [100, 101, 102]);
+}
+
+/// `Simulation::run` inside a tokio runtime (a `#[tokio::test]`) is a usage error that
+/// says how to write the test, not a crash of seed 1.
+#[test]
+fn a_simulation_inside_a_runtime_is_a_usage_error() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let error = runtime.block_on(async {
+        Simulation::new(SimConfig::new(1))
+            .try_run(|_env| async { Ok::<(), Violation>(()) })
+            .unwrap_err()
+    });
+    assert!(matches!(error, RunError::Config(_)), "{error}");
+    assert!(error.to_string().contains("plain #[test]"), "{error}");
 }

@@ -2,7 +2,8 @@
 //! domain and operation, and swarm mode.
 
 use umi_dst::fault::OperationFilter;
-use umi_dst::{FaultConfig, FaultDomain, FaultKind, SimConfig, Simulation, Violation, ensure};
+use umi_dst::fault::point;
+use umi_dst::{FaultConfig, FaultKind, RunError, SimConfig, Simulation, Violation, ensure};
 
 /// Runs `operations` storage writes with `config` on seed `seed` and returns how many
 /// faults fired.
@@ -14,7 +15,7 @@ fn count_injections(seed: u64, config: FaultConfig, operations: u64) -> u64 {
             let counter = counter.clone();
             async move {
                 let fired = (0..operations)
-                    .filter(|_| sim.fault(FaultDomain::Storage, "storage.write").is_some())
+                    .filter(|_| sim.fault(&point::STORAGE_WRITE).is_some())
                     .count() as u64;
                 counter.store(fired, std::sync::atomic::Ordering::Relaxed);
                 ensure!(
@@ -67,10 +68,103 @@ fn zero_and_one_are_exact() {
 fn caps_and_filters_hold_over_a_run() {
     let capped = FaultConfig::always(FaultKind::StorageWriteFail).with_max_injections(3);
     assert_eq!(count_injections(2, capped, 500), 3);
-    let elsewhere = FaultConfig::always(FaultKind::StorageWriteFail)
-        .with_filter(OperationFilter::Prefix("storage.delete".into()))
+    let warmed = FaultConfig::always(FaultKind::StorageWriteFail)
+        .with_filter(OperationFilter::Prefix("storage.wr".into()))
+        .unwrap()
+        .with_after_operations(400);
+    assert_eq!(count_injections(2, warmed, 500), 100);
+}
+
+/// A rule that can never fire is refused before any seed runs: here a write fault
+/// filtered to deletes (where only `storage.delete_fail` can fire), and a typo.
+#[test]
+fn rules_that_cannot_fire_are_refused_at_configuration() {
+    for (kind, filter) in [
+        (FaultKind::StorageWriteFail, "storage.delete*"),
+        (FaultKind::StorageReadFail, "storage.serch"),
+        (FaultKind::LlmTimeout, "llm.complete"),
+    ] {
+        let rule = FaultConfig::always(kind)
+            .with_filter(OperationFilter::parse(filter))
+            .unwrap();
+        let error = Simulation::new(SimConfig::new(1).with_fault(rule))
+            .try_run(|_sim| async { Ok::<(), Violation>(()) })
+            .unwrap_err();
+        assert!(
+            matches!(error, RunError::Config(_)),
+            "{kind} on {filter}: {error}"
+        );
+        assert!(
+            error.to_string().contains(filter.trim_end_matches('*')),
+            "{error}"
+        );
+    }
+}
+
+/// A rule that reaches no operation over a whole run fails the test after it, naming the
+/// rule: the code under test never did what the filter names.
+#[test]
+fn a_rule_that_reached_nothing_fails_the_run() {
+    let rule = FaultConfig::always(FaultKind::StorageDeleteFail);
+    let error = Simulation::new(SimConfig::new(1).with_fault(rule))
+        .with_seeds(1..=3)
+        .try_run(|sim| async move {
+            sim.fault(&point::STORAGE_WRITE);
+            Ok::<(), Violation>(())
+        })
+        .unwrap_err();
+    let RunError::Unreached(unreached) = error else {
+        panic!("expected unreached rules, got {error}");
+    };
+    assert_eq!(unreached.seeds, 3);
+    assert_eq!(unreached.rules.len(), 1);
+    assert!(
+        unreached.rules[0].contains("storage.delete_fail"),
+        "{unreached}"
+    );
+
+    // The same rule, reached once in one seed of three: fine.
+    let reached = FaultConfig::new(FaultKind::StorageDeleteFail, 0.0).unwrap();
+    Simulation::new(SimConfig::new(1).with_fault(reached))
+        .with_seeds(1..=3)
+        .try_run(|sim| async move {
+            if sim.seed() == 2 {
+                sim.fault(&point::STORAGE_DELETE);
+            }
+            Ok::<(), Violation>(())
+        })
         .unwrap();
-    assert_eq!(count_injections(2, elsewhere, 500), 0);
+}
+
+/// Swarm mode keeps a scenario's scoping: a rule filtered to searches never fires on a
+/// plain read, whatever the seed draws (swarm once re-created rules unscoped).
+#[test]
+fn swarm_keeps_filters() {
+    let searches = FaultConfig::new(FaultKind::StorageReadFail, 0.2)
+        .unwrap()
+        .on_operation("storage.search")
+        .unwrap();
+    let mut fired_on_search = 0;
+    for seed in 0..32 {
+        let sim = Simulation::new(
+            SimConfig::new(seed)
+                .with_fault(searches.clone())
+                .with_swarm(),
+        );
+        let run = sim.run_seed(seed, &|sim: umi_dst::SimEnvironment| async move {
+            for _ in 0..200 {
+                ensure!(sim.fault(&point::STORAGE_READ).is_none(), "a read faulted");
+                sim.fault(&point::STORAGE_SEARCH);
+            }
+            Ok::<(), Violation>(())
+        });
+        assert!(run.passed(), "seed {seed}: {:?}", run.failure);
+        fired_on_search += run.fault_stats.injected_total();
+    }
+    assert!(
+        fired_on_search > 0,
+        "swarm switched the rule on in some seed"
+    );
 }
 
 /// The original harness's scoping bug, pinned: a storage fault at probability 1 never
@@ -81,14 +175,11 @@ fn storage_faults_never_touch_llm_calls() {
         .try_run(|sim| async move {
             for _ in 0..1_000 {
                 ensure!(
-                    sim.fault(FaultDomain::Llm, "llm.complete").is_none(),
+                    sim.fault(&point::LLM_CALL).is_none(),
                     "storage fault on an LLM call"
                 );
             }
-            ensure!(
-                sim.fault(FaultDomain::Storage, "storage.write").is_some(),
-                "fault inactive"
-            );
+            ensure!(sim.fault(&point::STORAGE_WRITE).is_some(), "fault inactive");
             Ok::<(), Violation>(())
         })
         .unwrap();
@@ -104,10 +195,10 @@ fn swarm_mode_varies_kinds_by_seed() {
     ];
     let mut patterns = std::collections::BTreeSet::new();
     for seed in 0..32 {
-        let sim = Simulation::new(SimConfig::new(seed).with_swarm(&kinds));
+        let sim = Simulation::new(SimConfig::new(seed).with_swarm_over(&kinds));
         let run = sim.run_seed(seed, &|sim: umi_dst::SimEnvironment| async move {
             for _ in 0..2_000 {
-                sim.fault(FaultDomain::Storage, "storage.write");
+                sim.fault(&point::STORAGE_WRITE);
             }
             Ok::<(), Violation>(())
         });

@@ -13,6 +13,9 @@ mod determinism;
 /// Fault injection statistics and scoping, over many operations.
 mod faults;
 
+/// Every fault kind, always on, has its effect through the real simulators.
+mod fault_kinds;
+
 /// The seed corpus replayed through the runner, and bad `DST_*` input.
 mod corpus;
 

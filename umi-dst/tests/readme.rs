@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use umi_core::env::{Env, EnvironmentExt};
-use umi_dst::{FaultConfig, FaultDomain, FaultKind, Simulation, ensure};
+use umi_dst::fault::point;
+use umi_dst::{FaultConfig, FaultKind, Simulation, ensure};
 
 /// The code under test takes an `Env`: `SystemEnvironment` in production, the
 /// simulation's here. It retries a flaky call with exponential backoff and jitter.
@@ -33,7 +34,7 @@ fn retries_are_bounded_in_time() {
         .run(|sim| async move {
             let env = sim.env();
             // A model call that fails whenever the injector fires a rate limit.
-            let call = || match sim.fault(FaultDomain::Llm, "llm.complete") {
+            let call = || match sim.fault(&point::LLM_CALL) {
                 Some(_) => Err("429 rate limited"),
                 None => Ok("an answer".to_owned()),
             };

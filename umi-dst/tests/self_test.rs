@@ -5,10 +5,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use umi_dst::fault::point;
 use umi_dst::simulation::panic_message;
-use umi_dst::{
-    FailureClass, FaultConfig, FaultDomain, FaultKind, RunError, SimConfig, Simulation, Violation,
-};
+use umi_dst::{FailureClass, FaultConfig, FaultKind, RunError, SimConfig, Simulation, Violation};
 
 use crate::support::lossy_store_workload;
 
@@ -98,7 +97,7 @@ fn panics_are_crashes() {
     let sim = Simulation::new(SimConfig::new(3))
         .with_fault(FaultConfig::always(FaultKind::LlmServiceUnavailable));
     let report = expect_failure(sim.try_run(|sim| async move {
-        if sim.fault(FaultDomain::Llm, "llm.complete").is_some() {
+        if sim.fault(&point::LLM_CALL).is_some() {
             panic!("unhandled 503 from the model");
         }
         Ok::<(), Violation>(())

@@ -6,7 +6,8 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use umi_core::env::EnvironmentExt;
 use umi_core::llm::{CompletionRequest, LanguageModel, Message};
-use umi_dst::{FaultDomain, FaultKind, SimEnvironment, Violation, ensure};
+use umi_dst::fault::point;
+use umi_dst::{FaultKind, SimEnvironment, Violation, ensure};
 
 /// A toy key-value store with a planted bug: when a write fails it still acknowledges
 /// the write. A sweep over seeds with `storage.write_fail` on must find it.
@@ -32,9 +33,7 @@ impl LossyStore {
             20,
         )))
         .await;
-        if self.sim.fault(FaultDomain::Storage, "storage.write")
-            == Some(FaultKind::StorageWriteFail)
-        {
+        if self.sim.fault(&point::STORAGE_WRITE) == Some(FaultKind::StorageWriteFail) {
             env.record("store.write_failed", format_args!("key={key}"));
             return Ok(()); // BUG (planted): the failure is swallowed and the write acknowledged.
         }
@@ -79,7 +78,7 @@ pub(crate) async fn busy_workload(sim: SimEnvironment) -> Result<(), Violation> 
             for step in 0..25u64 {
                 let wait = env.random_in_range(&format!("worker.{worker}"), 1, 500);
                 env.sleep(Duration::from_millis(wait)).await;
-                if let Some(kind) = sim.fault(FaultDomain::Llm, "llm.complete") {
+                if let Some(kind) = sim.fault(&point::LLM_CALL) {
                     env.record(
                         "worker.fault",
                         format_args!("worker={worker} step={step} {kind}"),

@@ -426,7 +426,7 @@ fn router_properties_hold_under_random_fault_schedules() {
     let failed = Arc::new(AtomicUsize::new(0));
     let (ok, bad) = (answered.clone(), failed.clone());
     Simulation::from_env()
-        .with_swarm(&kinds)
+        .with_swarm_over(&kinds)
         .with_seeds(0..120)
         .run(move |sim| {
             let (ok, bad) = (ok.clone(), bad.clone());

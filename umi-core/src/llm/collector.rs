@@ -162,6 +162,10 @@ impl StreamCollector {
     /// one for a new index, or for a new id at an index already in use.
     fn call_for(&mut self, index: u32, id: Option<&str>) -> Result<usize, LlmError> {
         if let Some(&position) = self.open.get(&index) {
+            assert_eq!(
+                self.calls[position].index, index,
+                "the open map points each index at a call of that index"
+            );
             let reused = match (self.calls[position].id.as_deref(), id) {
                 (Some(current), Some(new)) => current != new,
                 _ => false,
@@ -195,6 +199,10 @@ impl StreamCollector {
                 }
             });
         };
+        assert!(
+            self.open.len() <= self.calls.len(),
+            "every open index has its call"
+        );
         let mut calls = self.calls;
         // Index order; calls that share an index (a reused index) in the order opened.
         calls.sort_by_key(|call| call.index);

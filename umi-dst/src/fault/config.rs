@@ -79,6 +79,34 @@ pub enum FaultConfigError {
         /// The kind's domain.
         domain: super::FaultDomain,
     },
+    /// The filter reaches no fault point where the kind can fire: a typo, a renamed
+    /// operation, or a kind the operation does not implement.
+    #[error(
+        "fault {kind}: filter {filter} names no operation where {kind} can fire \
+         (it can fire at: {known})"
+    )]
+    UnknownOperation {
+        /// The fault being configured.
+        kind: FaultKind,
+        /// The filter that cannot match.
+        filter: OperationFilter,
+        /// The points that implement the kind.
+        known: String,
+    },
+    /// A fault point's name does not start with a fault domain.
+    #[error("fault point {point:?} is not named in a domain (llm., storage., network., clock.)")]
+    PointDomain {
+        /// The point's name.
+        point: &'static str,
+    },
+    /// A fault point lists a kind of another domain.
+    #[error("fault point {point:?} lists {kind}, which belongs to another domain")]
+    PointKind {
+        /// The point's name.
+        point: &'static str,
+        /// The kind of another domain.
+        kind: FaultKind,
+    },
     /// More fault configs than a simulation may hold.
     #[error("{count} fault configs exceed the limit of {limit}")]
     TooMany {
@@ -129,6 +157,18 @@ impl FaultConfig {
     /// `kind` firing on every matching operation (probability 1).
     pub fn always(kind: FaultKind) -> Self {
         Self::new(kind, 1.0).expect("1.0 is a valid probability")
+    }
+
+    /// The same rule with another probability (checked like [`FaultConfig::new`]'s).
+    pub fn with_probability(mut self, probability: f64) -> Result<Self, FaultConfigError> {
+        if !(0.0..=1.0).contains(&probability) {
+            return Err(FaultConfigError::Probability {
+                kind: self.kind,
+                probability,
+            });
+        }
+        self.probability = probability;
+        Ok(self)
     }
 
     /// Restricts the fault to operations passing `filter` (which must be able to match an

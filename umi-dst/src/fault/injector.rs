@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::Serialize;
 use umi_core::env::chance;
 
-use super::{FaultConfig, FaultConfigError, FaultDomain, FaultKind};
+use super::{FaultConfig, FaultConfigError, FaultKind, FaultPoint};
 use crate::constants::{FAULT_CONFIGS_MAX, FAULT_SCHEDULE_ENTRIES_MAX};
 use crate::rng::DeterministicRng;
 use crate::trace::Trace;
@@ -77,6 +77,9 @@ struct Rule {
     rng: DeterministicRng,
     matched: u64,
     fired: u64,
+    /// Operations the rule's filter and kind reached, enabled or not (a swarm seed may
+    /// switch a rule off; it still proves the rule can fire).
+    reached: u64,
 }
 
 struct State {
@@ -118,6 +121,7 @@ impl FaultInjector {
                 config,
                 matched: 0,
                 fired: 0,
+                reached: 0,
             })
             .collect();
         Ok(Self {
@@ -160,30 +164,30 @@ impl FaultInjector {
         self.lock().only = Some(ids.into_iter().collect());
     }
 
-    /// Decides whether a fault fires on `operation` (a `domain` operation, named
-    /// `"<domain>.<name>"`). Returns the kind that fires, if any; the first matching rule
-    /// in config order wins.
-    pub fn decide(&self, domain: FaultDomain, operation: &str) -> Option<FaultKind> {
-        self.decide_among(domain, operation, FaultKind::ALL)
+    /// Decides whether a fault fires at `point`. Returns the kind that fires, if any;
+    /// the first matching rule in config order wins. Only rules whose kind the point
+    /// implements see the operation (a read cannot `write_fail`).
+    pub fn decide(&self, point: &FaultPoint) -> Option<FaultKind> {
+        self.decide_operation(point, point.name())
     }
 
-    /// Like [`FaultInjector::decide`], considering only rules whose kind is in `kinds`:
-    /// the kinds that mean something for this operation (a read cannot `write_fail`).
-    /// Rules of other kinds neither see the operation nor draw for it.
-    pub fn decide_among(
-        &self,
-        domain: FaultDomain,
-        operation: &str,
-        kinds: &[FaultKind],
-    ) -> Option<FaultKind> {
+    /// Like [`FaultInjector::decide`], for a qualified point's operation
+    /// (`llm.call.<task>`): filters see the qualified name.
+    pub fn decide_qualified(&self, point: &FaultPoint, qualifier: &str) -> Option<FaultKind> {
+        self.decide_operation(point, &point.with_qualifier(qualifier))
+    }
+
+    fn decide_operation(&self, point: &FaultPoint, operation: &str) -> Option<FaultKind> {
+        let domain = point
+            .domain()
+            .unwrap_or_else(|| panic!("fault point {point} is not named in a domain"));
         if self.healed.load(Ordering::Relaxed) {
             return None;
         }
-        debug_assert!(
-            operation.len() > domain.name().len()
-                && operation.starts_with(domain.name())
-                && operation.as_bytes()[domain.name().len()] == b'.',
-            "operation {operation:?} is not named in domain {domain}"
+        let kinds = point.kinds();
+        assert!(
+            kinds.iter().all(|kind| kind.domain() == domain),
+            "fault point {point} lists a kind outside {domain}"
         );
         let mut state = self.lock();
         let State {
@@ -202,11 +206,14 @@ impl FaultInjector {
         let mut chosen: Option<(InjectionId, FaultKind)> = None;
         for (index, rule) in rules.iter_mut().enumerate() {
             let config = &rule.config;
-            if !config.enabled()
-                || config.kind().domain() != domain
+            if config.kind().domain() != domain
                 || !kinds.contains(&config.kind())
                 || !config.filter().matches(operation)
             {
+                continue;
+            }
+            rule.reached += 1;
+            if !config.enabled() {
                 continue;
             }
             rule.matched += 1;
@@ -267,6 +274,13 @@ impl FaultInjector {
             .collect()
     }
 
+    /// For each rule, in config order, how many operations it reached (its kind
+    /// implemented there and its filter passing), whether or not it was enabled. A rule at
+    /// zero after a whole run could not have fired.
+    pub fn rule_reach(&self) -> Vec<u64> {
+        self.lock().rules.iter().map(|rule| rule.reached).collect()
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> FaultStats {
         self.lock().stats.clone()
@@ -316,6 +330,13 @@ impl fmt::Debug for FaultInjector {
 mod tests {
     use super::*;
     use crate::clock::SimClock;
+    use crate::fault::point::{STORAGE_READ, STORAGE_WRITE};
+
+    /// A point of a simulator of the test's own, where every LLM kind can fire.
+    const COMPLETE: FaultPoint = FaultPoint::new(
+        "llm.complete",
+        &[FaultKind::LlmTimeout, FaultKind::LlmRateLimit],
+    );
 
     fn with_injector<T>(
         configs: Vec<FaultConfig>,
@@ -340,10 +361,10 @@ mod tests {
         let configs = vec![FaultConfig::always(FaultKind::StorageWriteFail)];
         with_injector(configs, 1, |injector| {
             for _ in 0..100 {
-                assert_eq!(injector.decide(FaultDomain::Llm, "llm.complete"), None);
+                assert_eq!(injector.decide(&COMPLETE), None);
             }
             assert_eq!(
-                injector.decide(FaultDomain::Storage, "storage.write"),
+                injector.decide(&STORAGE_WRITE),
                 Some(FaultKind::StorageWriteFail)
             );
         });
@@ -362,15 +383,11 @@ mod tests {
                 .unwrap(),
         ];
         with_injector(configs, 2, |injector| {
-            let reads: Vec<_> = (0..6)
-                .map(|_| injector.decide(FaultDomain::Storage, "storage.read"))
-                .collect();
+            let reads: Vec<_> = (0..6).map(|_| injector.decide(&STORAGE_READ)).collect();
             let hit = Some(FaultKind::StorageReadFail);
             assert_eq!(reads, [None, None, hit, hit, None, None]);
-            assert_eq!(injector.decide(FaultDomain::Storage, "storage.write"), None);
-            let calls: Vec<_> = (0..5)
-                .map(|_| injector.decide(FaultDomain::Llm, "llm.complete"))
-                .collect();
+            assert_eq!(injector.decide(&STORAGE_WRITE), None);
+            let calls: Vec<_> = (0..5).map(|_| injector.decide(&COMPLETE)).collect();
             assert_eq!(calls, [None, None, Some(FaultKind::LlmTimeout), None, None]);
             let stats = injector.stats();
             assert_eq!(stats.injected_total(), 3);
@@ -386,9 +403,8 @@ mod tests {
             FaultConfig::always(FaultKind::StorageWriteFail),
         ];
         with_injector(configs, 5, |injector| {
-            let write = [FaultKind::StorageWriteFail];
             assert_eq!(
-                injector.decide_among(FaultDomain::Storage, "storage.write", &write),
+                injector.decide(&STORAGE_WRITE),
                 Some(FaultKind::StorageWriteFail)
             );
             let stats = injector.stats();
@@ -399,7 +415,7 @@ mod tests {
             );
             injector.heal();
             assert!(injector.is_healed());
-            assert_eq!(injector.decide(FaultDomain::Storage, "storage.write"), None);
+            assert_eq!(injector.decide(&STORAGE_WRITE), None);
         });
     }
 
@@ -407,7 +423,7 @@ mod tests {
     fn disabled_configs_never_fire() {
         let configs = vec![FaultConfig::always(FaultKind::LlmTimeout).with_enabled(false)];
         with_injector(configs, 3, |injector| {
-            assert!((0..50).all(|_| injector.decide(FaultDomain::Llm, "llm.complete").is_none()));
+            assert!((0..50).all(|_| injector.decide(&COMPLETE).is_none()));
             assert!(!injector.is_configured(FaultKind::LlmTimeout));
         });
     }
@@ -422,16 +438,16 @@ mod tests {
         };
         let llm_only = with_injector(configs(), 9, |injector| {
             (0..200)
-                .map(|_| injector.decide(FaultDomain::Llm, "llm.complete"))
+                .map(|_| injector.decide(&COMPLETE))
                 .collect::<Vec<_>>()
         });
         let interleaved = with_injector(configs(), 9, |injector| {
             (0..200)
                 .map(|i| {
                     for _ in 0..(i % 3) {
-                        injector.decide(FaultDomain::Storage, "storage.write");
+                        injector.decide(&STORAGE_WRITE);
                     }
-                    injector.decide(FaultDomain::Llm, "llm.complete")
+                    injector.decide(&COMPLETE)
                 })
                 .collect::<Vec<_>>()
         });
@@ -443,7 +459,7 @@ mod tests {
         let configs = || vec![FaultConfig::new(FaultKind::LlmTimeout, 0.2).unwrap()];
         let full = with_injector(configs(), 4, |injector| {
             for _ in 0..100 {
-                injector.decide(FaultDomain::Llm, "llm.complete");
+                injector.decide(&COMPLETE);
             }
             injector.schedule()
         });
@@ -456,7 +472,7 @@ mod tests {
         let reduced = with_injector(configs(), 4, |injector| {
             injector.suppress([dropped]);
             for _ in 0..100 {
-                injector.decide(FaultDomain::Llm, "llm.complete");
+                injector.decide(&COMPLETE);
             }
             (injector.schedule(), injector.stats().suppressed)
         });

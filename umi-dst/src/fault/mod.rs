@@ -10,15 +10,18 @@
 //!   and records every injection in the trace.
 //! - [`swarm`] draws, from the seed, which kinds are on and how often (swarm testing).
 //!
-//! Operation names are dotted and start with their domain (`llm.complete`,
-//! `storage.write`, `network.connect`); each simulator documents the names it uses.
+//! - [`FaultPoint`]s are the operations where simulators ask (`llm.call`,
+//!   `storage.write`, `network.connect`), declared once as constants in [`point`]; a
+//!   filter that reaches no point where its kind can fire is refused at configuration.
 //! docs/adr/0002-fault-model.md records the design.
 
 mod config;
 mod injector;
 mod kind;
+pub mod point;
 pub mod swarm;
 
 pub use config::{FaultConfig, FaultConfigError, OperationFilter};
 pub use injector::{FaultInjector, FaultStats, Injection, InjectionId};
 pub use kind::{FaultDomain, FaultKind, UnknownFaultKind};
+pub use point::FaultPoint;

@@ -57,7 +57,8 @@ pub use route::{Builtin, FnRoute, Generated, Route};
 
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
-use crate::fault::{FaultDomain, FaultInjector, FaultKind};
+use crate::fault::point::{LLM_CALL, unreachable_kind};
+use crate::fault::{FaultInjector, FaultKind};
 use crate::rng::DeterministicRng;
 use crate::trace::Trace;
 
@@ -196,8 +197,8 @@ impl SimLlm {
             Chosen::Builtin(builtin) => builtin.name().to_owned(),
         };
         let operation = match request.task.as_deref() {
-            Some(task) => format!("llm.call.{task}"),
-            None => "llm.call".to_owned(),
+            Some(task) => LLM_CALL.with_qualifier(task),
+            None => LLM_CALL.name().to_owned(),
         };
         let model = &self.config.model_ref;
         let prompt_tokens = estimate_request_tokens(request);
@@ -226,11 +227,15 @@ impl SimLlm {
             });
         }
 
-        let fault = self.faults.decide(FaultDomain::Llm, &operation);
+        let fault = match request.task.as_deref() {
+            Some(task) => self.faults.decide_qualified(&LLM_CALL, task),
+            None => self.faults.decide(&LLM_CALL),
+        };
         // Sub-streams of the call's stream: one per concern, so a change in one (say,
         // chunking) never shifts another (the content).
         let mut fault_rng = rng.substream(1);
         match fault {
+            None => {}
             Some(FaultKind::LlmTimeout) => {
                 let after = match self.config.timeout_mode {
                     TimeoutMode::Stall(stall) => {
@@ -270,7 +275,13 @@ impl SimLlm {
                     message: model.model.clone(),
                 });
             }
-            _ => {}
+            // Applied to the answer once it is generated, below.
+            Some(
+                FaultKind::LlmInvalidResponse
+                | FaultKind::LlmStreamCut
+                | FaultKind::LlmContentFilter,
+            ) => {}
+            Some(other) => unreachable_kind(&LLM_CALL, other),
         }
         if prompt_tokens > model.context_window_tokens {
             return self.refuse(LlmError::ContextOverflow {

@@ -61,7 +61,8 @@ pub use responses::RESPONSES_MARKS;
 
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
-use crate::fault::{FaultDomain, FaultInjector, FaultKind};
+use crate::fault::point::{self, unreachable_kind};
+use crate::fault::{FaultInjector, FaultKind};
 use crate::rng::DeterministicRng;
 use crate::trace::Trace;
 use format::{Responder, server_format};
@@ -307,16 +308,8 @@ impl SimNetwork {
 
     /// The connect faults; `Some` is the response that ends the exchange there.
     async fn connect(&self, served: &Served) -> Result<Option<HttpResponse>, TransportError> {
-        let kinds = [
-            FaultKind::NetworkConnectionRefused,
-            FaultKind::NetworkTimeout,
-            FaultKind::NetworkSlowFirstByte,
-            FaultKind::NetworkProxyError,
-        ];
-        match self
-            .faults
-            .decide_among(FaultDomain::Network, "network.connect", &kinds)
-        {
+        match self.faults.decide(&point::NETWORK_CONNECT) {
+            None => Ok(None),
             Some(FaultKind::NetworkConnectionRefused) => Err(TransportError::Connect {
                 reason: "connection refused (simulated)".into(),
             }),
@@ -346,7 +339,7 @@ impl SimNetwork {
                     body: whole_body(page.body),
                 }))
             }
-            _ => Ok(None),
+            Some(other) => unreachable_kind(&point::NETWORK_CONNECT, other),
         }
     }
 
@@ -436,15 +429,7 @@ impl SimNetwork {
 
     /// Wraps a body with the `network.body` faults.
     fn body_faults(&self, body: BodyStream) -> BodyStream {
-        let kinds = [
-            FaultKind::NetworkReset,
-            FaultKind::NetworkPartialWrite,
-            FaultKind::NetworkTimeout,
-        ];
-        let Some(kind) = self
-            .faults
-            .decide_among(FaultDomain::Network, "network.body", &kinds)
-        else {
+        let Some(kind) = self.faults.decide(&point::NETWORK_BODY) else {
             return body;
         };
         let left = self.draw(0, BODY_CUT_BYTES_MAX) as usize;

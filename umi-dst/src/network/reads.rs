@@ -193,6 +193,14 @@ pub fn split(body: BodyStream, mut rng: DeterministicRng, env: &Env) -> BodyStre
                     }
                 }
                 let reads = split_bytes(&bytes, offset, plan, &mut rng);
+                // The pair of the server's write: the reads deliver exactly the bytes
+                // written, no more, no fewer (a split that lost or doubled one would make
+                // every client look broken, or hide a client bug).
+                assert_eq!(
+                    reads.iter().map(Vec::len).sum::<usize>(),
+                    bytes.len(),
+                    "reads of a {plan:?} plan deliver the bytes written"
+                );
                 offset += bytes.len() as u64;
                 pending.extend(reads.into_iter().map(Ok));
                 if let Some(error) = failed {
@@ -212,6 +220,13 @@ pub fn split(body: BodyStream, mut rng: DeterministicRng, env: &Env) -> BodyStre
 
 /// `body` cut after `left` bytes by `kind`: a reset (an error), a partial write (the
 /// end), or a timeout (nothing more, ever).
+///
+/// A body shorter than `left` is cut all the same, so an injected fault always does
+/// something: a reset or a stall comes after its last byte (the connection breaks, or
+/// hangs, before the server's clean end), and a partial write holds each chunk back until
+/// the next one is there, so that it can end early inside the last chunk (it keeps
+/// `left % len` of its bytes). Once counted as injected, a body fault on a short body
+/// once did nothing.
 pub fn cut(body: BodyStream, left: usize, kind: FaultKind) -> BodyStream {
     let after_cut = move || -> Option<BodyStream> {
         match kind {
@@ -222,32 +237,68 @@ pub fn cut(body: BodyStream, left: usize, kind: FaultKind) -> BodyStream {
                 .boxed(),
             ),
             FaultKind::NetworkTimeout => Some(futures::stream::pending().boxed()),
-            _ => None,
+            FaultKind::NetworkPartialWrite => None,
+            other => {
+                crate::fault::point::unreachable_kind(&crate::fault::point::NETWORK_BODY, other)
+            }
         }
     };
-    // State: the body, the bytes still allowed through, and whether it has ended.
+    let hold_back = kind == FaultKind::NetworkPartialWrite;
+    // State: the body, the bytes still allowed through, a chunk held back (partial
+    // writes), and whether it has ended.
     futures::stream::unfold(
-        (body, left, false),
-        move |(mut body, left, ended)| async move {
+        (body, left, None::<Vec<u8>>, false),
+        move |(mut body, left, held, ended)| async move {
             if ended {
                 return None;
             }
             match body.next().await {
-                Some(Ok(mut chunk)) if chunk.len() >= left => {
+                Some(Ok(mut chunk)) if held.is_none() && chunk.len() >= left => {
                     chunk.truncate(left);
                     match after_cut() {
-                        Some(rest) => Some((Ok(chunk), (rest, 0, false))),
-                        None => Some((Ok(chunk), (body, 0, true))),
+                        Some(rest) => Some((Ok(chunk), (rest, 0, None, false))),
+                        None => Some((Ok(chunk), (body, 0, None, true))),
+                    }
+                }
+                Some(Ok(chunk)) if hold_back => {
+                    // Hold this chunk; deliver the one held before (or cut inside it if
+                    // the new one takes the body past `left`).
+                    let left_after = left.saturating_sub(chunk.len());
+                    match held {
+                        None => Some((Ok(Vec::new()), (body, left_after, Some(chunk), false))),
+                        Some(previous) if chunk.len() >= left => {
+                            let mut chunk = chunk;
+                            chunk.truncate(left);
+                            let mut out = previous;
+                            out.extend_from_slice(&chunk);
+                            Some((Ok(out), (body, 0, None, true)))
+                        }
+                        Some(previous) => {
+                            Some((Ok(previous), (body, left_after, Some(chunk), false)))
+                        }
                     }
                 }
                 Some(Ok(chunk)) => {
                     let left = left - chunk.len();
-                    Some((Ok(chunk), (body, left, false)))
+                    Some((Ok(chunk), (body, left, None, false)))
                 }
-                other => other.map(|item| (item, (body, 0, true))),
+                None => {
+                    // The body ended before `left`: the fault still happens.
+                    match (held, after_cut()) {
+                        (Some(mut last), _) => {
+                            let keep = left % last.len().max(1);
+                            last.truncate(keep.min(last.len().saturating_sub(1)));
+                            Some((Ok(last), (futures::stream::empty().boxed(), 0, None, true)))
+                        }
+                        (None, Some(rest)) => Some((Ok(Vec::new()), (rest, 0, None, false))),
+                        (None, None) => None,
+                    }
+                }
+                Some(Err(error)) => Some((Err(error), (body, 0, None, true))),
             }
         },
     )
+    .filter(|item| std::future::ready(!matches!(item, Ok(bytes) if bytes.is_empty())))
     .boxed()
 }
 

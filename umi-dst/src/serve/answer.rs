@@ -133,8 +133,8 @@ pub(crate) fn answer(
     let recorded: Arc<Mutex<Option<Recorded>>> = Arc::new(Mutex::new(None));
     let mut simulation =
         Simulation::new(SimConfig::new(run_seed)).with_faults(config.faults.iter().cloned());
-    if !config.swarm.is_empty() {
-        simulation = simulation.with_swarm(&config.swarm);
+    if config.swarm {
+        simulation = simulation.with_swarm();
     }
     let simulation = simulation.with_config(|mut c| {
         c.trace_full = true;

@@ -135,7 +135,7 @@ pub fn config_of(
                 reason: "swarm mode switches --faults on and off: name some".into(),
             });
         }
-        config.swarm = config.faults.iter().map(FaultConfig::kind).collect();
+        config.swarm = true;
     }
     if let Some(variable) = &args.api_key_env {
         let key = std::env::var(variable).map_err(|_| ServeError::Flag {

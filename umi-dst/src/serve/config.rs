@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use crate::fault::{FaultConfig, FaultKind};
+use crate::fault::FaultConfig;
 use crate::network::{Profile, WireFormat};
 
 /// Requests in flight at once by default; more get a 503 with Retry-After.
@@ -95,8 +95,9 @@ pub struct ServeConfig {
     pub models: Vec<String>,
     /// The faults in force.
     pub faults: Vec<FaultConfig>,
-    /// Swarm mode: the kinds switched on or off per request's seed.
-    pub swarm: Vec<FaultKind>,
+    /// Swarm mode: the seed of each request switches the faults on or off and scales
+    /// them.
+    pub swarm: bool,
     /// Real seconds per simulated second (0: no waits).
     pub time_scale: f64,
     /// Where to listen.
@@ -125,7 +126,7 @@ impl Default for ServeConfig {
             ],
             models: vec![MODEL_DEFAULT.to_owned()],
             faults: Vec::new(),
-            swarm: Vec::new(),
+            swarm: false,
             time_scale: 0.0,
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             concurrency_max: CONCURRENCY_MAX_DEFAULT,

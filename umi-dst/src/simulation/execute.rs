@@ -61,6 +61,9 @@ pub struct SeedRun {
     pub full_trace: Option<Vec<TraceEvent>>,
     /// Coverage marks hit, with their counts.
     pub marks: std::collections::BTreeMap<String, u64>,
+    /// For each fault rule, in config order, the operations it reached (see
+    /// [`crate::fault::FaultInjector::rule_reach`]).
+    pub rule_reach: Vec<u64>,
 }
 
 impl SeedRun {
@@ -136,6 +139,7 @@ where
             .map(ToString::to_string)
             .collect(),
         swarm: env.swarm_draws().to_vec(),
+        rule_reach: env.faults().rule_reach(),
         tail: env.trace().tail(),
         full_trace: env.trace().events(),
         marks: env

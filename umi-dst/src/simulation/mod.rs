@@ -23,12 +23,13 @@
 //! differ are *nondeterminism*.
 
 mod execute;
+pub mod kept;
 pub mod report;
 pub mod settings;
 
 use std::fmt;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -37,9 +38,10 @@ use report::{Divergence, FailureClass, FailureReport, ReplayTarget};
 use settings::{LogLevel, Settings, SettingsError};
 
 use crate::config::{SimConfig, SimConfigError};
-use crate::corpus::{CorpusError, SeedCorpus};
+use crate::corpus::{CorpusEntry, CorpusError, SeedCorpus};
 use crate::fault::{FaultConfig, FaultKind};
 use crate::trace::{TraceHash, first_divergence};
+use kept::{StaleSeed, StaleSeeds};
 
 /// A broken invariant, returned by a simulation body (see [`crate::ensure!`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +96,59 @@ pub enum RunError {
     /// A seed failed.
     #[error("{0}")]
     Failed(Box<FailureReport>),
+    /// Every seed passed, but a fault rule reached no operation in any of them: it could
+    /// not have fired, so the run did not test what its config says.
+    #[error("{0}")]
+    Unreached(UnreachedRules),
+    /// Every seed passed, but kept seeds of the corpus no longer reach what they were
+    /// kept for (see [`kept`]).
+    #[error("{0}")]
+    Stale(StaleSeeds),
+}
+
+/// Fault rules that reached no operation over a whole run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreachedRules {
+    /// Each rule, as its config prints.
+    pub rules: Vec<String>,
+    /// Seeds run.
+    pub seeds: usize,
+}
+
+impl fmt::Display for UnreachedRules {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} fault rule(s) reached no operation in {} seed(s), so they could not fire:",
+            self.rules.len(),
+            self.seeds
+        )?;
+        for rule in &self.rules {
+            writeln!(f, "  {rule}")?;
+        }
+        write!(
+            f,
+            "the code under test never performs the operation the filter names (or never with \
+             the task it names); fix the filter, or remove the rule"
+        )
+    }
+}
+
+/// The rules of `configs` whose reach, summed over the seeds, is zero.
+pub fn unreached_rules(configs: &[FaultConfig], reach: &[u64]) -> Vec<String> {
+    let names: Vec<String> = configs.iter().map(ToString::to_string).collect();
+    unreached_rules_named(&names, reach)
+}
+
+/// Like [`unreached_rules`], for rules already printed (a sweep report holds them so).
+pub fn unreached_rules_named(rules: &[String], reach: &[u64]) -> Vec<String> {
+    rules
+        .iter()
+        .zip(reach)
+        .enumerate()
+        .filter(|(_, (_, reached))| **reached == 0)
+        .map(|(index, (rule, _))| format!("rule {index} ({rule})"))
+        .collect()
 }
 
 /// One passing seed.
@@ -125,6 +180,10 @@ pub struct Simulation {
     seeds: Vec<u64>,
     settings: Settings,
     replay: Option<ReplayTarget>,
+    /// Seeds of the corpus, each replayed in its recorded mode.
+    kept: Vec<CorpusEntry>,
+    /// The corpus file they came from.
+    kept_path: Option<PathBuf>,
 }
 
 impl Simulation {
@@ -136,6 +195,8 @@ impl Simulation {
             seeds,
             settings: Settings::default(),
             replay: None,
+            kept: Vec::new(),
+            kept_path: None,
         }
     }
 
@@ -160,6 +221,8 @@ impl Simulation {
             seeds,
             settings,
             replay: None,
+            kept: Vec::new(),
+            kept_path: None,
         }
     }
 
@@ -175,9 +238,23 @@ impl Simulation {
         self
     }
 
-    /// Turns swarm mode on over `kinds`.
-    pub fn with_swarm(mut self, kinds: &[FaultKind]) -> Self {
-        self.template.swarm = kinds.to_vec();
+    /// Turns swarm mode on over the fault rules (see [`SimConfig::with_swarm`]).
+    pub fn with_swarm(mut self) -> Self {
+        self.template.swarm = true;
+        self
+    }
+
+    /// Adds an unscoped rule per kind and turns swarm mode on (see
+    /// [`SimConfig::with_swarm_over`]).
+    pub fn with_swarm_over(mut self, kinds: &[FaultKind]) -> Self {
+        self.template = self.template.with_swarm_over(kinds);
+        self
+    }
+
+    /// Registers a fault point of a simulator of your own (see
+    /// [`SimConfig::with_fault_point`]).
+    pub fn with_fault_point(mut self, point: crate::fault::FaultPoint) -> Self {
+        self.template.fault_points.push(point);
         self
     }
 
@@ -187,16 +264,22 @@ impl Simulation {
         self
     }
 
-    /// Runs these seeds instead (unless `DST_SEED` picked one).
+    /// Runs these seeds instead of the default range, unless the environment chose
+    /// seeds: `DST_SEED` picks one, and `DST_SEEDS` / `DST_SEED_START` pick a range that
+    /// wins over the test's own (so `DST_SEEDS=10000 cargo test` sweeps every test, as
+    /// `PROPTEST_CASES` does for proptest).
     pub fn with_seeds(mut self, seeds: impl IntoIterator<Item = u64>) -> Self {
-        if self.settings.seed.is_none() {
+        if self.settings.seed.is_none() && !self.settings.seed_range_from_env {
             self.seeds = seeds.into_iter().collect();
         }
         self
     }
 
-    /// Also runs the seeds of the corpus file at `path` (unless `DST_SEED` picked one).
-    /// A corrupt file fails the test with its path and line.
+    /// Also runs the seeds of the corpus file at `path`, each in the mode its line records
+    /// (swarm, an `only=` schedule); with `DST_SEED` set, runs that seed in its recorded
+    /// mode if the corpus keeps it. A kept seed whose line records the faults it injected,
+    /// and whose replay injects none of them, is reported stale ([`RunError::Stale`]). A
+    /// corrupt file fails the test with its path and line.
     pub fn with_corpus(self, path: impl AsRef<Path>) -> Self {
         self.try_with_corpus(path)
             .unwrap_or_else(|error| fail_setup(&error))
@@ -205,12 +288,15 @@ impl Simulation {
     /// Like [`Simulation::with_corpus`], returning the error instead.
     pub fn try_with_corpus(mut self, path: impl AsRef<Path>) -> Result<Self, CorpusError> {
         let corpus = SeedCorpus::load(path.as_ref())?;
-        if self.settings.seed.is_none() {
-            for seed in corpus.seeds() {
-                if !self.seeds.contains(&seed) {
-                    self.seeds.push(seed);
+        self.kept_path = Some(path.as_ref().to_owned());
+        match self.settings.seed {
+            Some(seed) => {
+                if let Some(entry) = corpus.entries().iter().find(|e| e.seed == seed) {
+                    self.seeds.clear();
+                    self.kept.push(entry.clone());
                 }
             }
+            None => self.kept.extend(corpus.entries().iter().cloned()),
         }
         Ok(self)
     }
@@ -227,9 +313,10 @@ impl Simulation {
         self
     }
 
-    /// The seeds this simulation runs, in order.
-    pub fn seeds(&self) -> &[u64] {
-        &self.seeds
+    /// The seeds this simulation runs, in order: the range, then the kept seeds not
+    /// already run in the same mode (a kept seed in another mode runs again).
+    pub fn seeds(&self) -> Vec<u64> {
+        self.runs().into_iter().map(|(seed, _)| seed).collect()
     }
 
     /// The config one seed runs with.
@@ -248,6 +335,8 @@ impl Simulation {
         match self.try_run(body) {
             Ok(summary) => summary,
             Err(RunError::Config(error)) => fail_setup(&error),
+            Err(RunError::Unreached(unreached)) => fail_setup(&unreached),
+            Err(RunError::Stale(stale)) => fail_setup(&stale),
             Err(RunError::Failed(report)) => {
                 #[allow(
                     clippy::print_stderr,
@@ -273,10 +362,18 @@ impl Simulation {
         Fut: Future<Output = Result<(), E>>,
         E: fmt::Display,
     {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(RunError::Config(SimConfigError::NestedRuntime));
+        }
         self.template.validate()?;
         let mut summary = RunSummary::default();
-        for &seed in &self.seeds {
+        let mut reach = vec![0u64; self.template.faults.len()];
+        let mut stale = Vec::new();
+        for (seed, kept) in self.runs() {
             let mut config = self.config_for(seed);
+            if let Some(entry) = kept {
+                config = entry.meaning.apply(config);
+            }
             config.trace_full |= self.settings.check_determinism || self.settings.print_trace;
             let first = execute::run_seed(&config, &body, self.settings.log);
             if let Some((class, message)) = &first.failure {
@@ -294,6 +391,20 @@ impl Simulation {
                 }
             }
             self.print_run(&first);
+            if let Some(entry) = kept
+                && !entry.meaning.still_reached_by(&first.fault_stats)
+            {
+                stale.push(StaleSeed {
+                    seed,
+                    line: entry.line,
+                    meaning: entry.meaning.clone(),
+                    comment: entry.comment.clone(),
+                });
+            }
+            assert_eq!(first.rule_reach.len(), reach.len(), "one count per rule");
+            for (total, reached) in reach.iter_mut().zip(&first.rule_reach) {
+                *total += reached;
+            }
             summary.seeds.push(SeedSummary {
                 seed,
                 trace_hash: first.trace_hash,
@@ -302,7 +413,47 @@ impl Simulation {
                 sim_elapsed_us: u64::try_from(first.sim_elapsed.as_micros()).unwrap_or(u64::MAX),
             });
         }
-        Ok(summary)
+        if !stale.is_empty() {
+            return Err(RunError::Stale(StaleSeeds {
+                path: self.kept_path.clone().unwrap_or_default(),
+                seeds: stale,
+            }));
+        }
+        let rules = unreached_rules(&self.template.faults, &reach);
+        if rules.is_empty() {
+            return Ok(summary);
+        }
+        let unreached = UnreachedRules {
+            rules,
+            seeds: summary.seeds.len(),
+        };
+        if self.settings.seed.is_some() {
+            // One seed picked by DST_SEED: a rule may miss one seed and still be right.
+            #[allow(clippy::print_stderr, reason = "a warning the replay should show")]
+            {
+                eprintln!("umi: warning: {unreached}");
+            }
+            return Ok(summary);
+        }
+        Err(RunError::Unreached(unreached))
+    }
+
+    /// The runs, in order: the seed range, then each kept seed not already run in the
+    /// same mode (a kept seed in the default mode that the range covers rides on that
+    /// run, so its staleness is still checked).
+    fn runs(&self) -> Vec<(u64, Option<&CorpusEntry>)> {
+        let mut runs: Vec<(u64, Option<&CorpusEntry>)> =
+            self.seeds.iter().map(|&seed| (seed, None)).collect();
+        for entry in &self.kept {
+            let same = runs
+                .iter()
+                .position(|(seed, kept)| *seed == entry.seed && kept.is_none());
+            match same {
+                Some(index) if entry.meaning.is_default_mode() => runs[index].1 = Some(entry),
+                _ => runs.push((entry.seed, Some(entry))),
+            }
+        }
+        runs
     }
 
     /// Runs one seed with this simulation's config and returns what happened (the

@@ -2,6 +2,7 @@
 //! the failing run exactly.
 
 use std::fmt;
+use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -35,6 +36,18 @@ impl FailureClass {
         }
     }
 
+    /// The class named `name` ([`FailureClass::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            Self::Crash,
+            Self::Correctness,
+            Self::Liveness,
+            Self::Nondeterminism,
+        ]
+        .into_iter()
+        .find(|class| class.name() == name)
+    }
+
     /// The process exit code a command-line run uses for this class.
     pub const fn exit_code(self) -> i32 {
         match self {
@@ -61,9 +74,10 @@ pub struct Divergence {
     pub second: Option<TraceEvent>,
 }
 
-/// How to run one test again: package, test target and test name, detected from the
-/// running test process (cargo sets `CARGO_PKG_NAME`; libtest names the thread after the
-/// test).
+/// How to run one test again: package, test target, test name, build profile and
+/// whether ignored tests were run, detected from the running test process (cargo sets
+/// `CARGO_PKG_NAME` and `CARGO_MANIFEST_DIR`; libtest names the thread after the test;
+/// the binary's path names the profile).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct ReplayTarget {
     /// The cargo package.
@@ -72,6 +86,17 @@ pub struct ReplayTarget {
     pub target: Option<String>,
     /// The test's full name.
     pub test: Option<String>,
+    /// `--release` or `--profile <name>` when the test binary was not built in `dev`.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// The test process ran ignored tests (`--ignored` or `--include-ignored`): the replay
+    /// must too, or an `#[ignore]` test is skipped and the replay "passes".
+    #[serde(default)]
+    pub include_ignored: bool,
+    /// A Makefile with a `dst` target sits at the root of the test's workspace, so the
+    /// `make dst` form may be offered.
+    #[serde(default)]
+    pub make_dst: bool,
 }
 
 impl ReplayTarget {
@@ -96,16 +121,35 @@ impl ReplayTarget {
             .name()
             .filter(|name| *name != "main")
             .map(str::to_owned);
+        let profile = std::env::current_exe()
+            .ok()
+            .and_then(|path| profile_flag(&path));
+        let include_ignored =
+            std::env::args().any(|a| a == "--ignored" || a == "--include-ignored");
+        let make_dst = std::env::var_os("CARGO_MANIFEST_DIR")
+            .is_some_and(|dir| workspace_makefile_has_dst(Path::new(&dir)));
         Self {
             package,
             target,
             test,
+            profile,
+            include_ignored,
+            make_dst,
         }
     }
 
-    /// The command that replays `seed` of this test.
-    pub fn command(&self, seed: u64) -> String {
-        let mut command = format!("DST_SEED={seed} cargo test");
+    /// The command that replays `seed` of this test, failed with `class` (a
+    /// nondeterminism failure only shows with the determinism check on).
+    pub fn command(&self, seed: u64, class: FailureClass) -> String {
+        let mut command = format!("DST_SEED={seed}");
+        if class == FailureClass::Nondeterminism {
+            command.push_str(" DST_CHECK_DETERMINISM=1");
+        }
+        command.push_str(" cargo test");
+        if let Some(profile) = &self.profile {
+            command.push(' ');
+            command.push_str(profile);
+        }
         if let Some(package) = &self.package {
             command.push_str(&format!(" -p {package}"));
         }
@@ -115,12 +159,24 @@ impl ReplayTarget {
         }
         if let Some(test) = &self.test {
             command.push_str(&format!(" -- {test} --exact --nocapture"));
+            if self.include_ignored {
+                command.push_str(" --include-ignored");
+            }
         }
         command
     }
 
-    /// The same through the Makefile.
-    pub fn make_command(&self, seed: u64) -> Option<String> {
+    /// The same through the Makefile, where the workspace has one with a `dst` target
+    /// and nothing the target cannot pass (a profile, ignored tests, the determinism
+    /// check) is needed.
+    pub fn make_command(&self, seed: u64, class: FailureClass) -> Option<String> {
+        if !self.make_dst
+            || self.profile.is_some()
+            || self.include_ignored
+            || class == FailureClass::Nondeterminism
+        {
+            return None;
+        }
         let package = self.package.as_ref()?;
         let test = self.test.as_ref()?;
         let bin = match self
@@ -178,7 +234,7 @@ fn serialize_ms<S: serde::Serializer>(at: &Duration, s: S) -> Result<S::Ok, S::E
 impl FailureReport {
     /// The command that replays this failure.
     pub fn replay_command(&self) -> String {
-        self.replay.command(self.seed)
+        self.replay.command(self.seed, self.class)
     }
 }
 
@@ -243,11 +299,46 @@ impl fmt::Display for FailureReport {
             }
         }
         writeln!(f, "replay:    {}", self.replay_command())?;
-        if let Some(make) = self.replay.make_command(self.seed) {
+        if let Some(make) = self.replay.make_command(self.seed, self.class) {
             writeln!(f, "           {make}")?;
         }
         write!(f, "{rule}")
     }
+}
+
+/// The cargo flag that builds the profile a test binary at `exe` was built in:
+/// `target/<profile>/deps/<binary>`; `None` for `debug` (cargo's default, `dev`).
+pub fn profile_flag(exe: &Path) -> Option<String> {
+    let deps = exe.parent()?;
+    if deps.file_name()? != "deps" {
+        return None;
+    }
+    match deps.parent()?.file_name()?.to_str()? {
+        "debug" => None,
+        "release" => Some("--release".to_owned()),
+        other => Some(format!("--profile {other}")),
+    }
+}
+
+/// Whether the Makefile at the root of the workspace holding `manifest_dir` (the nearest
+/// ancestor with a Makefile) has a `dst:` target.
+pub fn workspace_makefile_has_dst(manifest_dir: &Path) -> bool {
+    manifest_dir
+        .ancestors()
+        .take(MAKEFILE_SEARCH_DEPTH_MAX)
+        .find_map(|dir| std::fs::read_to_string(dir.join("Makefile")).ok())
+        .is_some_and(|text| makefile_has_target(&text, "dst"))
+}
+
+/// Directories searched upward for a Makefile.
+const MAKEFILE_SEARCH_DEPTH_MAX: usize = 4;
+
+/// Whether `makefile` defines `target` (a line `target:` or `target: deps`).
+pub fn makefile_has_target(makefile: &str, target: &str) -> bool {
+    makefile.lines().any(|line| {
+        line.strip_prefix(target)
+            .is_some_and(|rest| rest.starts_with(':') && !rest.starts_with(":="))
+    })
 }
 
 fn show(event: Option<&TraceEvent>) -> String {
@@ -260,20 +351,102 @@ mod tests {
 
     #[test]
     fn replay_command_names_package_target_and_test() {
+        let correctness = FailureClass::Correctness;
         let target = ReplayTarget {
             package: Some("umi-dst".into()),
             target: Some("--test main".into()),
             test: Some("self_test::canary".into()),
+            make_dst: true,
+            ..ReplayTarget::default()
         };
         assert_eq!(
-            target.command(12),
+            target.command(12, correctness),
             "DST_SEED=12 cargo test -p umi-dst --test main -- self_test::canary --exact --nocapture"
         );
         assert_eq!(
-            target.make_command(12).unwrap(),
+            target.make_command(12, correctness).unwrap(),
             "make dst PKG=umi-dst BIN=main TEST=self_test::canary SEED=12"
         );
-        assert_eq!(ReplayTarget::default().command(3), "DST_SEED=3 cargo test");
+        assert_eq!(
+            ReplayTarget::default().command(3, correctness),
+            "DST_SEED=3 cargo test"
+        );
+    }
+
+    /// Each of these once printed a line that, run as printed, passed.
+    #[test]
+    fn replay_command_carries_what_the_failure_needs() {
+        let base = ReplayTarget {
+            package: Some("app".into()),
+            target: Some("--test sim".into()),
+            test: Some("slow::soak".into()),
+            make_dst: true,
+            ..ReplayTarget::default()
+        };
+        let nondeterminism = base.command(5, FailureClass::Nondeterminism);
+        assert!(
+            nondeterminism.starts_with("DST_SEED=5 DST_CHECK_DETERMINISM=1 cargo test"),
+            "{nondeterminism}"
+        );
+        assert_eq!(base.make_command(5, FailureClass::Nondeterminism), None);
+
+        let ignored = ReplayTarget {
+            include_ignored: true,
+            ..base.clone()
+        };
+        assert!(
+            ignored
+                .command(5, FailureClass::Crash)
+                .ends_with("--exact --nocapture --include-ignored")
+        );
+        assert_eq!(ignored.make_command(5, FailureClass::Crash), None);
+
+        let release = ReplayTarget {
+            profile: Some("--profile sim".into()),
+            ..base.clone()
+        };
+        assert!(
+            release
+                .command(5, FailureClass::Crash)
+                .starts_with("DST_SEED=5 cargo test --profile sim -p app")
+        );
+
+        let no_makefile = ReplayTarget {
+            make_dst: false,
+            ..base
+        };
+        assert_eq!(no_makefile.make_command(5, FailureClass::Crash), None);
+    }
+
+    #[test]
+    fn profiles_and_makefile_targets_are_read_from_paths_and_text() {
+        let table = [
+            ("/w/target/debug/deps/main-0123456789abcdef", None),
+            (
+                "/w/target/release/deps/main-0123456789abcdef",
+                Some("--release"),
+            ),
+            (
+                "/w/target/sim/deps/main-0123456789abcdef",
+                Some("--profile sim"),
+            ),
+            ("/w/target/debug/dst", None),
+        ];
+        for (path, flag) in table {
+            assert_eq!(profile_flag(Path::new(path)).as_deref(), flag, "{path}");
+        }
+        assert!(makefile_has_target("x:\n\techo\ndst:\n\t$(DST)", "dst"));
+        assert!(makefile_has_target("dst: build\n", "dst"));
+        assert!(!makefile_has_target("DST := cargo run\n", "DST"));
+        assert!(!makefile_has_target("dst-all:\n", "dst"));
+        assert!(!makefile_has_target("test:\n", "dst"));
+    }
+
+    #[test]
+    fn this_workspace_offers_make_dst() {
+        assert!(workspace_makefile_has_dst(Path::new(env!(
+            "CARGO_MANIFEST_DIR"
+        ))));
     }
 
     #[test]

@@ -48,6 +48,10 @@ pub struct Settings {
     pub seed_start: u64,
     /// `DST_SEEDS`: how many seeds the default range covers.
     pub seed_count: u64,
+    /// Whether `DST_SEEDS` or `DST_SEED_START` was set: the range from the environment
+    /// then wins over a test's own `.with_seeds(..)`, as `PROPTEST_CASES` wins over a
+    /// test's case count.
+    pub seed_range_from_env: bool,
     /// `DST_CHECK_DETERMINISM=1`: run each seed twice and compare traces.
     pub check_determinism: bool,
     /// `DST_LOG`: `off`, `error`, `warn` (default), `info`, `debug` or `trace`.
@@ -64,6 +68,7 @@ impl Default for Settings {
             seed: None,
             seed_start: DEFAULT_SEED_START,
             seed_count: DEFAULT_SEED_COUNT,
+            seed_range_from_env: false,
             check_determinism: false,
             log: LogLevel(Some(tracing::Level::WARN)),
             print_trace: false,
@@ -89,6 +94,8 @@ impl Settings {
         if let Some(value) = lookup("DST_SEED") {
             settings.seed = Some(parse_seed(&value).map_err(|r| invalid("DST_SEED", &value, r))?);
         }
+        settings.seed_range_from_env =
+            lookup("DST_SEEDS").is_some() || lookup("DST_SEED_START").is_some();
         if let Some(value) = lookup("DST_SEED_START") {
             settings.seed_start =
                 parse_seed(&value).map_err(|r| invalid("DST_SEED_START", &value, r))?;

@@ -26,6 +26,7 @@ use super::report::SweepReport;
 use super::scenario::Scenario;
 use crate::corpus::{SeedCorpus, corpus_path, find_seeds_dir};
 use crate::fault::InjectionId;
+use crate::simulation::report::FailureClass;
 use crate::simulation::settings::parse_seed;
 
 #[derive(Parser)]
@@ -49,6 +50,8 @@ enum Command {
     Minimize(RunArgs),
     /// Combine the JSON reports of several shards.
     Merge(MergeArgs),
+    /// Find a seed whose run injects given fault kinds (to replace a stale kept seed).
+    Find(super::find::FindArgs),
     /// Serve the simulated model over real HTTP (OpenAI, Responses, Anthropic, Ollama
     /// formats in any profile), seeded per request, for agents in any language.
     #[cfg(feature = "serve")]
@@ -98,7 +101,8 @@ struct SweepArgs {
     /// (Kubernetes Indexed Jobs, 0-based).
     #[arg(long)]
     shard: Option<String>,
-    /// Swarm mode: each seed switches the scenarios' fault kinds on and off.
+    /// Swarm mode: each seed switches the scenarios' fault rules on and off and scales
+    /// their probabilities (filters kept).
     #[arg(long)]
     swarm: bool,
     /// Run each seed twice and compare trace hashes (a difference exits 13).
@@ -160,6 +164,10 @@ struct ReplayArgs {
     /// Allow only these injections (`rule:ordinal`, comma-separated), as `minimize` prints.
     #[arg(long)]
     only: Option<String>,
+    /// Run the seed twice and compare the traces; a difference is a nondeterminism failure
+    /// (exit 13) and the first differing events are printed.
+    #[arg(long)]
+    check_determinism: bool,
 }
 
 #[derive(Args)]
@@ -283,6 +291,7 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
             }
         }
         Command::Merge(args) => merge(&args),
+        Command::Find(args) => super::find::run(&scenarios, &args),
         #[cfg(feature = "serve")]
         Command::Serve(args) => crate::serve::cli::run(&args, &scenarios),
     }
@@ -326,8 +335,16 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
     let seeds_dir = if args.no_record {
         None
     } else {
-        args.seeds_dir.or_else(default_seeds_dir)
+        let dir = args.seeds_dir.or_else(default_seeds_dir);
+        if dir.is_none() {
+            eprintln!(
+                "dst: failing seeds will NOT be recorded: no Cargo.toml in or above this \
+                 directory; pass --seeds-dir <dir>"
+            );
+        }
+        dir
     };
+    let no_record = args.no_record;
     let options = SweepOptions {
         seed_start,
         seeds: args.seeds,
@@ -354,6 +371,14 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         Err(error) => return fail(&error.to_string()),
     };
     print!("{}", report.table());
+    match &report.seeds_dir {
+        Some(dir) => println!(
+            "seeds: {} new failing seed(s) recorded in {dir}",
+            report.seeds_recorded
+        ),
+        None if no_record => println!("seeds: not recorded (--no-record)"),
+        None => println!("seeds: not recorded (no cargo project here; pass --seeds-dir)"),
+    }
     if let Some(path) = &args.junit
         && let Err(error) = std::fs::write(path, report.junit())
     {
@@ -393,11 +418,36 @@ fn replay(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &str) -> 
         }
     };
     let scenario = selected[0].as_ref();
-    let run = run_one(scenario, args.run.seed, args.run.swarm, |mut config| {
-        config.trace_full = args.trace;
-        config.only_injections = only;
+    let edit = |mut config: crate::SimConfig| {
+        config.trace_full = args.trace || args.check_determinism;
+        config.only_injections.clone_from(&only);
         config
-    });
+    };
+    let mut run = run_one(scenario, args.run.seed, args.run.swarm, edit);
+    if args.check_determinism {
+        let again = run_one(scenario, args.run.seed, args.run.swarm, edit);
+        if again.trace_hash != run.trace_hash {
+            let (first, second) = (
+                run.full_trace.clone().unwrap_or_default(),
+                again.full_trace.clone().unwrap_or_default(),
+            );
+            let at = crate::trace::first_divergence(&first, &second);
+            let show = |events: &[crate::trace::TraceEvent]| {
+                at.and_then(|i| events.get(i))
+                    .map_or_else(|| "(run ended)".to_owned(), ToString::to_string)
+            };
+            run.failure = Some((
+                FailureClass::Nondeterminism,
+                format!(
+                    "two runs of the same seed differ: trace {} then {}\n  first run:  {}\n  second run: {}",
+                    run.trace_hash.short(),
+                    again.trace_hash.short(),
+                    show(&first),
+                    show(&second)
+                ),
+            ));
+        }
+    }
     println!(
         "replay: {} seed {} (0x{:x}){}",
         scenario.name(),

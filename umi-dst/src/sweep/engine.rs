@@ -37,7 +37,7 @@ use super::report::{
 };
 use super::scenario::Scenario;
 use super::worker::{Outcome, QuietWorkers, Shared, spawn_worker, watchdog};
-use crate::corpus::{SeedCorpus, corpus_path};
+use crate::corpus::{AppendOutcome, SeedCorpus, SeedMeaning, corpus_path};
 use crate::simulation::report::FailureClass;
 use crate::simulation::{SeedRun, Simulation};
 
@@ -169,11 +169,23 @@ pub fn run_one(
     Simulation::new(config).run_seed(seed, &|sim| scenario.run(sim))
 }
 
-/// The replay command of a run.
-pub fn replay_command(program: &str, scenario: &str, seed: u64, swarm: bool) -> String {
+/// The replay command of a run that failed with `class` (a nondeterminism failure only
+/// shows when the replay runs the seed twice).
+pub fn replay_command(
+    program: &str,
+    scenario: &str,
+    seed: u64,
+    swarm: bool,
+    class: Option<FailureClass>,
+) -> String {
     format!(
-        "{program} replay --scenario {scenario} --seed {seed}{}",
-        if swarm { " --swarm" } else { "" }
+        "{program} replay --scenario {scenario} --seed {seed}{}{}",
+        if swarm { " --swarm" } else { "" },
+        if class == Some(FailureClass::Nondeterminism) {
+            " --check-determinism"
+        } else {
+            ""
+        }
     )
 }
 
@@ -256,6 +268,8 @@ pub fn run(
         runs_done: 0,
         completed: false,
         wall_ms: 0,
+        seeds_dir: options.seeds_dir.as_ref().map(|d| d.display().to_string()),
+        seeds_recorded: 0,
         scenarios: selected
             .iter()
             .map(|s| ScenarioReport {
@@ -263,6 +277,8 @@ pub fn run(
                 goal: s.goal().to_owned(),
                 canary: s.is_canary(),
                 marks_required: s.marks().iter().map(|m| (*m).to_owned()).collect(),
+                rules: s.faults().iter().map(ToString::to_string).collect(),
+                rule_reach: vec![0; s.faults().len()],
                 trace_digest: "0".repeat(64),
                 ..ScenarioReport::default()
             })
@@ -371,8 +387,10 @@ impl Collector {
         let entry = &mut self.report.scenarios[scenario_index];
         entry.seeds_run += 1;
         entry.wall_us += u64::try_from(wall.as_micros()).unwrap_or(u64::MAX);
+        let mut injected = None;
         let failure = match run {
             Ok(run) => {
+                injected = Some(run.fault_stats.clone());
                 for (kind, count) in &run.fault_stats.injected_by_kind {
                     *entry
                         .faults_injected
@@ -381,6 +399,14 @@ impl Collector {
                 }
                 for (mark, count) in &run.marks {
                     *entry.marks_hit.entry(mark.clone()).or_insert(0) += count;
+                }
+                assert_eq!(
+                    run.rule_reach.len(),
+                    entry.rule_reach.len(),
+                    "one count per rule"
+                );
+                for (total, reached) in entry.rule_reach.iter_mut().zip(&run.rule_reach) {
+                    *total += reached;
                 }
                 entry.sim_time_ms += u64::try_from(run.sim_elapsed.as_millis()).unwrap_or(u64::MAX);
                 let hash = run.trace_hash.to_string();
@@ -403,7 +429,13 @@ impl Collector {
         if let Some((class, message)) = failure {
             entry.seeds_failed += 1;
             *entry.failures_by_class.entry(class.clone()).or_insert(0) += 1;
-            let replay = replay_command(&options.program, scenario.name(), seed, options.swarm);
+            let replay = replay_command(
+                &options.program,
+                scenario.name(),
+                seed,
+                options.swarm,
+                FailureClass::from_name(&class),
+            );
             if !scenario.is_canary() {
                 self.failures += 1;
                 self.progress.say(&format!(
@@ -425,9 +457,16 @@ impl Collector {
                 && let Ok(path) = corpus_path(dir, scenario.name())
             {
                 let comment = format!("{class}: {}", message.lines().next().unwrap_or(""));
-                if let Err(error) = SeedCorpus::append(&path, seed, &comment) {
-                    self.progress
-                        .say(&format!("dst: cannot record seed {seed}: {error}"));
+                let meaning = FailureClass::from_name(&class)
+                    .map_or_else(SeedMeaning::default, |c| {
+                        SeedMeaning::found(options.swarm, c, injected.as_ref())
+                    });
+                match SeedCorpus::append_with(&path, seed, &meaning, &comment) {
+                    Ok(AppendOutcome::Added) => self.report.seeds_recorded += 1,
+                    Ok(AppendOutcome::AlreadyPresent) => {}
+                    Err(error) => self
+                        .progress
+                        .say(&format!("dst: cannot record seed {seed}: {error}")),
                 }
             }
         }

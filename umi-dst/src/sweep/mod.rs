@@ -12,6 +12,7 @@
 
 pub mod cli;
 pub mod engine;
+pub mod find;
 pub mod minimize;
 mod plan;
 mod progress;
@@ -21,4 +22,4 @@ mod worker;
 
 pub use engine::{Shard, SweepError, SweepOptions, run, run_one};
 pub use report::{ScenarioReport, SweepReport};
-pub use scenario::Scenario;
+pub use scenario::{SCENARIO_TEST_SEEDS_DEFAULT, Scenario, test_scenario, test_scenario_in};

@@ -53,6 +53,13 @@ pub struct ScenarioReport {
     /// XOR of SHA-256(seed, trace hash) over its seeds: equal digests, equal runs, in any
     /// order and across shards.
     pub trace_digest: String,
+    /// The scenario's fault rules as they print, in config order.
+    #[serde(default)]
+    pub rules: Vec<String>,
+    /// For each rule, the operations it reached over the seeds run (a rule at zero could
+    /// not have fired: its filter names an operation the scenario never performs).
+    #[serde(default)]
+    pub rule_reach: Vec<u64>,
     /// Per-seed trace hashes, when asked for (`--hashes`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub trace_hashes: BTreeMap<u64, String>,
@@ -66,6 +73,14 @@ impl ScenarioReport {
             .filter(|m| !self.marks_hit.contains_key(*m))
             .cloned()
             .collect()
+    }
+
+    /// The rules that reached no operation in any seed run, as they print.
+    pub fn rules_unreached(&self) -> Vec<String> {
+        if self.seeds_run == 0 {
+            return Vec::new();
+        }
+        crate::simulation::unreached_rules_named(&self.rules, &self.rule_reach)
     }
 
     /// Failures that count as regressions (none for the canary).
@@ -137,6 +152,13 @@ pub struct SweepReport {
     pub completed: bool,
     /// Wall time of the sweep, in ms.
     pub wall_ms: u64,
+    /// Where failing seeds were recorded (`None`: recording was off, or no cargo project
+    /// was found to hold a `seeds/`).
+    #[serde(default)]
+    pub seeds_dir: Option<String>,
+    /// Seeds this sweep added to the corpus files there.
+    #[serde(default)]
+    pub seeds_recorded: u64,
     /// Per scenario.
     pub scenarios: Vec<ScenarioReport>,
 }
@@ -218,8 +240,13 @@ impl SweepReport {
                             goal: scenario.goal.clone(),
                             canary: scenario.canary,
                             marks_required: scenario.marks_required.clone(),
+                            rules: scenario.rules.clone(),
+                            rule_reach: vec![0; scenario.rule_reach.len()],
                             ..ScenarioReport::default()
                         });
+                for (total, n) in merged.rule_reach.iter_mut().zip(&scenario.rule_reach) {
+                    *total += n;
+                }
                 merged.seeds_run += scenario.seeds_run;
                 merged.seeds_failed += scenario.seeds_failed;
                 for (class, n) in &scenario.failures_by_class {
@@ -359,6 +386,13 @@ impl SweepReport {
             let missing = s.marks_missing();
             if !missing.is_empty() && s.seeds_run > 0 {
                 let _ = writeln!(out, "  {}: marks not hit: {}", s.name, missing.join(", "));
+            }
+            for rule in s.rules_unreached() {
+                let _ = writeln!(
+                    out,
+                    "  warning: {}: {rule} reached no operation in {} seeds, so it never fired",
+                    s.name, s.seeds_run
+                );
             }
         }
         for name in self.canaries_missed() {

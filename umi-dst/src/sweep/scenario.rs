@@ -4,7 +4,7 @@ use futures::future::LocalBoxFuture;
 
 use crate::config::SimConfig;
 use crate::environment::SimEnvironment;
-use crate::fault::{FaultConfig, FaultKind};
+use crate::fault::FaultConfig;
 use crate::simulation::Violation;
 
 /// A simulation the sweep engine runs over many seeds.
@@ -35,21 +35,58 @@ pub trait Scenario: Send + Sync {
         false
     }
 
-    /// The config of one seed: the fault profile, or in swarm mode the profile's kinds
-    /// switched on and off by the seed.
+    /// The config of one seed: the fault profile, and in swarm mode the profile's own
+    /// rules switched on and off and scaled by the seed (filters kept).
     fn config(&self, seed: u64, swarm: bool) -> SimConfig {
-        let faults = self.faults();
-        if swarm {
-            let mut kinds: Vec<FaultKind> = faults.iter().map(FaultConfig::kind).collect();
-            kinds.dedup();
-            SimConfig::new(seed).with_swarm(&kinds)
-        } else {
-            faults
-                .into_iter()
-                .fold(SimConfig::new(seed), SimConfig::with_fault)
-        }
+        let config = self
+            .faults()
+            .into_iter()
+            .fold(SimConfig::new(seed), SimConfig::with_fault);
+        if swarm { config.with_swarm() } else { config }
     }
 
     /// Runs one seed.
     fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>>;
+}
+
+/// Seeds per scenario [`test_scenario`] runs by default (a sweep runs many more).
+pub const SCENARIO_TEST_SEEDS_DEFAULT: u64 = 64;
+
+/// Runs `scenario` as a `cargo test` should: its fault profile over seeds 1 to
+/// [`SCENARIO_TEST_SEEDS_DEFAULT`] (or the `DST_*` range), then every seed kept in
+/// `seeds/<name>.seeds` in the mode its line records (a seed found by a swarm sweep is
+/// replayed in swarm mode). A failure prints its report and the command that replays
+/// it; a kept seed that no longer reaches what it was kept for fails the test as stale;
+/// a fault rule that reached nothing fails it too.
+///
+/// `seeds/` is found from the calling crate (`CARGO_MANIFEST_DIR`): the workspace's, or
+/// the crate's own when there is no workspace.
+///
+/// ```no_run
+/// # struct MyScenario;
+/// # impl umi_dst::sweep::Scenario for MyScenario {
+/// #     fn name(&self) -> &'static str { "my" }
+/// #     fn goal(&self) -> &'static str { "" }
+/// #     fn run(&self, _: umi_dst::SimEnvironment) -> futures::future::LocalBoxFuture<'static, Result<(), umi_dst::Violation>> { Box::pin(async { Ok(()) }) }
+/// # }
+/// #[test]
+/// fn my_scenario() {
+///     umi_dst::sweep::test_scenario(&MyScenario);
+/// }
+/// ```
+pub fn test_scenario(scenario: &dyn Scenario) {
+    let seeds_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .and_then(|dir| crate::corpus::find_seeds_dir(std::path::Path::new(&dir)))
+        .unwrap_or_else(|| std::path::PathBuf::from("seeds"));
+    test_scenario_in(scenario, &seeds_dir, SCENARIO_TEST_SEEDS_DEFAULT);
+}
+
+/// [`test_scenario`] with the corpus directory and the default seed count given.
+pub fn test_scenario_in(scenario: &dyn Scenario, seeds_dir: &std::path::Path, seeds: u64) {
+    let template = scenario.config(0, false);
+    crate::Simulation::from_env()
+        .with_seeds(1..=seeds)
+        .with_corpus(seeds_dir.join(format!("{}.seeds", scenario.name())))
+        .with_config(|_| template)
+        .run(|sim| scenario.run(sim));
 }

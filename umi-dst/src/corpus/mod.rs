@@ -8,7 +8,11 @@
 //! # seeds that broke memory_no_data_loss
 //! 12345  # correctness: lost write after storage.write_fail
 //! 0x2a   # liveness: retry loop without backoff
+//! 77 swarm expect=correctness faults=storage.write_fail  # found by a swarm sweep
 //! ```
+//!
+//! Words between the seed and the comment say what the replay needs and what the seed
+//! found ([`meaning`]).
 //!
 //! Loading names the file and line of anything it cannot read. Appending is atomic and
 //! idempotent: the new file is written beside the old, synced, and renamed over it under
@@ -19,8 +23,15 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+pub mod meaning;
+
+pub use meaning::SeedMeaning;
+
 use crate::constants::{CORPUS_COMMENT_BYTES_MAX, CORPUS_LINES_MAX};
 use crate::simulation::settings::parse_seed;
+
+/// Characters of an unreadable line quoted in an error.
+const PARSE_ERROR_QUOTE_CHARS_MAX: usize = 120;
 
 /// A seed corpus file that cannot be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +81,8 @@ pub struct CorpusEntry {
     pub comment: Option<String>,
     /// The 1-based line it is on.
     pub line: usize,
+    /// Its mode and what it found.
+    pub meaning: SeedMeaning,
 }
 
 /// Whether [`SeedCorpus::append`] added the seed.
@@ -111,19 +124,22 @@ impl SeedCorpus {
                     limit: CORPUS_LINES_MAX,
                 });
             }
-            let (seed_text, comment) = match raw.split_once('#') {
-                Some((seed, comment)) => (seed.trim(), Some(comment.trim())),
+            let (body, comment) = match raw.split_once('#') {
+                Some((body, comment)) => (body.trim(), Some(comment.trim())),
                 None => (raw.trim(), None),
             };
-            if seed_text.is_empty() {
+            if body.is_empty() {
                 continue;
             }
-            let seed = parse_seed(seed_text).map_err(|reason| CorpusError::Parse {
+            let (seed_text, words) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
+            let parse_error = |reason| CorpusError::Parse {
                 path: path.to_owned(),
                 line,
-                text: raw.to_owned(),
+                text: raw.chars().take(PARSE_ERROR_QUOTE_CHARS_MAX).collect(),
                 reason,
-            })?;
+            };
+            let seed = parse_seed(seed_text).map_err(parse_error)?;
+            let meaning = SeedMeaning::parse(words).map_err(parse_error)?;
             if entries.iter().any(|entry| entry.seed == seed) {
                 continue;
             }
@@ -132,6 +148,7 @@ impl SeedCorpus {
                 seed,
                 comment,
                 line,
+                meaning,
             });
         }
         Ok(Self { entries })
@@ -155,6 +172,16 @@ impl SeedCorpus {
     /// Adds `seed` with `comment` to the file at `path`, atomically and only if absent.
     /// A corrupt existing file is an error and is left untouched.
     pub fn append(path: &Path, seed: u64, comment: &str) -> Result<AppendOutcome, CorpusError> {
+        Self::append_with(path, seed, &SeedMeaning::default(), comment)
+    }
+
+    /// Like [`SeedCorpus::append`], recording the seed's mode and findings too.
+    pub fn append_with(
+        path: &Path,
+        seed: u64,
+        meaning: &SeedMeaning,
+        comment: &str,
+    ) -> Result<AppendOutcome, CorpusError> {
         let io = |source| CorpusError::Io {
             path: path.to_owned(),
             source,
@@ -183,7 +210,7 @@ impl SeedCorpus {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str(&format_line(seed, comment));
+        text.push_str(&format_entry(seed, meaning, comment));
 
         let temp_path = sibling(path, &format!(".tmp-{}", std::process::id()));
         let mut temp = File::create(&temp_path).map_err(io)?;
@@ -204,6 +231,11 @@ impl SeedCorpus {
 
 /// One corpus line: the seed, two spaces, and the comment (one line, bounded).
 pub fn format_line(seed: u64, comment: &str) -> String {
+    format_entry(seed, &SeedMeaning::default(), comment)
+}
+
+/// One corpus line with the seed's words: `77 swarm expect=crash  # comment`.
+pub fn format_entry(seed: u64, meaning: &SeedMeaning, comment: &str) -> String {
     let mut comment: String = comment
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -217,9 +249,9 @@ pub fn format_line(seed: u64, comment: &str) -> String {
     }
     let comment = comment.trim();
     if comment.is_empty() {
-        format!("{seed}\n")
+        format!("{seed}{meaning}\n")
     } else {
-        format!("{seed}  # {comment}\n")
+        format!("{seed}{meaning}  # {comment}\n")
     }
 }
 
@@ -237,14 +269,22 @@ pub fn corpus_path(dir: &Path, name: &str) -> Result<PathBuf, CorpusError> {
     Ok(dir.join(format!("{name}.seeds")))
 }
 
-/// The workspace's `seeds/` directory: the nearest ancestor of `start` with a
-/// `Cargo.toml` declaring `[workspace]` and a `seeds` directory.
+/// Where seeds are kept: the `seeds/` of the nearest ancestor of `start` whose
+/// `Cargo.toml` declares `[workspace]`; in a project that is not a workspace, the `seeds/`
+/// of the nearest crate (an ancestor with a `Cargo.toml`). The directory need not exist
+/// yet (recording creates it). `None` outside any cargo project.
 pub fn find_seeds_dir(start: &Path) -> Option<PathBuf> {
-    start.ancestors().find_map(|dir| {
-        let manifest = fs::read_to_string(dir.join("Cargo.toml")).ok()?;
-        let seeds = dir.join("seeds");
-        (manifest.contains("[workspace]") && seeds.is_dir()).then_some(seeds)
-    })
+    let mut nearest_crate = None;
+    for dir in start.ancestors() {
+        let Ok(manifest) = fs::read_to_string(dir.join("Cargo.toml")) else {
+            continue;
+        };
+        if manifest.contains("[workspace]") {
+            return Some(dir.join("seeds"));
+        }
+        nearest_crate.get_or_insert_with(|| dir.join("seeds"));
+    }
+    nearest_crate
 }
 
 fn sibling(path: &Path, suffix: &str) -> PathBuf {
@@ -335,6 +375,64 @@ mod tests {
         );
         assert!(corpus_path(Path::new("seeds"), "../etc").is_err());
         assert!(corpus_path(Path::new("seeds"), "memory_no_data_loss").is_ok());
+    }
+
+    #[test]
+    fn seed_words_are_kept_and_bad_ones_named_by_line() {
+        let text = "7 swarm expect=crash faults=llm.timeout  # found in swarm\n8\n";
+        let corpus = SeedCorpus::parse(Path::new("s.seeds"), text).unwrap();
+        assert!(corpus.entries()[0].meaning.swarm);
+        assert_eq!(
+            corpus.entries()[0].comment.as_deref(),
+            Some("found in swarm")
+        );
+        assert!(corpus.entries()[1].meaning.is_default_mode());
+        let error = SeedCorpus::parse(Path::new("s.seeds"), "1\n9 swrm\n").unwrap_err();
+        assert!(error.to_string().starts_with("s.seeds:2: "), "{error}");
+        assert!(error.to_string().contains("swrm"), "{error}");
+        let long = format!("1 {}\n", "x".repeat(10_000));
+        let error = SeedCorpus::parse(Path::new("s.seeds"), &long).unwrap_err();
+        assert!(
+            error.to_string().len() < 600,
+            "a bounded quote: {}",
+            error.to_string().len()
+        );
+    }
+
+    #[test]
+    fn append_with_writes_the_words_and_load_reads_them_back() {
+        let dir = temp_dir("words");
+        let path = corpus_path(&dir, "demo").unwrap();
+        let meaning = SeedMeaning::parse("swarm expect=liveness").unwrap();
+        SeedCorpus::append_with(&path, 3, &meaning, "liveness: hang").unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "3 swarm expect=liveness  # liveness: hang\n"
+        );
+        assert_eq!(
+            SeedCorpus::load(&path).unwrap().entries()[0].meaning,
+            meaning
+        );
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn seeds_go_to_the_workspace_or_else_the_nearest_crate() {
+        let root = temp_dir("find");
+        let krate = root.join("app");
+        fs::create_dir_all(krate.join("src")).unwrap();
+        fs::write(krate.join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
+        assert_eq!(
+            find_seeds_dir(&krate.join("src")),
+            Some(krate.join("seeds"))
+        );
+        fs::write(
+            root.join("Cargo.toml"),
+            "[workspace]\nmembers = [\"app\"]\n",
+        )
+        .unwrap();
+        assert_eq!(find_seeds_dir(&krate.join("src")), Some(root.join("seeds")));
+        fs::remove_dir_all(root).unwrap();
     }
 
     #[test]

@@ -1,0 +1,131 @@
+//! `dst find`: a seed that reaches given faults, to replace a kept seed gone stale.
+//!
+//! When the code changes under a kept seed, the seed can stop reaching the situation it
+//! was kept for (see `simulation::kept`). A replacement is a seed whose run injects the
+//! same fault kinds again; this searches a range for the first such seed and prints the
+//! corpus line to keep, with what the seed does today (passes, or fails and how).
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::engine::{run_one, select};
+use super::scenario::Scenario;
+use crate::corpus::{SeedMeaning, format_entry};
+use crate::fault::FaultKind;
+use crate::simulation::settings::parse_seed;
+
+/// Seeds `dst find` tries at most.
+pub const FIND_SEEDS_MAX: u64 = 1_000_000;
+
+/// `dst find`'s arguments.
+#[derive(Args)]
+pub(crate) struct FindArgs {
+    /// The scenario.
+    #[arg(long)]
+    scenario: String,
+    /// The fault kinds the seed must inject, comma-separated (`llm.stream_cut,network.reset`).
+    #[arg(long)]
+    faults: String,
+    /// Search in swarm mode.
+    #[arg(long)]
+    swarm: bool,
+    /// The first seed tried.
+    #[arg(long, default_value = "1", value_parser = parse_seed)]
+    seed_start: u64,
+    /// How many seeds to try at most.
+    #[arg(long, default_value = "10000", value_parser = clap::value_parser!(u64).range(1..=FIND_SEEDS_MAX))]
+    seeds: u64,
+}
+
+/// Whether a run that injected `injected` reaches every kind of `wanted`.
+pub fn reaches_all(wanted: &[FaultKind], injected: &crate::fault::FaultStats) -> bool {
+    wanted
+        .iter()
+        .all(|kind| injected.injected_by_kind.get(kind).is_some_and(|n| *n > 0))
+}
+
+/// Runs `dst find`; exit 0 with the line found, 1 when no seed in the range reaches
+/// the faults, 2 for bad arguments.
+#[allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command's output"
+)]
+pub(crate) fn run(scenarios: &[std::sync::Arc<dyn Scenario>], args: &FindArgs) -> ExitCode {
+    let selected = match select(scenarios, std::slice::from_ref(&args.scenario)) {
+        Ok(selected) => selected,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let wanted: Vec<FaultKind> = match args.faults.split(',').map(str::parse).collect() {
+        Ok(kinds) => kinds,
+        Err(error) => {
+            eprintln!("error: --faults: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let scenario = selected[0].as_ref();
+    let end = args.seed_start.saturating_add(args.seeds - 1);
+    for seed in args.seed_start..=end {
+        let run = run_one(scenario, seed, args.swarm, |config| config);
+        if !reaches_all(&wanted, &run.fault_stats) {
+            continue;
+        }
+        let (meaning, comment) = match &run.failure {
+            Some((class, message)) => (
+                SeedMeaning::found(args.swarm, *class, Some(&run.fault_stats)),
+                format!("{class}: {}", message.lines().next().unwrap_or("")),
+            ),
+            None => (
+                SeedMeaning {
+                    swarm: args.swarm,
+                    faults: wanted.clone(),
+                    ..SeedMeaning::default()
+                },
+                format!("reaches {} (found by dst find)", args.faults),
+            ),
+        };
+        println!(
+            "seed {seed} injects {}; today it {}",
+            args.faults,
+            run.failure.as_ref().map_or_else(
+                || "passes".to_owned(),
+                |(class, _)| format!("fails ({class})")
+            )
+        );
+        print!(
+            "keep it in seeds/{}.seeds as:\n  {}",
+            scenario.name(),
+            format_entry(seed, &meaning, &comment)
+        );
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "no seed in {}..={end} injects all of {}{}",
+        args.seed_start,
+        args.faults,
+        if args.swarm { " in swarm mode" } else { "" }
+    );
+    ExitCode::from(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::FaultStats;
+
+    #[test]
+    fn every_wanted_kind_must_have_fired() {
+        let mut stats = FaultStats::default();
+        stats.injected_by_kind.insert(FaultKind::LlmTimeout, 2);
+        assert!(reaches_all(&[FaultKind::LlmTimeout], &stats));
+        assert!(!reaches_all(
+            &[FaultKind::LlmTimeout, FaultKind::NetworkReset],
+            &stats
+        ));
+        assert!(reaches_all(&[], &stats));
+    }
+}

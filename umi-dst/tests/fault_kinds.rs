@@ -1,0 +1,320 @@
+//! Every fault kind, fired by an always-on rule through the real simulators, does what
+//! its catalog entry says. A kind that is counted and traced as injected must change
+//! what the code under test sees; this test is where a new kind, or a simulator that
+//! stops implementing one, shows up.
+//!
+//! The match in `effect` lists every kind without a catch-all, so adding a kind to the
+//! catalog does not compile until its effect is checked here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use umi_core::env::EnvironmentExt;
+use umi_core::llm::transport::{HttpRequest, Transport};
+use umi_core::llm::{CompletionRequest, FinishReason, LanguageModel, LlmError, Message};
+use umi_core::memory::prompts::EntityType;
+use umi_core::storage::{Entity, Note, Storage, StorageError, WriteBatch};
+use umi_dst::network::{Endpoint, SimNetwork};
+use umi_dst::{
+    FaultConfig, FaultKind, SimConfig, SimEnvironment, SimStorage, Simulation, Violation, ensure,
+};
+
+const URL: &str = "https://api.openai.example/v1";
+
+fn request() -> CompletionRequest {
+    let words = "one two three four five six seven eight nine ten ".repeat(20);
+    CompletionRequest::new(vec![Message::user(format!("Write about: {words}"))])
+}
+
+fn entity(id: &str) -> Entity {
+    Entity {
+        id: id.into(),
+        name: "Maria".into(),
+        entity_type: EntityType::Person,
+        content: "met Chen in Berlin".into(),
+        confidence: 0.9,
+        note_id: None,
+        created_at_ms: 0,
+        updated_at_ms: 0,
+    }
+}
+
+fn write(id: &str) -> WriteBatch {
+    WriteBatch {
+        notes: vec![Note {
+            id: format!("note-{id}"),
+            text: "Maria met Chen in Berlin".into(),
+            created_at_ms: 0,
+        }],
+        entities: vec![entity(id)],
+        ..WriteBatch::default()
+    }
+}
+
+/// What a chat completion over SimNetwork delivered: status, body bytes, and whether
+/// the body ended in an error, within `wait` of simulated time.
+async fn over_the_wire(
+    sim: &SimEnvironment,
+    wait: Duration,
+) -> Result<(u16, Vec<u8>, bool), String> {
+    let network = SimNetwork::new(sim).with_endpoint(Endpoint::openai(URL, sim.llm()));
+    let body = serde_json::json!({
+        "model": "sim-large",
+        "stream": true,
+        "messages": [{"role": "user", "content": "Write a long answer about Berlin."}],
+    });
+    let http = HttpRequest {
+        method: "POST",
+        url: format!("{URL}/chat/completions"),
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: serde_json::to_vec(&body).unwrap(),
+    };
+    let env = sim.env();
+    let exchange = async {
+        let response = network.send(http).await.map_err(|e| e.to_string())?;
+        let mut bytes = Vec::new();
+        let mut broke = false;
+        let mut stream = response.body;
+        while let Some(piece) = stream.next().await {
+            match piece {
+                Ok(piece) => bytes.extend_from_slice(&piece),
+                Err(_) => {
+                    broke = true;
+                    break;
+                }
+            }
+        }
+        Ok::<_, String>((response.status, bytes, broke))
+    };
+    env.timeout(wait, exchange)
+        .await
+        .map_err(|_| format!("nothing within {wait:?}"))?
+}
+
+/// What seed `seed` gives with no fault: SimLLM's answer to [`request`] and the body of
+/// the exchange over the wire, for comparison.
+struct Clean {
+    answer: String,
+    body: Vec<u8>,
+}
+
+fn clean(seed: u64) -> Clean {
+    let out = Arc::new(std::sync::Mutex::new(None));
+    let slot = out.clone();
+    let run = Simulation::new(SimConfig::new(seed)).run_seed(seed, &move |sim| {
+        let slot = slot.clone();
+        async move {
+            let response = sim
+                .llm()
+                .complete(&request())
+                .await
+                .map_err(|e| Violation::new(e.to_string()))?;
+            let (_, body, _) = over_the_wire(&sim, Duration::from_secs(600))
+                .await
+                .map_err(Violation::new)?;
+            *slot.lock().unwrap() = Some(Clean {
+                answer: response.text,
+                body,
+            });
+            Ok::<(), Violation>(())
+        }
+    });
+    assert!(run.passed(), "{:?}", run.failure);
+    out.lock()
+        .unwrap()
+        .take()
+        .expect("the clean run filled its slot")
+}
+
+/// Checks that `kind`, always on, had its effect.
+async fn effect(kind: FaultKind, sim: SimEnvironment, clean: Arc<Clean>) -> Result<(), Violation> {
+    let llm = sim.llm();
+    let storage = SimStorage::new(&sim);
+    let wire = || over_the_wire(&sim, Duration::from_secs(120));
+    match kind {
+        FaultKind::LlmTimeout => {
+            let outcome = sim
+                .env()
+                .timeout(Duration::from_secs(30), llm.complete(&request()))
+                .await;
+            ensure!(
+                matches!(outcome, Err(_) | Ok(Err(LlmError::Timeout { .. }))),
+                "a timeout answered: {outcome:?}"
+            );
+        }
+        FaultKind::LlmRateLimit => {
+            let outcome = llm.complete(&request()).await;
+            ensure!(
+                matches!(
+                    outcome,
+                    Err(LlmError::RateLimit {
+                        retry_after_ms: Some(_)
+                    })
+                ),
+                "{outcome:?}"
+            );
+        }
+        FaultKind::LlmContextOverflow => {
+            let outcome = llm.complete(&request()).await;
+            ensure!(
+                matches!(outcome, Err(LlmError::ContextOverflow { .. })),
+                "{outcome:?}"
+            );
+        }
+        FaultKind::LlmInvalidResponse => {
+            let outcome = llm.complete(&request()).await;
+            ensure!(
+                outcome.as_ref().map(|r| r.text.clone()).ok() != Some(clean.answer.clone()),
+                "a corrupted answer equals the clean one: {outcome:?}"
+            );
+        }
+        FaultKind::LlmServiceUnavailable => {
+            let outcome = llm.complete(&request()).await;
+            ensure!(
+                matches!(outcome, Err(LlmError::ServiceUnavailable { .. })),
+                "{outcome:?}"
+            );
+        }
+        FaultKind::LlmStreamCut => {
+            let outcome = llm.complete(&request()).await;
+            ensure!(outcome.is_err(), "a cut stream completed: {outcome:?}");
+        }
+        FaultKind::LlmContentFilter => {
+            let outcome = llm.complete(&request()).await;
+            ensure!(
+                matches!(&outcome, Ok(r) if r.finish_reason == FinishReason::ContentFilter),
+                "{outcome:?}"
+            );
+        }
+        FaultKind::LlmModelNotFound => {
+            let outcome = llm.complete(&request()).await;
+            ensure!(
+                matches!(outcome, Err(LlmError::ModelNotFound { .. })),
+                "{outcome:?}"
+            );
+        }
+        FaultKind::StorageWriteFail => {
+            let outcome = storage.apply(write("a")).await;
+            ensure!(
+                matches!(outcome, Err(StorageError::WriteFailed { .. })),
+                "{outcome:?}"
+            );
+        }
+        FaultKind::StorageReadFail => {
+            storage
+                .apply(write("a"))
+                .await
+                .map_err(|e| Violation::new(e.to_string()))?;
+            let outcome = storage.get_entity("a").await;
+            ensure!(
+                matches!(outcome, Err(StorageError::ReadFailed { .. })),
+                "{outcome:?}"
+            );
+        }
+        FaultKind::StorageDeleteFail => {
+            let delete = WriteBatch {
+                delete_entities: vec!["a".into()],
+                ..WriteBatch::default()
+            };
+            let outcome = storage.apply(delete).await;
+            ensure!(
+                matches!(outcome, Err(StorageError::DeleteFailed { .. })),
+                "{outcome:?}"
+            );
+        }
+        FaultKind::StorageCorruption => {
+            storage
+                .apply(write("a"))
+                .await
+                .map_err(|e| Violation::new(e.to_string()))?;
+            let outcome = storage.get_entity("a").await;
+            ensure!(
+                matches!(outcome, Err(StorageError::Corruption { .. })),
+                "{outcome:?}"
+            );
+        }
+        FaultKind::StorageDiskFull => {
+            let outcome = storage.apply(write("a")).await;
+            ensure!(
+                matches!(outcome, Err(StorageError::DiskFull)),
+                "{outcome:?}"
+            );
+        }
+        FaultKind::StorageLatency => {
+            let before = sim.env().elapsed();
+            storage
+                .apply(write("a"))
+                .await
+                .map_err(|e| Violation::new(e.to_string()))?;
+            ensure!(sim.env().elapsed() > before, "a slow write took no time");
+        }
+        FaultKind::NetworkConnectionRefused => {
+            let outcome = wire().await;
+            ensure!(
+                matches!(&outcome, Err(e) if e.contains("refused")),
+                "{outcome:?}"
+            );
+        }
+        FaultKind::NetworkReset => {
+            let outcome = wire().await;
+            ensure!(
+                matches!(outcome, Ok((200, _, true))),
+                "no reset: {outcome:?}"
+            );
+        }
+        FaultKind::NetworkTimeout => {
+            let outcome = wire().await;
+            ensure!(outcome.is_err(), "a timed-out exchange ended: {outcome:?}");
+        }
+        FaultKind::NetworkPartialWrite => {
+            let outcome = wire().await.map_err(Violation::new)?;
+            ensure!(
+                outcome.0 == 200 && !outcome.2 && outcome.1.len() < clean.body.len(),
+                "a partial write delivered {} of {} bytes",
+                outcome.1.len(),
+                clean.body.len()
+            );
+        }
+        FaultKind::NetworkSlowFirstByte => {
+            let before = sim.env().elapsed();
+            wire().await.map_err(Violation::new)?;
+            ensure!(
+                sim.env().elapsed() - before >= Duration::from_secs(1),
+                "the first byte was not late: {:?}",
+                sim.env().elapsed() - before
+            );
+        }
+        FaultKind::NetworkProxyError => {
+            let outcome = wire().await.map_err(Violation::new)?;
+            ensure!(matches!(outcome.0, 502 | 504), "status {}", outcome.0);
+        }
+        FaultKind::ClockJump => {
+            let expected = sim.config().epoch_unix_ms + sim.env().elapsed().as_millis() as u64;
+            let read = sim.env().unix_time_ms();
+            ensure!(read != expected, "the wall clock did not jump");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_fault_kind_fires_and_has_its_effect() {
+    let cleans: Vec<Arc<Clean>> = (1..=3).map(|seed| Arc::new(clean(seed))).collect();
+    for &kind in FaultKind::ALL {
+        for seed in 1..=3u64 {
+            let config = SimConfig::new(seed).with_fault(FaultConfig::always(kind));
+            let clean = cleans[seed as usize - 1].clone();
+            let run = Simulation::new(config)
+                .run_seed(seed, &move |sim| effect(kind, sim, clean.clone()));
+            assert!(run.passed(), "{kind} seed {seed}: {:?}", run.failure);
+            assert!(
+                run.fault_stats
+                    .injected_by_kind
+                    .get(&kind)
+                    .is_some_and(|n| *n > 0),
+                "{kind} seed {seed}: never injected"
+            );
+        }
+    }
+}
