@@ -38,6 +38,8 @@
 //! - [`network`]: SimNetwork, the real wire formats served in simulated time, with
 //!   network faults.
 //! - [`storage`]: SimStorage, the memory's storage with faults, checksums and a ledger.
+//! - [`checksum`]: a SHA-256 over every field of a note, entity or link (SimStorage's
+//!   rot detection, the memory checker's content check).
 //! - [`planted`]: a storage whose writes go through your code, to plant bugs a harness
 //!   must find.
 //! - [`checkers`]: invariants scenarios check (memory: no data loss, no forgotten entity
@@ -48,6 +50,7 @@
 
 pub mod adapters;
 pub mod checkers;
+pub mod checksum;
 pub mod clock;
 pub mod config;
 pub mod conformance;

@@ -23,11 +23,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sha2::{Digest, Sha256};
 use umi_core::storage::{
     Entity, EvolutionLink, InMemoryStorage, Note, SearchHit, Storage, StorageError, WriteBatch,
 };
 
+use crate::checksum::{entity_checksum, note_checksum};
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
 use crate::fault::{FaultDomain, FaultInjector, FaultKind};
@@ -80,35 +80,6 @@ struct Books {
     checksums: BTreeMap<String, [u8; 32]>,
     ledger: Vec<LedgerEntry>,
     corrupted: BTreeSet<String>,
-}
-
-fn entity_checksum(entity: &Entity) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    let note_id = entity.note_id.as_deref().unwrap_or("");
-    for field in [
-        entity.id.as_str(),
-        &entity.name,
-        &entity.content,
-        entity.entity_type.name(),
-        note_id,
-    ] {
-        hasher.update((field.len() as u64).to_le_bytes());
-        hasher.update(field.as_bytes());
-    }
-    hasher.update(entity.confidence.to_bits().to_le_bytes());
-    hasher.update(entity.created_at_ms.to_le_bytes());
-    hasher.update(entity.updated_at_ms.to_le_bytes());
-    hasher.finalize().into()
-}
-
-fn note_checksum(note: &Note) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    hasher.update((note.id.len() as u64).to_le_bytes());
-    hasher.update(note.id.as_bytes());
-    hasher.update((note.text.len() as u64).to_le_bytes());
-    hasher.update(note.text.as_bytes());
-    hasher.update(note.created_at_ms.to_le_bytes());
-    hasher.finalize().into()
 }
 
 impl SimStorage {
