@@ -13,10 +13,16 @@
 //! own transaction.
 //!
 //! Commits use `synchronous=FULL`: an acknowledged `remember` survives a power cut.
+//!
+//! [`SqliteStorage::open_in_memory`] runs the same schema, migrations and queries on a
+//! named in-memory database, on the calling thread: with no disk a query is computation,
+//! so tests and simulations (where a thread hop would let paused time run ahead) can run
+//! the production SQL with no I/O. The database lives while any connection to it is
+//! open, so closing one handle and opening the name again is a close-and-reopen.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 
 use async_trait::async_trait;
@@ -26,7 +32,7 @@ use super::memory::{sort_hits, validate_batch};
 use super::records::{Entity, EvolutionLink, Note, SearchHit, WriteBatch, text_fingerprint};
 use super::search::query_terms;
 use super::{Storage, StorageError};
-use crate::constants::{LIST_PAGE_MAX, SEARCH_RESULTS_MAX};
+use crate::constants::{LIST_PAGE_MAX, SEARCH_RESULTS_MAX, SQLITE_MEMORY_NAME_BYTES_MAX};
 use crate::memory::prompts::{EntityType, EvolutionType};
 
 /// `PRAGMA application_id` of Umi memory files ("UMI1").
@@ -94,11 +100,21 @@ const _: () = assert!(MIGRATIONS.len() as u32 == SCHEMA_VERSION);
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
-/// Storage in a SQLite file.
+/// Storage in a SQLite file (or a named in-memory database).
 pub struct SqliteStorage {
     path: PathBuf,
-    jobs: Option<mpsc::Sender<Job>>,
-    worker: Option<JoinHandle<()>>,
+    runner: Runner,
+}
+
+/// Where queries run.
+enum Runner {
+    /// On the connection's own thread (files: a slow disk never blocks an executor).
+    Thread {
+        jobs: Option<mpsc::Sender<Job>>,
+        worker: Option<JoinHandle<()>>,
+    },
+    /// On the calling thread (in-memory databases: a query is computation).
+    Inline(Mutex<Connection>),
 }
 
 impl std::fmt::Debug for SqliteStorage {
@@ -172,8 +188,10 @@ impl SqliteStorage {
         match result {
             Ok(()) => Ok(Self {
                 path,
-                jobs: Some(jobs),
-                worker: Some(worker),
+                runner: Runner::Thread {
+                    jobs: Some(jobs),
+                    worker: Some(worker),
+                },
             }),
             Err(error) => {
                 let _ = worker.join();
@@ -182,7 +200,32 @@ impl SqliteStorage {
         }
     }
 
-    /// The database file.
+    /// Opens (or creates) the in-memory database `name`, shared by every connection of
+    /// this process that opens the same name, and migrates it. Queries run on the calling
+    /// thread. The database is gone when its last connection closes, so a handle kept
+    /// open elsewhere is what makes dropping this one and opening `name` again a
+    /// close-and-reopen. `name` is ASCII letters, digits, `-`, `_` and `.`, at most
+    /// [`SQLITE_MEMORY_NAME_BYTES_MAX`](crate::constants::SQLITE_MEMORY_NAME_BYTES_MAX) bytes.
+    pub fn open_in_memory(name: &str) -> Result<Self, StorageError> {
+        let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+        if name.is_empty() || name.len() > SQLITE_MEMORY_NAME_BYTES_MAX || !name.chars().all(valid) {
+            return Err(StorageError::Invalid {
+                reason: format!(
+                    "in-memory database name {name:?}: use 1 to {SQLITE_MEMORY_NAME_BYTES_MAX} \
+                     ASCII letters, digits, '-', '_' or '.'"
+                ),
+            });
+        }
+        let path = PathBuf::from(format!("file:{name}?mode=memory&cache=shared"));
+        let connection = Connection::open(&path).map_err(|e| database_error(&path, &e))?;
+        let connection = prepare_connection(connection, &path, SCHEMA_VERSION)?;
+        Ok(Self {
+            path,
+            runner: Runner::Inline(Mutex::new(connection)),
+        })
+    }
+
+    /// The database file (for an in-memory database, its URI).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -202,8 +245,15 @@ impl SqliteStorage {
         &self,
         work: impl FnOnce(&mut Connection) -> Result<T, StorageError> + Send + 'static,
     ) -> Result<T, StorageError> {
+        let jobs = match &self.runner {
+            Runner::Inline(connection) => {
+                let mut connection = connection.lock().unwrap_or_else(PoisonError::into_inner);
+                return work(&mut connection);
+            }
+            Runner::Thread { jobs, .. } => jobs,
+        };
         let (answer, wait) = tokio::sync::oneshot::channel();
-        let jobs = self.jobs.as_ref().ok_or(StorageError::Closed)?;
+        let jobs = jobs.as_ref().ok_or(StorageError::Closed)?;
         jobs.send(Box::new(move |connection| {
             let _ = answer.send(work(connection));
         }))
@@ -216,9 +266,11 @@ impl Drop for SqliteStorage {
     /// Closes the channel and waits for the connection to finish its queued jobs and
     /// close, so the file can be reopened at once.
     fn drop(&mut self) {
-        drop(self.jobs.take());
-        if let Some(worker) = self.worker.take() {
-            let _ = worker.join();
+        if let Runner::Thread { jobs, worker } = &mut self.runner {
+            drop(jobs.take());
+            if let Some(worker) = worker.take() {
+                let _ = worker.join();
+            }
         }
     }
 }
@@ -250,6 +302,21 @@ fn open_connection(path: &Path, version_target: u32) -> Result<Connection, Stora
         }
     }
     let connection = Connection::open(path).map_err(|e| database_error(path, &e))?;
+    prepare_connection(connection, path, version_target)
+}
+
+/// Checks that `connection` holds a Umi database (or nothing), sets the pragmas and
+/// migrates it up to `version_target`.
+fn prepare_connection(
+    connection: Connection,
+    path: &Path,
+    version_target: u32,
+) -> Result<Connection, StorageError> {
+    let shown = path.display().to_string();
+    let not_ours = |reason: String| StorageError::NotOurs {
+        path: shown.clone(),
+        reason,
+    };
     let application_id: i32 = connection
         .pragma_query_value(None, "application_id", |row| row.get(0))
         .map_err(|e| database_error(path, &e))?;
