@@ -12,7 +12,7 @@
 //! - [`common`]: workload text, a request-logging model, the router stack over
 //!   SimNetwork, tool registries, conversation checks.
 //! - One file per scenario, its `//!` header stating its goal and invariants:
-//!   [`memory_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
+//!   [`memory_no_data_loss`], [`sqlite_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
 //!   [`router_fallback_chain`], [`context_overflow_recovery`], [`streaming_tool_calls`],
 //!   [`wire_faults`], [`wire_shapes`], [`mixed_formats`], [`agent_loop_under_faults`], and
 //!   the [`canary`].
@@ -27,6 +27,7 @@ pub mod mixed_formats;
 pub mod recall_degrades_gracefully;
 pub mod router_fallback_chain;
 pub mod router_rate_limit_storm;
+pub mod sqlite_no_data_loss;
 pub mod streaming_tool_calls;
 pub mod wire_faults;
 pub mod wire_shapes;
@@ -39,6 +40,7 @@ use umi_dst::sweep::Scenario;
 pub fn all() -> Vec<Arc<dyn Scenario>> {
     vec![
         Arc::new(memory_no_data_loss::MemoryNoDataLoss),
+        Arc::new(sqlite_no_data_loss::SqliteNoDataLoss),
         Arc::new(recall_degrades_gracefully::RecallDegradesGracefully),
         Arc::new(router_rate_limit_storm::RouterRateLimitStorm),
         Arc::new(router_fallback_chain::RouterFallbackChain),

@@ -13,7 +13,9 @@ use umi_dst::planted::WriteHook;
 use umi_dst::sweep::engine::run_one;
 use umi_dst::sweep::{Scenario, SweepOptions};
 use umi_dst::{FailureClass, FaultConfig, SimEnvironment, Violation};
+use umi_dst::planted::HookedStorage;
 use umi_scenarios::memory_no_data_loss::{MemoryNoDataLoss, run_with_hook};
+use umi_scenarios::sqlite_no_data_loss::{SqliteNoDataLoss, run_with};
 
 /// Seeds of the default sweep within which every planted bug must be found.
 const PLANTED_SEEDS_MAX: u64 = 200;
@@ -243,4 +245,30 @@ fn altered_entity_content_is_found() {
         },
         "altered",
     );
+}
+
+/// `sqlite_no_data_loss` with the batch-losing bug planted between SimStorage's fault
+/// layer and SQLite: a write SQLite never committed, acknowledged.
+struct PlantedInSqlite;
+
+impl Scenario for PlantedInSqlite {
+    fn name(&self) -> &'static str {
+        "planted_lost_sqlite_write"
+    }
+    fn goal(&self) -> &'static str {
+        "sqlite_no_data_loss with a lost SQLite write"
+    }
+    fn faults(&self) -> Vec<FaultConfig> {
+        SqliteNoDataLoss.faults()
+    }
+    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        Box::pin(run_with(sim, |disk| {
+            HookedStorage::new(disk, LosesBatches::default())
+        }))
+    }
+}
+
+#[test]
+fn a_lost_sqlite_write_is_found() {
+    assert_found(&PlantedInSqlite, "lost write");
 }

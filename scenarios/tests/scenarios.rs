@@ -41,6 +41,11 @@ fn memory_no_data_loss() {
 }
 
 #[test]
+fn sqlite_no_data_loss() {
+    replay(&umi_scenarios::sqlite_no_data_loss::SqliteNoDataLoss);
+}
+
+#[test]
 fn recall_degrades_gracefully() {
     replay(&umi_scenarios::recall_degrades_gracefully::RecallDegradesGracefully);
 }

@@ -1,8 +1,10 @@
-//! SimStorage: the memory's storage in simulated memory, with storage faults and a
-//! ledger of acknowledged writes.
+//! SimStorage: the memory's storage behind storage faults, checksums and a ledger of
+//! acknowledged writes.
 //!
-//! It is umi-core's `InMemoryStorage` (so it searches and orders exactly like it) behind
-//! a fault layer. Operations and the faults that apply to them:
+//! By default it is umi-core's `InMemoryStorage` (so it searches and orders exactly like
+//! it) behind a fault layer; [`SimStorage::over`] puts the same layer over any other
+//! `Storage` (the production `SqliteStorage`, in the `sqlite_no_data_loss` scenario), so
+//! storage faults are injected at the `Storage` seam whatever the backend. Operations and the faults that apply to them:
 //!
 //! | operation | faults |
 //! | --- | --- |
@@ -64,9 +66,10 @@ pub struct LedgerEntry {
     pub corrupted: Option<String>,
 }
 
-/// The storage trait with faults. Build one per run with [`SimStorage::new`].
-pub struct SimStorage {
-    inner: InMemoryStorage,
+/// The storage trait with faults. Build one per run with [`SimStorage::new`] (over
+/// `InMemoryStorage`) or [`SimStorage::over`].
+pub struct SimStorage<S = InMemoryStorage> {
+    inner: S,
     faults: Arc<FaultInjector>,
     clock: SimClock,
     trace: Arc<Trace>,
@@ -85,14 +88,27 @@ struct Books {
 impl SimStorage {
     /// Storage for the run `sim`, drawing fault details from its `storage` stream.
     pub fn new(sim: &SimEnvironment) -> Self {
+        Self::over(sim, InMemoryStorage::new())
+    }
+}
+
+impl<S> SimStorage<S> {
+    /// The fault layer of the run `sim` over `inner`: every fault, checksum and ledger
+    /// entry as over the in-memory backend.
+    pub fn over(sim: &SimEnvironment, inner: S) -> Self {
         Self {
-            inner: InMemoryStorage::new(),
+            inner,
             faults: sim.faults().clone(),
             clock: sim.clock().clone(),
             trace: sim.trace().clone(),
             rng: Mutex::new(sim.rng("storage")),
             state: Mutex::new(Books::default()),
         }
+    }
+
+    /// The storage under the fault layer.
+    pub fn inner(&self) -> &S {
+        &self.inner
     }
 
     /// Every acknowledged batch, in order.
@@ -173,7 +189,7 @@ impl SimStorage {
     }
 }
 
-impl std::fmt::Debug for SimStorage {
+impl<S> std::fmt::Debug for SimStorage<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let books = self.books();
         f.debug_struct("SimStorage")
@@ -184,7 +200,7 @@ impl std::fmt::Debug for SimStorage {
 }
 
 #[async_trait]
-impl Storage for SimStorage {
+impl<S: Storage> Storage for SimStorage<S> {
     async fn apply(&self, batch: WriteBatch) -> Result<(), StorageError> {
         if !batch.delete_entities.is_empty()
             && self
