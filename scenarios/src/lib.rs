@@ -15,11 +15,12 @@
 //!   [`memory_no_data_loss`], [`sqlite_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
 //!   [`router_fallback_chain`], [`context_overflow_recovery`], [`streaming_tool_calls`],
 //!   [`wire_faults`], [`wire_shapes`], [`mixed_formats`], [`agent_loop_under_faults`], and
-//!   the [`canary`].
+//!   and the canaries [`canary`] and [`canary_lost_link`].
 //! - [`all`]: every scenario, for the `dst` binary and the tests.
 
 pub mod agent_loop_under_faults;
 pub mod canary;
+pub mod canary_lost_link;
 pub mod common;
 pub mod context_overflow_recovery;
 pub mod memory_no_data_loss;
@@ -51,5 +52,6 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(mixed_formats::MixedFormats),
         Arc::new(agent_loop_under_faults::AgentLoopUnderFaults),
         Arc::new(canary::Canary),
+        Arc::new(canary_lost_link::CanaryLostLink),
     ]
 }
