@@ -12,14 +12,15 @@
 //! - [`common`]: workload text, a request-logging model, the router stack over
 //!   SimNetwork, tool registries, conversation checks.
 //! - One file per scenario, its `//!` header stating its goal and invariants:
-//!   [`memory_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
+//!   [`memory_no_data_loss`], [`sqlite_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
 //!   [`router_fallback_chain`], [`context_overflow_recovery`], [`streaming_tool_calls`],
 //!   [`wire_faults`], [`wire_shapes`], [`mixed_formats`], [`agent_loop_under_faults`], and
-//!   the [`canary`].
+//!   and the canaries [`canary`] and [`canary_lost_link`].
 //! - [`all`]: every scenario, for the `dst` binary and the tests.
 
 pub mod agent_loop_under_faults;
 pub mod canary;
+pub mod canary_lost_link;
 pub mod common;
 pub mod context_overflow_recovery;
 pub mod memory_no_data_loss;
@@ -27,6 +28,7 @@ pub mod mixed_formats;
 pub mod recall_degrades_gracefully;
 pub mod router_fallback_chain;
 pub mod router_rate_limit_storm;
+pub mod sqlite_no_data_loss;
 pub mod streaming_tool_calls;
 pub mod wire_faults;
 pub mod wire_shapes;
@@ -39,6 +41,7 @@ use umi_dst::sweep::Scenario;
 pub fn all() -> Vec<Arc<dyn Scenario>> {
     vec![
         Arc::new(memory_no_data_loss::MemoryNoDataLoss),
+        Arc::new(sqlite_no_data_loss::SqliteNoDataLoss),
         Arc::new(recall_degrades_gracefully::RecallDegradesGracefully),
         Arc::new(router_rate_limit_storm::RouterRateLimitStorm),
         Arc::new(router_fallback_chain::RouterFallbackChain),
@@ -49,5 +52,6 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(mixed_formats::MixedFormats),
         Arc::new(agent_loop_under_faults::AgentLoopUnderFaults),
         Arc::new(canary::Canary),
+        Arc::new(canary_lost_link::CanaryLostLink),
     ]
 }

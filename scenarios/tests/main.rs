@@ -6,6 +6,10 @@
 /// canary must be found within 100 seeds.
 mod scenarios;
 
+/// A storage bug planted for each kind of loss (batch, note, entity, delete, link,
+/// content) is found by the memory scenarios within 200 seeds of the default sweep.
+mod planted;
+
 /// The default sweep is clean, finds the canary, and hits every coverage mark of every
 /// scenario.
 mod coverage;

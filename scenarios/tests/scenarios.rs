@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use umi_dst::sweep::Scenario;
 use umi_dst::{RunError, Simulation};
 use umi_scenarios::canary::Canary;
+use umi_scenarios::canary_lost_link::CanaryLostLink;
 
 /// Seeds per scenario in `cargo test` (the nightly sweep runs hundreds of thousands).
 const SCENARIO_TEST_SEEDS: u64 = 64;
@@ -25,6 +26,11 @@ fn replay(scenario: &impl Scenario) {
 #[test]
 fn memory_no_data_loss() {
     replay(&umi_scenarios::memory_no_data_loss::MemoryNoDataLoss);
+}
+
+#[test]
+fn sqlite_no_data_loss() {
+    replay(&umi_scenarios::sqlite_no_data_loss::SqliteNoDataLoss);
 }
 
 #[test]
@@ -67,7 +73,18 @@ fn agent_loop_under_faults() {
 /// if the bug fires there, fails with its report, as a replay should).
 #[test]
 fn canary() {
-    let scenario = Canary;
+    find_canary(&Canary, "lost write");
+}
+
+/// The lost-link canary is found within `CANARY_SEEDS_MAX` seeds, as a lost link.
+#[test]
+fn canary_lost_link() {
+    find_canary(&CanaryLostLink, "lost write: link");
+}
+
+/// `scenario`'s planted bug is found within `CANARY_SEEDS_MAX` seeds as a violation
+/// saying `expected`, with a fault injected; or the `DST_SEED` seed is replayed.
+fn find_canary(scenario: &dyn Scenario, expected: &str) {
     if std::env::var_os("DST_SEED").is_some() {
         Simulation::from_env()
             .with_config(|_| scenario.config(0, false))
@@ -80,7 +97,7 @@ fn canary() {
     match simulation.try_run(|sim| scenario.run(sim)) {
         Err(RunError::Failed(report)) => {
             assert!(
-                report.message.contains("lost write"),
+                report.message.contains(expected),
                 "the canary failed for another reason: {}",
                 report.message
             );

@@ -122,6 +122,9 @@ pub const RECALL_RESULTS_DEFAULT: usize = 10;
 /// Entities one `list` page returns at most.
 pub const LIST_PAGE_MAX: usize = 1_000;
 
+/// Longest name of an in-memory SQLite database (`SqliteStorage::open_in_memory`), bytes.
+pub const SQLITE_MEMORY_NAME_BYTES_MAX: usize = 128;
+
 /// Records one write batch may carry.
 pub const WRITE_BATCH_RECORDS_MAX: usize = 1_024;
 

@@ -50,6 +50,52 @@ async fn sqlite_data_survives_reopening() {
     );
 }
 
+#[tokio::test]
+async fn sqlite_in_memory_passes_conformance() {
+    let storage = SqliteStorage::open_in_memory("umi-core-conformance").unwrap();
+    conformance::check(&storage).await.unwrap();
+    assert_eq!(storage.schema_version().await.unwrap(), SCHEMA_VERSION);
+}
+
+/// A named in-memory database outlives a closed handle while another is open (so
+/// close-and-reopen keeps what was committed), and is gone with its last handle.
+#[tokio::test]
+async fn sqlite_in_memory_survives_reopening_while_held() {
+    let name = "umi-core-reopen";
+    let held = SqliteStorage::open_in_memory(name).unwrap();
+    {
+        let storage = SqliteStorage::open_in_memory(name).unwrap();
+        storage
+            .apply(WriteBatch {
+                notes: vec![note("n1", "kept")],
+                ..WriteBatch::default()
+            })
+            .await
+            .unwrap();
+    }
+    let reopened = SqliteStorage::open_in_memory(name).unwrap();
+    assert_eq!(
+        reopened.get_note("n1").await.unwrap(),
+        Some(note("n1", "kept"))
+    );
+    drop((held, reopened));
+    let fresh = SqliteStorage::open_in_memory(name).unwrap();
+    assert_eq!(fresh.get_note("n1").await.unwrap(), None);
+    let other = SqliteStorage::open_in_memory("umi-core-reopen-other").unwrap();
+    assert_eq!(other.count_entities().await.unwrap(), 0);
+}
+
+#[test]
+fn a_bad_in_memory_name_is_refused() {
+    for name in ["", "a/b", "x?mode=rwc", "a b", &"n".repeat(129)] {
+        let error = SqliteStorage::open_in_memory(name).unwrap_err();
+        assert!(
+            matches!(&error, StorageError::Invalid { reason } if reason.contains("in-memory database name")),
+            "{name:?}: {error}"
+        );
+    }
+}
+
 #[test]
 fn a_file_that_is_not_sqlite_is_refused_and_untouched() {
     let dir = TempDir::new("sqlite-garbage");

@@ -38,6 +38,10 @@
 //! - [`network`]: SimNetwork, the real wire formats served in simulated time, with
 //!   network faults.
 //! - [`storage`]: SimStorage, the memory's storage with faults, checksums and a ledger.
+//! - [`checksum`]: a SHA-256 over every field of a note, entity or link (SimStorage's
+//!   rot detection, the memory checker's content check).
+//! - [`sqlite_disk`]: the production `SqliteStorage` on an in-memory database that a
+//!   run can close and reopen.
 //! - [`planted`]: a storage whose writes go through your code, to plant bugs a harness
 //!   must find.
 //! - [`checkers`]: invariants scenarios check (memory: no data loss, no forgotten entity
@@ -48,6 +52,7 @@
 
 pub mod adapters;
 pub mod checkers;
+pub mod checksum;
 pub mod clock;
 pub mod config;
 pub mod conformance;
@@ -63,6 +68,7 @@ pub mod rng;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod simulation;
+pub mod sqlite_disk;
 pub mod storage;
 pub mod sweep;
 pub mod trace;

@@ -1,8 +1,10 @@
-//! SimStorage: the memory's storage in simulated memory, with storage faults and a
-//! ledger of acknowledged writes.
+//! SimStorage: the memory's storage behind storage faults, checksums and a ledger of
+//! acknowledged writes.
 //!
-//! It is umi-core's `InMemoryStorage` (so it searches and orders exactly like it) behind
-//! a fault layer. Operations and the faults that apply to them:
+//! By default it is umi-core's `InMemoryStorage` (so it searches and orders exactly like
+//! it) behind a fault layer; [`SimStorage::over`] puts the same layer over any other
+//! `Storage` (the production `SqliteStorage`, in the `sqlite_no_data_loss` scenario), so
+//! storage faults are injected at the `Storage` seam whatever the backend. Operations and the faults that apply to them:
 //!
 //! | operation | faults |
 //! | --- | --- |
@@ -23,11 +25,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sha2::{Digest, Sha256};
 use umi_core::storage::{
     Entity, EvolutionLink, InMemoryStorage, Note, SearchHit, Storage, StorageError, WriteBatch,
 };
 
+use crate::checksum::{entity_checksum, note_checksum};
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
 use crate::fault::point::{self, unreachable_kind};
@@ -57,9 +59,10 @@ pub struct LedgerEntry {
     pub corrupted: Option<String>,
 }
 
-/// The storage trait with faults. Build one per run with [`SimStorage::new`].
-pub struct SimStorage {
-    inner: InMemoryStorage,
+/// The storage trait with faults. Build one per run with [`SimStorage::new`] (over
+/// `InMemoryStorage`) or [`SimStorage::over`].
+pub struct SimStorage<S = InMemoryStorage> {
+    inner: S,
     faults: Arc<FaultInjector>,
     clock: SimClock,
     trace: Arc<Trace>,
@@ -75,46 +78,30 @@ struct Books {
     corrupted: BTreeSet<String>,
 }
 
-fn entity_checksum(entity: &Entity) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    let note_id = entity.note_id.as_deref().unwrap_or("");
-    for field in [
-        entity.id.as_str(),
-        &entity.name,
-        &entity.content,
-        entity.entity_type.name(),
-        note_id,
-    ] {
-        hasher.update((field.len() as u64).to_le_bytes());
-        hasher.update(field.as_bytes());
-    }
-    hasher.update(entity.confidence.to_bits().to_le_bytes());
-    hasher.update(entity.created_at_ms.to_le_bytes());
-    hasher.update(entity.updated_at_ms.to_le_bytes());
-    hasher.finalize().into()
-}
-
-fn note_checksum(note: &Note) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    hasher.update((note.id.len() as u64).to_le_bytes());
-    hasher.update(note.id.as_bytes());
-    hasher.update((note.text.len() as u64).to_le_bytes());
-    hasher.update(note.text.as_bytes());
-    hasher.update(note.created_at_ms.to_le_bytes());
-    hasher.finalize().into()
-}
-
 impl SimStorage {
     /// Storage for the run `sim`, drawing fault details from its `storage` stream.
     pub fn new(sim: &SimEnvironment) -> Self {
+        Self::over(sim, InMemoryStorage::new())
+    }
+}
+
+impl<S> SimStorage<S> {
+    /// The fault layer of the run `sim` over `inner`: every fault, checksum and ledger
+    /// entry as over the in-memory backend.
+    pub fn over(sim: &SimEnvironment, inner: S) -> Self {
         Self {
-            inner: InMemoryStorage::new(),
+            inner,
             faults: sim.faults().clone(),
             clock: sim.clock().clone(),
             trace: sim.trace().clone(),
             rng: Mutex::new(sim.rng("storage")),
             state: Mutex::new(Books::default()),
         }
+    }
+
+    /// The storage under the fault layer.
+    pub fn inner(&self) -> &S {
+        &self.inner
     }
 
     /// Every acknowledged batch, in order.
@@ -194,7 +181,7 @@ impl SimStorage {
     }
 }
 
-impl std::fmt::Debug for SimStorage {
+impl<S> std::fmt::Debug for SimStorage<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let books = self.books();
         f.debug_struct("SimStorage")
@@ -205,7 +192,7 @@ impl std::fmt::Debug for SimStorage {
 }
 
 #[async_trait]
-impl Storage for SimStorage {
+impl<S: Storage> Storage for SimStorage<S> {
     async fn apply(&self, batch: WriteBatch) -> Result<(), StorageError> {
         if !batch.delete_entities.is_empty() && self.faults.decide(&point::STORAGE_DELETE).is_some()
         {

@@ -1,11 +1,19 @@
 //! Memory checkers: no data loss, no forgotten entity recalled, no dangling link.
+//!
+//! "No data loss" means every kind of record the memory acknowledged: the note (found by
+//! its exact text), each entity, each evolution link, and each of them exactly as
+//! acknowledged (a checksum of every field, kept in [`MemoryModel`], compared with what is
+//! read back), so a storage that drops a link or silently alters content is caught, not
+//! only one that loses whole writes. The decisions are pure functions
+//! ([`entity_verdict`], [`link_verdict`]) with table tests.
 
 use std::collections::BTreeSet;
 
 use umi_core::constants::{LIST_PAGE_MAX, RECALL_RESULTS_MAX};
 use umi_core::memory::{Memory, MemoryError, RecallOptions, RememberOutcome, RewriteMode};
-use umi_core::storage::StorageError;
+use umi_core::storage::{Entity, EvolutionLink, StorageError};
 
+use crate::checksum::{Checksum, entity_checksum, link_checksum, note_checksum};
 use crate::simulation::Violation;
 
 /// One `remember` the memory acknowledged.
@@ -15,8 +23,25 @@ pub struct Acknowledged {
     pub note_id: String,
     /// Exactly the text remembered.
     pub text: String,
-    /// The entities it stored.
-    pub entity_ids: Vec<String>,
+    /// The checksum of the note as acknowledged.
+    pub note_checksum: Checksum,
+    /// The entities it stored, with the checksum of each as acknowledged.
+    pub entities: Vec<(String, Checksum)>,
+    /// The evolution links it stored.
+    pub links: Vec<AcknowledgedLink>,
+}
+
+/// One evolution link the memory acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcknowledgedLink {
+    /// Its id.
+    pub id: String,
+    /// The newer entity.
+    pub from_id: String,
+    /// The older entity.
+    pub to_id: String,
+    /// The checksum of the link as acknowledged.
+    pub checksum: Checksum,
 }
 
 /// What the memory acknowledged: the model the checkers compare against.
@@ -32,12 +57,28 @@ impl MemoryModel {
         Self::default()
     }
 
-    /// Records an acknowledged `remember`.
+    /// Records an acknowledged `remember`: its note, entities and links, each with the
+    /// checksum of every field as acknowledged.
     pub fn remembered(&mut self, outcome: &RememberOutcome) {
         self.acknowledged.push(Acknowledged {
             note_id: outcome.note.id.clone(),
             text: outcome.note.text.clone(),
-            entity_ids: outcome.entities.iter().map(|e| e.id.clone()).collect(),
+            note_checksum: note_checksum(&outcome.note),
+            entities: outcome
+                .entities
+                .iter()
+                .map(|e| (e.id.clone(), entity_checksum(e)))
+                .collect(),
+            links: outcome
+                .evolutions
+                .iter()
+                .map(|l| AcknowledgedLink {
+                    id: l.id.clone(),
+                    from_id: l.from_id.clone(),
+                    to_id: l.to_id.clone(),
+                    checksum: link_checksum(l),
+                })
+                .collect(),
         });
     }
 
@@ -61,7 +102,7 @@ impl MemoryModel {
         let live: Vec<&str> = self
             .acknowledged
             .iter()
-            .flat_map(|a| a.entity_ids.iter())
+            .flat_map(|a| a.entities.iter().map(|(id, _)| id))
             .filter(|id| !self.forgotten.contains(*id))
             .map(String::as_str)
             .collect();
@@ -85,63 +126,145 @@ fn reported_rot(error: &MemoryError, rotten: &BTreeSet<String>) -> Result<bool, 
     }
 }
 
-/// Every acknowledged `remember` can be found again by its exact text, and each of its
-/// entities is there (unless forgotten), or its damage was reported as corruption.
+/// Every acknowledged `remember` can be found again by its exact text, each of its
+/// entities is there unless forgotten, each of its evolution links is there unless an end
+/// was forgotten (deleting an entity deletes its links), and every record reads back
+/// exactly as acknowledged (its checksum); or its damage was reported as corruption.
 pub async fn check_no_data_loss(
     memory: &Memory,
     model: &MemoryModel,
     rotten: &BTreeSet<String>,
 ) -> Result<(), Violation> {
     for acknowledged in &model.acknowledged {
-        match memory.notes_with_text(&acknowledged.text).await {
-            Ok(notes) => {
-                if !notes
-                    .iter()
-                    .any(|n| n.id == acknowledged.note_id && n.text == acknowledged.text)
-                {
-                    return Err(Violation::new(format!(
-                        "lost write: acknowledged note {} ({:?}) cannot be found by its text",
-                        acknowledged.note_id, acknowledged.text
-                    )));
-                }
-            }
-            Err(error) if reported_rot(&error, rotten)? => {}
-            Err(error) => {
-                return Err(Violation::new(format!(
-                    "reading note {}: {error}",
-                    acknowledged.note_id
-                )));
-            }
-        }
-        for id in &acknowledged.entity_ids {
-            match memory.get(id).await {
-                Ok(Some(entity)) if model.forgotten.contains(id) => {
-                    return Err(Violation::new(format!(
-                        "forgotten entity {id} ({}) is still stored",
-                        entity.name
-                    )));
-                }
-                Ok(Some(entity))
-                    if entity.note_id.as_deref() != Some(acknowledged.note_id.as_str()) =>
-                {
-                    return Err(Violation::new(format!(
-                        "entity {id} lost its note {}",
-                        acknowledged.note_id
-                    )));
-                }
-                Ok(None) if !model.forgotten.contains(id) => {
-                    return Err(Violation::new(format!(
-                        "lost write: entity {id} of note {} is gone",
-                        acknowledged.note_id
-                    )));
-                }
-                Ok(_) => {}
-                Err(error) if reported_rot(&error, rotten)? => {}
+        check_note(memory, acknowledged, rotten).await?;
+        for (id, checksum) in &acknowledged.entities {
+            let read = match memory.get(id).await {
+                Ok(read) => read,
+                Err(error) if reported_rot(&error, rotten)? => continue,
                 Err(error) => return Err(Violation::new(format!("reading entity {id}: {error}"))),
-            }
+            };
+            entity_verdict(
+                id,
+                checksum,
+                &acknowledged.note_id,
+                model.forgotten.contains(id),
+                read.as_ref(),
+            )
+            .map_err(Violation::new)?;
+        }
+        for link in &acknowledged.links {
+            check_link(memory, model, acknowledged, link, rotten).await?;
         }
     }
     Ok(())
+}
+
+async fn check_note(
+    memory: &Memory,
+    acknowledged: &Acknowledged,
+    rotten: &BTreeSet<String>,
+) -> Result<(), Violation> {
+    let notes = match memory.notes_with_text(&acknowledged.text).await {
+        Ok(notes) => notes,
+        Err(error) if reported_rot(&error, rotten)? => return Ok(()),
+        Err(error) => {
+            return Err(Violation::new(format!(
+                "reading note {}: {error}",
+                acknowledged.note_id
+            )));
+        }
+    };
+    match notes.iter().find(|n| n.id == acknowledged.note_id) {
+        None => Err(Violation::new(format!(
+            "lost write: acknowledged note {} ({:?}) cannot be found by its text",
+            acknowledged.note_id, acknowledged.text
+        ))),
+        Some(note) if note_checksum(note) != acknowledged.note_checksum => {
+            Err(Violation::new(format!(
+                "altered: note {} reads back as {note:?}, not as acknowledged",
+                acknowledged.note_id
+            )))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+async fn check_link(
+    memory: &Memory,
+    model: &MemoryModel,
+    acknowledged: &Acknowledged,
+    link: &AcknowledgedLink,
+    rotten: &BTreeSet<String>,
+) -> Result<(), Violation> {
+    let end_forgotten =
+        model.forgotten.contains(&link.from_id) || model.forgotten.contains(&link.to_id);
+    let read = match memory.storage().links_of(&link.from_id).await {
+        Ok(links) => links.into_iter().find(|l| l.id == link.id),
+        Err(error) => {
+            let error = MemoryError::Storage(error);
+            if reported_rot(&error, rotten)? {
+                return Ok(());
+            }
+            return Err(Violation::new(format!(
+                "reading links of {}: {error}",
+                link.from_id
+            )));
+        }
+    };
+    link_verdict(link, &acknowledged.note_id, end_forgotten, read.as_ref()).map_err(Violation::new)
+}
+
+/// Whether entity `id`, acknowledged with `checksum` as part of note `note_id`, read
+/// back as `read`, is what the memory promised: gone if `forgotten`, else there, exactly.
+pub fn entity_verdict(
+    id: &str,
+    checksum: &Checksum,
+    note_id: &str,
+    forgotten: bool,
+    read: Option<&Entity>,
+) -> Result<(), String> {
+    match read {
+        Some(entity) if forgotten => Err(format!(
+            "forgotten entity {id} ({}) is still stored",
+            entity.name
+        )),
+        None if forgotten => Ok(()),
+        None => Err(format!("lost write: entity {id} of note {note_id} is gone")),
+        Some(entity) if entity.note_id.as_deref() != Some(note_id) => {
+            Err(format!("entity {id} lost its note {note_id}"))
+        }
+        Some(entity) if entity_checksum(entity) != *checksum => Err(format!(
+            "altered: entity {id} ({}) reads back with content {:?}, not as acknowledged",
+            entity.name, entity.content
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Whether the acknowledged `link` of note `note_id`, read back as `read`, is what the
+/// memory promised: there, exactly, unless an end was forgotten (then it went with it).
+pub fn link_verdict(
+    link: &AcknowledgedLink,
+    note_id: &str,
+    end_forgotten: bool,
+    read: Option<&EvolutionLink>,
+) -> Result<(), String> {
+    match read {
+        Some(stored) if end_forgotten => Err(format!(
+            "link {} outlived its forgotten end ({} -> {})",
+            link.id, stored.from_id, stored.to_id
+        )),
+        None if end_forgotten => Ok(()),
+        None => Err(format!(
+            "lost write: link {} ({} -> {}) of note {note_id} is gone",
+            link.id, link.from_id, link.to_id
+        )),
+        Some(stored) if link_checksum(stored) != link.checksum => Err(format!(
+            "altered: link {} reads back as {stored:?}, not as acknowledged",
+            link.id
+        )),
+        Some(_) => Ok(()),
+    }
 }
 
 /// `recall` (for each of `queries`) and `list` never return a forgotten entity.
@@ -227,5 +350,90 @@ pub async fn check_links_point_to_existing(
             return Ok(());
         }
         offset += links.len();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use umi_core::memory::prompts::{EntityType, EvolutionType};
+
+    use super::*;
+
+    fn entity(content: &str) -> Entity {
+        Entity {
+            id: "e1".into(),
+            name: "Alice".into(),
+            entity_type: EntityType::Person,
+            content: content.into(),
+            confidence: 0.9,
+            note_id: Some("n1".into()),
+            created_at_ms: 1,
+            updated_at_ms: 1,
+        }
+    }
+
+    #[test]
+    fn entity_verdicts() {
+        let acked = entity_checksum(&entity("joined Acme"));
+        let same = entity("joined Acme");
+        let altered = entity("joined");
+        let mut moved = entity("joined Acme");
+        moved.note_id = Some("n2".into());
+        let cases: [(bool, Option<&Entity>, Option<&str>); 6] = [
+            (false, Some(&same), None),
+            (true, None, None),
+            (true, Some(&same), Some("forgotten entity e1")),
+            (false, None, Some("lost write: entity e1")),
+            (false, Some(&altered), Some("altered: entity e1")),
+            (false, Some(&moved), Some("lost its note n1")),
+        ];
+        for (forgotten, read, expected) in cases {
+            let verdict = entity_verdict("e1", &acked, "n1", forgotten, read);
+            match expected {
+                None => assert_eq!(verdict, Ok(()), "{forgotten} {read:?}"),
+                Some(text) => assert!(
+                    verdict.as_ref().is_err_and(|m| m.contains(text)),
+                    "{forgotten} {read:?}: {verdict:?}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn link_verdicts() {
+        let stored = EvolutionLink {
+            id: "l1".into(),
+            from_id: "e2".into(),
+            to_id: "e1".into(),
+            evolution_type: EvolutionType::Update,
+            reason: "moved".into(),
+            confidence: 0.5,
+            created_at_ms: 3,
+        };
+        let acked = AcknowledgedLink {
+            id: "l1".into(),
+            from_id: "e2".into(),
+            to_id: "e1".into(),
+            checksum: link_checksum(&stored),
+        };
+        let mut altered = stored.clone();
+        altered.evolution_type = EvolutionType::Extend;
+        let cases: [(bool, Option<&EvolutionLink>, Option<&str>); 5] = [
+            (false, Some(&stored), None),
+            (true, None, None),
+            (true, Some(&stored), Some("outlived its forgotten end")),
+            (false, None, Some("lost write: link l1 (e2 -> e1)")),
+            (false, Some(&altered), Some("altered: link l1")),
+        ];
+        for (end_forgotten, read, expected) in cases {
+            let verdict = link_verdict(&acked, "n1", end_forgotten, read);
+            match expected {
+                None => assert_eq!(verdict, Ok(()), "{end_forgotten} {read:?}"),
+                Some(text) => assert!(
+                    verdict.as_ref().is_err_and(|m| m.contains(text)),
+                    "{end_forgotten} {read:?}: {verdict:?}"
+                ),
+            }
+        }
     }
 }

@@ -13,21 +13,30 @@
 //! own transaction.
 //!
 //! Commits use `synchronous=FULL`: an acknowledged `remember` survives a power cut.
+//!
+//! [`SqliteStorage::open_in_memory`] runs the same schema, migrations and queries on a
+//! named in-memory database, on the calling thread: with no disk a query is computation,
+//! so tests and simulations (where a thread hop would let paused time run ahead) can run
+//! the production SQL with no I/O. The database lives while any connection to it is
+//! open, so closing one handle and opening the name again is a close-and-reopen.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use self::schema::{open_connection, prepare_connection};
+
 use super::memory::{sort_hits, validate_batch};
 use super::records::{Entity, EvolutionLink, Note, SearchHit, WriteBatch, text_fingerprint};
 use super::search::query_terms;
 use super::{Storage, StorageError};
-use crate::constants::{LIST_PAGE_MAX, SEARCH_RESULTS_MAX};
+use crate::constants::{LIST_PAGE_MAX, SEARCH_RESULTS_MAX, SQLITE_MEMORY_NAME_BYTES_MAX};
 use crate::memory::prompts::{EntityType, EvolutionType};
+
+mod schema;
 
 /// `PRAGMA application_id` of Umi memory files ("UMI1").
 pub const UMI_APPLICATION_ID: i32 = 0x554D_4931;
@@ -35,70 +44,23 @@ pub const UMI_APPLICATION_ID: i32 = 0x554D_4931;
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// Schema migrations: the SQL that takes a database from version `n - 1` to `n`.
-const MIGRATIONS: [(u32, &str); 2] = [
-    (
-        1,
-        "CREATE TABLE notes (
-            id TEXT PRIMARY KEY,
-            text TEXT NOT NULL,
-            fingerprint INTEGER NOT NULL,
-            created_at_ms INTEGER NOT NULL
-        );
-        CREATE TABLE entities (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL UNIQUE,
-            name TEXT NOT NULL,
-            entity_type TEXT NOT NULL,
-            content TEXT NOT NULL,
-            confidence REAL NOT NULL,
-            note_id TEXT REFERENCES notes(id),
-            created_at_ms INTEGER NOT NULL,
-            updated_at_ms INTEGER NOT NULL
-        );
-        CREATE INDEX entities_name ON entities(name);
-        CREATE INDEX entities_note ON entities(note_id);
-        CREATE VIRTUAL TABLE entities_fts USING fts5(
-            name, content, content='entities', content_rowid='seq',
-            tokenize='unicode61 remove_diacritics 0'
-        );
-        CREATE TRIGGER entities_ai AFTER INSERT ON entities BEGIN
-            INSERT INTO entities_fts(rowid, name, content) VALUES (new.seq, new.name, new.content);
-        END;
-        CREATE TRIGGER entities_ad AFTER DELETE ON entities BEGIN
-            INSERT INTO entities_fts(entities_fts, rowid, name, content) VALUES ('delete', old.seq, old.name, old.content);
-        END;
-        CREATE TRIGGER entities_au AFTER UPDATE ON entities BEGIN
-            INSERT INTO entities_fts(entities_fts, rowid, name, content) VALUES ('delete', old.seq, old.name, old.content);
-            INSERT INTO entities_fts(rowid, name, content) VALUES (new.seq, new.name, new.content);
-        END;
-        CREATE TABLE links (
-            id TEXT PRIMARY KEY,
-            from_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
-            to_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
-            evolution_type TEXT NOT NULL,
-            reason TEXT NOT NULL,
-            confidence REAL NOT NULL,
-            created_at_ms INTEGER NOT NULL
-        );
-        CREATE INDEX links_from ON links(from_id);",
-    ),
-    (
-        2,
-        "CREATE INDEX notes_fingerprint ON notes(fingerprint);
-        CREATE INDEX links_to ON links(to_id);",
-    ),
-];
-
-const _: () = assert!(MIGRATIONS.len() as u32 == SCHEMA_VERSION);
-
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
-/// Storage in a SQLite file.
+/// Storage in a SQLite file (or a named in-memory database).
 pub struct SqliteStorage {
     path: PathBuf,
-    jobs: Option<mpsc::Sender<Job>>,
-    worker: Option<JoinHandle<()>>,
+    runner: Runner,
+}
+
+/// Where queries run.
+enum Runner {
+    /// On the connection's own thread (files: a slow disk never blocks an executor).
+    Thread {
+        jobs: Option<mpsc::Sender<Job>>,
+        worker: Option<JoinHandle<()>>,
+    },
+    /// On the calling thread (in-memory databases: a query is computation).
+    Inline(Mutex<Connection>),
 }
 
 impl std::fmt::Debug for SqliteStorage {
@@ -172,8 +134,10 @@ impl SqliteStorage {
         match result {
             Ok(()) => Ok(Self {
                 path,
-                jobs: Some(jobs),
-                worker: Some(worker),
+                runner: Runner::Thread {
+                    jobs: Some(jobs),
+                    worker: Some(worker),
+                },
             }),
             Err(error) => {
                 let _ = worker.join();
@@ -182,7 +146,33 @@ impl SqliteStorage {
         }
     }
 
-    /// The database file.
+    /// Opens (or creates) the in-memory database `name`, shared by every connection of
+    /// this process that opens the same name, and migrates it. Queries run on the calling
+    /// thread. The database is gone when its last connection closes, so a handle kept
+    /// open elsewhere is what makes dropping this one and opening `name` again a
+    /// close-and-reopen. `name` is ASCII letters, digits, `-`, `_` and `.`, at most
+    /// [`SQLITE_MEMORY_NAME_BYTES_MAX`](crate::constants::SQLITE_MEMORY_NAME_BYTES_MAX) bytes.
+    pub fn open_in_memory(name: &str) -> Result<Self, StorageError> {
+        let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+        if name.is_empty() || name.len() > SQLITE_MEMORY_NAME_BYTES_MAX || !name.chars().all(valid)
+        {
+            return Err(StorageError::Invalid {
+                reason: format!(
+                    "in-memory database name {name:?}: use 1 to {SQLITE_MEMORY_NAME_BYTES_MAX} \
+                     ASCII letters, digits, '-', '_' or '.'"
+                ),
+            });
+        }
+        let path = PathBuf::from(format!("file:{name}?mode=memory&cache=shared"));
+        let connection = Connection::open(&path).map_err(|e| database_error(&path, &e))?;
+        let connection = prepare_connection(connection, &path, SCHEMA_VERSION)?;
+        Ok(Self {
+            path,
+            runner: Runner::Inline(Mutex::new(connection)),
+        })
+    }
+
+    /// The database file (for an in-memory database, its URI).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -202,8 +192,15 @@ impl SqliteStorage {
         &self,
         work: impl FnOnce(&mut Connection) -> Result<T, StorageError> + Send + 'static,
     ) -> Result<T, StorageError> {
+        let jobs = match &self.runner {
+            Runner::Inline(connection) => {
+                let mut connection = connection.lock().unwrap_or_else(PoisonError::into_inner);
+                return work(&mut connection);
+            }
+            Runner::Thread { jobs, .. } => jobs,
+        };
         let (answer, wait) = tokio::sync::oneshot::channel();
-        let jobs = self.jobs.as_ref().ok_or(StorageError::Closed)?;
+        let jobs = jobs.as_ref().ok_or(StorageError::Closed)?;
         jobs.send(Box::new(move |connection| {
             let _ = answer.send(work(connection));
         }))
@@ -216,89 +213,13 @@ impl Drop for SqliteStorage {
     /// Closes the channel and waits for the connection to finish its queued jobs and
     /// close, so the file can be reopened at once.
     fn drop(&mut self) {
-        drop(self.jobs.take());
-        if let Some(worker) = self.worker.take() {
-            let _ = worker.join();
-        }
-    }
-}
-
-/// Opens `path` as described in the module docs.
-fn open_connection(path: &Path, version_target: u32) -> Result<Connection, StorageError> {
-    let shown = path.display().to_string();
-    let not_ours = |reason: String| StorageError::NotOurs {
-        path: shown.clone(),
-        reason,
-    };
-    match std::fs::File::open(path) {
-        Ok(mut file) => {
-            let mut header = Vec::with_capacity(16);
-            file.by_ref()
-                .take(16)
-                .read_to_end(&mut header)
-                .map_err(|e| not_ours(format!("cannot read it: {e}")))?;
-            if !header.is_empty() && header != b"SQLite format 3\0" {
-                return Err(not_ours("it is not a SQLite file".into()));
+        if let Runner::Thread { jobs, worker } = &mut self.runner {
+            drop(jobs.take());
+            if let Some(worker) = worker.take() {
+                let _ = worker.join();
             }
         }
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(error) => {
-            return Err(StorageError::Database {
-                path: shown,
-                reason: error.to_string(),
-            });
-        }
     }
-    let connection = Connection::open(path).map_err(|e| database_error(path, &e))?;
-    let application_id: i32 = connection
-        .pragma_query_value(None, "application_id", |row| row.get(0))
-        .map_err(|e| database_error(path, &e))?;
-    let version: u32 = connection
-        .pragma_query_value(None, "user_version", |row| row.get(0))
-        .map_err(|e| database_error(path, &e))?;
-    let tables: i64 = connection
-        .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
-        .map_err(|e| database_error(path, &e))?;
-    let fresh = application_id == 0 && tables == 0;
-    if !fresh && application_id != UMI_APPLICATION_ID {
-        return Err(not_ours(if application_id == 0 {
-            format!("it holds {tables} schema object(s) of another program")
-        } else {
-            format!(
-                "its application_id is 0x{application_id:08x}, not Umi's 0x{UMI_APPLICATION_ID:08x}"
-            )
-        }));
-    }
-    if version > SCHEMA_VERSION {
-        return Err(StorageError::NewerSchema {
-            path: shown,
-            found: version,
-            supported: SCHEMA_VERSION,
-        });
-    }
-    connection
-        .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;")
-        .map_err(|e| database_error(path, &e))?;
-    let mut connection = connection;
-    for (step, sql) in MIGRATIONS {
-        if step <= version || step > version_target {
-            continue;
-        }
-        let transaction = connection
-            .transaction()
-            .map_err(|e| database_error(path, &e))?;
-        transaction
-            .execute_batch(sql)
-            .map_err(|e| database_error(path, &e))?;
-        transaction
-            .pragma_update(None, "application_id", UMI_APPLICATION_ID)
-            .map_err(|e| database_error(path, &e))?;
-        transaction
-            .pragma_update(None, "user_version", step)
-            .map_err(|e| database_error(path, &e))?;
-        transaction.commit().map_err(|e| database_error(path, &e))?;
-    }
-    Ok(connection)
 }
 
 const ENTITY_COLUMNS: &str = "e.id, e.name, e.entity_type, e.content, e.confidence, e.note_id, e.created_at_ms, e.updated_at_ms";

@@ -1,0 +1,164 @@
+//! The schema, its migrations, and opening a database with care: the header and the
+//! pragmas are read before anything is written, and a file that is not ours, or a newer
+//! schema, is refused untouched (see the parent module's docs).
+
+use std::io::Read;
+use std::path::Path;
+
+use rusqlite::Connection;
+
+use super::{SCHEMA_VERSION, UMI_APPLICATION_ID, database_error};
+use crate::storage::StorageError;
+
+/// Schema migrations: the SQL that takes a database from version `n - 1` to `n`.
+const MIGRATIONS: [(u32, &str); 2] = [
+    (
+        1,
+        "CREATE TABLE notes (
+            id TEXT PRIMARY KEY,
+            text TEXT NOT NULL,
+            fingerprint INTEGER NOT NULL,
+            created_at_ms INTEGER NOT NULL
+        );
+        CREATE TABLE entities (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            name TEXT NOT NULL,
+            entity_type TEXT NOT NULL,
+            content TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            note_id TEXT REFERENCES notes(id),
+            created_at_ms INTEGER NOT NULL,
+            updated_at_ms INTEGER NOT NULL
+        );
+        CREATE INDEX entities_name ON entities(name);
+        CREATE INDEX entities_note ON entities(note_id);
+        CREATE VIRTUAL TABLE entities_fts USING fts5(
+            name, content, content='entities', content_rowid='seq',
+            tokenize='unicode61 remove_diacritics 0'
+        );
+        CREATE TRIGGER entities_ai AFTER INSERT ON entities BEGIN
+            INSERT INTO entities_fts(rowid, name, content) VALUES (new.seq, new.name, new.content);
+        END;
+        CREATE TRIGGER entities_ad AFTER DELETE ON entities BEGIN
+            INSERT INTO entities_fts(entities_fts, rowid, name, content) VALUES ('delete', old.seq, old.name, old.content);
+        END;
+        CREATE TRIGGER entities_au AFTER UPDATE ON entities BEGIN
+            INSERT INTO entities_fts(entities_fts, rowid, name, content) VALUES ('delete', old.seq, old.name, old.content);
+            INSERT INTO entities_fts(rowid, name, content) VALUES (new.seq, new.name, new.content);
+        END;
+        CREATE TABLE links (
+            id TEXT PRIMARY KEY,
+            from_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            to_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            evolution_type TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            created_at_ms INTEGER NOT NULL
+        );
+        CREATE INDEX links_from ON links(from_id);",
+    ),
+    (
+        2,
+        "CREATE INDEX notes_fingerprint ON notes(fingerprint);
+        CREATE INDEX links_to ON links(to_id);",
+    ),
+];
+
+const _: () = assert!(MIGRATIONS.len() as u32 == SCHEMA_VERSION);
+
+/// Opens `path` as described in the module docs.
+pub(super) fn open_connection(
+    path: &Path,
+    version_target: u32,
+) -> Result<Connection, StorageError> {
+    let shown = path.display().to_string();
+    let not_ours = |reason: String| StorageError::NotOurs {
+        path: shown.clone(),
+        reason,
+    };
+    match std::fs::File::open(path) {
+        Ok(mut file) => {
+            let mut header = Vec::with_capacity(16);
+            file.by_ref()
+                .take(16)
+                .read_to_end(&mut header)
+                .map_err(|e| not_ours(format!("cannot read it: {e}")))?;
+            if !header.is_empty() && header != b"SQLite format 3\0" {
+                return Err(not_ours("it is not a SQLite file".into()));
+            }
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(StorageError::Database {
+                path: shown,
+                reason: error.to_string(),
+            });
+        }
+    }
+    let connection = Connection::open(path).map_err(|e| database_error(path, &e))?;
+    prepare_connection(connection, path, version_target)
+}
+
+/// Checks that `connection` holds a Umi database (or nothing), sets the pragmas and
+/// migrates it up to `version_target`.
+pub(super) fn prepare_connection(
+    connection: Connection,
+    path: &Path,
+    version_target: u32,
+) -> Result<Connection, StorageError> {
+    let shown = path.display().to_string();
+    let not_ours = |reason: String| StorageError::NotOurs {
+        path: shown.clone(),
+        reason,
+    };
+    let application_id: i32 = connection
+        .pragma_query_value(None, "application_id", |row| row.get(0))
+        .map_err(|e| database_error(path, &e))?;
+    let version: u32 = connection
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(|e| database_error(path, &e))?;
+    let tables: i64 = connection
+        .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+        .map_err(|e| database_error(path, &e))?;
+    let fresh = application_id == 0 && tables == 0;
+    if !fresh && application_id != UMI_APPLICATION_ID {
+        return Err(not_ours(if application_id == 0 {
+            format!("it holds {tables} schema object(s) of another program")
+        } else {
+            format!(
+                "its application_id is 0x{application_id:08x}, not Umi's 0x{UMI_APPLICATION_ID:08x}"
+            )
+        }));
+    }
+    if version > SCHEMA_VERSION {
+        return Err(StorageError::NewerSchema {
+            path: shown,
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    connection
+        .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;")
+        .map_err(|e| database_error(path, &e))?;
+    let mut connection = connection;
+    for (step, sql) in MIGRATIONS {
+        if step <= version || step > version_target {
+            continue;
+        }
+        let transaction = connection
+            .transaction()
+            .map_err(|e| database_error(path, &e))?;
+        transaction
+            .execute_batch(sql)
+            .map_err(|e| database_error(path, &e))?;
+        transaction
+            .pragma_update(None, "application_id", UMI_APPLICATION_ID)
+            .map_err(|e| database_error(path, &e))?;
+        transaction
+            .pragma_update(None, "user_version", step)
+            .map_err(|e| database_error(path, &e))?;
+        transaction.commit().map_err(|e| database_error(path, &e))?;
+    }
+    Ok(connection)
+}
