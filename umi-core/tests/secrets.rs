@@ -74,7 +74,9 @@ fn client(
     transport: Arc<dyn Transport>,
     env: umi_core::env::Env,
 ) -> (Arc<dyn LanguageModel>, String) {
-    fn boxed<M: LanguageModel + std::fmt::Debug + 'static>(model: M) -> (Arc<dyn LanguageModel>, String) {
+    fn boxed<M: LanguageModel + std::fmt::Debug + 'static>(
+        model: M,
+    ) -> (Arc<dyn LanguageModel>, String) {
         let printed = format!("{model:?}");
         (Arc::new(model), printed)
     }
@@ -126,7 +128,10 @@ fn stream_error(format: Format) -> String {
     let (content_type, body) = match format {
         Format::OpenAi => (
             "text/event-stream",
-            format!("data: {}\n\n", serde_json::json!({ "error": { "message": message, "type": "server_error" } })),
+            format!(
+                "data: {}\n\n",
+                serde_json::json!({ "error": { "message": message, "type": "server_error" } })
+            ),
         ),
         Format::Responses => (
             "text/event-stream",
@@ -286,7 +291,10 @@ fn outputs_of(format: Format, path: Path, stream: bool) -> Vec<(String, String)>
             ),
             ("router Display".to_owned(), routed.to_string()),
             ("router Debug".to_owned(), format!("{routed:?}")),
-            ("router events".to_owned(), events.lock().unwrap().join("\n")),
+            (
+                "router events".to_owned(),
+                events.lock().unwrap().join("\n"),
+            ),
             ("trace".to_owned(), trace_text.join("\n")),
             ("client Debug".to_owned(), model_printed),
             ("router client Debug".to_owned(), format!("{router:?}")),
@@ -300,7 +308,15 @@ fn no_failure_path_leaks_a_configured_secret() {
     for format in FORMATS {
         for path in PATHS {
             for stream in [false, true] {
-                for (output, text) in outputs_of(format, path, stream) {
+                let outputs = outputs_of(format, path, stream);
+                // The key was there to leak: the error says where it was taken out.
+                if !outputs[0].1.contains("[REDACTED]") {
+                    failures.push(format!(
+                        "{format:?} {path:?} stream={stream}: nothing redacted in {}",
+                        outputs[0].1
+                    ));
+                }
+                for (output, text) in outputs {
                     let found = leaks(&text);
                     if !found.is_empty() {
                         failures.push(format!(
@@ -311,7 +327,12 @@ fn no_failure_path_leaks_a_configured_secret() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} leaks:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} leaks:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -323,7 +344,9 @@ fn errors_say_what_happened_with_the_secret_redacted() {
     );
     let refused = outputs_of(Format::Anthropic, Path::RefusedUrl, true);
     assert!(
-        refused[0].1.contains("url (https://svc:[REDACTED]@llm.example?key=[REDACTED]/v1/messages)"),
+        refused[0]
+            .1
+            .contains("url (https://svc:[REDACTED]@llm.example?key=[REDACTED]/v1/messages)"),
         "{}",
         refused[0].1
     );
@@ -332,10 +355,7 @@ fn errors_say_what_happened_with_the_secret_redacted() {
 #[test]
 fn requests_print_redacted_and_still_carry_the_key() {
     for format in FORMATS {
-        let transport = Arc::new(FixtureTransport::parse(
-            unauthorized(format).as_bytes(),
-            64,
-        ));
+        let transport = Arc::new(FixtureTransport::parse(unauthorized(format).as_bytes(), 64));
         in_sim(async |sim| {
             let (model, _) = client(format, transport.clone(), sim.env());
             let _ = model.complete(&request()).await;
@@ -347,7 +367,10 @@ fn requests_print_redacted_and_still_carry_the_key() {
             _ => ("authorization", format!("Bearer {KEY}")),
         };
         assert_eq!(sent.header(header), Some(value.as_str()), "{format:?}");
-        assert!(sent.url.contains(URL_PASSWORD), "{format:?}: the URL is sent as given");
+        assert!(
+            sent.url.contains(URL_PASSWORD),
+            "{format:?}: the URL is sent as given"
+        );
         let printed = format!("{sent:?}");
         assert!(leaks(&printed).is_empty(), "{format:?}: {printed}");
         assert!(printed.contains("[REDACTED]"), "{printed}");

@@ -168,7 +168,10 @@ impl<F: ClientFormat> LanguageModel for WireClient<F> {
 }
 
 impl<F: ClientFormat> WireClient<F> {
-    async fn stream_unredacted(&self, request: &CompletionRequest) -> Result<EventStream, LlmError> {
+    async fn stream_unredacted(
+        &self,
+        request: &CompletionRequest,
+    ) -> Result<EventStream, LlmError> {
         let response = self.send(request, true).await?;
         if self.format.is_whole_body(response.header("content-type")) {
             let text = self.whole_body(response.body).await?;

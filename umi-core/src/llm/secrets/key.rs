@@ -68,7 +68,10 @@ mod tests {
         let key = ApiKey::new("sk-live-1234567890");
         assert_eq!(format!("{key}"), "[REDACTED]");
         assert_eq!(format!("{key:?}"), "ApiKey([REDACTED])");
-        assert_eq!(format!("{:?}", Some(key.clone())), "Some(ApiKey([REDACTED]))");
+        assert_eq!(
+            format!("{:?}", Some(key.clone())),
+            "Some(ApiKey([REDACTED]))"
+        );
         assert_eq!(key.expose(), "sk-live-1234567890");
         assert_eq!(key, ApiKey::from("sk-live-1234567890"));
         assert_ne!(key, ApiKey::from("sk-live-other"));

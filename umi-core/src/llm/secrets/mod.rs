@@ -14,7 +14,5 @@ mod patterns;
 mod redactor;
 
 pub use key::ApiKey;
-pub use patterns::{
-    REDACTED, is_secret_header, redact_headers, redact_patterns, redact_url,
-};
+pub use patterns::{REDACTED, is_secret_header, redact_headers, redact_patterns, redact_url};
 pub use redactor::Redactor;

@@ -205,7 +205,8 @@ fn query_params(text: &str, spans: &mut Vec<Range<usize>>) {
     for name in SECRET_QUERY_PARAMS {
         for start in word_starts(text, name) {
             let end = start + name.len();
-            let after_separator = start > 0 && (bytes[start - 1] == b'?' || bytes[start - 1] == b'&');
+            let after_separator =
+                start > 0 && (bytes[start - 1] == b'?' || bytes[start - 1] == b'&');
             if after_separator && end < bytes.len() && bytes[end] == b'=' {
                 let to = skip(bytes, end + 1, |b| !ends_value(b));
                 if to > end + 1 {
@@ -271,12 +272,21 @@ mod tests {
                 "Authorization: Bearer [REDACTED]",
             ),
             ("use Bearer auth", "use Bearer auth"),
-            ("Bearer authentication failed", "Bearer authentication failed"),
-            ("(i.e. Authorization: Bearer YOUR_KEY)", "(i.e. Authorization: Bearer [REDACTED])"),
+            (
+                "Bearer authentication failed",
+                "Bearer authentication failed",
+            ),
+            (
+                "(i.e. Authorization: Bearer YOUR_KEY)",
+                "(i.e. Authorization: Bearer [REDACTED])",
+            ),
             ("basic dXNlcjpwYXNzd29yZA==", "basic [REDACTED]"),
             ("x-api-key: ant-0123", "x-api-key: [REDACTED]"),
             ("{\"api-key\": \"az-99\"}", "{\"api-key\": \"[REDACTED]\"}"),
-            ("\"api_key\":\"k1\",\"model\":\"m\"", "\"api_key\":\"[REDACTED]\",\"model\":\"m\""),
+            (
+                "\"api_key\":\"k1\",\"model\":\"m\"",
+                "\"api_key\":\"[REDACTED]\",\"model\":\"m\"",
+            ),
             ("invalid_api_key: try again", "invalid_api_key: try again"),
             (
                 "https://host/v1?api-version=2024&key=AIzaSy123",
@@ -288,7 +298,10 @@ mod tests {
                 "error sending request for url (https://bob:[REDACTED]@proxy.example/v1/chat)",
             ),
             ("https://ghp_token123@host/x", "https://[REDACTED]@host/x"),
-            ("mailto-free https://host/a@b", "mailto-free https://host/a@b"),
+            (
+                "mailto-free https://host/a@b",
+                "mailto-free https://host/a@b",
+            ),
             ("already Bearer [REDACTED]", "already Bearer [REDACTED]"),
             ("x-api-key: [REDACTED]", "x-api-key: [REDACTED]"),
             ("nothing here", "nothing here"),
@@ -301,10 +314,21 @@ mod tests {
 
     #[test]
     fn secret_headers_are_recognised_by_name() {
-        for name in ["Authorization", "x-api-key", "api-key", "X-Custom-Token", "cookie"] {
+        for name in [
+            "Authorization",
+            "x-api-key",
+            "api-key",
+            "X-Custom-Token",
+            "cookie",
+        ] {
             assert!(is_secret_header(name), "{name}");
         }
-        for name in ["content-type", "anthropic-version", "HTTP-Referer", "accept"] {
+        for name in [
+            "content-type",
+            "anthropic-version",
+            "HTTP-Referer",
+            "accept",
+        ] {
             assert!(!is_secret_header(name), "{name}");
         }
         let headers = [

