@@ -195,7 +195,7 @@ fn targets(sim: &SimEnvironment) -> (Arc<SimNetwork>, Vec<Target>) {
         let model_ref = ModelRef::new(provider, format!("{}-model", profile.name()), 32_768, 2_048);
         let options = ClientOptions {
             // Ollama has no API keys.
-            api_key: (profile != Profile::Ollama).then(|| API_KEY.to_owned()),
+            api_key: (profile != Profile::Ollama).then(|| API_KEY.into()),
             timeout: Some(timeout),
             // Ask the Responses API for reasoning summaries, so the sweep meets them.
             reasoning_summary: true,

@@ -193,6 +193,17 @@ pub const WIRE_EVENT_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// Default time to the response's headers, and between body chunks.
 pub const HTTP_TIMEOUT_MS_DEFAULT: u64 = 60_000;
 
+// ---- Secrets ---------------------------------------------------------------------------
+
+/// Characters a token after `Bearer ` (or a secret header's value) must have to be
+/// redacted by pattern when it is not a configured secret: shorter words are prose
+/// ("Bearer auth"), real tokens are far longer.
+pub const SECRET_TOKEN_CHARS_MIN: usize = 8;
+
+/// Characters of a configured secret's start that, ending a cut text (an error snippet
+/// cut at its limit), are redacted as a piece of the secret.
+pub const SECRET_PREFIX_CHARS_MIN: usize = 4;
+
 const _: () = assert!(WIRE_LINE_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
 const _: () = assert!(WIRE_LINE_BYTES_MAX <= WIRE_EVENT_BYTES_MAX);
 const _: () = assert!(WIRE_EVENT_BYTES_MAX <= HTTP_BODY_BYTES_MAX);

@@ -17,3 +17,6 @@ mod agent;
 
 /// Recorded responses of five providers through the real clients; hostile bytes.
 mod contract;
+
+/// Secrets: a key echoed by a server or held in the URL, through every failure path.
+mod secrets;

@@ -5,7 +5,9 @@
 //! one. Everything around that is the same for every format and lives here once: request
 //! validation, the exchange under the request timeout, error mapping by the shared
 //! classifier (`wire::errors`), the bounded body read under the idle timeout, UTF-8
-//! checking, and the server that answers a streaming request with one JSON body. Adding
+//! checking, the server that answers a streaming request with one JSON body, and the
+//! redaction of the client's secrets (its [`ClientFormat::redactor`]) from every error
+//! it returns or streams, so a server that echoes the key cannot leak it. Adding
 //! a format is that module plus one line in [`crate::llm::registry`]
 //! (docs/adr/0009-one-seam-per-wire-format.md).
 
@@ -14,12 +16,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::StreamExt;
 
 use super::error::{LlmError, snippet};
 use super::event::EventStream;
 use super::provider::LanguageModel;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
+use super::secrets::Redactor;
 use super::transport::{HttpRequest, Transport};
 use super::wire::exchange;
 use super::wire::reader::{WireDecoder, events, read_body};
@@ -64,6 +68,10 @@ pub trait ClientFormat: Send + Sync + fmt::Debug + 'static {
     /// A decoder for a streamed body.
     fn stream_decoder(&self) -> Self::Decoder;
 
+    /// The redactor of this config's secrets: its key, the credentials in its URL and
+    /// its secret headers. Every error the client hands back passes through it.
+    fn redactor(&self) -> Redactor;
+
     /// A decoder for the streamed answer to `request` (a format that applies part of
     /// the request itself, such as stop sequences its API lacks, overrides this).
     fn stream_decoder_for(&self, _request: &CompletionRequest) -> Self::Decoder {
@@ -92,15 +100,18 @@ pub struct WireClient<F> {
     format: F,
     transport: Arc<dyn Transport>,
     env: Env,
+    redactor: Arc<Redactor>,
 }
 
 impl<F: ClientFormat> WireClient<F> {
     /// A client speaking `format` through `transport`, timing with `env`.
     pub fn new(format: F, transport: Arc<dyn Transport>, env: Env) -> Self {
+        let redactor = Arc::new(format.redactor());
         Self {
             format,
             transport,
             env,
+            redactor,
         }
     }
 
@@ -139,6 +150,28 @@ impl<F: ClientFormat> LanguageModel for WireClient<F> {
     }
 
     async fn stream(&self, request: &CompletionRequest) -> Result<EventStream, LlmError> {
+        let events = self
+            .stream_unredacted(request)
+            .await
+            .map_err(|error| self.redactor.redact_error(error))?;
+        let redactor = self.redactor.clone();
+        Ok(events
+            .map(move |item| item.map_err(|error| redactor.redact_error(error)))
+            .boxed())
+    }
+
+    async fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, LlmError> {
+        self.complete_unredacted(request)
+            .await
+            .map_err(|error| self.redactor.redact_error(error))
+    }
+}
+
+impl<F: ClientFormat> WireClient<F> {
+    async fn stream_unredacted(
+        &self,
+        request: &CompletionRequest,
+    ) -> Result<EventStream, LlmError> {
         let response = self.send(request, true).await?;
         if self.format.is_whole_body(response.header("content-type")) {
             let text = self.whole_body(response.body).await?;
@@ -155,7 +188,10 @@ impl<F: ClientFormat> LanguageModel for WireClient<F> {
         .await
     }
 
-    async fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, LlmError> {
+    async fn complete_unredacted(
+        &self,
+        request: &CompletionRequest,
+    ) -> Result<CompletionResponse, LlmError> {
         let response = self.send(request, false).await?;
         let text = self.whole_body(response.body).await?;
         self.format.parse_response_for(request, &text)

@@ -236,6 +236,71 @@ impl LlmError {
         }
     }
 
+    /// The same error with every text in it (messages, reasons, snippets, the models
+    /// and errors of a router's attempts) passed through `f`: how a client redacts its
+    /// secrets from what it hands back.
+    pub fn map_text(self, f: &dyn Fn(&str) -> String) -> Self {
+        match self {
+            Self::ServerTimeout { status, message } => Self::ServerTimeout {
+                status,
+                message: f(&message),
+            },
+            Self::ModelNotFound { status, message } => Self::ModelNotFound {
+                status,
+                message: f(&message),
+            },
+            Self::InvalidResponse { reason, snippet } => Self::InvalidResponse {
+                reason: f(&reason),
+                snippet: f(&snippet),
+            },
+            Self::ServiceUnavailable { status, message } => Self::ServiceUnavailable {
+                status,
+                message: f(&message),
+            },
+            Self::Json {
+                what,
+                reason,
+                snippet,
+            } => Self::Json {
+                what: f(&what),
+                reason: f(&reason),
+                snippet: f(&snippet),
+            },
+            Self::InvalidPrompt { reason } => Self::InvalidPrompt { reason: f(&reason) },
+            Self::Auth { status, message } => Self::Auth {
+                status,
+                message: f(&message),
+            },
+            Self::BadRequest { status, message } => Self::BadRequest {
+                status,
+                message: f(&message),
+            },
+            Self::Connection { reason } => Self::Connection { reason: f(&reason) },
+            Self::ResponseTooLarge { what, bytes, limit } => Self::ResponseTooLarge {
+                what: f(&what),
+                bytes,
+                limit,
+            },
+            Self::Exhausted { reason, attempts } => Self::Exhausted {
+                reason: f(&reason),
+                attempts: attempts
+                    .into_iter()
+                    .map(|attempt| FailedAttempt {
+                        model: f(&attempt.model),
+                        attempt: attempt.attempt,
+                        error: attempt.error.map(|error| Box::new(error.map_text(f))),
+                    })
+                    .collect(),
+            },
+            textless @ (Self::Timeout { .. }
+            | Self::RateLimit { .. }
+            | Self::ContextOverflow { .. }
+            | Self::StreamTruncated { .. }
+            | Self::EmptyStream
+            | Self::TooManyToolCalls { .. }) => textless,
+        }
+    }
+
     /// The error's kind as a short name (`rate_limit`), for traces and counters.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -20,6 +20,7 @@ mod request;
 mod response;
 pub mod responses;
 pub mod router;
+pub mod secrets;
 pub mod stop;
 pub mod structured;
 pub mod tokens;

@@ -13,6 +13,7 @@ use super::provider::LanguageModel;
 use super::response::ModelRef;
 use super::responses::ResponsesConfig;
 use super::router::{ProviderConfig, ProviderKind};
+use super::secrets::ApiKey;
 use super::transport::Transport;
 use crate::env::Env;
 
@@ -29,7 +30,7 @@ fn headers(provider: &ProviderConfig) -> Vec<(String, String)> {
 pub fn client(
     provider: &ProviderConfig,
     model_ref: ModelRef,
-    api_key: Option<String>,
+    api_key: Option<ApiKey>,
     timeout: Duration,
     transport: Arc<dyn Transport>,
     env: Env,
@@ -46,6 +47,7 @@ pub fn client(
         }
         ProviderKind::Ollama => {
             let mut config = OllamaConfig::new(provider.endpoint.clone(), model_ref);
+            config.api_key = api_key;
             config.timeout = timeout;
             config.idle_timeout = timeout;
             Arc::new(WireClient::new(config, transport, env))

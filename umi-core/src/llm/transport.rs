@@ -13,9 +13,12 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 
 use super::error::LlmError;
+use super::secrets::{redact_headers, redact_url};
 
-/// An HTTP request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An HTTP request. `Debug` redacts secret headers (`authorization`, `x-api-key`,
+/// `api-key`, and any whose name says key, token or secret) and the URL's credentials;
+/// the body is shown as text.
+#[derive(Clone, PartialEq, Eq)]
 pub struct HttpRequest {
     /// `GET` or `POST`.
     pub method: &'static str,
@@ -34,6 +37,17 @@ impl HttpRequest {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+}
+
+impl fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method)
+            .field("url", &redact_url(&self.url))
+            .field("headers", &redact_headers(&self.headers))
+            .field("body", &String::from_utf8_lossy(&self.body))
+            .finish()
     }
 }
 
@@ -64,7 +78,7 @@ impl fmt::Debug for HttpResponse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpResponse")
             .field("status", &self.status)
-            .field("headers", &self.headers)
+            .field("headers", &redact_headers(&self.headers))
             .finish_non_exhaustive()
     }
 }
@@ -110,6 +124,7 @@ mod reqwest_transport {
     use futures::StreamExt;
 
     use super::{HttpRequest, HttpResponse, Transport, TransportError};
+    use crate::llm::secrets::redact_patterns;
 
     /// The production transport: reqwest over rustls (ring), HTTP/1.1, no timeouts of
     /// its own (the clients time requests with the environment's clock).
@@ -153,11 +168,13 @@ mod reqwest_transport {
             for (name, value) in &request.headers {
                 builder = builder.header(name, value);
             }
+            // reqwest names the URL in its errors: its credentials go before the text
+            // leaves (the client redacts its own secrets again at its seam).
             let response = builder
                 .send()
                 .await
                 .map_err(|error| TransportError::Connect {
-                    reason: error.to_string(),
+                    reason: redact_patterns(&error.to_string()),
                 })?;
             let status = response.status().as_u16();
             let headers = response
@@ -176,7 +193,7 @@ mod reqwest_transport {
                     chunk
                         .map(|bytes| bytes.to_vec())
                         .map_err(|error| TransportError::Reset {
-                            reason: error.to_string(),
+                            reason: redact_patterns(&error.to_string()),
                         })
                 })
                 .boxed();

@@ -229,14 +229,15 @@ impl SeedCorpus {
     }
 }
 
-/// One corpus line: the seed, two spaces, and the comment (one line, bounded).
+/// One corpus line: the seed, two spaces, and the comment (one line, bounded, anything
+/// that looks like a credential redacted: seed files are committed).
 pub fn format_line(seed: u64, comment: &str) -> String {
     format_entry(seed, &SeedMeaning::default(), comment)
 }
 
 /// One corpus line with the seed's words: `77 swarm expect=crash  # comment`.
 pub fn format_entry(seed: u64, meaning: &SeedMeaning, comment: &str) -> String {
-    let mut comment: String = comment
+    let mut comment: String = umi_core::llm::secrets::redact_patterns(comment)
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
@@ -396,6 +397,18 @@ mod tests {
             error.to_string().len() < 600,
             "a bounded quote: {}",
             error.to_string().len()
+        );
+    }
+
+    #[test]
+    fn comments_never_hold_what_looks_like_a_credential() {
+        let line = format_line(
+            9,
+            "correctness: auth: Authorization: Bearer sk-proj-0a1b2c3d4e5f from https://u:pw99@h/?key=AIza123",
+        );
+        assert_eq!(
+            line,
+            "9  # correctness: auth: Authorization: Bearer [REDACTED] from https://u:[REDACTED]@h/?key=[REDACTED]\n"
         );
     }
 

@@ -11,6 +11,7 @@ use umi_core::llm::anthropic::{AnthropicClient, AnthropicConfig};
 use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
 use umi_core::llm::responses::{ResponsesClient, ResponsesConfig};
+use umi_core::llm::secrets::ApiKey;
 use umi_core::llm::transport::Transport;
 use umi_core::llm::{LanguageModel, ModelRef};
 
@@ -20,7 +21,7 @@ use super::profile::{Profile, WireFormat};
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
     /// The API key to present (Ollama's native API takes none).
-    pub api_key: Option<String>,
+    pub api_key: Option<ApiKey>,
     /// Time to the headers and between body chunks.
     pub timeout: Option<Duration>,
     /// Ask the Responses API for reasoning summaries.

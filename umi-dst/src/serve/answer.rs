@@ -172,7 +172,7 @@ pub(crate) fn answer(
             let llm = Arc::new(SimLlm::with_config(&sim, llm_config).map_err(|e| e.to_string())?);
             let mut served = Endpoint::openai(&base, llm).with_profile(endpoint.profile);
             if let Some(key) = &api_key {
-                served = served.with_api_key(key);
+                served = served.with_api_key(key.expose());
             }
             let network = SimNetwork::new(&sim).with_endpoint(served);
             let record = exchange(&sim, &network, request).await;

@@ -143,7 +143,7 @@ pub fn config_of(
             value: variable.clone(),
             reason: "the environment variable is not set".into(),
         })?;
-        config.api_key = Some(key);
+        config.api_key = Some(umi_core::llm::secrets::ApiKey::from(key));
     }
     config.validate()?;
     Ok(config)

@@ -107,7 +107,7 @@ pub struct ServeConfig {
     /// The largest request body, in bytes.
     pub body_bytes_max: usize,
     /// The key clients must present, if any.
-    pub api_key: Option<String>,
+    pub api_key: Option<umi_core::llm::secrets::ApiKey>,
 }
 
 impl Default for ServeConfig {

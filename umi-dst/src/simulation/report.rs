@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
+use umi_core::llm::secrets::redact_patterns;
 
 use crate::fault::Injection;
 use crate::fault::swarm::SwarmDraw;
@@ -253,7 +254,10 @@ impl fmt::Display for FailureReport {
         }
         writeln!(f, "seed:      {} (0x{:x})", self.seed, self.seed)?;
         writeln!(f, "class:     {}", self.class)?;
-        let mut lines = self.message.lines();
+        // Defense in depth (clients redact their own secrets): nothing that looks like a
+        // credential is printed, in the message or the trace's last events.
+        let message = redact_patterns(&self.message);
+        let mut lines = message.lines();
         writeln!(f, "failure:   {}", lines.next().unwrap_or(""))?;
         for line in lines {
             writeln!(f, "           {line}")?;
@@ -295,7 +299,7 @@ impl fmt::Display for FailureReport {
         if !self.tail.is_empty() {
             writeln!(f, "last events:")?;
             for event in &self.tail {
-                writeln!(f, "  {event}")?;
+                writeln!(f, "  {}", redact_patterns(&event.to_string()))?;
             }
         }
         writeln!(f, "replay:    {}", self.replay_command())?;

@@ -427,6 +427,9 @@ impl Collector {
             )),
         };
         if let Some((class, message)) = failure {
+            // Defense in depth: clients redact their own secrets from their errors; what
+            // still looks like a credential stays out of the table, report and seeds.
+            let message = umi_core::llm::secrets::redact_patterns(&message);
             entry.seeds_failed += 1;
             *entry.failures_by_class.entry(class.clone()).or_insert(0) += 1;
             let replay = replay_command(

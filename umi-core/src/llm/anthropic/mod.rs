@@ -13,6 +13,7 @@
 mod tests;
 mod wire;
 
+use std::fmt;
 use std::time::Duration;
 
 pub use wire::{EventDecoder, parse_response, request_body, stop_reason};
@@ -21,19 +22,21 @@ use super::client::{ClientFormat, Timeouts, WireClient};
 use super::error::LlmError;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
+use super::secrets::{ApiKey, Redactor, redact_headers, redact_url};
 use super::transport::HttpRequest;
 use crate::constants::HTTP_TIMEOUT_MS_DEFAULT;
 
 /// The API version header this client speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// How to reach one Claude model.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to reach one Claude model. `Debug` redacts the key, the credentials in the URL
+/// and secret headers.
+#[derive(Clone, PartialEq, Eq)]
 pub struct AnthropicConfig {
     /// The API's base URL, without the version path (`https://api.anthropic.com`).
     pub base_url: String,
     /// The API key (sent as `x-api-key`).
-    pub api_key: Option<String>,
+    pub api_key: Option<ApiKey>,
     /// The model and its limits.
     pub model_ref: ModelRef,
     /// Time to the response's headers.
@@ -65,8 +68,22 @@ impl AnthropicConfig {
 
     /// Sets the API key.
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
+        self.api_key = Some(ApiKey::new(key));
         self
+    }
+}
+
+impl fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicConfig")
+            .field("base_url", &redact_url(&self.base_url))
+            .field("api_key", &self.api_key)
+            .field("model_ref", &self.model_ref)
+            .field("timeout", &self.timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("default_max_tokens", &self.default_max_tokens)
+            .field("extra_headers", &redact_headers(&self.extra_headers))
+            .finish()
     }
 }
 
@@ -113,7 +130,7 @@ impl ClientFormat for AnthropicConfig {
             ("anthropic-version".to_owned(), ANTHROPIC_VERSION.to_owned()),
         ];
         if let Some(key) = &self.api_key {
-            headers.push(("x-api-key".to_owned(), key.clone()));
+            headers.push(("x-api-key".to_owned(), key.expose().to_owned()));
         }
         headers.extend(self.extra_headers.iter().cloned());
         Ok(HttpRequest {
@@ -126,6 +143,13 @@ impl ClientFormat for AnthropicConfig {
 
     fn parse_response(&self, body: &str) -> Result<CompletionResponse, LlmError> {
         parse_response(body, &self.model_ref.model)
+    }
+
+    fn redactor(&self) -> Redactor {
+        Redactor::new()
+            .with_key(self.api_key.as_ref())
+            .with_url(&self.base_url)
+            .with_headers(&self.extra_headers)
     }
 
     fn stream_decoder(&self) -> EventDecoder {

@@ -13,6 +13,7 @@
 mod tests;
 mod wire;
 
+use std::fmt;
 use std::time::Duration;
 
 pub use wire::{NdjsonDecoder, done_reason, parse_response, request_body};
@@ -21,14 +22,19 @@ use super::client::{ClientFormat, Timeouts, WireClient};
 use super::error::LlmError;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
+use super::secrets::{ApiKey, Redactor, redact_url};
 use super::transport::HttpRequest;
 use crate::constants::HTTP_TIMEOUT_MS_DEFAULT;
 
-/// How to reach one model of an Ollama server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to reach one model of an Ollama server. `Debug` redacts the key and the
+/// credentials in the URL.
+#[derive(Clone, PartialEq, Eq)]
 pub struct OllamaConfig {
     /// The server (`http://localhost:11434`).
     pub base_url: String,
+    /// The API key, sent as a bearer token, for a server that wants one (ollama.com, or
+    /// a local server behind an authenticating proxy); a local server takes none.
+    pub api_key: Option<ApiKey>,
     /// The model and its limits.
     pub model_ref: ModelRef,
     /// Time to the response's headers (a cold model load can take a while).
@@ -43,10 +49,29 @@ impl OllamaConfig {
         let timeout = Duration::from_millis(HTTP_TIMEOUT_MS_DEFAULT);
         Self {
             base_url: base_url.into(),
+            api_key: None,
             model_ref,
             timeout,
             idle_timeout: timeout,
         }
+    }
+
+    /// Sets the API key.
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(ApiKey::new(key));
+        self
+    }
+}
+
+impl fmt::Debug for OllamaConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OllamaConfig")
+            .field("base_url", &redact_url(&self.base_url))
+            .field("api_key", &self.api_key)
+            .field("model_ref", &self.model_ref)
+            .field("timeout", &self.timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
     }
 }
 
@@ -81,10 +106,17 @@ impl ClientFormat for OllamaConfig {
         } else {
             &request.model
         };
+        let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+        if let Some(key) = &self.api_key {
+            headers.push((
+                "authorization".to_owned(),
+                format!("Bearer {}", key.expose()),
+            ));
+        }
         Ok(HttpRequest {
             method: "POST",
             url: format!("{}/api/chat", self.base_url.trim_end_matches('/')),
-            headers: vec![("content-type".to_owned(), "application/json".to_owned())],
+            headers,
             body: request_body(request, model, stream)
                 .to_string()
                 .into_bytes(),
@@ -93,6 +125,12 @@ impl ClientFormat for OllamaConfig {
 
     fn parse_response(&self, body: &str) -> Result<CompletionResponse, LlmError> {
         parse_response(body, &self.model_ref.model)
+    }
+
+    fn redactor(&self) -> Redactor {
+        Redactor::new()
+            .with_key(self.api_key.as_ref())
+            .with_url(&self.base_url)
     }
 
     fn stream_decoder(&self) -> NdjsonDecoder {

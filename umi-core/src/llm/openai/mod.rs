@@ -13,6 +13,7 @@
 mod tests;
 mod wire;
 
+use std::fmt;
 use std::time::Duration;
 
 pub use wire::{ChunkDecoder, MaxTokensField, finish_reason, parse_response, request_body};
@@ -21,16 +22,18 @@ use super::client::{ClientFormat, Timeouts, WireClient};
 use super::error::LlmError;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
+use super::secrets::{ApiKey, Redactor, redact_headers, redact_url};
 use super::transport::HttpRequest;
 use crate::constants::HTTP_TIMEOUT_MS_DEFAULT;
 
-/// How to reach one model of an OpenAI-compatible server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to reach one model of an OpenAI-compatible server. `Debug` redacts the key, the
+/// credentials in the URL and secret headers.
+#[derive(Clone, PartialEq, Eq)]
 pub struct OpenAiConfig {
     /// Base URL, up to and including the version (`https://api.openai.com/v1`).
     pub base_url: String,
     /// The API key (sent as a bearer token), if the server wants one.
-    pub api_key: Option<String>,
+    pub api_key: Option<ApiKey>,
     /// The model and its limits (`model_ref.model` is the id sent to the server).
     pub model_ref: ModelRef,
     /// Time to the response's headers.
@@ -62,8 +65,23 @@ impl OpenAiConfig {
 
     /// Sets the API key.
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
+        self.api_key = Some(ApiKey::new(key));
         self
+    }
+}
+
+impl fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &redact_url(&self.base_url))
+            .field("api_key", &self.api_key)
+            .field("model_ref", &self.model_ref)
+            .field("timeout", &self.timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_tokens_field", &self.max_tokens_field)
+            .field("stream_usage", &self.stream_usage)
+            .field("extra_headers", &redact_headers(&self.extra_headers))
+            .finish()
     }
 }
 
@@ -110,7 +128,10 @@ impl ClientFormat for OpenAiConfig {
             headers.push(("accept".to_owned(), "text/event-stream".to_owned()));
         }
         if let Some(key) = &self.api_key {
-            headers.push(("authorization".to_owned(), format!("Bearer {key}")));
+            headers.push((
+                "authorization".to_owned(),
+                format!("Bearer {}", key.expose()),
+            ));
         }
         headers.extend(self.extra_headers.iter().cloned());
         Ok(HttpRequest {
@@ -127,5 +148,12 @@ impl ClientFormat for OpenAiConfig {
 
     fn stream_decoder(&self) -> ChunkDecoder {
         ChunkDecoder::new()
+    }
+
+    fn redactor(&self) -> Redactor {
+        Redactor::new()
+            .with_key(self.api_key.as_ref())
+            .with_url(&self.base_url)
+            .with_headers(&self.extra_headers)
     }
 }

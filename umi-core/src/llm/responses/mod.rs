@@ -17,6 +17,7 @@
 mod tests;
 mod wire;
 
+use std::fmt;
 use std::time::Duration;
 
 pub use wire::{EventDecoder, parse_response, request_body};
@@ -25,19 +26,21 @@ use super::client::{ClientFormat, Timeouts, WireClient};
 use super::error::LlmError;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
+use super::secrets::{ApiKey, Redactor, redact_headers, redact_url};
 use super::stop::apply_stop;
 use super::transport::HttpRequest;
 use super::wire::stop_filter::StopFilter;
 use crate::constants::HTTP_TIMEOUT_MS_DEFAULT;
 use crate::llm::response::FinishReason;
 
-/// How to reach one model through the Responses API.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How to reach one model through the Responses API. `Debug` redacts the key, the
+/// credentials in the URL and secret headers.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ResponsesConfig {
     /// Base URL, up to and including the version (`https://api.openai.com/v1`).
     pub base_url: String,
     /// The API key (sent as a bearer token).
-    pub api_key: Option<String>,
+    pub api_key: Option<ApiKey>,
     /// The model and its limits.
     pub model_ref: ModelRef,
     /// Time to the response's headers.
@@ -67,8 +70,22 @@ impl ResponsesConfig {
 
     /// Sets the API key.
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
+        self.api_key = Some(ApiKey::new(key));
         self
+    }
+}
+
+impl fmt::Debug for ResponsesConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponsesConfig")
+            .field("base_url", &redact_url(&self.base_url))
+            .field("api_key", &self.api_key)
+            .field("model_ref", &self.model_ref)
+            .field("timeout", &self.timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("reasoning_summary", &self.reasoning_summary)
+            .field("extra_headers", &redact_headers(&self.extra_headers))
+            .finish()
     }
 }
 
@@ -109,7 +126,10 @@ impl ClientFormat for ResponsesConfig {
         let body = request_body(request, model, self.reasoning_summary.as_deref(), stream);
         let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
         if let Some(key) = &self.api_key {
-            headers.push(("authorization".to_owned(), format!("Bearer {key}")));
+            headers.push((
+                "authorization".to_owned(),
+                format!("Bearer {}", key.expose()),
+            ));
         }
         headers.extend(self.extra_headers.iter().cloned());
         Ok(HttpRequest {
@@ -122,6 +142,13 @@ impl ClientFormat for ResponsesConfig {
 
     fn parse_response(&self, body: &str) -> Result<CompletionResponse, LlmError> {
         parse_response(body, &self.model_ref.model)
+    }
+
+    fn redactor(&self) -> Redactor {
+        Redactor::new()
+            .with_key(self.api_key.as_ref())
+            .with_url(&self.base_url)
+            .with_headers(&self.extra_headers)
     }
 
     fn stream_decoder(&self) -> ResponsesDecoder {

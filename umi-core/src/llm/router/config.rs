@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::constants::{ROUTER_BACKOFF_MS_LIMIT, ROUTER_CHAIN_MODELS_MAX, ROUTER_RETRIES_LIMIT};
 use crate::llm::openai::MaxTokensField;
+use crate::llm::secrets::{redact_headers, redact_url};
 
 /// A configuration that cannot be used, with where and what.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,8 +39,9 @@ pub enum ProviderKind {
     OpenaiResponses,
 }
 
-/// How to reach one provider.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// How to reach one provider. `Debug` redacts secret headers (an Azure `api-key` given
+/// here rather than through `api_key_env`) and the endpoint's credentials.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     /// Its wire format.
@@ -56,6 +58,23 @@ pub struct ProviderConfig {
     /// Which field carries `max_tokens` (OpenAI format only).
     #[serde(default)]
     pub max_tokens_field: MaxTokensField,
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(String, String)> = self
+            .headers
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        f.debug_struct("ProviderConfig")
+            .field("kind", &self.kind)
+            .field("endpoint", &redact_url(&self.endpoint))
+            .field("api_key_env", &self.api_key_env)
+            .field("headers", &redact_headers(&headers))
+            .field("max_tokens_field", &self.max_tokens_field)
+            .finish()
+    }
 }
 
 /// A model's limits.

@@ -49,6 +49,7 @@ use super::event::{EventStream, StreamEvent};
 use super::provider::LanguageModel;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
+use super::secrets::ApiKey;
 use super::transport::Transport;
 use crate::constants::ROUTER_ATTEMPTS_MAX;
 use crate::env::{Env, EnvironmentExt};
@@ -419,12 +420,14 @@ impl LlmRouter {
             let timeout = Duration::from_millis(config.retry.request_timeout_ms);
             let api_key = match &provider.api_key_env {
                 None => None,
-                Some(variable) => Some(lookup(variable).ok_or_else(|| ConfigError {
-                    file: "(config)".into(),
-                    field: format!("providers.{provider_name}.api_key_env"),
-                    value: variable.clone(),
-                    reason: "the environment variable is not set".into(),
-                })?),
+                Some(variable) => Some(ApiKey::from(lookup(variable).ok_or_else(|| {
+                    ConfigError {
+                        file: "(config)".into(),
+                        field: format!("providers.{provider_name}.api_key_env"),
+                        value: variable.clone(),
+                        reason: "the environment variable is not set".into(),
+                    }
+                })?)),
             };
             let client = crate::llm::registry::client(
                 provider,
