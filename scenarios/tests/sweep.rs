@@ -257,3 +257,84 @@ fn a_killed_sweep_leaves_parseable_seeds_and_a_partial_report() {
 fn read_report(path: &Path) -> Option<SweepReport> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
+
+/// Arguments that once ran a sweep that tested nothing, or misread, are refused with exit
+/// code 2 and a line naming the flag; the largest seed is accepted as `DST_SEED_START`
+/// accepts it.
+#[test]
+fn dst_refuses_arguments_that_cannot_work() {
+    let dst = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_dst"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let refused: &[(&[&str], &str)] = &[
+        (&["sweep", "--seeds", "0", "--no-record"], "--seeds"),
+        (
+            &["sweep", "--seed-timeout", "0", "--no-record"],
+            "--seed-timeout",
+        ),
+        (
+            &[
+                "sweep",
+                "--time-budget",
+                "99999999999999999h",
+                "--no-record",
+            ],
+            "--time-budget",
+        ),
+        (
+            &["sweep", "--time-budget", "1000000h", "--no-record"],
+            "30 days",
+        ),
+        (
+            &[
+                "replay",
+                "--scenario",
+                "canary",
+                "--seed",
+                "1",
+                "--only",
+                "7:99",
+            ],
+            "7:99 is not an injection",
+        ),
+    ];
+    for (args, named) in refused {
+        let (code, stderr) = dst(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(named), "{args:?} names {named}: {stderr}");
+    }
+    let (code, stderr) = dst(&[
+        "sweep",
+        "--scenario",
+        "canary",
+        "--seeds",
+        "1",
+        "--seed-start",
+        "18446744073709551615",
+        "--no-record",
+        "--quiet",
+    ]);
+    assert_ne!(code, Some(2), "the largest seed is a seed: {stderr}");
+
+    let unwritable = std::env::temp_dir().join("umi-no-such-dir/deeper/report.json");
+    let (code, stderr) = dst(&[
+        "sweep",
+        "--scenario",
+        "canary",
+        "--seeds",
+        "2",
+        "--no-record",
+        "--quiet",
+        "--report",
+        unwritable.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "an unwritten report is an error: {stderr}");
+    assert!(stderr.contains("--report"), "{stderr}");
+}

@@ -62,8 +62,11 @@ fn seed_arg(text: &str) -> Result<u64, String> {
     parse_seed(text)
 }
 
-/// `500ms`, `30s`, `5m`, `2h`.
-fn duration_arg(text: &str) -> Result<Duration, String> {
+/// The longest duration a flag accepts: 30 days (longer ones once wrapped to zero).
+pub const DURATION_ARG_MAX: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// `500ms`, `30s`, `5m`, `2h`, up to [`DURATION_ARG_MAX`].
+pub fn duration_arg(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -72,21 +75,42 @@ fn duration_arg(text: &str) -> Result<Duration, String> {
     let number: u64 = number
         .parse()
         .map_err(|_| format!("{text:?} is not a duration like 30s, 5m or 500ms"))?;
-    match unit {
-        "ms" => Ok(Duration::from_millis(number)),
-        "" | "s" => Ok(Duration::from_secs(number)),
-        "m" => Ok(Duration::from_secs(number * 60)),
-        "h" => Ok(Duration::from_secs(number * 3600)),
-        other => Err(format!(
-            "unknown duration unit {other:?} (use ms, s, m or h)"
+    let seconds_per_unit = match unit {
+        "ms" => None,
+        "" | "s" => Some(1),
+        "m" => Some(60),
+        "h" => Some(3600),
+        other => {
+            return Err(format!(
+                "unknown duration unit {other:?} (use ms, s, m or h)"
+            ));
+        }
+    };
+    let duration = match seconds_per_unit {
+        None => Some(Duration::from_millis(number)),
+        Some(factor) => number.checked_mul(factor).map(Duration::from_secs),
+    };
+    match duration {
+        Some(duration) if duration <= DURATION_ARG_MAX => Ok(duration),
+        _ => Err(format!(
+            "{text:?} is longer than 30 days, the longest accepted"
         )),
+    }
+}
+
+/// Like [`duration_arg`], refusing zero (a zero seed timeout made every seed a hang).
+pub fn positive_duration_arg(text: &str) -> Result<Duration, String> {
+    match duration_arg(text)? {
+        Duration::ZERO => Err(format!("{text:?} is zero; give at least 1ms")),
+        duration => Ok(duration),
     }
 }
 
 #[derive(Args)]
 struct SweepArgs {
-    /// How many seeds.
-    #[arg(long, default_value_t = engine::SWEEP_SEEDS_DEFAULT)]
+    /// How many seeds (1 to 100,000,000).
+    #[arg(long, default_value_t = engine::SWEEP_SEEDS_DEFAULT,
+          value_parser = clap::value_parser!(u64).range(1..=engine::SWEEP_RUNS_MAX))]
     seeds: u64,
     /// The first seed (decimal or 0x hex).
     #[arg(long, default_value = "1", value_parser = seed_arg)]
@@ -133,7 +157,7 @@ struct SweepArgs {
     #[arg(long)]
     hashes: bool,
     /// A run without a result after this much wall time is a hang.
-    #[arg(long, value_parser = duration_arg, default_value = "60s")]
+    #[arg(long, value_parser = positive_duration_arg, default_value = "60s")]
     seed_timeout: Duration,
     /// No progress output.
     #[arg(long)]
@@ -371,6 +395,14 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         Err(error) => return fail(&error.to_string()),
     };
     print!("{}", report.table());
+    if let Some(path) = &options.report_path {
+        let written = serde_json::to_string_pretty(&report)
+            .map_err(|error| error.to_string())
+            .and_then(|json| std::fs::write(path, json).map_err(|error| error.to_string()));
+        if let Err(error) = written {
+            return fail(&format!("--report {}: {error}", path.display()));
+        }
+    }
     match &report.seeds_dir {
         Some(dir) => println!(
             "seeds: {} new failing seed(s) recorded in {dir}",
@@ -418,6 +450,27 @@ fn replay(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &str) -> 
         }
     };
     let scenario = selected[0].as_ref();
+    if let Some(ids) = &only {
+        // An id no injection of the full run has would silently allow nothing.
+        let full = run_one(scenario, args.run.seed, args.run.swarm, |config| config);
+        let known: std::collections::BTreeSet<InjectionId> = full
+            .injections
+            .iter()
+            .map(|injection| injection.id)
+            .collect();
+        if let Some(unknown) = ids.iter().find(|id| !known.contains(id)) {
+            let listed: Vec<String> = known.iter().map(ToString::to_string).collect();
+            return fail(&format!(
+                "--only: {unknown} is not an injection of seed {} (its injections: {})",
+                args.run.seed,
+                if listed.is_empty() {
+                    "none".to_owned()
+                } else {
+                    listed.join(",")
+                }
+            ));
+        }
+    }
     let edit = |mut config: crate::SimConfig| {
         config.trace_full = args.trace || args.check_determinism;
         config.only_injections.clone_from(&only);

@@ -226,12 +226,22 @@ pub fn run(
             reason: format!("jobs {} is outside 1..={SWEEP_JOBS_MAX}", options.jobs),
         });
     }
-    if options.seed_start.checked_add(options.seeds).is_none() {
+    if options.seeds == 0 {
+        return Err(SweepError::Invalid {
+            reason: format!("--seeds 0: give 1..={SWEEP_RUNS_MAX} seeds"),
+        });
+    }
+    if options.seed_start.checked_add(options.seeds - 1).is_none() {
         return Err(SweepError::Invalid {
             reason: format!(
                 "seeds {}..+{} run past the largest seed",
                 options.seed_start, options.seeds
             ),
+        });
+    }
+    if options.seed_timeout.is_zero() {
+        return Err(SweepError::Invalid {
+            reason: "--seed-timeout 0 makes every seed a hang; give at least 1ms".into(),
         });
     }
     let planned = options.seeds.saturating_mul(selected.len() as u64);
