@@ -208,6 +208,9 @@ struct MergeArgs {
     /// Fail only on failures whose seeds are not already in the seed corpus.
     #[arg(long)]
     fail_on_new: bool,
+    /// Exit 2 when a shard of the sweep is missing (the merged report says which).
+    #[arg(long)]
+    require_complete: bool,
     /// The seed corpus for --fail-on-new (default: the workspace's seeds/).
     #[arg(long)]
     seeds_dir: Option<PathBuf>,
@@ -588,8 +591,21 @@ fn merge(args: &MergeArgs) -> ExitCode {
             Err(error) => return fail(&format!("{}: not a sweep report: {error}", path.display())),
         }
     }
-    let merged = SweepReport::merge(&reports);
+    let coverage = match super::merge_check::check_shards(&reports) {
+        Ok(coverage) => coverage,
+        Err(error) => return fail(&error.to_string()),
+    };
+    let mut merged = SweepReport::merge(&reports);
+    merged.completed &= coverage.missing.is_empty();
     print!("{}", merged.table());
+    if !coverage.missing.is_empty() {
+        println!(
+            "INCOMPLETE: {} of {} shards missing: {}",
+            coverage.missing.len(),
+            coverage.count,
+            coverage.missing.join(", ")
+        );
+    }
     if let Some(path) = &args.output {
         let json = serde_json::to_string_pretty(&merged).unwrap_or_default();
         if let Err(error) = std::fs::write(path, json) {
@@ -600,6 +616,12 @@ fn merge(args: &MergeArgs) -> ExitCode {
         && let Err(error) = std::fs::write(path, merged.junit())
     {
         return fail(&format!("{}: {error}", path.display()));
+    }
+    if args.require_complete && !coverage.missing.is_empty() {
+        return fail(&format!(
+            "--require-complete: shards {} are missing",
+            coverage.missing.join(", ")
+        ));
     }
     if !args.fail_on_new {
         return exit(merged.exit_code());

@@ -13,6 +13,7 @@
 pub mod cli;
 pub mod engine;
 pub mod find;
+pub mod merge_check;
 pub mod minimize;
 mod plan;
 mod progress;
