@@ -181,10 +181,15 @@ pub const SCHEMA_DEPTH_MAX: usize = 16;
 /// Bytes of one SSE or NDJSON line.
 pub const WIRE_LINE_BYTES_MAX: usize = 1024 * 1024;
 
-/// Bytes of one streamed body in all: a server that never ends a stream is cut here.
+/// Bytes of one streamed body in all: a server that never ends a stream (keep-alives
+/// forever) is cut here. Generous: 128 times the longest answer we keep, room for every
+/// event's JSON envelope around a delta of a few bytes.
 pub const WIRE_STREAM_BYTES_MAX: usize = 64 * 1024 * 1024;
 
-/// Bytes of one server-sent event's data (all its `data:` lines together).
+/// Bytes of one server-sent event's data (all its `data:` lines together), which is
+/// also what a pending event holds in memory. Generous: an event can carry a whole
+/// answer (the Responses API's `response.completed`, a tool call sent in one piece), so
+/// it is 8 times the longest answer kept, room for JSON escaping and the envelope.
 pub const WIRE_EVENT_BYTES_MAX: usize = 4 * 1024 * 1024;
 
 /// Default time to the response's headers, and between body chunks.
@@ -193,6 +198,7 @@ pub const HTTP_TIMEOUT_MS_DEFAULT: u64 = 60_000;
 const _: () = assert!(WIRE_LINE_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
 const _: () = assert!(WIRE_LINE_BYTES_MAX <= WIRE_EVENT_BYTES_MAX);
 const _: () = assert!(WIRE_EVENT_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
+const _: () = assert!(WIRE_EVENT_BYTES_MAX >= 8 * RESPONSE_TEXT_BYTES_MAX);
 const _: () = assert!(HTTP_BODY_BYTES_MAX <= WIRE_STREAM_BYTES_MAX);
 const _: () = assert!(HTTP_ERROR_BODY_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
 const _: () = assert!(RESPONSE_TEXT_BYTES_MAX <= HTTP_BODY_BYTES_MAX);

@@ -4,7 +4,8 @@
 //! storm never coincides with a disk that is full, because each is diluted by all the
 //! others. Swarm testing (Groce et al., 2012) instead draws, per seed, a subset of the
 //! kinds (each on with probability 1/2) and a probability for each, log-uniform between
-//! `SWARM_PROBABILITY_MIN` and `SWARM_PROBABILITY_MAX`. Across many seeds every
+//! `SWARM_PROBABILITY_MIN` and `SWARM_PROBABILITY_MAX` (computed with
+//! `umi_core::portable_math`, so a seed draws the same bits on every platform). Across many seeds every
 //! combination gets its turn at a rate high enough to matter.
 //!
 //! What was drawn is part of the run's settings: it goes into the trace first thing and
@@ -13,6 +14,7 @@
 use std::fmt;
 
 use serde::Serialize;
+use umi_core::portable_math::pow_fraction;
 
 use super::{FaultConfig, FaultKind};
 use crate::constants::{SWARM_PROBABILITY_MAX, SWARM_PROBABILITY_MIN};
@@ -47,7 +49,9 @@ pub fn draw(rng: &mut DeterministicRng, kinds: &[FaultKind]) -> Vec<SwarmDraw> {
         .iter()
         .map(|&kind| {
             let enabled = rng.bool_with(0.5);
-            let probability = SWARM_PROBABILITY_MIN * ratio.powf(rng.unit_f64());
+            // Clamped: the product of roots may round a few ulp past the top.
+            let probability = (SWARM_PROBABILITY_MIN * pow_fraction(ratio, rng.unit_f64()))
+                .min(SWARM_PROBABILITY_MAX);
             debug_assert!((SWARM_PROBABILITY_MIN..=SWARM_PROBABILITY_MAX).contains(&probability));
             SwarmDraw {
                 kind,
@@ -87,6 +91,28 @@ mod tests {
         assert_eq!(
             configs(&first).len(),
             first.iter().filter(|d| d.enabled).count()
+        );
+    }
+
+    /// Exact bits: a platform whose float functions differ would draw other values and
+    /// fail here (the probabilities once came from the platform's `powf`).
+    #[test]
+    fn draws_have_pinned_bits() {
+        let draws = draw(&mut DeterministicRng::new(7), FaultKind::ALL);
+        let bits: Vec<u64> = draws
+            .iter()
+            .take(4)
+            .map(|d| d.probability.to_bits())
+            .collect();
+        assert_eq!(
+            bits,
+            [
+                4_583_471_829_759_077_256,
+                4_598_265_918_330_658_813,
+                4_580_229_386_335_291_189,
+                4_571_455_537_258_393_521
+            ],
+            "{draws:?}"
         );
     }
 
