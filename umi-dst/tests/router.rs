@@ -516,6 +516,45 @@ fn the_circuit_opens_skips_and_probes() {
     });
 }
 
+/// With retries past the breaker's threshold, the attempt that opens the circuit goes
+/// to the fallback at once: no backoff is slept on a circuit that will reject the retry.
+#[test]
+fn the_attempt_that_opens_the_circuit_falls_back_without_a_backoff() {
+    run(async |sim| {
+        let retry = RetryPolicy {
+            max_retries: 5,
+            ..policy()
+        };
+        let setup = setup(
+            &sim,
+            &[
+                ("a/m", 8_000, vec![unavailable(); 10]),
+                ("b/m", 8_000, vec![]),
+            ],
+            &["b/m"],
+            retry,
+        );
+        let started = sim.env().elapsed();
+        let answer = setup.router.complete(&request()).await.unwrap();
+        ensure!(answer.text == "answer", "{answer:?}");
+        ensure!(
+            setup.attempts_on("a/m") == 3,
+            "the default breaker (3 failures) caps the attempts"
+        );
+        ensure!(
+            setup.sleeps() == [1_000, 2_000],
+            "two backoffs, none after the opening failure: {:?}",
+            setup.sleeps()
+        );
+        ensure!(
+            sim.env().elapsed() - started == Duration::from_millis(3_000),
+            "no time lost after the circuit opened: {:?}",
+            sim.env().elapsed() - started
+        );
+        setup.check()
+    });
+}
+
 #[test]
 fn the_deadline_bounds_the_whole_call() {
     run(async |sim| {

@@ -696,6 +696,7 @@ impl LlmRouter {
                     attempt: number,
                     error: Some(Box::new(error.clone())),
                 });
+                let mut circuit_opened = false;
                 if Self::counts_against_provider(&error)
                     && let Some(until) = self.breaker.record(&provider, self.env.elapsed(), false)
                 {
@@ -704,6 +705,7 @@ impl LlmRouter {
                         provider: provider.clone(),
                         until_ms: millis(until),
                     });
+                    circuit_opened = true;
                 }
                 if error.needs_larger_context() {
                     self.env.cover("router.context_fallback");
@@ -726,7 +728,9 @@ impl LlmRouter {
                     refused = Some(error);
                     break;
                 }
-                if !error.is_retryable() || number == self.retry.max_retries {
+                // A circuit this attempt just opened rejects the retry anyway: no backoff
+                // on it, straight to the next model.
+                if circuit_opened || !error.is_retryable() || number == self.retry.max_retries {
                     break;
                 }
                 let floor_ms = self.retry.backoff_floor_ms(number);
