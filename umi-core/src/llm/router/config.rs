@@ -264,6 +264,13 @@ impl RouterConfig {
         Ok(config)
     }
 
+    /// Settings that are valid but do less than they read (retries the breaker cuts
+    /// short, fallbacks the deadline cannot reach), for the caller to print; empty when
+    /// every setting does what it says. `from_toml` does not fail on them.
+    pub fn warnings(&self) -> Vec<super::warnings::ConfigWarning> {
+        super::warnings::warnings(self)
+    }
+
     /// Checks every rule; the first broken one is returned.
     pub fn validate(&self, file: &str) -> Result<(), ConfigError> {
         let error = |field: String, value: String, reason: String| {

@@ -28,6 +28,7 @@
 
 mod breaker;
 mod config;
+mod warnings;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -43,6 +44,7 @@ pub use config::{
     ConfigError, CooldownPolicy, ModelConfig, ProviderConfig, ProviderKind, RetryPolicy,
     RouterConfig, RoutingConfig,
 };
+pub use warnings::ConfigWarning;
 
 use super::error::{FailedAttempt, LlmError};
 use super::event::{EventStream, StreamEvent};
