@@ -62,7 +62,7 @@ impl fmt::Display for ConfigWarning {
 
 /// Attempts one model gets at most: its retries, cut short by the breaker (the attempt
 /// that opens the circuit is the model's last).
-pub fn attempts_per_model_max(retry: &RetryPolicy, cooldown: &CooldownPolicy) -> u32 {
+pub(super) fn attempts_per_model_max(retry: &RetryPolicy, cooldown: &CooldownPolicy) -> u32 {
     retry
         .max_retries
         .saturating_add(1)
@@ -72,7 +72,7 @@ pub fn attempts_per_model_max(retry: &RetryPolicy, cooldown: &CooldownPolicy) ->
 /// The longest one model can take when every attempt times out: its attempts at
 /// `request_timeout_ms` each, and the backoffs between them at their floor plus full
 /// jitter (Retry-After waits, at most `retry_after_max_ms`, are not counted).
-pub fn model_worst_case_ms(retry: &RetryPolicy, cooldown: &CooldownPolicy) -> u64 {
+pub(super) fn model_worst_case_ms(retry: &RetryPolicy, cooldown: &CooldownPolicy) -> u64 {
     let attempts = attempts_per_model_max(retry, cooldown);
     let mut total_ms = u64::from(attempts).saturating_mul(retry.request_timeout_ms);
     for backoff in 0..attempts.saturating_sub(1) {
@@ -87,7 +87,7 @@ pub fn model_worst_case_ms(retry: &RetryPolicy, cooldown: &CooldownPolicy) -> u6
 /// The warnings for `config` (empty when every setting does what it says). The chain
 /// checked is the default one (`routing.default`, then `routing.fallback`), each model
 /// taken as failing on its own (a shared provider's open circuit only shortens it).
-pub fn warnings(config: &RouterConfig) -> Vec<ConfigWarning> {
+pub(super) fn warnings(config: &RouterConfig) -> Vec<ConfigWarning> {
     let mut out = Vec::new();
     let retry = &config.retry;
     let cooldown = &config.cooldown;
