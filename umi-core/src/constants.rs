@@ -158,6 +158,10 @@ pub const AGENT_OVERFLOW_RETRIES_DEFAULT: u32 = 3;
 /// Highest `overflow_retries_max` a config may set.
 pub const AGENT_OVERFLOW_RETRIES_LIMIT: u32 = 16;
 
+/// Most retries of one agent turn whose stream was cut after it began
+/// (`AgentConfig::stream_cut_retries_max` is at most this; off by default).
+pub const AGENT_STREAM_CUT_RETRIES_LIMIT: u32 = 8;
+
 /// Bytes of one tool result kept (the rest is cut and marked).
 pub const TOOL_RESULT_BYTES_MAX: usize = 64 * 1024;
 
