@@ -770,6 +770,33 @@ fn the_checkers_catch_broken_routers() {
             .to_string()
             .contains("answered twice")
     );
+    let backoff_on_open = [
+        (at(0), attempt(1, "a/m", 0)),
+        (at(0), failed(1, "a/m", unavailable())),
+        (
+            at(0),
+            RouterEvent::CircuitOpened {
+                provider: "a".into(),
+                until_ms: 30_000,
+            },
+        ),
+        (
+            at(0),
+            RouterEvent::Backoff {
+                call: 1,
+                model: "a/m".into(),
+                sleep_ms: 1_000,
+                floor_ms: 1_000,
+                retry_after_ms: None,
+            },
+        ),
+    ];
+    assert!(
+        check_router(&backoff_on_open, &policy(), &windows)
+            .unwrap_err()
+            .to_string()
+            .contains("after its failure opened the circuit")
+    );
 }
 
 /// A model whose stream ends with usage after its Done (a provider that reports usage
