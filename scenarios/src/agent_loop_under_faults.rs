@@ -80,6 +80,7 @@ impl Scenario for AgentLoopUnderFaults {
             "agent.tool_failed",
             "agent.tool_timeout",
             "agent.parallel_tools",
+            "agent.stream_retry",
             "router.retry",
         ]
     }
