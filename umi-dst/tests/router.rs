@@ -14,6 +14,7 @@ use umi_core::llm::{
     CompletionRequest, LanguageModel, LlmError, Message, ModelRef, StreamCollector,
 };
 use umi_dst::checkers::router::{RouterLog, check_router};
+use umi_dst::conformance::Conformance;
 use umi_dst::doubles::{FnLanguageModel, Turn};
 use umi_dst::{SimConfig, SimEnvironment, Simulation, Violation, ensure};
 
@@ -889,4 +890,26 @@ fn runaway_answers_and_missing_models_fall_back_without_retrying() {
             setup.check()
         });
     }
+}
+
+/// The router is a `LanguageModel` like any other: it passes the contract's suite,
+/// retrying and falling back underneath (its streams end, once, and stay ended).
+#[test]
+fn the_router_passes_conformance() {
+    Conformance::new()
+        .cases(128)
+        .deterministic(true)
+        .check(|sim| {
+            LlmRouter::builder(sim.env())
+                .retry(policy())
+                .model(
+                    "a/m",
+                    model("a/m", 1_000_000, vec![unavailable()], "primary"),
+                )
+                .model("b/m", model("b/m", 1_000_000, vec![], "fallback"))
+                .default_model("a/m")
+                .fallback(&["b/m"])
+                .build()
+                .unwrap()
+        });
 }

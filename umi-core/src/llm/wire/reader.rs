@@ -235,7 +235,12 @@ pub async fn events(
         let item = reader.next().await?;
         Some((item, reader))
     });
-    Ok(futures::stream::iter([Ok(first)]).chain(rest).boxed())
+    // Fused: polled again after its end, the stream answers `None` (an unfused
+    // `unfold` panics).
+    Ok(futures::stream::iter([Ok(first)])
+        .chain(rest)
+        .fuse()
+        .boxed())
 }
 
 /// Reads a whole body, at most `limit` bytes, with the idle timeout between chunks.
