@@ -373,8 +373,12 @@ fn attempt(
                 }
             },
         );
+        // Fused: polled again after its end, the stream answers `None`.
         Ok(Answer::Stream(
-            futures::stream::iter([Ok(first)]).chain(rest).boxed(),
+            futures::stream::iter([Ok(first)])
+                .chain(rest)
+                .fuse()
+                .boxed(),
         ))
     })
 }
