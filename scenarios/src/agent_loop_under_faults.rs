@@ -9,7 +9,8 @@
 //! 1. Every run ends within its bounds: at most `iterations_max` model turns, and within
 //!    the simulated time those turns and their tools can take.
 //! 2. Every call the model asked for runs exactly once, even when the router retried or
-//!    fell back (a streamed turn is never replayed into a second execution).
+//!    fell back, or the agent sent a cut turn again (`stream_cut_retries_max` is on): the
+//!    tool runs, as (tool, arguments), are exactly the calls started.
 //! 3. A finished run pairs every call with one result, and counts them right.
 //! 4. A failed run failed as the router reports exhaustion or a stream broken mid-turn,
 //!    or as the loop guard; the router's own rules hold throughout (checkers).
@@ -36,6 +37,9 @@ const TOOL_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Tools run at once.
 const PARALLEL_TOOLS_MAX: usize = 2;
+
+/// Retries of a turn whose stream was cut (the agent's opt-in, exercised here).
+const STREAM_CUT_RETRIES_MAX: u32 = 2;
 
 /// The error kinds a routed turn may end with: exhaustion, or a stream broken after its
 /// first event (which no router may retry without duplicating output).
@@ -76,6 +80,7 @@ impl Scenario for AgentLoopUnderFaults {
             "agent.tool_failed",
             "agent.tool_timeout",
             "agent.parallel_tools",
+            "agent.stream_retry",
             "router.retry",
         ]
     }
@@ -93,16 +98,19 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         iterations_max: ITERATIONS_MAX,
         parallel_tools_max: PARALLEL_TOOLS_MAX,
         tool_timeout: Some(TOOL_TIMEOUT),
+        stream_cut_retries_max: STREAM_CUT_RETRIES_MAX,
         ..AgentConfig::default()
     };
     let agent = Agent::new(stack.router.clone(), sim.env())
         .with_tools(tool_registry(&sim, &executions, 1.0 / 6.0))
         .with_config(config);
     let env = sim.env();
-    // A turn is one routed call (its deadline plus one attempt's timeout) and at most three
-    // tool calls run two at a time (two rounds of the tool timeout).
-    let turn_max =
-        Duration::from_millis(retry.deadline_ms + retry.request_timeout_ms) + TOOL_TIMEOUT * 2;
+    // A turn is one routed call (its deadline plus one attempt's timeout), sent at most
+    // 1 + STREAM_CUT_RETRIES_MAX times, and at most three tool calls run two at a time
+    // (two rounds of the tool timeout).
+    let turn_max = Duration::from_millis(retry.deadline_ms + retry.request_timeout_ms)
+        * (1 + STREAM_CUT_RETRIES_MAX)
+        + TOOL_TIMEOUT * 2;
     let run_max = turn_max * ITERATIONS_MAX;
     for prompt in [
         "What is the weather in Kyoto for three days?",
@@ -119,7 +127,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
             .run_with_events(
                 vec![Message::system("Use the tools."), Message::user(prompt)],
                 &mut |event| match event {
-                    AgentEvent::ToolCallStarted { call } => started.push(call.id),
+                    AgentEvent::ToolCallStarted { call } => started.push(call),
                     AgentEvent::ToolCallFinished { .. } => finished += 1,
                     AgentEvent::IterationStarted { iteration } => iterations = iteration,
                     _ => {}
@@ -135,14 +143,21 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
             took <= run_max,
             "{prompt:?}: the run took {took:?}, over {run_max:?}"
         );
-        let ran = executions
+        let mut ran: Vec<(String, String)> = executions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .len();
+            .iter()
+            .map(|run| (run.tool.clone(), run.arguments.to_string()))
+            .collect();
+        let mut asked: Vec<(String, String)> = started
+            .iter()
+            .map(|call| (call.name.clone(), call.arguments.to_string()))
+            .collect();
+        ran.sort();
+        asked.sort();
         ensure!(
-            ran == started.len(),
-            "{prompt:?}: {} calls started, {ran} tool runs",
-            started.len()
+            ran == asked,
+            "{prompt:?}: the tool runs are not the calls started, one each: ran {ran:?}, asked {asked:?}"
         );
         ensure!(
             finished == started.len(),

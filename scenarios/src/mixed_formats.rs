@@ -74,7 +74,7 @@ backoff_multiplier = 2.0
 backoff_max_ms = 4000
 jitter = 0.2
 retry_after_max_ms = 15000
-deadline_ms = 60000
+deadline_ms = 200000
 
 [cooldown]
 failures_threshold = 3
@@ -148,6 +148,10 @@ fn stack(
 ) -> Result<(LlmRouter, BTreeMap<String, u32>), Violation> {
     let config = RouterConfig::from_toml(CONFIG, "mixed.toml")
         .map_err(|error| Violation::new(format!("the scenario's config: {error}")))?;
+    // A valid setting that does less than it reads would make the scenario test less.
+    if let Some(warning) = config.warnings().first() {
+        return Err(Violation::new(format!("the scenario's config: {warning}")));
+    }
     let mut network = SimNetwork::new(sim);
     for (id, model) in &config.models {
         let (provider, model_id) = id.split_once('/').unwrap_or((id, id));

@@ -161,6 +161,10 @@ pub const AGENT_OVERFLOW_RETRIES_DEFAULT: u32 = 3;
 /// Highest `overflow_retries_max` a config may set.
 pub const AGENT_OVERFLOW_RETRIES_LIMIT: u32 = 16;
 
+/// Most retries of one agent turn whose stream was cut after it began
+/// (`AgentConfig::stream_cut_retries_max` is at most this; off by default).
+pub const AGENT_STREAM_CUT_RETRIES_LIMIT: u32 = 8;
+
 /// Bytes of one tool result kept (the rest is cut and marked).
 pub const TOOL_RESULT_BYTES_MAX: usize = 64 * 1024;
 
@@ -184,10 +188,15 @@ pub const SCHEMA_DEPTH_MAX: usize = 16;
 /// Bytes of one SSE or NDJSON line.
 pub const WIRE_LINE_BYTES_MAX: usize = 1024 * 1024;
 
-/// Bytes of one streamed body in all: a server that never ends a stream is cut here.
+/// Bytes of one streamed body in all: a server that never ends a stream (keep-alives
+/// forever) is cut here. Generous: 128 times the longest answer we keep, room for every
+/// event's JSON envelope around a delta of a few bytes.
 pub const WIRE_STREAM_BYTES_MAX: usize = 64 * 1024 * 1024;
 
-/// Bytes of one server-sent event's data (all its `data:` lines together).
+/// Bytes of one server-sent event's data (all its `data:` lines together), which is
+/// also what a pending event holds in memory. Generous: an event can carry a whole
+/// answer (the Responses API's `response.completed`, a tool call sent in one piece), so
+/// it is 8 times the longest answer kept, room for JSON escaping and the envelope.
 pub const WIRE_EVENT_BYTES_MAX: usize = 4 * 1024 * 1024;
 
 /// Default time to the response's headers, and between body chunks.
@@ -207,6 +216,7 @@ pub const SECRET_PREFIX_CHARS_MIN: usize = 4;
 const _: () = assert!(WIRE_LINE_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
 const _: () = assert!(WIRE_LINE_BYTES_MAX <= WIRE_EVENT_BYTES_MAX);
 const _: () = assert!(WIRE_EVENT_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
+const _: () = assert!(WIRE_EVENT_BYTES_MAX >= 8 * RESPONSE_TEXT_BYTES_MAX);
 const _: () = assert!(HTTP_BODY_BYTES_MAX <= WIRE_STREAM_BYTES_MAX);
 const _: () = assert!(HTTP_ERROR_BODY_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
 const _: () = assert!(RESPONSE_TEXT_BYTES_MAX <= HTTP_BODY_BYTES_MAX);

@@ -20,6 +20,8 @@
 //! - [`storage`]: the memory's storage trait, SQLite and in-memory backends, and the
 //!   storage conformance suite.
 //! - [`agent`]: a tool-using agent loop with loop detection and context trimming.
+//! - [`portable_math`]: `ln` and fractional powers with the same bits on every
+//!   platform, for seeded paths (the standard library's are platform-dependent).
 //! - [`constants`]: every limit, named with its unit last, with compile-time checks of
 //!   how the limits relate.
 
@@ -28,6 +30,7 @@ pub mod constants;
 pub mod env;
 pub mod llm;
 pub mod memory;
+pub mod portable_math;
 pub mod storage;
 
 /// Type-checks the README's code blocks (the memory example is `no_run`: compiled, not

@@ -391,3 +391,89 @@ fn provider_errors_end_the_run_and_bad_config_is_refused() {
         Ok(())
     });
 }
+
+/// A turn whose stream is cut after its first event: off by default (the run ends with
+/// the cut); opted in, the turn is sent again, and the tool call it carried runs once.
+#[test]
+fn a_cut_turn_is_retried_when_opted_in_and_its_call_runs_once() {
+    run(async |sim| {
+        let cut = || {
+            Turn::text("Checking.")
+                .then_tool_call("c1", "weather", json!({}))
+                .then_error(LlmError::StreamTruncated { events_received: 2 })
+        };
+        let script = || {
+            [
+                cut(),
+                cut(),
+                Turn::text("Checking.").then_tool_call("c1", "weather", json!({})),
+                Turn::text("Sunny."),
+            ]
+        };
+
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let agent = Agent::new(Arc::new(ScriptedLanguageModel::new(script())), sim.env())
+            .with_tools(tools(&sim, &log));
+        let outcome = agent.run(vec![Message::user("Weather?")]).await;
+        ensure!(
+            matches!(
+                outcome,
+                Err(AgentError::Provider(LlmError::StreamTruncated { .. }))
+            ),
+            "off by default: {outcome:?}"
+        );
+        ensure!(log.lock().unwrap().is_empty(), "a cut turn runs no tool");
+
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let model = Arc::new(ScriptedLanguageModel::new(script()));
+        let agent = Agent::new(model.clone(), sim.env())
+            .with_tools(tools(&sim, &log))
+            .with_config(AgentConfig {
+                stream_cut_retries_max: 2,
+                ..AgentConfig::default()
+            });
+        let mut retries = Vec::new();
+        let outcome = agent
+            .run_with_events(vec![Message::user("Weather?")], &mut |event| {
+                if let AgentEvent::TurnRetried {
+                    iteration, retry, ..
+                } = event
+                {
+                    retries.push((iteration, retry));
+                }
+            })
+            .await
+            .map_err(|e| Violation::new(e.to_string()))?;
+        ensure!(outcome.answer == "Sunny.", "{outcome:?}");
+        ensure!(retries == [(1, 1), (1, 2)], "{retries:?}");
+        ensure!(outcome.iterations == 2, "retries are not iterations");
+        ensure!(
+            *log.lock().unwrap() == ["start weather", "end weather"],
+            "the call ran once: {:?}",
+            log.lock().unwrap()
+        );
+        ensure!(outcome.tool_calls == 1, "{outcome:?}");
+        ensure!(model.calls() == 4, "{} calls", model.calls());
+
+        let agent = Agent::new(Arc::new(ScriptedLanguageModel::new(script())), sim.env())
+            .with_tools(tools(&sim, &Arc::new(Mutex::new(Vec::new()))))
+            .with_config(AgentConfig {
+                stream_cut_retries_max: 1,
+                ..AgentConfig::default()
+            });
+        let outcome = agent.run(vec![Message::user("Weather?")]).await;
+        ensure!(
+            matches!(
+                outcome,
+                Err(AgentError::Provider(LlmError::StreamTruncated { .. }))
+            ),
+            "the limit holds: {outcome:?}"
+        );
+        let invalid = AgentConfig {
+            stream_cut_retries_max: 9,
+            ..AgentConfig::default()
+        };
+        ensure!(invalid.validate().is_err(), "over the limit");
+        Ok(())
+    });
+}

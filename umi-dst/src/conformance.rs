@@ -9,7 +9,8 @@
 //! 1. `stream()` returns within an hour of simulated time; with `expect_success`, it
 //!    returns `Ok` for every valid request;
 //! 2. the stream ends, with exactly one `Done` as its last item, or with an `Err` item
-//!    that nothing follows and no `Done` preceded;
+//!    that nothing follows and no `Done` preceded; polled again after its end it stays
+//!    ended (a `None`, not an item or a panic: the stream is fused);
 //! 3. the collected events make a valid response (with `expect_success`);
 //! 4. with `honours_stop`, the text contains none of the request's stop sequences;
 //! 5. with `deterministic`, a second model built the same way answers `complete` with
@@ -230,16 +231,25 @@ where
         let drained = clock
             .timeout(CALL_TIME_MAX, async {
                 let mut items = Vec::new();
+                let mut ended = false;
                 while let Some(item) = stream.next().await {
                     items.push(item);
                     if items.len() > CASE_EVENTS_MAX {
                         break;
                     }
                 }
-                items
+                if items.len() <= CASE_EVENTS_MAX {
+                    // Polled again after its end, a stream stays ended (fused).
+                    ended = stream.next().await.is_none();
+                }
+                (items, ended)
             })
             .await
             .map_err(|_| "the stream did not end within an hour of simulated time".to_owned())?;
+        let (drained, ended) = drained;
+        if !ended && drained.len() <= CASE_EVENTS_MAX {
+            return Err("polled again after its end, the stream yielded an item".to_owned());
+        }
         let events = check_shape(&drained)?;
         let ended_in_error = matches!(drained.last(), Some(Err(_)));
         if ended_in_error {

@@ -141,6 +141,26 @@ fn an_exhausted_script_is_a_clear_error() {
     assert_eq!(model.calls(), 2);
 }
 
+/// A finished stream may be polled again (a `select!` loop, a `fuse`-less combinator):
+/// the scripted double answers `None` again rather than panicking.
+#[test]
+fn a_scripted_stream_polled_after_its_end_stays_ended() {
+    let model = ScriptedLanguageModel::new([
+        Turn::text("hi"),
+        Turn::text("x").then_error(LlmError::StreamTruncated { events_received: 1 }),
+    ]);
+    let request = CompletionRequest::new(vec![Message::user("q")]);
+    block_on(async {
+        for turn in 0..2 {
+            let mut stream = model.stream(&request).await.unwrap();
+            while stream.next().await.is_some() {}
+            for _ in 0..3 {
+                assert!(stream.next().await.is_none(), "turn {turn}");
+            }
+        }
+    });
+}
+
 #[test]
 fn refusals_errors_and_fragments_follow_the_contract() {
     let request = CompletionRequest::new(vec![Message::user("q")]);

@@ -14,6 +14,7 @@ use umi_core::llm::{
     CompletionRequest, LanguageModel, LlmError, Message, ModelRef, StreamCollector,
 };
 use umi_dst::checkers::router::{RouterLog, check_router};
+use umi_dst::conformance::Conformance;
 use umi_dst::doubles::{FnLanguageModel, Turn};
 use umi_dst::{SimConfig, SimEnvironment, Simulation, Violation, ensure};
 
@@ -516,6 +517,45 @@ fn the_circuit_opens_skips_and_probes() {
     });
 }
 
+/// With retries past the breaker's threshold, the attempt that opens the circuit goes
+/// to the fallback at once: no backoff is slept on a circuit that will reject the retry.
+#[test]
+fn the_attempt_that_opens_the_circuit_falls_back_without_a_backoff() {
+    run(async |sim| {
+        let retry = RetryPolicy {
+            max_retries: 5,
+            ..policy()
+        };
+        let setup = setup(
+            &sim,
+            &[
+                ("a/m", 8_000, vec![unavailable(); 10]),
+                ("b/m", 8_000, vec![]),
+            ],
+            &["b/m"],
+            retry,
+        );
+        let started = sim.env().elapsed();
+        let answer = setup.router.complete(&request()).await.unwrap();
+        ensure!(answer.text == "answer", "{answer:?}");
+        ensure!(
+            setup.attempts_on("a/m") == 3,
+            "the default breaker (3 failures) caps the attempts"
+        );
+        ensure!(
+            setup.sleeps() == [1_000, 2_000],
+            "two backoffs, none after the opening failure: {:?}",
+            setup.sleeps()
+        );
+        ensure!(
+            sim.env().elapsed() - started == Duration::from_millis(3_000),
+            "no time lost after the circuit opened: {:?}",
+            sim.env().elapsed() - started
+        );
+        setup.check()
+    });
+}
+
 #[test]
 fn the_deadline_bounds_the_whole_call() {
     run(async |sim| {
@@ -731,6 +771,33 @@ fn the_checkers_catch_broken_routers() {
             .to_string()
             .contains("answered twice")
     );
+    let backoff_on_open = [
+        (at(0), attempt(1, "a/m", 0)),
+        (at(0), failed(1, "a/m", unavailable())),
+        (
+            at(0),
+            RouterEvent::CircuitOpened {
+                provider: "a".into(),
+                until_ms: 30_000,
+            },
+        ),
+        (
+            at(0),
+            RouterEvent::Backoff {
+                call: 1,
+                model: "a/m".into(),
+                sleep_ms: 1_000,
+                floor_ms: 1_000,
+                retry_after_ms: None,
+            },
+        ),
+    ];
+    assert!(
+        check_router(&backoff_on_open, &policy(), &windows)
+            .unwrap_err()
+            .to_string()
+            .contains("after its failure opened the circuit")
+    );
 }
 
 /// A model whose stream ends with usage after its Done (a provider that reports usage
@@ -823,4 +890,26 @@ fn runaway_answers_and_missing_models_fall_back_without_retrying() {
             setup.check()
         });
     }
+}
+
+/// The router is a `LanguageModel` like any other: it passes the contract's suite,
+/// retrying and falling back underneath (its streams end, once, and stay ended).
+#[test]
+fn the_router_passes_conformance() {
+    Conformance::new()
+        .cases(128)
+        .deterministic(true)
+        .check(|sim| {
+            LlmRouter::builder(sim.env())
+                .retry(policy())
+                .model(
+                    "a/m",
+                    model("a/m", 1_000_000, vec![unavailable()], "primary"),
+                )
+                .model("b/m", model("b/m", 1_000_000, vec![], "fallback"))
+                .default_model("a/m")
+                .fallback(&["b/m"])
+                .build()
+                .unwrap()
+        });
 }

@@ -15,6 +15,9 @@
 //!   system messages, the newest user message and the newest turn kept) until the
 //!   estimate fits the window the provider reported, and the turn is retried, at most
 //!   `overflow_retries_max` times;
+//! - a stream cut after it began (a retryable error inside it) is sent again, at most
+//!   `stream_cut_retries_max` times per turn (0 by default: opt in); no tool runs for a
+//!   cut turn, so a call never runs twice;
 //! - any other model error ends the run (the router, if used, already retried).
 //!
 //! Progress is reported through [`AgentEvent`]s and recorded in the environment's trace.
@@ -34,7 +37,7 @@ pub use tools::{ToolHandler, ToolRegistry};
 use crate::constants::{
     AGENT_ITERATIONS_DEFAULT, AGENT_ITERATIONS_LIMIT, AGENT_OVERFLOW_RETRIES_DEFAULT,
     AGENT_OVERFLOW_RETRIES_LIMIT, AGENT_PARALLEL_TOOLS_DEFAULT, AGENT_PARALLEL_TOOLS_LIMIT,
-    TOOL_RESULT_BYTES_MAX,
+    AGENT_STREAM_CUT_RETRIES_LIMIT, TOOL_RESULT_BYTES_MAX,
 };
 use crate::env::{Env, EnvironmentExt};
 use crate::llm::tokens::estimate_request_tokens;
@@ -62,6 +65,11 @@ pub struct AgentConfig {
     pub max_tokens: Option<u32>,
     /// The task tag of the model requests.
     pub task: String,
+    /// Retries of a turn whose stream was cut after it began (a retryable error inside
+    /// the stream): the same request is sent again. 0 (the default) ends the run with
+    /// the error, as before; at most `AGENT_STREAM_CUT_RETRIES_LIMIT`. No tool runs for a
+    /// cut turn, so a retried turn never runs a call twice.
+    pub stream_cut_retries_max: u32,
 }
 
 impl Default for AgentConfig {
@@ -75,6 +83,7 @@ impl Default for AgentConfig {
             stagnation_limit: 4,
             max_tokens: None,
             task: "agent.step".into(),
+            stream_cut_retries_max: 0,
         }
     }
 }
@@ -99,6 +108,12 @@ impl AgentConfig {
             return invalid(format!(
                 "overflow_retries_max {} is over {AGENT_OVERFLOW_RETRIES_LIMIT}",
                 self.overflow_retries_max
+            ));
+        }
+        if self.stream_cut_retries_max > AGENT_STREAM_CUT_RETRIES_LIMIT {
+            return invalid(format!(
+                "stream_cut_retries_max {} is over {AGENT_STREAM_CUT_RETRIES_LIMIT}",
+                self.stream_cut_retries_max
             ));
         }
         if self.repeat_limit < 2 || self.stagnation_limit < 2 {
@@ -134,6 +149,16 @@ pub enum AgentEvent {
         name: String,
         /// Whether it succeeded.
         success: bool,
+    },
+    /// A turn's stream was cut after it began; the turn is sent again (text streamed
+    /// for the cut attempt is void). Only with `stream_cut_retries_max` above 0.
+    TurnRetried {
+        /// The turn (from 1).
+        iteration: u32,
+        /// Which retry of it (from 1).
+        retry: u32,
+        /// The kind of error that cut the stream.
+        error_kind: &'static str,
     },
     /// Old turns were dropped after a context overflow.
     ContextTrimmed {
@@ -181,6 +206,12 @@ impl std::fmt::Debug for Agent {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
+}
+
+/// Whether a turn that failed with `error` is sent again: only a stream cut after it
+/// began (`cut`), by an error worth retrying, while retries are left.
+fn should_retry_cut_turn(error: &LlmError, cut: bool, retries: u32, retries_max: u32) -> bool {
+    cut && error.is_retryable() && retries < retries_max
 }
 
 /// The calls of one batch as a comparable signature.
@@ -264,7 +295,10 @@ impl Agent {
                 .with_tools(definitions.clone())
                 .with_task(self.config.task.clone());
             request.max_tokens = self.config.max_tokens;
-            let response = match self.turn(&request, on_event).await {
+            let response = match self
+                .turn_retrying_cuts(&request, iterations, on_event)
+                .await
+            {
                 Ok(response) => response,
                 Err(LlmError::ContextOverflow {
                     prompt_tokens,
@@ -388,22 +422,54 @@ impl Agent {
         }
     }
 
-    /// One model turn, streamed through the collector.
+    /// One model turn, sent again (at most `stream_cut_retries_max` times) when its
+    /// stream is cut after it began by a retryable error.
+    async fn turn_retrying_cuts(
+        &self,
+        request: &CompletionRequest,
+        iteration: u32,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<CompletionResponse, LlmError> {
+        let mut retries = 0u32;
+        loop {
+            let (error, cut) = match self.turn(request, on_event).await {
+                Ok(response) => return Ok(response),
+                Err(failure) => failure,
+            };
+            if !should_retry_cut_turn(&error, cut, retries, self.config.stream_cut_retries_max) {
+                return Err(error);
+            }
+            retries += 1;
+            self.env.cover("agent.stream_retry");
+            self.env.record(
+                "agent.stream_retry",
+                format_args!("iteration={iteration} retry={retries} {}", error.kind()),
+            );
+            on_event(AgentEvent::TurnRetried {
+                iteration,
+                retry: retries,
+                error_kind: error.kind(),
+            });
+        }
+    }
+
+    /// One model turn, streamed through the collector. On failure, the error and whether
+    /// it cut a stream that had begun (an `Err` item, rather than a refused call).
     async fn turn(
         &self,
         request: &CompletionRequest,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
-    ) -> Result<CompletionResponse, LlmError> {
-        let mut stream = self.llm.stream(request).await?;
+    ) -> Result<CompletionResponse, (LlmError, bool)> {
+        let mut stream = self.llm.stream(request).await.map_err(|e| (e, false))?;
         let mut collector = StreamCollector::new(self.llm.model_ref().model.clone());
         while let Some(item) = stream.next().await {
-            let event = item?;
+            let event = item.map_err(|e| (e, true))?;
             if let StreamEvent::TextDelta { text } = &event {
                 on_event(AgentEvent::TextDelta { text: text.clone() });
             }
-            collector.push(event)?;
+            collector.push(event).map_err(|e| (e, false))?;
         }
-        collector.finish()
+        collector.finish().map_err(|e| (e, false))
     }
 
     /// Runs one tool call: its result and whether it succeeded.

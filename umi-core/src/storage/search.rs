@@ -3,9 +3,12 @@
 //! Terms are lowercase runs of letters and digits (any script). A document is an entity's
 //! name and content, the name counting twice (a match on a name matters more). Scores
 //! are BM25 (k1 = 1.2, b = 0.75), the ranking SQLite's FTS5 uses too, so the backends
-//! agree on what is relevant even where their exact numbers differ.
+//! agree on what is relevant even where their exact numbers differ. The logarithm is
+//! `portable_math::ln`, so a score (and an order of results) is the same on every platform.
 
 use std::collections::BTreeMap;
+
+use crate::portable_math::ln;
 
 const BM25_K1: f64 = 1.2;
 const BM25_B: f64 = 0.75;
@@ -112,7 +115,7 @@ impl SearchIndex {
                 continue;
             };
             let frequency = posting.len() as f64;
-            let idf = (1.0 + (documents - frequency + 0.5) / (frequency + 0.5)).ln();
+            let idf = ln(1.0 + (documents - frequency + 0.5) / (frequency + 0.5));
             for (&key, &tf) in posting {
                 let tf = f64::from(tf);
                 let length = f64::from(self.lengths[&key]);
@@ -158,5 +161,29 @@ mod tests {
         index.remove(1, "Alice", "works at Acme in Paris");
         assert!(index.scores("Alice").iter().all(|(key, _)| *key != 1));
         assert_eq!(index.len(), 2);
+    }
+
+    /// Exact score bits: the idf's logarithm is `portable_math::ln`, so these hold on
+    /// every platform (the platform's `ln` could move the last bits, and with them the
+    /// order of two near-equal results).
+    #[test]
+    fn scores_have_pinned_bits() {
+        let mut index = SearchIndex::default();
+        index.insert(1, "Alice", "works at Acme in Paris");
+        index.insert(2, "Bob", "lives in Paris");
+        index.insert(3, "Carol", "likes tea");
+        let bits: Vec<(u64, u64)> = index
+            .scores("Alice Paris tea")
+            .into_iter()
+            .map(|(key, score)| (key, score.to_bits()))
+            .collect();
+        assert_eq!(
+            bits,
+            [
+                (1, 4_610_138_637_037_426_992),
+                (2, 4_602_360_614_386_429_818),
+                (3, 4_607_599_313_840_206_873)
+            ]
+        );
     }
 }

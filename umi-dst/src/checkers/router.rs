@@ -10,6 +10,8 @@
 //!    even to an attempt begun before, closes it).
 //! 6. A call succeeds at most once and makes no attempt after succeeding: streamed
 //!    output is never duplicated.
+//! 7. No backoff right after the failure that opened the model's circuit: the retry
+//!    would be rejected, so the call goes to the next model at once.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -58,7 +60,7 @@ fn provider_of(model: &str) -> &str {
         .map_or(model, |(provider, _)| provider)
 }
 
-/// Checks rules 1 to 6 on `events`. `windows` maps each model to its context window.
+/// Checks rules 1 to 7 on `events`. `windows` maps each model to its context window.
 pub fn check_router(
     events: &[(Duration, RouterEvent)],
     retry: &RetryPolicy,
@@ -69,7 +71,11 @@ pub fn check_router(
     let mut overflow_window: BTreeMap<u64, u32> = BTreeMap::new();
     let mut open_until: BTreeMap<String, Duration> = BTreeMap::new();
     let mut succeeded: BTreeMap<u64, String> = BTreeMap::new();
+    // The provider whose circuit the previous event opened (the router emits the failure,
+    // the opening and any backoff with no await between them).
+    let mut just_opened: Option<&str> = None;
     for (at, event) in events {
+        let opened_before = just_opened.take();
         match event {
             RouterEvent::Attempt {
                 call,
@@ -152,10 +158,16 @@ pub fn check_router(
             }
             RouterEvent::CircuitOpened { provider, until_ms } => {
                 open_until.insert(provider.clone(), Duration::from_millis(*until_ms));
+                just_opened = Some(provider);
             }
-            RouterEvent::Backoff { .. }
-            | RouterEvent::Fallback { .. }
-            | RouterEvent::Skipped { .. } => {}
+            RouterEvent::Backoff { call, model, .. } => {
+                if opened_before == Some(provider_of(model)) {
+                    return Err(Violation::new(format!(
+                        "call {call}: backed off on {model} after its failure opened the circuit"
+                    )));
+                }
+            }
+            RouterEvent::Fallback { .. } | RouterEvent::Skipped { .. } => {}
         }
     }
     Ok(())

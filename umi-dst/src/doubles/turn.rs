@@ -186,7 +186,11 @@ impl Turn {
             done: Some(StreamEvent::done(finish_reason, self.usage)),
             env,
         };
-        Ok(futures::stream::unfold(state, PlayState::next).boxed())
+        // Fused: a stream polled again after its end answers `None` again (an unfused
+        // `unfold` panics), as a consumer that polls once more may expect.
+        Ok(futures::stream::unfold(state, PlayState::next)
+            .fuse()
+            .boxed())
     }
 }
 

@@ -161,3 +161,30 @@ fn requests_are_what_the_api_takes() {
         matches!(refused, Err(LlmError::InvalidPrompt { ref reason }) if reason.contains("max_tokens"))
     );
 }
+
+/// Counts past `u32` saturate (4294967301 is not 5); `null` counts are absent.
+#[test]
+fn counts_past_u32_saturate_and_null_counts_are_absent() {
+    let body = json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+        "content": [{"type": "text", "text": "hi"}],
+        "stop_reason": "end_turn",
+        "usage": {
+            "input_tokens": 4_294_967_301u64, "output_tokens": null,
+            "cache_read_input_tokens": null, "cache_creation_input_tokens": 4_294_967_301u64
+        }
+    });
+    let usage = parse_response(&body.to_string(), "claude")
+        .unwrap()
+        .usage
+        .unwrap();
+    assert_eq!(
+        (
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.cached_prompt_tokens,
+            usage.cache_write_tokens
+        ),
+        (u32::MAX, 0, None, Some(u32::MAX))
+    );
+}

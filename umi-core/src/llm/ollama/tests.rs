@@ -51,3 +51,29 @@ fn done_reasons_and_counts_are_read_as_sent() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Counts past `u32` saturate (4294967301 is not 5); a `null` count is absent.
+#[test]
+fn counts_past_u32_saturate_and_null_counts_are_absent() {
+    for (line, expected) in [
+        (
+            "{\"model\":\"m\",\"created_at\":\"x\",\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"done\":true,\"done_reason\":\"stop\",\"prompt_eval_count\":4294967301,\"eval_count\":null}\n",
+            Some((u32::MAX, 0)),
+        ),
+        (
+            "{\"model\":\"m\",\"created_at\":\"x\",\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"done\":true,\"done_reason\":\"stop\",\"prompt_eval_count\":null,\"eval_count\":null}\n",
+            None,
+        ),
+    ] {
+        let decoded = decode(line);
+        assert_eq!(decoded.error, None, "{line}");
+        match decoded.events.last() {
+            Some(StreamEvent::Done { usage, .. }) => assert_eq!(
+                usage.map(|u| (u.prompt_tokens, u.completion_tokens)),
+                expected,
+                "{line}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -276,3 +276,27 @@ fn stop_sequences_are_applied_by_the_client() {
         ("Hello", &FinishReason::Stop)
     );
 }
+
+/// Counts past `u32` saturate (4294967301 is not 5); `null` counts are absent.
+#[test]
+fn counts_past_u32_saturate_and_null_counts_are_absent() {
+    let mut whole: serde_json::Value = serde_json::from_str(GOMODEL_WHOLE).unwrap();
+    whole["usage"] = json!({
+        "input_tokens": 4_294_967_301u64, "output_tokens": null,
+        "input_tokens_details": {"cached_tokens": null},
+        "output_tokens_details": {"reasoning_tokens": 4_294_967_301u64}
+    });
+    let usage = parse_response(&whole.to_string(), "gpt")
+        .unwrap()
+        .usage
+        .unwrap();
+    assert_eq!(
+        (
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.cached_prompt_tokens,
+            usage.reasoning_tokens
+        ),
+        (u32::MAX, 0, None, Some(u32::MAX))
+    );
+}

@@ -144,10 +144,64 @@ impl Default for RetryPolicy {
 
 impl RetryPolicy {
     /// The backoff before retry `retry` (0 is the first retry), without jitter: the floor
-    /// every sleep respects.
+    /// every sleep respects. `initial × multiplier^retry`, capped at `backoff_max_ms`.
+    ///
+    /// Integer math, so every platform computes the same sleeps (a float `powi` is
+    /// platform-dependent): the multiplier is read as a rational in thousandths and the
+    /// backoff grows in nanoseconds, saturating, so the result is the exact curve rounded
+    /// down to the millisecond (within a nanosecond per retry).
     pub fn backoff_floor_ms(&self, retry: u32) -> u64 {
-        let grown = self.initial_backoff_ms as f64 * self.backoff_multiplier.powi(retry as i32);
-        (grown.min(self.backoff_max_ms as f64)) as u64
+        backoff_floor_ms(
+            self.initial_backoff_ms,
+            multiplier_thousandths(self.backoff_multiplier),
+            self.backoff_max_ms,
+            retry,
+        )
+    }
+}
+
+/// Thousandths in one unit of a backoff multiplier.
+const MULTIPLIER_DENOMINATOR: u64 = 1_000;
+
+/// Nanoseconds in a millisecond: the backoff grows in nanoseconds so that rounding down
+/// at each step costs at most a nanosecond per retry.
+const NANOS_PER_MS: u128 = 1_000_000;
+
+/// `multiplier` in thousandths (rounded to nearest; `round` and a multiplication by 1000
+/// are exact IEEE operations), clamped to at least 1 (no shrinking backoff); `NaN` is 1.
+fn multiplier_thousandths(multiplier: f64) -> u64 {
+    let thousandths = (multiplier * MULTIPLIER_DENOMINATOR as f64).round();
+    if thousandths.is_nan() {
+        return MULTIPLIER_DENOMINATOR;
+    }
+    (thousandths as u64).max(MULTIPLIER_DENOMINATOR)
+}
+
+/// `initial_ms × (multiplier_thousandths / 1000)^retry`, rounded down, capped at `max_ms`.
+/// The loop runs at most `retry` times (at most `ROUTER_RETRIES_LIMIT` in a validated
+/// config) and stops as soon as the cap is reached or the backoff cannot grow.
+fn backoff_floor_ms(initial_ms: u64, multiplier_thousandths: u64, max_ms: u64, retry: u32) -> u64 {
+    let cap_ns = u128::from(max_ms) * NANOS_PER_MS;
+    let mut backoff_ns = (u128::from(initial_ms) * NANOS_PER_MS).min(cap_ns);
+    let grows = multiplier_thousandths > MULTIPLIER_DENOMINATOR;
+    for _ in 0..retry {
+        if !grows || backoff_ns == 0 || backoff_ns == cap_ns {
+            break;
+        }
+        // No overflow: backoff_ns <= u64::MAX × 10^6 < 2^84, the multiplier < 2^64.
+        let grown = backoff_ns.saturating_mul(u128::from(multiplier_thousandths))
+            / u128::from(MULTIPLIER_DENOMINATOR);
+        backoff_ns = grown.min(cap_ns);
+    }
+    // Fits: backoff_ns <= cap_ns = max_ms × 10^6.
+    (backoff_ns / NANOS_PER_MS) as u64
+}
+
+impl RetryPolicy {
+    /// The multiplier the backoff actually uses: `backoff_multiplier` rounded to
+    /// thousandths.
+    pub fn backoff_multiplier_thousandths(&self) -> u64 {
+        multiplier_thousandths(self.backoff_multiplier)
     }
 }
 
@@ -227,6 +281,13 @@ impl RouterConfig {
         })?;
         config.validate(file)?;
         Ok(config)
+    }
+
+    /// Settings that are valid but do less than they read (retries the breaker cuts
+    /// short, fallbacks the deadline cannot reach), for the caller to print; empty when
+    /// every setting does what it says. `from_toml` does not fail on them.
+    pub fn warnings(&self) -> Vec<super::warnings::ConfigWarning> {
+        super::warnings::warnings(self)
     }
 
     /// Checks every rule; the first broken one is returned.
@@ -410,6 +471,62 @@ max_retries = 3
             config.retry.backoff_floor_ms(9),
             30_000,
             "capped at backoff_max_ms"
+        );
+    }
+
+    /// Exact sleeps, computed in integers: a platform's `powi` can no longer move them.
+    #[test]
+    fn backoff_floors_are_pinned() {
+        let policy = |initial_backoff_ms, backoff_multiplier, backoff_max_ms| RetryPolicy {
+            initial_backoff_ms,
+            backoff_multiplier,
+            backoff_max_ms,
+            ..RetryPolicy::default()
+        };
+        let floors = |policy: RetryPolicy| -> Vec<u64> {
+            (0..=10)
+                .map(|retry| policy.backoff_floor_ms(retry))
+                .collect()
+        };
+        assert_eq!(
+            floors(RetryPolicy::default()),
+            [
+                1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000, 30_000, 30_000, 30_000
+            ]
+        );
+        // 1000 × 1.5^n: 5062.5 → 5062, 7593.75 → 7593, 11390.625 → 11390, ...
+        assert_eq!(
+            floors(policy(1_000, 1.5, 600_000)),
+            [
+                1_000, 1_500, 2_250, 3_375, 5_062, 7_593, 11_390, 17_085, 25_628, 38_443, 57_665
+            ]
+        );
+        // 0.1 is not exact in binary; 1.1 is read as 1100/1000 exactly.
+        assert_eq!(
+            floors(policy(333, 1.1, 600_000)),
+            [333, 366, 402, 443, 487, 536, 589, 648, 713, 785, 863]
+        );
+        assert_eq!(
+            floors(policy(250, 1.0, 1_000)),
+            [250; 11],
+            "a multiplier of 1 never grows"
+        );
+        assert_eq!(floors(policy(0, 2.0, 1_000)), [0; 11]);
+        assert_eq!(
+            policy(7, 10.0, 600_000).backoff_floor_ms(10),
+            600_000,
+            "capped"
+        );
+        assert_eq!(
+            policy(u64::MAX, 10.0, u64::MAX).backoff_floor_ms(u32::MAX),
+            u64::MAX,
+            "saturates rather than overflowing (an unvalidated policy)"
+        );
+        assert_eq!(policy(1_000, f64::NAN, 5_000).backoff_floor_ms(3), 1_000);
+        assert_eq!(policy(1_000, 0.5, 5_000).backoff_floor_ms(3), 1_000);
+        assert_eq!(
+            policy(1_000, 1.2345, 5_000).backoff_multiplier_thousandths(),
+            1_235
         );
     }
 

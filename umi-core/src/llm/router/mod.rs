@@ -28,6 +28,7 @@
 
 mod breaker;
 mod config;
+mod warnings;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -43,6 +44,7 @@ pub use config::{
     ConfigError, CooldownPolicy, ModelConfig, ProviderConfig, ProviderKind, RetryPolicy,
     RouterConfig, RoutingConfig,
 };
+pub use warnings::ConfigWarning;
 
 use super::error::{FailedAttempt, LlmError};
 use super::event::{EventStream, StreamEvent};
@@ -372,8 +374,12 @@ fn attempt(
                 }
             },
         );
+        // Fused: polled again after its end, the stream answers `None`.
         Ok(Answer::Stream(
-            futures::stream::iter([Ok(first)]).chain(rest).boxed(),
+            futures::stream::iter([Ok(first)])
+                .chain(rest)
+                .fuse()
+                .boxed(),
         ))
     })
 }
@@ -699,6 +705,7 @@ impl LlmRouter {
                     attempt: number,
                     error: Some(Box::new(error.clone())),
                 });
+                let mut circuit_opened = false;
                 if Self::counts_against_provider(&error)
                     && let Some(until) = self.breaker.record(&provider, self.env.elapsed(), false)
                 {
@@ -707,6 +714,7 @@ impl LlmRouter {
                         provider: provider.clone(),
                         until_ms: millis(until),
                     });
+                    circuit_opened = true;
                 }
                 if error.needs_larger_context() {
                     self.env.cover("router.context_fallback");
@@ -729,7 +737,9 @@ impl LlmRouter {
                     refused = Some(error);
                     break;
                 }
-                if !error.is_retryable() || number == self.retry.max_retries {
+                // A circuit this attempt just opened rejects the retry anyway: no backoff
+                // on it, straight to the next model.
+                if circuit_opened || !error.is_retryable() || number == self.retry.max_retries {
                     break;
                 }
                 let floor_ms = self.retry.backoff_floor_ms(number);

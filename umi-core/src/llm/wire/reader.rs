@@ -235,7 +235,12 @@ pub async fn events(
         let item = reader.next().await?;
         Some((item, reader))
     });
-    Ok(futures::stream::iter([Ok(first)]).chain(rest).boxed())
+    // Fused: polled again after its end, the stream answers `None` (an unfused
+    // `unfold` panics).
+    Ok(futures::stream::iter([Ok(first)])
+        .chain(rest)
+        .fuse()
+        .boxed())
 }
 
 /// Reads a whole body, at most `limit` bytes, with the idle timeout between chunks.
@@ -284,4 +289,30 @@ pub async fn read_error_body(
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::openai::ChunkDecoder;
+
+    /// Keep-alive comments complete no event, so only the stream's cap ends a server
+    /// that sends them forever.
+    #[test]
+    fn a_stream_that_never_ends_is_cut_at_the_stream_limit() {
+        let keep_alives = ": keep-alive\n\n".repeat(64 * 1024);
+        let reads = std::iter::repeat_n(
+            keep_alives.as_bytes(),
+            WIRE_STREAM_BYTES_MAX / keep_alives.len() + 2,
+        );
+        let decoded = decode_reads(ChunkDecoder::new(), reads);
+        assert!(decoded.events.is_empty());
+        match decoded.error {
+            Some(LlmError::ResponseTooLarge { bytes, limit, .. }) => {
+                assert_eq!(limit, WIRE_STREAM_BYTES_MAX);
+                assert!(bytes > limit && bytes <= limit + keep_alives.len());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

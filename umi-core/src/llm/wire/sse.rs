@@ -26,9 +26,12 @@ pub struct SseEvent {
 #[derive(Debug, Default)]
 pub struct SseDecoder {
     lines: LineDecoder,
-    data: Vec<String>,
-    /// Bytes held in `data`: an event that never ends is refused at the limit.
-    data_bytes: usize,
+    /// The `data:` lines so far, joined by `\n` as they come: one buffer, so the bytes
+    /// the event cap counts are the bytes held (a `String` per line would cost 24 bytes
+    /// of header for every empty line the cap counts as one).
+    data: String,
+    /// Whether a `data:` line arrived (an event of empty lines still has data).
+    has_data: bool,
     event: Option<String>,
     error: Option<String>,
 }
@@ -75,16 +78,21 @@ impl SseDecoder {
         };
         match field {
             "data" => {
-                self.data_bytes += value.len() + 1;
-                if self.data_bytes > WIRE_EVENT_BYTES_MAX {
+                let separator = usize::from(self.has_data);
+                let bytes = self.data.len() + separator + value.len();
+                if bytes > WIRE_EVENT_BYTES_MAX {
                     return Err(LlmError::ResponseTooLarge {
                         what: "one server-sent event (data lines with no blank line between)"
                             .into(),
-                        bytes: self.data_bytes,
+                        bytes,
                         limit: WIRE_EVENT_BYTES_MAX,
                     });
                 }
-                self.data.push(value.to_owned());
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
             }
             "event" => self.event = Some(value.to_owned()),
             "error" => self.error = Some(value.to_owned()),
@@ -93,15 +101,21 @@ impl SseDecoder {
         Ok(None)
     }
 
+    /// Heap bytes the pending event holds: what the event cap bounds.
+    #[cfg(test)]
+    fn held_bytes(&self) -> usize {
+        self.data.capacity()
+    }
+
     fn dispatch(&mut self) -> Option<SseEvent> {
         let event = self.event.take();
         let error = self.error.take();
-        if self.data.is_empty() && error.is_none() {
+        if !self.has_data && error.is_none() {
             // The spec: an event with no data is not dispatched (its name is dropped too).
             return None;
         }
-        let data = std::mem::take(&mut self.data).join("\n");
-        self.data_bytes = 0;
+        let data = std::mem::take(&mut self.data);
+        self.has_data = false;
         Some(SseEvent { event, data, error })
     }
 }
@@ -160,6 +174,27 @@ mod tests {
             "{outcome:?}"
         );
         assert!(events.is_empty());
+    }
+
+    /// The cap bounds memory, not just a count: an event of empty `data:` lines (six
+    /// bytes each on the wire) once held a `String` per line, 24 bytes of header each,
+    /// so the 4 MiB cap let one event hold over 100 MB.
+    #[test]
+    fn a_pending_event_holds_no_more_than_the_cap() {
+        let mut decoder = SseDecoder::new();
+        let mut events = Vec::new();
+        let lines = "data:\n".repeat(64 * 1024);
+        let mut held_bytes_max = 0;
+        for _ in 0..(WIRE_EVENT_BYTES_MAX / (64 * 1024) + 2) {
+            if decoder.feed(lines.as_bytes(), &mut events).is_err() {
+                break;
+            }
+            held_bytes_max = held_bytes_max.max(decoder.held_bytes());
+        }
+        assert!(
+            held_bytes_max <= 2 * WIRE_EVENT_BYTES_MAX,
+            "{held_bytes_max} bytes held for one pending event"
+        );
     }
 
     #[test]
