@@ -188,6 +188,56 @@ fn the_range_from_the_environment_wins_over_with_seeds() {
     let plain =
         Simulation::with_settings(Settings::from_lookup(|_| None).unwrap()).with_seeds(100..103);
     assert_eq!(plain.seeds(), [100, 101, 102]);
+    let from_env =
+        Settings::from_lookup(|name| (name == "DST_SEEDS").then(|| "3".to_owned())).unwrap();
+    let fixed = Simulation::with_settings(from_env).with_fixed_seeds(100..103);
+    assert_eq!(
+        fixed.seeds(),
+        [100, 101, 102],
+        "a test whose range is its point keeps it"
+    );
+}
+
+/// The largest seed is a seed: `DST_SEED_START=18446744073709551615` runs it (the range
+/// once overflowed computing its end).
+#[test]
+fn the_range_ends_at_the_largest_seed() {
+    let start = Settings::from_lookup(|name| {
+        (name == "DST_SEED_START").then(|| "18446744073709551615".to_owned())
+    })
+    .unwrap();
+    assert_eq!(Simulation::with_settings(start).seeds(), [u64::MAX]);
+}
+
+/// A seed kept for nondeterminism is replayed twice and compared, or it would pass
+/// (run once, a nondeterministic seed looks like any other).
+#[test]
+fn a_kept_nondeterminism_seed_is_run_twice() {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let path = temp_file(
+        "nondeterminism.seeds",
+        "42 expect=nondeterminism  # global state\n",
+    );
+    let sim = Simulation::with_settings(Settings::from_lookup(|_| None).unwrap())
+        .with_seeds(std::iter::empty())
+        .with_corpus(&path);
+    let error = sim
+        .try_run(|env| {
+            let runs = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            async move {
+                env.trace().record("test.runs", format_args!("{runs}"));
+                Ok::<(), Violation>(())
+            }
+        })
+        .unwrap_err();
+    let RunError::Failed(report) = error else {
+        panic!("expected a failure, got {error}");
+    };
+    assert_eq!(
+        report.class,
+        umi_dst::simulation::report::FailureClass::Nondeterminism
+    );
+    assert!(report.replay_command().contains("DST_CHECK_DETERMINISM=1"));
 }
 
 /// `Simulation::run` inside a tokio runtime (a `#[tokio::test]`) is a usage error that

@@ -334,3 +334,53 @@ fn the_determinism_check_catches_state_that_outlives_a_seed() {
     assert_eq!(checked.exit_code(), 13);
     assert!(checked.table().contains("determinism checked"));
 }
+
+/// A scenario whose fault rule can fire nowhere (a typo in its filter).
+struct Misfiltered;
+
+impl Scenario for Misfiltered {
+    fn name(&self) -> &'static str {
+        "misfiltered"
+    }
+
+    fn goal(&self) -> &'static str {
+        "a rule with a typo in its filter"
+    }
+
+    fn faults(&self) -> Vec<FaultConfig> {
+        vec![
+            FaultConfig::always(FaultKind::StorageReadFail)
+                .with_filter(umi_dst::fault::OperationFilter::parse("storage.serch"))
+                .unwrap(),
+        ]
+    }
+
+    fn run(&self, _sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// The sweep refuses a scenario whose rule can fire nowhere before any seed runs
+/// (each seed once crashed on the invalid config and was recorded in `seeds/`).
+#[test]
+fn a_scenario_whose_rule_can_fire_nowhere_is_refused_before_any_seed() {
+    let dir = temp_dir("misfiltered");
+    let scenarios: Vec<Arc<dyn Scenario>> = vec![Arc::new(Misfiltered)];
+    let error = run(
+        &scenarios,
+        &SweepOptions {
+            seeds_dir: Some(dir.clone()),
+            ..options(5)
+        },
+    )
+    .unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("misfiltered") && text.contains("storage.serch"),
+        "{text}"
+    );
+    assert!(
+        !dir.join("misfiltered.seeds").exists(),
+        "no seed was recorded"
+    );
+}

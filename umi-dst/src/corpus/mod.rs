@@ -140,7 +140,10 @@ impl SeedCorpus {
             };
             let seed = parse_seed(seed_text).map_err(parse_error)?;
             let meaning = SeedMeaning::parse(words).map_err(parse_error)?;
-            if entries.iter().any(|entry| entry.seed == seed) {
+            if entries
+                .iter()
+                .any(|entry| entry.seed == seed && entry.meaning.same_mode(&meaning))
+            {
                 continue;
             }
             let comment = comment.filter(|c| !c.is_empty()).map(str::to_owned);
@@ -164,9 +167,16 @@ impl SeedCorpus {
         self.entries.iter().map(|entry| entry.seed).collect()
     }
 
-    /// Whether `seed` is in the corpus.
+    /// Whether `seed` is in the corpus, in any mode.
     pub fn contains(&self, seed: u64) -> bool {
         self.entries.iter().any(|entry| entry.seed == seed)
+    }
+
+    /// Whether `seed` is kept in the mode of `meaning` (swarm flag and schedule).
+    pub fn contains_in_mode(&self, seed: u64, meaning: &SeedMeaning) -> bool {
+        self.entries
+            .iter()
+            .any(|entry| entry.seed == seed && entry.meaning.same_mode(meaning))
     }
 
     /// Adds `seed` with `comment` to the file at `path`, atomically and only if absent.
@@ -203,7 +213,7 @@ impl SeedCorpus {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(source) => return Err(io(source)),
         };
-        if Self::parse(path, &existing)?.contains(seed) {
+        if Self::parse(path, &existing)?.contains_in_mode(seed, meaning) {
             return Ok(AppendOutcome::AlreadyPresent);
         }
         let mut text = existing;

@@ -24,7 +24,7 @@ use super::engine::{self, ProgressStyle, Shard, SweepOptions, run_one, select};
 use super::minimize::minimize;
 use super::report::SweepReport;
 use super::scenario::Scenario;
-use crate::corpus::{SeedCorpus, corpus_path, find_seeds_dir};
+use crate::corpus::{SeedCorpus, SeedMeaning, corpus_path, find_seeds_dir};
 use crate::fault::InjectionId;
 use crate::simulation::report::FailureClass;
 use crate::simulation::settings::parse_seed;
@@ -393,6 +393,16 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         },
         program,
     };
+    // A report that cannot be written is refused now, not after the whole sweep.
+    for path in [&options.report_path, &args.junit].into_iter().flatten() {
+        if let Err(error) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            return fail(&format!("{}: {error}", path.display()));
+        }
+    }
     let report = match engine::run(scenarios, &options) {
         Ok(report) => report,
         Err(error) => return fail(&error.to_string()),
@@ -636,7 +646,15 @@ fn merge(args: &MergeArgs) -> ExitCode {
             },
             _ => SeedCorpus::default(),
         };
-        for failure in scenario.failures.iter().filter(|f| !known.contains(f.seed)) {
+        let mode = SeedMeaning {
+            swarm: merged.swarm,
+            ..SeedMeaning::default()
+        };
+        for failure in scenario
+            .failures
+            .iter()
+            .filter(|f| !known.contains_in_mode(f.seed, &mode))
+        {
             new += 1;
             println!(
                 "NEW {} seed {} ({}): {}",

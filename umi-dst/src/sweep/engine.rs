@@ -140,6 +140,23 @@ pub fn select(
     scenarios: &[Arc<dyn Scenario>],
     names: &[String],
 ) -> Result<Vec<Arc<dyn Scenario>>, SweepError> {
+    let selected = select_by_name(scenarios, names)?;
+    for scenario in &selected {
+        // A fault rule that can fire nowhere is refused here, before any seed runs (a
+        // seed would otherwise crash on the invalid config and be recorded).
+        if let Err(error) = scenario.config(1, false).validate() {
+            return Err(SweepError::Invalid {
+                reason: format!("scenario {}: {error}", scenario.name()),
+            });
+        }
+    }
+    Ok(selected)
+}
+
+fn select_by_name(
+    scenarios: &[Arc<dyn Scenario>],
+    names: &[String],
+) -> Result<Vec<Arc<dyn Scenario>>, SweepError> {
     if names.is_empty() {
         return Ok(scenarios.to_vec());
     }
@@ -410,11 +427,11 @@ impl Collector {
                 for (mark, count) in &run.marks {
                     *entry.marks_hit.entry(mark.clone()).or_insert(0) += count;
                 }
-                assert_eq!(
-                    run.rule_reach.len(),
-                    entry.rule_reach.len(),
-                    "one count per rule"
-                );
+                // A scenario's `config` may add rules to its profile: count what it ran.
+                if entry.rule_reach.len() < run.rule_reach.len() {
+                    entry.rule_reach.resize(run.rule_reach.len(), 0);
+                    entry.rules.clone_from(&run.faults);
+                }
                 for (total, reached) in entry.rule_reach.iter_mut().zip(&run.rule_reach) {
                     *total += reached;
                 }
