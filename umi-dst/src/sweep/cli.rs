@@ -394,13 +394,14 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         program,
     };
     // A report that cannot be written is refused now, not after the whole sweep.
-    for path in [&options.report_path, &args.junit].into_iter().flatten() {
+    for (flag, path) in [("--report", &options.report_path), ("--junit", &args.junit)] {
+        let Some(path) = path else { continue };
         if let Err(error) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
         {
-            return fail(&format!("{}: {error}", path.display()));
+            return fail(&format!("{flag} {}: {error}", path.display()));
         }
     }
     let report = match engine::run(scenarios, &options) {
