@@ -21,5 +21,5 @@ echo "sweep of $seeds seeds per scenario, 1 job; ratio = sim / release (same rou
 for round in 1 2 3; do
   release="$(wall_ms release "$round")"
   sim="$(wall_ms sim "$round")"
-  python3 -c 'import sys; r,s=map(int,sys.argv[1:]); print(f"round {sys.argv[3]}: release {r} ms, sim {s} ms, ratio {s/max(r,1):.2f}x")' "$release" "$sim" "$round"
+  python3 -c 'import sys; r,s=map(int,sys.argv[1:3]); print(f"round {sys.argv[3]}: release {r} ms, sim {s} ms, ratio {s/max(r,1):.2f}x")' "$release" "$sim" "$round"
 done

@@ -318,3 +318,36 @@ fn every_fault_kind_fires_and_has_its_effect() {
         }
     }
 }
+
+/// `storage.corruption` is only decided for a batch with a record that can rot: on a
+/// batch of deletes alone it was once counted and traced as injected and changed nothing.
+#[test]
+fn corruption_is_never_counted_where_nothing_can_rot() {
+    let config = SimConfig::new(1).with_fault(FaultConfig::always(FaultKind::StorageCorruption));
+    let run = Simulation::new(config).run_seed(1, &|sim| async move {
+        let storage = SimStorage::new(&sim);
+        let deletes_only = WriteBatch {
+            delete_entities: vec!["nobody".into()],
+            ..WriteBatch::default()
+        };
+        storage
+            .apply(deletes_only)
+            .await
+            .map_err(|e| Violation::new(e.to_string()))?;
+        let counted = sim.faults().stats().injected_total();
+        ensure!(
+            counted == 0,
+            "a corruption was counted on a batch with nothing to rot"
+        );
+        storage
+            .apply(write("a"))
+            .await
+            .map_err(|e| Violation::new(e.to_string()))?;
+        ensure!(
+            sim.faults().stats().injected_total() == 1,
+            "the entity batch rots"
+        );
+        Ok::<(), Violation>(())
+    });
+    assert!(run.passed(), "{:?}", run.failure);
+}
