@@ -372,6 +372,15 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         dir
     };
     let no_record = args.no_record;
+    let interrupt = match super::signals::install() {
+        Ok(received) => Some(received),
+        Err(error) => {
+            eprintln!(
+                "dst: cannot handle SIGINT/SIGTERM ({error}); Ctrl-C will end the sweep at once"
+            );
+            None
+        }
+    };
     let options = SweepOptions {
         seed_start,
         seeds: args.seeds,
@@ -392,19 +401,23 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
             ProgressStyle::Auto
         },
         program,
+        interrupt: interrupt.clone(),
     };
     let report = match engine::run(scenarios, &options) {
         Ok(report) => report,
         Err(error) => return fail(&error.to_string()),
     };
     print!("{}", report.table());
-    if let Some(path) = &options.report_path {
-        let written = serde_json::to_string_pretty(&report)
-            .map_err(|error| error.to_string())
-            .and_then(|json| std::fs::write(path, json).map_err(|error| error.to_string()));
-        if let Err(error) = written {
-            return fail(&format!("--report {}: {error}", path.display()));
-        }
+    let mut write_errors = Vec::new();
+    if let Some(path) = &options.report_path
+        && let Err(error) = engine::write_report(path, &report)
+    {
+        write_errors.push(format!("--report {}: {error}", path.display()));
+    }
+    if let Some(path) = &args.junit
+        && let Err(error) = std::fs::write(path, report.junit())
+    {
+        write_errors.push(format!("--junit {}: {error}", path.display()));
     }
     match &report.seeds_dir {
         Some(dir) => println!(
@@ -414,10 +427,20 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         None if no_record => println!("seeds: not recorded (--no-record)"),
         None => println!("seeds: not recorded (no cargo project here; pass --seeds-dir)"),
     }
-    if let Some(path) = &args.junit
-        && let Err(error) = std::fs::write(path, report.junit())
-    {
-        return fail(&format!("{}: {error}", path.display()));
+    if let Some(resume) = &report.resume {
+        println!(
+            "resume: {resume}\n  (runs the {} run(s) not done; the seed the sweep stopped in runs all its scenarios again)",
+            report.runs_planned - report.runs_done
+        );
+    }
+    if !write_errors.is_empty() {
+        return fail(&write_errors.join("; "));
+    }
+    let signal = interrupt.map_or(0, |received| {
+        received.load(std::sync::atomic::Ordering::Relaxed)
+    });
+    if signal != 0 && !report.completed {
+        return exit(super::signals::exit_code_for_signal(signal));
     }
     exit(report.exit_code())
 }
