@@ -136,7 +136,4 @@ fn main() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-    if let Some(peak) = status_kib("VmHWM:") {
-        println!("\npeak resident over the bench: {peak} KiB");
-    }
 }

@@ -13,6 +13,7 @@
 //! - [`FaultPoint`]s are the operations where simulators ask (`llm.call`,
 //!   `storage.write`, `network.connect`), declared once as constants in [`point`]; a
 //!   filter that reaches no point where its kind can fire is refused at configuration.
+//!
 //! docs/adr/0002-fault-model.md records the design.
 
 mod config;

@@ -143,8 +143,8 @@ mod tests {
         assert_eq!(scale(1).to_bits(), 0x3ff3_06fe_0a31_b715);
         assert_eq!(scale(3).to_bits(), 0x3ffa_e89f_995a_d3ad);
         // Each constant squared is the next one, to within one rounding.
-        for k in 0..3 {
-            let squared = QUARTER_OCTAVES[k] * QUARTER_OCTAVES[k];
+        for (k, quarter) in QUARTER_OCTAVES.iter().enumerate().take(3) {
+            let squared = quarter * quarter;
             assert!((squared - scale(2 * k as i32)).abs() < 1e-15, "{k}");
         }
         let mut previous = 0.0;

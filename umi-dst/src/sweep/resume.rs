@@ -105,7 +105,8 @@ mod tests {
     #[test]
     fn the_rest_of_the_range_starts_at_the_first_unfinished_seed() {
         // (seed_start, seeds, shards, scenarios, runs_done) -> range left
-        let cases: &[((u64, u64, u64, usize, u64), Option<(u64, u64)>)] = &[
+        type Case = ((u64, u64, u64, usize, u64), Option<(u64, u64)>);
+        let cases: &[Case] = &[
             ((1, 100, 1, 1, 0), Some((1, 100))),
             ((1, 100, 1, 1, 40), Some((41, 60))),
             ((1, 100, 1, 3, 40), Some((14, 87))), // seed 14 ran 1 of its 3 scenarios
