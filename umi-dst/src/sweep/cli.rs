@@ -118,7 +118,9 @@ struct SweepArgs {
     /// Start from a fresh random seed (printed, so the sweep can be repeated).
     #[arg(long)]
     random: bool,
-    /// Stop starting runs after this long (e.g. 10m).
+    /// Stop starting runs after this long (e.g. 10m); the runs in flight finish, the
+    /// reports are written (incomplete) and the command for the rest is printed, as on
+    /// Ctrl-C.
     #[arg(long, value_parser = duration_arg)]
     time_budget: Option<Duration>,
     /// Run shard i of n (1-based), or `auto/n` to take i from JOB_COMPLETION_INDEX

@@ -230,35 +230,7 @@ pub fn run(
     options: &SweepOptions,
 ) -> Result<SweepReport, SweepError> {
     let selected = select(scenarios, &options.scenarios)?;
-    if options.jobs == 0 || options.jobs > SWEEP_JOBS_MAX {
-        return Err(SweepError::Invalid {
-            reason: format!("jobs {} is outside 1..={SWEEP_JOBS_MAX}", options.jobs),
-        });
-    }
-    if options.seeds == 0 {
-        return Err(SweepError::Invalid {
-            reason: format!("--seeds 0: give 1..={SWEEP_RUNS_MAX} seeds"),
-        });
-    }
-    if options.seed_start.checked_add(options.seeds - 1).is_none() {
-        return Err(SweepError::Invalid {
-            reason: format!(
-                "seeds {}..+{} run past the largest seed",
-                options.seed_start, options.seeds
-            ),
-        });
-    }
-    if options.seed_timeout.is_zero() {
-        return Err(SweepError::Invalid {
-            reason: "--seed-timeout 0 makes every seed a hang; give at least 1ms".into(),
-        });
-    }
-    let planned = options.seeds.saturating_mul(selected.len() as u64);
-    if planned > SWEEP_RUNS_MAX {
-        return Err(SweepError::Invalid {
-            reason: format!("{planned} runs, over the limit of {SWEEP_RUNS_MAX}"),
-        });
-    }
+    validate(options, selected.len())?;
     let plan = Plan::new(options, selected.len());
     let total = plan.total();
     let shared = Arc::new(Shared {
@@ -307,16 +279,7 @@ pub fn run(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        for hung in watchdog(&shared, &collector.hung, options.seed_timeout) {
-            collector.hung.insert(hung.index);
-            collector.record(hung, &shared, &selected, options);
-            let slot = {
-                let mut slots = shared.slots.lock().unwrap_or_else(PoisonError::into_inner);
-                slots.push(None);
-                slots.len() - 1
-            };
-            spawn_worker(&shared, slot, sender.clone());
-        }
+        retire_hung(&shared, &mut collector, &selected, options, &sender);
         collector.progress.update(
             collector.report.runs_done,
             total as u64,
@@ -342,6 +305,60 @@ pub fn run(
         report_write_failed(path, &error, options.progress);
     }
     Ok(report)
+}
+
+/// Options that cannot make a sweep.
+fn validate(options: &SweepOptions, scenarios: usize) -> Result<(), SweepError> {
+    if options.jobs == 0 || options.jobs > SWEEP_JOBS_MAX {
+        return Err(SweepError::Invalid {
+            reason: format!("jobs {} is outside 1..={SWEEP_JOBS_MAX}", options.jobs),
+        });
+    }
+    if options.seeds == 0 {
+        return Err(SweepError::Invalid {
+            reason: format!("--seeds 0: give 1..={SWEEP_RUNS_MAX} seeds"),
+        });
+    }
+    if options.seed_start.checked_add(options.seeds - 1).is_none() {
+        return Err(SweepError::Invalid {
+            reason: format!(
+                "seeds {}..+{} run past the largest seed",
+                options.seed_start, options.seeds
+            ),
+        });
+    }
+    if options.seed_timeout.is_zero() {
+        return Err(SweepError::Invalid {
+            reason: "--seed-timeout 0 makes every seed a hang; give at least 1ms".into(),
+        });
+    }
+    let planned = options.seeds.saturating_mul(scenarios as u64);
+    if planned > SWEEP_RUNS_MAX {
+        return Err(SweepError::Invalid {
+            reason: format!("{planned} runs, over the limit of {SWEEP_RUNS_MAX}"),
+        });
+    }
+    Ok(())
+}
+
+/// Records the runs in flight past the seed timeout as hangs and replaces their workers.
+fn retire_hung(
+    shared: &Arc<Shared>,
+    collector: &mut Collector,
+    selected: &[Arc<dyn Scenario>],
+    options: &SweepOptions,
+    sender: &mpsc::SyncSender<super::worker::Outcome>,
+) {
+    for hung in watchdog(shared, &collector.hung, options.seed_timeout) {
+        collector.hung.insert(hung.index);
+        collector.record(hung, shared, selected, options);
+        let slot = {
+            let mut slots = shared.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            slots.push(None);
+            slots.len() - 1
+        };
+        spawn_worker(shared, slot, sender.clone());
+    }
 }
 
 /// Why the sweep should stop now, if it should.
