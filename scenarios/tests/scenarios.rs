@@ -92,7 +92,7 @@ fn find_canary(scenario: &dyn Scenario, expected: &str) {
         return;
     }
     let simulation = Simulation::from_env()
-        .with_seeds(1..=CANARY_SEEDS_MAX)
+        .with_fixed_seeds(1..=CANARY_SEEDS_MAX)
         .with_config(|_| scenario.config(0, false));
     match simulation.try_run(|sim| scenario.run(sim)) {
         Err(RunError::Failed(report)) => {

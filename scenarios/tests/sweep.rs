@@ -387,7 +387,10 @@ fn dst_refuses_arguments_that_cannot_work() {
         "--no-record",
         "--quiet",
     ]);
-    assert_ne!(code, Some(2), "the largest seed is a seed: {stderr}");
+    assert!(
+        matches!(code, Some(0 | 10..=20)),
+        "the largest seed is a seed (exit {code:?}): {stderr}"
+    );
 
     let unwritable = std::env::temp_dir().join("umi-no-such-dir/deeper/report.json");
     let (code, stderr) = dst(&[

@@ -201,7 +201,12 @@ impl<S: Storage> Storage for SimStorage<S> {
             });
         }
         let mut corrupt = false;
-        match self.faults.decide(&point::STORAGE_WRITE) {
+        let write_point = if batch.notes.is_empty() && batch.entities.is_empty() {
+            &point::STORAGE_WRITE_UNROTTABLE
+        } else {
+            &point::STORAGE_WRITE
+        };
+        match self.faults.decide(write_point) {
             None => {}
             Some(FaultKind::StorageWriteFail) => {
                 return Err(StorageError::WriteFailed {
@@ -211,7 +216,7 @@ impl<S: Storage> Storage for SimStorage<S> {
             Some(FaultKind::StorageDiskFull) => return Err(StorageError::DiskFull),
             Some(FaultKind::StorageLatency) => self.latency("storage.write").await,
             Some(FaultKind::StorageCorruption) => corrupt = true,
-            Some(other) => unreachable_kind(&point::STORAGE_WRITE, other),
+            Some(other) => unreachable_kind(write_point, other),
         }
         let mut keys: Vec<(String, [u8; 32])> = Vec::new();
         keys.extend(
@@ -241,7 +246,11 @@ impl<S: Storage> Storage for SimStorage<S> {
             books.checksums.remove(&format!("entity:{id}"));
         }
         books.checksums.extend(keys.iter().cloned());
-        if corrupt && !keys.is_empty() {
+        assert!(
+            !corrupt || !keys.is_empty(),
+            "corruption is only decided for a batch with records that can rot"
+        );
+        if corrupt {
             let index = self.draw(0, keys.len() as u64 - 1) as usize;
             let key = keys[index].0.clone();
             if let Some(sum) = books.checksums.get_mut(&key) {

@@ -188,6 +188,56 @@ fn the_range_from_the_environment_wins_over_with_seeds() {
     let plain =
         Simulation::with_settings(Settings::from_lookup(|_| None).unwrap()).with_seeds(100..103);
     assert_eq!(plain.seeds(), [100, 101, 102]);
+    let from_env =
+        Settings::from_lookup(|name| (name == "DST_SEEDS").then(|| "3".to_owned())).unwrap();
+    let fixed = Simulation::with_settings(from_env).with_fixed_seeds(100..103);
+    assert_eq!(
+        fixed.seeds(),
+        [100, 101, 102],
+        "a test whose range is its point keeps it"
+    );
+}
+
+/// The largest seed is a seed: `DST_SEED_START=18446744073709551615` runs it (the range
+/// once overflowed computing its end).
+#[test]
+fn the_range_ends_at_the_largest_seed() {
+    let start = Settings::from_lookup(|name| {
+        (name == "DST_SEED_START").then(|| "18446744073709551615".to_owned())
+    })
+    .unwrap();
+    assert_eq!(Simulation::with_settings(start).seeds(), [u64::MAX]);
+}
+
+/// A seed kept for nondeterminism is replayed twice and compared, or it would pass
+/// (run once, a nondeterministic seed looks like any other).
+#[test]
+fn a_kept_nondeterminism_seed_is_run_twice() {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let path = temp_file(
+        "nondeterminism.seeds",
+        "42 expect=nondeterminism  # global state\n",
+    );
+    let sim = Simulation::with_settings(Settings::from_lookup(|_| None).unwrap())
+        .with_seeds(std::iter::empty())
+        .with_corpus(&path);
+    let error = sim
+        .try_run(|env| {
+            let runs = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            async move {
+                env.trace().record("test.runs", format_args!("{runs}"));
+                Ok::<(), Violation>(())
+            }
+        })
+        .unwrap_err();
+    let RunError::Failed(report) = error else {
+        panic!("expected a failure, got {error}");
+    };
+    assert_eq!(
+        report.class,
+        umi_dst::simulation::report::FailureClass::Nondeterminism
+    );
+    assert!(report.replay_command().contains("DST_CHECK_DETERMINISM=1"));
 }
 
 /// `Simulation::run` inside a tokio runtime (a `#[tokio::test]`) is a usage error that
@@ -222,7 +272,7 @@ fn a_recorder_appends_once_and_keeps_the_existing_lines() {
     let path = dir.join("demo.seeds");
     std::fs::write(&path, "# kept\n7  # old").unwrap();
     let mut recorder = CorpusRecorder::open(&path).unwrap();
-    assert!(recorder.contains(7));
+    assert!(recorder.contains(7, &SeedMeaning::default()));
     let meaning = SeedMeaning::parse("swarm expect=crash").unwrap();
     assert_eq!(
         recorder.record(9, &meaning, "crash: boom").unwrap(),
@@ -233,16 +283,23 @@ fn a_recorder_appends_once_and_keeps_the_existing_lines() {
         AppendOutcome::AlreadyPresent
     );
     assert_eq!(
-        recorder.record(7, &meaning, "again").unwrap(),
+        recorder
+            .record(7, &SeedMeaning::default(), "again")
+            .unwrap(),
         AppendOutcome::AlreadyPresent
+    );
+    assert_eq!(
+        recorder.record(7, &meaning, "in swarm mode").unwrap(),
+        AppendOutcome::Added,
+        "a seed is kept once per mode"
     );
     recorder.record(10, &SeedMeaning::default(), "").unwrap();
     recorder.sync().unwrap();
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
-        "# kept\n7  # old\n9 swarm expect=crash  # crash: boom\n10\n"
+        "# kept\n7  # old\n9 swarm expect=crash  # crash: boom\n7 swarm expect=crash  # in swarm mode\n10\n"
     );
-    assert_eq!(SeedCorpus::load(&path).unwrap().seeds(), [7, 9, 10]);
+    assert_eq!(SeedCorpus::load(&path).unwrap().seeds(), [7, 9, 7, 10]);
     let _ = std::fs::remove_dir_all(dir);
 }
 

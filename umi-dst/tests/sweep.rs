@@ -504,3 +504,53 @@ fn more_failures_than_the_report_lists_are_counted_grouped_and_pointed_at() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A scenario whose fault rule can fire nowhere (a typo in its filter).
+struct Misfiltered;
+
+impl Scenario for Misfiltered {
+    fn name(&self) -> &'static str {
+        "misfiltered"
+    }
+
+    fn goal(&self) -> &'static str {
+        "a rule with a typo in its filter"
+    }
+
+    fn faults(&self) -> Vec<FaultConfig> {
+        vec![
+            FaultConfig::always(FaultKind::StorageReadFail)
+                .with_filter(umi_dst::fault::OperationFilter::parse("storage.serch"))
+                .unwrap(),
+        ]
+    }
+
+    fn run(&self, _sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// The sweep refuses a scenario whose rule can fire nowhere before any seed runs
+/// (each seed once crashed on the invalid config and was recorded in `seeds/`).
+#[test]
+fn a_scenario_whose_rule_can_fire_nowhere_is_refused_before_any_seed() {
+    let dir = temp_dir("misfiltered");
+    let scenarios: Vec<Arc<dyn Scenario>> = vec![Arc::new(Misfiltered)];
+    let error = run(
+        &scenarios,
+        &SweepOptions {
+            seeds_dir: Some(dir.clone()),
+            ..options(5)
+        },
+    )
+    .unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("misfiltered") && text.contains("storage.serch"),
+        "{text}"
+    );
+    assert!(
+        !dir.join("misfiltered.seeds").exists(),
+        "no seed was recorded"
+    );
+}

@@ -123,6 +123,13 @@ impl SeedMeaning {
         }
     }
 
+    /// Whether `other` replays the same run (same seed aside): same swarm flag and
+    /// schedule. A seed may be kept once per mode: a swarm run and a plain run of one seed
+    /// are different runs.
+    pub fn same_mode(&self, other: &SeedMeaning) -> bool {
+        self.swarm == other.swarm && self.only == other.only
+    }
+
     /// Whether the replay runs in the default mode (no swarm, no schedule).
     pub fn is_default_mode(&self) -> bool {
         !self.swarm && self.only.is_none()
@@ -196,6 +203,9 @@ fn parse_ids(text: &str) -> Result<Vec<InjectionId>, String> {
             parsed.ok_or_else(|| format!("only=: {} is not rule:ordinal", quote(id)))
         })
         .collect::<Result<_, _>>()?;
+    if ids.is_empty() {
+        return Err("only= lists no injection (it would allow none)".to_owned());
+    }
     if ids.len() > MEANING_ONLY_IDS_MAX {
         return Err(format!(
             "only= lists {} injections, over {MEANING_ONLY_IDS_MAX}",

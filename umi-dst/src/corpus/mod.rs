@@ -91,6 +91,15 @@ pub struct CorpusEntry {
     pub meaning: SeedMeaning,
 }
 
+/// What makes two corpus lines the same kept run: the seed and its mode (swarm flag and
+/// schedule; `SeedMeaning::same_mode`). A seed may be kept once per mode.
+pub(crate) type ModeKey = (u64, bool, Option<Vec<crate::fault::InjectionId>>);
+
+/// The key of `seed` kept in `meaning`'s mode.
+pub(crate) fn mode_key(seed: u64, meaning: &SeedMeaning) -> ModeKey {
+    (seed, meaning.swarm, meaning.only.clone())
+}
+
 /// Whether [`SeedCorpus::append`] added the seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AppendOutcome {
@@ -156,7 +165,7 @@ impl SeedCorpus {
             };
             let seed = parse_seed(seed_text).map_err(parse_error)?;
             let meaning = SeedMeaning::parse(words).map_err(parse_error)?;
-            if !seen.insert(seed) {
+            if !seen.insert(mode_key(seed, &meaning)) {
                 continue;
             }
             let comment = comment.filter(|c| !c.is_empty()).map(str::to_owned);
@@ -180,9 +189,16 @@ impl SeedCorpus {
         self.entries.iter().map(|entry| entry.seed).collect()
     }
 
-    /// Whether `seed` is in the corpus.
+    /// Whether `seed` is in the corpus, in any mode.
     pub fn contains(&self, seed: u64) -> bool {
         self.entries.iter().any(|entry| entry.seed == seed)
+    }
+
+    /// Whether `seed` is kept in the mode of `meaning` (swarm flag and schedule).
+    pub fn contains_in_mode(&self, seed: u64, meaning: &SeedMeaning) -> bool {
+        self.entries
+            .iter()
+            .any(|entry| entry.seed == seed && entry.meaning.same_mode(meaning))
     }
 
     /// Adds `seed` with `comment` to the file at `path`, atomically and only if absent.
@@ -219,7 +235,7 @@ impl SeedCorpus {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(source) => return Err(io(source)),
         };
-        if Self::parse(path, &existing)?.contains(seed) {
+        if Self::parse(path, &existing)?.contains_in_mode(seed, meaning) {
             return Ok(AppendOutcome::AlreadyPresent);
         }
         let mut text = existing;

@@ -30,7 +30,8 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::{
-    AppendOutcome, CorpusError, SeedCorpus, SeedMeaning, format_entry, replace_atomically, sibling,
+    AppendOutcome, CorpusError, ModeKey, SeedCorpus, SeedMeaning, format_entry, mode_key,
+    replace_atomically, sibling,
 };
 use crate::constants::{CORPUS_LINES_MAX, CORPUS_RECORDER_SYNC_EVERY_APPENDS};
 
@@ -42,7 +43,8 @@ pub const TORN_LINE_COMMENT: &str = "# torn line (a write cut short), kept as a 
 pub struct CorpusRecorder {
     path: PathBuf,
     lock: File,
-    seeds: BTreeSet<u64>,
+    /// The seeds in the file, each with its mode (a seed is kept once per mode).
+    seeds: BTreeSet<ModeKey>,
     /// `\n` bytes in the file as last seen.
     newlines: usize,
     /// The file's length as last seen (what this recorder has read up to).
@@ -92,12 +94,13 @@ impl CorpusRecorder {
         &self.path
     }
 
-    /// Whether `seed` is in the file (as of the last append or open).
-    pub fn contains(&self, seed: u64) -> bool {
-        self.seeds.contains(&seed)
+    /// Whether `seed` is in the file in the mode of `meaning` (as of the last append or
+    /// open).
+    pub fn contains(&self, seed: u64, meaning: &SeedMeaning) -> bool {
+        self.seeds.contains(&mode_key(seed, meaning))
     }
 
-    /// Seeds in the file (as of the last append or open).
+    /// Seeds in the file, counted once per mode (as of the last append or open).
     pub fn len(&self) -> usize {
         self.seeds.len()
     }
@@ -107,7 +110,8 @@ impl CorpusRecorder {
         self.seeds.is_empty()
     }
 
-    /// Appends `seed` with its words and comment unless the file has it. A file at
+    /// Appends `seed` with its words and comment unless the file has it in the same mode
+    /// (swarm flag and schedule). A file at
     /// `CORPUS_LINES_MAX` lines takes no more (`CorpusError::TooLong`).
     pub fn record(
         &mut self,
@@ -115,7 +119,7 @@ impl CorpusRecorder {
         meaning: &SeedMeaning,
         comment: &str,
     ) -> Result<AppendOutcome, CorpusError> {
-        if self.seeds.contains(&seed) {
+        if self.contains(seed, meaning) {
             return Ok(AppendOutcome::AlreadyPresent);
         }
         self.lock.lock().map_err(|source| self.io(source))?;
@@ -160,7 +164,7 @@ impl CorpusRecorder {
             .map_err(|source| self.io(source))?;
         let len = file.metadata().map_err(|source| self.io(source))?.len();
         self.catch_up(&mut file, len)?;
-        if self.seeds.contains(&seed) {
+        if self.contains(seed, meaning) {
             return Ok(AppendOutcome::AlreadyPresent);
         }
         if self.lines() >= CORPUS_LINES_MAX {
@@ -192,7 +196,7 @@ impl CorpusRecorder {
         self.len_bytes = len + line.len() as u64;
         self.newlines += line.matches('\n').count();
         self.terminated = true;
-        self.seeds.insert(seed);
+        self.seeds.insert(mode_key(seed, meaning));
         self.unsynced += 1;
         if self.unsynced >= CORPUS_RECORDER_SYNC_EVERY_APPENDS {
             file.sync_data().map_err(|source| self.io(source))?;
@@ -216,7 +220,7 @@ impl CorpusRecorder {
                 && self.terminated
                 && let Ok(appended) = SeedCorpus::parse(&self.path, &tail)
             {
-                self.seeds.extend(appended.seeds());
+                self.seeds.extend(keys(&appended));
                 self.newlines += tail.matches('\n').count();
                 self.terminated = tail.ends_with('\n');
                 self.len_bytes = len;
@@ -243,7 +247,7 @@ impl CorpusRecorder {
             text = repaired;
             parsed = SeedCorpus::parse(&self.path, &text);
         }
-        self.seeds = parsed?.seeds().into_iter().collect();
+        self.seeds = keys(&parsed?);
         self.newlines = text.matches('\n').count();
         self.terminated = text.is_empty() || text.ends_with('\n');
         self.len_bytes = text.len() as u64;
@@ -255,6 +259,14 @@ impl Drop for CorpusRecorder {
     fn drop(&mut self) {
         let _ = self.sync();
     }
+}
+
+fn keys(corpus: &SeedCorpus) -> BTreeSet<ModeKey> {
+    corpus
+        .entries()
+        .iter()
+        .map(|entry| mode_key(entry.seed, &entry.meaning))
+        .collect()
 }
 
 /// `text` with its last line turned into a comment, if that line is the one that failed

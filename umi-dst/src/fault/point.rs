@@ -135,6 +135,18 @@ pub const STORAGE_WRITE: FaultPoint = FaultPoint::new(
     ],
 );
 
+/// A batch with nothing that can rot (only links or deletes): the same operation as
+/// [`STORAGE_WRITE`], without `storage.corruption`, which would be counted as injected
+/// and change nothing. Not in [`BUILTIN`]: filters name the operation, `storage.write`.
+pub const STORAGE_WRITE_UNROTTABLE: FaultPoint = FaultPoint::new(
+    "storage.write",
+    &[
+        FaultKind::StorageWriteFail,
+        FaultKind::StorageDiskFull,
+        FaultKind::StorageLatency,
+    ],
+);
+
 /// A batch that deletes entities, asked before its write.
 pub const STORAGE_DELETE: FaultPoint =
     FaultPoint::new("storage.delete", &[FaultKind::StorageDeleteFail]);

@@ -253,6 +253,8 @@ pub fn cut(body: BodyStream, left: usize, kind: FaultKind) -> BodyStream {
                 return None;
             }
             match body.next().await {
+                // An empty write moves nothing (and must not end a partial write early).
+                Some(Ok(chunk)) if chunk.is_empty() => Some((Ok(chunk), (body, left, held, false))),
                 Some(Ok(mut chunk)) if held.is_none() && chunk.len() >= left => {
                     chunk.truncate(left);
                     match after_cut() {
@@ -294,7 +296,14 @@ pub fn cut(body: BodyStream, left: usize, kind: FaultKind) -> BodyStream {
                         (None, None) => None,
                     }
                 }
-                Some(Err(error)) => Some((Err(error), (body, 0, None, true))),
+                // The body broke first: what was held back is delivered, then the error.
+                Some(Err(error)) => match held {
+                    Some(previous) => Some((
+                        Ok(previous),
+                        (futures::stream::iter([Err(error)]).boxed(), 0, None, false),
+                    )),
+                    None => Some((Err(error), (body, 0, None, true))),
+                },
             }
         },
     )
@@ -305,6 +314,91 @@ pub fn cut(body: BodyStream, left: usize, kind: FaultKind) -> BodyStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn body(chunks: &[&[u8]]) -> BodyStream {
+        let chunks: Vec<Result<Vec<u8>, TransportError>> =
+            chunks.iter().map(|c| Ok(c.to_vec())).collect();
+        futures::stream::iter(chunks).boxed()
+    }
+
+    /// What `stream` delivers before it ends, errs or stalls: the bytes, and how it
+    /// stopped ("end", "error" or "stall").
+    fn drain(mut stream: BodyStream) -> (Vec<u8>, &'static str) {
+        let mut bytes = Vec::new();
+        loop {
+            match stream.next().now_or_never() {
+                Some(Some(Ok(piece))) => bytes.extend_from_slice(&piece),
+                Some(Some(Err(_))) => return (bytes, "error"),
+                Some(None) => return (bytes, "end"),
+                None => return (bytes, "stall"),
+            }
+        }
+    }
+
+    /// A body fault always acts: on a body shorter than the cut point a reset still breaks
+    /// it, a timeout still stalls it, and a partial write still ends it early. (Counted as
+    /// injected, a body fault on a short body once did nothing.)
+    #[test]
+    fn body_faults_act_on_bodies_shorter_than_the_cut() {
+        let chunks: &[&[u8]] = &[b"aaaaaaaaaa", b"", b"bbbbbbbbbb", b"cccccccccc"];
+        let whole: Vec<u8> = chunks.concat();
+        let (bytes, how) = drain(cut(body(chunks), 100, FaultKind::NetworkReset));
+        assert_eq!((bytes.as_slice(), how), (whole.as_slice(), "error"));
+        let (bytes, how) = drain(cut(body(chunks), 100, FaultKind::NetworkTimeout));
+        assert_eq!((bytes.as_slice(), how), (whole.as_slice(), "stall"));
+        for left in [100, 101, 129] {
+            let (bytes, how) = drain(cut(body(chunks), left, FaultKind::NetworkPartialWrite));
+            assert_eq!(how, "end");
+            assert!(
+                bytes.len() < whole.len(),
+                "left {left}: {} bytes",
+                bytes.len()
+            );
+            assert!(
+                bytes.len() >= 20,
+                "only the last chunk is cut: {}",
+                bytes.len()
+            );
+            assert_eq!(bytes, whole[..bytes.len()], "a prefix, in order");
+        }
+    }
+
+    #[test]
+    fn body_faults_cut_at_the_byte_asked_for() {
+        let chunks: &[&[u8]] = &[b"aaaaaaaaaa", b"bbbbbbbbbb", b"cccccccccc"];
+        let whole: Vec<u8> = chunks.concat();
+        for left in [0, 5, 10, 15, 29] {
+            for kind in [
+                FaultKind::NetworkPartialWrite,
+                FaultKind::NetworkReset,
+                FaultKind::NetworkTimeout,
+            ] {
+                let (bytes, how) = drain(cut(body(chunks), left, kind));
+                assert_eq!(bytes, whole[..left], "{kind} at {left}");
+                let expected = match kind {
+                    FaultKind::NetworkPartialWrite => "end",
+                    FaultKind::NetworkReset => "error",
+                    _ => "stall",
+                };
+                assert_eq!(how, expected, "{kind} at {left}");
+            }
+        }
+    }
+
+    /// A body that breaks while a partial write holds a chunk back delivers the chunk,
+    /// then the error: no byte the server sent is lost.
+    #[test]
+    fn a_held_chunk_is_delivered_before_an_error() {
+        let failing: Vec<Result<Vec<u8>, TransportError>> = vec![
+            Ok(b"aaaa".to_vec()),
+            Err(TransportError::Reset {
+                reason: "peer".into(),
+            }),
+        ];
+        let stream = futures::stream::iter(failing).boxed();
+        let (bytes, how) = drain(cut(stream, 100, FaultKind::NetworkPartialWrite));
+        assert_eq!((bytes.as_slice(), how), (b"aaaa".as_slice(), "error"));
+    }
 
     #[test]
     fn every_plan_keeps_every_byte_in_order() {

@@ -16,6 +16,8 @@ use crate::corpus::SeedMeaning;
 /// One kept seed that no longer reaches what it was kept for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaleSeed {
+    /// The corpus file.
+    pub path: PathBuf,
     /// The seed.
     pub seed: u64,
     /// The corpus line it is on.
@@ -26,12 +28,10 @@ pub struct StaleSeed {
     pub comment: Option<String>,
 }
 
-/// The stale seeds of one corpus file.
+/// The stale seeds of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaleSeeds {
-    /// The corpus file.
-    pub path: PathBuf,
-    /// Its stale seeds, in file order.
+    /// The stale seeds, in the order they ran.
     pub seeds: Vec<StaleSeed>,
 }
 
@@ -47,7 +47,7 @@ impl fmt::Display for StaleSeeds {
             writeln!(
                 f,
                 "  {}:{}: seed {} injected {} when it was kept{}; its replay injects none of them",
-                self.path.display(),
+                stale.path.display(),
                 stale.line,
                 stale.seed,
                 kinds.join(", "),
@@ -57,11 +57,11 @@ impl fmt::Display for StaleSeeds {
                     .map_or_else(String::new, |c| format!(" ({c})")),
             )?;
         }
-        let name = self
+        let first = &self.seeds[0];
+        let name = first
             .path
             .file_stem()
             .map_or_else(|| "<scenario>".into(), |s| s.to_string_lossy());
-        let first = &self.seeds[0];
         let kinds: Vec<&str> = first.meaning.faults.iter().map(|k| k.name()).collect();
         write!(
             f,
@@ -69,7 +69,7 @@ impl fmt::Display for StaleSeeds {
              replace the line (for a scenario: `dst find --scenario {name} --faults {}{}`), or \
              delete the line if the case is covered elsewhere",
             kinds.join(","),
-            first.meaning.dst_flags()
+            if first.meaning.swarm { " --swarm" } else { "" }
         )
     }
 }
@@ -81,8 +81,8 @@ mod tests {
     #[test]
     fn the_message_names_file_line_seed_and_the_command_to_refind() {
         let stale = StaleSeeds {
-            path: PathBuf::from("seeds/wire_faults.seeds"),
             seeds: vec![StaleSeed {
+                path: PathBuf::from("seeds/wire_faults.seeds"),
                 seed: 14,
                 line: 2,
                 meaning: SeedMeaning::parse("swarm faults=network.timeout").unwrap(),

@@ -180,10 +180,8 @@ pub struct Simulation {
     seeds: Vec<u64>,
     settings: Settings,
     replay: Option<ReplayTarget>,
-    /// Seeds of the corpus, each replayed in its recorded mode.
-    kept: Vec<CorpusEntry>,
-    /// The corpus file they came from.
-    kept_path: Option<PathBuf>,
+    /// Seeds of the corpus, each replayed in its recorded mode, with the file it is in.
+    kept: Vec<(PathBuf, CorpusEntry)>,
 }
 
 impl Simulation {
@@ -196,7 +194,6 @@ impl Simulation {
             settings: Settings::default(),
             replay: None,
             kept: Vec::new(),
-            kept_path: None,
         }
     }
 
@@ -222,7 +219,6 @@ impl Simulation {
             settings,
             replay: None,
             kept: Vec::new(),
-            kept_path: None,
         }
     }
 
@@ -275,6 +271,16 @@ impl Simulation {
         self
     }
 
+    /// Runs exactly these seeds (unless `DST_SEED` picked one), whatever range the
+    /// environment asks for: for a test whose range is its point ("the planted bug is
+    /// found within 100 seeds").
+    pub fn with_fixed_seeds(mut self, seeds: impl IntoIterator<Item = u64>) -> Self {
+        if self.settings.seed.is_none() {
+            self.seeds = seeds.into_iter().collect();
+        }
+        self
+    }
+
     /// Also runs the seeds of the corpus file at `path`, each in the mode its line records
     /// (swarm, an `only=` schedule); with `DST_SEED` set, runs that seed in its recorded
     /// mode if the corpus keeps it. A kept seed whose line records the faults it injected,
@@ -288,16 +294,17 @@ impl Simulation {
     /// Like [`Simulation::with_corpus`], returning the error instead.
     pub fn try_with_corpus(mut self, path: impl AsRef<Path>) -> Result<Self, CorpusError> {
         let corpus = SeedCorpus::load(path.as_ref())?;
-        self.kept_path = Some(path.as_ref().to_owned());
-        match self.settings.seed {
-            Some(seed) => {
-                if let Some(entry) = corpus.entries().iter().find(|e| e.seed == seed) {
-                    self.seeds.clear();
-                    self.kept.push(entry.clone());
-                }
-            }
-            None => self.kept.extend(corpus.entries().iter().cloned()),
-        }
+        let path = path.as_ref().to_owned();
+        // With DST_SEED, that seed in every mode the corpus keeps it in (besides its plain
+        // run): the failing run is among them.
+        let chosen = self.settings.seed;
+        self.kept.extend(
+            corpus
+                .entries()
+                .iter()
+                .filter(|entry| chosen.is_none_or(|seed| entry.seed == seed))
+                .map(|entry| (path.clone(), entry.clone())),
+        );
         Ok(self)
     }
 
@@ -371,10 +378,14 @@ impl Simulation {
         let mut stale = Vec::new();
         for (seed, kept) in self.runs() {
             let mut config = self.config_for(seed);
-            if let Some(entry) = kept {
+            if let Some((_, entry)) = kept {
                 config = entry.meaning.apply(config);
             }
-            config.trace_full |= self.settings.check_determinism || self.settings.print_trace;
+            // A seed kept for nondeterminism only shows it when run twice.
+            let check_determinism = self.settings.check_determinism
+                || kept
+                    .is_some_and(|(_, e)| e.meaning.expect == Some(FailureClass::Nondeterminism));
+            config.trace_full |= check_determinism || self.settings.print_trace;
             let first = execute::run_seed(&config, &body, self.settings.log);
             if let Some((class, message)) = &first.failure {
                 return Err(RunError::Failed(self.report(
@@ -384,17 +395,18 @@ impl Simulation {
                     None,
                 )));
             }
-            if self.settings.check_determinism {
+            if check_determinism {
                 let second = execute::run_seed(&config, &body, self.settings.log);
                 if let Some(report) = self.compare(&first, &second) {
                     return Err(RunError::Failed(report));
                 }
             }
             self.print_run(&first);
-            if let Some(entry) = kept
+            if let Some((path, entry)) = kept
                 && !entry.meaning.still_reached_by(&first.fault_stats)
             {
                 stale.push(StaleSeed {
+                    path: path.clone(),
                     seed,
                     line: entry.line,
                     meaning: entry.meaning.clone(),
@@ -414,10 +426,7 @@ impl Simulation {
             });
         }
         if !stale.is_empty() {
-            return Err(RunError::Stale(StaleSeeds {
-                path: self.kept_path.clone().unwrap_or_default(),
-                seeds: stale,
-            }));
+            return Err(RunError::Stale(StaleSeeds { seeds: stale }));
         }
         let rules = unreached_rules(&self.template.faults, &reach);
         if rules.is_empty() {
@@ -427,8 +436,12 @@ impl Simulation {
             rules,
             seeds: summary.seeds.len(),
         };
-        if self.settings.seed.is_some() {
-            // One seed picked by DST_SEED: a rule may miss one seed and still be right.
+        if summary.seeds.is_empty() {
+            return Ok(summary);
+        }
+        if self.settings.seed.is_some() || summary.seeds.len() < 2 {
+            // One seed (a DST_SEED replay, or a one-seed simulation): a rule may miss one
+            // seed and still be right, so this is a warning; over a range it is an error.
             #[allow(clippy::print_stderr, reason = "a warning the replay should show")]
             {
                 eprintln!("umi: warning: {unreached}");
@@ -441,16 +454,17 @@ impl Simulation {
     /// The runs, in order: the seed range, then each kept seed not already run in the
     /// same mode (a kept seed in the default mode that the range covers rides on that
     /// run, so its staleness is still checked).
-    fn runs(&self) -> Vec<(u64, Option<&CorpusEntry>)> {
-        let mut runs: Vec<(u64, Option<&CorpusEntry>)> =
+    fn runs(&self) -> Vec<(u64, Option<&(PathBuf, CorpusEntry)>)> {
+        let mut runs: Vec<(u64, Option<&(PathBuf, CorpusEntry)>)> =
             self.seeds.iter().map(|&seed| (seed, None)).collect();
-        for entry in &self.kept {
+        for kept in &self.kept {
+            let entry = &kept.1;
             let same = runs
                 .iter()
                 .position(|(seed, kept)| *seed == entry.seed && kept.is_none());
             match same {
-                Some(index) if entry.meaning.is_default_mode() => runs[index].1 = Some(entry),
-                _ => runs.push((entry.seed, Some(entry))),
+                Some(index) if entry.meaning.is_default_mode() => runs[index].1 = Some(kept),
+                _ => runs.push((entry.seed, Some(kept))),
             }
         }
         runs

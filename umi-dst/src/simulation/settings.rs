@@ -151,7 +151,10 @@ impl Settings {
     pub fn seeds(&self) -> Vec<u64> {
         match self.seed {
             Some(seed) => vec![seed],
-            None => (self.seed_start..self.seed_start + self.seed_count).collect(),
+            // Up to the largest seed: `DST_SEED_START=18446744073709551615` is one seed.
+            None => (0..self.seed_count)
+                .map_while(|offset| self.seed_start.checked_add(offset))
+                .collect(),
         }
     }
 }

@@ -24,7 +24,7 @@ use super::engine::{self, ProgressStyle, Shard, SweepOptions, run_one, select};
 use super::minimize::minimize;
 use super::report::SweepReport;
 use super::scenario::Scenario;
-use crate::corpus::{SeedCorpus, corpus_path, find_seeds_dir};
+use crate::corpus::{SeedCorpus, SeedMeaning, corpus_path, find_seeds_dir};
 use crate::fault::InjectionId;
 use crate::simulation::report::FailureClass;
 use crate::simulation::settings::parse_seed;
@@ -405,6 +405,17 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         program,
         interrupt: interrupt.clone(),
     };
+    // A report that cannot be written is refused now, not after the whole sweep.
+    for (flag, path) in [("--report", &options.report_path), ("--junit", &args.junit)] {
+        let Some(path) = path else { continue };
+        if let Err(error) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            return fail(&format!("{flag} {}: {error}", path.display()));
+        }
+    }
     let report = match engine::run(scenarios, &options) {
         Ok(report) => report,
         Err(error) => return fail(&error.to_string()),
@@ -661,7 +672,15 @@ fn merge(args: &MergeArgs) -> ExitCode {
             },
             _ => SeedCorpus::default(),
         };
-        for failure in scenario.failures.iter().filter(|f| !known.contains(f.seed)) {
+        let mode = SeedMeaning {
+            swarm: merged.swarm,
+            ..SeedMeaning::default()
+        };
+        for failure in scenario
+            .failures
+            .iter()
+            .filter(|f| !known.contains_in_mode(f.seed, &mode))
+        {
             new += 1;
             println!(
                 "NEW {} seed {} ({}): {}",
@@ -671,6 +690,18 @@ fn merge(args: &MergeArgs) -> ExitCode {
                 failure.message.lines().next().unwrap_or("")
             );
         }
+    }
+    for scenario in merged
+        .scenarios
+        .iter()
+        .filter(|s| !s.canary && s.failures_truncated > 0)
+    {
+        println!(
+            "UNCHECKED {}: {} failing seed(s) are not listed in the reports, so --fail-on-new could not check them ({})",
+            scenario.name,
+            scenario.failures_truncated,
+            super::report::truncation_note(scenario)
+        );
     }
     if !merged.canaries_missed().is_empty() {
         return exit(20);

@@ -298,11 +298,11 @@ fn fold_run(entry: &mut ScenarioReport, run: &crate::simulation::SeedRun) {
     for (mark, count) in &run.marks {
         *entry.marks_hit.entry(mark.clone()).or_insert(0) += count;
     }
-    assert_eq!(
-        run.rule_reach.len(),
-        entry.rule_reach.len(),
-        "one count per rule"
-    );
+    // A scenario's `config` may add rules to its profile: count what it ran.
+    if entry.rule_reach.len() < run.rule_reach.len() {
+        entry.rule_reach.resize(run.rule_reach.len(), 0);
+        entry.rules.clone_from(&run.faults);
+    }
     for (total, reached) in entry.rule_reach.iter_mut().zip(&run.rule_reach) {
         *total += reached;
     }

@@ -156,6 +156,23 @@ pub fn select(
     scenarios: &[Arc<dyn Scenario>],
     names: &[String],
 ) -> Result<Vec<Arc<dyn Scenario>>, SweepError> {
+    let selected = select_by_name(scenarios, names)?;
+    for scenario in &selected {
+        // A fault rule that can fire nowhere is refused here, before any seed runs (a
+        // seed would otherwise crash on the invalid config and be recorded).
+        if let Err(error) = scenario.config(1, false).validate() {
+            return Err(SweepError::Invalid {
+                reason: format!("scenario {}: {error}", scenario.name()),
+            });
+        }
+    }
+    Ok(selected)
+}
+
+fn select_by_name(
+    scenarios: &[Arc<dyn Scenario>],
+    names: &[String],
+) -> Result<Vec<Arc<dyn Scenario>>, SweepError> {
     if names.is_empty() {
         return Ok(scenarios.to_vec());
     }
