@@ -16,7 +16,8 @@ mod coverage;
 
 /// The sweep engine's promises: `--jobs 1` and `--jobs 2` give identical trace hashes;
 /// shards cover exactly the unsharded seeds with identical results; minimization keeps
-/// the failure; a killed sweep leaves `seeds/` parseable and a report of how far it got.
+/// the failure; a killed sweep leaves `seeds/` parseable and a report of how far it got;
+/// Ctrl-C writes the reports and prints the command that resumes the range.
 mod sweep;
 
 /// `dst serve` over real HTTP: order-independent answers, envelopes, limits, and

@@ -254,6 +254,72 @@ fn a_killed_sweep_leaves_parseable_seeds_and_a_partial_report() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Ctrl-C (SIGINT) stops a sweep as its time budget does: the runs in flight finish,
+/// the table, the JSON report (incomplete, with why) and the JUnit are written, the
+/// command that resumes the range is printed, and the exit code is 130 (128 + SIGINT).
+#[test]
+fn an_interrupted_sweep_writes_its_reports_and_says_how_to_resume() {
+    let dir = std::env::temp_dir().join(format!("umi-interrupted-sweep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (report_path, junit_path) = (dir.join("report.json"), dir.join("junit.xml"));
+    let child = Command::new(env!("CARGO_BIN_EXE_dst"))
+        .args(["sweep", "--seeds", "1000000", "--jobs", "2", "--quiet"])
+        .args(["--scenario", "canary", "--scenario", "memory_no_data_loss"])
+        .arg("--seeds-dir")
+        .arg(dir.join("seeds"))
+        .arg("--report")
+        .arg(&report_path)
+        .arg("--junit")
+        .arg(&junit_path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The report is written once the handlers are installed and the sweep has begun.
+    let mut waited = Duration::ZERO;
+    while waited < Duration::from_secs(120) && read_report(&report_path).is_none() {
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the test waits in real time for a real process"
+        )]
+        std::thread::sleep(Duration::from_millis(100));
+        waited += Duration::from_millis(100);
+    }
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(130), "{stdout}");
+    let report = read_report(&report_path).expect("a parseable report");
+    assert!(!report.completed);
+    assert!(report.runs_done < report.runs_planned);
+    assert_eq!(report.stopped.as_deref(), Some("interrupted (SIGINT)"));
+    let seeds_done = report.runs_done / 2;
+    let resume = format!(
+        "resume: dst sweep --seed-start {} --seeds {} --scenario canary --scenario memory_no_data_loss --seeds-dir {}",
+        1 + seeds_done,
+        1_000_000 - seeds_done,
+        dir.join("seeds").display()
+    );
+    assert!(stdout.contains(&resume), "{resume}\n{stdout}");
+    assert!(
+        stdout.contains("(incomplete)") && stdout.contains("stopped early: interrupted (SIGINT)"),
+        "{stdout}"
+    );
+    let junit = std::fs::read_to_string(&junit_path).expect("the JUnit is written");
+    assert!(
+        junit.contains(&format!(
+            "<testsuite name=\"canary\" tests=\"{}\"",
+            report.scenarios[0].seeds_run
+        )),
+        "{junit}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn read_report(path: &Path) -> Option<SweepReport> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }

@@ -66,6 +66,11 @@ pub const CORPUS_LINES_MAX: usize = 100_000;
 /// Bytes of a corpus line's comment.
 pub const CORPUS_COMMENT_BYTES_MAX: usize = 200;
 
+/// Appends a `CorpusRecorder` makes between two fsyncs of its file (it also syncs when
+/// synced or dropped): a sweep recording thousands of seeds a second syncs a few times
+/// a second, not per seed.
+pub const CORPUS_RECORDER_SYNC_EVERY_APPENDS: usize = 256;
+
 const _: () = assert!(SIM_STEPS_MAX_DEFAULT <= SIM_STEPS_MAX_LIMIT);
 const _: () = assert!(TRACE_TAIL_EVENTS_DEFAULT <= TRACE_TAIL_EVENTS_MAX);
 const _: () = assert!(TRACE_TAIL_EVENTS_MAX <= TRACE_EVENTS_FULL_MAX);
@@ -73,3 +78,4 @@ const _: () = assert!(SWARM_SCALE_QUARTER_OCTAVES_MAX > 0 && SWARM_SCALE_QUARTER
 const _: () = assert!(SWARM_KIND_PROBABILITY > 0.0 && SWARM_KIND_PROBABILITY <= 1.0);
 const _: () = assert!(DEFAULT_SEED_COUNT >= 1 && DEFAULT_SEED_COUNT <= SEEDS_PER_RUN_MAX);
 const _: () = assert!(CORPUS_COMMENT_BYTES_MAX < TRACE_DETAIL_BYTES_MAX);
+const _: () = assert!(CORPUS_RECORDER_SYNC_EVERY_APPENDS >= 1);

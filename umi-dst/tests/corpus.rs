@@ -255,3 +255,158 @@ fn a_simulation_inside_a_runtime_is_a_usage_error() {
     assert!(matches!(error, RunError::Config(_)), "{error}");
     assert!(error.to_string().contains("plain #[test]"), "{error}");
 }
+
+fn recorder_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("umi-recorder-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A recorder appends each seed once, keeps what was there (a last line without `\n`
+/// included), and its lines read back with their words.
+#[test]
+fn a_recorder_appends_once_and_keeps_the_existing_lines() {
+    use umi_dst::corpus::{AppendOutcome, CorpusRecorder, SeedCorpus, SeedMeaning};
+    let dir = recorder_dir("append");
+    let path = dir.join("demo.seeds");
+    std::fs::write(&path, "# kept\n7  # old").unwrap();
+    let mut recorder = CorpusRecorder::open(&path).unwrap();
+    assert!(recorder.contains(7, &SeedMeaning::default()));
+    let meaning = SeedMeaning::parse("swarm expect=crash").unwrap();
+    assert_eq!(
+        recorder.record(9, &meaning, "crash: boom").unwrap(),
+        AppendOutcome::Added
+    );
+    assert_eq!(
+        recorder.record(9, &meaning, "again").unwrap(),
+        AppendOutcome::AlreadyPresent
+    );
+    assert_eq!(
+        recorder
+            .record(7, &SeedMeaning::default(), "again")
+            .unwrap(),
+        AppendOutcome::AlreadyPresent
+    );
+    assert_eq!(
+        recorder.record(7, &meaning, "in swarm mode").unwrap(),
+        AppendOutcome::Added,
+        "a seed is kept once per mode"
+    );
+    recorder.record(10, &SeedMeaning::default(), "").unwrap();
+    recorder.sync().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "# kept\n7  # old\n9 swarm expect=crash  # crash: boom\n7 swarm expect=crash  # in swarm mode\n10\n"
+    );
+    assert_eq!(SeedCorpus::load(&path).unwrap().seeds(), [7, 9, 7, 10]);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A power loss between syncs can leave a last line without its `\n`: loading names the
+/// line and says so; a recorder turns it into a comment (no text lost) and goes on.
+#[test]
+fn a_torn_last_line_is_named_on_load_and_repaired_by_a_recorder() {
+    use umi_dst::corpus::{CorpusRecorder, SeedCorpus, SeedMeaning};
+    let dir = recorder_dir("torn");
+    let path = dir.join("torn.seeds");
+    std::fs::write(&path, "5  # correctness: x\n12 swa").unwrap();
+    let error = SeedCorpus::load(&path).unwrap_err().to_string();
+    assert!(
+        error.contains("torn.seeds:2") && error.contains("no newline"),
+        "{error}"
+    );
+    let mut recorder = CorpusRecorder::open(&path).unwrap();
+    recorder.record(6, &SeedMeaning::default(), "c").unwrap();
+    drop(recorder);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        text,
+        "5  # correctness: x\n# torn line (a write cut short), kept as a comment: 12 swa\n6  # c\n"
+    );
+    assert_eq!(SeedCorpus::load(&path).unwrap().seeds(), [5, 6]);
+    // A whole bad line is a person's typo: an error, and the file is not touched.
+    std::fs::write(&path, "5\nseven\n").unwrap();
+    assert!(CorpusRecorder::open(&path).is_err());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "5\nseven\n");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Two recorders on one file (two shards of a sweep recording into one `seeds/`), each
+/// with overlapping seeds, plus a single append in between: every seed once, every line
+/// whole.
+#[test]
+fn concurrent_recorders_write_each_seed_once_and_no_torn_line() {
+    use umi_dst::corpus::{CorpusRecorder, SeedCorpus, SeedMeaning};
+    let dir = recorder_dir("concurrent");
+    let path = dir.join("shared.seeds");
+    let seeds_each = 400u64;
+    std::thread::scope(|scope| {
+        for worker in 0..2u64 {
+            let path = path.clone();
+            #[allow(clippy::disallowed_methods, reason = "two writers, as two processes")]
+            scope.spawn(move || {
+                let mut recorder = CorpusRecorder::open(&path).unwrap();
+                for i in 0..seeds_each {
+                    // Both writers try 0..seeds_each, in opposite orders.
+                    let seed = if worker == 0 { i } else { seeds_each - 1 - i };
+                    recorder
+                        .record(seed, &SeedMeaning::default(), &format!("writer {worker}"))
+                        .unwrap();
+                }
+            });
+        }
+    });
+    SeedCorpus::append(&path, 100_000, "single").unwrap();
+    let mut late = CorpusRecorder::open(&path).unwrap();
+    SeedCorpus::append(&path, 100_001, "appended after the recorder opened").unwrap();
+    let outcome = late
+        .record(100_001, &SeedMeaning::default(), "again")
+        .unwrap();
+    assert_eq!(outcome, umi_dst::corpus::AppendOutcome::AlreadyPresent);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.ends_with('\n'));
+    let corpus = SeedCorpus::load(&path).unwrap();
+    assert_eq!(corpus.seeds().len(), seeds_each as usize + 2);
+    assert_eq!(
+        text.lines().count(),
+        seeds_each as usize + 2,
+        "no seed written twice"
+    );
+    for line in text.lines() {
+        assert!(
+            line.ends_with("writer 0")
+                || line.ends_with("writer 1")
+                || line.contains("single")
+                || line.contains("appended"),
+            "{line:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A recorder stops at the loader's line limit with a typed error (a file it made
+/// longer could no longer be loaded).
+#[test]
+fn a_recorder_stops_at_the_line_limit() {
+    use umi_dst::constants::CORPUS_LINES_MAX;
+    use umi_dst::corpus::{CorpusError, CorpusRecorder, SeedCorpus, SeedMeaning};
+    let dir = recorder_dir("limit");
+    let path = dir.join("full.seeds");
+    let text: String = (0..CORPUS_LINES_MAX as u64 - 1)
+        .map(|seed| format!("{seed}\n"))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    let mut recorder = CorpusRecorder::open(&path).unwrap();
+    let last = CORPUS_LINES_MAX as u64;
+    recorder.record(last, &SeedMeaning::default(), "").unwrap();
+    assert!(matches!(
+        recorder.record(last + 1, &SeedMeaning::default(), ""),
+        Err(CorpusError::TooLong { .. })
+    ));
+    assert_eq!(
+        SeedCorpus::load(&path).unwrap().seeds().len(),
+        CORPUS_LINES_MAX
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,6 +1,8 @@
 //! The sweep engine on toy scenarios: a crash or a hang in one seed never stops the
-//! sweep; the time budget stops it with a report of how far it got; failing seeds are
-//! recorded once, atomically, canaries only when asked; reports merge and export.
+//! sweep; the time budget and an interrupt stop it, in time however many seeds fail,
+//! with a report of how far it got and the command for the rest; failing seeds are
+//! recorded once, canaries only when asked; reports list a bounded number of failures,
+//! count and group all of them, merge and export.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -27,6 +29,8 @@ enum Misbehaviour {
     Hang,
     /// Records a process-wide counter in its trace: state that outlives a seed.
     Leaky,
+    /// A broken invariant on every seed.
+    AlwaysFails,
 }
 
 /// The leaky toy's global state.
@@ -80,6 +84,9 @@ impl Scenario for Toy {
                         reason = "the point: a run that blocks its thread"
                     )]
                     std::thread::sleep(Duration::from_secs(4));
+                }
+                Misbehaviour::AlwaysFails => {
+                    ensure!(seed == 0, "seed {seed} always fails");
                 }
                 Misbehaviour::Leaky => {
                     let runs = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -333,6 +340,169 @@ fn the_determinism_check_catches_state_that_outlives_a_seed() {
     );
     assert_eq!(checked.exit_code(), 13);
     assert!(checked.table().contains("determinism checked"));
+}
+
+/// Every seed fails and is recorded: a 1 s budget once ran past 150 s (an unbounded
+/// queue of results, each recorded by rewriting the seed file). Now the sweep ends within
+/// one seed timeout of the budget, and the report agrees with the seed file.
+#[test]
+fn a_budget_ends_the_sweep_in_time_however_many_seeds_fail() {
+    let dir = temp_dir("budget-failing");
+    let budget = Duration::from_secs(1);
+    let seed_timeout = Duration::from_secs(2);
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the test measures a real sweep's wall time"
+    )]
+    let started = std::time::Instant::now();
+    let report = run(
+        &[toy("fails", Misbehaviour::AlwaysFails)],
+        &SweepOptions {
+            time_budget: Some(budget),
+            seed_timeout,
+            seeds_dir: Some(dir.clone()),
+            ..options(50_000_000)
+        },
+    )
+    .unwrap();
+    let took = started.elapsed();
+    // Generous slack for a loaded machine; before the fix this took minutes.
+    let slack = Duration::from_secs(30);
+    assert!(took < budget + seed_timeout + slack, "took {took:?}");
+    assert!(!report.completed);
+    assert_eq!(report.stopped.as_deref(), Some("time budget"));
+    let fails = &report.scenarios[0];
+    assert_eq!(fails.seeds_failed, report.runs_done, "every seed failed");
+    let recorded = SeedCorpus::load(&dir.join("fails.seeds")).unwrap().seeds();
+    assert_eq!(
+        recorded.len() as u64,
+        report.seeds_recorded,
+        "the report agrees with the seed file"
+    );
+    if report.runs_done < umi_dst::constants::CORPUS_LINES_MAX as u64 {
+        assert_eq!(
+            report.seeds_recorded, report.runs_done,
+            "every failing seed recorded"
+        );
+        let mut sorted = recorded.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            (1..=report.runs_done).collect::<Vec<u64>>(),
+            "the runs done are the first ones"
+        );
+    }
+    assert_eq!(
+        report.resume.as_deref(),
+        Some(
+            format!(
+                "dst sweep --seed-start {} --seeds {} --seed-timeout 2000ms --seeds-dir {}",
+                1 + report.runs_done,
+                50_000_000 - report.runs_done,
+                dir.display()
+            )
+            .as_str()
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An interrupt (what SIGINT and SIGTERM set in the `dst` command) stops the sweep as
+/// the budget does, and the report says why and how to go on.
+#[test]
+fn an_interrupt_stops_the_sweep_like_the_budget() {
+    let interrupt = Arc::new(std::sync::atomic::AtomicUsize::new(2));
+    let report = run(
+        &[
+            toy("ok", Misbehaviour::None),
+            toy("violates", Misbehaviour::Violation),
+        ],
+        &SweepOptions {
+            interrupt: Some(interrupt),
+            ..options(1_000_000)
+        },
+    )
+    .unwrap();
+    assert!(!report.completed);
+    assert!(report.runs_done < report.runs_planned);
+    assert_eq!(report.stopped.as_deref(), Some("interrupted (SIGINT)"));
+    let seeds_done = report.runs_done / 2;
+    assert_eq!(
+        report.resume.as_deref(),
+        Some(
+            format!(
+                "dst sweep --seed-start {} --seeds {} --no-record",
+                1 + seeds_done,
+                1_000_000 - seeds_done
+            )
+            .as_str()
+        )
+    );
+    assert!(
+        report
+            .table()
+            .contains("stopped early: interrupted (SIGINT)")
+    );
+}
+
+/// 400 failures: the report lists the 200 smallest seeds and says 200 more were cut and
+/// where they all are; the groups and the JUnit counts cover all 400.
+#[test]
+fn more_failures_than_the_report_lists_are_counted_grouped_and_pointed_at() {
+    let dir = temp_dir("truncated");
+    let report = run(
+        &[toy("violates", Misbehaviour::Violation)],
+        &SweepOptions {
+            seeds_dir: Some(dir.clone()),
+            ..options(2_000)
+        },
+    )
+    .unwrap();
+    let s = &report.scenarios[0];
+    assert_eq!(s.seeds_failed, 400);
+    assert_eq!(s.failures.len(), 200);
+    assert_eq!(s.failures_truncated, 200);
+    let listed: Vec<u64> = s.failures.iter().map(|f| f.seed).collect();
+    assert_eq!(
+        listed,
+        (1..=200).map(|n| n * 5).collect::<Vec<u64>>(),
+        "the smallest seeds"
+    );
+    let seeds_file = dir.join("violates.seeds").display().to_string();
+    assert_eq!(s.seeds_file.as_deref(), Some(seeds_file.as_str()));
+    assert_eq!(s.failure_groups.len(), 1, "{:?}", s.failure_groups);
+    let group = &s.failure_groups[0];
+    assert_eq!(
+        (group.count, &group.key[..]),
+        (400, "seed N is a multiple of N")
+    );
+    assert_eq!(group.seeds, [5, 10, 15, 20, 25]);
+    let table = report.table();
+    assert!(
+        table.contains("violates: 400 x correctness seed 5 is a multiple of 5"),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!(
+            "200 truncated); every failing seed is in {seeds_file}"
+        )),
+        "{table}"
+    );
+    assert_eq!(
+        table.matches("replay:").count(),
+        1,
+        "one line per group, not per seed: {table}"
+    );
+    let junit = report.junit();
+    assert!(junit.contains("tests=\"2000\" failures=\"400\""), "{junit}");
+    assert_eq!(
+        SeedCorpus::load(&dir.join("violates.seeds"))
+            .unwrap()
+            .seeds()
+            .len(),
+        400
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A scenario whose fault rule can fire nowhere (a typo in its filter).

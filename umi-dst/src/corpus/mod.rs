@@ -14,18 +14,24 @@
 //! Words between the seed and the comment say what the replay needs and what the seed
 //! found ([`meaning`]).
 //!
-//! Loading names the file and line of anything it cannot read. Appending is atomic and
-//! idempotent: the new file is written beside the old, synced, and renamed over it under
-//! an exclusive lock, so a process killed mid-write leaves the old file or the new one,
-//! never a torn one, and a seed already present is not added twice.
+//! Loading names the file and line of anything it cannot read. A single append
+//! ([`SeedCorpus::append_with`]) is atomic and idempotent: the new file is written beside
+//! the old, synced, and renamed over it under an exclusive lock, so a process killed
+//! mid-write leaves the old file or the new one, never a torn one, and a seed already
+//! present is not added twice. A sweep records many seeds through a [`CorpusRecorder`]
+//! instead: the file read once, each line appended in one `write` under the same lock,
+//! O(1) per seed ([`recorder`]).
 
+use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub mod meaning;
+pub mod recorder;
 
 pub use meaning::SeedMeaning;
+pub use recorder::CorpusRecorder;
 
 use crate::constants::{CORPUS_COMMENT_BYTES_MAX, CORPUS_LINES_MAX};
 use crate::simulation::settings::parse_seed;
@@ -85,6 +91,15 @@ pub struct CorpusEntry {
     pub meaning: SeedMeaning,
 }
 
+/// What makes two corpus lines the same kept run: the seed and its mode (swarm flag and
+/// schedule; `SeedMeaning::same_mode`). A seed may be kept once per mode.
+pub(crate) type ModeKey = (u64, bool, Option<Vec<crate::fault::InjectionId>>);
+
+/// The key of `seed` kept in `meaning`'s mode.
+pub(crate) fn mode_key(seed: u64, meaning: &SeedMeaning) -> ModeKey {
+    (seed, meaning.swarm, meaning.only.clone())
+}
+
 /// Whether [`SeedCorpus::append`] added the seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AppendOutcome {
@@ -116,6 +131,9 @@ impl SeedCorpus {
     /// Parses corpus text; `path` is only used in errors.
     pub fn parse(path: &Path, text: &str) -> Result<Self, CorpusError> {
         let mut entries: Vec<CorpusEntry> = Vec::new();
+        let mut seen = BTreeSet::new();
+        let unterminated = !text.is_empty() && !text.ends_with('\n');
+        let line_count = text.lines().count();
         for (index, raw) in text.lines().enumerate() {
             let line = index + 1;
             if line > CORPUS_LINES_MAX {
@@ -132,18 +150,22 @@ impl SeedCorpus {
                 continue;
             }
             let (seed_text, words) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
-            let parse_error = |reason| CorpusError::Parse {
+            let parse_error = |reason: String| CorpusError::Parse {
                 path: path.to_owned(),
                 line,
                 text: raw.chars().take(PARSE_ERROR_QUOTE_CHARS_MAX).collect(),
-                reason,
+                reason: if unterminated && line == line_count {
+                    format!(
+                        "{reason} (the last line has no newline: a write cut short? \
+                         `dst sweep` turns such a line into a comment)"
+                    )
+                } else {
+                    reason
+                },
             };
             let seed = parse_seed(seed_text).map_err(parse_error)?;
             let meaning = SeedMeaning::parse(words).map_err(parse_error)?;
-            if entries
-                .iter()
-                .any(|entry| entry.seed == seed && entry.meaning.same_mode(&meaning))
-            {
+            if !seen.insert(mode_key(seed, &meaning)) {
                 continue;
             }
             let comment = comment.filter(|c| !c.is_empty()).map(str::to_owned);
@@ -222,21 +244,29 @@ impl SeedCorpus {
         }
         text.push_str(&format_entry(seed, meaning, comment));
 
-        let temp_path = sibling(path, &format!(".tmp-{}", std::process::id()));
-        let mut temp = File::create(&temp_path).map_err(io)?;
-        temp.write_all(text.as_bytes()).map_err(io)?;
-        temp.sync_all().map_err(io)?;
-        drop(temp);
-        fs::rename(&temp_path, path).map_err(io)?;
-        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            // Make the rename itself durable; not every platform can open a directory.
-            if let Ok(dir) = File::open(dir) {
-                let _ = dir.sync_all();
-            }
-        }
+        replace_atomically(path, &text).map_err(io)?;
         drop(lock);
         Ok(AppendOutcome::Added)
     }
+}
+
+/// Replaces the file at `path` with `text`: written to a temporary file beside it,
+/// synced, renamed over it, the directory synced; a process killed at any point leaves
+/// the old file or the new one. The caller holds the lock.
+pub(crate) fn replace_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let temp_path = sibling(path, &format!(".tmp-{}", std::process::id()));
+    let mut temp = File::create(&temp_path)?;
+    temp.write_all(text.as_bytes())?;
+    temp.sync_all()?;
+    drop(temp);
+    fs::rename(&temp_path, path)?;
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        // Make the rename itself durable; not every platform can open a directory.
+        if let Ok(dir) = File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    Ok(())
 }
 
 /// One corpus line: the seed, two spaces, and the comment (one line, bounded, anything
@@ -298,7 +328,7 @@ pub fn find_seeds_dir(start: &Path) -> Option<PathBuf> {
     nearest_crate
 }
 
-fn sibling(path: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path
         .file_name()
         .map(|n| n.to_os_string())

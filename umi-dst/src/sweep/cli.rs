@@ -118,7 +118,9 @@ struct SweepArgs {
     /// Start from a fresh random seed (printed, so the sweep can be repeated).
     #[arg(long)]
     random: bool,
-    /// Stop starting runs after this long (e.g. 10m).
+    /// Stop starting runs after this long (e.g. 10m); the runs in flight finish, the
+    /// reports are written (incomplete) and the command for the rest is printed, as on
+    /// Ctrl-C.
     #[arg(long, value_parser = duration_arg)]
     time_budget: Option<Duration>,
     /// Run shard i of n (1-based), or `auto/n` to take i from JOB_COMPLETION_INDEX
@@ -372,6 +374,15 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         dir
     };
     let no_record = args.no_record;
+    let interrupt = match super::signals::install() {
+        Ok(received) => Some(received),
+        Err(error) => {
+            eprintln!(
+                "dst: cannot handle SIGINT/SIGTERM ({error}); Ctrl-C will end the sweep at once"
+            );
+            None
+        }
+    };
     let options = SweepOptions {
         seed_start,
         seeds: args.seeds,
@@ -392,6 +403,7 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
             ProgressStyle::Auto
         },
         program,
+        interrupt: interrupt.clone(),
     };
     // A report that cannot be written is refused now, not after the whole sweep.
     for (flag, path) in [("--report", &options.report_path), ("--junit", &args.junit)] {
@@ -409,13 +421,16 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         Err(error) => return fail(&error.to_string()),
     };
     print!("{}", report.table());
-    if let Some(path) = &options.report_path {
-        let written = serde_json::to_string_pretty(&report)
-            .map_err(|error| error.to_string())
-            .and_then(|json| std::fs::write(path, json).map_err(|error| error.to_string()));
-        if let Err(error) = written {
-            return fail(&format!("--report {}: {error}", path.display()));
-        }
+    let mut write_errors = Vec::new();
+    if let Some(path) = &options.report_path
+        && let Err(error) = engine::write_report(path, &report)
+    {
+        write_errors.push(format!("--report {}: {error}", path.display()));
+    }
+    if let Some(path) = &args.junit
+        && let Err(error) = std::fs::write(path, report.junit())
+    {
+        write_errors.push(format!("--junit {}: {error}", path.display()));
     }
     match &report.seeds_dir {
         Some(dir) => println!(
@@ -425,10 +440,20 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         None if no_record => println!("seeds: not recorded (--no-record)"),
         None => println!("seeds: not recorded (no cargo project here; pass --seeds-dir)"),
     }
-    if let Some(path) = &args.junit
-        && let Err(error) = std::fs::write(path, report.junit())
-    {
-        return fail(&format!("{}: {error}", path.display()));
+    if let Some(resume) = &report.resume {
+        println!(
+            "resume: {resume}\n  (runs the {} run(s) not done; the seed the sweep stopped in runs all its scenarios again)",
+            report.runs_planned - report.runs_done
+        );
+    }
+    if !write_errors.is_empty() {
+        return fail(&write_errors.join("; "));
+    }
+    let signal = interrupt.map_or(0, |received| {
+        received.load(std::sync::atomic::Ordering::Relaxed)
+    });
+    if signal != 0 && !report.completed {
+        return exit(super::signals::exit_code_for_signal(signal));
     }
     exit(report.exit_code())
 }
@@ -665,6 +690,18 @@ fn merge(args: &MergeArgs) -> ExitCode {
                 failure.message.lines().next().unwrap_or("")
             );
         }
+    }
+    for scenario in merged
+        .scenarios
+        .iter()
+        .filter(|s| !s.canary && s.failures_truncated > 0)
+    {
+        println!(
+            "UNCHECKED {}: {} failing seed(s) are not listed in the reports, so --fail-on-new could not check them ({})",
+            scenario.name,
+            scenario.failures_truncated,
+            super::report::truncation_note(scenario)
+        );
     }
     if !merged.canaries_missed().is_empty() {
         return exit(20);

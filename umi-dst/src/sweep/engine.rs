@@ -6,12 +6,19 @@
 //! single-threaded simulated runtime, so the number of workers never changes a seed's
 //! result (a test checks `--jobs 1` and `--jobs 2` give identical trace hashes).
 //!
-//! The main thread collects results, records failing seeds in the corpus (atomically),
-//! prints progress, rewrites the JSON report every few seconds (so a sweep killed
-//! midway leaves a report saying how far it got), and watches the workers: a run that
-//! produces no result within `seed_timeout` of wall time (a loop that never yields,
-//! blocking I/O) is recorded as a liveness failure and its worker replaced, so a hang
-//! never stops the sweep.
+//! The main thread collects results over a bounded queue (`collect.rs`: workers wait
+//! when it is full, so memory stays flat however fast seeds fail), records failing seeds
+//! in the corpus (append-only, O(1) per seed), prints progress, rewrites the JSON report
+//! every few seconds (so a sweep killed midway leaves a report saying how far it got),
+//! and watches the workers: a run that produces no result within `seed_timeout` of wall
+//! time (a loop that never yields, blocking I/O) is recorded as a liveness failure and
+//! its worker replaced, so a hang never stops the sweep.
+//!
+//! A time budget or an interrupt (`SweepOptions::interrupt`, set by the `dst` command
+//! on SIGINT and SIGTERM) stops the claiming of runs; the runs already claimed finish or
+//! become hangs after the seed timeout, so the sweep ends within one seed timeout of
+//! the stop, whatever the failure rate, having done exactly the runs numbered below its
+//! `runs_done` (`resume.rs` prints the command for the rest).
 //!
 //! This is harness code outside any simulation: it may read the wall clock and spawn
 //! threads, which `clippy.toml` otherwise forbids.
@@ -22,22 +29,22 @@
 )]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::collect::Collector;
+pub use super::collect::write_report;
 use super::plan::Plan;
 pub use super::plan::Shard;
 use super::progress::Progress;
 pub use super::progress::ProgressStyle;
-use super::report::{
-    FailureEntry, REPORT_FAILURES_KEPT_MAX, ScenarioReport, SweepReport, digest_hex, fold_digest,
-};
+use super::report::{ScenarioReport, SweepReport};
+pub use super::resume::{StopReason, resume_command};
 use super::scenario::Scenario;
-use super::worker::{Outcome, QuietWorkers, Shared, spawn_worker, watchdog};
-use crate::corpus::{AppendOutcome, SeedCorpus, SeedMeaning, corpus_path};
+use super::worker::{QuietWorkers, Shared, spawn_worker, watchdog};
 use crate::simulation::report::FailureClass;
 use crate::simulation::{SeedRun, Simulation};
 
@@ -58,6 +65,11 @@ const TICK: Duration = Duration::from_millis(200);
 
 /// How often the JSON report is rewritten during a sweep.
 const REPORT_EVERY: Duration = Duration::from_secs(5);
+
+/// Results that may wait for the collector: a worker whose result finds the queue full
+/// waits, so a collector slowed by recording holds the workers back instead of letting
+/// results pile up in memory.
+pub const SWEEP_RESULTS_QUEUED_MAX: usize = 256;
 
 /// What to sweep, and how.
 #[derive(Debug, Clone)]
@@ -92,6 +104,9 @@ pub struct SweepOptions {
     pub progress: ProgressStyle,
     /// The command name in replay commands (`dst`, or your own binary's).
     pub program: String,
+    /// Set to a non-zero value (the `dst` command stores the signal's number: 2 for
+    /// SIGINT, 15 for SIGTERM) to stop the sweep as the time budget does.
+    pub interrupt: Option<Arc<AtomicUsize>>,
 }
 
 impl Default for SweepOptions {
@@ -112,6 +127,7 @@ impl Default for SweepOptions {
             report_path: None,
             progress: ProgressStyle::Auto,
             program: "dst".into(),
+            interrupt: None,
         }
     }
 }
@@ -225,19 +241,91 @@ pub fn current_commit() -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
-fn write_atomically(path: &Path, text: &str) {
-    let temp = path.with_extension(format!("tmp-{}", std::process::id()));
-    if std::fs::write(&temp, text).is_ok() {
-        let _ = std::fs::rename(&temp, path);
-    }
-}
-
 /// Runs the sweep.
 pub fn run(
     scenarios: &[Arc<dyn Scenario>],
     options: &SweepOptions,
 ) -> Result<SweepReport, SweepError> {
     let selected = select(scenarios, &options.scenarios)?;
+    validate(options, selected.len())?;
+    let plan = Plan::new(options, selected.len());
+    let total = plan.total();
+    let shared = Arc::new(Shared {
+        plan,
+        next: AtomicUsize::new(0),
+        slots: Mutex::new(vec![None; options.jobs]),
+        retired: Mutex::new(BTreeSet::new()),
+        scenarios: selected.clone(),
+        swarm: options.swarm,
+        check_determinism: options.check_determinism,
+    });
+    let report = empty_report(options, &selected, total);
+    let _quiet = QuietWorkers::install();
+    let (sender, results) = mpsc::sync_channel(SWEEP_RESULTS_QUEUED_MAX);
+    for slot in 0..options.jobs {
+        spawn_worker(&shared, slot, sender.clone());
+    }
+    let started = Instant::now();
+    let progress = Progress::new(options.progress, total as u64);
+    let mut collector = Collector::new(report, &selected, options, progress);
+    if let Some(path) = &options.report_path {
+        collector.write(path, started); // a report exists from the start
+    }
+    let mut last_report = Instant::now();
+    // Runs that will produce an outcome: all of them, until a stop fixes the number.
+    let mut target = total;
+    let mut stopped = None;
+    while (collector.report.runs_done as usize) < target {
+        if stopped.is_none()
+            && let Some(reason) = stop_reason(options, started)
+        {
+            stopped = Some(reason);
+            target = shared.stop();
+        }
+        match results.recv_timeout(TICK) {
+            Ok(first) => {
+                // Everything already waiting, then the watchdog.
+                for outcome in
+                    std::iter::once(first).chain(results.try_iter().take(SWEEP_RESULTS_QUEUED_MAX))
+                {
+                    if !collector.hung.contains(&outcome.index) {
+                        collector.record(outcome, &shared, &selected, options);
+                    }
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        retire_hung(&shared, &mut collector, &selected, options, &sender);
+        collector.progress.update(
+            collector.report.runs_done,
+            total as u64,
+            collector.failures,
+            started,
+        );
+        if let Some(path) = &options.report_path
+            && last_report.elapsed() >= REPORT_EVERY
+        {
+            last_report = Instant::now();
+            collector.write(path, started);
+        }
+    }
+    let mut report = collector.finish(started);
+    report.completed = report.runs_done == total as u64;
+    if !report.completed {
+        report.stopped = stopped.map(StopReason::describe);
+        report.resume = resume_command(options, selected.len(), report.runs_done);
+    }
+    if let Some(path) = &options.report_path
+        && let Err(error) = write_report(path, &report)
+    {
+        report_write_failed(path, &error, options.progress);
+    }
+    Ok(report)
+}
+
+/// Options that cannot make a sweep.
+fn validate(options: &SweepOptions, scenarios: usize) -> Result<(), SweepError> {
     if options.jobs == 0 || options.jobs > SWEEP_JOBS_MAX {
         return Err(SweepError::Invalid {
             reason: format!("jobs {} is outside 1..={SWEEP_JOBS_MAX}", options.jobs),
@@ -261,25 +349,69 @@ pub fn run(
             reason: "--seed-timeout 0 makes every seed a hang; give at least 1ms".into(),
         });
     }
-    let planned = options.seeds.saturating_mul(selected.len() as u64);
+    let planned = options.seeds.saturating_mul(scenarios as u64);
     if planned > SWEEP_RUNS_MAX {
         return Err(SweepError::Invalid {
             reason: format!("{planned} runs, over the limit of {SWEEP_RUNS_MAX}"),
         });
     }
-    let plan = Plan::new(options, selected.len());
-    let total = plan.total();
-    let shared = Arc::new(Shared {
-        plan,
-        next: AtomicUsize::new(0),
-        stop: AtomicBool::new(false),
-        slots: Mutex::new(vec![None; options.jobs]),
-        retired: Mutex::new(BTreeSet::new()),
-        scenarios: selected.clone(),
-        swarm: options.swarm,
-        check_determinism: options.check_determinism,
-    });
-    let report = SweepReport {
+    Ok(())
+}
+
+/// Records the runs in flight past the seed timeout as hangs and replaces their workers.
+fn retire_hung(
+    shared: &Arc<Shared>,
+    collector: &mut Collector,
+    selected: &[Arc<dyn Scenario>],
+    options: &SweepOptions,
+    sender: &mpsc::SyncSender<super::worker::Outcome>,
+) {
+    for hung in watchdog(shared, &collector.hung, options.seed_timeout) {
+        collector.hung.insert(hung.index);
+        collector.record(hung, shared, selected, options);
+        let slot = {
+            let mut slots = shared.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            slots.push(None);
+            slots.len() - 1
+        };
+        spawn_worker(shared, slot, sender.clone());
+    }
+}
+
+/// Why the sweep should stop now, if it should.
+fn stop_reason(options: &SweepOptions, started: Instant) -> Option<StopReason> {
+    if let Some(signal) = &options.interrupt {
+        let number = signal.load(Ordering::Relaxed);
+        if number != 0 {
+            return Some(StopReason::Signal(number));
+        }
+    }
+    options
+        .time_budget
+        .is_some_and(|budget| started.elapsed() >= budget)
+        .then_some(StopReason::TimeBudget)
+}
+
+#[allow(
+    clippy::print_stderr,
+    reason = "a failed write is said where progress goes"
+)]
+fn report_write_failed(path: &std::path::Path, error: &std::io::Error, style: ProgressStyle) {
+    if style != ProgressStyle::Quiet {
+        eprintln!(
+            "dst: cannot write the report to {}: {error}",
+            path.display()
+        );
+    }
+}
+
+/// The report before any run: the sweep's identity and an empty entry per scenario.
+fn empty_report(
+    options: &SweepOptions,
+    selected: &[Arc<dyn Scenario>],
+    total: usize,
+) -> SweepReport {
+    SweepReport {
         commit: current_commit(),
         seed_start: options.seed_start,
         seeds: options.seeds,
@@ -297,6 +429,8 @@ pub fn run(
         wall_ms: 0,
         seeds_dir: options.seeds_dir.as_ref().map(|d| d.display().to_string()),
         seeds_recorded: 0,
+        stopped: None,
+        resume: None,
         scenarios: selected
             .iter()
             .map(|s| ScenarioReport {
@@ -310,220 +444,5 @@ pub fn run(
                 ..ScenarioReport::default()
             })
             .collect(),
-    };
-    let _quiet = QuietWorkers::install();
-    let (sender, results) = mpsc::channel();
-    for slot in 0..options.jobs {
-        spawn_worker(&shared, slot, sender.clone());
-    }
-    let started = Instant::now();
-    let mut collector = Collector {
-        digests: vec![[0u8; 32]; selected.len()],
-        hung: BTreeSet::new(),
-        failures: 0,
-        progress: Progress::new(options.progress, total as u64),
-        report,
-    };
-    if let Some(path) = &options.report_path {
-        collector.write(path, started, false); // a report exists from the start
-    }
-    let mut last_report = Instant::now();
-    while (collector.report.runs_done as usize) < total {
-        if options
-            .time_budget
-            .is_some_and(|budget| started.elapsed() >= budget)
-        {
-            shared.stop.store(true, Ordering::Relaxed);
-        }
-        match results.recv_timeout(TICK) {
-            Ok(outcome) if collector.hung.contains(&outcome.index) => {} // recorded as a hang already
-            Ok(outcome) => collector.record(outcome, &shared, &selected, options),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        for hung in watchdog(&shared, &collector.hung, options.seed_timeout) {
-            collector.hung.insert(hung.index);
-            collector.record(hung, &shared, &selected, options);
-            let slot = {
-                let mut slots = shared.slots.lock().unwrap_or_else(PoisonError::into_inner);
-                slots.push(None);
-                slots.len() - 1
-            };
-            spawn_worker(&shared, slot, sender.clone());
-        }
-        collector.progress.update(
-            collector.report.runs_done,
-            total as u64,
-            collector.failures,
-            started,
-        );
-        if let Some(path) = &options.report_path
-            && last_report.elapsed() >= REPORT_EVERY
-        {
-            last_report = Instant::now();
-            collector.write(path, started, false);
-        }
-        let idle = shared
-            .slots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .all(Option::is_none);
-        if shared.stop.load(Ordering::Relaxed) && idle {
-            // The budget ran out and no run is in flight: record what already finished.
-            while let Ok(outcome) = results.try_recv() {
-                if !collector.hung.contains(&outcome.index) {
-                    collector.record(outcome, &shared, &selected, options);
-                }
-            }
-            break;
-        }
-    }
-    let mut report = collector.finish(started);
-    report.completed = report.runs_done == total as u64;
-    if let Some(path) = &options.report_path
-        && let Ok(json) = serde_json::to_string_pretty(&report)
-    {
-        write_atomically(path, &json);
-    }
-    Ok(report)
-}
-
-/// Folds outcomes into the report.
-struct Collector {
-    digests: Vec<[u8; 32]>,
-    /// Runs recorded as hangs (their late results, if any, are dropped).
-    hung: BTreeSet<usize>,
-    failures: u64,
-    progress: Progress,
-    report: SweepReport,
-}
-
-impl Collector {
-    fn record(
-        &mut self,
-        Outcome { index, run, wall }: Outcome,
-        shared: &Shared,
-        selected: &[Arc<dyn Scenario>],
-        options: &SweepOptions,
-    ) {
-        let Some((scenario_index, seed)) = shared.plan.item(index) else {
-            return;
-        };
-        let scenario = &selected[scenario_index];
-        let entry = &mut self.report.scenarios[scenario_index];
-        entry.seeds_run += 1;
-        entry.wall_us += u64::try_from(wall.as_micros()).unwrap_or(u64::MAX);
-        let mut injected = None;
-        let failure = match run {
-            Ok(run) => {
-                injected = Some(run.fault_stats.clone());
-                for (kind, count) in &run.fault_stats.injected_by_kind {
-                    *entry
-                        .faults_injected
-                        .entry(kind.name().to_owned())
-                        .or_insert(0) += count;
-                }
-                for (mark, count) in &run.marks {
-                    *entry.marks_hit.entry(mark.clone()).or_insert(0) += count;
-                }
-                // A scenario's `config` may add rules to its profile: count what it ran.
-                if entry.rule_reach.len() < run.rule_reach.len() {
-                    entry.rule_reach.resize(run.rule_reach.len(), 0);
-                    entry.rules.clone_from(&run.faults);
-                }
-                for (total, reached) in entry.rule_reach.iter_mut().zip(&run.rule_reach) {
-                    *total += reached;
-                }
-                entry.sim_time_ms += u64::try_from(run.sim_elapsed.as_millis()).unwrap_or(u64::MAX);
-                let hash = run.trace_hash.to_string();
-                fold_digest(&mut self.digests[scenario_index], seed, &hash);
-                if options.keep_hashes {
-                    entry.trace_hashes.insert(seed, hash);
-                }
-                run.failure
-                    .map(|(class, message)| (class.name().to_owned(), message))
-            }
-            Err(message) if message.starts_with("HANG ") => Some((
-                FailureClass::Liveness.name().to_owned(),
-                message.trim_start_matches("HANG ").to_owned(),
-            )),
-            Err(message) => Some((
-                FailureClass::Crash.name().to_owned(),
-                format!("harness panicked: {message}"),
-            )),
-        };
-        if let Some((class, message)) = failure {
-            // Defense in depth: clients redact their own secrets from their errors; what
-            // still looks like a credential stays out of the table, report and seeds.
-            let message = umi_core::llm::secrets::redact_patterns(&message);
-            entry.seeds_failed += 1;
-            *entry.failures_by_class.entry(class.clone()).or_insert(0) += 1;
-            let replay = replay_command(
-                &options.program,
-                scenario.name(),
-                seed,
-                options.swarm,
-                FailureClass::from_name(&class),
-            );
-            if !scenario.is_canary() {
-                self.failures += 1;
-                self.progress.say(&format!(
-                    "FAIL {} seed {seed} ({class}): {}\n     replay: {replay}",
-                    scenario.name(),
-                    message.lines().next().unwrap_or("")
-                ));
-            }
-            if entry.failures.len() < REPORT_FAILURES_KEPT_MAX {
-                entry.failures.push(FailureEntry {
-                    seed,
-                    class: class.clone(),
-                    message: message.clone(),
-                    replay,
-                });
-            }
-            if let Some(dir) = &options.seeds_dir
-                && (!scenario.is_canary() || options.record_canary)
-                && let Ok(path) = corpus_path(dir, scenario.name())
-            {
-                let comment = format!("{class}: {}", message.lines().next().unwrap_or(""));
-                let meaning = FailureClass::from_name(&class)
-                    .map_or_else(SeedMeaning::default, |c| {
-                        SeedMeaning::found(options.swarm, c, injected.as_ref())
-                    });
-                match SeedCorpus::append_with(&path, seed, &meaning, &comment) {
-                    Ok(AppendOutcome::Added) => self.report.seeds_recorded += 1,
-                    Ok(AppendOutcome::AlreadyPresent) => {}
-                    Err(error) => self
-                        .progress
-                        .say(&format!("dst: cannot record seed {seed}: {error}")),
-                }
-            }
-        }
-        self.report.runs_done += 1;
-    }
-
-    fn stamp(&mut self, started: Instant) {
-        self.report.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        for (entry, digest) in self.report.scenarios.iter_mut().zip(&self.digests) {
-            entry.trace_digest = digest_hex(digest);
-        }
-    }
-
-    fn write(&mut self, path: &Path, started: Instant, completed: bool) {
-        self.stamp(started);
-        self.report.completed = completed;
-        if let Ok(json) = serde_json::to_string_pretty(&self.report) {
-            write_atomically(path, &json);
-        }
-    }
-
-    fn finish(mut self, started: Instant) -> SweepReport {
-        self.progress.finish();
-        self.stamp(started);
-        for entry in &mut self.report.scenarios {
-            entry.failures.sort_by_key(|f| f.seed);
-        }
-        self.report
     }
 }

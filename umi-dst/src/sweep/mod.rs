@@ -6,19 +6,27 @@
 //! - [`engine::run`]: a sweep (corpus recording, periodic report), over the runs a
 //!   `plan` numbers (shards), executed by `worker` threads under a watchdog, with
 //!   `progress` on the terminal.
-//! - [`report`]: tables, JSON, JUnit XML, merging shard reports, exit codes by class.
+//! - [`report`]: tables (failures grouped by message, [`groups`]), JSON, JUnit XML,
+//!   merging shard reports, exit codes by class.
+//! - [`resume`]: why a sweep stopped early (time budget, SIGINT, SIGTERM) and the
+//!   command that runs the rest of its range.
 //! - [`minimize`]: delta debugging over a failing seed's injected faults.
 //! - [`cli::main`]: the `dst` command, for your own binary.
 
 pub mod cli;
+mod collect;
 pub mod engine;
 pub mod find;
+pub mod groups;
+mod junit;
 pub mod merge_check;
 pub mod minimize;
 mod plan;
 mod progress;
 pub mod report;
+pub mod resume;
 mod scenario;
+mod signals;
 mod worker;
 
 pub use engine::{Shard, SweepError, SweepOptions, run, run_one};

@@ -1,14 +1,24 @@
 //! The sweep report: per scenario, what ran, what failed and why, which faults and
-//! marks were hit, and how fast; as a table, as JSON, and as JUnit XML. Shard reports
-//! merge into one.
+//! marks were hit, and how fast; as a table, as JSON, and as JUnit XML (`junit.rs`).
+//! Shard reports merge into one.
+//!
+//! A report's size does not grow with the sweep: it lists the failures of the smallest
+//! `REPORT_FAILURES_KEPT_MAX` failing seeds per scenario and counts the rest in
+//! `failures_truncated`, naming the seed file that holds every one (`seeds_file`); the
+//! table groups failures by message (`groups.rs`) with counts over all of them.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-/// Failures kept per scenario in a report (the counts cover all of them).
+use super::groups::{FailureGroup, add_group, by_size};
+
+/// Failures listed per scenario in a report (the counts and groups cover all of them).
 pub const REPORT_FAILURES_KEPT_MAX: usize = 200;
+
+/// Failure groups the table shows per scenario (the JSON report has them all).
+const TABLE_GROUPS_SHOWN_MAX: usize = 8;
 
 /// One failing seed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,8 +48,23 @@ pub struct ScenarioReport {
     pub seeds_failed: u64,
     /// Failures by class.
     pub failures_by_class: BTreeMap<String, u64>,
-    /// The first failures (at most `REPORT_FAILURES_KEPT_MAX`), by seed.
+    /// The failures of the smallest failing seeds (at most `REPORT_FAILURES_KEPT_MAX`),
+    /// by seed.
     pub failures: Vec<FailureEntry>,
+    /// Failing seeds not in `failures` (the list is capped; `seeds_file` has them all
+    /// when recording was on).
+    #[serde(default)]
+    pub failures_truncated: u64,
+    /// Where every failing seed was recorded, if it was (`None`: recording off, or the
+    /// canary's seeds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seeds_file: Option<String>,
+    /// Failures grouped by class and message (digits normalised), with counts.
+    #[serde(default)]
+    pub failure_groups: Vec<FailureGroup>,
+    /// Failures past the group limit.
+    #[serde(default)]
+    pub failures_ungrouped: u64,
     /// Faults injected, by kind.
     pub faults_injected: BTreeMap<String, u64>,
     /// The marks the scenario must hit.
@@ -159,6 +184,13 @@ pub struct SweepReport {
     /// Seeds this sweep added to the corpus files there.
     #[serde(default)]
     pub seeds_recorded: u64,
+    /// Why the sweep stopped before its last run (`time budget`, `interrupted
+    /// (SIGINT)`, `terminated (SIGTERM)`), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// The command that runs the rest of the range, when the sweep stopped early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<String>,
     /// Per scenario.
     pub scenarios: Vec<ScenarioReport>,
 }
@@ -253,6 +285,15 @@ impl SweepReport {
                     *merged.failures_by_class.entry(class.clone()).or_insert(0) += n;
                 }
                 merged.failures.extend(scenario.failures.iter().cloned());
+                merged.failures_ungrouped += scenario.failures_ungrouped;
+                for group in &scenario.failure_groups {
+                    if !add_group(&mut merged.failure_groups, group) {
+                        merged.failures_ungrouped += group.count;
+                    }
+                }
+                if merged.seeds_file.is_none() {
+                    merged.seeds_file.clone_from(&scenario.seeds_file);
+                }
                 for (kind, n) in &scenario.faults_injected {
                     *merged.faults_injected.entry(kind.clone()).or_insert(0) += n;
                 }
@@ -276,6 +317,9 @@ impl SweepReport {
             };
             scenario.failures.sort_by_key(|f| f.seed);
             scenario.failures.truncate(REPORT_FAILURES_KEPT_MAX);
+            scenario.failures_truncated = scenario
+                .seeds_failed
+                .saturating_sub(scenario.failures.len() as u64);
             scenario.trace_digest = digest_hex(&digests[&name]);
             out.scenarios.push(scenario);
         }
@@ -361,6 +405,9 @@ impl SweepReport {
             if self.completed { "" } else { " (incomplete)" },
             human_ms(self.wall_ms)
         );
+        if let Some(reason) = &self.stopped {
+            let _ = writeln!(out, "stopped early: {reason}");
+        }
         for s in &self.scenarios {
             if s.canary {
                 if let Some(f) = s.failures.first() {
@@ -372,17 +419,7 @@ impl SweepReport {
                 }
                 continue;
             }
-            for f in s.failures.iter().take(5) {
-                let _ = writeln!(
-                    out,
-                    "  {} seed {}: {} {}\n    replay: {}",
-                    s.name,
-                    f.seed,
-                    f.class,
-                    first_line(&f.message),
-                    f.replay
-                );
-            }
+            table_failures(&mut out, s);
             let missing = s.marks_missing();
             if !missing.is_empty() && s.seeds_run > 0 {
                 let _ = writeln!(out, "  {}: marks not hit: {}", s.name, missing.join(", "));
@@ -407,77 +444,63 @@ impl SweepReport {
         }
         out
     }
-
-    /// JUnit XML: a test suite per scenario, a test case per failing seed and one for
-    /// the seeds that passed.
-    pub fn junit(&self) -> String {
-        let mut out =
-            String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"dst\">\n");
-        for s in &self.scenarios {
-            let counted = if s.canary { 0 } else { s.seeds_failed };
-            let _ = writeln!(
-                out,
-                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" time=\"{:.3}\">",
-                xml(&s.name),
-                s.failures.len() + 1,
-                if s.canary {
-                    u64::from(s.seeds_failed == 0 && s.seeds_run > 0)
-                } else {
-                    counted.min(s.failures.len() as u64)
-                },
-                s.wall_us as f64 / 1e6
-            );
-            let passed = s.seeds_run - s.seeds_failed;
-            if s.canary && s.seeds_failed == 0 && s.seeds_run > 0 {
-                let _ = writeln!(
-                    out,
-                    "    <testcase name=\"canary found\"><failure type=\"canary\" message=\"the planted bug was not found in {} seeds\"/></testcase>",
-                    s.seeds_run
-                );
-            } else {
-                let _ = writeln!(out, "    <testcase name=\"{passed} seeds passed\"/>");
-            }
-            for f in &s.failures {
-                if s.canary {
-                    let _ = writeln!(
-                        out,
-                        "    <testcase name=\"seed {} (canary found)\"/>",
-                        f.seed
-                    );
-                } else {
-                    let _ = writeln!(
-                        out,
-                        "    <testcase name=\"seed {}\"><failure type=\"{}\" message=\"{}\">{}</failure></testcase>",
-                        f.seed,
-                        xml(&f.class),
-                        xml(first_line(&f.message)),
-                        xml(&format!("{}\nreplay: {}", f.message, f.replay))
-                    );
-                }
-            }
-            out.push_str("  </testsuite>\n");
-        }
-        out.push_str("</testsuites>\n");
-        out
-    }
 }
 
-fn first_line(text: &str) -> &str {
+pub(crate) fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
 }
 
-fn xml(text: &str) -> String {
-    text.chars()
-        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
-        .map(|c| match c {
-            '&' => "&amp;".to_owned(),
-            '<' => "&lt;".to_owned(),
-            '>' => "&gt;".to_owned(),
-            '"' => "&quot;".to_owned(),
-            '\'' => "&apos;".to_owned(),
-            other => other.to_string(),
-        })
-        .collect()
+/// A scenario's failures in the table: its groups, largest first, with counts, the
+/// smallest seeds and a replay command; and where the full list is when the report
+/// lists only some.
+fn table_failures(out: &mut String, s: &ScenarioReport) {
+    let groups = by_size(&s.failure_groups);
+    for group in groups.iter().take(TABLE_GROUPS_SHOWN_MAX) {
+        let seeds: Vec<String> = group.seeds.iter().map(ToString::to_string).collect();
+        let more = if group.count > group.seeds.len() as u64 {
+            ", ..."
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "  {}: {} x {} {}\n    seeds {}{more}; replay: {}",
+            s.name,
+            group.count,
+            group.class,
+            group.example,
+            seeds.join(", "),
+            group.replay
+        );
+    }
+    if groups.len() > TABLE_GROUPS_SHOWN_MAX || s.failures_ungrouped > 0 {
+        let _ = writeln!(
+            out,
+            "  {}: {} more group(s) and {} failure(s) past the group limit (the JSON report lists the groups)",
+            s.name,
+            groups.len().saturating_sub(TABLE_GROUPS_SHOWN_MAX),
+            s.failures_ungrouped
+        );
+    }
+    if s.failures_truncated > 0 {
+        let _ = writeln!(out, "  {}: {}", s.name, truncation_note(s));
+    }
+}
+
+/// What a report says when it lists only some failures: how many are missing and where
+/// the full list is.
+pub fn truncation_note(s: &ScenarioReport) -> String {
+    let whereabouts = match &s.seeds_file {
+        Some(file) => format!("every failing seed is in {file}"),
+        None => "recording was off, so no file lists them all (sweep again with recording on)"
+            .to_owned(),
+    };
+    format!(
+        "the report lists {} of {} failures (the smallest seeds; {} truncated); {whereabouts}",
+        s.failures.len(),
+        s.seeds_failed,
+        s.failures_truncated
+    )
 }
 
 /// `0.42 ms`, then as [`human_ms`].
@@ -576,19 +599,5 @@ mod tests {
             "the same seed twice cancels out"
         );
         assert_eq!(merged.shards, ["1/2", "2/2"]);
-    }
-
-    #[test]
-    fn junit_is_escaped_and_counts_failures() {
-        let report = SweepReport {
-            scenarios: vec![scenario("s", 2, false)],
-            ..SweepReport::default()
-        };
-        let xml = report.junit();
-        assert!(
-            xml.contains("failures=\"2\"") && xml.contains("x &lt;y&gt;"),
-            "{xml}"
-        );
-        assert!(!xml.contains("x <y>"));
     }
 }

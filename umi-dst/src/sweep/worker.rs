@@ -1,6 +1,12 @@
 //! Worker threads: each takes the next run number, runs that seed of that scenario on a
 //! fresh simulated runtime (twice, to compare traces, when asked), and sends the outcome
-//! to the main thread; the watchdog declares runs without a result hung.
+//! to the main thread over a bounded queue (a worker whose result finds the queue full
+//! waits: the recorder sets the pace, and memory stays flat); the watchdog declares runs
+//! without a result hung.
+//!
+//! A run is in flight (in its worker's slot) from the moment it is claimed until its
+//! result is ready, not while the result waits for room in the queue, so a worker held
+//! back by a slow recorder is never taken for a hang.
 #![allow(
     clippy::disallowed_methods,
     clippy::disallowed_types,
@@ -8,7 +14,7 @@
 )]
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -29,14 +35,23 @@ pub(crate) struct Outcome {
 /// What the workers share with the main thread.
 pub(crate) struct Shared {
     pub(crate) plan: Plan,
+    /// The next run number to claim; at or past the plan's total, nothing is left.
     pub(crate) next: AtomicUsize,
-    pub(crate) stop: AtomicBool,
     pub(crate) slots: Mutex<Vec<Option<(usize, Instant)>>>,
     /// Slots whose worker was declared hung (and replaced): if it ever finishes, it stops.
     pub(crate) retired: Mutex<BTreeSet<usize>>,
     pub(crate) scenarios: Vec<Arc<dyn Scenario>>,
     pub(crate) swarm: bool,
     pub(crate) check_determinism: bool,
+}
+
+impl Shared {
+    /// Stops handing out runs and returns how many were claimed: each of those still
+    /// produces exactly one outcome (a result, or a hang from the watchdog).
+    pub(crate) fn stop(&self) -> usize {
+        let total = self.plan.total();
+        self.next.fetch_max(total, Ordering::Relaxed).min(total)
+    }
 }
 
 /// Runs one seed, twice if `check_determinism`: two traces that differ make it a
@@ -61,15 +76,12 @@ fn run_checked(
     first
 }
 
-pub(crate) fn spawn_worker(shared: &Arc<Shared>, slot: usize, results: mpsc::Sender<Outcome>) {
+pub(crate) fn spawn_worker(shared: &Arc<Shared>, slot: usize, results: mpsc::SyncSender<Outcome>) {
     let shared = shared.clone();
     let spawned = std::thread::Builder::new()
         .name(format!("dst-worker-{slot}"))
         .spawn(move || {
             loop {
-                if shared.stop.load(Ordering::Relaxed) {
-                    break;
-                }
                 let index = shared.next.fetch_add(1, Ordering::Relaxed);
                 let Some((scenario, seed)) = shared.plan.item(index) else {
                     break;
@@ -96,6 +108,7 @@ pub(crate) fn spawn_worker(shared: &Arc<Shared>, slot: usize, results: mpsc::Sen
                     break; // declared hung and replaced; its late result is not wanted
                 }
                 shared.slots.lock().unwrap_or_else(PoisonError::into_inner)[slot] = None;
+                // Blocks while the queue is full; fails once the sweep has ended.
                 if results
                     .send(Outcome {
                         index,
