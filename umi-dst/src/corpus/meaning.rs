@@ -194,13 +194,8 @@ fn parse_ids(text: &str) -> Result<Vec<InjectionId>, String> {
         .split(',')
         .filter(|id| !id.is_empty())
         .map(|id| {
-            let parsed = id.split_once(':').and_then(|(rule, ordinal)| {
-                Some(InjectionId {
-                    rule: rule.parse().ok()?,
-                    ordinal: ordinal.parse().ok()?,
-                })
-            });
-            parsed.ok_or_else(|| format!("only=: {} is not rule:ordinal", quote(id)))
+            id.parse::<InjectionId>()
+                .map_err(|_| format!("only=: {} is not rule:ordinal", quote(id)))
         })
         .collect::<Result<_, _>>()?;
     if ids.is_empty() {

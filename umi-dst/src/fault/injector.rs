@@ -33,6 +33,23 @@ pub struct InjectionId {
     pub ordinal: u64,
 }
 
+impl std::str::FromStr for InjectionId {
+    type Err = String;
+
+    /// Parses `rule:ordinal` (surrounding spaces ignored), as `Display` prints it.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        text.split_once(':')
+            .and_then(|(rule, ordinal)| {
+                Some(InjectionId {
+                    rule: rule.parse().ok()?,
+                    ordinal: ordinal.parse().ok()?,
+                })
+            })
+            .ok_or_else(|| format!("{text:?} is not rule:ordinal"))
+    }
+}
+
 impl fmt::Display for InjectionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.rule, self.ordinal)

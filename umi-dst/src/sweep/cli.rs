@@ -469,18 +469,7 @@ fn replay(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &str) -> 
             let parsed: Result<Vec<InjectionId>, String> = list
                 .split(',')
                 .filter(|part| !part.trim().is_empty())
-                .map(|part| {
-                    let (rule, ordinal) = part
-                        .trim()
-                        .split_once(':')
-                        .ok_or_else(|| format!("{part:?} is not rule:ordinal"))?;
-                    Ok(InjectionId {
-                        rule: rule.parse().map_err(|_| format!("{part:?}: bad rule"))?,
-                        ordinal: ordinal
-                            .parse()
-                            .map_err(|_| format!("{part:?}: bad ordinal"))?,
-                    })
-                })
+                .map(str::parse::<InjectionId>)
                 .collect();
             match parsed {
                 Ok(ids) => Some(ids),
