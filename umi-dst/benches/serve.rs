@@ -24,8 +24,11 @@ use tokio::net::TcpListener;
 use umi_core::llm::transport::{HttpRequest, ReqwestTransport, Transport};
 use umi_dst::serve::{ServeConfig, Server};
 
-/// Requests each client sends per measurement.
-const REQUESTS_PER_CLIENT: usize = 40;
+/// Requests sent per measurement, split evenly among the clients.
+const REQUESTS_PER_MEASUREMENT: usize = 2_560;
+
+/// Requests sent to each server before it is measured (threads started, pools warm).
+const REQUESTS_WARM_UP: usize = 256;
 
 /// The concurrency levels measured.
 const CLIENTS: [usize; 3] = [1, 8, 64];
@@ -74,16 +77,18 @@ async fn load(
     url: &str,
     stream: bool,
     clients: usize,
+    requests: usize,
 ) -> (f64, Duration, Duration) {
+    let requests_per_client = requests.div_ceil(clients);
     let start = Instant::now();
     let tasks = (0..clients).map(|client| {
         let transport = transport.clone();
         let url = url.to_owned();
         async move {
-            let mut latencies = Vec::with_capacity(REQUESTS_PER_CLIENT);
-            for index in 0..REQUESTS_PER_CLIENT {
+            let mut latencies = Vec::with_capacity(requests_per_client);
+            for index in 0..requests_per_client {
                 let began = Instant::now();
-                let seed = (client * REQUESTS_PER_CLIENT + index).to_string();
+                let seed = (client * requests_per_client + index).to_string();
                 let request = HttpRequest {
                     method: "POST",
                     url: url.clone(),
@@ -139,9 +144,13 @@ fn main() {
             let content_type = if stream { "text/event-stream" } else { "application/json" };
             let floor_url = floor(vec![b'x'; sample.len()], content_type).await;
             println!("{} ({} B per answer)", if stream { "streamed" } else { "whole" }, sample.len());
+            load(&transport, &floor_url, stream, 8, REQUESTS_WARM_UP).await;
+            load(&transport, &served, stream, 8, REQUESTS_WARM_UP).await;
             for clients in CLIENTS {
-                let (floor_rps, floor_p50, floor_p99) = load(&transport, &floor_url, stream, clients).await;
-                let (rps, p50, p99) = load(&transport, &served, stream, clients).await;
+                let (floor_rps, floor_p50, floor_p99) =
+                    load(&transport, &floor_url, stream, clients, REQUESTS_PER_MEASUREMENT).await;
+                let (rps, p50, p99) =
+                    load(&transport, &served, stream, clients, REQUESTS_PER_MEASUREMENT).await;
                 println!(
                     "  {clients:>2} clients: dst serve {rps:>8.0} req/s (p50 {p50:>9.2?}, p99 {p99:>9.2?})   floor {floor_rps:>8.0} req/s (p50 {floor_p50:>9.2?}, p99 {floor_p99:>9.2?})   ratio {:.2}",
                     rps / floor_rps

@@ -24,6 +24,7 @@ use umi_core::llm::transport::HttpRequest;
 
 use super::answer::{self, End, Recorded};
 use super::config::{CLIENT_READ_TIMEOUT_MS, EndpointSpec, ServeConfig, format_path};
+use super::pool::SimulationPool;
 use super::session::{Entry, Session, hex};
 use crate::network::WireFormat;
 use crate::simulation::settings::parse_seed;
@@ -36,6 +37,7 @@ pub(crate) struct State {
     pub(crate) config: ServeConfig,
     pub(crate) session: Session,
     pub(crate) permits: Arc<Semaphore>,
+    pub(crate) simulations: SimulationPool,
 }
 
 fn full(bytes: impl Into<Bytes>) -> Body {
@@ -296,19 +298,29 @@ pub(crate) async fn handle(
     let worker = state.clone();
     let endpoint_owned = endpoint.clone();
     let rest_owned = rest.clone();
-    #[allow(clippy::disallowed_methods)]
-    // the simulation runs on its own thread, outside the server's runtime
-    let mut recorded = tokio::task::spawn_blocking(move || {
-        answer::answer(
-            &worker.config,
-            &endpoint_owned,
-            run_seed,
-            &rest_owned,
-            &http,
-        )
-    })
-    .await
-    .map_err(|error| io::Error::other(format!("the simulation thread failed: {error}")))?;
+    let answered = state
+        .simulations
+        .run(move || {
+            answer::answer(
+                &worker.config,
+                &endpoint_owned,
+                run_seed,
+                &rest_owned,
+                &http,
+            )
+        })
+        .await;
+    let mut recorded = match answered {
+        Ok(recorded) => recorded,
+        Err(error) => {
+            return Ok(own_error(
+                Some(format),
+                500,
+                &format!("umi: {error}"),
+                Vec::new(),
+            ));
+        }
+    };
     let key = (seed, endpoint_key, hash, occurrence);
     let entry = Entry::new(&key, &rest, &mut recorded);
     state.session.record(key, entry);
@@ -376,6 +388,15 @@ fn scale_retry_headers(headers: &mut [(String, String)], scale: f64) {
     }
 }
 
+/// Whether the response is a stream by its content type (SSE or NDJSON): those keep
+/// chunked framing, as every provider sends them, even when played in one piece.
+fn is_stream(headers: &[(String, String)]) -> bool {
+    headers.iter().any(|(name, value)| {
+        name.eq_ignore_ascii_case("content-type")
+            && (value.starts_with("text/event-stream") || value.starts_with("application/x-ndjson"))
+    })
+}
+
 /// Plays `recorded` back: headers, then each piece after its scaled delay, then its end.
 /// The permit is held until the body ends, so `--concurrency-max` bounds the streams in
 /// flight too.
@@ -422,7 +443,12 @@ async fn play(
         .map_or(recorded.end_at, |(at, _)| *at);
     wait(scaled(first_at, scale)).await;
     let (end, end_at) = (recorded.end, recorded.end_at);
-    let pieces = coalesce(recorded.pieces, scale);
+    let mut pieces = coalesce(recorded.pieces, scale);
+    if end == End::Complete && pieces.len() <= 1 && !is_stream(&headers) {
+        drop(permit);
+        let body = pieces.pop().map(|(_, bytes)| bytes).unwrap_or_default();
+        return Ok(respond(status, headers, full(body)));
+    }
     let stream = futures::stream::unfold(
         (pieces.into_iter(), first_at, false, Some(permit)),
         move |(mut pieces, last, finished, mut permit)| async move {

@@ -27,6 +27,7 @@ mod answer;
 pub mod cli;
 mod config;
 mod http;
+mod pool;
 mod session;
 
 use std::net::SocketAddr;
@@ -74,6 +75,10 @@ impl Server {
         })?;
         let state = Arc::new(http::State {
             permits: Arc::new(Semaphore::new(config.concurrency_max)),
+            simulations: pool::SimulationPool::start(
+                pool::SimulationPool::threads_default(),
+                config.concurrency_max,
+            ),
             config,
             session: session::Session::default(),
         });
