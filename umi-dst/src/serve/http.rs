@@ -388,15 +388,6 @@ fn scale_retry_headers(headers: &mut [(String, String)], scale: f64) {
     }
 }
 
-/// Whether the response is a stream by its content type (SSE or NDJSON): those keep
-/// chunked framing, as every provider sends them, even when played in one piece.
-fn is_stream(headers: &[(String, String)]) -> bool {
-    headers.iter().any(|(name, value)| {
-        name.eq_ignore_ascii_case("content-type")
-            && (value.starts_with("text/event-stream") || value.starts_with("application/x-ndjson"))
-    })
-}
-
 /// Plays `recorded` back: headers, then each piece after its scaled delay, then its end.
 /// The permit is held until the body ends, so `--concurrency-max` bounds the streams in
 /// flight too.
@@ -443,12 +434,7 @@ async fn play(
         .map_or(recorded.end_at, |(at, _)| *at);
     wait(scaled(first_at, scale)).await;
     let (end, end_at) = (recorded.end, recorded.end_at);
-    let mut pieces = coalesce(recorded.pieces, scale);
-    if end == End::Complete && pieces.len() <= 1 && !is_stream(&headers) {
-        drop(permit);
-        let body = pieces.pop().map(|(_, bytes)| bytes).unwrap_or_default();
-        return Ok(respond(status, headers, full(body)));
-    }
+    let pieces = coalesce(recorded.pieces, scale);
     let stream = futures::stream::unfold(
         (pieces.into_iter(), first_at, false, Some(permit)),
         move |(mut pieces, last, finished, mut permit)| async move {
