@@ -58,6 +58,7 @@ pub mod config;
 pub mod conformance;
 pub mod constants;
 pub mod corpus;
+pub mod foreign;
 pub mod doubles;
 pub mod environment;
 pub mod fault;

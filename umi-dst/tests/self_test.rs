@@ -184,6 +184,87 @@ fn global_state_is_caught_as_nondeterminism() {
     assert!(report.to_string().contains("diverged:"));
 }
 
+static LEAKY_REQUESTS: AtomicU64 = AtomicU64::new(0);
+static LEAKY_WAITS: AtomicU64 = AtomicU64::new(0);
+
+/// A third-party client the way an adapter describes one: what its source showed.
+static LEAKY: umi_dst::foreign::ForeignClient = umi_dst::foreign::ForeignClient {
+    name: "leaky-client 0.1",
+    hazards: &[
+        umi_dst::foreign::Hazard {
+            source: "a request counter shared by every client in the process",
+            effect: umi_dst::foreign::Effect::RequestBytes,
+        },
+        umi_dst::foreign::Hazard {
+            source: "retry waits drawn from a process-wide counter",
+            effect: umi_dst::foreign::Effect::Timing,
+        },
+    ],
+};
+
+/// Sends one chat request the way a foreign client would: its own body, its own waits.
+async fn leaky_call(sim: umi_dst::SimEnvironment, wait_ms: u64, body_tag: u64) -> Result<(), Violation> {
+    use umi_core::llm::transport::{HttpRequest, Transport};
+    umi_dst::foreign::note(&LEAKY);
+    let network = umi_dst::SimNetwork::new(&sim)
+        .with_endpoint(umi_dst::Endpoint::openai("https://leaky.sim/v1", sim.llm()));
+    #[allow(clippy::disallowed_methods, reason = "a foreign client's own sleep, as it would call it")]
+    tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+    let body = format!(
+        r#"{{"model":"umi-sim","messages":[{{"role":"user","content":"hello #{body_tag}"}}]}}"#
+    );
+    let response = network
+        .send(HttpRequest {
+            method: "POST",
+            url: "https://leaky.sim/v1/chat/completions".into(),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.into_bytes(),
+        })
+        .await;
+    let _ = response.map_err(|e| Violation::new(e.to_string()))?;
+    Ok(())
+}
+
+/// A client that puts something unseeded into its request body: the determinism check
+/// names the request that changed and the client's known hazard of that kind.
+#[test]
+fn a_foreign_clients_unseeded_request_body_is_named_as_the_cause() {
+    let sim = Simulation::new(SimConfig::new(3)).with_determinism_check(true);
+    let report = expect_failure(sim.try_run(|sim| async move {
+        let tag = LEAKY_REQUESTS.fetch_add(1, Ordering::Relaxed);
+        leaky_call(sim, 10, tag).await
+    }));
+    assert_eq!(report.class, FailureClass::Nondeterminism);
+    let cause = report
+        .divergence
+        .as_ref()
+        .and_then(|d| d.cause.clone())
+        .expect("a divergence with a cause");
+    assert!(cause.contains("sent a different request body"), "{cause}");
+    assert!(cause.contains("a request counter shared"), "{cause}");
+    assert!(!cause.contains("retry waits"), "only hazards of the matching kind: {cause}");
+    assert!(report.to_string().contains("cause:"), "{report}");
+}
+
+/// A client that waits for a time the simulation did not draw: the same request comes
+/// at another simulated time, and the check says so and names the timing hazard.
+#[test]
+fn a_foreign_clients_unseeded_wait_is_named_as_the_cause() {
+    let sim = Simulation::new(SimConfig::new(4)).with_determinism_check(true);
+    let report = expect_failure(sim.try_run(|sim| async move {
+        let wait_ms = 10 + LEAKY_WAITS.fetch_add(1, Ordering::Relaxed);
+        leaky_call(sim, wait_ms, 0).await
+    }));
+    let cause = report
+        .divergence
+        .as_ref()
+        .and_then(|d| d.cause.clone())
+        .expect("a divergence with a cause");
+    assert!(cause.contains("came at another simulated time"), "{cause}");
+    assert!(cause.contains("retry waits drawn"), "{cause}");
+    assert!(cause.contains("leaky-client 0.1"), "{cause}");
+}
+
 /// A simulated hour of sleeps is simulated: the clock reads exactly one hour at the end.
 #[test]
 fn an_hour_of_sleeps_is_simulated() {

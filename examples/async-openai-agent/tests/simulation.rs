@@ -68,3 +68,25 @@ fn the_scenario_sweeps_clean() {
     let report = run(&[scenario], &options).unwrap();
     assert_eq!(report.exit_code(), 0, "{}", report.table());
 }
+
+/// The adapter tells the run it is there, so a determinism failure in this agent's
+/// simulations names async-openai (and says its source showed no clock or randomness
+/// of its own).
+#[test]
+fn the_adapter_notes_async_openai_in_the_run() {
+    let run = Simulation::new(umi_dst::SimConfig::new(1)).run_seed(1, &|sim| async move {
+        let (agent, _network) = agent(&sim);
+        agent
+            .ask("What is the weather in Oslo?")
+            .await
+            .map_err(|e| umi_dst::Violation::new(e.to_string()))?;
+        Ok::<(), umi_dst::Violation>(())
+    });
+    assert!(run.passed(), "{:?}", run.failure);
+    let noted: Vec<&str> = run.foreign.iter().map(|c| c.name).collect();
+    assert_eq!(noted, ["async-openai 0.43"]);
+    assert!(
+        run.tail.iter().any(|e| e.kind == "foreign" && e.detail == "async-openai 0.43"),
+        "the trace says so too"
+    );
+}

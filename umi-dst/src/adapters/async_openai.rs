@@ -23,6 +23,10 @@
 //! - it reads OS randomness only for download file names and the wall clock only to
 //!   verify webhooks, neither on the chat or Responses paths.
 //!
+//! So [`CLIENT`] lists no hazards; the service notes it in the run
+//! ([`crate::foreign::note`]), and a determinism failure in a run that uses it says it
+//! was there and that its source showed no clock or randomness of its own.
+//!
 //! A request body async-openai streams (multipart uploads) cannot go through
 //! SimNetwork: such a request fails with an error naming it.
 
@@ -36,6 +40,13 @@ use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
 use futures::StreamExt;
 use umi_core::llm::transport::{HttpRequest, Transport};
+
+/// async-openai as the determinism check knows it: on the chat and Responses paths it
+/// reads no clock or randomness of its own (see the module docs).
+pub static CLIENT: crate::foreign::ForeignClient = crate::foreign::ForeignClient {
+    name: "async-openai 0.43",
+    hazards: &[],
+};
 
 /// The service: async-openai's requests through `transport`.
 #[derive(Clone)]
@@ -52,6 +63,7 @@ impl std::fmt::Debug for SimService {
 impl SimService {
     /// A service sending through `transport`.
     pub fn new(transport: Arc<dyn Transport>) -> Self {
+        crate::foreign::note(&CLIENT);
         Self { transport }
     }
 }

@@ -281,12 +281,8 @@ impl SimNetwork {
     /// The response's own stream: forked from the endpoint, the request's bytes and how
     /// many times those bytes were sent before, so it does not depend on the order of
     /// other requests.
-    fn response_rng(&self, base_url: &str, request: &HttpRequest) -> DeterministicRng {
-        let hash: [u8; 32] = Sha256::new()
-            .chain_update(request.url.as_bytes())
-            .chain_update(&request.body)
-            .finalize()
-            .into();
+    fn response_rng(&self, base_url: &str, hash: &[u8; 32]) -> DeterministicRng {
+        let hash = *hash;
         let occurrence = {
             let mut occurrences = self
                 .occurrences
@@ -463,9 +459,25 @@ impl Transport for SimNetwork {
                 reason: format!("no route to {} (simulated)", request.url),
             })?;
         let endpoint = &served.endpoint;
+        // What the response depends on (and the determinism check compares: a body
+        // that differs between two runs of a seed is named as the cause).
+        let request_hash: [u8; 32] = Sha256::new()
+            .chain_update(request.url.as_bytes())
+            .chain_update(&request.body)
+            .finalize()
+            .into();
         self.trace.record(
             "net.request",
-            format_args!("{} {} ({})", request.method, request.url, endpoint.profile),
+            format_args!(
+                "{} {} ({}) body={:02x}{:02x}{:02x}{:02x}",
+                request.method,
+                request.url,
+                endpoint.profile,
+                request_hash[0],
+                request_hash[1],
+                request_hash[2],
+                request_hash[3]
+            ),
         );
         if self.is_down(&endpoint.base_url) {
             self.trace
@@ -482,7 +494,7 @@ impl Transport for SimNetwork {
             return Ok(self.finish(proxy, exchange));
         }
         let format = server_format(endpoint.profile.format());
-        let mut rng = self.response_rng(&endpoint.base_url, &request);
+        let mut rng = self.response_rng(&endpoint.base_url, &request_hash);
         let served_model = endpoint.model.model_ref().model.clone();
         let created_s = self.server_now_ms(&served) / 1_000;
         let mut responder = format.responder(

@@ -57,6 +57,8 @@ pub struct SeedRun {
     pub swarm: Vec<SwarmDraw>,
     /// The last trace events.
     pub tail: Vec<TraceEvent>,
+    /// The third-party clients noted in the run (see [`crate::foreign`]).
+    pub foreign: Vec<&'static crate::foreign::ForeignClient>,
     /// Every trace event, when the config asked for a full trace.
     pub full_trace: Option<Vec<TraceEvent>>,
     /// Coverage marks hit, with their counts.
@@ -88,6 +90,7 @@ where
     let entered = runtime.enter();
     let env = SimEnvironment::new(config)
         .unwrap_or_else(|error| panic!("run_seed needs a validated config: {error}"));
+    let notes = crate::foreign::RunNotes::open(env.trace().clone());
     let subscriber = log_subscriber(log, env.clock().clone(), config.seed);
     let _log_guard = tracing::dispatcher::set_default(&subscriber);
 
@@ -123,8 +126,10 @@ where
         other => other,
     };
 
+    let foreign = notes.finish();
     let run = SeedRun {
         seed: config.seed,
+        foreign,
         failure,
         trace_hash: env.trace().hash(),
         events: env.trace().len(),

@@ -515,9 +515,18 @@ impl Simulation {
         }
         let (left, right) = (first.full_trace.as_deref(), second.full_trace.as_deref());
         let divergence = match (left, right) {
-            (Some(left), Some(right)) => first_divergence(left, right).map(|index| Divergence {
-                first: left.get(index).cloned(),
-                second: right.get(index).cloned(),
+            (Some(left), Some(right)) => first_divergence(left, right).map(|index| {
+                let mut clients = first.foreign.clone();
+                for client in &second.foreign {
+                    if !clients.iter().any(|c| c.name == client.name) {
+                        clients.push(client);
+                    }
+                }
+                Divergence {
+                    first: left.get(index).cloned(),
+                    second: right.get(index).cloned(),
+                    cause: crate::foreign::explain(left.get(index), right.get(index), &clients),
+                }
             }),
             _ => None,
         };

@@ -73,6 +73,9 @@ pub struct Divergence {
     pub first: Option<TraceEvent>,
     /// The second run's event at the divergence point.
     pub second: Option<TraceEvent>,
+    /// What the two events suggest went wrong, with the hazards of the third-party
+    /// clients noted in the run (see [`crate::foreign::explain`]).
+    pub cause: Option<String>,
 }
 
 /// How to run one test again: package, test target, test name, build profile and
@@ -295,6 +298,9 @@ impl fmt::Display for FailureReport {
             writeln!(f, "diverged:")?;
             writeln!(f, "  first run:  {}", show(divergence.first.as_ref()))?;
             writeln!(f, "  second run: {}", show(divergence.second.as_ref()))?;
+            if let Some(cause) = &divergence.cause {
+                writeln!(f, "  cause:      {cause}")?;
+            }
         }
         if !self.tail.is_empty() {
             writeln!(f, "last events:")?;
