@@ -59,6 +59,7 @@ pub mod conformance;
 pub mod constants;
 pub mod corpus;
 pub mod doubles;
+pub mod duration_text;
 pub mod environment;
 pub mod fault;
 pub mod llm;
@@ -72,6 +73,7 @@ pub mod sqlite_disk;
 pub mod storage;
 pub mod sweep;
 pub mod trace;
+pub mod watchdog;
 
 pub use clock::SimClock;
 pub use config::SimConfig;
