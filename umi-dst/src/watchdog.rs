@@ -22,6 +22,7 @@
     reason = "the watchdog measures wall time on its own thread, outside every simulation"
 )]
 
+use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -121,12 +122,12 @@ fn watch_loop(orders: &mpsc::Receiver<Order>) {
     }
 }
 
-#[allow(
-    clippy::print_stderr,
-    reason = "the report of a hang is the watchdog's whole output"
-)]
 fn expire(report: &str) -> ! {
-    eprintln!("{report}");
+    // Straight to the stream: libtest captures `eprintln!` on a test's threads (this
+    // one inherits the capture), and the capture dies with the process.
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "{report}");
+    let _ = stderr.flush();
     std::process::exit(FailureClass::Liveness.exit_code())
 }
 
