@@ -62,7 +62,7 @@ impl Scenario for PlantedCrash {
         Box::pin(async move {
             let seed = sim.seed();
             sim.env().sleep(std::time::Duration::from_millis(1)).await;
-            if seed % 2 == 0 {
+            if seed.is_multiple_of(2) {
                 crash_now(crash);
             }
             Ok(())

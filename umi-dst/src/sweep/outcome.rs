@@ -10,7 +10,7 @@ use crate::simulation::report::FailureClass;
 #[derive(Debug)]
 pub(crate) enum RunEnd {
     /// The seed ran to its verdict (which may itself be a failure).
-    Finished(SeedRun),
+    Finished(Box<SeedRun>),
     /// The harness panicked outside the seed's own guards (a crash).
     Panicked(String),
     /// No result within the seed timeout (a liveness failure); the message says so.

@@ -251,7 +251,7 @@ fn drive(
                     Ok(ReplyEnd::Finished(summary)) => Some(
                         summary
                             .into_run()
-                            .map_or_else(RunEnd::Died, RunEnd::Finished),
+                            .map_or_else(RunEnd::Died, |run| RunEnd::Finished(Box::new(run))),
                     ),
                     Ok(ReplyEnd::Panicked(message)) => Some(RunEnd::Panicked(message)),
                     Err(said) => {

@@ -97,7 +97,7 @@ pub(crate) fn spawn_worker(shared: &Arc<Shared>, slot: usize, results: mpsc::Syn
                 }))
                 .map_or_else(
                     |payload| RunEnd::Panicked(panic_message(&*payload)),
-                    RunEnd::Finished,
+                    |run| RunEnd::Finished(Box::new(run)),
                 );
                 if shared
                     .retired
