@@ -6,9 +6,13 @@
 //!    cores);
 //! 3. memory: resident set size before any sweep, after the throughput sweeps, and after
 //!    each quarter of 10,000 more seeds; the peak per worker (it must not grow with the
-//!    number of seeds: the later quarters should add next to nothing).
+//!    number of seeds: the later quarters should add next to nothing);
+//! 4. the same sweep in worker processes (the `dst` binary's workers, what `dst sweep`
+//!    does) against worker threads in this process (`--in-process`), two workers each,
+//!    alternated twice: throughput with processes must stay at least 0.8x in-process.
 //!
-//! Run with `cargo bench -p umi-scenarios --bench sweep` (part of `make bench`).
+//! Run with `cargo bench -p umi-scenarios --bench sweep` (part of `make bench`);
+//! `cargo bench -p umi-scenarios --bench sweep -- isolation` prints only figure 4.
 
 #![allow(
     missing_docs,
@@ -19,8 +23,10 @@
 
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use umi_dst::sweep::engine::ProgressStyle;
-use umi_dst::sweep::{SweepOptions, SweepReport, run};
+use umi_dst::sweep::{Isolation, SweepOptions, SweepReport, WorkerProcesses, run};
 
 /// Seeds per scenario for the throughput figures.
 const SEEDS_THROUGHPUT: u64 = 600;
@@ -31,12 +37,23 @@ const SEEDS_LONG: u64 = 10_000;
 /// Parts of the long sweep, with the resident set size printed after each.
 const QUARTERS: u64 = 4;
 
+/// Seeds per scenario for the isolation figure.
+const SEEDS_ISOLATION: u64 = 300;
+
+/// Times each way of running is measured in the isolation figure (alternating).
+const ISOLATION_ROUNDS: usize = 2;
+
 fn sweep(seeds: u64, seed_start: u64, jobs: usize) -> (SweepReport, f64) {
+    sweep_in(seeds, seed_start, jobs, Isolation::Threads)
+}
+
+fn sweep_in(seeds: u64, seed_start: u64, jobs: usize, isolation: Isolation) -> (SweepReport, f64) {
     let options = SweepOptions {
         seeds,
         seed_start,
         jobs,
         progress: ProgressStyle::Quiet,
+        isolation,
         ..SweepOptions::default()
     };
     let started = Instant::now();
@@ -51,7 +68,56 @@ fn status_kib(field: &str) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Figure 4: worker processes against worker threads, same sweep, same run.
+fn isolation_figure() {
+    let processes = Isolation::Processes(Arc::new(WorkerProcesses {
+        program: env!("CARGO_BIN_EXE_dst").into(),
+        memory_max_bytes: Some(4 << 30),
+        memory_max_text: Some("4GiB".into()),
+    }));
+    let _ = sweep_in(20, 3_000_000, 2, processes.clone()); // warm-up: page cache, workers
+    let _ = sweep_in(20, 3_000_000, 2, Isolation::Threads);
+    let (mut threads_s, mut processes_s, mut runs) = (0.0, 0.0, 0);
+    for _ in 0..ISOLATION_ROUNDS {
+        let (threads, took) = sweep_in(SEEDS_ISOLATION, 1, 2, Isolation::Threads);
+        threads_s += took;
+        let (in_processes, took) = sweep_in(SEEDS_ISOLATION, 1, 2, processes.clone());
+        processes_s += took;
+        assert_eq!(
+            threads
+                .scenarios
+                .iter()
+                .map(|s| &s.trace_digest)
+                .collect::<Vec<_>>(),
+            in_processes
+                .scenarios
+                .iter()
+                .map(|s| &s.trace_digest)
+                .collect::<Vec<_>>(),
+            "the same seeds give the same traces either way"
+        );
+        runs += threads.runs_done;
+    }
+    let runs = runs as f64;
+    println!(
+        "\nisolation (2 workers, {SEEDS_ISOLATION} seeds per scenario, {ISOLATION_ROUNDS} rounds alternated):"
+    );
+    println!(
+        "  in-process threads : {threads_s:>7.3} s  ({:>7.0} runs/s)  baseline",
+        runs / threads_s
+    );
+    println!(
+        "  worker processes   : {processes_s:>7.3} s  ({:>7.0} runs/s)  {:.2}x the baseline's throughput (goal >= 0.80x)",
+        runs / processes_s,
+        threads_s / processes_s
+    );
+}
+
 fn main() {
+    if std::env::args().any(|arg| arg == "isolation") {
+        isolation_figure();
+        return;
+    }
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     println!("sweep bench on {cores} core(s); {SEEDS_THROUGHPUT} seeds per scenario\n");
     let rss_start = status_kib("VmRSS:");
@@ -125,4 +191,5 @@ fn main() {
         }
         _ => println!("  (no /proc/self/status here: memory figures are Linux-only)"),
     }
+    isolation_figure();
 }

@@ -17,6 +17,9 @@
 //!   [`wire_faults`], [`wire_shapes`], [`mixed_formats`], [`agent_loop_under_faults`], and
 //!   and the canaries [`canary`] and [`canary_lost_link`].
 //! - [`all`]: every scenario, for the `dst` binary and the tests.
+//! - [`planted_crashes`]: seeds that abort, overflow the stack, exit, allocate without
+//!   bound or busy-loop, to test the harness; in the `dst` binary ([`with_planted`]),
+//!   reachable only by name.
 
 pub mod agent_loop_under_faults;
 pub mod canary;
@@ -25,6 +28,7 @@ pub mod common;
 pub mod context_overflow_recovery;
 pub mod memory_no_data_loss;
 pub mod mixed_formats;
+pub mod planted_crashes;
 pub mod recall_degrades_gracefully;
 pub mod router_fallback_chain;
 pub mod router_rate_limit_storm;
@@ -54,4 +58,16 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(canary::Canary),
         Arc::new(canary_lost_link::CanaryLostLink),
     ]
+}
+
+/// [`all`], then the [`planted_crashes`] (which run only when named): the `dst` binary's
+/// scenarios.
+pub fn with_planted() -> Vec<Arc<dyn Scenario>> {
+    let mut scenarios = all();
+    scenarios.extend(
+        planted_crashes::all()
+            .into_iter()
+            .map(|planted| Arc::new(planted) as Arc<dyn Scenario>),
+    );
+    scenarios
 }

@@ -20,6 +20,11 @@ mod coverage;
 /// Ctrl-C writes the reports and prints the command that resumes the range.
 mod sweep;
 
+/// Seeds in worker processes: a seed that aborts, overflows its stack, exits, allocates
+/// without bound or busy-loops is named and recorded, and the sweep (or `dst replay`,
+/// or `Simulation::run`) goes on or fails by name instead of dying or hanging.
+mod workers;
+
 /// `dst serve` over real HTTP: order-independent answers, envelopes, limits, and
 /// umi-core's own clients as its users.
 mod serve;

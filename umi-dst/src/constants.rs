@@ -60,6 +60,11 @@ pub const DEFAULT_SEED_START: u64 = 1;
 /// Seeds one `Simulation::run` may cover (`DST_SEEDS` is checked against it).
 pub const SEEDS_PER_RUN_MAX: u64 = 10_000_000;
 
+/// Wall time one seed may take under `Simulation::run` and `dst replay` before the
+/// watchdog ends the process naming it (`DST_SEED_TIMEOUT` overrides it); the sweep's
+/// `--seed-timeout` defaults to the same.
+pub const SEED_WALL_TIMEOUT_DEFAULT: Duration = Duration::from_secs(60);
+
 /// Lines a seed corpus file may hold.
 pub const CORPUS_LINES_MAX: usize = 100_000;
 

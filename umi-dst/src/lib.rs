@@ -60,6 +60,7 @@ pub mod constants;
 pub mod corpus;
 pub mod foreign;
 pub mod doubles;
+pub mod duration_text;
 pub mod environment;
 pub mod fault;
 pub mod llm;
@@ -73,6 +74,7 @@ pub mod sqlite_disk;
 pub mod storage;
 pub mod sweep;
 pub mod trace;
+pub mod watchdog;
 
 pub use clock::SimClock;
 pub use config::SimConfig;

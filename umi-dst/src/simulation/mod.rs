@@ -17,7 +17,9 @@
 //!
 //! `Simulation::from_env()` reads `DST_SEED` (exactly that seed), `DST_SEEDS` and
 //! `DST_SEED_START` (the default range; without them seeds 1 to 8), and
-//! `DST_CHECK_DETERMINISM=1` (each seed twice, traces compared). A body returns
+//! `DST_CHECK_DETERMINISM=1` (each seed twice, traces compared), and `DST_SEED_TIMEOUT`
+//! (the wall time one seed may take, 60 s by default: a seed that never yields is
+//! reported by name and ends the process, `crate::watchdog`). A body returns
 //! `Err(violation)` for a broken invariant (class *correctness*); a panic is a *crash*;
 //! passing the simulated-time or step bound is *liveness*; two traces of one seed that
 //! differ are *nondeterminism*.
@@ -41,6 +43,7 @@ use crate::config::{SimConfig, SimConfigError};
 use crate::corpus::{CorpusEntry, CorpusError, SeedCorpus};
 use crate::fault::{FaultConfig, FaultKind};
 use crate::trace::{TraceHash, first_divergence};
+use crate::watchdog::{Watchdog, hang_report};
 use kept::{StaleSeed, StaleSeeds};
 
 /// A broken invariant, returned by a simulation body (see [`crate::ensure!`]).
@@ -376,7 +379,15 @@ impl Simulation {
         let mut summary = RunSummary::default();
         let mut reach = vec![0u64; self.template.faults.len()];
         let mut stale = Vec::new();
+        // A seed that never yields stops simulated time; the wall clock still ends it.
+        let replay = self.replay.clone().unwrap_or_else(ReplayTarget::detect);
+        let mut watchdog = Watchdog::start();
         for (seed, kept) in self.runs() {
+            let limit = self.settings.seed_timeout;
+            let _watched = watchdog.as_mut().map(|watchdog| {
+                let command = replay.command(seed, FailureClass::Liveness);
+                watchdog.watch(limit, hang_report(&format!("seed {seed}"), limit, &command))
+            });
             let mut config = self.config_for(seed);
             if let Some((_, entry)) = kept {
                 config = entry.meaning.apply(config);

@@ -1,10 +1,16 @@
 //! Reading the run's settings from the environment: `DST_SEED`, `DST_SEEDS`,
-//! `DST_SEED_START`, `DST_CHECK_DETERMINISM`, `DST_LOG`, `DST_TRACE`, `DST_PRINT_HASH`.
+//! `DST_SEED_START`, `DST_CHECK_DETERMINISM`, `DST_LOG`, `DST_TRACE`, `DST_PRINT_HASH`,
+//! `DST_SEED_TIMEOUT`.
 //!
 //! A bad value is a one-line error naming the variable and the value; nothing here
 //! panics.
 
-use crate::constants::{DEFAULT_SEED_COUNT, DEFAULT_SEED_START, SEEDS_PER_RUN_MAX};
+use std::time::Duration;
+
+use crate::constants::{
+    DEFAULT_SEED_COUNT, DEFAULT_SEED_START, SEED_WALL_TIMEOUT_DEFAULT, SEEDS_PER_RUN_MAX,
+};
+use crate::watchdog::SEED_TIMEOUT_VAR;
 
 /// A `DST_*` variable with a value that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,6 +66,9 @@ pub struct Settings {
     pub print_trace: bool,
     /// `DST_PRINT_HASH=1`: print each seed's trace hash (for cross-machine comparisons).
     pub print_hash: bool,
+    /// `DST_SEED_TIMEOUT`: the wall time one seed may take before the watchdog ends the
+    /// process naming it (`crate::watchdog`).
+    pub seed_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -73,6 +82,7 @@ impl Default for Settings {
             log: LogLevel(Some(tracing::Level::WARN)),
             print_trace: false,
             print_hash: false,
+            seed_timeout: SEED_WALL_TIMEOUT_DEFAULT,
         }
     }
 }
@@ -127,6 +137,10 @@ impl Settings {
         settings.check_determinism = flag(&lookup, "DST_CHECK_DETERMINISM")?;
         settings.print_trace = flag(&lookup, "DST_TRACE")?;
         settings.print_hash = flag(&lookup, "DST_PRINT_HASH")?;
+        if let Some(value) = lookup(SEED_TIMEOUT_VAR) {
+            settings.seed_timeout = crate::duration_text::positive_duration_arg(&value)
+                .map_err(|reason| invalid(SEED_TIMEOUT_VAR, &value, reason))?;
+        }
         if let Some(value) = lookup("DST_LOG") {
             settings.log = LogLevel(match value.trim().to_ascii_lowercase().as_str() {
                 "off" | "none" => None,
@@ -213,6 +227,14 @@ mod tests {
         assert!(read(&[("DST_SEEDS", "0")]).is_err());
         assert!(read(&[("DST_SEEDS", "-3")]).is_err());
         assert!(read(&[("DST_CHECK_DETERMINISM", "maybe")]).is_err());
+        for bad in ["0", "soon", "99999999999h"] {
+            let error = read(&[("DST_SEED_TIMEOUT", bad)]).unwrap_err().to_string();
+            assert!(error.starts_with("DST_SEED_TIMEOUT="), "{error}");
+        }
+        assert_eq!(
+            read(&[("DST_SEED_TIMEOUT", "90s")]).unwrap().seed_timeout,
+            Duration::from_secs(90)
+        );
         assert!(
             read(&[("DST_LOG", "loud")])
                 .unwrap_err()

@@ -56,54 +56,29 @@ enum Command {
     /// formats in any profile), seeded per request, for agents in any language.
     #[cfg(feature = "serve")]
     Serve(crate::serve::cli::ServeArgs),
+    /// A sweep's worker process (started by `dst sweep` itself; not for people).
+    #[command(name = "__sweep-worker", hide = true)]
+    SweepWorker(super::process_worker::WorkerArgs),
 }
 
 fn seed_arg(text: &str) -> Result<u64, String> {
     parse_seed(text)
 }
 
-/// The longest duration a flag accepts: 30 days (longer ones once wrapped to zero).
-pub const DURATION_ARG_MAX: Duration = Duration::from_secs(30 * 24 * 3600);
+pub use crate::duration_text::{DURATION_ARG_MAX, duration_arg, positive_duration_arg};
 
-/// `500ms`, `30s`, `5m`, `2h`, up to [`DURATION_ARG_MAX`].
-pub fn duration_arg(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 30s, 5m or 500ms"))?;
-    let seconds_per_unit = match unit {
-        "ms" => None,
-        "" | "s" => Some(1),
-        "m" => Some(60),
-        "h" => Some(3600),
-        other => {
-            return Err(format!(
-                "unknown duration unit {other:?} (use ms, s, m or h)"
-            ));
-        }
-    };
-    let duration = match seconds_per_unit {
-        None => Some(Duration::from_millis(number)),
-        Some(factor) => number.checked_mul(factor).map(Duration::from_secs),
-    };
-    match duration {
-        Some(duration) if duration <= DURATION_ARG_MAX => Ok(duration),
-        _ => Err(format!(
-            "{text:?} is longer than 30 days, the longest accepted"
-        )),
-    }
+/// `--seed-memory-max` as given and as parsed.
+#[derive(Debug, Clone)]
+struct MemoryMax {
+    text: String,
+    bytes: Option<u64>,
 }
 
-/// Like [`duration_arg`], refusing zero (a zero seed timeout made every seed a hang).
-pub fn positive_duration_arg(text: &str) -> Result<Duration, String> {
-    match duration_arg(text)? {
-        Duration::ZERO => Err(format!("{text:?} is zero; give at least 1ms")),
-        duration => Ok(duration),
-    }
+fn memory_max_arg(text: &str) -> Result<MemoryMax, String> {
+    Ok(MemoryMax {
+        text: text.trim().to_owned(),
+        bytes: super::memory_limit::parse_memory_max(text)?,
+    })
 }
 
 #[derive(Args)]
@@ -158,9 +133,19 @@ struct SweepArgs {
     /// Keep every seed's trace hash in the JSON report.
     #[arg(long)]
     hashes: bool,
-    /// A run without a result after this much wall time is a hang.
+    /// A run without a result after this much wall time is a hang (its worker is
+    /// killed and replaced).
     #[arg(long, value_parser = positive_duration_arg, default_value = "60s")]
     seed_timeout: Duration,
+    /// The memory limit of each worker process (`512MiB`, `4GiB`, `none`; unix): a seed
+    /// that allocates past it fails as a crash and costs one worker.
+    #[arg(long, default_value = super::memory_limit::SEED_MEMORY_MAX_DEFAULT,
+          value_parser = memory_max_arg)]
+    seed_memory_max: MemoryMax,
+    /// Run seeds on threads of this process instead of worker processes (for
+    /// debugging: an abort, a stack overflow or `exit` in a seed then ends the sweep).
+    #[arg(long)]
+    in_process: bool,
     /// No progress output.
     #[arg(long)]
     quiet: bool,
@@ -253,6 +238,8 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
             for scenario in &scenarios {
                 let kind = if scenario.is_canary() {
                     " (canary)"
+                } else if scenario.only_when_named() {
+                    " (planted; runs only with --scenario)"
                 } else {
                     ""
                 };
@@ -323,6 +310,7 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
         Command::Find(args) => super::find::run(&scenarios, &args),
         #[cfg(feature = "serve")]
         Command::Serve(args) => crate::serve::cli::run(&args, &scenarios),
+        Command::SweepWorker(args) => super::process_worker::serve(&scenarios, &args),
     }
 }
 
@@ -360,6 +348,10 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         fresh
     } else {
         args.seed_start
+    };
+    let isolation = match isolation(&args) {
+        Ok(isolation) => isolation,
+        Err(error) => return fail(&error),
     };
     let seeds_dir = if args.no_record {
         None
@@ -404,6 +396,7 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         },
         program,
         interrupt: interrupt.clone(),
+        isolation,
     };
     // A report that cannot be written is refused now, not after the whole sweep.
     for (flag, path) in [("--report", &options.report_path), ("--junit", &args.junit)] {
@@ -458,7 +451,65 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
     exit(report.exit_code())
 }
 
+/// Worker processes of this binary, or threads with `--in-process`.
+fn isolation(args: &SweepArgs) -> Result<engine::Isolation, String> {
+    if args.in_process {
+        return Ok(engine::Isolation::Threads);
+    }
+    let program = std::env::current_exe().map_err(|error| {
+        format!("cannot find this program to start workers ({error}); pass --in-process")
+    })?;
+    let limit = &args.seed_memory_max;
+    let supported = super::memory_limit::supported();
+    if !supported
+        && limit.bytes.is_some()
+        && limit.text != super::memory_limit::SEED_MEMORY_MAX_DEFAULT
+    {
+        eprintln!("dst: --seed-memory-max is ignored on this platform (it needs setrlimit)");
+    }
+    let bytes = limit.bytes.filter(|_| supported);
+    Ok(engine::Isolation::Processes(Arc::new(
+        super::WorkerProcesses {
+            program,
+            memory_max_bytes: bytes,
+            memory_max_text: bytes.map(|_| limit.text.clone()),
+        },
+    )))
+}
+
+/// The wall-clock limit of one replayed seed: `DST_SEED_TIMEOUT`, or the default.
+fn replay_seed_timeout() -> Result<Duration, String> {
+    let var = crate::watchdog::SEED_TIMEOUT_VAR;
+    match std::env::var(var) {
+        Err(_) => Ok(crate::constants::SEED_WALL_TIMEOUT_DEFAULT),
+        Ok(value) => {
+            positive_duration_arg(&value).map_err(|reason| format!("{var}={value:?}: {reason}"))
+        }
+    }
+}
+
 fn replay(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &str) -> ExitCode {
+    let limit = match replay_seed_timeout() {
+        Ok(limit) => limit,
+        Err(error) => return fail(&error),
+    };
+    // A recorded hanging seed must fail with its name, not hang the replay.
+    let mut watchdog = crate::watchdog::Watchdog::start();
+    let _watched = watchdog.as_mut().map(|watchdog| {
+        let what = format!("replay of seed {} of {}", args.run.seed, args.run.scenario);
+        let command = super::engine::replay_command(
+            program,
+            &args.run.scenario,
+            args.run.seed,
+            args.run.swarm,
+            None,
+        );
+        watchdog.watch(limit, crate::watchdog::hang_report(&what, limit, &command))
+    });
+    replay_watched(scenarios, args, program)
+}
+
+fn replay_watched(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &str) -> ExitCode {
     let selected = match select(scenarios, std::slice::from_ref(&args.run.scenario)) {
         Ok(selected) => selected,
         Err(error) => return fail(&error.to_string()),

@@ -25,7 +25,7 @@ use super::report::{
     FailureEntry, REPORT_FAILURES_KEPT_MAX, ScenarioReport, SweepReport, digest_hex, fold_digest,
 };
 use super::scenario::Scenario;
-use super::worker::{Outcome, Shared};
+use super::worker::{Outcome, RunEnd, Shared};
 use crate::corpus::{AppendOutcome, CorpusRecorder, SeedMeaning, corpus_path};
 use crate::fault::FaultStats;
 use crate::simulation::report::FailureClass;
@@ -111,7 +111,7 @@ impl Collector {
         entry.wall_us += u64::try_from(wall.as_micros()).unwrap_or(u64::MAX);
         let mut injected = None;
         let failure = match run {
-            Ok(run) => {
+            RunEnd::Finished(run) => {
                 fold_run(entry, &run);
                 let hash = run.trace_hash.to_string();
                 fold_digest(&mut self.digests[scenario_index], seed, &hash);
@@ -122,14 +122,9 @@ impl Collector {
                 run.failure
                     .map(|(class, message)| (class.name().to_owned(), message))
             }
-            Err(message) if message.starts_with("HANG ") => Some((
-                FailureClass::Liveness.name().to_owned(),
-                message.trim_start_matches("HANG ").to_owned(),
-            )),
-            Err(message) => Some((
-                FailureClass::Crash.name().to_owned(),
-                format!("harness panicked: {message}"),
-            )),
+            unfinished => unfinished
+                .unfinished_failure()
+                .map(|(class, message)| (class.name().to_owned(), message)),
         };
         if let Some((class, message)) = failure {
             let scenario = selected[scenario_index].as_ref();

@@ -2,7 +2,11 @@
 //!
 //! Work is numbered (scenario, seed) runs, seed-major so that a sweep cut short by its
 //! time budget has still covered every scenario (`plan.rs`). Worker threads take run
-//! numbers from a shared counter (`worker.rs`); each run is one seed on its own
+//! numbers from a shared counter (`worker.rs`), or, with [`Isolation::Processes`]
+//! (what `dst sweep` uses), driver threads do and hand each run to their own worker
+//! process (`process_pool.rs`), so an abort, a stack overflow, running out of memory
+//! or `exit` in a seed costs one worker process and is recorded as that seed's crash;
+//! each run is one seed on its own
 //! single-threaded simulated runtime, so the number of workers never changes a seed's
 //! result (a test checks `--jobs 1` and `--jobs 2` give identical trace hashes).
 //!
@@ -12,7 +16,7 @@
 //! every few seconds (so a sweep killed midway leaves a report saying how far it got),
 //! and watches the workers: a run that produces no result within `seed_timeout` of wall
 //! time (a loop that never yields, blocking I/O) is recorded as a liveness failure and
-//! its worker replaced, so a hang never stops the sweep.
+//! its worker replaced (a worker process is killed), so a hang never stops the sweep.
 //!
 //! A time budget or an interrupt (`SweepOptions::interrupt`, set by the `dst` command
 //! on SIGINT and SIGTERM) stops the claiming of runs; the runs already claimed finish or
@@ -39,6 +43,7 @@ use super::collect::Collector;
 pub use super::collect::write_report;
 use super::plan::Plan;
 pub use super::plan::Shard;
+use super::process_pool::spawn_driver;
 use super::progress::Progress;
 pub use super::progress::ProgressStyle;
 use super::report::{ScenarioReport, SweepReport};
@@ -107,6 +112,21 @@ pub struct SweepOptions {
     /// Set to a non-zero value (the `dst` command stores the signal's number: 2 for
     /// SIGINT, 15 for SIGTERM) to stop the sweep as the time budget does.
     pub interrupt: Option<Arc<AtomicUsize>>,
+    /// Where seeds run: worker threads in this process (the default for the library,
+    /// `cargo test`, and `dst sweep --in-process`) or worker processes (`dst sweep`).
+    pub isolation: Isolation,
+}
+
+/// Where a sweep's seeds run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// Worker threads in this process: a panic is caught, but an abort, a stack
+    /// overflow, running out of memory or `exit` ends the whole sweep.
+    #[default]
+    Threads,
+    /// Long-lived worker processes (this binary re-executed): whatever a seed does to
+    /// its process costs one worker, and the seed is recorded as a crash.
+    Processes(Arc<super::process_pool::WorkerProcesses>),
 }
 
 impl Default for SweepOptions {
@@ -128,6 +148,7 @@ impl Default for SweepOptions {
             progress: ProgressStyle::Auto,
             program: "dst".into(),
             interrupt: None,
+            isolation: Isolation::Threads,
         }
     }
 }
@@ -174,7 +195,11 @@ fn select_by_name(
     names: &[String],
 ) -> Result<Vec<Arc<dyn Scenario>>, SweepError> {
     if names.is_empty() {
-        return Ok(scenarios.to_vec());
+        return Ok(scenarios
+            .iter()
+            .filter(|s| !s.only_when_named())
+            .cloned()
+            .collect());
     }
     names
         .iter()
@@ -255,6 +280,7 @@ pub fn run(
         next: AtomicUsize::new(0),
         slots: Mutex::new(vec![None; options.jobs]),
         retired: Mutex::new(BTreeSet::new()),
+        killers: Mutex::new(Vec::new()),
         scenarios: selected.clone(),
         swarm: options.swarm,
         check_determinism: options.check_determinism,
@@ -263,7 +289,16 @@ pub fn run(
     let _quiet = QuietWorkers::install();
     let (sender, results) = mpsc::sync_channel(SWEEP_RESULTS_QUEUED_MAX);
     for slot in 0..options.jobs {
-        spawn_worker(&shared, slot, sender.clone());
+        match &options.isolation {
+            Isolation::Threads => spawn_worker(&shared, slot, sender.clone()),
+            Isolation::Processes(processes) => spawn_driver(
+                &shared,
+                slot,
+                sender.clone(),
+                Arc::clone(processes),
+                options.seed_timeout,
+            ),
+        }
     }
     let started = Instant::now();
     let progress = Progress::new(options.progress, total as u64);
@@ -369,6 +404,9 @@ fn retire_hung(
     for hung in watchdog(shared, &collector.hung, options.seed_timeout) {
         collector.hung.insert(hung.index);
         collector.record(hung, shared, selected, options);
+        if options.isolation != Isolation::Threads {
+            continue; // the hung worker process was killed; its driver starts another
+        }
         let slot = {
             let mut slots = shared.slots.lock().unwrap_or_else(PoisonError::into_inner);
             slots.push(None);

@@ -35,6 +35,13 @@ pub trait Scenario: Send + Sync {
         false
     }
 
+    /// Whether it runs only when named (`--scenario NAME`): a planted failure that
+    /// tests the harness itself (a seed that aborts, hangs, exits), never part of a
+    /// sweep of every scenario.
+    fn only_when_named(&self) -> bool {
+        false
+    }
+
     /// The config of one seed: the fault profile, and in swarm mode the profile's own
     /// rules switched on and off and scaled by the seed (filters kept).
     fn config(&self, seed: u64, swarm: bool) -> SimConfig {

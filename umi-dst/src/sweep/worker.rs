@@ -1,4 +1,4 @@
-//! Worker threads: each takes the next run number, runs that seed of that scenario on a
+//! Worker threads (`--in-process`, and the library's default): each takes the next run number, runs that seed of that scenario on a
 //! fresh simulated runtime (twice, to compare traces, when asked), and sends the outcome
 //! to the main thread over a bounded queue (a worker whose result finds the queue full
 //! waits: the recorder sets the pace, and memory stays flat); the watchdog declares runs
@@ -20,17 +20,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::engine::run_one;
+pub(crate) use super::outcome::{Outcome, RunEnd};
 use super::plan::Plan;
 use super::scenario::Scenario;
 use crate::simulation::report::FailureClass;
 use crate::simulation::{SeedRun, panic_message};
-
-/// A run's result, as a worker sends it.
-pub(crate) struct Outcome {
-    pub(crate) index: usize,
-    pub(crate) run: Result<SeedRun, String>,
-    pub(crate) wall: Duration,
-}
 
 /// What the workers share with the main thread.
 pub(crate) struct Shared {
@@ -40,6 +34,9 @@ pub(crate) struct Shared {
     pub(crate) slots: Mutex<Vec<Option<(usize, Instant)>>>,
     /// Slots whose worker was declared hung (and replaced): if it ever finishes, it stops.
     pub(crate) retired: Mutex<BTreeSet<usize>>,
+    /// Per slot, the worker process running its runs (worker processes only), which the
+    /// watchdog kills when its run hangs.
+    pub(crate) killers: Mutex<Vec<Option<Arc<Mutex<std::process::Child>>>>>,
     pub(crate) scenarios: Vec<Arc<dyn Scenario>>,
     pub(crate) swarm: bool,
     pub(crate) check_determinism: bool,
@@ -56,7 +53,7 @@ impl Shared {
 
 /// Runs one seed, twice if `check_determinism`: two traces that differ make it a
 /// nondeterminism failure, whatever else happened.
-fn run_checked(
+pub(crate) fn run_checked(
     scenario: &dyn Scenario,
     seed: u64,
     swarm: bool,
@@ -98,7 +95,10 @@ pub(crate) fn spawn_worker(shared: &Arc<Shared>, slot: usize, results: mpsc::Syn
                         shared.check_determinism,
                     )
                 }))
-                .map_err(|payload| panic_message(&*payload));
+                .map_or_else(
+                    |payload| RunEnd::Panicked(panic_message(&*payload)),
+                    |run| RunEnd::Finished(Box::new(run)),
+                );
                 if shared
                     .retired
                     .lock()
@@ -168,13 +168,17 @@ pub(crate) fn watchdog(
         {
             *slot = None;
             retired.insert(number);
+            // A worker process is killed with the slots locked, so its driver, which
+            // checks the slot under the same lock, never mistakes the kill for a crash
+            // of a later run.
+            super::process_pool::kill_hung(shared, number);
             let message = format!(
                 "no result after {:.1} s of wall time: a hang (a loop that never yields, or blocking I/O)",
                 timeout.as_secs_f64()
             );
             hung.push(Outcome {
                 index,
-                run: Err(format!("HANG {message}")),
+                run: RunEnd::Hung(message),
                 wall: since.elapsed(),
             });
         }

@@ -1,0 +1,123 @@
+//! Planted crashes: scenarios whose even seeds do to their process what no `catch_unwind`
+//! can catch (abort, overflow the stack, `exit(3)`, allocate without bound) or never
+//! yield (a busy loop), and whose odd seeds pass. They test the harness: a sweep must
+//! name each such seed, record it as a crash (or a hang), and go on with the rest;
+//! `dst replay` and `cargo test` must fail a busy-looping seed by name.
+//!
+//! They run only when named (`dst sweep --scenario planted_abort`), never in a sweep of
+//! every scenario, and they are not in [`crate::all`]. Run them with worker processes
+//! (the `dst` default): in process (`--in-process`) they end the sweep, which is what
+//! worker processes exist to prevent.
+
+use futures::future::LocalBoxFuture;
+use umi_dst::sweep::Scenario;
+use umi_dst::{SimEnvironment, Violation};
+
+/// Bytes each step of the unbounded allocation takes.
+const HOARD_STEP_BYTES: usize = 16 << 20;
+
+/// Bytes of stack each level of the runaway recursion takes.
+const FRAME_BYTES: usize = 4096;
+
+/// What a planted scenario does on its even seeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Crash {
+    /// `std::process::abort()`.
+    Abort,
+    /// Recursion without end.
+    StackOverflow,
+    /// `std::process::exit(3)`.
+    Exit,
+    /// Allocates 16 MiB at a time, forever.
+    UnboundedAllocation,
+    /// A loop that never yields (simulated time stops; only the wall clock moves).
+    BusyLoop,
+}
+
+/// A scenario that crashes its process on even seeds.
+#[derive(Debug, Clone, Copy)]
+pub struct PlantedCrash(pub Crash);
+
+impl Scenario for PlantedCrash {
+    fn name(&self) -> &'static str {
+        match self.0 {
+            Crash::Abort => "planted_abort",
+            Crash::StackOverflow => "planted_stack_overflow",
+            Crash::Exit => "planted_exit",
+            Crash::UnboundedAllocation => "planted_unbounded_allocation",
+            Crash::BusyLoop => "planted_busy_loop",
+        }
+    }
+
+    fn goal(&self) -> &'static str {
+        "a planted crash on even seeds: the harness must name the seed and go on"
+    }
+
+    fn only_when_named(&self) -> bool {
+        true
+    }
+
+    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        let crash = self.0;
+        Box::pin(async move {
+            let seed = sim.seed();
+            sim.env().sleep(std::time::Duration::from_millis(1)).await;
+            if seed.is_multiple_of(2) {
+                crash_now(crash);
+            }
+            Ok(())
+        })
+    }
+}
+
+fn crash_now(crash: Crash) {
+    match crash {
+        Crash::Abort => {
+            #[allow(
+                clippy::print_stderr,
+                reason = "the crash's last words, for its report"
+            )]
+            {
+                eprintln!("planted: aborting");
+            }
+            std::process::abort();
+        }
+        Crash::StackOverflow => {
+            std::hint::black_box(recurse(0));
+        }
+        Crash::Exit => std::process::exit(3),
+        Crash::UnboundedAllocation => {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(std::hint::black_box(vec![1u8; HOARD_STEP_BYTES]));
+            }
+        }
+        Crash::BusyLoop => loop {
+            std::hint::black_box(());
+            std::hint::spin_loop();
+        },
+    }
+}
+
+/// Recursion that never ends (each level keeps a frame the optimizer cannot remove).
+fn recurse(depth: u64) -> u64 {
+    if depth == u64::MAX {
+        return 0; // never reached: the stack ends first
+    }
+    let frame = std::hint::black_box([depth as u8; FRAME_BYTES]);
+    recurse(depth + 1).wrapping_add(u64::from(frame[0]))
+}
+
+/// Every planted crash, for the `dst` binary (reachable only by name).
+pub fn all() -> Vec<PlantedCrash> {
+    [
+        Crash::Abort,
+        Crash::StackOverflow,
+        Crash::Exit,
+        Crash::UnboundedAllocation,
+        Crash::BusyLoop,
+    ]
+    .into_iter()
+    .map(PlantedCrash)
+    .collect()
+}

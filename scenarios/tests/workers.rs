@@ -1,0 +1,276 @@
+//! Seeds in worker processes, through the real `dst` binary and the planted crashes
+//! (`umi_scenarios::planted_crashes`): a seed that aborts, overflows its stack, exits
+//! or allocates without bound costs one worker process; the sweep names it as a crash
+//! with the signal or exit status, records it, and runs the rest. A seed that never
+//! yields is killed as a hang by the sweep, and fails `dst replay` and
+//! `Simulation::run` with its name instead of hanging them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use umi_dst::Simulation;
+use umi_dst::corpus::SeedCorpus;
+use umi_dst::sweep::{Scenario, SweepReport};
+use umi_scenarios::planted_crashes::{Crash, PlantedCrash};
+
+/// How long a `dst` run of these tests may take before the test gives up on it (a
+/// guard against the hang these tests exist to prevent, not a measurement).
+const DST_RUN_WAIT_MAX: Duration = Duration::from_secs(120);
+
+/// Poll interval while waiting for a `dst` run.
+const DST_RUN_POLL: Duration = Duration::from_millis(50);
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("umi-workers-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `command` to its end, killing it (and failing the test) if it outlives
+/// [`DST_RUN_WAIT_MAX`].
+fn run_bounded(command: &mut Command) -> Output {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut waited = Duration::ZERO;
+    while child.try_wait().unwrap().is_none() {
+        if waited > DST_RUN_WAIT_MAX {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "still running after {DST_RUN_WAIT_MAX:?} (it hangs): {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the test waits in real time for a real process"
+        )]
+        std::thread::sleep(DST_RUN_POLL);
+        waited += DST_RUN_POLL;
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// `dst sweep` of seeds 1 to 4 of `planted` and the canary, in worker processes, with a
+/// report and a seed corpus in `dir`; returns the exit code and the report.
+fn sweep_with(planted: &str, dir: &Path, extra: &[&str]) -> (Option<i32>, SweepReport) {
+    let report_path = dir.join("report.json");
+    let output = run_bounded(
+        Command::new(env!("CARGO_BIN_EXE_dst"))
+            .args(["sweep", "--seeds", "4", "--jobs", "2", "--quiet"])
+            .args(["--scenario", planted, "--scenario", "canary"])
+            .args(extra)
+            .arg("--seeds-dir")
+            .arg(dir.join("seeds"))
+            .arg("--report")
+            .arg(&report_path),
+    );
+    let report = std::fs::read_to_string(&report_path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<SweepReport>(&text).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "{planted}: no report; the sweep ended with {:?}: {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+    (output.status.code(), report)
+}
+
+/// The sweep went on past the crashing seeds: every run done, the even seeds of the
+/// planted scenario failed with `class` and a message containing each of `says`, its
+/// odd seeds passed, the canary ran all its seeds, and the crashes were recorded.
+fn assert_named_and_recorded(planted: &str, class: &str, says: &[&str], extra: &[&str]) {
+    let dir = temp_dir(planted);
+    let (code, report) = sweep_with(planted, &dir, extra);
+    let table = report.table();
+    assert!(report.completed, "{table}");
+    assert_eq!(report.runs_done, 8, "{table}");
+    let entry = &report.scenarios[0];
+    assert_eq!((entry.seeds_run, entry.seeds_failed), (4, 2), "{table}");
+    let seeds: Vec<u64> = entry.failures.iter().map(|f| f.seed).collect();
+    assert_eq!(seeds, [2, 4], "{table}");
+    for failure in &entry.failures {
+        assert_eq!(failure.class, class, "{table}");
+        for part in says {
+            assert!(
+                failure.message.contains(part),
+                "{part:?}: {}",
+                failure.message
+            );
+        }
+        assert!(
+            failure.replay.contains(&format!(
+                "replay --scenario {planted} --seed {}",
+                failure.seed
+            )),
+            "{}",
+            failure.replay
+        );
+    }
+    assert_eq!(report.scenarios[1].seeds_run, 4, "the canary ran: {table}");
+    let expected_code = if class == "crash" { 11 } else { 12 };
+    assert_eq!(code, Some(expected_code), "{table}");
+    let corpus = SeedCorpus::load(&dir.join(format!("seeds/{planted}.seeds"))).unwrap();
+    let mut recorded = corpus.seeds();
+    recorded.sort_unstable();
+    assert_eq!(recorded, [2, 4], "recorded as the sweep's failures");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_seed_that_aborts_costs_one_worker_and_is_named() {
+    assert_named_and_recorded(
+        "planted_abort",
+        "crash",
+        &["signal 6 (SIGABRT)", "planted: aborting"],
+        &[],
+    );
+}
+
+#[test]
+fn a_seed_that_overflows_its_stack_costs_one_worker_and_is_named() {
+    assert_named_and_recorded(
+        "planted_stack_overflow",
+        "crash",
+        &["stack overflow", "SIGABRT"],
+        &[],
+    );
+}
+
+#[test]
+fn a_seed_that_exits_the_process_costs_one_worker_and_is_named() {
+    assert_named_and_recorded("planted_exit", "crash", &["exit status 3"], &[]);
+}
+
+#[test]
+fn a_seed_that_allocates_without_bound_meets_the_memory_limit() {
+    assert_named_and_recorded(
+        "planted_unbounded_allocation",
+        "crash",
+        &[
+            "out of memory: memory allocation of",
+            "--seed-memory-max 256MiB",
+        ],
+        &["--seed-memory-max", "256MiB"],
+    );
+}
+
+#[test]
+fn a_busy_looping_seed_is_killed_as_a_hang_and_the_sweep_goes_on() {
+    assert_named_and_recorded(
+        "planted_busy_loop",
+        "liveness",
+        &["no result after 1.0 s of wall time"],
+        &["--seed-timeout", "1s"],
+    );
+}
+
+/// A recorded hanging seed fails `dst replay` with its name and exit 12 instead of
+/// hanging it.
+#[test]
+fn dst_replay_of_a_busy_looping_seed_fails_with_its_name() {
+    let output = run_bounded(
+        Command::new(env!("CARGO_BIN_EXE_dst"))
+            .args(["replay", "--scenario", "planted_busy_loop", "--seed", "2"])
+            .env("DST_SEED_TIMEOUT", "1s"),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(12), "{stderr}");
+    assert!(
+        stderr.contains("replay of seed 2 of planted_busy_loop is still running after 1.0 s"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("replay: dst replay --scenario planted_busy_loop --seed 2"),
+        "{stderr}"
+    );
+}
+
+/// Set by [`simulation_run_of_a_busy_looping_seed_fails_with_its_name`] for the test it
+/// runs in a child process: without it that test passes at once.
+const PLANTED_HANG_VAR: &str = "UMI_TEST_PLANTED_HANG";
+
+/// The body `Simulation::run` hangs in (run only by the test below, in a child process).
+#[test]
+#[ignore = "run by simulation_run_of_a_busy_looping_seed_fails_with_its_name"]
+fn planted_busy_loop_under_simulation_run() {
+    if std::env::var_os(PLANTED_HANG_VAR).is_none() {
+        return;
+    }
+    Simulation::from_env()
+        .with_seeds(1..=2)
+        .run(|sim| PlantedCrash(Crash::BusyLoop).run(sim));
+}
+
+/// A `cargo test` whose seed never yields fails naming the seed and its replay command,
+/// instead of hanging the test binary.
+#[test]
+fn simulation_run_of_a_busy_looping_seed_fails_with_its_name() {
+    let output = run_bounded(
+        Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "workers::planted_busy_loop_under_simulation_run",
+            ])
+            .env(PLANTED_HANG_VAR, "1")
+            .env("DST_SEED_TIMEOUT", "1s")
+            .env_remove("DST_SEED")
+            .env_remove("DST_SEEDS")
+            .env_remove("DST_SEED_START"),
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(12), "{output:?}");
+    assert!(
+        stderr.contains("seed 2 is still running after 1.0 s of wall time"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("replay: DST_SEED=2 "), "{stderr}");
+}
+
+/// Worker processes never change a seed's run: the same sweep in process and in worker
+/// processes gives the same trace hash for every seed.
+#[test]
+fn worker_processes_and_threads_give_identical_trace_hashes() {
+    let dir = temp_dir("identical");
+    let sweep = |extra: &[&str], name: &str| {
+        let path = dir.join(name);
+        let output = run_bounded(
+            Command::new(env!("CARGO_BIN_EXE_dst"))
+                .args([
+                    "sweep", "--seeds", "30", "--jobs", "2", "--quiet", "--hashes",
+                ])
+                .args([
+                    "--scenario",
+                    "memory_no_data_loss",
+                    "--scenario",
+                    "wire_faults",
+                ])
+                .args(["--no-record", "--report"])
+                .arg(&path)
+                .args(extra),
+        );
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        serde_json::from_str::<SweepReport>(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    };
+    let processes = sweep(&[], "processes.json");
+    let threads = sweep(&["--in-process"], "threads.json");
+    for (a, b) in processes.scenarios.iter().zip(&threads.scenarios) {
+        assert_eq!(a.trace_hashes.len(), 30, "{}", a.name);
+        assert_eq!(a.trace_hashes, b.trace_hashes, "{}", a.name);
+        assert_eq!(
+            (&a.trace_digest, &a.marks_hit, &a.faults_injected),
+            (&b.trace_digest, &b.marks_hit, &b.faults_injected),
+            "{}",
+            a.name
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,341 @@
+//! Worker processes, the parent's side: each slot of the sweep is a driver thread that
+//! owns one long-lived worker process (this binary re-executed with the hidden
+//! `__sweep-worker` command, `process_worker.rs`), takes run numbers from the shared
+//! counter as worker threads do, sends each run as a JSON line on the worker's stdin
+//! and reads its result from the worker's stdout (`wire.rs`).
+//!
+//! When the worker dies mid-run (an abort, a stack overflow, a failed allocation under
+//! `--seed-memory-max`, `exit`, a signal from outside), the driver records that run as a
+//! crash naming the signal or exit status and what the worker's stderr said
+//! (`crash.rs`), starts a new worker and goes on. A run past the seed timeout is
+//! declared hung by the engine's watchdog, which kills the worker (`kill_hung`): the
+//! driver then sees its worker gone, leaves the run to the watchdog's report, and starts
+//! a new one. Workers are in their own process group, so a Ctrl-C at the terminal
+//! reaches only the parent, which decides; a worker whose stdin closes (the parent
+//! ended) exits.
+//!
+//! Harness code outside every simulation: it spawns processes and threads and reads the
+//! wall clock.
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the sweep engine runs worker processes and measures wall time, outside every simulation"
+)]
+
+use std::collections::VecDeque;
+use std::io::{BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::crash::{Death, describe_death};
+use super::outcome::{Outcome, RunEnd};
+use super::process_worker::worker_arguments;
+use super::wire::{
+    LineEnd, RESULT_PREFIX, ReplyEnd, RunRequest, WIRE_LINE_BYTES_MAX, parse_reply_line,
+    read_line_bounded,
+};
+use super::worker::Shared;
+
+/// Lines of a worker's stderr kept for a crash's report (the last ones).
+pub const WORKER_STDERR_TAIL_LINES_MAX: usize = 16;
+
+/// Bytes of one stderr line kept.
+const WORKER_STDERR_LINE_BYTES_MAX: usize = 4096;
+
+/// How a sweep starts its worker processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerProcesses {
+    /// The binary to re-execute: one whose `main` is `umi_dst::sweep::cli::main` over
+    /// the same scenarios (the running `dst`, `std::env::current_exe()`).
+    pub program: PathBuf,
+    /// The address-space limit of each worker, in bytes (`--seed-memory-max`).
+    pub memory_max_bytes: Option<u64>,
+    /// The limit as the user gave it (`4GiB`), for messages.
+    pub memory_max_text: Option<String>,
+}
+
+/// One running worker process.
+struct Worker {
+    child: Arc<Mutex<Child>>,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Worker {
+    fn spawn(
+        processes: &WorkerProcesses,
+        seed_timeout: Duration,
+        slot: usize,
+    ) -> std::io::Result<Self> {
+        let mut command = Command::new(&processes.program);
+        command
+            .args(worker_arguments(processes.memory_max_bytes, seed_timeout))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            command.process_group(0); // the terminal's Ctrl-C is the parent's to handle
+        }
+        let mut child = command.spawn()?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other("a worker process without its pipes"));
+        };
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = Arc::clone(&stderr_tail);
+        let stderr_reader = std::thread::Builder::new()
+            .name(format!("dst-worker-{slot}-stderr"))
+            .spawn(move || keep_tail(stderr, &tail))?;
+        Ok(Self {
+            child: Arc::new(Mutex::new(child)),
+            stdin,
+            stdout: BufReader::new(stdout),
+            stderr_tail,
+            stderr_reader: Some(stderr_reader),
+        })
+    }
+
+    /// Sends `request` and waits for its result; `Err` when the worker is gone (or
+    /// said something that is not a result), with what it said, if anything.
+    fn run(&mut self, request: &RunRequest) -> Result<ReplyEnd, Option<String>> {
+        self.stderr_tail
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        let mut line = serde_json::to_vec(request).map_err(|error| Some(error.to_string()))?;
+        line.push(b'\n');
+        if self
+            .stdin
+            .write_all(&line)
+            .and_then(|()| self.stdin.flush())
+            .is_err()
+        {
+            return Err(None);
+        }
+        let mut buffer = Vec::new();
+        loop {
+            let end = read_line_bounded(&mut self.stdout, &mut buffer, WIRE_LINE_BYTES_MAX)
+                .map_err(|_| None)?;
+            let text = String::from_utf8_lossy(&buffer);
+            match end {
+                LineEnd::Eof => return Err(None),
+                LineEnd::TooLong if text.contains(RESULT_PREFIX) => {
+                    return Err(Some(format!(
+                        "the worker's result was longer than {WIRE_LINE_BYTES_MAX} bytes"
+                    )));
+                }
+                LineEnd::TooLong => {} // scenario output
+                LineEnd::Complete => match parse_reply_line(&text) {
+                    None => {} // scenario output
+                    Some(Err(error)) => return Err(Some(error)),
+                    Some(Ok(reply)) if reply.index == request.index => return Ok(reply.end),
+                    Some(Ok(_)) => {} // not this run's: printed by seed code, ignored
+                },
+            }
+        }
+    }
+
+    /// Ends the worker (killed if still running) and returns how it died and the tail
+    /// of its stderr.
+    fn end(mut self) -> (Death, Vec<String>) {
+        let status = {
+            let mut child = self.child.lock().unwrap_or_else(PoisonError::into_inner);
+            // Already dead in a crash; idle or wedged otherwise.
+            let _ = child.kill();
+            child.wait()
+        };
+        if let Some(reader) = self.stderr_reader.take() {
+            let _ = reader.join(); // ends at the pipe's end, now that the process is gone
+        }
+        let tail = self
+            .stderr_tail
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect();
+        (status.map_or(Death::Unknown, Death::of), tail)
+    }
+}
+
+/// Keeps the last lines of a worker's stderr (which must be read, or a chatty seed
+/// would block on a full pipe).
+fn keep_tail(stderr: std::process::ChildStderr, tail: &Mutex<VecDeque<String>>) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    while let Ok(LineEnd::Complete | LineEnd::TooLong) =
+        read_line_bounded(&mut reader, &mut line, WORKER_STDERR_LINE_BYTES_MAX)
+    {
+        let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+        if tail.len() == WORKER_STDERR_TAIL_LINES_MAX {
+            tail.pop_front();
+        }
+        tail.push_back(String::from_utf8_lossy(&line).trim_end().to_owned());
+    }
+}
+
+/// Kills the worker process of `slot`, if it has one (the engine's watchdog, with the
+/// slots locked, for a run it declared hung).
+pub(crate) fn kill_hung(shared: &Shared, slot: usize) {
+    let killers = shared
+        .killers
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(Some(child)) = killers.get(slot) {
+        let _ = child.lock().unwrap_or_else(PoisonError::into_inner).kill();
+    }
+}
+
+/// Starts the driver thread of `slot`.
+pub(crate) fn spawn_driver(
+    shared: &Arc<Shared>,
+    slot: usize,
+    results: mpsc::SyncSender<Outcome>,
+    processes: Arc<WorkerProcesses>,
+    seed_timeout: Duration,
+) {
+    let shared = Arc::clone(shared);
+    let spawned = std::thread::Builder::new()
+        .name(format!("dst-driver-{slot}"))
+        .spawn(move || drive(&shared, slot, &results, &processes, seed_timeout));
+    assert!(spawned.is_ok(), "cannot spawn a sweep driver: {spawned:?}");
+}
+
+fn drive(
+    shared: &Shared,
+    slot: usize,
+    results: &mpsc::SyncSender<Outcome>,
+    processes: &WorkerProcesses,
+    seed_timeout: Duration,
+) {
+    let mut worker: Option<Worker> = None;
+    loop {
+        let index = shared.next.fetch_add(1, Ordering::Relaxed);
+        let Some((scenario, seed)) = shared.plan.item(index) else {
+            break;
+        };
+        let started = Instant::now();
+        let request = RunRequest {
+            index,
+            scenario: shared.scenarios[scenario].name().to_owned(),
+            seed,
+            swarm: shared.swarm,
+            check_determinism: shared.check_determinism,
+        };
+        let end = match running(&mut worker, shared, slot, processes, seed_timeout) {
+            Err(error) => Some(RunEnd::Died(format!(
+                "cannot start a worker process: {error}"
+            ))),
+            Ok(running) => {
+                set_slot(shared, slot, Some((index, started)));
+                let reply = running.run(&request);
+                // The watchdog clears a hung run's slot (and kills its worker) under
+                // this lock: a cleared slot means the watchdog has reported the run.
+                let hung = !take_slot(shared, slot, index);
+                match reply {
+                    Ok(_) if hung => {
+                        retire(&mut worker, shared, slot);
+                        None
+                    }
+                    Ok(ReplyEnd::Finished(summary)) => Some(
+                        summary
+                            .into_run()
+                            .map_or_else(RunEnd::Died, |run| RunEnd::Finished(Box::new(run))),
+                    ),
+                    Ok(ReplyEnd::Panicked(message)) => Some(RunEnd::Panicked(message)),
+                    Err(said) => {
+                        let (death, tail) = retire(&mut worker, shared, slot);
+                        (!hung).then(|| {
+                            let mut message =
+                                describe_death(death, &tail, processes.memory_max_text.as_deref());
+                            if let Some(said) = said {
+                                message = format!("{said}; {message}");
+                            }
+                            RunEnd::Died(message)
+                        })
+                    }
+                }
+            }
+        };
+        if let Some(run) = end {
+            let outcome = Outcome {
+                index,
+                run,
+                wall: started.elapsed(),
+            };
+            // Blocks while the queue is full; fails once the sweep has ended.
+            if results.send(outcome).is_err() {
+                break;
+            }
+        }
+    }
+    if worker.is_some() {
+        retire(&mut worker, shared, slot);
+    }
+}
+
+/// The slot's worker, started if it has none.
+fn running<'a>(
+    worker: &'a mut Option<Worker>,
+    shared: &Shared,
+    slot: usize,
+    processes: &WorkerProcesses,
+    seed_timeout: Duration,
+) -> std::io::Result<&'a mut Worker> {
+    if worker.is_none() {
+        let started = Worker::spawn(processes, seed_timeout, slot)?;
+        let mut killers = shared
+            .killers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if killers.len() <= slot {
+            killers.resize(slot + 1, None);
+        }
+        killers[slot] = Some(Arc::clone(&started.child));
+        *worker = Some(started);
+    }
+    worker
+        .as_mut()
+        .ok_or_else(|| std::io::Error::other("no worker process"))
+}
+
+/// Ends the slot's worker and forgets it.
+fn retire(worker: &mut Option<Worker>, shared: &Shared, slot: usize) -> (Death, Vec<String>) {
+    if let Some(killer) = shared
+        .killers
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get_mut(slot)
+    {
+        *killer = None;
+    }
+    worker
+        .take()
+        .map_or((Death::Unknown, Vec::new()), Worker::end)
+}
+
+fn set_slot(shared: &Shared, slot: usize, value: Option<(usize, Instant)>) {
+    shared.slots.lock().unwrap_or_else(PoisonError::into_inner)[slot] = value;
+}
+
+/// Frees the slot if it still holds run `index`; `false` if the watchdog took it.
+fn take_slot(shared: &Shared, slot: usize, index: usize) -> bool {
+    let mut slots = shared.slots.lock().unwrap_or_else(PoisonError::into_inner);
+    if slots[slot].is_some_and(|(running, _)| running == index) {
+        slots[slot] = None;
+        true
+    } else {
+        false
+    }
+}
