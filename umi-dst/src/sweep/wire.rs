@@ -124,6 +124,7 @@ impl RunSummary {
             faults: self.faults,
             swarm: Vec::new(),
             tail: Vec::new(),
+            foreign: Vec::new(),
             full_trace: None,
             marks: self.marks,
             rule_reach: self.rule_reach,
