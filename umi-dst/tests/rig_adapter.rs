@@ -3,9 +3,11 @@
 //! call tools and take their results back, see the seed's faults as rig's own errors,
 //! and replay by seed.
 //!
-//! Built with the `rig` feature only (`cargo test -p umi-dst --features rig --test main
-//! rig_adapter`; `make test` runs it): rig-core turns on serde_json's `preserve_order`,
-//! which the rest of this binary's tripwire (`serde_json_maps_are_sorted`) refuses.
+//! Built with the `rig` feature only, in a build of its own (`cargo test -p umi-dst
+//! --features rig --test main rig_adapter`, which `make test` runs): rig-core turns on
+//! serde_json's `preserve_order`, which changes SimLLM's answers for a seed, so in that
+//! build the tripwire `serde_json_maps_are_sorted` and `sim_llm::golden` fail, as they
+//! should. No workspace member enables `rig`, so `cargo test --workspace` is unaffected.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -109,9 +111,10 @@ fn answers(seed: u64) -> (String, Streamed, String) {
                     openai_network(&sim),
                     sim.env(),
                 );
-                let request = umi_core::llm::CompletionRequest::new(vec![
-                    umi_core::llm::Message::user(PROMPT),
-                ]);
+                let request =
+                    umi_core::llm::CompletionRequest::new(vec![umi_core::llm::Message::user(
+                        PROMPT,
+                    )]);
                 let ours = umi_core::llm::LanguageModel::complete(&umi, &request)
                     .await
                     .map_err(violation)?;
@@ -132,7 +135,11 @@ fn rig_answers_as_umis_own_client_does() {
         let (whole, streamed, ours) = answers(seed);
         assert!(!ours.is_empty(), "seed {seed}: Umi's client got no text");
         assert_eq!(whole, ours, "seed {seed}: rig's whole answer");
-        assert!(streamed.error.is_none(), "seed {seed}: {:?}", streamed.error);
+        assert!(
+            streamed.error.is_none(),
+            "seed {seed}: {:?}",
+            streamed.error
+        );
         assert_eq!(streamed.text, ours, "seed {seed}: rig's streamed answer");
         if streamed.pieces > 1 {
             streamed_in_pieces += 1;
@@ -178,15 +185,21 @@ where
         );
         ensure!(
             call.function.invalid_arguments.is_none()
-                && call.function.arguments.get("city").is_some_and(|c| c.is_string()),
+                && call
+                    .function
+                    .arguments
+                    .get("city")
+                    .is_some_and(|c| c.is_string()),
             "arguments {:?} / {:?}",
             call.function.arguments,
             call.function.invalid_arguments
         );
     }
-    request
-        .chat_history
-        .push(first.message().ok_or_else(|| violation("no assistant turn"))?);
+    request.chat_history.push(
+        first
+            .message()
+            .ok_or_else(|| violation("no assistant turn"))?,
+    );
     request.chat_history.push(Message::tool_results(
         calls
             .iter()
@@ -345,7 +358,10 @@ fn a_multipart_request_is_refused_by_name() {
 }
 
 /// A few rig calls under random rate limits and stream cuts.
-async fn rig_workload(sim: SimEnvironment, texts: &Mutex<Vec<(u64, String)>>) -> Result<(), Violation> {
+async fn rig_workload(
+    sim: SimEnvironment,
+    texts: &Mutex<Vec<(u64, String)>>,
+) -> Result<(), Violation> {
     let model = openai(openai_network(&sim), OPENAI_URL).chat(MODEL);
     let mut text = String::new();
     for turn in 0..4 {
@@ -382,7 +398,11 @@ fn rig_replays_by_seed() {
     let first = run();
     let second = run();
     let hashes = |summary: &umi_dst::RunSummary| {
-        summary.seeds.iter().map(|s| s.trace_hash).collect::<Vec<_>>()
+        summary
+            .seeds
+            .iter()
+            .map(|s| s.trace_hash)
+            .collect::<Vec<_>>()
     };
     assert_eq!(hashes(&first), hashes(&second), "same seeds, same traces");
     let mut distinct = hashes(&first);

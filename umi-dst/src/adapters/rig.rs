@@ -38,8 +38,13 @@
 //!   two runs of one seed in one process (the determinism check) see different values;
 //! - **serde_json `preserve_order`**: rig-core turns this feature on, so in any build
 //!   with the `rig` feature every JSON object in the process keeps insertion order
-//!   instead of sorting its keys. SimLLM and the request hash sort keys themselves; the
-//!   tripwire `serde_json_maps_are_sorted` in umi-dst's tests names this when it fires.
+//!   instead of sorting its keys. The request hash sorts keys itself, but SimLLM's JSON
+//!   answers and the wire formats' bodies follow the map order: a seed gives other
+//!   answers (31 of the 48 cases of `sim_llm::golden` differ) in a build with `rig` than
+//!   in one without. A seed found in a `rig` build replays in a `rig` build. No
+//!   workspace member enables the feature, so `cargo test --workspace` and `dst` agree;
+//!   the tripwire `serde_json_maps_are_sorted` fails, naming rig, in any build that
+//!   unifies it.
 //!
 //! A multipart request (rig's transcription and file uploads) cannot go through
 //! SimNetwork: it fails with [`SimHttpError::MultipartRequest`], naming it.
