@@ -41,6 +41,7 @@ RIG := -p umi-dst --features rig
 test:
 	$(CARGO) test --workspace
 	$(CARGO) test $(RIG) --test main rig_adapter
+	$(CARGO) test $(RIG) --doc adapters::rig
 	scripts/python-tests.sh
 
 lint:

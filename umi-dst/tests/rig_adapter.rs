@@ -278,6 +278,10 @@ fn faults_surface_as_rigs_own_errors() {
                     );
                     let exchange = network.exchanges().pop().expect("one exchange");
                     ensure!(
+                        status != 429 || exchange.header("retry-after").is_some(),
+                        "this seed's 429 names its wait"
+                    );
+                    ensure!(
                         reply
                             .headers
                             .as_ref()

@@ -3,8 +3,8 @@
 //!
 //! | client | seam | adapter |
 //! | --- | --- | --- |
-//! | async-openai | `Client::with_http_service` (a tower service; its `middleware` feature) | [`async_openai`] (feature `async-openai`) |
-//! | rig (rig-core 0.44) | `HttpClientExt`, taken by every provider configuration's `connect` and a client's `with_http` | [`rig`] (feature `rig`) |
+//! | async-openai | `Client::with_http_service` (a tower service; its `middleware` feature) | `adapters::async_openai` (feature `async-openai`) |
+//! | rig (rig-core 0.44) | `HttpClientExt`, taken by every provider configuration's `connect` and a client's `with_http` | `adapters::rig` (feature `rig`) |
 //! | the `openai`/`anthropic`/`ollama` packages, other languages, anything else | none Umi can reach in-process | `dst serve` (real HTTP) |
 //!
 //! An adapter only moves bytes: the client's requests go to SimNetwork, which answers in

@@ -49,6 +49,11 @@
 //! A multipart request (rig's transcription and file uploads) cannot go through
 //! SimNetwork: it fails with [`SimHttpError::MultipartRequest`], naming it.
 
+#![allow(
+    clippy::result_large_err,
+    reason = "rig's http_client::Error is the error its HttpClientExt trait requires"
+)]
+
 use std::sync::Arc;
 
 use bytes::Bytes;
