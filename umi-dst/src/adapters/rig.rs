@@ -26,8 +26,10 @@
 //! - **its timers are wall-clock**: `rig_core::wasm_compat::{sleep, timeout}` run on
 //!   `futures-timer`'s own thread, not on tokio, so they ignore the simulated clock
 //!   (real waits, a run that depends on the machine's speed). rig uses them only for
-//!   the Responses WebSocket and the ChatGPT/Copilot device logins; an agent that calls
-//!   them itself is not deterministic: use tokio's time instead;
+//!   the Responses WebSocket and the ChatGPT/Copilot device logins (which also read
+//!   `Instant::now`, as Gemini's context caching reads `SystemTime::now`), none of them
+//!   on a chat path; an agent that calls them itself is not deterministic: use tokio's
+//!   time instead;
 //! - **OS randomness**: a tool call the provider sent without an id (Ollama's native
 //!   API never sends one) gets a random v4 UUID (`LocalCallId`, from `getrandom`).
 //!   It never reaches the wire (requests spell such ids `tool-0`, `tool-1`, … in order),
