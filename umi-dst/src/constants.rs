@@ -76,6 +76,10 @@ pub const CORPUS_COMMENT_BYTES_MAX: usize = 200;
 /// a second, not per seed.
 pub const CORPUS_RECORDER_SYNC_EVERY_APPENDS: usize = 256;
 
+/// Bytes of a non-success response's body an adapter reads to hand the client its error
+/// (rig keeps the body on the error it reports); a longer body is cut there.
+pub const ADAPTER_ERROR_BODY_BYTES_MAX: usize = 1 << 20;
+
 const _: () = assert!(SIM_STEPS_MAX_DEFAULT <= SIM_STEPS_MAX_LIMIT);
 const _: () = assert!(TRACE_TAIL_EVENTS_DEFAULT <= TRACE_TAIL_EVENTS_MAX);
 const _: () = assert!(TRACE_TAIL_EVENTS_MAX <= TRACE_EVENTS_FULL_MAX);

@@ -106,6 +106,9 @@ fn serde_json_maps_are_sorted() {
     map.insert("a".into(), serde_json::json!(2));
     assert_eq!(
         serde_json::Value::Object(map).to_string(),
-        r#"{"a":2,"b":1}"#
+        r#"{"a":2,"b":1}"#,
+        "serde_json's `preserve_order` is on in this build: a dependency turned it on \
+         (rig-core does: umi-dst's `rig` feature, which must stay out of workspace builds; \
+         `cargo tree -e features -i serde_json` names the one here)"
     );
 }

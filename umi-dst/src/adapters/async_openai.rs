@@ -39,7 +39,9 @@ use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
 use futures::StreamExt;
-use umi_core::llm::transport::{HttpRequest, Transport};
+use umi_core::llm::transport::Transport;
+
+use super::http_bridge;
 
 /// async-openai as the determinism check knows it: on the chat and Responses paths it
 /// reads no clock or randomness of its own (see the module docs).
@@ -86,16 +88,6 @@ pub fn client(transport: Arc<dyn Transport>, base_url: &str) -> async_openai::Cl
     async_openai::Client::with_config(config).with_http_service(SimService::new(transport))
 }
 
-fn method_of(method: &reqwest::Method) -> &'static str {
-    match method.as_str() {
-        "GET" => "GET",
-        "DELETE" => "DELETE",
-        "PUT" => "PUT",
-        "PATCH" => "PATCH",
-        _ => "POST",
-    }
-}
-
 fn failure(message: String) -> OpenAIError {
     OpenAIError::InvalidArgument(message)
 }
@@ -118,28 +110,13 @@ async fn send(
             })?
             .to_vec(),
     };
-    let headers = request
-        .headers()
-        .iter()
-        .filter_map(|(name, value)| {
-            Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
-        })
-        .collect();
-    let http = HttpRequest {
-        method: method_of(request.method()),
-        url: request.url().to_string(),
-        headers,
-        body,
-    };
+    let http = http_bridge::request(request.method(), request.url(), request.headers(), body);
     // A refused or broken connection is what reqwest would report: a transport error.
     let response = transport
         .send(http)
         .await
         .map_err(|error| OpenAIError::Boxed(Box::new(error)))?;
-    let mut builder = http::Response::builder().status(response.status);
-    for (name, value) in &response.headers {
-        builder = builder.header(name.as_str(), value.as_str());
-    }
+    let builder = http_bridge::response_head(&response);
     let body = response.body.map(|chunk| {
         chunk
             .map(bytes::Bytes::from)

@@ -3,8 +3,9 @@
 //!
 //! | client | seam | adapter |
 //! | --- | --- | --- |
-//! | async-openai | `Client::with_http_service` (a tower service; its `middleware` feature) | [`async_openai`] (feature `async-openai`) |
-//! | rig, the `openai`/`anthropic`/`ollama` packages, anything else | none Umi can reach in-process | `dst serve` (real HTTP) |
+//! | async-openai | `Client::with_http_service` (a tower service; its `middleware` feature) | `adapters::async_openai` (feature `async-openai`) |
+//! | rig (rig-core 0.44) | `HttpClientExt`, taken by every provider configuration's `connect` and a client's `with_http` | `adapters::rig` (feature `rig`) |
+//! | the `openai`/`anthropic`/`ollama` packages, other languages, anything else | none Umi can reach in-process | `dst serve` (real HTTP) |
 //!
 //! An adapter only moves bytes: the client's requests go to SimNetwork, which answers in
 //! the endpoint's profile with the seed's faults, in simulated time. What the client
@@ -12,3 +13,7 @@
 
 #[cfg(feature = "async-openai")]
 pub mod async_openai;
+#[cfg(any(feature = "async-openai", feature = "rig"))]
+mod http_bridge;
+#[cfg(feature = "rig")]
+pub mod rig;
