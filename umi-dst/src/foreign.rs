@@ -190,10 +190,7 @@ pub fn explain(
             Some(Effect::Order),
         ),
         _ if clients.is_empty() => return None,
-        _ => (
-            "one run ended where the other went on".to_owned(),
-            None,
-        ),
+        _ => ("one run ended where the other went on".to_owned(), None),
     };
     let mut out = cause;
     let suspects: Vec<&Hazard> = clients
@@ -216,7 +213,11 @@ pub fn explain(
                 }
             })
             .collect();
-        let _ = write!(out, "; third-party clients in this run: {}", named.join(", "));
+        let _ = write!(
+            out,
+            "; third-party clients in this run: {}",
+            named.join(", ")
+        );
     }
     Some(out)
 }
@@ -282,7 +283,12 @@ mod tests {
                 "different things at the same point",
                 "third-party clients in this run: jittery 1.0",
             ),
-            (Some(event(5, "llm.call", "a")), None, "ended where the other went on", "jittery"),
+            (
+                Some(event(5, "llm.call", "a")),
+                None,
+                "ended where the other went on",
+                "jittery",
+            ),
         ];
         for (first, second, cause, named) in cases {
             let text = explain(first.as_ref(), second.as_ref(), &[&JITTERY])
@@ -312,7 +318,10 @@ mod tests {
             &[&QUIET],
         )
         .expect("a cause");
-        assert!(text.contains("quiet 2.0 (no clock or randomness of its own known)"), "{text}");
+        assert!(
+            text.contains("quiet 2.0 (no clock or randomness of its own known)"),
+            "{text}"
+        );
         assert!(!text.contains("known in this run"), "{text}");
         assert_eq!(explain(Some(&event(1, "a", "x")), None, &[]), None);
     }
@@ -336,6 +345,9 @@ mod tests {
         assert_eq!(noted, ["jittery 1.0", "quiet 2.0"]);
         assert_eq!(trace.len(), 2, "one `foreign` event per client");
         let next = RunNotes::open(trace);
-        assert!(next.finish().is_empty(), "the next run starts with no notes");
+        assert!(
+            next.finish().is_empty(),
+            "the next run starts with no notes"
+        );
     }
 }

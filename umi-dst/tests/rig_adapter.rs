@@ -409,11 +409,25 @@ fn rig_replays_by_seed() {
             .collect::<Vec<_>>()
     };
     assert_eq!(hashes(&first), hashes(&second), "same seeds, same traces");
-    let mut distinct = hashes(&first);
-    distinct.dedup();
+    let distinct: BTreeSet<_> = hashes(&first).into_iter().collect();
     assert_eq!(distinct.len(), 4, "four seeds, four traces");
     let texts: BTreeSet<(u64, String)> = texts.into_inner().unwrap().into_iter().collect();
     assert_eq!(texts.len(), 4, "one answer per seed across runs: {texts:?}");
     let answers: BTreeSet<&String> = texts.iter().map(|(_, text)| text).collect();
     assert_eq!(answers.len(), 4, "four seeds, four answers");
+}
+
+/// The adapter tells the run rig is there, so a determinism failure names rig's own
+/// clock and randomness where they fit.
+#[test]
+fn the_adapter_notes_rig_in_the_run() {
+    let texts = Mutex::new(Vec::new());
+    let run = Simulation::new(SimConfig::new(1)).run_seed(1, &|sim| rig_workload(sim, &texts));
+    assert!(run.passed(), "{:?}", run.failure);
+    let noted: Vec<&str> = run.foreign.iter().map(|c| c.name).collect();
+    assert_eq!(noted, ["rig-core 0.44"]);
+    assert!(
+        !run.foreign[0].hazards.is_empty(),
+        "rig's audit found hazards"
+    );
 }

@@ -203,12 +203,19 @@ static LEAKY: umi_dst::foreign::ForeignClient = umi_dst::foreign::ForeignClient 
 };
 
 /// Sends one chat request the way a foreign client would: its own body, its own waits.
-async fn leaky_call(sim: umi_dst::SimEnvironment, wait_ms: u64, body_tag: u64) -> Result<(), Violation> {
+async fn leaky_call(
+    sim: umi_dst::SimEnvironment,
+    wait_ms: u64,
+    body_tag: u64,
+) -> Result<(), Violation> {
     use umi_core::llm::transport::{HttpRequest, Transport};
     umi_dst::foreign::note(&LEAKY);
     let network = umi_dst::SimNetwork::new(&sim)
         .with_endpoint(umi_dst::Endpoint::openai("https://leaky.sim/v1", sim.llm()));
-    #[allow(clippy::disallowed_methods, reason = "a foreign client's own sleep, as it would call it")]
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "a foreign client's own sleep, as it would call it"
+    )]
     tokio::time::sleep(Duration::from_millis(wait_ms)).await;
     let body = format!(
         r#"{{"model":"umi-sim","messages":[{{"role":"user","content":"hello #{body_tag}"}}]}}"#
@@ -242,7 +249,10 @@ fn a_foreign_clients_unseeded_request_body_is_named_as_the_cause() {
         .expect("a divergence with a cause");
     assert!(cause.contains("sent a different request body"), "{cause}");
     assert!(cause.contains("a request counter shared"), "{cause}");
-    assert!(!cause.contains("retry waits"), "only hazards of the matching kind: {cause}");
+    assert!(
+        !cause.contains("retry waits"),
+        "only hazards of the matching kind: {cause}"
+    );
     assert!(report.to_string().contains("cause:"), "{report}");
 }
 

@@ -86,7 +86,9 @@ fn the_adapter_notes_async_openai_in_the_run() {
     let noted: Vec<&str> = run.foreign.iter().map(|c| c.name).collect();
     assert_eq!(noted, ["async-openai 0.43"]);
     assert!(
-        run.tail.iter().any(|e| e.kind == "foreign" && e.detail == "async-openai 0.43"),
+        run.tail
+            .iter()
+            .any(|e| e.kind == "foreign" && e.detail == "async-openai 0.43"),
         "the trace says so too"
     );
 }
