@@ -28,6 +28,8 @@
 
 mod breaker;
 mod config;
+mod events;
+pub mod policy;
 mod warnings;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -44,6 +46,8 @@ pub use config::{
     ConfigError, CooldownPolicy, ModelConfig, ProviderConfig, ProviderKind, RetryPolicy,
     RouterConfig, RoutingConfig,
 };
+pub use events::{RouterEvent, RouterObserver};
+use policy::Step;
 pub use warnings::ConfigWarning;
 
 use super::error::{FailedAttempt, LlmError};
@@ -55,83 +59,6 @@ use super::secrets::ApiKey;
 use super::transport::Transport;
 use crate::constants::ROUTER_ATTEMPTS_MAX;
 use crate::env::{Env, EnvironmentExt};
-
-/// Something the router did.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RouterEvent {
-    /// An attempt starts.
-    Attempt {
-        /// The routed call (numbered from 1 per router).
-        call: u64,
-        /// The model.
-        model: String,
-        /// Which attempt on this model (0 first).
-        attempt: u32,
-    },
-    /// An attempt failed.
-    Failed {
-        /// The call.
-        call: u64,
-        /// The model.
-        model: String,
-        /// Which attempt.
-        attempt: u32,
-        /// The error.
-        error: LlmError,
-    },
-    /// An attempt succeeded (for a stream: its first event arrived); the call is answered.
-    Succeeded {
-        /// The call.
-        call: u64,
-        /// The model.
-        model: String,
-        /// Which attempt.
-        attempt: u32,
-    },
-    /// The router sleeps before retrying.
-    Backoff {
-        /// The call.
-        call: u64,
-        /// The model to retry.
-        model: String,
-        /// The sleep.
-        sleep_ms: u64,
-        /// The backoff without jitter.
-        floor_ms: u64,
-        /// The Retry-After asked for, if any.
-        retry_after_ms: Option<u64>,
-    },
-    /// The router moves to another model.
-    Fallback {
-        /// The call.
-        call: u64,
-        /// The model given up on.
-        from: String,
-        /// The next model, if any.
-        to: Option<String>,
-        /// Why.
-        reason: String,
-    },
-    /// A model was skipped: its provider is cooling down.
-    Skipped {
-        /// The call.
-        call: u64,
-        /// The model.
-        model: String,
-        /// Until when (environment time, ms).
-        until_ms: u64,
-    },
-    /// A provider's circuit opened.
-    CircuitOpened {
-        /// The provider.
-        provider: String,
-        /// Until when (environment time, ms).
-        until_ms: u64,
-    },
-}
-
-/// Receives every router event with its environment time.
-pub type RouterObserver = Arc<dyn Fn(&RouterEvent, Duration) + Send + Sync>;
 
 /// A routable model.
 struct Target {
@@ -488,16 +415,6 @@ impl LlmRouter {
     fn emit(&self, event: &RouterEvent) {
         let now = self.env.elapsed();
         match event {
-            RouterEvent::Attempt {
-                call,
-                model,
-                attempt,
-            } => {
-                self.env.record(
-                    "router.attempt",
-                    format_args!("call={call} {model}#{attempt}"),
-                );
-            }
             RouterEvent::Failed {
                 call,
                 model,
@@ -505,27 +422,6 @@ impl LlmRouter {
                 error,
             } => {
                 tracing::debug!(call, model, attempt, %error, "router attempt failed");
-                self.env.record(
-                    "router.failed",
-                    format_args!("call={call} {model}#{attempt} {}: {error}", error.kind()),
-                );
-            }
-            RouterEvent::Succeeded {
-                call,
-                model,
-                attempt,
-            } => {
-                self.env
-                    .record("router.ok", format_args!("call={call} {model}#{attempt}"));
-            }
-            RouterEvent::Backoff {
-                call,
-                model,
-                sleep_ms,
-                floor_ms,
-                retry_after_ms,
-            } => {
-                self.env.record("router.backoff", format_args!("call={call} {model} sleep={sleep_ms} floor={floor_ms} retry_after={retry_after_ms:?}"));
             }
             RouterEvent::Fallback {
                 call,
@@ -534,32 +430,13 @@ impl LlmRouter {
                 reason,
             } => {
                 tracing::info!(call, from, to, reason, "router falls back");
-                self.env.record(
-                    "router.fallback",
-                    format_args!(
-                        "call={call} {from} -> {} ({reason})",
-                        to.as_deref().unwrap_or("(none)")
-                    ),
-                );
-            }
-            RouterEvent::Skipped {
-                call,
-                model,
-                until_ms,
-            } => {
-                self.env.record(
-                    "router.skip",
-                    format_args!("call={call} {model} cooling until {until_ms}"),
-                );
             }
             RouterEvent::CircuitOpened { provider, until_ms } => {
                 tracing::warn!(provider, until_ms, "circuit opened");
-                self.env.record(
-                    "router.circuit",
-                    format_args!("{provider} open until {until_ms}"),
-                );
             }
+            _ => {}
         }
+        self.env.record(event.kind(), format_args!("{event}"));
         if let Some(observer) = &self.observer {
             observer(event, now);
         }
@@ -613,7 +490,9 @@ impl LlmRouter {
         error.is_retryable() || matches!(error, LlmError::Auth { .. })
     }
 
-    /// The attempt loop shared by `complete` and `stream`.
+    /// The calls' loop shared by `complete` and `stream`: each model of the chain in
+    /// turn ([`Self::try_model`]) until one answers, the call is refused, the deadline
+    /// passes or the chain is spent.
     async fn route(
         &self,
         request: &CompletionRequest,
@@ -631,157 +510,40 @@ impl LlmRouter {
         while let Some(id) = chain.pop_front() {
             tried.push(id.clone());
             overflow = None;
-            let target = self.targets[&id].model.clone();
-            let provider = provider_of(&id).to_owned();
-            let mut routed = request.clone();
-            routed.model = target.model_ref().model.clone();
-            let mut refused: Option<LlmError> = None;
-            for number in 0..=self.retry.max_retries {
-                let now = self.env.elapsed();
-                if now >= deadline || failures.len() >= ROUTER_ATTEMPTS_MAX {
-                    break;
-                }
-                // The breaker is asked before every attempt: a circuit may open while this
-                // call is backing off.
-                let admission = self.breaker.admit(&provider, now);
-                if admission == Admission::Probe {
-                    self.env.cover("router.circuit_probe");
-                }
-                if let Admission::Rejected { until } = admission {
-                    self.env.cover("router.skip_cooling");
-                    self.emit(&RouterEvent::Skipped {
-                        call,
-                        model: id.clone(),
-                        until_ms: millis(until),
-                    });
-                    failures.push(FailedAttempt {
-                        model: id.clone(),
-                        attempt: number,
-                        error: None,
-                    });
-                    break;
-                }
-                let budget =
-                    Duration::from_millis(self.retry.request_timeout_ms).min(deadline - now);
-                self.emit(&RouterEvent::Attempt {
-                    call,
-                    model: id.clone(),
-                    attempt: number,
-                });
-                let idle = Duration::from_millis(self.retry.request_timeout_ms);
-                let run = attempt(
-                    target.clone(),
-                    routed.clone(),
-                    streaming,
-                    self.env.clone(),
-                    idle,
-                );
-                let result = match self.env.timeout(budget, run).await {
-                    Ok(result) => result,
-                    Err(_) => Err(LlmError::Timeout {
-                        after_ms: millis(budget),
-                    }),
-                };
-                let error = match result {
-                    Ok(value) => {
-                        self.breaker.record(&provider, self.env.elapsed(), true);
-                        self.emit(&RouterEvent::Succeeded {
-                            call,
-                            model: id.clone(),
-                            attempt: number,
-                        });
-                        return Ok(value);
-                    }
-                    Err(error) => error,
-                };
-                self.emit(&RouterEvent::Failed {
-                    call,
-                    model: id.clone(),
-                    attempt: number,
-                    error: error.clone(),
-                });
-                failures.push(FailedAttempt {
-                    model: id.clone(),
-                    attempt: number,
-                    error: Some(Box::new(error.clone())),
-                });
-                let mut circuit_opened = false;
-                if Self::counts_against_provider(&error)
-                    && let Some(until) = self.breaker.record(&provider, self.env.elapsed(), false)
-                {
-                    self.env.cover("router.circuit_open");
-                    self.emit(&RouterEvent::CircuitOpened {
-                        provider: provider.clone(),
-                        until_ms: millis(until),
-                    });
-                    circuit_opened = true;
-                }
-                if error.needs_larger_context() {
+            let attempt = Attempted {
+                call,
+                id: &id,
+                request,
+                streaming,
+                deadline,
+            };
+            match self.try_model(attempt, &mut failures).await {
+                ModelEnd::Answered(answer) => return Ok(answer),
+                ModelEnd::Refused(error) => return Err(error),
+                ModelEnd::Overflowed(error) => {
                     self.env.cover("router.context_fallback");
-                    let window = target.model_ref().context_window_tokens;
+                    let window = self.targets[&id].model.model_ref().context_window_tokens;
                     chain = self.larger_windows(window, &tried);
+                    self.emit(&RouterEvent::Fallback {
+                        call,
+                        from: id.clone(),
+                        to: chain.front().cloned(),
+                        reason: format!("context overflow in a window of {window}"),
+                    });
+                    overflow = Some(error);
+                }
+                ModelEnd::Left => {
                     let next = chain.front().cloned();
+                    if next.is_some() {
+                        self.env.cover("router.fallback");
+                    }
                     self.emit(&RouterEvent::Fallback {
                         call,
                         from: id.clone(),
                         to: next,
-                        reason: format!("context overflow in a window of {window}"),
+                        reason: "retries exhausted or not retryable".into(),
                     });
-                    overflow = Some(error);
-                    break;
                 }
-                if matches!(
-                    error,
-                    LlmError::BadRequest { .. } | LlmError::InvalidPrompt { .. }
-                ) {
-                    refused = Some(error);
-                    break;
-                }
-                // A circuit this attempt just opened rejects the retry anyway: no backoff
-                // on it, straight to the next model.
-                if circuit_opened || !error.is_retryable() || number == self.retry.max_retries {
-                    break;
-                }
-                let floor_ms = self.retry.backoff_floor_ms(number);
-                let jitter_ms = (floor_ms as f64
-                    * self.retry.jitter
-                    * self.env.random_unit_f64("router.jitter"))
-                    as u64;
-                let retry_after_ms = error.retry_after_ms();
-                if retry_after_ms.is_some_and(|asked| asked > self.retry.retry_after_max_ms) {
-                    break; // longer than we wait: another model may answer sooner
-                }
-                let sleep_ms = (floor_ms + jitter_ms).max(retry_after_ms.unwrap_or(0));
-                if self.env.elapsed() + Duration::from_millis(sleep_ms) >= deadline {
-                    break;
-                }
-                self.env.cover("router.retry");
-                if retry_after_ms.is_some_and(|asked| asked > floor_ms + jitter_ms) {
-                    self.env.cover("router.retry_after");
-                }
-                self.emit(&RouterEvent::Backoff {
-                    call,
-                    model: id.clone(),
-                    sleep_ms,
-                    floor_ms,
-                    retry_after_ms,
-                });
-                self.env.sleep(Duration::from_millis(sleep_ms)).await;
-            }
-            if let Some(error) = refused {
-                return Err(error);
-            }
-            if overflow.is_none() {
-                let next = chain.front().cloned();
-                if next.is_some() {
-                    self.env.cover("router.fallback");
-                }
-                self.emit(&RouterEvent::Fallback {
-                    call,
-                    from: id.clone(),
-                    to: next,
-                    reason: "retries exhausted or not retryable".into(),
-                });
             }
             if self.env.elapsed() >= deadline {
                 self.env.cover("router.deadline");
@@ -801,6 +563,198 @@ impl LlmRouter {
             attempts: failures,
         })
     }
+
+    /// One model's attempts: the first and its retries, each admitted by the breaker,
+    /// bounded by the call's deadline and [`ROUTER_ATTEMPTS_MAX`]; after a failure the
+    /// next step is [`policy::after_failure`]'s.
+    async fn try_model(
+        &self,
+        attempted: Attempted<'_>,
+        failures: &mut Vec<FailedAttempt>,
+    ) -> ModelEnd {
+        let Attempted {
+            call,
+            id,
+            request,
+            streaming,
+            deadline,
+        } = attempted;
+        let target = self.targets[id].model.clone();
+        let provider = provider_of(id).to_owned();
+        let mut routed = request.clone();
+        routed.model = target.model_ref().model.clone();
+        for number in 0..=self.retry.max_retries {
+            let now = self.env.elapsed();
+            if now >= deadline || failures.len() >= ROUTER_ATTEMPTS_MAX {
+                break;
+            }
+            if !self.admitted(call, id, &provider, number, now, failures) {
+                break;
+            }
+            let budget = Duration::from_millis(self.retry.request_timeout_ms).min(deadline - now);
+            self.emit(&RouterEvent::Attempt {
+                call,
+                model: id.to_owned(),
+                attempt: number,
+            });
+            let idle = Duration::from_millis(self.retry.request_timeout_ms);
+            let run = attempt(
+                target.clone(),
+                routed.clone(),
+                streaming,
+                self.env.clone(),
+                idle,
+            );
+            let error = match self.env.timeout(budget, run).await {
+                Ok(Ok(value)) => {
+                    self.breaker.record(&provider, self.env.elapsed(), true);
+                    self.emit(&RouterEvent::Succeeded {
+                        call,
+                        model: id.to_owned(),
+                        attempt: number,
+                    });
+                    return ModelEnd::Answered(value);
+                }
+                Ok(Err(error)) => error,
+                Err(_) => LlmError::Timeout {
+                    after_ms: millis(budget),
+                },
+            };
+            let circuit_opened = self.record_failure(call, id, &provider, number, &error, failures);
+            let failure = policy::Failure {
+                error: &error,
+                attempt: number,
+                circuit_opened,
+            };
+            let step =
+                policy::after_failure(failure, &self.retry, self.env.elapsed(), deadline, || {
+                    self.env.random_unit_f64("router.jitter")
+                });
+            match step {
+                Step::LargerWindow => return ModelEnd::Overflowed(error),
+                Step::Refuse => return ModelEnd::Refused(error),
+                Step::NextModel(_) => break,
+                Step::Retry { .. } => self.back_off(call, id, step).await,
+            }
+        }
+        ModelEnd::Left
+    }
+
+    /// Asks the breaker to admit attempt `number` on `id` (before every attempt: a circuit
+    /// may open while this call is backing off); a rejection is recorded as a failed
+    /// attempt without an error.
+    fn admitted(
+        &self,
+        call: u64,
+        id: &str,
+        provider: &str,
+        number: u32,
+        now: Duration,
+        failures: &mut Vec<FailedAttempt>,
+    ) -> bool {
+        let admission = self.breaker.admit(provider, now);
+        if admission == Admission::Probe {
+            self.env.cover("router.circuit_probe");
+        }
+        let Admission::Rejected { until } = admission else {
+            return true;
+        };
+        self.env.cover("router.skip_cooling");
+        self.emit(&RouterEvent::Skipped {
+            call,
+            model: id.to_owned(),
+            until_ms: millis(until),
+        });
+        failures.push(FailedAttempt {
+            model: id.to_owned(),
+            attempt: number,
+            error: None,
+        });
+        false
+    }
+
+    /// Carries out a [`Step::Retry`]: its marks, its event, its sleep.
+    async fn back_off(&self, call: u64, id: &str, step: Step) {
+        let Step::Retry {
+            sleep_ms,
+            floor_ms,
+            jitter_ms,
+            retry_after_ms,
+        } = step
+        else {
+            return;
+        };
+        self.env.cover("router.retry");
+        if retry_after_ms.is_some_and(|asked| asked > floor_ms + jitter_ms) {
+            self.env.cover("router.retry_after");
+        }
+        self.emit(&RouterEvent::Backoff {
+            call,
+            model: id.to_owned(),
+            sleep_ms,
+            floor_ms,
+            retry_after_ms,
+        });
+        self.env.sleep(Duration::from_millis(sleep_ms)).await;
+    }
+
+    /// Records a failed attempt (its event, the failures list, the breaker) and returns
+    /// whether it opened the provider's circuit.
+    fn record_failure(
+        &self,
+        call: u64,
+        id: &str,
+        provider: &str,
+        number: u32,
+        error: &LlmError,
+        failures: &mut Vec<FailedAttempt>,
+    ) -> bool {
+        self.emit(&RouterEvent::Failed {
+            call,
+            model: id.to_owned(),
+            attempt: number,
+            error: error.clone(),
+        });
+        failures.push(FailedAttempt {
+            model: id.to_owned(),
+            attempt: number,
+            error: Some(Box::new(error.clone())),
+        });
+        if Self::counts_against_provider(error)
+            && let Some(until) = self.breaker.record(provider, self.env.elapsed(), false)
+        {
+            self.env.cover("router.circuit_open");
+            self.emit(&RouterEvent::CircuitOpened {
+                provider: provider.to_owned(),
+                until_ms: millis(until),
+            });
+            return true;
+        }
+        false
+    }
+}
+
+/// One model's turn in a call: which call, which model, the request, whether it
+/// streams, and the call's deadline.
+#[derive(Clone, Copy)]
+struct Attempted<'a> {
+    call: u64,
+    id: &'a str,
+    request: &'a CompletionRequest,
+    streaming: bool,
+    deadline: Duration,
+}
+
+/// How a model's turn ended.
+enum ModelEnd {
+    /// It answered.
+    Answered(Answer),
+    /// It refused the request as malformed: the call ends with the error.
+    Refused(LlmError),
+    /// The prompt overflowed its window: models with larger ones are next.
+    Overflowed(LlmError),
+    /// Retries spent, not retryable, its circuit open, or the deadline: the next model.
+    Left,
 }
 
 #[async_trait]
