@@ -5,7 +5,8 @@
 #   make test                  every test (simulations replay their seed corpus and default seeds),
 #                              then the Python clients against `dst serve` (needs python3; see tests/python)
 #   make serve                 `dst serve` on 127.0.0.1:8080 (ARGS="--seed 7 --endpoint anthropic ...")
-#   make lint                  fmt, clippy, rustdoc and the determinism checks, warnings as errors
+#   make lint                  fmt, clippy, rustdoc and the determinism checks, warnings as errors;
+#                              the nightly workflow and docs/k8s/ checked by pinned validators (needs python3)
 #   make dst SCENARIO=.. SEED=N           replay one seed of one scenario, whole trace printed
 #   make dst PKG=.. TEST=.. SEED=N [BIN=main]   replay one seed of one simulation test
 #   make minimize SCENARIO=.. SEED=N      the smallest fault schedule under which the seed still fails
@@ -41,6 +42,7 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 	scripts/check-determinism.sh
+	scripts/check-deploy.sh
 
 fmt:
 	$(CARGO) fmt --all
