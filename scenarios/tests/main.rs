@@ -20,6 +20,10 @@ mod coverage;
 /// Ctrl-C writes the reports and prints the command that resumes the range.
 mod sweep;
 
+/// The distributed path: 16 `dst sweep --shard i/16` processes merged by `dst merge
+/// --require-complete` equal the unsharded sweep, seed for seed.
+mod distributed;
+
 /// `dst serve` over real HTTP: order-independent answers, envelopes, limits, and
 /// umi-core's own clients as its users.
 mod serve;
