@@ -10,7 +10,8 @@
 #   make dst SCENARIO=.. SEED=N           replay one seed of one scenario, whole trace printed
 #   make dst PKG=.. TEST=.. SEED=N [BIN=main]   replay one seed of one simulation test
 #   make minimize SCENARIO=.. SEED=N      the smallest fault schedule under which the seed still fails
-#   make sweep-tests           every simulation test over SEEDS seeds, determinism check on
+#   make sweep-tests           every simulation test over SEEDS seeds, determinism check on; under
+#                              cargo-nextest when installed (PARTITION=K/N runs part K of N; NEXTEST=0: cargo test)
 #   make bench                 the benchmarks (each figure printed next to its baseline)
 #   make bench-sim-profile     what the sim profile's assertions cost against release (SEEDS=300)
 
@@ -75,9 +76,25 @@ minimize:
 
 # Every simulation test over SEEDS seeds from SEED_START (tests built with
 # `Simulation::from_env` read DST_SEEDS / DST_SEED_START), with the determinism check on.
+# Under cargo-nextest (when installed, unless NEXTEST=0) each test is its own process, the
+# `sweep` profile of .config/nextest.toml runs them all and repeats the failures' reports
+# at the end, and PARTITION=K/N runs the K-th of N parts (`--partition count:K/N`), so N
+# machines share the tests. Without nextest, PARTITION is refused rather than ignored.
+NEXTEST ?= $(if $(shell $(CARGO) nextest --version 2>/dev/null),1,0)
+PARTITION ?=
+SWEEP_TESTS_ENV = DST_SEEDS=$(SEEDS) DST_SEED_START=$(SEED_START) DST_CHECK_DETERMINISM=1
+
 sweep-tests:
-	DST_SEEDS=$(SEEDS) DST_SEED_START=$(SEED_START) DST_CHECK_DETERMINISM=1 \
-	  $(CARGO) test --workspace --profile sim --tests
+ifeq ($(NEXTEST),1)
+	$(SWEEP_TESTS_ENV) $(CARGO) nextest run --workspace --cargo-profile sim --profile sweep \
+	  $(if $(PARTITION),--partition count:$(PARTITION),)
+else
+	@if [ -n "$(PARTITION)" ]; then \
+	  echo "sweep-tests: PARTITION=$(PARTITION) needs cargo-nextest (cargo install cargo-nextest --locked)" >&2; \
+	  exit 2; \
+	fi
+	$(SWEEP_TESTS_ENV) $(CARGO) test --workspace --profile sim --tests
+endif
 
 bench:
 	$(CARGO) bench --workspace --all-features
