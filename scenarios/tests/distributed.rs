@@ -143,6 +143,51 @@ fn comparable(scenario: &ScenarioReport) -> Comparable<'_> {
     )
 }
 
+/// The shards' seeds, per scenario, add up to the unsharded sweep's (with the merged
+/// hashes equal to the unsharded ones, no seed ran twice or never).
+fn assert_each_seed_ran_in_one_shard(whole: &SweepReport, shards: &[SweepReport]) {
+    for scenario in &whole.scenarios {
+        let mut seeds_seen = 0;
+        for shard in shards {
+            let part = shard.scenarios.iter().find(|s| s.name == scenario.name);
+            let part = part.unwrap_or_else(|| panic!("{} in {:?}", scenario.name, shard.shards));
+            seeds_seen += part.trace_hashes.len();
+        }
+        assert_eq!(
+            seeds_seen,
+            scenario.trace_hashes.len(),
+            "{}: every seed runs in exactly one shard",
+            scenario.name
+        );
+    }
+}
+
+/// The merged report is the unsharded one but for wall time and the shard list.
+fn assert_merged_equals_whole(merged: &SweepReport, whole: &SweepReport) {
+    let all_shards: Vec<String> = (1..=SHARD_COUNT)
+        .map(|i| format!("{i}/{SHARD_COUNT}"))
+        .collect();
+    assert_eq!(merged.shards, all_shards);
+    assert!(merged.completed, "all 16 shards: complete");
+    assert_eq!(
+        (merged.seed_start, merged.seeds, merged.swarm),
+        (whole.seed_start, whole.seeds, whole.swarm)
+    );
+    assert_eq!(
+        (merged.runs_planned, merged.runs_done),
+        (whole.runs_planned, whole.runs_done)
+    );
+    assert_eq!(merged.scenarios.len(), whole.scenarios.len());
+    for (a, b) in merged.scenarios.iter().zip(&whole.scenarios) {
+        assert_eq!(comparable(a), comparable(b), "{}", b.name);
+        assert_eq!(
+            a.failure_groups, b.failure_groups,
+            "{}: failure groups",
+            b.name
+        );
+    }
+}
+
 /// 16 shard processes merged give the unsharded sweep: the same counts, the same failing
 /// seeds with the same messages and replay lines, the same per-seed trace hashes and
 /// digests; each seed ran in exactly one shard; and without its last shard the merge
@@ -176,20 +221,7 @@ fn sixteen_shard_processes_merge_into_the_unsharded_sweep() {
 
     let shard_paths = run_shards(&dir);
     let shards: Vec<SweepReport> = shard_paths.iter().map(|p| read_report(p)).collect();
-    for scenario in &whole.scenarios {
-        let mut seeds_seen = 0;
-        for shard in &shards {
-            let part = shard.scenarios.iter().find(|s| s.name == scenario.name);
-            let part = part.unwrap_or_else(|| panic!("{} in {:?}", scenario.name, shard.shards));
-            seeds_seen += part.trace_hashes.len();
-        }
-        assert_eq!(
-            seeds_seen,
-            scenario.trace_hashes.len(),
-            "{}: every seed runs in exactly one shard",
-            scenario.name
-        );
-    }
+    assert_each_seed_ran_in_one_shard(&whole, &shards);
 
     let merged_path = dir.join("merged.json");
     let merged_output = dst_merge(&shard_paths, &merged_path);
@@ -200,29 +232,7 @@ fn sixteen_shard_processes_merge_into_the_unsharded_sweep() {
         String::from_utf8_lossy(&merged_output.stdout),
         String::from_utf8_lossy(&merged_output.stderr)
     );
-    let merged = read_report(&merged_path);
-    let all_shards: Vec<String> = (1..=SHARD_COUNT)
-        .map(|i| format!("{i}/{SHARD_COUNT}"))
-        .collect();
-    assert_eq!(merged.shards, all_shards);
-    assert!(merged.completed, "all 16 shards: complete");
-    assert_eq!(
-        (merged.seed_start, merged.seeds, merged.swarm),
-        (whole.seed_start, whole.seeds, whole.swarm)
-    );
-    assert_eq!(
-        (merged.runs_planned, merged.runs_done),
-        (whole.runs_planned, whole.runs_done)
-    );
-    assert_eq!(merged.scenarios.len(), whole.scenarios.len());
-    for (a, b) in merged.scenarios.iter().zip(&whole.scenarios) {
-        assert_eq!(comparable(a), comparable(b), "{}", b.name);
-        assert_eq!(
-            a.failure_groups, b.failure_groups,
-            "{}: failure groups",
-            b.name
-        );
-    }
+    assert_merged_equals_whole(&read_report(&merged_path), &whole);
 
     let incomplete = dst_merge(&shard_paths[..shard_paths.len() - 1], &merged_path);
     let stderr = String::from_utf8_lossy(&incomplete.stderr);
