@@ -6,11 +6,13 @@
 #                              the rig adapter's in their own build, then the Python clients
 #                              against `dst serve` (needs python3; see tests/python)
 #   make serve                 `dst serve` on 127.0.0.1:8080 (ARGS="--seed 7 --endpoint anthropic ...")
-#   make lint                  fmt, clippy, rustdoc and the determinism checks, warnings as errors
+#   make lint                  fmt, clippy, rustdoc and the determinism checks, warnings as errors;
+#                              the nightly workflow and docs/k8s/ checked by pinned validators (needs python3)
 #   make dst SCENARIO=.. SEED=N           replay one seed of one scenario, whole trace printed
 #   make dst PKG=.. TEST=.. SEED=N [BIN=main]   replay one seed of one simulation test
 #   make minimize SCENARIO=.. SEED=N      the smallest fault schedule under which the seed still fails
-#   make sweep-tests           every simulation test over SEEDS seeds, determinism check on
+#   make sweep-tests           every simulation test over SEEDS seeds, determinism check on; under
+#                              cargo-nextest when installed (PARTITION=K/N runs part K of N; NEXTEST=0: cargo test)
 #   make bench                 the benchmarks (each figure printed next to its baseline)
 #   make bench-sim-profile     what the sim profile's assertions cost against release (SEEDS=300)
 
@@ -51,6 +53,7 @@ lint:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc $(RIG) --no-deps
 	scripts/check-determinism.sh
+	scripts/check-deploy.sh
 
 fmt:
 	$(CARGO) fmt --all
@@ -83,9 +86,25 @@ minimize:
 
 # Every simulation test over SEEDS seeds from SEED_START (tests built with
 # `Simulation::from_env` read DST_SEEDS / DST_SEED_START), with the determinism check on.
+# Under cargo-nextest (when installed, unless NEXTEST=0) each test is its own process, the
+# `sweep` profile of .config/nextest.toml runs them all and repeats the failures' reports
+# at the end, and PARTITION=K/N runs the K-th of N parts (`--partition count:K/N`), so N
+# machines share the tests. Without nextest, PARTITION is refused rather than ignored.
+NEXTEST ?= $(if $(shell $(CARGO) nextest --version 2>/dev/null),1,0)
+PARTITION ?=
+SWEEP_TESTS_ENV = DST_SEEDS=$(SEEDS) DST_SEED_START=$(SEED_START) DST_CHECK_DETERMINISM=1
+
 sweep-tests:
-	DST_SEEDS=$(SEEDS) DST_SEED_START=$(SEED_START) DST_CHECK_DETERMINISM=1 \
-	  $(CARGO) test --workspace --profile sim --tests
+ifeq ($(NEXTEST),1)
+	$(SWEEP_TESTS_ENV) $(CARGO) nextest run --workspace --cargo-profile sim --profile sweep \
+	  $(if $(PARTITION),--partition count:$(PARTITION),)
+else
+	@if [ -n "$(PARTITION)" ]; then \
+	  echo "sweep-tests: PARTITION=$(PARTITION) needs cargo-nextest (cargo install cargo-nextest --locked)" >&2; \
+	  exit 2; \
+	fi
+	$(SWEEP_TESTS_ENV) $(CARGO) test --workspace --profile sim --tests
+endif
 
 bench:
 	$(CARGO) bench --workspace --all-features

@@ -25,6 +25,10 @@ mod sweep;
 /// or `Simulation::run`) goes on or fails by name instead of dying or hanging.
 mod workers;
 
+/// The distributed path: 16 `dst sweep --shard i/16` processes merged by `dst merge
+/// --require-complete` equal the unsharded sweep, seed for seed.
+mod distributed;
+
 /// `dst serve` over real HTTP: order-independent answers, envelopes, limits, and
 /// umi-core's own clients as its users.
 mod serve;

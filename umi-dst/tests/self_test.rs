@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use umi_dst::fault::point;
 use umi_dst::simulation::panic_message;
+use umi_dst::simulation::report::profile_flag;
 use umi_dst::{FailureClass, FaultConfig, FaultKind, RunError, SimConfig, Simulation, Violation};
 
 use crate::support::lossy_store_workload;
@@ -53,8 +54,13 @@ fn report_ends_with_the_replay_command() {
         .with_seeds(0..100);
     let report = expect_failure(sweep.try_run(lossy_store_workload));
     let text = report.to_string();
+    // `make sweep-tests` runs this test built in the `sim` profile: the replay line then
+    // names it (it once expected the `dev` line whatever the profile, and failed there).
+    let profile = profile_flag(&std::env::current_exe().unwrap())
+        .map(|flag| format!(" {flag}"))
+        .unwrap_or_default();
     let command = format!(
-        "DST_SEED={} cargo test -p umi-dst --test main -- \
+        "DST_SEED={} cargo test{profile} -p umi-dst --test main -- \
          self_test::report_ends_with_the_replay_command --exact --nocapture",
         report.seed
     );

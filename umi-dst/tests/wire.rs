@@ -405,6 +405,9 @@ fn the_router_from_a_config_answers_over_the_wire() {
         .unwrap();
 }
 
+/// The share of calls (in percent) the router must answer under random fault schedules.
+const ANSWERED_SHARE_MIN_PERCENT: usize = 69;
+
 /// The router's properties hold under random fault schedules: swarm mode switches LLM
 /// and network faults on and off per seed; each seed makes a mix of whole and streamed
 /// calls, and the router checkers run on everything it did.
@@ -477,8 +480,12 @@ fn router_properties_hold_under_random_fault_schedules() {
         answered.load(Ordering::Relaxed),
         failed.load(Ordering::Relaxed),
     );
+    // A share, not a count: `DST_SEEDS` changes how many calls there are (`make
+    // sweep-tests SEEDS=20` once failed here with 210 of 240 answered). 69% is the 500 of
+    // the default range's 720 calls this asserted before.
+    let calls = answered + failed;
     assert!(
-        answered > 500,
+        answered * 100 > calls * ANSWERED_SHARE_MIN_PERCENT,
         "the router gets most calls answered despite the faults: {answered} answered, {failed} failed"
     );
     assert!(

@@ -7,8 +7,10 @@
 //! `GROUP_KEY_CHARS_MAX` characters. Hex hashes and ids keep their letters, so messages
 //! that differ only by a hash may form several groups; `FAILURE_GROUPS_MAX` bounds them
 //! and the rest are counted as ungrouped. The seeds kept are the smallest, so a group is
-//! the same whatever order the workers finished in, and shard reports merge into the
-//! unsharded sweep's groups (while no scenario passes the group limit).
+//! the same whatever order the workers finished in, the groups are listed by their smallest
+//! seed, and shard reports merge into the unsharded sweep's groups (while no scenario
+//! passes the group limit: past it, which groups are kept depends on the order failures
+//! arrive in).
 
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +77,7 @@ pub fn add_group(groups: &mut Vec<FailureGroup>, other: &FailureGroup) -> bool {
         group.seeds.sort_unstable();
         group.seeds.dedup();
         group.seeds.truncate(FAILURE_GROUP_SEEDS_MAX);
+        sort_by_first_seed(groups);
         return true;
     }
     if groups.len() >= FAILURE_GROUPS_MAX {
@@ -83,7 +86,17 @@ pub fn add_group(groups: &mut Vec<FailureGroup>, other: &FailureGroup) -> bool {
     let mut group = other.clone();
     group.seeds.truncate(FAILURE_GROUP_SEEDS_MAX);
     groups.push(group);
+    sort_by_first_seed(groups);
     true
+}
+
+/// Keeps `groups` in one order whatever order their failures arrived in (workers
+/// finishing, shards merged): by smallest seed, then class and key. Without it a merged
+/// report listed its groups shard by shard and an unsharded one in arrival order.
+fn sort_by_first_seed(groups: &mut [FailureGroup]) {
+    groups.sort_by(|a, b| {
+        (a.seeds.first(), &a.class, &a.key).cmp(&(b.seeds.first(), &b.class, &b.key))
+    });
 }
 
 /// One failure as a group of one.
@@ -166,5 +179,33 @@ mod tests {
             &single("crash", "brand new", 1, "r")
         ));
         assert_eq!(by_size(&groups)[0].count, 7);
+    }
+
+    /// Shards merged in any order, or workers finishing in any order, list the same
+    /// groups in the same order (once, a merged report listed them shard by shard).
+    #[test]
+    fn groups_are_listed_by_smallest_seed_whatever_the_arrival_order() {
+        let failures = [
+            (30u64, "lost note ab"),
+            (4, "lost note cd"),
+            (12, "lost note ab"),
+            (9, "lost note ef"),
+            (2, "lost note ef"),
+        ];
+        let add_all = |order: &mut dyn Iterator<Item = &(u64, &str)>| {
+            let mut groups = Vec::new();
+            for (seed, message) in order {
+                assert!(add_group(
+                    &mut groups,
+                    &single("correctness", message, *seed, "r")
+                ));
+            }
+            groups
+        };
+        let forward = add_all(&mut failures.iter());
+        let backward = add_all(&mut failures.iter().rev());
+        assert_eq!(forward, backward);
+        let firsts: Vec<u64> = forward.iter().map(|g| g.seeds[0]).collect();
+        assert_eq!(firsts, [2, 4, 12]);
     }
 }

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# The deployment files users copy, checked by real validators (part of `make lint`):
+#   1. the GitHub workflows (.github/workflows/*.yml): actionlint (expressions, actions'
+#      inputs, job graph), with shellcheck on every `run:` script, and the SchemaStore
+#      workflow schema (check-jsonschema);
+#   2. the Kubernetes manifests (docs/k8s/*.yaml): kubernetes-validate --strict against
+#      the Kubernetes JSON schemas it bundles (no cluster, no network);
+#   3. the shard count is said once: the Job's completions and parallelism are the N of
+#      `--shard auto/N`, the workflow's shard matrix is 1..SHARDS;
+#   4. the Indexed Job printed in docs/guide.md is the very file docs/k8s/sweep-job.yaml;
+#   5. each validator fails on a deliberately broken copy, so a validator that checks
+#      nothing (a wrong flag, an empty file list) cannot pass silently.
+# The validators are pinned in scripts/deploy-requirements.txt and installed as wheels
+# into a virtual environment under target/deployenv (created once, refreshed when the
+# requirements change), as scripts/python-tests.sh does for the Python clients.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+KUBERNETES_VERSION=1.37.0
+GUIDE=docs/guide.md
+GUIDE_JOB=docs/k8s/sweep-job.yaml
+requirements=scripts/deploy-requirements.txt
+
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+  echo "check-deploy: $PYTHON not found; install Python 3.9 or later (or set PYTHON)" >&2
+  exit 1
+fi
+venv=target/deployenv
+stamp="$venv/.requirements"
+if [ ! -x "$venv/bin/python" ] || ! cmp -s "$requirements" "$stamp"; then
+  echo "== check-deploy: creating $venv"
+  rm -rf "$venv"
+  "$PYTHON" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: \
+    -r "$requirements"
+  cp "$requirements" "$stamp"
+fi
+bin="$venv/bin"
+
+shopt -s nullglob
+workflows=(.github/workflows/*.yml .github/workflows/*.yaml)
+manifests=(docs/k8s/*.yaml)
+shopt -u nullglob
+if [ "${#workflows[@]}" -eq 0 ] || [ "${#manifests[@]}" -eq 0 ]; then
+  echo "check-deploy: no workflow or no manifest found (looked in .github/workflows, docs/k8s)" >&2
+  exit 1
+fi
+
+# Validators, each exiting non-zero on a finding. actionlint gets the pinned shellcheck
+# and no pyflakes, so what it reports does not depend on what else is installed.
+lint_workflows() { "$bin/actionlint" -no-color -shellcheck="$bin/shellcheck" -pyflakes= "$@"; }
+schema_workflows() { "$bin/check-jsonschema" --builtin-schema vendor.github-workflows "$@"; }
+validate_manifests() {
+  "$bin/kubernetes-validate" --strict --quiet --kubernetes-version "$KUBERNETES_VERSION" "$@"
+}
+
+status=0
+lint_workflows "${workflows[@]}" || status=1
+schema_workflows "${workflows[@]}" >/dev/null || {
+  schema_workflows "${workflows[@]}" || true
+  status=1
+}
+validate_manifests "${manifests[@]}" || status=1
+
+# 3. What no schema knows: the shard count is said once. The Job's completions and
+# parallelism are the N of `--shard auto/N` and its mode is Indexed; the workflow's shard
+# matrix is 1..SHARDS.
+shard_counts() {
+  "$bin/python" - "$@" <<'PY'
+import re, sys, yaml
+problems = []
+def say(path, text):
+    problems.append(f"{path}: {text}")
+for path in sys.argv[1:]:
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    for doc in docs:
+        if doc.get("kind") == "Job":
+            spec = doc.get("spec", {})
+            words = [w for c in spec.get("template", {}).get("spec", {}).get("containers", [])
+                     for w in c.get("command", []) + c.get("args", [])]
+            counts = [int(m.group(1)) for before, w in zip(words, words[1:])
+                      if before == "--shard" and (m := re.fullmatch(r"auto/(\d+)", w))]
+            if len(counts) != 1:
+                say(path, "the Job runs no `--shard auto/N`"); continue
+            n = counts[0]
+            if spec.get("completionMode") != "Indexed":
+                say(path, "completionMode must be Indexed (--shard auto reads JOB_COMPLETION_INDEX)")
+            for key in ("completions", "parallelism"):
+                if spec.get(key) != n:
+                    say(path, f"spec.{key} is {spec.get(key)}, not the {n} of --shard auto/{n}")
+        elif "jobs" in doc:
+            shards = doc.get("env", {}).get("SHARDS")
+            for name, job in doc["jobs"].items():
+                matrix = job.get("strategy", {}).get("matrix", {})
+                if "shard" in matrix and shards is not None and matrix["shard"] != list(range(1, int(shards) + 1)):
+                    say(path, f"jobs.{name}: matrix.shard is {matrix['shard']}, not 1..{shards} (env SHARDS)")
+for p in problems:
+    print(p, file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+}
+shard_counts "${workflows[@]}" "${manifests[@]}" || status=1
+
+# 4. The guide's YAML block that starts with the file's first line is the file.
+first_line=$(head -n 1 "$GUIDE_JOB")
+guide_copy=$(awk -v first="$first_line" '
+  $0 == first && previous == "```yaml" { copying = 1 }
+  copying && $0 == "```" { exit }
+  copying { print }
+  { previous = $0 }' "$GUIDE")
+if [ -z "$guide_copy" ]; then
+  echo "$GUIDE: no \`\`\`yaml block starting with \"$first_line\" (the copy of $GUIDE_JOB)" >&2
+  status=1
+elif ! diff -u --label "$GUIDE_JOB" --label "$GUIDE (its copy)" "$GUIDE_JOB" - <<<"$guide_copy"; then
+  echo "^ $GUIDE shows a different Job than $GUIDE_JOB; copy the file into the guide" >&2
+  status=1
+fi
+
+# 5. Each validator must fail on a broken copy. `break_copy FROM TO SED` writes TO and
+# fails if SED changed nothing (then this self-check itself would be broken).
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+break_copy() {
+  sed -e "$3" "$1" >"$2"
+  if cmp -s "$1" "$2"; then
+    echo "check-deploy: the breakage '$3' does not apply to $1; update this script" >&2
+    exit 1
+  fi
+}
+must_fail() {
+  local what=$1
+  shift
+  if "$@" >/dev/null 2>&1; then
+    echo "check-deploy: $what passed a broken file; the check checks nothing" >&2
+    status=1
+  fi
+}
+workflow=.github/workflows/nightly-dst.yml
+break_copy "$workflow" "$scratch/expression.yml" 's/matrix\.shard }}/matrix.shards }}/'
+must_fail "actionlint (an undefined matrix key)" lint_workflows "$scratch/expression.yml"
+break_copy "$workflow" "$scratch/script.yml" 's/"\${swarm\[@\]}"/$swarm/'
+must_fail "actionlint's shellcheck (an unquoted variable)" lint_workflows "$scratch/script.yml"
+break_copy "$workflow" "$scratch/key.yml" '0,/runs-on:/s//runs_on:/'
+must_fail "check-jsonschema (a misspelt key)" schema_workflows "$scratch/key.yml"
+break_copy "$GUIDE_JOB" "$scratch/field.yaml" 's/^\( *\)restartPolicy: Never$/&\n\1restartPolicyy: Never/'
+must_fail "kubernetes-validate (an unknown field)" validate_manifests "$scratch/field.yaml"
+break_copy "$GUIDE_JOB" "$scratch/type.yaml" 's/^\( *\)completions: [0-9]*/\1completions: "all"/'
+must_fail "kubernetes-validate (a string for a count)" validate_manifests "$scratch/type.yaml"
+break_copy "$GUIDE_JOB" "$scratch/count.yaml" 's/^\( *\)parallelism: [0-9]*/\1parallelism: 31/'
+must_fail "the shard-count check (parallelism is not N)" shard_counts "$scratch/count.yaml"
+break_copy "$workflow" "$scratch/matrix.yml" 's/shard: \[1, 2, 3, 4, 5, 6, 7, 8\]/shard: [1, 2, 3, 4, 5, 6, 7]/'
+must_fail "the shard-count check (a shard missing from the matrix)" shard_counts "$scratch/matrix.yml"
+
+if [ "$status" -eq 0 ]; then
+  echo "deploy checks: ok (${#workflows[@]} workflow(s), ${#manifests[@]} manifest(s); each validator fails a broken copy)"
+fi
+exit "$status"
