@@ -425,7 +425,7 @@ fn tool_call_delta(call: WireToolCall, position: usize) -> StreamEvent {
             function.name.filter(|n| !n.is_empty()),
             match function.arguments {
                 Some(Value::String(text)) if !text.is_empty() => Some(text),
-                Some(Value::Object(object)) => Some(Value::Object(object).to_string()),
+                Some(object @ Value::Object(_)) => Some(crate::canonical_json::to_string(&object)),
                 _ => None,
             },
         ),
