@@ -3,7 +3,8 @@
 #   make sweep                 the main job: every scenario over the default seeds, with the report
 #                              (SEEDS=1000 SEED_START=1 JOBS=<cores> SCENARIO="a b" SWARM=1 DETERMINISM=0)
 #   make test                  every test (simulations replay their seed corpus and default seeds),
-#                              the rig adapter's in their own build, then the Python clients
+#                              umi-dst's again in a build with rig (seeds must mean the same
+#                              there), then the Python clients
 #                              against `dst serve` (needs python3; see tests/python)
 #   make serve                 `dst serve` on 127.0.0.1:8080 (ARGS="--seed 7 --endpoint anthropic ...")
 #   make lint                  fmt, clippy, rustdoc and the determinism checks, warnings as errors;
@@ -35,14 +36,15 @@ DST := $(CARGO) run --quiet --profile sim -p umi-scenarios --bin dst --
 help:
 	@sed -n 's/^#   //p' Makefile
 
-# The rig adapter's tests build on their own: rig-core turns on serde_json's
-# `preserve_order`, which would change what a seed means for every other test of the
-# workspace (see umi_dst::adapters::rig), so `rig` is never unified into the build above.
+# The rig adapter's tests build on their own (rig-core is slow to compile, so `rig` is
+# never unified into the workspace build). rig-core turns on serde_json's
+# `preserve_order`; seeded paths go through umi_core::canonical_json, so a seed must mean
+# the same in that build: the whole umi-dst binary runs there too, golden files included.
 RIG := -p umi-dst --features rig
 
 test:
 	$(CARGO) test --workspace
-	$(CARGO) test $(RIG) --test main rig_adapter
+	$(CARGO) test $(RIG) --test main
 	$(CARGO) test $(RIG) --doc adapters::rig
 	scripts/python-tests.sh
 

@@ -22,10 +22,14 @@
 //! - [`agent`]: a tool-using agent loop with loop detection and context trimming.
 //! - [`portable_math`]: `ln` and fractional powers with the same bits on every
 //!   platform, for seeded paths (the standard library's are platform-dependent).
+//! - [`canonical_json`]: JSON serialized and iterated with its object keys sorted, so a
+//!   seed means the same whether or not a dependency turns on serde_json's
+//!   `preserve_order`.
 //! - [`constants`]: every limit, named with its unit last, with compile-time checks of
 //!   how the limits relate.
 
 pub mod agent;
+pub mod canonical_json;
 pub mod constants;
 pub mod env;
 pub mod llm;

@@ -4,10 +4,9 @@
 //! and replay by seed.
 //!
 //! Built with the `rig` feature only, in a build of its own (`cargo test -p umi-dst
-//! --features rig --test main rig_adapter`, which `make test` runs): rig-core turns on
-//! serde_json's `preserve_order`, which changes SimLLM's answers for a seed, so in that
-//! build the tripwire `serde_json_maps_are_sorted` and `sim_llm::golden` fail, as they
-//! should. No workspace member enables `rig`, so `cargo test --workspace` is unaffected.
+//! --features rig --test main`, which `make test` runs: the whole binary, so the golden
+//! files show that seeds mean the same in this build, where rig-core turns on serde_json's
+//! `preserve_order`, as in the default one). No workspace member enables `rig`.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

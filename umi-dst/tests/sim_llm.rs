@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
+use umi_core::canonical_json;
 use umi_core::constants::{LLM_LATENCY_MS_MAX, LLM_TOKEN_LATENCY_MS_MAX};
 use umi_core::env::EnvironmentExt;
 use umi_core::llm::tokens::{estimate_request_tokens, estimate_text_tokens};
@@ -994,8 +995,10 @@ fn a_panicking_route_is_a_crash_with_the_seed() {
 
 /// The golden file: SimLLM's output, event by event with simulated timestamps, for a
 /// fixed set of (seed, request) pairs, faults included. Any change in generation,
-/// chunking, latency or fault mapping shows as a diff of this file. Regenerate it after
-/// a deliberate change with:
+/// chunking, latency or fault mapping shows as a diff of this file. Lines are written
+/// with `umi_core::canonical_json`, so the file reads the same whether or not serde_json's
+/// `preserve_order` is on; `make test` checks it in both builds (with and without `rig`).
+/// Regenerate it after a deliberate change with:
 ///
 /// ```sh
 /// UMI_BLESS=1 cargo test -p umi-dst --test main sim_llm::golden
@@ -1086,7 +1089,7 @@ fn golden() {
                             }
                         }
                         let line = json!({"seed": sim.seed(), "faults": faults, "case": name, "items": items});
-                        run_lines.lock().unwrap().push(line.to_string());
+                        run_lines.lock().unwrap().push(canonical_json::to_string(&line));
                     }
                     Ok::<(), Violation>(())
                 }

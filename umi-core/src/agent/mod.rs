@@ -34,6 +34,7 @@ use futures::StreamExt;
 pub use error::AgentError;
 pub use tools::{ToolHandler, ToolRegistry};
 
+use crate::canonical_json::Canonical;
 use crate::constants::{
     AGENT_ITERATIONS_DEFAULT, AGENT_ITERATIONS_LIMIT, AGENT_OVERFLOW_RETRIES_DEFAULT,
     AGENT_OVERFLOW_RETRIES_LIMIT, AGENT_PARALLEL_TOOLS_DEFAULT, AGENT_PARALLEL_TOOLS_LIMIT,
@@ -214,11 +215,12 @@ fn should_retry_cut_turn(error: &LlmError, cut: bool, retries: u32, retries_max:
     cut && error.is_retryable() && retries < retries_max
 }
 
-/// The calls of one batch as a comparable signature.
+/// The calls of one batch as a comparable signature (arguments with their keys sorted,
+/// so the same arguments give the same signature whatever their map order).
 fn signature(calls: &[ToolCall]) -> String {
     calls
         .iter()
-        .map(|c| format!("{}({})", c.name, c.arguments))
+        .map(|c| format!("{}({})", c.name, Canonical(&c.arguments)))
         .collect::<Vec<_>>()
         .join(";")
 }
@@ -403,8 +405,11 @@ impl Agent {
             tool_calls += results.len();
             let mut anything_new = false;
             for (call, (content, success)) in response.tool_calls.iter().zip(results) {
-                anything_new |=
-                    seen_results.insert(format!("{}({})={content}", call.name, call.arguments));
+                anything_new |= seen_results.insert(format!(
+                    "{}({})={content}",
+                    call.name,
+                    Canonical(&call.arguments)
+                ));
                 on_event(AgentEvent::ToolCallFinished {
                     id: call.id.clone(),
                     name: call.name.clone(),

@@ -22,7 +22,7 @@ pub fn replay(response: CompletionResponse) -> EventStream {
             index: index as u32,
             id: Some(call.id),
             name: Some(call.name),
-            arguments_fragment: Some(call.arguments.to_string()),
+            arguments_fragment: Some(crate::canonical_json::to_string(&call.arguments)),
         });
     }
     events.push(StreamEvent::done(response.finish_reason, response.usage));

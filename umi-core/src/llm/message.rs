@@ -123,6 +123,7 @@ pub struct ToolDefinition {
     /// What it does, for the model.
     pub description: String,
     /// JSON Schema of the arguments object.
+    #[serde(serialize_with = "crate::canonical_json::serialize")]
     pub parameters: Value,
 }
 
@@ -145,6 +146,7 @@ pub struct ToolCall {
     /// The tool's name.
     pub name: String,
     /// The arguments, as parsed JSON.
+    #[serde(serialize_with = "crate::canonical_json::serialize")]
     pub arguments: Value,
 }
 

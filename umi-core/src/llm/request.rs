@@ -61,6 +61,7 @@ pub struct OutputSchema {
     /// Its name (OpenAI requires one: letters, digits, `_` and `-`).
     pub name: String,
     /// The JSON Schema.
+    #[serde(serialize_with = "crate::canonical_json::serialize")]
     pub schema: serde_json::Value,
     /// Whether the provider must follow it exactly (OpenAI's `strict`).
     pub strict: bool,

@@ -242,8 +242,10 @@ nothing else: {\"type\": string, \"reason\": string, \"confidence\": number betw
 const INPUT_FENCE_OPEN: &str = "Input:\n```json\n";
 const INPUT_FENCE_CLOSE: &str = "\n```";
 
-/// `lead`, then `data` as compact JSON in a fenced block.
+/// `lead`, then `data` as compact JSON (keys sorted: the prompt is part of the request a
+/// simulated model hashes) in a fenced block.
 fn with_input_block(lead: &str, data: &Value) -> String {
+    let data = crate::canonical_json::Canonical(data);
     format!("{lead}\n\n{INPUT_FENCE_OPEN}{data}{INPUT_FENCE_CLOSE}")
 }
 
@@ -555,6 +557,30 @@ mod tests {
         assert_eq!(extraction.task.as_deref(), Some(TASK_EXTRACT_ENTITIES));
         assert_eq!(rewrite.task.as_deref(), Some(TASK_REWRITE_QUERY));
         assert_eq!(evolution.task.as_deref(), Some(TASK_DETECT_EVOLUTION));
+    }
+
+    /// The prompt is part of what a simulated model hashes: its JSON block keeps the
+    /// default build's sorted key order even where serde_json's `preserve_order` is on
+    /// (a struct turned into a `Value` there keeps its field order).
+    #[test]
+    fn input_blocks_have_their_keys_sorted() {
+        let subject = EvolutionSubject {
+            name: "Alice".into(),
+            entity_type: EntityType::Person,
+            content: "at Acme".into(),
+        };
+        let candidate = EvolutionCandidate {
+            id: "e-1".into(),
+            name: "Alice".into(),
+            entity_type: EntityType::Person,
+            content: "at Initech".into(),
+        };
+        let request = evolution_request(&subject, &[candidate]);
+        let block = input_block_text(&request).unwrap();
+        assert_eq!(
+            block,
+            r#"{"existing_entities":[{"content":"at Initech","id":"e-1","name":"Alice","type":"person"}],"new_entity":{"content":"at Acme","name":"Alice","type":"person"}}"#
+        );
     }
 
     #[test]

@@ -40,13 +40,16 @@
 //!   two runs of one seed in one process (the determinism check) see different values;
 //! - **serde_json `preserve_order`**: rig-core turns this feature on, so in any build
 //!   with the `rig` feature every JSON object in the process keeps insertion order
-//!   instead of sorting its keys. The request hash sorts keys itself, but SimLLM's JSON
-//!   answers and the wire formats' bodies follow the map order: a seed gives other
-//!   answers (31 of the 48 cases of `sim_llm::golden` differ) in a build with `rig` than
-//!   in one without. A seed found in a `rig` build replays in a `rig` build. No
-//!   workspace member enables the feature, so `cargo test --workspace` and `dst` agree;
-//!   the tripwire `serde_json_maps_are_sorted` fails, naming rig, in any build that
-//!   unifies it.
+//!   instead of sorting its keys. That does not change what a seed means: every seeded
+//!   path of Umi (SimLLM's answers and schema walks, the request hash, umi-core's request
+//!   bodies and prompts, the simulated servers' bodies) serializes and iterates JSON
+//!   through `umi_core::canonical_json`, keys sorted, so a seed gives the same bytes and
+//!   the same draws in a build with `rig` as in one without, and a seed found in either
+//!   replays in the other. `make test` runs all of umi-dst's integration tests in the
+//!   `rig` build too (`sim_llm::golden` and
+//!   `determinism::wire_bytes_do_not_depend_on_map_order` pin the bytes). The JSON rig
+//!   itself writes (its request bodies) keeps rig's own order, which is the same in
+//!   every `rig` build.
 //!
 //! A multipart request (rig's transcription and file uploads) cannot go through
 //! SimNetwork: it fails with [`SimHttpError::MultipartRequest`], naming it.

@@ -219,7 +219,9 @@ impl PlayState {
                         index,
                         id: Some(call.id),
                         name: Some(call.name),
-                        arguments_fragment: Some(call.arguments.to_string()),
+                        arguments_fragment: Some(umi_core::canonical_json::to_string(
+                            &call.arguments,
+                        )),
                     }
                 }
                 Part::ToolCallFragment {

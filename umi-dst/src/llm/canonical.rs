@@ -101,9 +101,7 @@ pub(crate) fn value(hasher: &mut Sha256, json: &Value) {
         Value::Object(map) => {
             hasher.update([b'{']);
             hasher.update((map.len() as u64).to_le_bytes());
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
-            for key in keys {
+            for key in umi_core::canonical_json::sorted_keys(map) {
                 str_field(hasher, key);
                 value(hasher, &map[key]);
             }

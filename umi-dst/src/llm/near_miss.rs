@@ -186,9 +186,7 @@ fn sites(
                 });
             }
             let properties = schema.get("properties").and_then(Value::as_object);
-            let mut names: Vec<&String> = object.keys().collect();
-            names.sort_unstable();
-            for name in names {
+            for name in umi_core::canonical_json::sorted_keys(object) {
                 if let Some(property) = properties.and_then(|p| p.get(name)) {
                     steps.push(Step::Key(name.clone()));
                     sites(root, property, &object[name], steps, out, depth + 1);
@@ -287,5 +285,8 @@ pub fn near_miss(text: &str, schema: &Value, rng: &mut DeterministicRng) -> (Str
         }
         Change::Replace(_) => {}
     }
-    (value.to_string(), NearMiss { kind, path })
+    (
+        umi_core::canonical_json::to_string(&value),
+        NearMiss { kind, path },
+    )
 }

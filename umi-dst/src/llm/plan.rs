@@ -193,8 +193,9 @@ fn cut_to_tokens(text: &str, budget: u32) -> &str {
 }
 
 fn call_tokens(call: &ToolCall) -> u32 {
-    estimate_text_tokens(&call.name)
-        .saturating_add(estimate_text_tokens(&call.arguments.to_string()))
+    estimate_text_tokens(&call.name).saturating_add(estimate_text_tokens(
+        &umi_core::canonical_json::to_string(&call.arguments),
+    ))
 }
 
 /// Applies stop sequences and the token budget to `generated`.
@@ -307,7 +308,7 @@ pub(crate) fn corrupt(
     match corruption {
         Corruption::Malformed if !shaped.tool_calls.is_empty() => {
             let index = rng.index(shaped.tool_calls.len());
-            let full = shaped.tool_calls[index].arguments.to_string();
+            let full = umi_core::canonical_json::to_string(&shaped.tool_calls[index].arguments);
             // Any proper prefix of an object's text is invalid JSON.
             let keep = full
                 .len()
@@ -409,8 +410,10 @@ pub(crate) fn events(
     for (index, call) in shaped.tool_calls.iter().enumerate() {
         let arguments = match &shaped.raw_arguments {
             Some((raw_index, raw)) if *raw_index == index => raw.clone(),
-            _ if rng.bool_with(0.3) => ascii_escaped(&call.arguments.to_string()),
-            _ => call.arguments.to_string(),
+            _ if rng.bool_with(0.3) => {
+                ascii_escaped(&umi_core::canonical_json::to_string(&call.arguments))
+            }
+            _ => umi_core::canonical_json::to_string(&call.arguments),
         };
         let mut pieces = chunks(&arguments, chars_max * 2, rng).into_iter();
         let first = if rng.bool_with(0.5) {

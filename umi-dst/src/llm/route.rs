@@ -58,7 +58,7 @@ impl Generated {
             + self
                 .tool_calls
                 .iter()
-                .map(|c| c.name.len() + c.arguments.to_string().len())
+                .map(|c| c.name.len() + umi_core::canonical_json::to_string(&c.arguments).len())
                 .sum::<usize>()
     }
 }

@@ -21,6 +21,7 @@
 //! `structured::keywords`, shared with that validator.
 
 use serde_json::{Map, Number, Value, json};
+use umi_core::canonical_json::sorted_keys;
 use umi_core::llm::structured::keywords::{self, number_bound, types_of};
 
 use crate::rng::DeterministicRng;
@@ -377,8 +378,7 @@ impl Generator<'_> {
             .filter_map(Value::as_str)
             .collect();
         let properties = schema.get("properties").and_then(Value::as_object);
-        let mut names: Vec<&String> = properties.map(|p| p.keys().collect()).unwrap_or_default();
-        names.sort_unstable();
+        let names = properties.map(sorted_keys).unwrap_or_default();
         let mut out = Map::new();
         for name in names {
             let property = &properties.expect("names come from properties")[name.as_str()];

@@ -1,8 +1,10 @@
 //! JSON the way each server writes it: keys in the server's own order, and the server's
 //! spacing, serialized by serde_json.
 //!
-//! `serde_json::Value` sorts object keys, which is Azure's order and nobody else's. A
-//! [`Json`] object keeps the order it was built in (OpenAI writes `id, object, created,
+//! A plain `serde_json::Value` inside is written with its keys sorted
+//! (`umi_core::canonical_json`, whether or not serde_json's `preserve_order` is on),
+//! which is Azure's order and nobody else's. A [`Json`] object keeps the order it was
+//! built in (OpenAI writes `id, object, created,
 //! model, ...`; DashScope `choices` first; llama.cpp `choices, created, id, ...`). The
 //! [`Spacing`] says how the bytes look: compact (most servers), Python's `json.dumps`
 //! default (`{"a": 1, "b": 2}`, vLLM's in-stream errors), or indented (OpenAI's error
@@ -11,12 +13,13 @@
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 use serde_json::ser::{Formatter, PrettyFormatter};
+use umi_core::canonical_json::Canonical;
 
 /// A JSON value whose objects keep their key order.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Json {
-    /// Any plain value (numbers, strings, `null`, and objects whose order is the sorted
-    /// one).
+    /// Any plain value (numbers, strings, `null`, and objects written with their keys
+    /// sorted).
     Value(Value),
     /// An object, keys in this order.
     Object(Vec<(&'static str, Json)>),
@@ -137,7 +140,7 @@ impl From<Vec<Json>> for Json {
 impl serde::Serialize for Json {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Self::Value(value) => value.serialize(serializer),
+            Self::Value(value) => Canonical(value).serialize(serializer),
             Self::Object(fields) => {
                 let mut map = serializer.serialize_map(Some(fields.len()))?;
                 for (key, value) in fields {

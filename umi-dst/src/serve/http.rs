@@ -90,7 +90,11 @@ fn own_error(
     };
     let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
     headers.extend(extra);
-    respond(status, headers, full(body.to_string()))
+    respond(
+        status,
+        headers,
+        full(umi_core::canonical_json::to_string(&body)),
+    )
 }
 
 /// The endpoint a path belongs to, and the path under its prefix. Among endpoints at
@@ -144,7 +148,7 @@ fn models(config: &ServeConfig, format: WireFormat) -> Response<Body> {
     respond(
         200,
         vec![("content-type".into(), "application/json".into())],
-        full(body.to_string()),
+        full(umi_core::canonical_json::to_string(&body)),
     )
 }
 

@@ -116,10 +116,9 @@ impl Session {
             out.push('\n');
         }
         let hash = hex(&hasher.finalize());
-        out.push_str(
-            &serde_json::json!({"session_trace_hash": hash, "entries": log.0.len(), "left_out": log.1})
-                .to_string(),
-        );
+        out.push_str(&umi_core::canonical_json::to_string(
+            &serde_json::json!({"session_trace_hash": hash, "entries": log.0.len(), "left_out": log.1}),
+        ));
         out.push('\n');
         (out, hash)
     }

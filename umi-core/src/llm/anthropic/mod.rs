@@ -137,7 +137,7 @@ impl ClientFormat for AnthropicConfig {
             method: "POST",
             url: format!("{}/v1/messages", self.base_url.trim_end_matches('/')),
             headers,
-            body: body.to_string().into_bytes(),
+            body: crate::canonical_json::to_vec(&body),
         })
     }
 

@@ -117,9 +117,7 @@ impl ClientFormat for OllamaConfig {
             method: "POST",
             url: format!("{}/api/chat", self.base_url.trim_end_matches('/')),
             headers,
-            body: request_body(request, model, stream)
-                .to_string()
-                .into_bytes(),
+            body: crate::canonical_json::to_vec(&request_body(request, model, stream)),
         })
     }
 

@@ -220,7 +220,9 @@ impl NdjsonDecoder {
                     index: self.calls,
                     id: call.id.filter(|id| !id.is_empty()),
                     name: Some(call.function.name),
-                    arguments_fragment: Some(arguments(call.function.arguments).to_string()),
+                    arguments_fragment: Some(crate::canonical_json::to_string(&arguments(
+                        call.function.arguments,
+                    ))),
                 });
                 self.calls = self.calls.saturating_add(1);
             }

@@ -138,7 +138,7 @@ impl ClientFormat for OpenAiConfig {
             method: "POST",
             url: format!("{}/chat/completions", self.base_url.trim_end_matches('/')),
             headers,
-            body: body.to_string().into_bytes(),
+            body: crate::canonical_json::to_vec(&body),
         })
     }
 

@@ -55,7 +55,7 @@ pub fn request_body(
                 "tool_calls": tool_calls.iter().map(|call| json!({
                     "id": call.id,
                     "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments.to_string()},
+                    "function": {"name": call.name, "arguments": crate::canonical_json::to_string(&call.arguments)},
                 })).collect::<Vec<_>>(),
             }),
             Message::Tool { tool_call_id, content, .. } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
@@ -425,7 +425,7 @@ fn tool_call_delta(call: WireToolCall, position: usize) -> StreamEvent {
             function.name.filter(|n| !n.is_empty()),
             match function.arguments {
                 Some(Value::String(text)) if !text.is_empty() => Some(text),
-                Some(Value::Object(object)) => Some(Value::Object(object).to_string()),
+                Some(object @ Value::Object(_)) => Some(crate::canonical_json::to_string(&object)),
                 _ => None,
             },
         ),

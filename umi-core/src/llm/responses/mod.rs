@@ -136,7 +136,7 @@ impl ClientFormat for ResponsesConfig {
             method: "POST",
             url: format!("{}/responses", self.base_url.trim_end_matches('/')),
             headers,
-            body: body.to_string().into_bytes(),
+            body: crate::canonical_json::to_vec(&body),
         })
     }
 

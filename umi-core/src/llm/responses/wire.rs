@@ -51,7 +51,7 @@ pub fn request_body(
                     input.push(json!({"role": "assistant", "content": content}));
                 }
                 input.extend(tool_calls.iter().map(|call| {
-                    json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments.to_string()})
+                    json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": crate::canonical_json::to_string(&call.arguments)})
                 }));
             }
             Message::Tool {

@@ -236,9 +236,7 @@ impl Checker<'_> {
             return fail(&format!("{path}.{name}"), "is required but missing");
         }
         let properties = schema.get("properties").and_then(Value::as_object);
-        let mut names: Vec<&String> = object.keys().collect();
-        names.sort_unstable();
-        for name in names {
+        for name in crate::canonical_json::sorted_keys(object) {
             let at = format!("{path}.{name}");
             match properties.and_then(|p| p.get(name)) {
                 Some(property) => self.check(property, &object[name], &at, depth + 1)?,

@@ -252,7 +252,7 @@ pub fn from_stream_error(value: &Value) -> LlmError {
         .parse::<u16>()
         .ok()
         .filter(|s| (400..600).contains(s));
-    let shown = value.to_string();
+    let shown = crate::canonical_json::to_string(value);
     classify(status, &read, &|| None, &shown)
 }
 

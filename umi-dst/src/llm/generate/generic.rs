@@ -66,7 +66,7 @@ pub fn generate(request: &CompletionRequest, rng: &mut DeterministicRng) -> Gene
     if request.json_output {
         let answer =
             serde_json::json!({ "answer": sentence, "confidence": confidence(rng, 0.5, 1.0) });
-        return Generated::json(answer.to_string());
+        return Generated::json(umi_core::canonical_json::to_string(&answer));
     }
     Generated::text(sentence)
 }

@@ -44,7 +44,7 @@ pub(crate) fn structured(
         .as_ref()
         .map_or(&serde_json::Value::Null, |s| &s.schema);
     let value = super::schema::generate(schema, rng)?;
-    Ok(Generated::json(value.to_string()))
+    Ok(Generated::json(umi_core::canonical_json::to_string(&value)))
 }
 
 /// `text` cut to at most `bytes` bytes at a char boundary.

@@ -20,7 +20,10 @@ fn tool_calls(response: &CompletionResponse) -> Json {
                         "function",
                         Json::object(vec![
                             ("name", call.name.clone().into()),
-                            ("arguments", call.arguments.to_string().into()),
+                            (
+                                "arguments",
+                                umi_core::canonical_json::to_string(&call.arguments).into(),
+                            ),
                         ]),
                     ),
                 ])

@@ -249,7 +249,7 @@ impl Responder for ResponsesResponder {
             output.push(object::call_item(
                 &id,
                 "completed",
-                &call.arguments.to_string(),
+                &umi_core::canonical_json::to_string(&call.arguments),
                 &call.id,
                 &call.name,
             ));

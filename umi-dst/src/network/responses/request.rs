@@ -68,7 +68,10 @@ pub(crate) fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
                 .into(),
         });
     };
-    if let Some(unknown) = body.keys().find(|key| !KNOWN.contains(&key.as_str())) {
+    if let Some(unknown) = umi_core::canonical_json::sorted_keys(body)
+        .into_iter()
+        .find(|key| !KNOWN.contains(&key.as_str()))
+    {
         return Err(refuse(unknown, format!("Unknown parameter: '{unknown}'.")));
     }
     let model = body

@@ -1,0 +1,165 @@
+//! JSON with every object's keys in sorted order, whatever serde_json's map type is.
+//!
+//! serde_json's `Map` is a `BTreeMap` (keys sorted) unless some crate in the build turns
+//! on its `preserve_order` feature, which makes it an `IndexMap` (keys in insertion or
+//! source order). Cargo unifies features across a build, so one dependency of the agent
+//! code under test (rig-core, for one) changes how *every* `Map` in the process iterates
+//! and serializes. Code on a seeded path (what a simulated model answers, the bodies the
+//! clients send and the simulated servers return, anything hashed into a stream or
+//! written to a trace) must not let that change what a seed means, so it goes through
+//! this module:
+//!
+//! - [`to_string`] / [`to_vec`] / [`Canonical`] serialize a [`Value`] with its objects'
+//!   keys sorted, at every depth, instead of `value.to_string()`,
+//!   `serde_json::to_string(&value)` or `serde_json::to_vec(&value)`;
+//! - [`serialize`] does the same for a `Value` field of a derived `Serialize` type
+//!   (`#[serde(serialize_with = "umi_core::canonical_json::serialize")]`);
+//! - [`sorted_keys`] / [`sorted_entries`] iterate a [`Map`] in sorted key order instead
+//!   of `map.keys()` / `map.iter()`.
+//!
+//! Sorted is the order of the default build (a `BTreeMap` of `String`s compares keys as
+//! bytes), so in that build all of these give exactly what serde_json gives; with
+//! `preserve_order` on they give the same bytes again. A derived `Serialize` struct writes
+//! its fields in declaration order in both builds and needs nothing from here.
+
+use std::fmt;
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value};
+
+/// `map`'s keys, sorted.
+pub fn sorted_keys(map: &Map<String, Value>) -> Vec<&String> {
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// `map`'s entries, sorted by key.
+pub fn sorted_entries(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    entries
+}
+
+/// `value` as compact JSON text with its objects' keys sorted.
+pub fn to_string(value: &Value) -> String {
+    Canonical(value).to_string()
+}
+
+/// `value` as compact JSON bytes with its objects' keys sorted.
+pub fn to_vec(value: &Value) -> Vec<u8> {
+    to_string(value).into_bytes()
+}
+
+/// A `serialize_with` function for a `Value` field: the value with its objects' keys
+/// sorted.
+///
+/// # Errors
+///
+/// Whatever `serializer` returns.
+pub fn serialize<S: Serializer>(value: &Value, serializer: S) -> Result<S::Ok, S::Error> {
+    Canonical(value).serialize(serializer)
+}
+
+/// A [`Value`] that serializes (and displays) with its objects' keys sorted at every
+/// depth: `Canonical(&value)` wherever a `&Value` would be serialized.
+#[derive(Debug, Clone, Copy)]
+pub struct Canonical<'a>(pub &'a Value);
+
+impl Serialize for Canonical<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(map) => {
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                for (key, value) in sorted_entries(map) {
+                    out.serialize_entry(key, &Canonical(value))?;
+                }
+                out.end()
+            }
+            Value::Array(items) => serializer.collect_seq(items.iter().map(Canonical)),
+            scalar => scalar.serialize(serializer),
+        }
+    }
+}
+
+impl fmt::Display for Canonical<'_> {
+    /// Compact JSON (`{:#}`: pretty-printed), keys sorted.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = if f.alternate() {
+            serde_json::to_string_pretty(self)
+        } else {
+            serde_json::to_string(self)
+        };
+        // A `Value` always serializes: its keys are strings and its numbers finite.
+        f.write_str(&text.map_err(|_| fmt::Error)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A map built in reverse order: with `preserve_order` its natural order differs
+    /// from the sorted one.
+    fn reversed() -> Value {
+        let mut inner = Map::new();
+        inner.insert("z".into(), json!(1));
+        inner.insert("a".into(), json!([{"y": 1, "b": 2}]));
+        let mut outer = Map::new();
+        outer.insert("zeta".into(), Value::Object(inner));
+        outer.insert("Alpha".into(), json!(null));
+        outer.insert("alpha".into(), json!("x"));
+        Value::Object(outer)
+    }
+
+    #[test]
+    fn keys_are_sorted_at_every_depth() {
+        assert_eq!(
+            to_string(&reversed()),
+            r#"{"Alpha":null,"alpha":"x","zeta":{"a":[{"b":2,"y":1}],"z":1}}"#
+        );
+        assert_eq!(to_vec(&reversed()), to_string(&reversed()).into_bytes());
+    }
+
+    #[test]
+    fn the_default_build_order_is_kept() {
+        // Parsing sorts in the default build; the canonical text must equal that order
+        // (byte order of the keys), so it changes nothing there.
+        let text = r#"{"b":1,"B":2,"é":3,"a":{"d":4,"c":5}}"#;
+        let parsed: Value = serde_json::from_str(text).unwrap();
+        let mut sorted = parsed.clone();
+        sorted.sort_all_objects();
+        assert_eq!(to_string(&parsed), serde_json::to_string(&sorted).unwrap());
+        assert_eq!(
+            to_string(&parsed),
+            r#"{"B":2,"a":{"c":5,"d":4},"b":1,"é":3}"#
+        );
+    }
+
+    #[test]
+    fn iteration_helpers_sort() {
+        let value = reversed();
+        let map = value.as_object().unwrap();
+        assert_eq!(sorted_keys(map), ["Alpha", "alpha", "zeta"]);
+        let keys: Vec<&String> = sorted_entries(map).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["Alpha", "alpha", "zeta"]);
+    }
+
+    #[test]
+    fn a_field_serializes_sorted_and_display_matches() {
+        #[derive(serde::Serialize)]
+        struct Wrapper {
+            #[serde(serialize_with = "serialize")]
+            value: Value,
+        }
+        let value = reversed();
+        let wrapper = Wrapper {
+            value: value.clone(),
+        };
+        let text = serde_json::to_string(&wrapper).unwrap();
+        assert_eq!(text, format!(r#"{{"value":{}}}"#, to_string(&value)));
+        assert_eq!(Canonical(&value).to_string(), to_string(&value));
+        assert!(format!("{:#}", Canonical(&value)).starts_with("{\n  \"Alpha\": null"));
+    }
+}
