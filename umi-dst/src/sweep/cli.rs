@@ -26,7 +26,9 @@ use super::report::SweepReport;
 use super::scenario::Scenario;
 use crate::corpus::{SeedCorpus, SeedMeaning, corpus_path, find_seeds_dir};
 use crate::fault::InjectionId;
-use crate::simulation::report::FailureClass;
+use crate::simulation::report::{
+    EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_CANARY_NOT_FOUND, FailureClass,
+};
 use crate::simulation::settings::parse_seed;
 
 #[derive(Parser)]
@@ -203,13 +205,14 @@ struct MergeArgs {
     seeds_dir: Option<PathBuf>,
 }
 
-fn exit(code: i32) -> ExitCode {
+/// The process exit code `code` (1 when it does not fit a byte, which none of ours does).
+pub(crate) fn exit(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 fn fail(message: &str) -> ExitCode {
     eprintln!("error: {message}");
-    exit(2)
+    exit(EXIT_CODE_BAD_ARGUMENTS)
 }
 
 fn default_seeds_dir() -> Option<PathBuf> {
@@ -744,11 +747,15 @@ fn merge(args: &MergeArgs) -> ExitCode {
         );
     }
     if !merged.canaries_missed().is_empty() {
-        return exit(20);
+        return exit(EXIT_CODE_CANARY_NOT_FOUND);
     }
     if new > 0 {
         println!("{new} new failure(s)");
-        return exit(merged.exit_code().max(10));
+        // Exit as the most severe class among the failures (a new failure is a regression).
+        let class = merged
+            .most_severe_regression()
+            .unwrap_or(FailureClass::Correctness);
+        return exit(class.exit_code());
     }
     ExitCode::SUCCESS
 }

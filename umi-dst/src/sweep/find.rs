@@ -13,6 +13,7 @@ use super::engine::{run_one, select};
 use super::scenario::Scenario;
 use crate::corpus::{SeedMeaning, format_entry};
 use crate::fault::FaultKind;
+use crate::simulation::report::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR};
 use crate::simulation::settings::parse_seed;
 
 /// Seeds `dst find` tries at most.
@@ -57,14 +58,14 @@ pub(crate) fn run(scenarios: &[std::sync::Arc<dyn Scenario>], args: &FindArgs) -
         Ok(selected) => selected,
         Err(error) => {
             eprintln!("error: {error}");
-            return ExitCode::from(2);
+            return super::cli::exit(EXIT_CODE_BAD_ARGUMENTS);
         }
     };
     let wanted: Vec<FaultKind> = match args.faults.split(',').map(str::parse).collect() {
         Ok(kinds) => kinds,
         Err(error) => {
             eprintln!("error: --faults: {error}");
-            return ExitCode::from(2);
+            return super::cli::exit(EXIT_CODE_BAD_ARGUMENTS);
         }
     };
     let scenario = selected[0].as_ref();
@@ -109,7 +110,7 @@ pub(crate) fn run(scenarios: &[std::sync::Arc<dyn Scenario>], args: &FindArgs) -
         args.faults,
         if args.swarm { " in swarm mode" } else { "" }
     );
-    ExitCode::from(1)
+    super::cli::exit(EXIT_CODE_ERROR)
 }
 
 #[cfg(test)]
