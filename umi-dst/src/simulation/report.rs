@@ -102,6 +102,28 @@ pub struct Divergence {
     pub cause: Option<String>,
 }
 
+impl fmt::Display for Divergence {
+    /// `diverged:`, then each run's event at the divergence (secrets redacted) and the
+    /// cause if one is known, one line each (no newline after the last).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "diverged:")?;
+        writeln!(
+            f,
+            "  first run:  {}",
+            redact_patterns(&show(self.first.as_ref()))
+        )?;
+        write!(
+            f,
+            "  second run: {}",
+            redact_patterns(&show(self.second.as_ref()))
+        )?;
+        if let Some(cause) = &self.cause {
+            write!(f, "\n  cause:      {cause}")?;
+        }
+        Ok(())
+    }
+}
+
 /// How to run one test again: package, test target, test name, build profile and
 /// whether ignored tests were run, detected from the running test process (cargo sets
 /// `CARGO_PKG_NAME` and `CARGO_MANIFEST_DIR`; libtest names the thread after the test;
@@ -319,12 +341,7 @@ impl fmt::Display for FailureReport {
             self.trace_hash.short()
         )?;
         if let Some(divergence) = &self.divergence {
-            writeln!(f, "diverged:")?;
-            writeln!(f, "  first run:  {}", show(divergence.first.as_ref()))?;
-            writeln!(f, "  second run: {}", show(divergence.second.as_ref()))?;
-            if let Some(cause) = &divergence.cause {
-                writeln!(f, "  cause:      {cause}")?;
-            }
+            writeln!(f, "{divergence}")?;
         }
         if !self.tail.is_empty() {
             writeln!(f, "last events:")?;

@@ -561,26 +561,8 @@ fn replay_watched(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &
     let mut run = run_one(scenario, args.run.seed, args.run.swarm, edit);
     if args.check_determinism {
         let again = run_one(scenario, args.run.seed, args.run.swarm, edit);
-        if again.trace_hash != run.trace_hash {
-            let (first, second) = (
-                run.full_trace.clone().unwrap_or_default(),
-                again.full_trace.clone().unwrap_or_default(),
-            );
-            let at = crate::trace::first_divergence(&first, &second);
-            let show = |events: &[crate::trace::TraceEvent]| {
-                at.and_then(|i| events.get(i))
-                    .map_or_else(|| "(run ended)".to_owned(), ToString::to_string)
-            };
-            run.failure = Some((
-                FailureClass::Nondeterminism,
-                format!(
-                    "two runs of the same seed differ: trace {} then {}\n  first run:  {}\n  second run: {}",
-                    run.trace_hash.short(),
-                    again.trace_hash.short(),
-                    show(&first),
-                    show(&second)
-                ),
-            ));
+        if let Some(found) = crate::simulation::determinism::compare_runs(&run, &again) {
+            run.failure = Some((FailureClass::Nondeterminism, found.describe()));
         }
     }
     println!(

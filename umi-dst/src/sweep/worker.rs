@@ -23,6 +23,7 @@ use super::engine::run_one;
 pub(crate) use super::outcome::{Outcome, RunEnd};
 use super::plan::Plan;
 use super::scenario::Scenario;
+use crate::simulation::determinism::compare_runs;
 use crate::simulation::report::FailureClass;
 use crate::simulation::{SeedRun, panic_message};
 
@@ -51,24 +52,28 @@ impl Shared {
     }
 }
 
-/// Runs one seed, twice if `check_determinism`: two traces that differ make it a
-/// nondeterminism failure, whatever else happened.
+/// Runs one seed, twice if `check_determinism` (both with full traces): two runs that
+/// differ make it a nondeterminism failure, whatever else happened, whose message shows
+/// where they diverged ([`crate::simulation::determinism::compare_runs`], the check
+/// `Simulation` runs too).
 pub(crate) fn run_checked(
     scenario: &dyn Scenario,
     seed: u64,
     swarm: bool,
     check_determinism: bool,
 ) -> SeedRun {
-    let mut first = run_one(scenario, seed, swarm, |c| c);
+    let with_trace = |mut config: crate::SimConfig| {
+        config.trace_full |= check_determinism;
+        config
+    };
+    let mut first = run_one(scenario, seed, swarm, with_trace);
     if check_determinism {
-        let second = run_one(scenario, seed, swarm, |c| c);
-        if second.trace_hash != first.trace_hash {
-            let message = format!(
-                "two runs of seed {seed} gave different traces ({} and {}, {} and {} events): something reads the wall clock, OS randomness, a hash map's iteration order, or state left by another seed; DST_CHECK_DETERMINISM=1 on a simulation test shows where they diverge",
-                first.trace_hash, second.trace_hash, first.events, second.events
-            );
-            first.failure = Some((FailureClass::Nondeterminism, message));
+        let second = run_one(scenario, seed, swarm, with_trace);
+        if let Some(found) = compare_runs(&first, &second) {
+            first.failure = Some((FailureClass::Nondeterminism, found.describe()));
         }
+        // The traces were kept for the comparison only: the outcome stays small.
+        first.full_trace = None;
     }
     first
 }
