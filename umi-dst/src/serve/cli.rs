@@ -15,8 +15,8 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::{EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, Server, format_path};
+use crate::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
 use crate::fault::{FaultConfig, FaultKind};
-use crate::simulation::report::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR};
 use crate::simulation::settings::parse_seed;
 use crate::sweep::Scenario;
 
@@ -156,7 +156,7 @@ pub fn run(args: &ServeArgs, scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
         Ok(config) => config,
         Err(error) => {
             eprintln!("dst serve: {error}");
-            return crate::sweep::cli::exit(EXIT_CODE_BAD_ARGUMENTS);
+            return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -166,7 +166,7 @@ pub fn run(args: &ServeArgs, scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("dst serve: cannot start a runtime: {error}");
-            return crate::sweep::cli::exit(EXIT_CODE_ERROR);
+            return process_exit_code(EXIT_CODE_ERROR);
         }
     };
     runtime.block_on(async move {
@@ -178,7 +178,7 @@ pub fn run(args: &ServeArgs, scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
             Ok(server) => server,
             Err(error) => {
                 eprintln!("dst serve: {error}");
-                return crate::sweep::cli::exit(EXIT_CODE_ERROR);
+                return process_exit_code(EXIT_CODE_ERROR);
             }
         };
         println!("umi serve: listening on {}", server.base_url());

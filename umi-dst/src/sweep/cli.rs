@@ -205,9 +205,8 @@ struct MergeArgs {
     seeds_dir: Option<PathBuf>,
 }
 
-/// The process exit code `code` (1 when it does not fit a byte, which none of ours does).
-pub(crate) fn exit(code: i32) -> ExitCode {
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+fn exit(code: i32) -> ExitCode {
+    crate::failure_class::process_exit_code(code)
 }
 
 fn fail(message: &str) -> ExitCode {

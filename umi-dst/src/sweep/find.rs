@@ -9,11 +9,12 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::engine::{run_one, select};
+use super::options::select;
 use super::scenario::Scenario;
+use super::scenario::run_one;
 use crate::corpus::{SeedMeaning, format_entry};
+use crate::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
 use crate::fault::FaultKind;
-use crate::simulation::report::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR};
 use crate::simulation::settings::parse_seed;
 
 /// Seeds `dst find` tries at most.
@@ -58,14 +59,14 @@ pub(crate) fn run(scenarios: &[std::sync::Arc<dyn Scenario>], args: &FindArgs) -
         Ok(selected) => selected,
         Err(error) => {
             eprintln!("error: {error}");
-            return super::cli::exit(EXIT_CODE_BAD_ARGUMENTS);
+            return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
         }
     };
     let wanted: Vec<FaultKind> = match args.faults.split(',').map(str::parse).collect() {
         Ok(kinds) => kinds,
         Err(error) => {
             eprintln!("error: --faults: {error}");
-            return super::cli::exit(EXIT_CODE_BAD_ARGUMENTS);
+            return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
         }
     };
     let scenario = selected[0].as_ref();
@@ -110,7 +111,7 @@ pub(crate) fn run(scenarios: &[std::sync::Arc<dyn Scenario>], args: &FindArgs) -
         args.faults,
         if args.swarm { " in swarm mode" } else { "" }
     );
-    super::cli::exit(EXIT_CODE_ERROR)
+    process_exit_code(EXIT_CODE_ERROR)
 }
 
 #[cfg(test)]

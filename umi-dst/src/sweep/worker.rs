@@ -19,10 +19,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::engine::run_one;
 pub(crate) use super::outcome::{Outcome, RunEnd};
 use super::plan::Plan;
-use super::scenario::Scenario;
+use super::scenario::{Scenario, run_one};
 use crate::simulation::determinism::compare_runs;
 use crate::simulation::report::FailureClass;
 use crate::simulation::{SeedRun, panic_message};
@@ -176,7 +175,7 @@ pub(crate) fn watchdog(
             // A worker process is killed with the slots locked, so its driver, which
             // checks the slot under the same lock, never mistakes the kill for a crash
             // of a later run.
-            super::process_pool::kill_hung(shared, number);
+            kill_hung(shared, number);
             let message = format!(
                 "no result after {:.1} s of wall time: a hang (a loop that never yields, or blocking I/O)",
                 timeout.as_secs_f64()
@@ -189,4 +188,16 @@ pub(crate) fn watchdog(
         }
     }
     hung
+}
+
+/// Kills the worker process of `slot`, if it has one (the engine's watchdog, with the
+/// slots locked, for a run it declared hung).
+fn kill_hung(shared: &Shared, slot: usize) {
+    let killers = shared
+        .killers
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(Some(child)) = killers.get(slot) {
+        let _ = child.lock().unwrap_or_else(PoisonError::into_inner).kill();
+    }
 }
