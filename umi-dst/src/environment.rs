@@ -6,6 +6,7 @@
 //! run that takes more than `steps_max` steps is stopped as a liveness failure, so a
 //! livelock that never sleeps still ends.
 
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,7 +22,6 @@ use crate::constants::CLOCK_JUMP_MS_MAX;
 use crate::fault::point;
 use crate::fault::swarm::{self, SwarmDraw};
 use crate::fault::{FaultInjector, FaultKind, FaultPoint};
-use crate::llm::SimLlm;
 use crate::rng::DeterministicRng;
 use crate::trace::Trace;
 
@@ -42,9 +42,11 @@ struct SimInner {
     steps: AtomicU64,
     step_limit_hit: AtomicBool,
     clock_faults: bool,
-    /// The run's shared SimLLM (built on first use). SimLlm holds the clock, injector,
-    /// trace and its RNG, never this struct, so the slot makes no reference cycle.
-    llm: OnceLock<Arc<SimLlm>>,
+    /// The run's shared SimLLM (built on first use by `SimEnvironment::llm`, which the
+    /// llm module defines: this module does not depend on it, so the slot is typed there).
+    /// SimLlm holds the clock, injector, trace and its RNG, never this struct, so the slot
+    /// makes no reference cycle.
+    llm: OnceLock<Arc<dyn Any + Send + Sync>>,
     marks: Mutex<BTreeMap<&'static str, u64>>,
 }
 
@@ -158,14 +160,9 @@ impl SimEnvironment {
         self.inner.step_limit_hit.load(Ordering::Relaxed)
     }
 
-    /// The run's SimLLM with the default config, shared by everyone who asks (one
-    /// occurrence count per request across the run). For another config build one with
-    /// [`SimLlm::with_config`].
-    pub fn llm(&self) -> Arc<SimLlm> {
-        self.inner
-            .llm
-            .get_or_init(|| Arc::new(SimLlm::new(self)))
-            .clone()
+    /// The slot holding the run's shared SimLLM (see `SimEnvironment::llm`).
+    pub(crate) fn llm_slot(&self) -> &OnceLock<Arc<dyn Any + Send + Sync>> {
+        &self.inner.llm
     }
 
     /// The coverage marks hit so far, with their counts.

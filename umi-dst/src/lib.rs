@@ -61,12 +61,14 @@ pub mod corpus;
 pub mod doubles;
 pub mod duration_text;
 pub mod environment;
+pub mod failure_class;
 pub mod fault;
 pub mod foreign;
 pub mod llm;
 pub mod network;
 pub mod planted;
 pub mod rng;
+pub mod seed_text;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod simulation;

@@ -26,7 +26,7 @@ use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::simulation::report::FailureClass;
+use crate::failure_class::FailureClass;
 
 /// The variable that sets the wall-clock limit of one seed under `Simulation::run` and
 /// `dst replay` (a duration like `90s`, `5m`, `500ms`).

@@ -333,10 +333,23 @@ fn the_determinism_check_catches_state_that_outlives_a_seed() {
         Some(&5)
     );
     assert_eq!(checked.scenarios[1].seeds_failed, 0);
+    // The message shows where the two runs parted, as DST_CHECK_DETERMINISM does: the
+    // leaky counter's event in each run, with the two values it recorded.
+    let message = &checked.scenarios[0].failures[0].message;
+    assert!(message.contains("two runs of seed"), "{message}");
+    let lines: Vec<&str> = message.lines().collect();
+    let first = lines.iter().find(|l| l.contains("first run:"));
+    let second = lines.iter().find(|l| l.contains("second run:"));
+    let (Some(first), Some(second)) = (first, second) else {
+        panic!("no diverging events in: {message}");
+    };
     assert!(
-        checked.scenarios[0].failures[0]
-            .message
-            .contains("different traces")
+        first.contains("toy.runs") && second.contains("toy.runs"),
+        "{message}"
+    );
+    assert_ne!(
+        first.split("toy.runs").nth(1),
+        second.split("toy.runs").nth(1)
     );
     assert_eq!(checked.exit_code(), 13);
     assert!(checked.table().contains("determinism checked"));

@@ -24,8 +24,8 @@
 use std::fmt;
 
 use crate::config::SimConfig;
+use crate::failure_class::FailureClass;
 use crate::fault::{FaultKind, FaultStats, InjectionId};
-use crate::simulation::report::FailureClass;
 
 /// Fault kinds a kept seed records at most (the first, in catalog order).
 pub const MEANING_FAULT_KINDS_MAX: usize = 8;

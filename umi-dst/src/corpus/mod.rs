@@ -34,7 +34,7 @@ pub use meaning::SeedMeaning;
 pub use recorder::CorpusRecorder;
 
 use crate::constants::{CORPUS_COMMENT_BYTES_MAX, CORPUS_LINES_MAX};
-use crate::simulation::settings::parse_seed;
+use crate::seed_text::parse_seed;
 
 /// Characters of an unreadable line quoted in an error.
 const PARSE_ERROR_QUOTE_CHARS_MAX: usize = 120;

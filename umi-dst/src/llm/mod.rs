@@ -86,6 +86,22 @@ enum Chosen {
     Builtin(Builtin),
 }
 
+impl SimEnvironment {
+    /// The run's SimLLM with the default config, shared by everyone who asks (one
+    /// occurrence count per request across the run). For another config build one with
+    /// [`SimLlm::with_config`].
+    pub fn llm(&self) -> Arc<SimLlm> {
+        let shared = self
+            .llm_slot()
+            .get_or_init(|| Arc::new(SimLlm::new(self)))
+            .clone();
+        // Only this method fills the slot, always with a SimLlm.
+        shared
+            .downcast::<SimLlm>()
+            .unwrap_or_else(|_| unreachable!("the run's llm slot holds a SimLlm"))
+    }
+}
+
 impl SimLlm {
     /// A SimLLM with the default config for the run `sim`.
     pub fn new(sim: &SimEnvironment) -> Self {

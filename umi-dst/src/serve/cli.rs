@@ -15,6 +15,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::{EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, Server, format_path};
+use crate::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
 use crate::fault::{FaultConfig, FaultKind};
 use crate::simulation::settings::parse_seed;
 use crate::sweep::Scenario;
@@ -155,7 +156,7 @@ pub fn run(args: &ServeArgs, scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
         Ok(config) => config,
         Err(error) => {
             eprintln!("dst serve: {error}");
-            return ExitCode::from(2);
+            return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -165,7 +166,7 @@ pub fn run(args: &ServeArgs, scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("dst serve: cannot start a runtime: {error}");
-            return ExitCode::from(1);
+            return process_exit_code(EXIT_CODE_ERROR);
         }
     };
     runtime.block_on(async move {
@@ -177,7 +178,7 @@ pub fn run(args: &ServeArgs, scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
             Ok(server) => server,
             Err(error) => {
                 eprintln!("dst serve: {error}");
-                return ExitCode::from(1);
+                return process_exit_code(EXIT_CODE_ERROR);
             }
         };
         println!("umi serve: listening on {}", server.base_url());

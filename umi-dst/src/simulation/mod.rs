@@ -24,6 +24,7 @@
 //! passing the simulated-time or step bound is *liveness*; two traces of one seed that
 //! differ are *nondeterminism*.
 
+pub mod determinism;
 mod execute;
 pub mod kept;
 pub mod report;
@@ -42,7 +43,7 @@ use settings::{LogLevel, Settings, SettingsError};
 use crate::config::{SimConfig, SimConfigError};
 use crate::corpus::{CorpusEntry, CorpusError, SeedCorpus};
 use crate::fault::{FaultConfig, FaultKind};
-use crate::trace::{TraceHash, first_divergence};
+use crate::trace::TraceHash;
 use crate::watchdog::{Watchdog, hang_report};
 use kept::{StaleSeed, StaleSeeds};
 
@@ -521,36 +522,13 @@ impl Simulation {
     }
 
     fn compare(&self, first: &SeedRun, second: &SeedRun) -> Option<Box<FailureReport>> {
-        if first.trace_hash == second.trace_hash && first.failure == second.failure {
-            return None;
-        }
-        let (left, right) = (first.full_trace.as_deref(), second.full_trace.as_deref());
-        let divergence = match (left, right) {
-            (Some(left), Some(right)) => first_divergence(left, right).map(|index| {
-                let mut clients = first.foreign.clone();
-                for client in &second.foreign {
-                    if !clients.iter().any(|c| c.name == client.name) {
-                        clients.push(client);
-                    }
-                }
-                Divergence {
-                    first: left.get(index).cloned(),
-                    second: right.get(index).cloned(),
-                    cause: crate::foreign::explain(left.get(index), right.get(index), &clients),
-                }
-            }),
-            _ => None,
-        };
-        let message = format!(
-            "two runs of the same seed differ: trace {} then {}{}",
-            first.trace_hash.short(),
-            second.trace_hash.short(),
-            match &second.failure {
-                Some((class, message)) => format!("; the second run failed ({class}): {message}"),
-                None => String::new(),
-            }
-        );
-        Some(self.report(first, FailureClass::Nondeterminism, message, divergence))
+        let found = determinism::compare_runs(first, second)?;
+        Some(self.report(
+            first,
+            FailureClass::Nondeterminism,
+            found.message,
+            found.divergence,
+        ))
     }
 
     #[allow(

@@ -12,59 +12,10 @@ use crate::fault::Injection;
 use crate::fault::swarm::SwarmDraw;
 use crate::trace::{TraceEvent, TraceHash};
 
-/// Why a run failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureClass {
-    /// The code under test panicked.
-    Crash,
-    /// An invariant was violated: the body returned an error.
-    Correctness,
-    /// The run did not finish within its simulated-time or step bound.
-    Liveness,
-    /// The same seed produced two different traces.
-    Nondeterminism,
-}
-
-impl FailureClass {
-    /// The class's name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Crash => "crash",
-            Self::Correctness => "correctness",
-            Self::Liveness => "liveness",
-            Self::Nondeterminism => "nondeterminism",
-        }
-    }
-
-    /// The class named `name` ([`FailureClass::name`]).
-    pub fn from_name(name: &str) -> Option<Self> {
-        [
-            Self::Crash,
-            Self::Correctness,
-            Self::Liveness,
-            Self::Nondeterminism,
-        ]
-        .into_iter()
-        .find(|class| class.name() == name)
-    }
-
-    /// The process exit code a command-line run uses for this class.
-    pub const fn exit_code(self) -> i32 {
-        match self {
-            Self::Correctness => 10,
-            Self::Crash => 11,
-            Self::Liveness => 12,
-            Self::Nondeterminism => 13,
-        }
-    }
-}
-
-impl fmt::Display for FailureClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::failure_class::{
+    EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_CANARY_NOT_FOUND, EXIT_CODE_ERROR, FailureClass,
+    process_exit_code,
+};
 
 /// Where two runs of the same seed parted ways.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -76,6 +27,28 @@ pub struct Divergence {
     /// What the two events suggest went wrong, with the hazards of the third-party
     /// clients noted in the run (see [`crate::foreign::explain`]).
     pub cause: Option<String>,
+}
+
+impl fmt::Display for Divergence {
+    /// `diverged:`, then each run's event at the divergence (secrets redacted) and the
+    /// cause if one is known, one line each (no newline after the last).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "diverged:")?;
+        writeln!(
+            f,
+            "  first run:  {}",
+            redact_patterns(&show(self.first.as_ref()))
+        )?;
+        write!(
+            f,
+            "  second run: {}",
+            redact_patterns(&show(self.second.as_ref()))
+        )?;
+        if let Some(cause) = &self.cause {
+            write!(f, "\n  cause:      {cause}")?;
+        }
+        Ok(())
+    }
 }
 
 /// How to run one test again: package, test target, test name, build profile and
@@ -295,12 +268,7 @@ impl fmt::Display for FailureReport {
             self.trace_hash.short()
         )?;
         if let Some(divergence) = &self.divergence {
-            writeln!(f, "diverged:")?;
-            writeln!(f, "  first run:  {}", show(divergence.first.as_ref()))?;
-            writeln!(f, "  second run: {}", show(divergence.second.as_ref()))?;
-            if let Some(cause) = &divergence.cause {
-                writeln!(f, "  cause:      {cause}")?;
-            }
+            writeln!(f, "{divergence}")?;
         }
         if !self.tail.is_empty() {
             writeln!(f, "last events:")?;

@@ -24,22 +24,7 @@ pub struct SettingsError {
     pub reason: String,
 }
 
-/// Parses a seed: decimal, or hex with a `0x` prefix; surrounding spaces ignored.
-pub fn parse_seed(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => text.parse::<u64>(),
-    };
-    parsed.map_err(|error| {
-        let kind = match error.kind() {
-            std::num::IntErrorKind::PosOverflow => "is larger than the largest seed",
-            std::num::IntErrorKind::Empty => "is empty",
-            _ => "is not a seed",
-        };
-        format!("{kind} (expected a decimal or 0x-hex integer in 0..=18446744073709551615)")
-    })
-}
+pub use crate::seed_text::parse_seed;
 
 /// The `tracing` level inside simulations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

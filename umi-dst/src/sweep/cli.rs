@@ -26,7 +26,9 @@ use super::report::SweepReport;
 use super::scenario::Scenario;
 use crate::corpus::{SeedCorpus, SeedMeaning, corpus_path, find_seeds_dir};
 use crate::fault::InjectionId;
-use crate::simulation::report::FailureClass;
+use crate::simulation::report::{
+    EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_CANARY_NOT_FOUND, FailureClass,
+};
 use crate::simulation::settings::parse_seed;
 
 #[derive(Parser)]
@@ -204,12 +206,12 @@ struct MergeArgs {
 }
 
 fn exit(code: i32) -> ExitCode {
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+    crate::failure_class::process_exit_code(code)
 }
 
 fn fail(message: &str) -> ExitCode {
     eprintln!("error: {message}");
-    exit(2)
+    exit(EXIT_CODE_BAD_ARGUMENTS)
 }
 
 fn default_seeds_dir() -> Option<PathBuf> {
@@ -558,26 +560,8 @@ fn replay_watched(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &
     let mut run = run_one(scenario, args.run.seed, args.run.swarm, edit);
     if args.check_determinism {
         let again = run_one(scenario, args.run.seed, args.run.swarm, edit);
-        if again.trace_hash != run.trace_hash {
-            let (first, second) = (
-                run.full_trace.clone().unwrap_or_default(),
-                again.full_trace.clone().unwrap_or_default(),
-            );
-            let at = crate::trace::first_divergence(&first, &second);
-            let show = |events: &[crate::trace::TraceEvent]| {
-                at.and_then(|i| events.get(i))
-                    .map_or_else(|| "(run ended)".to_owned(), ToString::to_string)
-            };
-            run.failure = Some((
-                FailureClass::Nondeterminism,
-                format!(
-                    "two runs of the same seed differ: trace {} then {}\n  first run:  {}\n  second run: {}",
-                    run.trace_hash.short(),
-                    again.trace_hash.short(),
-                    show(&first),
-                    show(&second)
-                ),
-            ));
+        if let Some(found) = crate::simulation::determinism::compare_runs(&run, &again) {
+            run.failure = Some((FailureClass::Nondeterminism, found.describe()));
         }
     }
     println!(
@@ -744,11 +728,15 @@ fn merge(args: &MergeArgs) -> ExitCode {
         );
     }
     if !merged.canaries_missed().is_empty() {
-        return exit(20);
+        return exit(EXIT_CODE_CANARY_NOT_FOUND);
     }
     if new > 0 {
         println!("{new} new failure(s)");
-        return exit(merged.exit_code().max(10));
+        // Exit as the most severe class among the failures (a new failure is a regression).
+        let class = merged
+            .most_severe_regression()
+            .unwrap_or(FailureClass::Correctness);
+        return exit(class.exit_code());
     }
     ExitCode::SUCCESS
 }

@@ -18,8 +18,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::engine::{SweepOptions, replay_command};
 use super::groups::{add_group, single};
+use super::options::{SweepOptions, replay_command};
 use super::progress::Progress;
 use super::report::{
     FailureEntry, REPORT_FAILURES_KEPT_MAX, ScenarioReport, SweepReport, digest_hex, fold_digest,

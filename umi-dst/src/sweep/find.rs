@@ -9,9 +9,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::engine::{run_one, select};
+use super::options::select;
 use super::scenario::Scenario;
+use super::scenario::run_one;
 use crate::corpus::{SeedMeaning, format_entry};
+use crate::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
 use crate::fault::FaultKind;
 use crate::simulation::settings::parse_seed;
 
@@ -57,14 +59,14 @@ pub(crate) fn run(scenarios: &[std::sync::Arc<dyn Scenario>], args: &FindArgs) -
         Ok(selected) => selected,
         Err(error) => {
             eprintln!("error: {error}");
-            return ExitCode::from(2);
+            return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
         }
     };
     let wanted: Vec<FaultKind> = match args.faults.split(',').map(str::parse).collect() {
         Ok(kinds) => kinds,
         Err(error) => {
             eprintln!("error: --faults: {error}");
-            return ExitCode::from(2);
+            return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
         }
     };
     let scenario = selected[0].as_ref();
@@ -109,7 +111,7 @@ pub(crate) fn run(scenarios: &[std::sync::Arc<dyn Scenario>], args: &FindArgs) -
         args.faults,
         if args.swarm { " in swarm mode" } else { "" }
     );
-    ExitCode::from(1)
+    process_exit_code(EXIT_CODE_ERROR)
 }
 
 #[cfg(test)]

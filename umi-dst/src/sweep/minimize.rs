@@ -8,8 +8,8 @@
 //! until the code under test behaves differently. A subset "still fails" when the replay
 //! fails with the same class. The result is printed as a `dst replay` command.
 
-use super::engine::run_one;
 use super::scenario::Scenario;
+use super::scenario::run_one;
 use crate::fault::{Injection, InjectionId};
 use crate::simulation::report::FailureClass;
 

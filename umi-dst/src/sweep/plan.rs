@@ -6,8 +6,6 @@
 //! their number, never stored, so a sweep's memory does not grow with its size and a
 //! time budget cuts every scenario evenly.
 
-use super::engine::SweepOptions;
-
 /// A shard: the seeds whose offset from the start is `index` modulo `count` (0-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
@@ -52,15 +50,20 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    pub(crate) fn new(options: &SweepOptions, scenarios: usize) -> Self {
-        let shard = options.shard.unwrap_or(Shard { index: 0, count: 1 });
-        let seeds = if options.seeds > shard.index {
-            (options.seeds - shard.index - 1) / shard.count + 1
+    pub(crate) fn new(
+        seed_start: u64,
+        seeds_in_range: u64,
+        shard: Option<Shard>,
+        scenarios: usize,
+    ) -> Self {
+        let shard = shard.unwrap_or(Shard { index: 0, count: 1 });
+        let seeds = if seeds_in_range > shard.index {
+            (seeds_in_range - shard.index - 1) / shard.count + 1
         } else {
             0
         };
         Self {
-            seed_first: options.seed_start.saturating_add(shard.index),
+            seed_first: seed_start.saturating_add(shard.index),
             seed_stride: shard.count,
             seeds,
             scenarios,

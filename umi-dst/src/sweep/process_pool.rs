@@ -185,18 +185,6 @@ fn keep_tail(stderr: std::process::ChildStderr, tail: &Mutex<VecDeque<String>>) 
     }
 }
 
-/// Kills the worker process of `slot`, if it has one (the engine's watchdog, with the
-/// slots locked, for a run it declared hung).
-pub(crate) fn kill_hung(shared: &Shared, slot: usize) {
-    let killers = shared
-        .killers
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    if let Some(Some(child)) = killers.get(slot) {
-        let _ = child.lock().unwrap_or_else(PoisonError::into_inner).kill();
-    }
-}
-
 /// Starts the driver thread of `slot`.
 pub(crate) fn spawn_driver(
     shared: &Arc<Shared>,

@@ -33,6 +33,7 @@ use super::wire::{
     reply_line,
 };
 use super::worker::run_checked;
+use crate::failure_class::{EXIT_CODE_BAD_ARGUMENTS, process_exit_code};
 use crate::simulation::panic_message;
 use crate::watchdog::{Watchdog, hang_report};
 
@@ -76,7 +77,7 @@ pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitC
         && let Err(error) = memory_limit::apply(bytes)
     {
         eprintln!("dst worker: cannot limit memory to {bytes} bytes: {error}");
-        return ExitCode::from(2);
+        return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
     }
     let self_limit = Duration::from_millis(args.seed_timeout_ms)
         .saturating_mul(2)
@@ -91,18 +92,18 @@ pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitC
             Ok(LineEnd::Complete) => {}
             Ok(LineEnd::TooLong) => {
                 eprintln!("dst worker: a request line over {WIRE_LINE_BYTES_MAX} bytes");
-                return ExitCode::from(2);
+                return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
             }
             Err(error) => {
                 eprintln!("dst worker: cannot read requests: {error}");
-                return ExitCode::from(2);
+                return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
             }
         }
         let request: RunRequest = match serde_json::from_slice(&line) {
             Ok(request) => request,
             Err(error) => {
                 eprintln!("dst worker: a request that is not one ({error})");
-                return ExitCode::from(2);
+                return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
             }
         };
         let _watched = watchdog.as_mut().map(|watchdog| {

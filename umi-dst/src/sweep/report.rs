@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::groups::{FailureGroup, add_group, by_size};
+use crate::simulation::report::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
 
 /// Failures listed per scenario in a report (the counts and groups cover all of them).
 pub const REPORT_FAILURES_KEPT_MAX: usize = 200;
@@ -210,30 +211,26 @@ impl SweepReport {
             .collect()
     }
 
-    /// The process exit code: 0; the most severe regression class (nondeterminism 13,
-    /// crash 11, liveness 12, correctness 10); 20 for a missed canary.
-    pub fn exit_code(&self) -> i32 {
-        let classes: BTreeMap<&str, u64> = self
-            .scenarios
+    /// The most severe class among the regressions (canaries' failures are expected and
+    /// do not count), if any failed.
+    pub fn most_severe_regression(&self) -> Option<FailureClass> {
+        self.scenarios
             .iter()
             .filter(|s| !s.canary)
-            .flat_map(|s| s.failures_by_class.iter().map(|(c, n)| (c.as_str(), *n)))
-            .fold(BTreeMap::new(), |mut acc, (class, n)| {
-                *acc.entry(class).or_insert(0) += n;
-                acc
-            });
-        for (class, code) in [
-            ("nondeterminism", 13),
-            ("crash", 11),
-            ("liveness", 12),
-            ("correctness", 10),
-        ] {
-            if classes.get(class).copied().unwrap_or(0) > 0 {
-                return code;
-            }
+            .flat_map(|s| s.failures_by_class.iter())
+            .filter(|(_, count)| **count > 0)
+            .filter_map(|(class, _)| FailureClass::from_name(class))
+            .max()
+    }
+
+    /// The process exit code: 0; the most severe regression class's
+    /// ([`FailureClass::exit_code`]); [`EXIT_CODE_CANARY_NOT_FOUND`] for a missed canary.
+    pub fn exit_code(&self) -> i32 {
+        if let Some(class) = self.most_severe_regression() {
+            return class.exit_code();
         }
         if !self.canaries_missed().is_empty() {
-            return 20;
+            return EXIT_CODE_CANARY_NOT_FOUND;
         }
         0
     }
@@ -570,6 +567,33 @@ mod tests {
         };
         assert_eq!(missed.exit_code(), 20);
         assert!(missed.table().contains("CANARY NOT FOUND"));
+    }
+
+    #[test]
+    fn the_most_severe_regression_class_sets_the_exit_code() {
+        let with_classes = |classes: &[(&str, u64)], canary: bool| {
+            let mut report = scenario("s", 1, canary);
+            report.failures_by_class = classes.iter().map(|(c, n)| ((*c).to_owned(), *n)).collect();
+            SweepReport {
+                scenarios: vec![report],
+                ..SweepReport::default()
+            }
+        };
+        for (classes, code) in [
+            (&[("correctness", 3)][..], 10),
+            (&[("correctness", 3), ("liveness", 1)][..], 12),
+            (&[("liveness", 1), ("crash", 1)][..], 11),
+            (&[("crash", 5), ("nondeterminism", 1)][..], 13),
+            (&[("crash", 0), ("correctness", 1)][..], 10),
+        ] {
+            assert_eq!(
+                with_classes(classes, false).exit_code(),
+                code,
+                "{classes:?}"
+            );
+        }
+        // A canary's failures are expected: they set no code.
+        assert_eq!(with_classes(&[("crash", 2)], true).exit_code(), 0);
     }
 
     #[test]

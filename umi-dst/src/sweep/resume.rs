@@ -9,7 +9,7 @@
 //! the sweep stopped in may have run some of its scenarios already: the resume runs
 //! them again (at most one seed's worth of scenarios).
 
-use super::engine::SweepOptions;
+use super::options::SweepOptions;
 
 /// Why a sweep stopped before its last run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

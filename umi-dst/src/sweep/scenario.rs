@@ -5,7 +5,7 @@ use futures::future::LocalBoxFuture;
 use crate::config::SimConfig;
 use crate::environment::SimEnvironment;
 use crate::fault::FaultConfig;
-use crate::simulation::Violation;
+use crate::simulation::{SeedRun, Simulation, Violation};
 
 /// A simulation the sweep engine runs over many seeds.
 ///
@@ -96,4 +96,15 @@ pub fn test_scenario_in(scenario: &dyn Scenario, seeds_dir: &std::path::Path, se
         .with_corpus(seeds_dir.join(format!("{}.seeds", scenario.name())))
         .with_config(|_| template)
         .run(|sim| scenario.run(sim));
+}
+
+/// Runs one seed of `scenario` (the unit of work; also what `replay` runs).
+pub fn run_one(
+    scenario: &dyn Scenario,
+    seed: u64,
+    swarm: bool,
+    edit: impl FnOnce(SimConfig) -> SimConfig,
+) -> SeedRun {
+    let config = edit(scenario.config(seed, swarm));
+    Simulation::new(config).run_seed(seed, &|sim| scenario.run(sim))
 }

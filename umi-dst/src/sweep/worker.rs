@@ -19,10 +19,10 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::engine::run_one;
 pub(crate) use super::outcome::{Outcome, RunEnd};
 use super::plan::Plan;
-use super::scenario::Scenario;
+use super::scenario::{Scenario, run_one};
+use crate::simulation::determinism::compare_runs;
 use crate::simulation::report::FailureClass;
 use crate::simulation::{SeedRun, panic_message};
 
@@ -51,24 +51,28 @@ impl Shared {
     }
 }
 
-/// Runs one seed, twice if `check_determinism`: two traces that differ make it a
-/// nondeterminism failure, whatever else happened.
+/// Runs one seed, twice if `check_determinism` (both with full traces): two runs that
+/// differ make it a nondeterminism failure, whatever else happened, whose message shows
+/// where they diverged ([`crate::simulation::determinism::compare_runs`], the check
+/// `Simulation` runs too).
 pub(crate) fn run_checked(
     scenario: &dyn Scenario,
     seed: u64,
     swarm: bool,
     check_determinism: bool,
 ) -> SeedRun {
-    let mut first = run_one(scenario, seed, swarm, |c| c);
+    let with_trace = |mut config: crate::SimConfig| {
+        config.trace_full |= check_determinism;
+        config
+    };
+    let mut first = run_one(scenario, seed, swarm, with_trace);
     if check_determinism {
-        let second = run_one(scenario, seed, swarm, |c| c);
-        if second.trace_hash != first.trace_hash {
-            let message = format!(
-                "two runs of seed {seed} gave different traces ({} and {}, {} and {} events): something reads the wall clock, OS randomness, a hash map's iteration order, or state left by another seed; DST_CHECK_DETERMINISM=1 on a simulation test shows where they diverge",
-                first.trace_hash, second.trace_hash, first.events, second.events
-            );
-            first.failure = Some((FailureClass::Nondeterminism, message));
+        let second = run_one(scenario, seed, swarm, with_trace);
+        if let Some(found) = compare_runs(&first, &second) {
+            first.failure = Some((FailureClass::Nondeterminism, found.describe()));
         }
+        // The traces were kept for the comparison only: the outcome stays small.
+        first.full_trace = None;
     }
     first
 }
@@ -171,7 +175,7 @@ pub(crate) fn watchdog(
             // A worker process is killed with the slots locked, so its driver, which
             // checks the slot under the same lock, never mistakes the kill for a crash
             // of a later run.
-            super::process_pool::kill_hung(shared, number);
+            kill_hung(shared, number);
             let message = format!(
                 "no result after {:.1} s of wall time: a hang (a loop that never yields, or blocking I/O)",
                 timeout.as_secs_f64()
@@ -184,4 +188,16 @@ pub(crate) fn watchdog(
         }
     }
     hung
+}
+
+/// Kills the worker process of `slot`, if it has one (the engine's watchdog, with the
+/// slots locked, for a run it declared hung).
+fn kill_hung(shared: &Shared, slot: usize) {
+    let killers = shared
+        .killers
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some(Some(child)) = killers.get(slot) {
+        let _ = child.lock().unwrap_or_else(PoisonError::into_inner).kill();
+    }
 }

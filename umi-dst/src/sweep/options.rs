@@ -1,0 +1,211 @@
+//! What a sweep is asked to do (`SweepOptions`, where its seeds run, the limits on its
+//! size), the scenarios it selects, and the replay command of a failing run: the leaf the
+//! engine, the collector, the resume command and the command line all read, so none of
+//! them reaches into the engine for it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
+
+use super::plan::Shard;
+use super::process_pool::WorkerProcesses;
+use super::progress::ProgressStyle;
+use super::scenario::Scenario;
+use crate::failure_class::FailureClass;
+
+/// Seeds per scenario a sweep runs unless told otherwise (the README's main job, and
+/// the range whose coverage marks a test checks).
+pub const SWEEP_SEEDS_DEFAULT: u64 = 1_000;
+
+/// Runs one sweep may plan.
+pub const SWEEP_RUNS_MAX: u64 = 100_000_000;
+
+/// Worker threads one sweep may use.
+pub const SWEEP_JOBS_MAX: usize = 256;
+
+const _: () = assert!(SWEEP_SEEDS_DEFAULT <= SWEEP_RUNS_MAX);
+
+/// Results that may wait for the collector: a worker whose result finds the queue full
+/// waits, so a collector slowed by recording holds the workers back instead of letting
+/// results pile up in memory.
+pub const SWEEP_RESULTS_QUEUED_MAX: usize = 256;
+
+/// What to sweep, and how.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    /// The first seed.
+    pub seed_start: u64,
+    /// How many seeds.
+    pub seeds: u64,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Run only this shard of the seeds.
+    pub shard: Option<Shard>,
+    /// Swarm mode: the seed switches each scenario's fault kinds on and off.
+    pub swarm: bool,
+    /// Run each seed twice and compare trace hashes (a difference is nondeterminism).
+    pub check_determinism: bool,
+    /// Run only these scenarios (all when empty).
+    pub scenarios: Vec<String>,
+    /// Stop starting runs after this much wall time.
+    pub time_budget: Option<Duration>,
+    /// A run without a result after this much wall time is a hang.
+    pub seed_timeout: Duration,
+    /// Record failing seeds in `<dir>/<scenario>.seeds`.
+    pub seeds_dir: Option<PathBuf>,
+    /// Record the canary's seeds too (harness tests only).
+    pub record_canary: bool,
+    /// Keep every seed's trace hash in the report.
+    pub keep_hashes: bool,
+    /// Where to (re)write the JSON report during and after the sweep.
+    pub report_path: Option<PathBuf>,
+    /// Progress output.
+    pub progress: ProgressStyle,
+    /// The command name in replay commands (`dst`, or your own binary's).
+    pub program: String,
+    /// Set to a non-zero value (the `dst` command stores the signal's number: 2 for
+    /// SIGINT, 15 for SIGTERM) to stop the sweep as the time budget does.
+    pub interrupt: Option<Arc<AtomicUsize>>,
+    /// Where seeds run: worker threads in this process (the default for the library,
+    /// `cargo test`, and `dst sweep --in-process`) or worker processes (`dst sweep`).
+    pub isolation: Isolation,
+}
+
+/// Where a sweep's seeds run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// Worker threads in this process: a panic is caught, but an abort, a stack
+    /// overflow, running out of memory or `exit` ends the whole sweep.
+    #[default]
+    Threads,
+    /// Long-lived worker processes (this binary re-executed): whatever a seed does to
+    /// its process costs one worker, and the seed is recorded as a crash.
+    Processes(Arc<WorkerProcesses>),
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        Self {
+            seed_start: 1,
+            seeds: SWEEP_SEEDS_DEFAULT,
+            jobs: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            shard: None,
+            swarm: false,
+            check_determinism: false,
+            scenarios: Vec::new(),
+            time_budget: None,
+            seed_timeout: Duration::from_secs(60),
+            seeds_dir: None,
+            record_canary: false,
+            keep_hashes: false,
+            report_path: None,
+            progress: ProgressStyle::Auto,
+            program: "dst".into(),
+            interrupt: None,
+            isolation: Isolation::Threads,
+        }
+    }
+}
+
+/// A sweep that cannot start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SweepError {
+    /// A scenario filter names no scenario.
+    #[error("unknown scenario {name:?}; known: {}", known.join(", "))]
+    UnknownScenario {
+        /// The name given.
+        name: String,
+        /// The scenarios there are.
+        known: Vec<String>,
+    },
+    /// Options out of range.
+    #[error("invalid sweep options: {reason}")]
+    Invalid {
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// The scenarios `names` selects (all when empty).
+pub fn select(
+    scenarios: &[Arc<dyn Scenario>],
+    names: &[String],
+) -> Result<Vec<Arc<dyn Scenario>>, SweepError> {
+    let selected = select_by_name(scenarios, names)?;
+    for scenario in &selected {
+        // A fault rule that can fire nowhere is refused here, before any seed runs (a
+        // seed would otherwise crash on the invalid config and be recorded).
+        if let Err(error) = scenario.config(1, false).validate() {
+            return Err(SweepError::Invalid {
+                reason: format!("scenario {}: {error}", scenario.name()),
+            });
+        }
+    }
+    Ok(selected)
+}
+
+fn select_by_name(
+    scenarios: &[Arc<dyn Scenario>],
+    names: &[String],
+) -> Result<Vec<Arc<dyn Scenario>>, SweepError> {
+    if names.is_empty() {
+        return Ok(scenarios
+            .iter()
+            .filter(|s| !s.only_when_named())
+            .cloned()
+            .collect());
+    }
+    names
+        .iter()
+        .map(|name| {
+            scenarios
+                .iter()
+                .find(|s| s.name() == name)
+                .cloned()
+                .ok_or_else(|| SweepError::UnknownScenario {
+                    name: name.clone(),
+                    known: scenarios.iter().map(|s| s.name().to_owned()).collect(),
+                })
+        })
+        .collect()
+}
+
+/// The replay command of a run that failed with `class` (a nondeterminism failure only
+/// shows when the replay runs the seed twice).
+pub fn replay_command(
+    program: &str,
+    scenario: &str,
+    seed: u64,
+    swarm: bool,
+    class: Option<FailureClass>,
+) -> String {
+    format!(
+        "{program} replay --scenario {scenario} --seed {seed}{}{}",
+        if swarm { " --swarm" } else { "" },
+        if class == Some(FailureClass::Nondeterminism) {
+            " --check-determinism"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The commit the sweep runs on: `DST_COMMIT`, `GITHUB_SHA`, or `git rev-parse`.
+pub fn current_commit() -> Option<String> {
+    for var in ["DST_COMMIT", "GITHUB_SHA"] {
+        if let Ok(value) = std::env::var(var)
+            && !value.is_empty()
+        {
+            return Some(value.chars().take(12).collect());
+        }
+    }
+    let output = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
