@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 status=0
-dirs=(umi-core/src umi-dst/src scenarios/src examples)
+dirs=(umi-core/src umi-dst/src umi-sweep/src scenarios/src examples)
 existing=()
 for dir in "${dirs[@]}"; do [ -d "$dir" ] && existing+=("$dir"); done
 

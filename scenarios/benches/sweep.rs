@@ -25,8 +25,8 @@ use std::time::Instant;
 
 use std::sync::Arc;
 
-use umi_dst::sweep::engine::ProgressStyle;
-use umi_dst::sweep::{Isolation, SweepOptions, SweepReport, WorkerProcesses, run};
+use umi_sweep::engine::ProgressStyle;
+use umi_sweep::{Isolation, SweepOptions, SweepReport, WorkerProcesses, run};
 
 /// Seeds per scenario for the throughput figures.
 const SEEDS_THROUGHPUT: u64 = 600;
@@ -134,7 +134,7 @@ fn main() {
             s.name,
             s.seeds_per_second(),
             s.sim_to_wall(),
-            umi_dst::sweep::report::human_ms(s.sim_time_ms)
+            umi_sweep::report::human_ms(s.sim_time_ms)
         );
     }
     let (two, two_s) = sweep(SEEDS_THROUGHPUT, 1, 2);

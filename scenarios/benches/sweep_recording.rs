@@ -27,8 +27,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use umi_dst::sweep::engine::ProgressStyle;
-use umi_dst::sweep::{SweepOptions, SweepReport, run};
+use umi_sweep::engine::ProgressStyle;
+use umi_sweep::{SweepOptions, SweepReport, run};
 
 /// Seeds in each sweep.
 const SEEDS: u64 = 150_000;

@@ -22,7 +22,7 @@ use futures::future::LocalBoxFuture;
 use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent};
 use umi_core::llm::Message;
 use umi_core::llm::router::CooldownPolicy;
-use umi_dst::sweep::Scenario;
+use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{

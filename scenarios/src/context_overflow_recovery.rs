@@ -22,7 +22,7 @@ use serde_json::json;
 use umi_core::agent::{Agent, AgentConfig, AgentError};
 use umi_core::llm::tokens::estimate_request_tokens;
 use umi_core::llm::{CompletionRequest, Message, ToolCall};
-use umi_dst::sweep::Scenario;
+use umi_dst::Scenario;
 use umi_dst::{DeterministicRng, FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{

@@ -39,7 +39,7 @@ pub mod wire_shapes;
 
 use std::sync::Arc;
 
-use umi_dst::sweep::Scenario;
+use umi_dst::Scenario;
 
 /// Every scenario, in the order sweeps report them.
 pub fn all() -> Vec<Arc<dyn Scenario>> {

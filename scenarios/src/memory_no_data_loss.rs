@@ -25,11 +25,11 @@ use std::sync::Arc;
 use futures::future::LocalBoxFuture;
 use umi_core::env::{Env, EnvironmentExt};
 use umi_core::memory::{Memory, MemoryError, RecallOptions, RememberOptions};
+use umi_dst::Scenario;
 use umi_dst::checkers::memory::{
     MemoryModel, check_forgotten_not_recalled, check_links_point_to_existing, check_no_data_loss,
 };
 use umi_dst::planted::{HookedStorage, WriteHook};
-use umi_dst::sweep::Scenario;
 use umi_dst::{DeterministicRng, FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation};
 
 use crate::common::{facts, fault, question};

@@ -23,9 +23,9 @@ use std::sync::Arc;
 use futures::future::LocalBoxFuture;
 use umi_core::llm::router::{LlmRouter, RouterConfig};
 use umi_core::llm::{FinishReason, LlmError};
+use umi_dst::Scenario;
 use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::network::Profile;
-use umi_dst::sweep::Scenario;
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
 use crate::common::{ask, chat, fault, sim_model, tool_definitions};

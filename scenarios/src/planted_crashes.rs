@@ -10,7 +10,7 @@
 //! worker processes exist to prevent.
 
 use futures::future::LocalBoxFuture;
-use umi_dst::sweep::Scenario;
+use umi_dst::Scenario;
 use umi_dst::{SimEnvironment, Violation};
 
 /// Bytes each step of the unbounded allocation takes.

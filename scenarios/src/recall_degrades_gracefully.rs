@@ -23,7 +23,7 @@ use umi_core::memory::{
 };
 use umi_core::storage::Entity;
 use umi_core::storage::search::terms;
-use umi_dst::sweep::Scenario;
+use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation, ensure};
 
 use crate::common::{facts, fault_on, question};

@@ -20,7 +20,7 @@ use std::time::Duration;
 use futures::future::LocalBoxFuture;
 use umi_core::env::EnvironmentExt;
 use umi_core::llm::router::{CooldownPolicy, RouterEvent};
-use umi_dst::sweep::Scenario;
+use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{PROVIDERS, RouterStack, ask, chat, fault, scenario_retry};

@@ -19,8 +19,8 @@ use std::time::Duration;
 use futures::future::{LocalBoxFuture, join_all};
 use umi_core::env::EnvironmentExt;
 use umi_core::llm::router::CooldownPolicy;
+use umi_dst::Scenario;
 use umi_dst::llm::config::RateLimitModel;
-use umi_dst::sweep::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{RouterStack, ask, chat, fault, scenario_retry};

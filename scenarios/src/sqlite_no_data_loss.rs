@@ -22,8 +22,8 @@ use futures::future::LocalBoxFuture;
 use umi_core::env::EnvironmentExt;
 use umi_core::memory::Memory;
 use umi_core::storage::Storage;
+use umi_dst::Scenario;
 use umi_dst::sqlite_disk::SqliteDisk;
-use umi_dst::sweep::Scenario;
 use umi_dst::{FaultConfig, SimEnvironment, SimStorage, Violation};
 
 use crate::memory_no_data_loss::{FACTS_PER_SEED, MemoryNoDataLoss, MemoryWorkload};

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::future::LocalBoxFuture;
 use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent};
 use umi_core::llm::{Message, ToolCall};
-use umi_dst::sweep::Scenario;
+use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{

@@ -34,7 +34,7 @@ use umi_core::llm::{
     CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, ModelRef,
     StreamCollector,
 };
-use umi_dst::sweep::Scenario;
+use umi_dst::Scenario;
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
 use crate::common::{chat, fault, sim_model, tool_definitions};

@@ -34,11 +34,11 @@ use umi_core::llm::{
     CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, ModelRef,
     StreamCollector, ToolChoice,
 };
+use umi_dst::Scenario;
 use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::checkers::wire::{check_split_invariance, is_whole_stream};
 use umi_dst::network::reads::ReadPlan;
 use umi_dst::network::{ClientOptions, Exchange, Profile, client_for};
-use umi_dst::sweep::Scenario;
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
 use crate::common::{chat, fault, scenario_retry, sim_model, tool_definitions};

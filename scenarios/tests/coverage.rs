@@ -2,8 +2,8 @@
 //! the canary, and reaches every coverage mark each scenario names: a scenario whose
 //! faults stopped reaching a rare path fails here, not silently in the nightly sweep.
 
-use umi_dst::sweep::engine::{ProgressStyle, SWEEP_SEEDS_DEFAULT};
-use umi_dst::sweep::{SweepOptions, run};
+use umi_sweep::engine::{ProgressStyle, SWEEP_SEEDS_DEFAULT};
+use umi_sweep::{SweepOptions, run};
 
 #[test]
 fn the_default_sweep_is_clean_and_hits_every_mark() {

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use umi_dst::sweep::groups::FAILURE_GROUPS_MAX;
-use umi_dst::sweep::{ScenarioReport, SweepReport};
+use umi_sweep::groups::FAILURE_GROUPS_MAX;
+use umi_sweep::{ScenarioReport, SweepReport};
 
 /// How many shards, each its own `dst sweep` process.
 const SHARD_COUNT: u32 = 16;

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use umi_dst::sweep::Scenario;
+use umi_dst::Scenario;
 use umi_dst::{RunError, Simulation};
 use umi_scenarios::canary::Canary;
 use umi_scenarios::canary_lost_link::CanaryLostLink;
@@ -20,7 +20,7 @@ fn seeds_dir() -> PathBuf {
 }
 
 fn replay(scenario: &impl Scenario) {
-    umi_dst::sweep::test_scenario_in(scenario, &seeds_dir(), SCENARIO_TEST_SEEDS);
+    umi_dst::test_scenario_in(scenario, &seeds_dir(), SCENARIO_TEST_SEEDS);
 }
 
 #[test]

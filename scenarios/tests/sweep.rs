@@ -6,10 +6,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use umi_dst::corpus::SeedCorpus;
-use umi_dst::sweep::engine::{ProgressStyle, Shard, run_one};
-use umi_dst::sweep::minimize::minimize;
-use umi_dst::sweep::{SweepOptions, SweepReport, run};
 use umi_scenarios::canary::Canary;
+use umi_sweep::engine::{ProgressStyle, Shard, run_one};
+use umi_sweep::minimize::minimize;
+use umi_sweep::{SweepOptions, SweepReport, run};
 
 /// Seeds per scenario in the engine checks below.
 const SEEDS: u64 = 60;

@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use umi_dst::Scenario;
 use umi_dst::Simulation;
 use umi_dst::corpus::SeedCorpus;
-use umi_dst::sweep::{Scenario, SweepReport};
 use umi_scenarios::planted_crashes::{Crash, PlantedCrash};
+use umi_sweep::SweepReport;
 
 /// How long a `dst` run of these tests may take before the test gives up on it (a
 /// guard against the hang these tests exist to prevent, not a measurement).

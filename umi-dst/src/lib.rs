@@ -30,8 +30,10 @@
 //! - [`config`], [`environment`]: `SimConfig` and `SimEnvironment`, the simulated
 //!   implementation of umi-core's `Environment`.
 //! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
-//! - [`sweep`]: scenarios over many seeds (parallel, sharded, swarm), reports, replay,
-//!   minimization and the `dst` command.
+//! - [`scenario`]: a simulation with a goal, invariants and a fault profile, and
+//!   [`test_scenario`], which runs one under `cargo test`. Sweeping scenarios over many
+//!   seeds (worker processes, shards, reports, replay, minimization, the `dst` command)
+//!   is the `umi-sweep` crate's work.
 //! - [`corpus`]: the `seeds/*.seeds` files.
 //! - [`llm`]: SimLLM, the simulated model: routes, generators, schema-valid tool
 //!   arguments, limits, latency, faults.
@@ -68,13 +70,14 @@ pub mod llm;
 pub mod network;
 pub mod planted;
 pub mod rng;
+pub mod scenario;
 pub mod seed_text;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod simulation;
 pub mod sqlite_disk;
 pub mod storage;
-pub mod sweep;
+
 pub mod trace;
 pub mod watchdog;
 
@@ -85,6 +88,7 @@ pub use fault::{FaultConfig, FaultDomain, FaultInjector, FaultKind};
 pub use llm::{SimLlm, SimLlmConfig};
 pub use network::{Endpoint, SimNetwork};
 pub use rng::DeterministicRng;
+pub use scenario::{Scenario, test_scenario, test_scenario_in};
 pub use simulation::report::{FailureClass, FailureReport};
 pub use simulation::{RunError, RunSummary, Simulation, Violation};
 pub use storage::SimStorage;

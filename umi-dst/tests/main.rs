@@ -51,8 +51,6 @@ mod third_party;
 
 /// The sweep engine on toy scenarios: crashes, hangs, time budgets, seed recording,
 /// canaries, JSON reports and shard merging.
-mod sweep;
-
 /// The Anthropic client over SimNetwork's Messages server: conformance, typed refusals,
 /// the API's conversation rules, and the event grammar of its streams.
 mod anthropic;

@@ -24,10 +24,10 @@ use std::sync::Arc;
 use async_openai::middleware::retry::OpenAIRetryLayer;
 use futures::future::LocalBoxFuture;
 use umi_core::llm::StreamEvent;
+use umi_dst::Scenario;
 use umi_dst::adapters::async_openai::SimService;
 use umi_dst::checkers::wire::decode_as_client;
 use umi_dst::network::{Exchange, Profile};
-use umi_dst::sweep::Scenario;
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
 use crate::agent::{AgentError, Answer, TURNS_MAX, WeatherAgent};

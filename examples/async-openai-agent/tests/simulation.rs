@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use umi_dst::sweep::engine::ProgressStyle;
-use umi_dst::sweep::{SweepOptions, run};
 use umi_dst::{Simulation, ensure};
 use umi_example_async_openai_agent::scenario::{WeatherAgentScenario, agent};
+use umi_sweep::engine::ProgressStyle;
+use umi_sweep::{SweepOptions, run};
 
 /// Without faults, every question is answered, one request per turn; the model (which
 /// sometimes answers in text) calls the tool on most seeds.
@@ -45,14 +45,14 @@ fn questions_are_answered_with_the_tool() {
 #[test]
 fn the_found_seeds_stay_fixed() {
     let scenario = WeatherAgentScenario;
-    let template = umi_dst::sweep::Scenario::config(&scenario, 0, false);
+    let template = umi_dst::Scenario::config(&scenario, 0, false);
     let corpus =
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("seeds/weather_agent.seeds");
     Simulation::from_env()
         .with_seeds(std::iter::empty())
         .with_corpus(corpus)
         .with_config(|_| template)
-        .run(|sim| umi_dst::sweep::Scenario::run(&scenario, sim));
+        .run(|sim| umi_dst::Scenario::run(&scenario, sim));
 }
 
 /// The project's scenario over 200 seeds, as `agent-dst sweep` runs it.
@@ -64,7 +64,7 @@ fn the_scenario_sweeps_clean() {
         progress: ProgressStyle::Quiet,
         ..SweepOptions::default()
     };
-    let scenario = Arc::new(WeatherAgentScenario) as Arc<dyn umi_dst::sweep::Scenario>;
+    let scenario = Arc::new(WeatherAgentScenario) as Arc<dyn umi_dst::Scenario>;
     let report = run(&[scenario], &options).unwrap();
     assert_eq!(report.exit_code(), 0, "{}", report.table());
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use futures::future::LocalBoxFuture;
 use umi_core::llm::router::{LlmRouter, RetryPolicy};
 use umi_core::memory::{Memory, RememberOptions};
-use umi_dst::sweep::Scenario;
+use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation, ensure};
 
 use crate::bot::{BotConfig, BotError, SupportBot};

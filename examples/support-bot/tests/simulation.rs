@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use umi_core::memory::Memory;
 use umi_core::storage::InMemoryStorage;
-use umi_dst::sweep::engine::ProgressStyle;
-use umi_dst::sweep::{SweepOptions, run};
 use umi_dst::{FaultConfig, FaultKind, Simulation, ensure};
 use umi_example_support_bot::bot::{BotConfig, BotError, SupportBot};
 use umi_example_support_bot::scenario::SupportBotScenario;
+use umi_sweep::engine::ProgressStyle;
+use umi_sweep::{SweepOptions, run};
 
 #[test]
 fn retries_are_bounded_and_honour_retry_after() {
@@ -60,7 +60,7 @@ fn the_scenario_sweeps_clean() {
         ..SweepOptions::default()
     };
     let report = run(
-        &[Arc::new(SupportBotScenario) as Arc<dyn umi_dst::sweep::Scenario>],
+        &[Arc::new(SupportBotScenario) as Arc<dyn umi_dst::Scenario>],
         &options,
     )
     .unwrap();

@@ -6,5 +6,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    umi_dst::sweep::cli::main(umi_scenarios::with_planted())
+    umi_sweep::cli::main(umi_scenarios::with_planted())
 }

@@ -24,7 +24,6 @@
 //! ```
 
 mod answer;
-pub mod cli;
 mod config;
 mod http;
 mod pool;

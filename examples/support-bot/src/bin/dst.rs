@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 fn main() -> ExitCode {
-    umi_dst::sweep::cli::main(vec![Arc::new(
+    umi_sweep::cli::main(vec![Arc::new(
         umi_example_support_bot::scenario::SupportBotScenario,
     )])
 }

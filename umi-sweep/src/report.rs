@@ -12,8 +12,8 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::groups::{FailureGroup, add_group, by_size};
-use crate::simulation::report::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
+use crate::groups::{FailureGroup, add_group, by_size};
+use umi_dst::simulation::report::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
 
 /// Failures listed per scenario in a report (the counts and groups cover all of them).
 pub const REPORT_FAILURES_KEPT_MAX: usize = 200;
@@ -106,7 +106,7 @@ impl ScenarioReport {
         if self.seeds_run == 0 {
             return Vec::new();
         }
-        crate::simulation::unreached_rules_named(&self.rules, &self.rule_reach)
+        umi_dst::simulation::unreached_rules_named(&self.rules, &self.rule_reach)
     }
 
     /// Failures that count as regressions (none for the canary).

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
-//!     umi_dst::sweep::cli::main(vec![/* Arc::new(MyScenario), ... */])
+//!     umi_sweep::cli::main(vec![/* Arc::new(MyScenario), ... */])
 //! }
 //! ```
 #![allow(
@@ -20,16 +20,16 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use super::engine::{self, ProgressStyle, Shard, SweepOptions, run_one, select};
-use super::minimize::minimize;
-use super::report::SweepReport;
-use super::scenario::Scenario;
-use crate::corpus::{SeedCorpus, SeedMeaning, corpus_path, find_seeds_dir};
-use crate::fault::InjectionId;
-use crate::simulation::report::{
+use crate::engine::{self, ProgressStyle, Shard, SweepOptions, run_one, select};
+use crate::minimize::minimize;
+use crate::report::SweepReport;
+use umi_dst::corpus::{SeedCorpus, SeedMeaning, corpus_path, find_seeds_dir};
+use umi_dst::fault::InjectionId;
+use umi_dst::scenario::Scenario;
+use umi_dst::simulation::report::{
     EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_CANARY_NOT_FOUND, FailureClass,
 };
-use crate::simulation::settings::parse_seed;
+use umi_dst::simulation::settings::parse_seed;
 
 #[derive(Parser)]
 #[command(
@@ -53,21 +53,21 @@ enum Command {
     /// Combine the JSON reports of several shards.
     Merge(MergeArgs),
     /// Find a seed whose run injects given fault kinds (to replace a stale kept seed).
-    Find(super::find::FindArgs),
+    Find(crate::find::FindArgs),
     /// Serve the simulated model over real HTTP (OpenAI, Responses, Anthropic, Ollama
     /// formats in any profile), seeded per request, for agents in any language.
     #[cfg(feature = "serve")]
-    Serve(crate::serve::cli::ServeArgs),
+    Serve(crate::serve_cli::ServeArgs),
     /// A sweep's worker process (started by `dst sweep` itself; not for people).
     #[command(name = "__sweep-worker", hide = true)]
-    SweepWorker(super::process_worker::WorkerArgs),
+    SweepWorker(crate::process_worker::WorkerArgs),
 }
 
 fn seed_arg(text: &str) -> Result<u64, String> {
     parse_seed(text)
 }
 
-pub use crate::duration_text::{DURATION_ARG_MAX, duration_arg, positive_duration_arg};
+pub use umi_dst::duration_text::{DURATION_ARG_MAX, duration_arg, positive_duration_arg};
 
 /// `--seed-memory-max` as given and as parsed.
 #[derive(Debug, Clone)]
@@ -79,7 +79,7 @@ struct MemoryMax {
 fn memory_max_arg(text: &str) -> Result<MemoryMax, String> {
     Ok(MemoryMax {
         text: text.trim().to_owned(),
-        bytes: super::memory_limit::parse_memory_max(text)?,
+        bytes: crate::memory_limit::parse_memory_max(text)?,
     })
 }
 
@@ -141,7 +141,7 @@ struct SweepArgs {
     seed_timeout: Duration,
     /// The memory limit of each worker process (`512MiB`, `4GiB`, `none`; unix): a seed
     /// that allocates past it fails as a crash and costs one worker.
-    #[arg(long, default_value = super::memory_limit::SEED_MEMORY_MAX_DEFAULT,
+    #[arg(long, default_value = crate::memory_limit::SEED_MEMORY_MAX_DEFAULT,
           value_parser = memory_max_arg)]
     seed_memory_max: MemoryMax,
     /// Run seeds on threads of this process instead of worker processes (for
@@ -206,7 +206,7 @@ struct MergeArgs {
 }
 
 fn exit(code: i32) -> ExitCode {
-    crate::failure_class::process_exit_code(code)
+    umi_dst::failure_class::process_exit_code(code)
 }
 
 fn fail(message: &str) -> ExitCode {
@@ -309,10 +309,10 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
             }
         }
         Command::Merge(args) => merge(&args),
-        Command::Find(args) => super::find::run(&scenarios, &args),
+        Command::Find(args) => crate::find::run(&scenarios, &args),
         #[cfg(feature = "serve")]
-        Command::Serve(args) => crate::serve::cli::run(&args, &scenarios),
-        Command::SweepWorker(args) => super::process_worker::serve(&scenarios, &args),
+        Command::Serve(args) => crate::serve_cli::run(&args, &scenarios),
+        Command::SweepWorker(args) => crate::process_worker::serve(&scenarios, &args),
     }
 }
 
@@ -343,7 +343,7 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        let fresh = crate::rng::DeterministicRng::new(nanos ^ u64::from(std::process::id()))
+        let fresh = umi_dst::rng::DeterministicRng::new(nanos ^ u64::from(std::process::id()))
             .next_u64()
             % (u64::MAX - args.seeds.min(engine::SWEEP_RUNS_MAX));
         eprintln!("dst: random seed start {fresh} (repeat with --seed-start {fresh})");
@@ -368,7 +368,7 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         dir
     };
     let no_record = args.no_record;
-    let interrupt = match super::signals::install() {
+    let interrupt = match crate::signals::install() {
         Ok(received) => Some(received),
         Err(error) => {
             eprintln!(
@@ -448,7 +448,7 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         received.load(std::sync::atomic::Ordering::Relaxed)
     });
     if signal != 0 && !report.completed {
-        return exit(super::signals::exit_code_for_signal(signal));
+        return exit(crate::signals::exit_code_for_signal(signal));
     }
     exit(report.exit_code())
 }
@@ -462,16 +462,16 @@ fn isolation(args: &SweepArgs) -> Result<engine::Isolation, String> {
         format!("cannot find this program to start workers ({error}); pass --in-process")
     })?;
     let limit = &args.seed_memory_max;
-    let supported = super::memory_limit::supported();
+    let supported = crate::memory_limit::supported();
     if !supported
         && limit.bytes.is_some()
-        && limit.text != super::memory_limit::SEED_MEMORY_MAX_DEFAULT
+        && limit.text != crate::memory_limit::SEED_MEMORY_MAX_DEFAULT
     {
         eprintln!("dst: --seed-memory-max is ignored on this platform (it needs setrlimit)");
     }
     let bytes = limit.bytes.filter(|_| supported);
     Ok(engine::Isolation::Processes(Arc::new(
-        super::WorkerProcesses {
+        crate::WorkerProcesses {
             program,
             memory_max_bytes: bytes,
             memory_max_text: bytes.map(|_| limit.text.clone()),
@@ -481,9 +481,9 @@ fn isolation(args: &SweepArgs) -> Result<engine::Isolation, String> {
 
 /// The wall-clock limit of one replayed seed: `DST_SEED_TIMEOUT`, or the default.
 fn replay_seed_timeout() -> Result<Duration, String> {
-    let var = crate::watchdog::SEED_TIMEOUT_VAR;
+    let var = umi_dst::watchdog::SEED_TIMEOUT_VAR;
     match std::env::var(var) {
-        Err(_) => Ok(crate::constants::SEED_WALL_TIMEOUT_DEFAULT),
+        Err(_) => Ok(umi_dst::constants::SEED_WALL_TIMEOUT_DEFAULT),
         Ok(value) => {
             positive_duration_arg(&value).map_err(|reason| format!("{var}={value:?}: {reason}"))
         }
@@ -496,17 +496,20 @@ fn replay(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &str) -> 
         Err(error) => return fail(&error),
     };
     // A recorded hanging seed must fail with its name, not hang the replay.
-    let mut watchdog = crate::watchdog::Watchdog::start();
+    let mut watchdog = umi_dst::watchdog::Watchdog::start();
     let _watched = watchdog.as_mut().map(|watchdog| {
         let what = format!("replay of seed {} of {}", args.run.seed, args.run.scenario);
-        let command = super::engine::replay_command(
+        let command = crate::engine::replay_command(
             program,
             &args.run.scenario,
             args.run.seed,
             args.run.swarm,
             None,
         );
-        watchdog.watch(limit, crate::watchdog::hang_report(&what, limit, &command))
+        watchdog.watch(
+            limit,
+            umi_dst::watchdog::hang_report(&what, limit, &command),
+        )
     });
     replay_watched(scenarios, args, program)
 }
@@ -552,7 +555,7 @@ fn replay_watched(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &
             ));
         }
     }
-    let edit = |mut config: crate::SimConfig| {
+    let edit = |mut config: umi_dst::SimConfig| {
         config.trace_full = args.trace || args.check_determinism;
         config.only_injections.clone_from(&only);
         config
@@ -560,7 +563,7 @@ fn replay_watched(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &
     let mut run = run_one(scenario, args.run.seed, args.run.swarm, edit);
     if args.check_determinism {
         let again = run_one(scenario, args.run.seed, args.run.swarm, edit);
-        if let Some(found) = crate::simulation::determinism::compare_runs(&run, &again) {
+        if let Some(found) = umi_dst::simulation::determinism::compare_runs(&run, &again) {
             run.failure = Some((FailureClass::Nondeterminism, found.describe()));
         }
     }
@@ -651,7 +654,7 @@ fn merge(args: &MergeArgs) -> ExitCode {
             Err(error) => return fail(&format!("{}: not a sweep report: {error}", path.display())),
         }
     }
-    let coverage = match super::merge_check::check_shards(&reports) {
+    let coverage = match crate::merge_check::check_shards(&reports) {
         Ok(coverage) => coverage,
         Err(error) => return fail(&error.to_string()),
     };
@@ -724,7 +727,7 @@ fn merge(args: &MergeArgs) -> ExitCode {
             "UNCHECKED {}: {} failing seed(s) are not listed in the reports, so --fail-on-new could not check them ({})",
             scenario.name,
             scenario.failures_truncated,
-            super::report::truncation_note(scenario)
+            crate::report::truncation_note(scenario)
         );
     }
     if !merged.canaries_missed().is_empty() {

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use super::plan::Shard;
-use super::process_pool::WorkerProcesses;
-use super::progress::ProgressStyle;
-use super::scenario::Scenario;
-use crate::failure_class::FailureClass;
+use crate::plan::Shard;
+use crate::process_pool::WorkerProcesses;
+use crate::progress::ProgressStyle;
+use umi_dst::failure_class::FailureClass;
+use umi_dst::scenario::Scenario;
 
 /// Seeds per scenario a sweep runs unless told otherwise (the README's main job, and
 /// the range whose coverage marks a test checks).

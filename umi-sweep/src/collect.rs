@@ -18,17 +18,17 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::groups::{add_group, single};
-use super::options::{SweepOptions, replay_command};
-use super::progress::Progress;
-use super::report::{
+use crate::groups::{add_group, single};
+use crate::options::{SweepOptions, replay_command};
+use crate::progress::Progress;
+use crate::report::{
     FailureEntry, REPORT_FAILURES_KEPT_MAX, ScenarioReport, SweepReport, digest_hex, fold_digest,
 };
-use super::scenario::Scenario;
-use super::worker::{Outcome, RunEnd, Shared};
-use crate::corpus::{AppendOutcome, CorpusRecorder, SeedMeaning, corpus_path};
-use crate::fault::FaultStats;
-use crate::simulation::report::FailureClass;
+use crate::worker::{Outcome, RunEnd, Shared};
+use umi_dst::corpus::{AppendOutcome, CorpusRecorder, SeedMeaning, corpus_path};
+use umi_dst::fault::FaultStats;
+use umi_dst::scenario::Scenario;
+use umi_dst::simulation::report::FailureClass;
 
 /// Failures printed one by one as they happen; after these, the table's groups say the
 /// rest.
@@ -283,7 +283,7 @@ impl Collector {
 }
 
 /// Adds a run's faults, marks, rule reach and simulated time to its scenario.
-fn fold_run(entry: &mut ScenarioReport, run: &crate::simulation::SeedRun) {
+fn fold_run(entry: &mut ScenarioReport, run: &umi_dst::simulation::SeedRun) {
     for (kind, count) in &run.fault_stats.injected_by_kind {
         *entry
             .faults_injected

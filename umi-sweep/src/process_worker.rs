@@ -26,16 +26,16 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use super::memory_limit;
-use super::scenario::Scenario;
-use super::wire::{
+use crate::memory_limit;
+use crate::wire::{
     LineEnd, ReplyEnd, RunReply, RunRequest, RunSummary, WIRE_LINE_BYTES_MAX, read_line_bounded,
     reply_line,
 };
-use super::worker::run_checked;
-use crate::failure_class::{EXIT_CODE_BAD_ARGUMENTS, process_exit_code};
-use crate::simulation::panic_message;
-use crate::watchdog::{Watchdog, hang_report};
+use crate::worker::run_checked;
+use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, process_exit_code};
+use umi_dst::scenario::Scenario;
+use umi_dst::simulation::panic_message;
+use umi_dst::watchdog::{Watchdog, hang_report};
 
 /// The name of the hidden command that makes the binary a sweep worker.
 pub(crate) const WORKER_COMMAND: &str = "__sweep-worker";

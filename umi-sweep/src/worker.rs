@@ -19,12 +19,12 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-pub(crate) use super::outcome::{Outcome, RunEnd};
-use super::plan::Plan;
-use super::scenario::{Scenario, run_one};
-use crate::simulation::determinism::compare_runs;
-use crate::simulation::report::FailureClass;
-use crate::simulation::{SeedRun, panic_message};
+pub(crate) use crate::outcome::{Outcome, RunEnd};
+use crate::plan::Plan;
+use umi_dst::scenario::{Scenario, run_one};
+use umi_dst::simulation::determinism::compare_runs;
+use umi_dst::simulation::report::FailureClass;
+use umi_dst::simulation::{SeedRun, panic_message};
 
 /// What the workers share with the main thread.
 pub(crate) struct Shared {
@@ -53,7 +53,7 @@ impl Shared {
 
 /// Runs one seed, twice if `check_determinism` (both with full traces): two runs that
 /// differ make it a nondeterminism failure, whatever else happened, whose message shows
-/// where they diverged ([`crate::simulation::determinism::compare_runs`], the check
+/// where they diverged ([`umi_dst::simulation::determinism::compare_runs`], the check
 /// `Simulation` runs too).
 pub(crate) fn run_checked(
     scenario: &dyn Scenario,
@@ -61,7 +61,7 @@ pub(crate) fn run_checked(
     swarm: bool,
     check_determinism: bool,
 ) -> SeedRun {
-    let with_trace = |mut config: crate::SimConfig| {
+    let with_trace = |mut config: umi_dst::SimConfig| {
         config.trace_full |= check_determinism;
         config
     };

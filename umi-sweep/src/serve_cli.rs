@@ -14,11 +14,11 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use super::{EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, Server, format_path};
-use crate::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
-use crate::fault::{FaultConfig, FaultKind};
-use crate::simulation::settings::parse_seed;
-use crate::sweep::Scenario;
+use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
+use umi_dst::fault::{FaultConfig, FaultKind};
+use umi_dst::scenario::Scenario;
+use umi_dst::serve::{EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, Server, format_path};
+use umi_dst::simulation::settings::parse_seed;
 
 /// `dst serve`'s flags.
 #[derive(Debug, Args)]
@@ -59,10 +59,10 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     bind: SocketAddr,
     /// Requests in flight at most; more get a 503 with Retry-After.
-    #[arg(long, default_value_t = super::CONCURRENCY_MAX_DEFAULT)]
+    #[arg(long, default_value_t = umi_dst::serve::CONCURRENCY_MAX_DEFAULT)]
     concurrency_max: usize,
     /// The largest request body in bytes; larger ones get a 413.
-    #[arg(long, default_value_t = super::BODY_BYTES_MAX_DEFAULT)]
+    #[arg(long, default_value_t = umi_dst::serve::BODY_BYTES_MAX_DEFAULT)]
     body_bytes_max: usize,
     /// Require this environment variable's value as the API key (`Authorization: Bearer`,
     /// `x-api-key`, `api-key`).

@@ -31,14 +31,14 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::crash::{Death, describe_death};
-use super::outcome::{Outcome, RunEnd};
-use super::process_worker::worker_arguments;
-use super::wire::{
+use crate::crash::{Death, describe_death};
+use crate::outcome::{Outcome, RunEnd};
+use crate::process_worker::worker_arguments;
+use crate::wire::{
     LineEnd, RESULT_PREFIX, ReplyEnd, RunRequest, WIRE_LINE_BYTES_MAX, parse_reply_line,
     read_line_bounded,
 };
-use super::worker::Shared;
+use crate::worker::Shared;
 
 /// Lines of a worker's stderr kept for a crash's report (the last ones).
 pub const WORKER_STDERR_TAIL_LINES_MAX: usize = 16;
@@ -49,7 +49,7 @@ const WORKER_STDERR_LINE_BYTES_MAX: usize = 4096;
 /// How a sweep starts its worker processes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerProcesses {
-    /// The binary to re-execute: one whose `main` is `umi_dst::sweep::cli::main` over
+    /// The binary to re-execute: one whose `main` is `umi_sweep::cli::main` over
     /// the same scenarios (the running `dst`, `std::env::current_exe()`).
     pub program: PathBuf,
     /// The address-space limit of each worker, in bytes (`--seed-memory-max`).

@@ -8,10 +8,10 @@
 //! until the code under test behaves differently. A subset "still fails" when the replay
 //! fails with the same class. The result is printed as a `dst replay` command.
 
-use super::scenario::Scenario;
-use super::scenario::run_one;
-use crate::fault::{Injection, InjectionId};
-use crate::simulation::report::FailureClass;
+use umi_dst::fault::{Injection, InjectionId};
+use umi_dst::scenario::Scenario;
+use umi_dst::scenario::run_one;
+use umi_dst::simulation::report::FailureClass;
 
 /// Replays one minimization may run.
 pub const MINIMIZE_RUNS_MAX: usize = 2_000;

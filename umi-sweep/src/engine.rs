@@ -38,22 +38,22 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::collect::Collector;
-pub use super::collect::write_report;
-pub use super::options::{
+use crate::collect::Collector;
+pub use crate::collect::write_report;
+pub use crate::options::{
     Isolation, SWEEP_JOBS_MAX, SWEEP_RESULTS_QUEUED_MAX, SWEEP_RUNS_MAX, SWEEP_SEEDS_DEFAULT,
     SweepError, SweepOptions, current_commit, replay_command, select,
 };
-use super::plan::Plan;
-pub use super::plan::Shard;
-use super::process_pool::spawn_driver;
-use super::progress::Progress;
-pub use super::progress::ProgressStyle;
-use super::report::{ScenarioReport, SweepReport};
-pub use super::resume::{StopReason, resume_command};
-use super::scenario::Scenario;
-pub use super::scenario::run_one;
-use super::worker::{QuietWorkers, Shared, spawn_worker, watchdog};
+use crate::plan::Plan;
+pub use crate::plan::Shard;
+use crate::process_pool::spawn_driver;
+use crate::progress::Progress;
+pub use crate::progress::ProgressStyle;
+use crate::report::{ScenarioReport, SweepReport};
+pub use crate::resume::{StopReason, resume_command};
+use crate::worker::{QuietWorkers, Shared, spawn_worker, watchdog};
+use umi_dst::scenario::Scenario;
+pub use umi_dst::scenario::run_one;
 
 /// How often the main thread wakes to watch workers and report progress.
 const TICK: Duration = Duration::from_millis(200);
@@ -199,7 +199,7 @@ fn retire_hung(
     collector: &mut Collector,
     selected: &[Arc<dyn Scenario>],
     options: &SweepOptions,
-    sender: &mpsc::SyncSender<super::worker::Outcome>,
+    sender: &mpsc::SyncSender<crate::worker::Outcome>,
 ) {
     for hung in watchdog(shared, &collector.hung, options.seed_timeout) {
         collector.hung.insert(hung.index);

@@ -9,7 +9,7 @@
 //! the sweep stopped in may have run some of its scenarios already: the resume runs
 //! them again (at most one seed's worth of scenarios).
 
-use super::options::SweepOptions;
+use crate::options::SweepOptions;
 
 /// Why a sweep stopped before its last run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +100,7 @@ pub fn resume_command(options: &SweepOptions, scenarios: usize, runs_done: u64) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::Shard;
+    use crate::Shard;
 
     #[test]
     fn the_rest_of_the_range_starts_at_the_first_unfinished_seed() {

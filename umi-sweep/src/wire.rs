@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::fault::{FaultKind, FaultStats};
-use crate::simulation::SeedRun;
-use crate::simulation::report::FailureClass;
-use crate::trace::TraceHash;
+use umi_dst::fault::{FaultKind, FaultStats};
+use umi_dst::simulation::SeedRun;
+use umi_dst::simulation::report::FailureClass;
+use umi_dst::trace::TraceHash;
 
 /// The prefix of a result line on a worker's stdout.
 pub(crate) const RESULT_PREFIX: &str = "\u{1e}umi-dst-result ";

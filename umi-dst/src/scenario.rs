@@ -71,14 +71,14 @@ pub const SCENARIO_TEST_SEEDS_DEFAULT: u64 = 64;
 ///
 /// ```no_run
 /// # struct MyScenario;
-/// # impl umi_dst::sweep::Scenario for MyScenario {
+/// # impl umi_dst::Scenario for MyScenario {
 /// #     fn name(&self) -> &'static str { "my" }
 /// #     fn goal(&self) -> &'static str { "" }
 /// #     fn run(&self, _: umi_dst::SimEnvironment) -> futures::future::LocalBoxFuture<'static, Result<(), umi_dst::Violation>> { Box::pin(async { Ok(()) }) }
 /// # }
 /// #[test]
 /// fn my_scenario() {
-///     umi_dst::sweep::test_scenario(&MyScenario);
+///     umi_dst::test_scenario(&MyScenario);
 /// }
 /// ```
 pub fn test_scenario(scenario: &dyn Scenario) {

@@ -9,13 +9,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::options::select;
-use super::scenario::Scenario;
-use super::scenario::run_one;
-use crate::corpus::{SeedMeaning, format_entry};
-use crate::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
-use crate::fault::FaultKind;
-use crate::simulation::settings::parse_seed;
+use crate::options::select;
+use umi_dst::corpus::{SeedMeaning, format_entry};
+use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
+use umi_dst::fault::FaultKind;
+use umi_dst::scenario::Scenario;
+use umi_dst::scenario::run_one;
+use umi_dst::simulation::settings::parse_seed;
 
 /// Seeds `dst find` tries at most.
 pub const FIND_SEEDS_MAX: u64 = 1_000_000;
@@ -41,7 +41,7 @@ pub(crate) struct FindArgs {
 }
 
 /// Whether a run that injected `injected` reaches every kind of `wanted`.
-pub fn reaches_all(wanted: &[FaultKind], injected: &crate::fault::FaultStats) -> bool {
+pub fn reaches_all(wanted: &[FaultKind], injected: &umi_dst::fault::FaultStats) -> bool {
     wanted
         .iter()
         .all(|kind| injected.injected_by_kind.get(kind).is_some_and(|n| *n > 0))
@@ -117,7 +117,7 @@ pub(crate) fn run(scenarios: &[std::sync::Arc<dyn Scenario>], args: &FindArgs) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fault::FaultStats;
+    use umi_dst::fault::FaultStats;
 
     #[test]
     fn every_wanted_kind_must_have_fired() {

@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
 use umi_core::env::EnvironmentExt;
+use umi_dst::Scenario;
 use umi_dst::corpus::SeedCorpus;
-use umi_dst::sweep::engine::ProgressStyle;
-use umi_dst::sweep::{Scenario, SweepOptions, SweepReport, run};
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
+use umi_sweep::engine::ProgressStyle;
+use umi_sweep::{SweepOptions, SweepReport, run};
 
 /// What a toy scenario does on the seeds it picks.
 #[derive(Clone, Copy)]
@@ -283,7 +284,7 @@ fn reports_round_trip_through_json_and_merge_across_shards() {
     let mut parts = Vec::new();
     for index in 1..=2 {
         let path = dir.join(format!("shard-{index}.json"));
-        let shard = umi_dst::sweep::Shard::parse(&format!("{index}/2")).unwrap();
+        let shard = umi_sweep::Shard::parse(&format!("{index}/2")).unwrap();
         let report = run(
             &scenarios,
             &SweepOptions {

@@ -1,20 +1,24 @@
-//! The sweep engine: scenarios over many seeds, in parallel, sharded, with reports,
-//! replay, fault-schedule minimization, and the `dst` command.
+//! The sweep engine and the `dst` command line: scenarios over many seeds, in worker
+//! processes, sharded, with reports, replay, fault-schedule minimization and merge.
 //!
-//! - [`Scenario`]: a simulation with a goal, invariants, a fault profile and coverage
-//!   marks.
+//! A crate of its own so that code that only writes simulation tests (`umi-dst`:
+//! [`umi_dst::Scenario`], [`umi_dst::test_scenario`], `Simulation`) compiles neither a
+//! command-line parser nor a progress bar, and so that the harness's wall-clock reads
+//! (sweep time, budgets, worker watchdogs) live here, outside simulated code.
+//!
 //! - [`engine::run`]: a sweep (corpus recording, periodic report), over the runs a
 //!   `plan` numbers (shards), executed under a watchdog by worker processes
 //!   (`process_pool`, each a `process_worker` speaking `wire`; a worker's death is a
 //!   crash of its seed, `crash`, and `memory_limit` caps each) or, in process, by
-//!   `worker` threads, with `progress` on the terminal.
+//!   `worker` threads, with `progress` on the terminal. A run's end is typed
+//!   (`outcome`).
 //! - [`report`]: tables (failures grouped by message, [`groups`]), JSON, JUnit XML,
-//!   merging shard reports, exit codes by class.
+//!   merging shard reports ([`merge_check`]), exit codes by class.
 //! - [`resume`]: why a sweep stopped early (time budget, SIGINT, SIGTERM) and the
 //!   command that runs the rest of its range.
-//! - [`minimize`]: delta debugging over a failing seed's injected faults.
+//! - [`minimize`]: delta debugging over a failing seed's injected faults; [`find`]:
+//!   searching seeds for one that reaches a fault.
 //! - [`cli::main`]: the `dst` command, for your own binary.
-
 pub mod cli;
 mod collect;
 mod crash;
@@ -33,7 +37,8 @@ mod process_worker;
 mod progress;
 pub mod report;
 pub mod resume;
-mod scenario;
+#[cfg(feature = "serve")]
+pub mod serve_cli;
 mod signals;
 mod wire;
 mod worker;
@@ -43,5 +48,4 @@ pub use options::{Isolation, SweepError, SweepOptions};
 pub use plan::Shard;
 pub use process_pool::WorkerProcesses;
 pub use report::{ScenarioReport, SweepReport};
-pub use scenario::run_one;
-pub use scenario::{SCENARIO_TEST_SEEDS_DEFAULT, Scenario, test_scenario, test_scenario_in};
+pub use umi_dst::scenario::{Scenario, run_one};

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use super::report::{SweepReport, first_line, truncation_note};
+use crate::report::{SweepReport, first_line, truncation_note};
 
 impl SweepReport {
     /// JUnit XML: a test suite per scenario (`tests` = seeds run, `failures` = seeds
@@ -90,7 +90,7 @@ fn xml(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::sweep::report::{FailureEntry, REPORT_FAILURES_KEPT_MAX, ScenarioReport};
+    use crate::report::{FailureEntry, REPORT_FAILURES_KEPT_MAX, ScenarioReport};
 
     use super::*;
 

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use crate::simulation::SeedRun;
-use crate::simulation::report::FailureClass;
+use umi_dst::simulation::SeedRun;
+use umi_dst::simulation::report::FailureClass;
 
 /// How a run ended.
 #[derive(Debug)]

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use super::report::SweepReport;
+use crate::report::SweepReport;
 
 /// Why reports cannot be merged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -35,7 +35,7 @@ pub(crate) fn pace(done: u64, total: u64, elapsed: Duration) -> String {
     let left_ms = (total.saturating_sub(done) as f64 / rate * 1000.0).round() as u64;
     format!(
         "{rate:.0} runs/s, {} left",
-        super::report::human_ms(left_ms)
+        crate::report::human_ms(left_ms)
     )
 }
 
