@@ -194,6 +194,44 @@ fn dst_replay_of_a_busy_looping_seed_fails_with_its_name() {
     );
 }
 
+/// `dst minimize` and `dst find` run seeds in their own process too: a busy-looping seed
+/// ends them with its name and exit 12 instead of hanging them.
+#[test]
+fn dst_minimize_and_find_of_a_busy_looping_seed_fail_with_its_name() {
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &["minimize", "--scenario", "planted_busy_loop", "--seed", "2"],
+            "replay of seed 2 of planted_busy_loop is still running after 1.0 s",
+        ),
+        (
+            &[
+                "find",
+                "--scenario",
+                "planted_busy_loop",
+                "--faults",
+                "llm.timeout",
+                "--seed-start",
+                "2",
+            ],
+            "seed 2 of planted_busy_loop (dst find) is still running after 1.0 s",
+        ),
+    ];
+    for (args, says) in cases {
+        let output = run_bounded(
+            Command::new(env!("CARGO_BIN_EXE_dst"))
+                .args(args)
+                .env("DST_SEED_TIMEOUT", "1s"),
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(12), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("replay: dst replay --scenario planted_busy_loop --seed 2"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 /// Set by [`simulation_run_of_a_busy_looping_seed_fails_with_its_name`] for the test it
 /// runs in a child process: without it that test passes at once.
 const PLANTED_HANG_VAR: &str = "UMI_TEST_PLANTED_HANG";

@@ -21,8 +21,10 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::engine::{self, ProgressStyle, Shard, SweepOptions, run_one, select};
-use crate::minimize::minimize;
+use crate::minimize::minimize_with;
+use crate::replay_command::ReplayCommand;
 use crate::report::SweepReport;
+use crate::watched::{WatchedRuns, seed_wall_timeout};
 use umi_dst::corpus::{SeedCorpus, SeedMeaning, corpus_path, find_seeds_dir};
 use umi_dst::fault::InjectionId;
 use umi_dst::scenario::Scenario;
@@ -261,7 +263,24 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
                 Ok(selected) => selected,
                 Err(error) => return fail(&error.to_string()),
             };
-            match minimize(selected[0].as_ref(), args.seed, args.swarm) {
+            let mut watched = match WatchedRuns::start(&program) {
+                Ok(watched) => watched,
+                Err(error) => return fail(&error),
+            };
+            let scenario = selected[0].as_ref();
+            let what = |only: Option<&[InjectionId]>| match only {
+                None => format!("replay of seed {} of {}", args.seed, args.scenario),
+                Some(ids) => format!(
+                    "replay of seed {} of {} with {} of its injections",
+                    args.seed,
+                    args.scenario,
+                    ids.len()
+                ),
+            };
+            let mut replay = |only: Option<&[InjectionId]>| {
+                watched.run(&what(only), scenario, args.seed, args.swarm, only)
+            };
+            match minimize_with(scenario, args.seed, &mut replay) {
                 Err(error) => {
                     println!("{error}");
                     ExitCode::SUCCESS
@@ -296,20 +315,18 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
                     if found.minimal.is_empty() {
                         println!("  (none: the seed fails without any injected fault)");
                     }
-                    let only: Vec<String> = found.minimal.iter().map(ToString::to_string).collect();
                     println!(
-                        "replay: {program} replay --scenario {} --seed {}{} --only '{}'",
-                        args.scenario,
-                        args.seed,
-                        if args.swarm { " --swarm" } else { "" },
-                        only.join(",")
+                        "replay: {}",
+                        ReplayCommand::new(&program, &args.scenario, args.seed)
+                            .swarm(args.swarm)
+                            .only(Some(&found.minimal))
                     );
                     exit(found.class.exit_code())
                 }
             }
         }
         Command::Merge(args) => merge(&args),
-        Command::Find(args) => crate::find::run(&scenarios, &args),
+        Command::Find(args) => crate::find::run(&scenarios, &args, &program),
         #[cfg(feature = "serve")]
         Command::Serve(args) => crate::serve_cli::run(&args, &scenarios),
         Command::SweepWorker(args) => crate::process_worker::serve(&scenarios, &args),
@@ -479,33 +496,20 @@ fn isolation(args: &SweepArgs) -> Result<engine::Isolation, String> {
     )))
 }
 
-/// The wall-clock limit of one replayed seed: `DST_SEED_TIMEOUT`, or the default.
-fn replay_seed_timeout() -> Result<Duration, String> {
-    let var = umi_dst::watchdog::SEED_TIMEOUT_VAR;
-    match std::env::var(var) {
-        Err(_) => Ok(umi_dst::constants::SEED_WALL_TIMEOUT_DEFAULT),
-        Ok(value) => {
-            positive_duration_arg(&value).map_err(|reason| format!("{var}={value:?}: {reason}"))
-        }
-    }
-}
-
 fn replay(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &str) -> ExitCode {
-    let limit = match replay_seed_timeout() {
+    let limit = match seed_wall_timeout() {
         Ok(limit) => limit,
         Err(error) => return fail(&error),
     };
-    // A recorded hanging seed must fail with its name, not hang the replay.
+    // A recorded hanging seed must fail with its name, not hang the replay. One watch
+    // covers the whole command (a replay may run its seed two or three times: an
+    // `--only` check, the run, a determinism check).
     let mut watchdog = umi_dst::watchdog::Watchdog::start();
     let _watched = watchdog.as_mut().map(|watchdog| {
         let what = format!("replay of seed {} of {}", args.run.seed, args.run.scenario);
-        let command = crate::engine::replay_command(
-            program,
-            &args.run.scenario,
-            args.run.seed,
-            args.run.swarm,
-            None,
-        );
+        let command = ReplayCommand::new(program, &args.run.scenario, args.run.seed)
+            .swarm(args.run.swarm)
+            .to_string();
         watchdog.watch(
             limit,
             umi_dst::watchdog::hang_report(&what, limit, &command),

@@ -19,8 +19,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::groups::{add_group, single};
-use crate::options::{SweepOptions, replay_command};
+use crate::options::SweepOptions;
 use crate::progress::Progress;
+use crate::replay_command::ReplayCommand;
 use crate::report::{
     FailureEntry, REPORT_FAILURES_KEPT_MAX, ScenarioReport, SweepReport, digest_hex, fold_digest,
 };
@@ -155,13 +156,10 @@ impl Collector {
         // Defense in depth: clients redact their own secrets from their errors; what
         // still looks like a credential stays out of the table, report and seeds.
         let message = umi_core::llm::secrets::redact_patterns(message);
-        let replay = replay_command(
-            &options.program,
-            scenario.name(),
-            seed,
-            options.swarm,
-            FailureClass::from_name(class),
-        );
+        let replay = ReplayCommand::new(&options.program, scenario.name(), seed)
+            .swarm(options.swarm)
+            .check_determinism(FailureClass::from_name(class) == Some(FailureClass::Nondeterminism))
+            .to_string();
         let entry = &mut self.report.scenarios[scenario_index];
         entry.seeds_failed += 1;
         *entry.failures_by_class.entry(class.to_owned()).or_insert(0) += 1;

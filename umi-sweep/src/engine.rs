@@ -42,7 +42,7 @@ use crate::collect::Collector;
 pub use crate::collect::write_report;
 pub use crate::options::{
     Isolation, SWEEP_JOBS_MAX, SWEEP_RESULTS_QUEUED_MAX, SWEEP_RUNS_MAX, SWEEP_SEEDS_DEFAULT,
-    SweepError, SweepOptions, current_commit, replay_command, select,
+    SweepError, SweepOptions, current_commit, select,
 };
 use crate::plan::Plan;
 pub use crate::plan::Shard;

@@ -10,11 +10,11 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::options::select;
+use crate::watched::WatchedRuns;
 use umi_dst::corpus::{SeedMeaning, format_entry};
 use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
 use umi_dst::fault::FaultKind;
 use umi_dst::scenario::Scenario;
-use umi_dst::scenario::run_one;
 use umi_dst::simulation::settings::parse_seed;
 
 /// Seeds `dst find` tries at most.
@@ -54,7 +54,11 @@ pub fn reaches_all(wanted: &[FaultKind], injected: &umi_dst::fault::FaultStats) 
     clippy::print_stderr,
     reason = "a command's output"
 )]
-pub(crate) fn run(scenarios: &[std::sync::Arc<dyn Scenario>], args: &FindArgs) -> ExitCode {
+pub(crate) fn run(
+    scenarios: &[std::sync::Arc<dyn Scenario>],
+    args: &FindArgs,
+    program: &str,
+) -> ExitCode {
     let selected = match select(scenarios, std::slice::from_ref(&args.scenario)) {
         Ok(selected) => selected,
         Err(error) => {
@@ -69,10 +73,18 @@ pub(crate) fn run(scenarios: &[std::sync::Arc<dyn Scenario>], args: &FindArgs) -
             return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
         }
     };
+    let mut watched = match WatchedRuns::start(program) {
+        Ok(watched) => watched,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
+        }
+    };
     let scenario = selected[0].as_ref();
     let end = args.seed_start.saturating_add(args.seeds - 1);
     for seed in args.seed_start..=end {
-        let run = run_one(scenario, seed, args.swarm, |config| config);
+        let what = format!("seed {seed} of {} (dst find)", args.scenario);
+        let run = watched.run(&what, scenario, seed, args.swarm, None);
         if !reaches_all(&wanted, &run.fault_stats) {
             continue;
         }

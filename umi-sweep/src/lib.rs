@@ -35,11 +35,13 @@ mod plan;
 pub mod process_pool;
 mod process_worker;
 mod progress;
+pub mod replay_command;
 pub mod report;
 pub mod resume;
 #[cfg(feature = "serve")]
 pub mod serve_cli;
 mod signals;
+mod watched;
 mod wire;
 mod worker;
 
@@ -47,5 +49,6 @@ pub use engine::run;
 pub use options::{Isolation, SweepError, SweepOptions};
 pub use plan::Shard;
 pub use process_pool::WorkerProcesses;
+pub use replay_command::ReplayCommand;
 pub use report::{ScenarioReport, SweepReport};
 pub use umi_dst::scenario::{Scenario, run_one};

@@ -11,6 +11,7 @@
 use umi_dst::fault::{Injection, InjectionId};
 use umi_dst::scenario::Scenario;
 use umi_dst::scenario::run_one;
+use umi_dst::simulation::SeedRun;
 use umi_dst::simulation::report::FailureClass;
 
 /// Replays one minimization may run.
@@ -50,7 +51,23 @@ pub fn minimize(
     seed: u64,
     swarm: bool,
 ) -> Result<Minimized, MinimizeError> {
-    let full = run_one(scenario, seed, swarm, |c| c);
+    minimize_with(scenario, seed, &mut |only| {
+        let only = only.map(<[InjectionId]>::to_vec);
+        run_one(scenario, seed, swarm, |mut config| {
+            config.only_injections = only;
+            config
+        })
+    })
+}
+
+/// [`minimize`] with the replays run by `replay` (given the injections it may allow,
+/// `None` for all): `dst minimize` runs each under the wall-clock watchdog.
+pub fn minimize_with(
+    scenario: &dyn Scenario,
+    seed: u64,
+    replay: &mut dyn FnMut(Option<&[InjectionId]>) -> SeedRun,
+) -> Result<Minimized, MinimizeError> {
+    let full = replay(None);
     let Some((class, message)) = full.failure.clone() else {
         return Err(MinimizeError::Passes {
             scenario: scenario.name().to_owned(),
@@ -60,12 +77,9 @@ pub fn minimize(
     let mut runs = 1;
     let mut fails = |subset: &[InjectionId]| -> bool {
         runs += 1;
-        let only = subset.to_vec();
-        let run = run_one(scenario, seed, swarm, move |mut config| {
-            config.only_injections = Some(only);
-            config
-        });
-        run.failure.is_some_and(|(c, _)| c == class)
+        replay(Some(subset))
+            .failure
+            .is_some_and(|(c, _)| c == class)
     };
     let ids: Vec<InjectionId> = full.injections.iter().map(|i| i.id).collect();
     let minimal = if fails(&[]) {

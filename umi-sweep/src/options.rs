@@ -11,7 +11,6 @@ use std::time::Duration;
 use crate::plan::Shard;
 use crate::process_pool::WorkerProcesses;
 use crate::progress::ProgressStyle;
-use umi_dst::failure_class::FailureClass;
 use umi_dst::scenario::Scenario;
 
 /// Seeds per scenario a sweep runs unless told otherwise (the README's main job, and
@@ -169,26 +168,6 @@ fn select_by_name(
                 })
         })
         .collect()
-}
-
-/// The replay command of a run that failed with `class` (a nondeterminism failure only
-/// shows when the replay runs the seed twice).
-pub fn replay_command(
-    program: &str,
-    scenario: &str,
-    seed: u64,
-    swarm: bool,
-    class: Option<FailureClass>,
-) -> String {
-    format!(
-        "{program} replay --scenario {scenario} --seed {seed}{}{}",
-        if swarm { " --swarm" } else { "" },
-        if class == Some(FailureClass::Nondeterminism) {
-            " --check-determinism"
-        } else {
-            ""
-        }
-    )
 }
 
 /// The commit the sweep runs on: `DST_COMMIT`, `GITHUB_SHA`, or `git rev-parse`.

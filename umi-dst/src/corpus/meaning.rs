@@ -153,19 +153,6 @@ impl SeedMeaning {
                 .iter()
                 .any(|kind| stats.injected_by_kind.get(kind).is_some_and(|n| *n > 0))
     }
-
-    /// The flags `dst replay` and `dst sweep` take for this mode (` --swarm`).
-    pub fn dst_flags(&self) -> String {
-        let mut flags = String::new();
-        if self.swarm {
-            flags.push_str(" --swarm");
-        }
-        if let Some(only) = &self.only {
-            let ids: Vec<String> = only.iter().map(ToString::to_string).collect();
-            flags.push_str(&format!(" --only '{}'", ids.join(",")));
-        }
-        flags
-    }
 }
 
 impl fmt::Display for SeedMeaning {
@@ -260,6 +247,5 @@ mod tests {
         stats.injected_by_kind.insert(FaultKind::LlmTimeout, 1);
         assert!(meaning.still_reached_by(&stats));
         assert!(SeedMeaning::default().still_reached_by(&FaultStats::default()));
-        assert_eq!(meaning.dst_flags(), " --swarm --only '0:1'");
     }
 }

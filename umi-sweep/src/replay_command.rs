@@ -1,0 +1,119 @@
+//! The `dst replay` command line that reproduces one run: the one place it is spelled,
+//! for the sweep's failure lines and reports, `dst minimize`'s result, and the watchdog's
+//! hang report.
+
+use std::fmt;
+
+use umi_dst::fault::InjectionId;
+
+/// A `dst replay` command: `dst replay --scenario S --seed N [--swarm] [--only IDS]
+/// [--check-determinism]`, in that order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayCommand<'a> {
+    /// How the binary is invoked (`dst`, `cargo run -p umi-scenarios --bin dst --`).
+    pub program: &'a str,
+    /// The scenario's name.
+    pub scenario: &'a str,
+    /// The seed.
+    pub seed: u64,
+    /// Whether the run was in swarm mode.
+    pub swarm: bool,
+    /// The injections the replay allows (a minimized fault schedule); `None`: all.
+    pub only: Option<&'a [InjectionId]>,
+    /// Whether the replay checks determinism (the failure was a divergence).
+    pub check_determinism: bool,
+}
+
+impl<'a> ReplayCommand<'a> {
+    /// The plain replay of `seed` of `scenario`.
+    pub fn new(program: &'a str, scenario: &'a str, seed: u64) -> Self {
+        Self {
+            program,
+            scenario,
+            seed,
+            swarm: false,
+            only: None,
+            check_determinism: false,
+        }
+    }
+
+    /// In swarm mode or not.
+    #[must_use]
+    pub fn swarm(mut self, swarm: bool) -> Self {
+        self.swarm = swarm;
+        self
+    }
+
+    /// Allowing only `ids` (the `--only` flag).
+    #[must_use]
+    pub fn only(mut self, ids: Option<&'a [InjectionId]>) -> Self {
+        self.only = ids;
+        self
+    }
+
+    /// Checking determinism or not.
+    #[must_use]
+    pub fn check_determinism(mut self, check: bool) -> Self {
+        self.check_determinism = check;
+        self
+    }
+}
+
+impl fmt::Display for ReplayCommand<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} replay --scenario {} --seed {}",
+            self.program, self.scenario, self.seed
+        )?;
+        if self.swarm {
+            f.write_str(" --swarm")?;
+        }
+        if let Some(ids) = self.only {
+            // Quoted: the ids hold colons and commas, and the list may be empty.
+            let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+            write!(f, " --only '{}'", ids.join(","))?;
+        }
+        if self.check_determinism {
+            f.write_str(" --check-determinism")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_flag_in_its_place() {
+        let ids: Vec<InjectionId> = vec!["0:1".parse().unwrap(), "2:3".parse().unwrap()];
+        let cases: [(ReplayCommand<'_>, &str); 5] = [
+            (
+                ReplayCommand::new("dst", "wire_faults", 7),
+                "dst replay --scenario wire_faults --seed 7",
+            ),
+            (
+                ReplayCommand::new("dst", "wire_faults", 7).swarm(true),
+                "dst replay --scenario wire_faults --seed 7 --swarm",
+            ),
+            (
+                ReplayCommand::new("dst", "s", 1).only(Some(&ids)),
+                "dst replay --scenario s --seed 1 --only '0:1,2:3'",
+            ),
+            (
+                ReplayCommand::new("dst", "s", 1).only(Some(&[])),
+                "dst replay --scenario s --seed 1 --only ''",
+            ),
+            (
+                ReplayCommand::new("x --", "s", u64::MAX)
+                    .swarm(true)
+                    .check_determinism(true),
+                "x -- replay --scenario s --seed 18446744073709551615 --swarm --check-determinism",
+            ),
+        ];
+        for (command, expected) in cases {
+            assert_eq!(command.to_string(), expected);
+        }
+    }
+}
