@@ -440,7 +440,7 @@ fn sweep(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> E
         write_errors.push(format!("--report {}: {error}", path.display()));
     }
     if let Some(path) = &args.junit
-        && let Err(error) = std::fs::write(path, report.junit())
+        && let Err(error) = write_junit(path, &report)
     {
         write_errors.push(format!("--junit {}: {error}", path.display()));
     }
@@ -680,7 +680,7 @@ fn merge(args: &MergeArgs) -> ExitCode {
         }
     }
     if let Some(path) = &args.junit
-        && let Err(error) = std::fs::write(path, merged.junit())
+        && let Err(error) = write_junit(path, &merged)
     {
         return fail(&format!("{}: {error}", path.display()));
     }
@@ -746,6 +746,12 @@ fn merge(args: &MergeArgs) -> ExitCode {
         return exit(class.exit_code());
     }
     ExitCode::SUCCESS
+}
+
+/// Writes `report` as JUnit XML to `path`; the error says what failed.
+fn write_junit(path: &std::path::Path, report: &SweepReport) -> Result<(), String> {
+    let xml = report.junit().map_err(|error| error.to_string())?;
+    std::fs::write(path, xml).map_err(|error| error.to_string())
 }
 
 #[cfg(test)]

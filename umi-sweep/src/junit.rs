@@ -1,4 +1,5 @@
-//! The sweep report as JUnit XML, for CI test reporters.
+//! The sweep report as JUnit XML, for CI test reporters, written by quick-junit (the
+//! writer cargo-nextest uses: escaping, structure, the attributes reporters read).
 //!
 //! A test suite per scenario whose `tests` count is the seeds run and whose `failures`
 //! count is the seeds that failed, whatever the report lists: a failing seed never
@@ -6,86 +7,90 @@
 //! listed failure, and, when the report lists only some failures, one failing case that
 //! says how many are not listed and where they all are.
 
-use std::fmt::Write as _;
+use std::time::Duration;
 
-use crate::report::{SweepReport, first_line, truncation_note};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::report::{ScenarioReport, SweepReport, first_line, truncation_note};
+
+/// The report could not be written as XML.
+#[derive(Debug, thiserror::Error)]
+#[error("writing the JUnit XML: {0}")]
+pub struct JunitError(#[from] quick_junit::SerializeError);
 
 impl SweepReport {
     /// JUnit XML: a test suite per scenario (`tests` = seeds run, `failures` = seeds
     /// failed), a test case per listed failing seed, one for the seeds that passed, and
     /// one for the failing seeds not listed.
-    pub fn junit(&self) -> String {
-        let mut out =
-            String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"dst\">\n");
-        for s in &self.scenarios {
-            let missed = s.canary && s.seeds_failed == 0 && s.seeds_run > 0;
-            let _ = writeln!(
-                out,
-                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" time=\"{:.3}\">",
-                xml(&s.name),
-                s.seeds_run,
-                if s.canary {
-                    u64::from(missed)
-                } else {
-                    s.seeds_failed
-                },
-                s.wall_us as f64 / 1e6
-            );
-            let passed = s.seeds_run - s.seeds_failed;
-            if missed {
-                let _ = writeln!(
-                    out,
-                    "    <testcase name=\"canary found\"><failure type=\"canary\" message=\"the planted bug was not found in {} seeds\"/></testcase>",
-                    s.seeds_run
-                );
-            } else {
-                let _ = writeln!(out, "    <testcase name=\"{passed} seeds passed\"/>");
-            }
-            for f in &s.failures {
-                if s.canary {
-                    let _ = writeln!(
-                        out,
-                        "    <testcase name=\"seed {} (canary found)\"/>",
-                        f.seed
-                    );
-                } else {
-                    let _ = writeln!(
-                        out,
-                        "    <testcase name=\"seed {}\"><failure type=\"{}\" message=\"{}\">{}</failure></testcase>",
-                        f.seed,
-                        xml(&f.class),
-                        xml(first_line(&f.message)),
-                        xml(&format!("{}\nreplay: {}", f.message, f.replay))
-                    );
-                }
-            }
-            if s.failures_truncated > 0 && !s.canary {
-                let _ = writeln!(
-                    out,
-                    "    <testcase name=\"{} more failing seeds\"><failure type=\"truncated\" message=\"{}\"/></testcase>",
-                    s.failures_truncated,
-                    xml(&truncation_note(s))
-                );
-            }
-            out.push_str("  </testsuite>\n");
+    pub fn junit(&self) -> Result<String, JunitError> {
+        let mut report = Report::new("dst");
+        for scenario in &self.scenarios {
+            report.add_test_suite(suite(scenario));
         }
-        out.push_str("</testsuites>\n");
-        out
+        Ok(report.to_string()?)
     }
 }
 
-fn xml(text: &str) -> String {
-    text.chars()
-        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
-        .map(|c| match c {
-            '&' => "&amp;".to_owned(),
-            '<' => "&lt;".to_owned(),
-            '>' => "&gt;".to_owned(),
-            '"' => "&quot;".to_owned(),
-            '\'' => "&apos;".to_owned(),
-            other => other.to_string(),
-        })
-        .collect()
+/// A failing test case: `kind` is the failure's `type`, `message` its one-line message.
+fn failing_case(name: String, kind: &str, message: &str, description: Option<String>) -> TestCase {
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    status.set_type(kind).set_message(message);
+    if let Some(description) = description {
+        status.set_description(description);
+    }
+    TestCase::new(name, status)
+}
+
+/// One scenario's suite, its counts set from the report (not from the cases listed).
+fn suite(s: &ScenarioReport) -> TestSuite {
+    let mut suite = TestSuite::new(s.name.as_str());
+    let missed = s.canary && s.seeds_failed == 0 && s.seeds_run > 0;
+    if missed {
+        suite.add_test_case(failing_case(
+            "canary found".to_owned(),
+            "canary",
+            &format!("the planted bug was not found in {} seeds", s.seeds_run),
+            None,
+        ));
+    } else {
+        let passed = s.seeds_run - s.seeds_failed;
+        suite.add_test_case(TestCase::new(
+            format!("{passed} seeds passed"),
+            TestCaseStatus::success(),
+        ));
+    }
+    for f in &s.failures {
+        if s.canary {
+            suite.add_test_case(TestCase::new(
+                format!("seed {} (canary found)", f.seed),
+                TestCaseStatus::success(),
+            ));
+        } else {
+            suite.add_test_case(failing_case(
+                format!("seed {}", f.seed),
+                &f.class,
+                first_line(&f.message),
+                Some(format!("{}\nreplay: {}", f.message, f.replay)),
+            ));
+        }
+    }
+    if s.failures_truncated > 0 && !s.canary {
+        suite.add_test_case(failing_case(
+            format!("{} more failing seeds", s.failures_truncated),
+            "truncated",
+            &truncation_note(s),
+            None,
+        ));
+    }
+    // Every seed counts, listed or not (a canary's failures are its success).
+    suite.tests = usize::try_from(s.seeds_run).unwrap_or(usize::MAX);
+    suite.failures = if s.canary {
+        usize::from(missed)
+    } else {
+        usize::try_from(s.seeds_failed).unwrap_or(usize::MAX)
+    };
+    suite.set_time(Duration::from_micros(s.wall_us));
+    suite
 }
 
 #[cfg(test)]
@@ -116,13 +121,22 @@ mod tests {
         }
     }
 
+    /// The scenario's `<testsuite ...>` start tag.
+    fn suite_line(xml: &str) -> &str {
+        let start = xml.find("<testsuite ").expect("a testsuite");
+        let end = start + xml[start..].find('>').expect("its end");
+        &xml[start..end]
+    }
+
     #[test]
     fn junit_is_escaped_and_counts_failures() {
-        let xml = failing(10, 2, 2).junit();
+        let xml = failing(10, 2, 2).junit().unwrap();
+        let suite = suite_line(&xml);
         assert!(
-            xml.contains("tests=\"10\" failures=\"2\"") && xml.contains("x &lt;y&gt;"),
+            suite.contains("tests=\"10\"") && suite.contains("failures=\"2\""),
             "{xml}"
         );
+        assert!(xml.contains("x &lt;y&gt;"), "{xml}");
         assert!(!xml.contains("x <y>"));
     }
 
@@ -130,13 +144,33 @@ mod tests {
     #[test]
     fn every_seed_counts_and_unlisted_failures_are_named() {
         let listed = REPORT_FAILURES_KEPT_MAX as u64;
-        let xml = failing(1000, 237, listed).junit();
-        assert!(xml.contains("tests=\"1000\" failures=\"237\""), "{xml}");
+        let xml = failing(1000, 237, listed).junit().unwrap();
+        let suite = suite_line(&xml);
+        assert!(
+            suite.contains("tests=\"1000\"") && suite.contains("failures=\"237\""),
+            "{xml}"
+        );
         assert!(xml.contains("name=\"37 more failing seeds\""), "{xml}");
         assert!(
             xml.contains("every failing seed is in seeds/s.seeds"),
             "{xml}"
         );
         assert_eq!(xml.matches("<failure ").count(), 201);
+    }
+
+    /// What a CI reporter reads back: the counts of every seed, and no byte that is not
+    /// XML (a failure message may carry terminal colours or a NUL from the code under
+    /// test).
+    #[test]
+    fn a_reader_gets_the_counts_and_no_control_characters() {
+        let mut report = failing(50, 3, 3);
+        report.scenarios[0].failures[0].message = "bad \u{1b}[31mred\u{0} <end>".into();
+        let xml = report.junit().unwrap();
+        let read = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+        let suite = &read.test_suites[0];
+        assert_eq!((suite.tests, suite.failures), (50, 3));
+        assert_eq!(suite.test_cases.len(), 4, "{xml}");
+        assert!(!xml.contains('\u{1b}') && !xml.contains('\u{0}'), "{xml}");
+        assert!(xml.contains("&lt;end&gt;"), "{xml}");
     }
 }
