@@ -759,17 +759,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(duration_arg("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(duration_arg("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(duration_arg("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(duration_arg("2h"), Ok(Duration::from_secs(7200)));
-        assert_eq!(duration_arg("45"), Ok(Duration::from_secs(45)));
-        assert!(duration_arg("soon").is_err());
-        assert!(duration_arg("5d").unwrap_err().contains("unit"));
-    }
-
-    #[test]
     fn shards_parse_one_based() {
         assert_eq!(Shard::parse("1/3"), Ok(Shard { index: 0, count: 3 }));
         assert!(Shard::parse("0/3").is_err());
