@@ -1,0 +1,155 @@
+//! `dst merge`: the JSON reports of a sweep's shards combined into one, after checking
+//! they belong together (`merge_check`), with `--require-complete` and `--fail-on-new`
+//! for CI.
+#![allow(clippy::print_stdout, reason = "a command's output")]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use umi_dst::corpus::{SeedCorpus, SeedMeaning, corpus_path};
+use umi_dst::simulation::report::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
+
+use super::{default_seeds_dir, exit, fail, write_junit};
+use crate::report::SweepReport;
+
+/// `dst merge`'s flags.
+#[derive(Args)]
+pub(super) struct MergeArgs {
+    /// The shard reports (JSON).
+    #[arg(required = true)]
+    reports: Vec<PathBuf>,
+    /// Write the merged JSON report here.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Write a JUnit XML report here.
+    #[arg(long)]
+    junit: Option<PathBuf>,
+    /// Fail only on failures whose seeds are not already in the seed corpus.
+    #[arg(long)]
+    fail_on_new: bool,
+    /// Exit 2 when a shard of the sweep is missing (the merged report says which).
+    #[arg(long)]
+    require_complete: bool,
+    /// The seed corpus for --fail-on-new (default: the workspace's seeds/).
+    #[arg(long)]
+    seeds_dir: Option<PathBuf>,
+}
+
+/// Runs `dst merge`.
+pub(super) fn run(args: &MergeArgs) -> ExitCode {
+    let reports = match load(&args.reports) {
+        Ok(reports) => reports,
+        Err(error) => return fail(&error),
+    };
+    let coverage = match crate::merge_check::check_shards(&reports) {
+        Ok(coverage) => coverage,
+        Err(error) => return fail(&error.to_string()),
+    };
+    let mut merged = SweepReport::merge(&reports);
+    merged.completed &= coverage.missing.is_empty();
+    print!("{}", merged.table());
+    if !coverage.missing.is_empty() {
+        println!(
+            "INCOMPLETE: {} of {} shards missing: {}",
+            coverage.missing.len(),
+            coverage.count,
+            coverage.missing.join(", ")
+        );
+    }
+    if let Err(error) = write(&merged, args) {
+        return fail(&error);
+    }
+    if args.require_complete && !coverage.missing.is_empty() {
+        return fail(&format!(
+            "--require-complete: shards {} are missing",
+            coverage.missing.join(", ")
+        ));
+    }
+    if !args.fail_on_new {
+        return exit(merged.exit_code());
+    }
+    let dir = args.seeds_dir.clone().or_else(default_seeds_dir);
+    let new = match print_new_failures(&merged, dir.as_ref()) {
+        Ok(new) => new,
+        Err(error) => return fail(&error),
+    };
+    if !merged.canaries_missed().is_empty() {
+        return exit(EXIT_CODE_CANARY_NOT_FOUND);
+    }
+    if new > 0 {
+        println!("{new} new failure(s)");
+        // Exit as the most severe class among the failures (a new failure is a regression).
+        let class = merged
+            .most_severe_regression()
+            .unwrap_or(FailureClass::Correctness);
+        return exit(class.exit_code());
+    }
+    ExitCode::SUCCESS
+}
+
+/// Reads and parses the shard reports; the error names the file.
+fn load(paths: &[PathBuf]) -> Result<Vec<SweepReport>, String> {
+    paths
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path)
+                .map_err(|error| format!("{}: {error}", path.display()))?;
+            serde_json::from_str::<SweepReport>(&text)
+                .map_err(|error| format!("{}: not a sweep report: {error}", path.display()))
+        })
+        .collect()
+}
+
+/// Writes the merged JSON (`--output`) and JUnit (`--junit`) reports.
+fn write(merged: &SweepReport, args: &MergeArgs) -> Result<(), String> {
+    if let Some(path) = &args.output {
+        let json = serde_json::to_string_pretty(merged)
+            .map_err(|error| format!("{}: {error}", path.display()))?;
+        std::fs::write(path, json).map_err(|error| format!("{}: {error}", path.display()))?;
+    }
+    if let Some(path) = &args.junit {
+        write_junit(path, merged).map_err(|error| format!("{}: {error}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Prints each listed failure whose seed the corpus in `dir` does not hold (`NEW`), and
+/// each scenario whose unlisted failures could not be checked (`UNCHECKED`); returns how
+/// many are new.
+fn print_new_failures(merged: &SweepReport, dir: Option<&PathBuf>) -> Result<usize, String> {
+    let mode = SeedMeaning {
+        swarm: merged.swarm,
+        ..SeedMeaning::default()
+    };
+    let mut new = 0;
+    for scenario in merged.scenarios.iter().filter(|s| !s.canary) {
+        let known = match dir.map(|d| corpus_path(d, &scenario.name)) {
+            Some(Ok(path)) => SeedCorpus::load(&path).map_err(|error| error.to_string())?,
+            _ => SeedCorpus::default(),
+        };
+        for failure in scenario
+            .failures
+            .iter()
+            .filter(|f| !known.contains_in_mode(f.seed, &mode))
+        {
+            new += 1;
+            println!(
+                "NEW {} seed {} ({}): {}",
+                scenario.name,
+                failure.seed,
+                failure.class,
+                failure.message.lines().next().unwrap_or("")
+            );
+        }
+        if scenario.failures_truncated > 0 {
+            println!(
+                "UNCHECKED {}: {} failing seed(s) are not listed in the reports, so --fail-on-new could not check them ({})",
+                scenario.name,
+                scenario.failures_truncated,
+                crate::report::truncation_note(scenario)
+            );
+        }
+    }
+    Ok(new)
+}

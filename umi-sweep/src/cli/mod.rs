@@ -1,0 +1,150 @@
+//! The `dst` command: `list`, `sweep`, `replay`, `minimize`, `merge`, `find` and `serve`
+//! (a file each), as a library function so your own project gets its own `dst` in three
+//! lines:
+//!
+//! ```no_run
+//! fn main() -> std::process::ExitCode {
+//!     umi_sweep::cli::main(vec![/* Arc::new(MyScenario), ... */])
+//! }
+//! ```
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line front end prints"
+)]
+
+mod merge;
+mod minimize;
+mod replay;
+mod sweep;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+use umi_dst::corpus::find_seeds_dir;
+use umi_dst::scenario::Scenario;
+use umi_dst::simulation::report::EXIT_CODE_BAD_ARGUMENTS;
+use umi_dst::simulation::settings::parse_seed;
+
+use crate::report::SweepReport;
+
+#[derive(Parser)]
+#[command(
+    about = "Deterministic simulation sweeps: run scenarios over many seeds, replay one seed, minimize its faults, merge shard reports, serve the simulated model over HTTP."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the scenarios, their goals and coverage marks.
+    List,
+    /// Run scenarios over a range of seeds (in parallel; shardable).
+    Sweep(sweep::SweepArgs),
+    /// Run one seed of one scenario and show what happened, with simulated timestamps.
+    Replay(replay::ReplayArgs),
+    /// Find the smallest set of a failing seed's injected faults that still fails.
+    Minimize(RunArgs),
+    /// Combine the JSON reports of several shards.
+    Merge(merge::MergeArgs),
+    /// Find a seed whose run injects given fault kinds (to replace a stale kept seed).
+    Find(crate::find::FindArgs),
+    /// Serve the simulated model over real HTTP (OpenAI, Responses, Anthropic, Ollama
+    /// formats in any profile), seeded per request, for agents in any language.
+    #[cfg(feature = "serve")]
+    Serve(crate::serve_cli::ServeArgs),
+    /// A sweep's worker process (started by `dst sweep` itself; not for people).
+    #[command(name = "__sweep-worker", hide = true)]
+    SweepWorker(crate::process_worker::WorkerArgs),
+}
+
+fn seed_arg(text: &str) -> Result<u64, String> {
+    parse_seed(text)
+}
+
+/// One run: a scenario's seed, in swarm mode or not.
+#[derive(Args)]
+pub(crate) struct RunArgs {
+    /// The scenario.
+    #[arg(long)]
+    pub(crate) scenario: String,
+    /// The seed (decimal or 0x hex).
+    #[arg(long, value_parser = seed_arg)]
+    pub(crate) seed: u64,
+    /// Run in swarm mode (as the sweep that found it did).
+    #[arg(long)]
+    pub(crate) swarm: bool,
+}
+
+fn exit(code: i32) -> ExitCode {
+    umi_dst::failure_class::process_exit_code(code)
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    exit(EXIT_CODE_BAD_ARGUMENTS)
+}
+
+fn default_seeds_dir() -> Option<PathBuf> {
+    std::env::current_dir()
+        .ok()
+        .and_then(|dir| find_seeds_dir(&dir))
+}
+
+/// Runs the `dst` command over `scenarios` with the process's arguments.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "a binary hands its list over: `main(vec![...])`"
+)]
+pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
+    let cli = Cli::parse();
+    let program = std::env::args()
+        .next()
+        .and_then(|p| {
+            std::path::Path::new(&p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "dst".into());
+    match cli.command {
+        Command::List => list(&scenarios),
+        Command::Sweep(args) => sweep::run(&scenarios, args, program),
+        Command::Replay(args) => replay::run(&scenarios, &args, &program),
+        Command::Minimize(args) => minimize::run(&scenarios, &args, &program),
+        Command::Merge(args) => merge::run(&args),
+        Command::Find(args) => crate::find::run(&scenarios, &args, &program),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => crate::serve_cli::run(&args, &scenarios),
+        Command::SweepWorker(args) => crate::process_worker::serve(&scenarios, &args),
+    }
+}
+
+/// `dst list`: each scenario, its goal and its coverage marks.
+fn list(scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
+    for scenario in scenarios {
+        let kind = if scenario.is_canary() {
+            " (canary)"
+        } else if scenario.only_when_named() {
+            " (planted; runs only with --scenario)"
+        } else {
+            ""
+        };
+        println!(
+            "{}{kind}\n  {}\n  marks: {}",
+            scenario.name(),
+            scenario.goal(),
+            scenario.marks().join(", ")
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// Writes `report` as JUnit XML to `path`; the error says what failed.
+fn write_junit(path: &std::path::Path, report: &SweepReport) -> Result<(), String> {
+    let xml = report.junit().map_err(|error| error.to_string())?;
+    std::fs::write(path, xml).map_err(|error| error.to_string())
+}

@@ -1,0 +1,193 @@
+//! `dst replay`: one seed of one scenario, shown with simulated timestamps (its result,
+//! faults, injections, marks and trace), under the wall-clock watchdog.
+#![allow(clippy::print_stdout, reason = "a command's output")]
+
+use std::collections::BTreeSet;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use umi_dst::fault::InjectionId;
+use umi_dst::scenario::{Scenario, run_one};
+use umi_dst::simulation::SeedRun;
+use umi_dst::simulation::report::FailureClass;
+
+use super::{RunArgs, exit, fail};
+use crate::engine::select;
+use crate::replay_command::ReplayCommand;
+use crate::watched::seed_wall_timeout;
+
+/// `dst replay`'s flags.
+#[derive(Args)]
+pub(super) struct ReplayArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Print the whole trace (default: the last 40 events).
+    #[arg(long)]
+    trace: bool,
+    /// Allow only these injections (`rule:ordinal`, comma-separated), as `minimize` prints.
+    #[arg(long)]
+    only: Option<String>,
+    /// Run the seed twice and compare the traces; a difference is a nondeterminism failure
+    /// (exit 13) and the first differing events are printed.
+    #[arg(long)]
+    check_determinism: bool,
+}
+
+/// Runs `dst replay`: a recorded hanging seed fails with its name, not hang the replay.
+pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &str) -> ExitCode {
+    let limit = match seed_wall_timeout() {
+        Ok(limit) => limit,
+        Err(error) => return fail(&error),
+    };
+    // One watch covers the whole command (a replay may run its seed two or three times:
+    // an `--only` check, the run, a determinism check).
+    let mut watchdog = umi_dst::watchdog::Watchdog::start();
+    let _watched = watchdog.as_mut().map(|watchdog| {
+        let what = format!("replay of seed {} of {}", args.run.seed, args.run.scenario);
+        let command = ReplayCommand::new(program, &args.run.scenario, args.run.seed)
+            .swarm(args.run.swarm)
+            .to_string();
+        watchdog.watch(
+            limit,
+            umi_dst::watchdog::hang_report(&what, limit, &command),
+        )
+    });
+    match replay(scenarios, args) {
+        Err(error) => fail(&error),
+        Ok((scenario, run)) => {
+            print_run(&run, scenario.as_ref(), args, program);
+            exit(run.failure.map_or(0, |(class, _)| class.exit_code()))
+        }
+    }
+}
+
+/// Checks the arguments and runs the seed (twice with `--check-determinism`).
+fn replay(
+    scenarios: &[Arc<dyn Scenario>],
+    args: &ReplayArgs,
+) -> Result<(Arc<dyn Scenario>, SeedRun), String> {
+    let selected = select(scenarios, std::slice::from_ref(&args.run.scenario))
+        .map_err(|error| error.to_string())?;
+    let scenario = Arc::clone(&selected[0]);
+    let only = args.only.as_deref().map(parse_only).transpose()?;
+    if let Some(ids) = &only {
+        // An id no injection of the full run has would silently allow nothing.
+        let full = run_one(scenario.as_ref(), args.run.seed, args.run.swarm, |c| c);
+        check_only_known(ids, &full, args.run.seed)?;
+    }
+    let edit = |mut config: umi_dst::SimConfig| {
+        config.trace_full = args.trace || args.check_determinism;
+        config.only_injections.clone_from(&only);
+        config
+    };
+    let mut run = run_one(scenario.as_ref(), args.run.seed, args.run.swarm, edit);
+    if args.check_determinism {
+        let again = run_one(scenario.as_ref(), args.run.seed, args.run.swarm, edit);
+        if let Some(found) = umi_dst::simulation::determinism::compare_runs(&run, &again) {
+            run.failure = Some((FailureClass::Nondeterminism, found.describe()));
+        }
+    }
+    Ok((scenario, run))
+}
+
+/// `--only 0:1,2:3` (empty parts ignored).
+fn parse_only(list: &str) -> Result<Vec<InjectionId>, String> {
+    list.split(',')
+        .filter(|part| !part.trim().is_empty())
+        .map(str::parse::<InjectionId>)
+        .collect::<Result<_, _>>()
+        .map_err(|error| format!("--only: {error}"))
+}
+
+/// Refuses an `--only` id that no injection of the full run has.
+fn check_only_known(ids: &[InjectionId], full: &SeedRun, seed: u64) -> Result<(), String> {
+    let known: BTreeSet<InjectionId> = full.injections.iter().map(|i| i.id).collect();
+    let Some(unknown) = ids.iter().find(|id| !known.contains(id)) else {
+        return Ok(());
+    };
+    let listed: Vec<String> = known.iter().map(ToString::to_string).collect();
+    Err(format!(
+        "--only: {unknown} is not an injection of seed {seed} (its injections: {})",
+        if listed.is_empty() {
+            "none".to_owned()
+        } else {
+            listed.join(",")
+        }
+    ))
+}
+
+/// `none`, or the items joined.
+fn list_or_none(items: &[String], separator: &str) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(separator)
+    }
+}
+
+/// What the run did: result, faults, injections, marks, and its trace.
+fn print_run(run: &SeedRun, scenario: &dyn Scenario, args: &ReplayArgs, program: &str) {
+    let seed = args.run.seed;
+    let swarm = if args.run.swarm { " in swarm mode" } else { "" };
+    println!(
+        "replay: {} seed {seed} (0x{seed:x}){swarm}",
+        scenario.name()
+    );
+    match &run.failure {
+        None => println!("result:   passed"),
+        Some((class, message)) => println!("result:   FAILED ({class}): {message}"),
+    }
+    println!("faults:   {}", list_or_none(&run.faults, "; "));
+    if !run.swarm.is_empty() {
+        let rules: Vec<String> = run.swarm.iter().map(ToString::to_string).collect();
+        println!("swarm:    {}", rules.join(" "));
+    }
+    println!("injected: {} fault(s)", run.injections.len());
+    for injection in &run.injections {
+        println!(
+            "  {:>10.3}s {} on {} ({})",
+            injection.at_us as f64 / 1e6,
+            injection.kind,
+            injection.operation,
+            injection.id
+        );
+    }
+    let marks: Vec<String> = run.marks.iter().map(|(m, n)| format!("{m}×{n}")).collect();
+    println!("marks:    {}", list_or_none(&marks, ", "));
+    println!(
+        "run:      {:.3}s simulated, {} steps, {} events, trace {}",
+        run.sim_elapsed.as_secs_f64(),
+        run.steps,
+        run.events,
+        run.trace_hash
+    );
+    let events = run.full_trace.as_ref().unwrap_or(&run.tail);
+    let which = if args.trace { "all " } else { "last " };
+    println!("trace ({which}{} events):", events.len());
+    for event in events {
+        println!("  {event}");
+    }
+    if run.failure.is_some() {
+        println!(
+            "minimize: {program} minimize --scenario {} --seed {seed}{}",
+            scenario.name(),
+            if args.run.swarm { " --swarm" } else { "" }
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_lists_parse_and_refuse_by_flag() {
+        assert_eq!(parse_only(""), Ok(vec![]));
+        assert_eq!(
+            parse_only("0:1, ,2:3"),
+            Ok(vec!["0:1".parse().unwrap(), "2:3".parse().unwrap()])
+        );
+        assert!(parse_only("0:1,x").unwrap_err().starts_with("--only: "));
+    }
+}
