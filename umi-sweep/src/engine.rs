@@ -85,14 +85,39 @@ pub fn run(
         swarm: options.swarm,
         check_determinism: options.check_determinism,
     });
-    let report = empty_report(options, &selected, total);
     let _quiet = QuietWorkers::install();
     let (sender, results) = mpsc::sync_channel(SWEEP_RESULTS_QUEUED_MAX);
+    start_workers(&shared, options, &sender);
+    let sweep = Running {
+        shared: &shared,
+        selected: &selected,
+        options,
+        sender: &sender,
+        started: Instant::now(),
+        total,
+    };
+    let progress = Progress::new(options.progress, total as u64);
+    let mut collector = Collector::new(
+        empty_report(options, &selected, total),
+        &selected,
+        options,
+        progress,
+    );
+    let stopped = sweep.collect(&mut collector, &results);
+    Ok(sweep.finish(collector, stopped))
+}
+
+/// One worker per job slot: a thread, or a thread driving a worker process.
+fn start_workers(
+    shared: &Arc<Shared>,
+    options: &SweepOptions,
+    sender: &mpsc::SyncSender<crate::worker::Outcome>,
+) {
     for slot in 0..options.jobs {
         match &options.isolation {
-            Isolation::Threads => spawn_worker(&shared, slot, sender.clone()),
+            Isolation::Threads => spawn_worker(shared, slot, sender.clone()),
             Isolation::Processes(processes) => spawn_driver(
-                &shared,
+                shared,
                 slot,
                 sender.clone(),
                 Arc::clone(processes),
@@ -100,63 +125,88 @@ pub fn run(
             ),
         }
     }
-    let started = Instant::now();
-    let progress = Progress::new(options.progress, total as u64);
-    let mut collector = Collector::new(report, &selected, options, progress);
-    if let Some(path) = &options.report_path {
-        collector.write(path, started); // a report exists from the start
-    }
-    let mut last_report = Instant::now();
-    // Runs that will produce an outcome: all of them, until a stop fixes the number.
-    let mut target = total;
-    let mut stopped = None;
-    while (collector.report.runs_done as usize) < target {
-        if stopped.is_none()
-            && let Some(reason) = stop_reason(options, started)
-        {
-            stopped = Some(reason);
-            target = shared.stop();
+}
+
+/// A sweep under way: what its main thread collects from, and for.
+struct Running<'a> {
+    shared: &'a Arc<Shared>,
+    selected: &'a [Arc<dyn Scenario>],
+    options: &'a SweepOptions,
+    /// The workers' queue (the watchdog hands it to replacement workers).
+    sender: &'a mpsc::SyncSender<crate::worker::Outcome>,
+    started: Instant,
+    /// Runs planned.
+    total: usize,
+}
+
+impl Running<'_> {
+    /// Takes outcomes until every run that will produce one has (all of them, until a
+    /// budget or a signal stops the sweep and fixes the number), watching for hangs and
+    /// rewriting the report every [`REPORT_EVERY`]. Returns why it stopped early, if it did.
+    fn collect(
+        &self,
+        collector: &mut Collector,
+        results: &mpsc::Receiver<crate::worker::Outcome>,
+    ) -> Option<StopReason> {
+        let (options, selected) = (self.options, self.selected);
+        if let Some(path) = &options.report_path {
+            collector.write(path, self.started); // a report exists from the start
         }
-        match results.recv_timeout(TICK) {
-            Ok(first) => {
-                // Everything already waiting, then the watchdog.
-                for outcome in
-                    std::iter::once(first).chain(results.try_iter().take(SWEEP_RESULTS_QUEUED_MAX))
-                {
-                    if !collector.hung.contains(&outcome.index) {
-                        collector.record(outcome, &shared, &selected, options);
+        let mut last_report = Instant::now();
+        let mut target = self.total;
+        let mut stopped = None;
+        while (collector.report.runs_done as usize) < target {
+            if stopped.is_none()
+                && let Some(reason) = stop_reason(options, self.started)
+            {
+                stopped = Some(reason);
+                target = self.shared.stop();
+            }
+            match results.recv_timeout(TICK) {
+                Ok(first) => {
+                    // Everything already waiting, then the watchdog.
+                    let waiting = results.try_iter().take(SWEEP_RESULTS_QUEUED_MAX);
+                    for outcome in std::iter::once(first).chain(waiting) {
+                        if !collector.hung.contains(&outcome.index) {
+                            collector.record(outcome, self.shared, selected, options);
+                        }
                     }
                 }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            retire_hung(self.shared, collector, selected, options, self.sender);
+            let done = collector.report.runs_done;
+            let failures = collector.failures;
+            collector
+                .progress
+                .update(done, self.total as u64, failures, self.started);
+            if let Some(path) = &options.report_path
+                && last_report.elapsed() >= REPORT_EVERY
+            {
+                last_report = Instant::now();
+                collector.write(path, self.started);
+            }
         }
-        retire_hung(&shared, &mut collector, &selected, options, &sender);
-        collector.progress.update(
-            collector.report.runs_done,
-            total as u64,
-            collector.failures,
-            started,
-        );
-        if let Some(path) = &options.report_path
-            && last_report.elapsed() >= REPORT_EVERY
+        stopped
+    }
+
+    /// The final report: complete or not, why it stopped, how to resume; written to
+    /// `--report`.
+    fn finish(&self, collector: Collector, stopped: Option<StopReason>) -> SweepReport {
+        let mut report = collector.finish(self.started);
+        report.completed = report.runs_done == self.total as u64;
+        if !report.completed {
+            report.stopped = stopped.map(StopReason::describe);
+            report.resume = resume_command(self.options, self.selected.len(), report.runs_done);
+        }
+        if let Some(path) = &self.options.report_path
+            && let Err(error) = write_report(path, &report)
         {
-            last_report = Instant::now();
-            collector.write(path, started);
+            report_write_failed(path, &error, self.options.progress);
         }
+        report
     }
-    let mut report = collector.finish(started);
-    report.completed = report.runs_done == total as u64;
-    if !report.completed {
-        report.stopped = stopped.map(StopReason::describe);
-        report.resume = resume_command(options, selected.len(), report.runs_done);
-    }
-    if let Some(path) = &options.report_path
-        && let Err(error) = write_report(path, &report)
-    {
-        report_write_failed(path, &error, options.progress);
-    }
-    Ok(report)
 }
 
 /// Options that cannot make a sweep.

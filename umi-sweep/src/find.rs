@@ -15,6 +15,7 @@ use umi_dst::corpus::{SeedMeaning, format_entry};
 use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
 use umi_dst::fault::FaultKind;
 use umi_dst::scenario::Scenario;
+use umi_dst::simulation::SeedRun;
 use umi_dst::simulation::settings::parse_seed;
 
 /// Seeds `dst find` tries at most.
@@ -59,49 +60,22 @@ pub(crate) fn run(
     args: &FindArgs,
     program: &str,
 ) -> ExitCode {
-    let selected = match select(scenarios, std::slice::from_ref(&args.scenario)) {
-        Ok(selected) => selected,
+    let mut search = match prepare(scenarios, args, program) {
+        Ok(prepared) => prepared,
         Err(error) => {
             eprintln!("error: {error}");
             return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
         }
     };
-    let wanted: Vec<FaultKind> = match args.faults.split(',').map(str::parse).collect() {
-        Ok(kinds) => kinds,
-        Err(error) => {
-            eprintln!("error: --faults: {error}");
-            return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
-        }
-    };
-    let mut watched = match WatchedRuns::start(program) {
-        Ok(watched) => watched,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
-        }
-    };
-    let scenario = selected[0].as_ref();
+    let scenario = search.scenario.as_ref();
     let end = args.seed_start.saturating_add(args.seeds - 1);
     for seed in args.seed_start..=end {
         let what = format!("seed {seed} of {} (dst find)", args.scenario);
-        let run = watched.run(&what, scenario, seed, args.swarm, None);
-        if !reaches_all(&wanted, &run.fault_stats) {
+        let run = search.watched.run(&what, scenario, seed, args.swarm, None);
+        if !reaches_all(&search.wanted, &run.fault_stats) {
             continue;
         }
-        let (meaning, comment) = match &run.failure {
-            Some((class, message)) => (
-                SeedMeaning::found(args.swarm, *class, Some(&run.fault_stats)),
-                format!("{class}: {}", message.lines().next().unwrap_or("")),
-            ),
-            None => (
-                SeedMeaning {
-                    swarm: args.swarm,
-                    faults: wanted.clone(),
-                    ..SeedMeaning::default()
-                },
-                format!("reaches {} (found by dst find)", args.faults),
-            ),
-        };
+        let (meaning, comment) = keep_as(&run, &search.wanted, args);
         println!(
             "seed {seed} injects {}; today it {}",
             args.faults,
@@ -124,6 +98,53 @@ pub(crate) fn run(
         if args.swarm { " in swarm mode" } else { "" }
     );
     process_exit_code(EXIT_CODE_ERROR)
+}
+
+/// What `dst find` searches with.
+struct Search {
+    scenario: std::sync::Arc<dyn Scenario>,
+    /// The fault kinds the seed must inject.
+    wanted: Vec<FaultKind>,
+    watched: WatchedRuns,
+}
+
+/// The scenario, the fault kinds wanted and the watchdog; the error names the flag.
+fn prepare(
+    scenarios: &[std::sync::Arc<dyn Scenario>],
+    args: &FindArgs,
+    program: &str,
+) -> Result<Search, String> {
+    let selected = select(scenarios, std::slice::from_ref(&args.scenario))
+        .map_err(|error| error.to_string())?;
+    let wanted = args
+        .faults
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<Vec<FaultKind>, _>>()
+        .map_err(|error| format!("--faults: {error}"))?;
+    Ok(Search {
+        scenario: std::sync::Arc::clone(&selected[0]),
+        wanted,
+        watched: WatchedRuns::start(program)?,
+    })
+}
+
+/// How the found seed is kept: as the failure it has, or as a seed reaching `wanted`.
+fn keep_as(run: &SeedRun, wanted: &[FaultKind], args: &FindArgs) -> (SeedMeaning, String) {
+    match &run.failure {
+        Some((class, message)) => (
+            SeedMeaning::found(args.swarm, *class, Some(&run.fault_stats)),
+            format!("{class}: {}", message.lines().next().unwrap_or("")),
+        ),
+        None => (
+            SeedMeaning {
+                swarm: args.swarm,
+                faults: wanted.to_vec(),
+                ..SeedMeaning::default()
+            },
+            format!("reaches {} (found by dst find)", args.faults),
+        ),
+    }
 }
 
 #[cfg(test)]

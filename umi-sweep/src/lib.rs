@@ -41,6 +41,7 @@ pub mod resume;
 #[cfg(feature = "serve")]
 pub mod serve_cli;
 mod signals;
+mod table;
 mod watched;
 mod wire;
 mod worker;

@@ -69,39 +69,7 @@ pub fn check_shards(reports: &[SweepReport]) -> Result<ShardCoverage, MergeError
         });
     };
     for (position, report) in reports.iter().enumerate().skip(1) {
-        let differs = |field: &'static str, a: String, b: String| {
-            (a != b).then(|| MergeError::DifferentSweeps {
-                first: 1,
-                other: position + 1,
-                field,
-                first_value: a,
-                other_value: b,
-            })
-        };
-        let scenarios = |r: &SweepReport| {
-            r.scenarios
-                .iter()
-                .map(|s| s.name.clone())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        let checks = [
-            differs(
-                "commit",
-                format!("{:?}", first.commit),
-                format!("{:?}", report.commit),
-            ),
-            differs(
-                "seed range",
-                format!("{}+{}", first.seed_start, first.seeds),
-                format!("{}+{}", report.seed_start, report.seeds),
-            ),
-            differs("mode", mode(first).to_owned(), mode(report).to_owned()),
-            differs("scenario list", scenarios(first), scenarios(report)),
-        ];
-        if let Some(error) = checks.into_iter().flatten().next() {
-            return Err(error);
-        }
+        same_sweep(first, report, position)?;
     }
     if reports.len() == 1 && first.shards.is_empty() {
         return Ok(ShardCoverage {
@@ -112,26 +80,7 @@ pub fn check_shards(reports: &[SweepReport]) -> Result<ShardCoverage, MergeError
     let mut count = None;
     let mut seen: Vec<(u64, usize)> = Vec::new();
     for (position, report) in reports.iter().enumerate() {
-        let [shard] = report.shards.as_slice() else {
-            return Err(MergeError::NotAShard {
-                report: position + 1,
-                what: if report.shards.is_empty() {
-                    "a whole sweep".to_owned()
-                } else {
-                    format!("already a merge of {}", report.shards.join(" "))
-                },
-            });
-        };
-        let parsed = shard
-            .split_once('/')
-            .and_then(|(i, n)| Some((i.parse::<u64>().ok()?, n.parse::<u64>().ok()?)))
-            .filter(|(i, n)| (1..=*n).contains(i));
-        let Some((index, of)) = parsed else {
-            return Err(MergeError::NotAShard {
-                report: position + 1,
-                what: format!("labelled shard {shard:?}"),
-            });
-        };
+        let (index, of) = shard_label(report, position)?;
         if *count.get_or_insert(of) != of {
             return Err(MergeError::DifferentSweeps {
                 first: 1,
@@ -143,7 +92,7 @@ pub fn check_shards(reports: &[SweepReport]) -> Result<ShardCoverage, MergeError
         }
         if let Some((_, earlier)) = seen.iter().find(|(i, _)| *i == index) {
             return Err(MergeError::Duplicate {
-                shard: shard.clone(),
+                shard: format!("{index}/{of}"),
                 first: earlier + 1,
                 other: position + 1,
             });
@@ -157,6 +106,72 @@ pub fn check_shards(reports: &[SweepReport]) -> Result<ShardCoverage, MergeError
         .map(|i| format!("{i}/{count}"))
         .collect();
     Ok(ShardCoverage { count, missing })
+}
+
+/// Refuses `report` (at `position`, 0-based) when it is of another sweep than `first`:
+/// another commit, seed range, mode or scenario list.
+fn same_sweep(
+    first: &SweepReport,
+    report: &SweepReport,
+    position: usize,
+) -> Result<(), MergeError> {
+    let differs = |field: &'static str, a: String, b: String| {
+        (a != b).then(|| MergeError::DifferentSweeps {
+            first: 1,
+            other: position + 1,
+            field,
+            first_value: a,
+            other_value: b,
+        })
+    };
+    let scenarios = |r: &SweepReport| {
+        r.scenarios
+            .iter()
+            .map(|s| s.name.clone())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let checks = [
+        differs(
+            "commit",
+            format!("{:?}", first.commit),
+            format!("{:?}", report.commit),
+        ),
+        differs(
+            "seed range",
+            format!("{}+{}", first.seed_start, first.seeds),
+            format!("{}+{}", report.seed_start, report.seeds),
+        ),
+        differs("mode", mode(first).to_owned(), mode(report).to_owned()),
+        differs("scenario list", scenarios(first), scenarios(report)),
+    ];
+    match checks.into_iter().flatten().next() {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// The shard `i/n` a report (at `position`, 0-based) says it is; a whole sweep, a merge,
+/// or a label that is not `i/n` with `1 <= i <= n` is refused.
+fn shard_label(report: &SweepReport, position: usize) -> Result<(u64, u64), MergeError> {
+    let [shard] = report.shards.as_slice() else {
+        return Err(MergeError::NotAShard {
+            report: position + 1,
+            what: if report.shards.is_empty() {
+                "a whole sweep".to_owned()
+            } else {
+                format!("already a merge of {}", report.shards.join(" "))
+            },
+        });
+    };
+    shard
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.parse::<u64>().ok()?, n.parse::<u64>().ok()?)))
+        .filter(|(i, n)| (1..=*n).contains(i))
+        .ok_or_else(|| MergeError::NotAShard {
+            report: position + 1,
+            what: format!("labelled shard {shard:?}"),
+        })
 }
 
 fn mode(report: &SweepReport) -> &'static str {

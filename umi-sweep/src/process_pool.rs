@@ -231,29 +231,7 @@ fn drive(
                 // The watchdog clears a hung run's slot (and kills its worker) under
                 // this lock: a cleared slot means the watchdog has reported the run.
                 let hung = !take_slot(shared, slot, index);
-                match reply {
-                    Ok(_) if hung => {
-                        retire(&mut worker, shared, slot);
-                        None
-                    }
-                    Ok(ReplyEnd::Finished(summary)) => Some(
-                        summary
-                            .into_run()
-                            .map_or_else(RunEnd::Died, |run| RunEnd::Finished(Box::new(run))),
-                    ),
-                    Ok(ReplyEnd::Panicked(message)) => Some(RunEnd::Panicked(message)),
-                    Err(said) => {
-                        let (death, tail) = retire(&mut worker, shared, slot);
-                        (!hung).then(|| {
-                            let mut message =
-                                describe_death(death, &tail, processes.memory_max_text.as_deref());
-                            if let Some(said) = said {
-                                message = format!("{said}; {message}");
-                            }
-                            RunEnd::Died(message)
-                        })
-                    }
-                }
+                settle(reply, hung, &mut worker, shared, slot, processes)
             }
         };
         if let Some(run) = end {
@@ -270,6 +248,40 @@ fn drive(
     }
     if worker.is_some() {
         retire(&mut worker, shared, slot);
+    }
+}
+
+/// How a run the worker replied to (or died in) ended; `None` when the watchdog has
+/// already reported it as hung. A worker that died or whose run hung is retired.
+fn settle(
+    reply: Result<ReplyEnd, Option<String>>,
+    hung: bool,
+    worker: &mut Option<Worker>,
+    shared: &Shared,
+    slot: usize,
+    processes: &WorkerProcesses,
+) -> Option<RunEnd> {
+    match reply {
+        Ok(_) if hung => {
+            retire(worker, shared, slot);
+            None
+        }
+        Ok(ReplyEnd::Finished(summary)) => Some(
+            summary
+                .into_run()
+                .map_or_else(RunEnd::Died, |run| RunEnd::Finished(Box::new(run))),
+        ),
+        Ok(ReplyEnd::Panicked(message)) => Some(RunEnd::Panicked(message)),
+        Err(said) => {
+            let (death, tail) = retire(worker, shared, slot);
+            (!hung).then(|| {
+                let message = describe_death(death, &tail, processes.memory_max_text.as_deref());
+                RunEnd::Died(match said {
+                    Some(said) => format!("{said}; {message}"),
+                    None => message,
+                })
+            })
+        }
     }
 }
 

@@ -8,18 +8,16 @@
 //! table groups failures by message (`groups.rs`) with counts over all of them.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::groups::{FailureGroup, add_group, by_size};
+use crate::groups::{FailureGroup, add_group};
+pub(crate) use crate::table::first_line;
+pub use crate::table::{human_ms, human_us, truncation_note};
 use umi_dst::simulation::report::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
 
 /// Failures listed per scenario in a report (the counts and groups cover all of them).
 pub const REPORT_FAILURES_KEPT_MAX: usize = 200;
-
-/// Failure groups the table shows per scenario (the JSON report has them all).
-const TABLE_GROUPS_SHOWN_MAX: usize = 8;
 
 /// One failing seed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,6 +90,52 @@ pub struct ScenarioReport {
 }
 
 impl ScenarioReport {
+    /// A report of the same scenario with nothing counted yet (what merging starts from).
+    fn empty_like(&self) -> ScenarioReport {
+        ScenarioReport {
+            name: self.name.clone(),
+            goal: self.goal.clone(),
+            canary: self.canary,
+            marks_required: self.marks_required.clone(),
+            rules: self.rules.clone(),
+            rule_reach: vec![0; self.rule_reach.len()],
+            ..ScenarioReport::default()
+        }
+    }
+
+    /// Adds another shard's report of this scenario: counts summed, failures and groups
+    /// joined (a group past the limit counts as ungrouped). The digest is the caller's.
+    fn absorb(&mut self, other: &ScenarioReport) {
+        for (total, n) in self.rule_reach.iter_mut().zip(&other.rule_reach) {
+            *total += n;
+        }
+        self.seeds_run += other.seeds_run;
+        self.seeds_failed += other.seeds_failed;
+        for (class, n) in &other.failures_by_class {
+            *self.failures_by_class.entry(class.clone()).or_insert(0) += n;
+        }
+        self.failures.extend(other.failures.iter().cloned());
+        self.failures_ungrouped += other.failures_ungrouped;
+        for group in &other.failure_groups {
+            if !add_group(&mut self.failure_groups, group) {
+                self.failures_ungrouped += group.count;
+            }
+        }
+        if self.seeds_file.is_none() {
+            self.seeds_file.clone_from(&other.seeds_file);
+        }
+        for (kind, n) in &other.faults_injected {
+            *self.faults_injected.entry(kind.clone()).or_insert(0) += n;
+        }
+        for (mark, n) in &other.marks_hit {
+            *self.marks_hit.entry(mark.clone()).or_insert(0) += n;
+        }
+        self.sim_time_ms += other.sim_time_ms;
+        self.wall_us += other.wall_us;
+        self.trace_hashes
+            .extend(other.trace_hashes.iter().map(|(k, v)| (*k, v.clone())));
+    }
+
     /// Marks required but not hit.
     pub fn marks_missing(&self) -> Vec<String> {
         self.marks_required
@@ -235,6 +279,22 @@ impl SweepReport {
         0
     }
 
+    /// Adds another shard's run-level fields: counts summed, the longest wall time and
+    /// the most jobs kept, completeness and-ed, modes or-ed.
+    fn absorb_run(&mut self, report: &SweepReport) {
+        self.commit = self.commit.take().or_else(|| report.commit.clone());
+        self.seed_start = report.seed_start;
+        self.seeds = self.seeds.max(report.seeds);
+        self.shards.extend(report.shards.iter().cloned());
+        self.swarm |= report.swarm;
+        self.check_determinism |= report.check_determinism;
+        self.jobs = self.jobs.max(report.jobs);
+        self.runs_planned += report.runs_planned;
+        self.runs_done += report.runs_done;
+        self.completed &= report.completed;
+        self.wall_ms = self.wall_ms.max(report.wall_ms);
+    }
+
     /// Combines shard reports of the same sweep (scenarios in the order they first
     /// appear).
     pub fn merge(reports: &[SweepReport]) -> SweepReport {
@@ -246,62 +306,15 @@ impl SweepReport {
         let mut by_name: BTreeMap<String, ScenarioReport> = BTreeMap::new();
         let mut digests: BTreeMap<String, [u8; 32]> = BTreeMap::new();
         for report in reports {
-            out.commit = out.commit.or_else(|| report.commit.clone());
-            out.seed_start = report.seed_start;
-            out.seeds = out.seeds.max(report.seeds);
-            out.shards.extend(report.shards.iter().cloned());
-            out.swarm |= report.swarm;
-            out.check_determinism |= report.check_determinism;
-            out.jobs = out.jobs.max(report.jobs);
-            out.runs_planned += report.runs_planned;
-            out.runs_done += report.runs_done;
-            out.completed &= report.completed;
-            out.wall_ms = out.wall_ms.max(report.wall_ms);
+            out.absorb_run(report);
             for scenario in &report.scenarios {
                 if !order.contains(&scenario.name) {
                     order.push(scenario.name.clone());
                 }
-                let merged =
-                    by_name
-                        .entry(scenario.name.clone())
-                        .or_insert_with(|| ScenarioReport {
-                            name: scenario.name.clone(),
-                            goal: scenario.goal.clone(),
-                            canary: scenario.canary,
-                            marks_required: scenario.marks_required.clone(),
-                            rules: scenario.rules.clone(),
-                            rule_reach: vec![0; scenario.rule_reach.len()],
-                            ..ScenarioReport::default()
-                        });
-                for (total, n) in merged.rule_reach.iter_mut().zip(&scenario.rule_reach) {
-                    *total += n;
-                }
-                merged.seeds_run += scenario.seeds_run;
-                merged.seeds_failed += scenario.seeds_failed;
-                for (class, n) in &scenario.failures_by_class {
-                    *merged.failures_by_class.entry(class.clone()).or_insert(0) += n;
-                }
-                merged.failures.extend(scenario.failures.iter().cloned());
-                merged.failures_ungrouped += scenario.failures_ungrouped;
-                for group in &scenario.failure_groups {
-                    if !add_group(&mut merged.failure_groups, group) {
-                        merged.failures_ungrouped += group.count;
-                    }
-                }
-                if merged.seeds_file.is_none() {
-                    merged.seeds_file.clone_from(&scenario.seeds_file);
-                }
-                for (kind, n) in &scenario.faults_injected {
-                    *merged.faults_injected.entry(kind.clone()).or_insert(0) += n;
-                }
-                for (mark, n) in &scenario.marks_hit {
-                    *merged.marks_hit.entry(mark.clone()).or_insert(0) += n;
-                }
-                merged.sim_time_ms += scenario.sim_time_ms;
-                merged.wall_us += scenario.wall_us;
-                merged
-                    .trace_hashes
-                    .extend(scenario.trace_hashes.iter().map(|(k, v)| (*k, v.clone())));
+                by_name
+                    .entry(scenario.name.clone())
+                    .or_insert_with(|| scenario.empty_like())
+                    .absorb(scenario);
                 let digest = digests.entry(scenario.name.clone()).or_insert([0; 32]);
                 for (byte, other) in digest.iter_mut().zip(parse_digest(&scenario.trace_digest)) {
                     *byte ^= other;
@@ -321,201 +334,6 @@ impl SweepReport {
             out.scenarios.push(scenario);
         }
         out
-    }
-
-    /// A table for people.
-    pub fn table(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "{:<28} {:>7} {:>7} {:<24} {:>8} {:>7} {:>12} {:>9} {:>9} {:>10}",
-            "scenario",
-            "seeds",
-            "failed",
-            "classes",
-            "faults",
-            "marks",
-            "sim time",
-            "wall",
-            "seeds/s",
-            "sim:wall"
-        );
-        for s in &self.scenarios {
-            let classes = if s.failures_by_class.is_empty() {
-                "-".to_owned()
-            } else {
-                s.failures_by_class
-                    .iter()
-                    .map(|(c, n)| format!("{c}:{n}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            let marks = format!(
-                "{}/{}",
-                s.marks_required.len() - s.marks_missing().len(),
-                s.marks_required.len()
-            );
-            let name = if s.canary {
-                format!("{} (canary)", s.name)
-            } else {
-                s.name.clone()
-            };
-            let _ = writeln!(
-                out,
-                "{:<28} {:>7} {:>7} {:<24} {:>8} {:>7} {:>12} {:>9} {:>9.0} {:>9.0}x",
-                name,
-                s.seeds_run,
-                s.seeds_failed,
-                classes,
-                s.faults_injected.values().sum::<u64>(),
-                marks,
-                human_ms(s.sim_time_ms),
-                human_us(s.wall_us),
-                s.seeds_per_second(),
-                s.sim_to_wall()
-            );
-        }
-        let _ = writeln!(
-            out,
-            "commit {} · seeds {}..={}{} · {}{} · jobs {} · {} of {} runs{} · {}",
-            self.commit.as_deref().unwrap_or("unknown"),
-            self.seed_start,
-            self.seed_start.saturating_add(self.seeds.saturating_sub(1)),
-            if self.shards.is_empty() {
-                String::new()
-            } else {
-                format!(" · shard {}", self.shards.join(","))
-            },
-            if self.swarm {
-                "swarm"
-            } else {
-                "default faults"
-            },
-            if self.check_determinism {
-                " · determinism checked"
-            } else {
-                ""
-            },
-            self.jobs,
-            self.runs_done,
-            self.runs_planned,
-            if self.completed { "" } else { " (incomplete)" },
-            human_ms(self.wall_ms)
-        );
-        if let Some(reason) = &self.stopped {
-            let _ = writeln!(out, "stopped early: {reason}");
-        }
-        for s in &self.scenarios {
-            if s.canary {
-                if let Some(f) = s.failures.first() {
-                    let _ = writeln!(
-                        out,
-                        "  {}: planted bug found in {} of {} seeds (first: seed {}; replay: {})",
-                        s.name, s.seeds_failed, s.seeds_run, f.seed, f.replay
-                    );
-                }
-                continue;
-            }
-            table_failures(&mut out, s);
-            let missing = s.marks_missing();
-            if !missing.is_empty() && s.seeds_run > 0 {
-                let _ = writeln!(out, "  {}: marks not hit: {}", s.name, missing.join(", "));
-            }
-            for rule in s.rules_unreached() {
-                let _ = writeln!(
-                    out,
-                    "  warning: {}: {rule} reached no operation in {} seeds, so it never fired",
-                    s.name, s.seeds_run
-                );
-            }
-        }
-        for name in self.canaries_missed() {
-            let _ = writeln!(
-                out,
-                "  CANARY NOT FOUND: {name} ran {} seeds without finding its planted bug",
-                self.scenarios
-                    .iter()
-                    .find(|s| s.name == name)
-                    .map_or(0, |s| s.seeds_run)
-            );
-        }
-        out
-    }
-}
-
-pub(crate) fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or("")
-}
-
-/// A scenario's failures in the table: its groups, largest first, with counts, the
-/// smallest seeds and a replay command; and where the full list is when the report
-/// lists only some.
-fn table_failures(out: &mut String, s: &ScenarioReport) {
-    let groups = by_size(&s.failure_groups);
-    for group in groups.iter().take(TABLE_GROUPS_SHOWN_MAX) {
-        let seeds: Vec<String> = group.seeds.iter().map(ToString::to_string).collect();
-        let more = if group.count > group.seeds.len() as u64 {
-            ", ..."
-        } else {
-            ""
-        };
-        let _ = writeln!(
-            out,
-            "  {}: {} x {} {}\n    seeds {}{more}; replay: {}",
-            s.name,
-            group.count,
-            group.class,
-            group.example,
-            seeds.join(", "),
-            group.replay
-        );
-    }
-    if groups.len() > TABLE_GROUPS_SHOWN_MAX || s.failures_ungrouped > 0 {
-        let _ = writeln!(
-            out,
-            "  {}: {} more group(s) and {} failure(s) past the group limit (the JSON report lists the groups)",
-            s.name,
-            groups.len().saturating_sub(TABLE_GROUPS_SHOWN_MAX),
-            s.failures_ungrouped
-        );
-    }
-    if s.failures_truncated > 0 {
-        let _ = writeln!(out, "  {}: {}", s.name, truncation_note(s));
-    }
-}
-
-/// What a report says when it lists only some failures: how many are missing and where
-/// the full list is.
-pub fn truncation_note(s: &ScenarioReport) -> String {
-    let whereabouts = match &s.seeds_file {
-        Some(file) => format!("every failing seed is in {file}"),
-        None => "recording was off, so no file lists them all (sweep again with recording on)"
-            .to_owned(),
-    };
-    format!(
-        "the report lists {} of {} failures (the smallest seeds; {} truncated); {whereabouts}",
-        s.failures.len(),
-        s.seeds_failed,
-        s.failures_truncated
-    )
-}
-
-/// `0.42 ms`, then as [`human_ms`].
-pub fn human_us(us: u64) -> String {
-    if us < 1_000 {
-        format!("{:.2} ms", us as f64 / 1000.0)
-    } else {
-        human_ms(us / 1000)
-    }
-}
-
-/// `1.2 s`, `3m 4s`, `2h 13m`.
-pub fn human_ms(ms: u64) -> String {
-    match ms {
-        0..=999 => format!("{ms} ms"),
-        1_000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
-        60_000..=3_599_999 => format!("{}m {}s", ms / 60_000, (ms % 60_000) / 1000),
-        _ => format!("{}h {}m", ms / 3_600_000, (ms % 3_600_000) / 60_000),
     }
 }
 

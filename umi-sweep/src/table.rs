@@ -1,0 +1,225 @@
+//! The sweep report as a table for people: a row per scenario, a line of what ran, then
+//! each scenario's failures grouped by message, marks not hit, rules that never fired,
+//! and canaries not found.
+
+use std::fmt::Write as _;
+
+use crate::groups::by_size;
+use crate::report::{ScenarioReport, SweepReport};
+
+/// Failure groups the table shows per scenario (the JSON report has them all).
+const TABLE_GROUPS_SHOWN_MAX: usize = 8;
+
+impl SweepReport {
+    /// A table for people.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        self.table_rows(&mut out);
+        self.table_summary(&mut out);
+        for s in &self.scenarios {
+            table_notes(&mut out, s);
+        }
+        for name in self.canaries_missed() {
+            let _ = writeln!(
+                out,
+                "  CANARY NOT FOUND: {name} ran {} seeds without finding its planted bug",
+                self.scenarios
+                    .iter()
+                    .find(|s| s.name == name)
+                    .map_or(0, |s| s.seeds_run)
+            );
+        }
+        out
+    }
+
+    /// The header and a row per scenario.
+    fn table_rows(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "{:<28} {:>7} {:>7} {:<24} {:>8} {:>7} {:>12} {:>9} {:>9} {:>10}",
+            "scenario",
+            "seeds",
+            "failed",
+            "classes",
+            "faults",
+            "marks",
+            "sim time",
+            "wall",
+            "seeds/s",
+            "sim:wall"
+        );
+        for s in &self.scenarios {
+            let classes = if s.failures_by_class.is_empty() {
+                "-".to_owned()
+            } else {
+                let counts: Vec<String> = s
+                    .failures_by_class
+                    .iter()
+                    .map(|(c, n)| format!("{c}:{n}"))
+                    .collect();
+                counts.join(",")
+            };
+            let marks = format!(
+                "{}/{}",
+                s.marks_required.len() - s.marks_missing().len(),
+                s.marks_required.len()
+            );
+            let name = if s.canary {
+                format!("{} (canary)", s.name)
+            } else {
+                s.name.clone()
+            };
+            let _ = writeln!(
+                out,
+                "{:<28} {:>7} {:>7} {:<24} {:>8} {:>7} {:>12} {:>9} {:>9.0} {:>9.0}x",
+                name,
+                s.seeds_run,
+                s.seeds_failed,
+                classes,
+                s.faults_injected.values().sum::<u64>(),
+                marks,
+                human_ms(s.sim_time_ms),
+                human_us(s.wall_us),
+                s.seeds_per_second(),
+                s.sim_to_wall()
+            );
+        }
+    }
+
+    /// What ran: commit, seeds, shard, mode, jobs, runs done, wall time; why it stopped.
+    fn table_summary(&self, out: &mut String) {
+        let shards = if self.shards.is_empty() {
+            String::new()
+        } else {
+            format!(" · shard {}", self.shards.join(","))
+        };
+        let _ = writeln!(
+            out,
+            "commit {} · seeds {}..={}{shards} · {}{} · jobs {} · {} of {} runs{} · {}",
+            self.commit.as_deref().unwrap_or("unknown"),
+            self.seed_start,
+            self.seed_start.saturating_add(self.seeds.saturating_sub(1)),
+            if self.swarm {
+                "swarm"
+            } else {
+                "default faults"
+            },
+            if self.check_determinism {
+                " · determinism checked"
+            } else {
+                ""
+            },
+            self.jobs,
+            self.runs_done,
+            self.runs_planned,
+            if self.completed { "" } else { " (incomplete)" },
+            human_ms(self.wall_ms)
+        );
+        if let Some(reason) = &self.stopped {
+            let _ = writeln!(out, "stopped early: {reason}");
+        }
+    }
+}
+
+/// Below the rows, for one scenario: a canary's find, or the failure groups, the marks
+/// not hit and the fault rules that never fired.
+fn table_notes(out: &mut String, s: &ScenarioReport) {
+    if s.canary {
+        if let Some(f) = s.failures.first() {
+            let _ = writeln!(
+                out,
+                "  {}: planted bug found in {} of {} seeds (first: seed {}; replay: {})",
+                s.name, s.seeds_failed, s.seeds_run, f.seed, f.replay
+            );
+        }
+        return;
+    }
+    table_failures(out, s);
+    let missing = s.marks_missing();
+    if !missing.is_empty() && s.seeds_run > 0 {
+        let _ = writeln!(out, "  {}: marks not hit: {}", s.name, missing.join(", "));
+    }
+    for rule in s.rules_unreached() {
+        let _ = writeln!(
+            out,
+            "  warning: {}: {rule} reached no operation in {} seeds, so it never fired",
+            s.name, s.seeds_run
+        );
+    }
+}
+
+pub(crate) fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+/// A scenario's failures in the table: its groups, largest first, with counts, the
+/// smallest seeds and a replay command; and where the full list is when the report
+/// lists only some.
+fn table_failures(out: &mut String, s: &ScenarioReport) {
+    let groups = by_size(&s.failure_groups);
+    for group in groups.iter().take(TABLE_GROUPS_SHOWN_MAX) {
+        let seeds: Vec<String> = group.seeds.iter().map(ToString::to_string).collect();
+        let more = if group.count > group.seeds.len() as u64 {
+            ", ..."
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "  {}: {} x {} {}\n    seeds {}{more}; replay: {}",
+            s.name,
+            group.count,
+            group.class,
+            group.example,
+            seeds.join(", "),
+            group.replay
+        );
+    }
+    if groups.len() > TABLE_GROUPS_SHOWN_MAX || s.failures_ungrouped > 0 {
+        let _ = writeln!(
+            out,
+            "  {}: {} more group(s) and {} failure(s) past the group limit (the JSON report lists the groups)",
+            s.name,
+            groups.len().saturating_sub(TABLE_GROUPS_SHOWN_MAX),
+            s.failures_ungrouped
+        );
+    }
+    if s.failures_truncated > 0 {
+        let _ = writeln!(out, "  {}: {}", s.name, truncation_note(s));
+    }
+}
+
+/// What a report says when it lists only some failures: how many are missing and where
+/// the full list is.
+pub fn truncation_note(s: &ScenarioReport) -> String {
+    let whereabouts = match &s.seeds_file {
+        Some(file) => format!("every failing seed is in {file}"),
+        None => "recording was off, so no file lists them all (sweep again with recording on)"
+            .to_owned(),
+    };
+    format!(
+        "the report lists {} of {} failures (the smallest seeds; {} truncated); {whereabouts}",
+        s.failures.len(),
+        s.seeds_failed,
+        s.failures_truncated
+    )
+}
+
+/// `0.42 ms`, then as [`human_ms`].
+pub fn human_us(us: u64) -> String {
+    if us < 1_000 {
+        format!("{:.2} ms", us as f64 / 1000.0)
+    } else {
+        human_ms(us / 1000)
+    }
+}
+
+/// `1.2 s`, `3m 4s`, `2h 13m`.
+pub fn human_ms(ms: u64) -> String {
+    match ms {
+        0..=999 => format!("{ms} ms"),
+        1_000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
+        60_000..=3_599_999 => format!("{}m {}s", ms / 60_000, (ms % 60_000) / 1000),
+        _ => format!("{}h {}m", ms / 3_600_000, (ms % 3_600_000) / 60_000),
+    }
+}
