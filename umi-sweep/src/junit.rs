@@ -95,7 +95,7 @@ fn suite(s: &ScenarioReport) -> TestSuite {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::{FailureEntry, REPORT_FAILURES_KEPT_MAX, ScenarioReport};
+    use crate::report::{REPORT_FAILURES_KEPT_MAX, ScenarioReport, correctness_failures};
 
     use super::*;
 
@@ -107,14 +107,7 @@ mod tests {
                 seeds_failed: failed,
                 failures_truncated: failed - listed,
                 seeds_file: Some("seeds/s.seeds".into()),
-                failures: (0..listed)
-                    .map(|seed| FailureEntry {
-                        seed,
-                        class: "correctness".into(),
-                        message: "x <y>".into(),
-                        replay: "dst replay".into(),
-                    })
-                    .collect(),
+                failures: correctness_failures(listed),
                 ..ScenarioReport::default()
             }],
             ..SweepReport::default()

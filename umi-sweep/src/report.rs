@@ -337,6 +337,20 @@ impl SweepReport {
     }
 }
 
+/// `count` correctness failures of seeds 0, 1, ... with a message that needs escaping
+/// (for the tests of the report and its exports).
+#[cfg(test)]
+pub(crate) fn correctness_failures(count: u64) -> Vec<FailureEntry> {
+    (0..count)
+        .map(|seed| FailureEntry {
+            seed,
+            class: "correctness".into(),
+            message: "x <y>".into(),
+            replay: "dst replay".into(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -354,14 +368,7 @@ mod tests {
             } else {
                 BTreeMap::new()
             },
-            failures: (0..failed)
-                .map(|seed| FailureEntry {
-                    seed,
-                    class: "correctness".into(),
-                    message: "x <y>".into(),
-                    replay: "dst replay".into(),
-                })
-                .collect(),
+            failures: correctness_failures(failed),
             trace_digest: digest_hex(&digest),
             ..ScenarioReport::default()
         }
