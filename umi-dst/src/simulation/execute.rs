@@ -24,7 +24,7 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::time::FormatTime;
 
 use super::report::FailureClass;
-use super::settings::LogLevel;
+use super::settings::LogFilter;
 use crate::clock::SimClock;
 use crate::config::SimConfig;
 use crate::environment::SimEnvironment;
@@ -76,7 +76,7 @@ impl SeedRun {
 }
 
 /// Runs `body` for `config.seed`. `config` must already be valid.
-pub(crate) fn run_seed<F, Fut, E>(config: &SimConfig, body: &F, log: LogLevel) -> SeedRun
+pub(crate) fn run_seed<F, Fut, E>(config: &SimConfig, body: &F, log: &LogFilter) -> SeedRun
 where
     F: Fn(SimEnvironment) -> Fut,
     Fut: Future<Output = Result<(), E>>,
@@ -223,12 +223,12 @@ impl FormatTime for SimTimer {
     }
 }
 
-fn log_subscriber(log: LogLevel, clock: SimClock, seed: u64) -> tracing::Dispatch {
-    match log.0 {
+fn log_subscriber(log: &LogFilter, clock: SimClock, seed: u64) -> tracing::Dispatch {
+    match log.env_filter() {
         None => tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()),
-        Some(level) => tracing::Dispatch::new(
+        Some(filter) => tracing::Dispatch::new(
             tracing_subscriber::fmt()
-                .with_max_level(level)
+                .with_env_filter(filter)
                 .with_timer(SimTimer { clock, seed })
                 .with_ansi(false)
                 .with_test_writer()

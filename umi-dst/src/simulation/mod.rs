@@ -38,7 +38,7 @@ use serde::Serialize;
 
 pub use execute::{SeedRun, panic_message};
 use report::{Divergence, FailureClass, FailureReport, ReplayTarget};
-use settings::{LogLevel, Settings, SettingsError};
+use settings::{LogFilter, Settings, SettingsError};
 
 use crate::config::{SimConfig, SimConfigError};
 use crate::corpus::{CorpusEntry, CorpusError, SeedCorpus};
@@ -398,7 +398,7 @@ impl Simulation {
                 || kept
                     .is_some_and(|(_, e)| e.meaning.expect == Some(FailureClass::Nondeterminism));
             config.trace_full |= check_determinism || self.settings.print_trace;
-            let first = execute::run_seed(&config, &body, self.settings.log);
+            let first = execute::run_seed(&config, &body, &self.settings.log);
             if let Some((class, message)) = &first.failure {
                 return Err(RunError::Failed(self.report(
                     &first,
@@ -408,7 +408,7 @@ impl Simulation {
                 )));
             }
             if check_determinism {
-                let second = execute::run_seed(&config, &body, self.settings.log);
+                let second = execute::run_seed(&config, &body, &self.settings.log);
                 if let Some(report) = self.compare(&first, &second) {
                     return Err(RunError::Failed(report));
                 }
@@ -490,7 +490,7 @@ impl Simulation {
         Fut: Future<Output = Result<(), E>>,
         E: fmt::Display,
     {
-        execute::run_seed(&self.config_for(seed), body, LogLevel(None))
+        execute::run_seed(&self.config_for(seed), body, &LogFilter(None))
     }
 
     /// The report for a failed run.

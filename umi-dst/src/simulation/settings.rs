@@ -26,9 +26,38 @@ pub struct SettingsError {
 
 pub use crate::seed_text::parse_seed;
 
-/// The `tracing` level inside simulations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LogLevel(pub Option<tracing::Level>);
+/// What `tracing` prints inside simulations: `None` for nothing, else an `EnvFilter`
+/// directive string (`warn`, `debug`, `umi_core::llm::router=trace,warn`), checked when
+/// read so a run never meets a bad one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogFilter(pub Option<String>);
+
+impl LogFilter {
+    /// `off` or `none`: nothing; anything else must parse as `EnvFilter` directives.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("off") || text.eq_ignore_ascii_case("none") {
+            return Ok(Self(None));
+        }
+        tracing_subscriber::EnvFilter::builder()
+            .parse(text)
+            .map(|_| Self(Some(text.to_owned())))
+            .map_err(|error| {
+                format!(
+                    "{error} (expected off, a level such as warn or debug, or tracing directives \
+                     such as umi_core::llm::router=debug,warn)"
+                )
+            })
+    }
+
+    /// The filter to install, `None` for no output.
+    pub fn env_filter(&self) -> Option<tracing_subscriber::EnvFilter> {
+        let directives = self.0.as_deref()?;
+        tracing_subscriber::EnvFilter::builder()
+            .parse(directives)
+            .ok()
+    }
+}
 
 /// Everything `DST_*` can set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,8 +74,9 @@ pub struct Settings {
     pub seed_range_from_env: bool,
     /// `DST_CHECK_DETERMINISM=1`: run each seed twice and compare traces.
     pub check_determinism: bool,
-    /// `DST_LOG`: `off`, `error`, `warn` (default), `info`, `debug` or `trace`.
-    pub log: LogLevel,
+    /// `DST_LOG`: `off`, a level (`warn`, the default; `debug`), or `tracing` directives
+    /// (`umi_core::llm::router=debug,warn`), as tracing-subscriber's `EnvFilter` reads them.
+    pub log: LogFilter,
     /// `DST_TRACE=1`: print each seed's whole trace.
     pub print_trace: bool,
     /// `DST_PRINT_HASH=1`: print each seed's trace hash (for cross-machine comparisons).
@@ -64,7 +94,7 @@ impl Default for Settings {
             seed_count: DEFAULT_SEED_COUNT,
             seed_range_from_env: false,
             check_determinism: false,
-            log: LogLevel(Some(tracing::Level::WARN)),
+            log: LogFilter(Some("warn".to_owned())),
             print_trace: false,
             print_hash: false,
             seed_timeout: SEED_WALL_TIMEOUT_DEFAULT,
@@ -127,21 +157,8 @@ impl Settings {
                 .map_err(|reason| invalid(SEED_TIMEOUT_VAR, &value, reason))?;
         }
         if let Some(value) = lookup("DST_LOG") {
-            settings.log = LogLevel(match value.trim().to_ascii_lowercase().as_str() {
-                "off" | "none" => None,
-                "error" => Some(tracing::Level::ERROR),
-                "warn" => Some(tracing::Level::WARN),
-                "info" => Some(tracing::Level::INFO),
-                "debug" => Some(tracing::Level::DEBUG),
-                "trace" => Some(tracing::Level::TRACE),
-                _ => {
-                    return Err(invalid(
-                        "DST_LOG",
-                        &value,
-                        "expected off, error, warn, info, debug or trace".into(),
-                    ));
-                }
-            });
+            settings.log =
+                LogFilter::parse(&value).map_err(|reason| invalid("DST_LOG", &value, reason))?;
         }
         Ok(settings)
     }
@@ -220,12 +237,22 @@ mod tests {
             read(&[("DST_SEED_TIMEOUT", "90s")]).unwrap().seed_timeout,
             Duration::from_secs(90)
         );
-        assert!(
-            read(&[("DST_LOG", "loud")])
-                .unwrap_err()
-                .to_string()
-                .contains("DST_LOG")
-        );
+        for bad in ["umi_core=loud", "[unclosed", "a=b=c"] {
+            let error = read(&[("DST_LOG", bad)]).unwrap_err().to_string();
+            assert!(error.starts_with("DST_LOG="), "{error}");
+        }
+        for (good, expected) in [
+            ("debug", Some("debug")),
+            (" OFF ", None),
+            (
+                "umi_core::llm::router=trace,warn",
+                Some("umi_core::llm::router=trace,warn"),
+            ),
+        ] {
+            let log = read(&[("DST_LOG", good)]).unwrap().log;
+            assert_eq!(log.0.as_deref(), expected, "{good}");
+            assert_eq!(log.env_filter().is_some(), expected.is_some(), "{good}");
+        }
         let past_end = read(&[
             ("DST_SEED_START", "18446744073709551615"),
             ("DST_SEEDS", "2"),
