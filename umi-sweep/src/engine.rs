@@ -56,10 +56,10 @@ use umi_dst::scenario::Scenario;
 pub use umi_dst::scenario::run_one;
 
 /// How often the main thread wakes to watch workers and report progress.
-const TICK: Duration = Duration::from_millis(200);
+const SWEEP_WAKE_INTERVAL_MS: u64 = 200;
 
 /// How often the JSON report is rewritten during a sweep.
-const REPORT_EVERY: Duration = Duration::from_secs(5);
+const REPORT_WRITE_INTERVAL_MS: u64 = 5_000;
 
 /// Runs the sweep.
 pub fn run(
@@ -142,7 +142,7 @@ struct Running<'a> {
 impl Running<'_> {
     /// Takes outcomes until every run that will produce one has (all of them, until a
     /// budget or a signal stops the sweep and fixes the number), watching for hangs and
-    /// rewriting the report every [`REPORT_EVERY`]. Returns why it stopped early, if it did.
+    /// rewriting the report every [`REPORT_WRITE_INTERVAL_MS`]. Returns why it stopped early, if it did.
     fn collect(
         &self,
         collector: &mut Collector,
@@ -162,7 +162,7 @@ impl Running<'_> {
                 stopped = Some(reason);
                 target = self.shared.stop();
             }
-            match results.recv_timeout(TICK) {
+            match results.recv_timeout(Duration::from_millis(SWEEP_WAKE_INTERVAL_MS)) {
                 Ok(first) => {
                     // Everything already waiting, then the watchdog.
                     let waiting = results.try_iter().take(SWEEP_RESULTS_QUEUED_MAX);
@@ -182,7 +182,7 @@ impl Running<'_> {
                 .progress
                 .update(done, self.total as u64, failures, self.started);
             if let Some(path) = &options.report_path
-                && last_report.elapsed() >= REPORT_EVERY
+                && last_report.elapsed() >= Duration::from_millis(REPORT_WRITE_INTERVAL_MS)
             {
                 last_report = Instant::now();
                 collector.write(path, self.started);

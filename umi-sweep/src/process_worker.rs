@@ -42,7 +42,7 @@ pub(crate) const WORKER_COMMAND: &str = "__sweep-worker";
 
 /// Added to twice the seed timeout before a worker ends itself (the parent's watchdog
 /// ticks every 200 ms and must always act first).
-const SELF_WATCHDOG_GRACE: Duration = Duration::from_secs(5);
+const SELF_WATCHDOG_GRACE_MS: u64 = 5_000;
 
 /// The worker's arguments, as the parent passes them.
 #[derive(Args, Debug)]
@@ -81,7 +81,7 @@ pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitC
     }
     let self_limit = Duration::from_millis(args.seed_timeout_ms)
         .saturating_mul(2)
-        .saturating_add(SELF_WATCHDOG_GRACE);
+        .saturating_add(Duration::from_millis(SELF_WATCHDOG_GRACE_MS));
     let mut watchdog = Watchdog::start();
     let stdin = std::io::stdin();
     let mut input = stdin.lock();

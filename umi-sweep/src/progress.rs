@@ -23,7 +23,7 @@ pub enum ProgressStyle {
 }
 
 /// How often a plain progress line is printed.
-const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(5);
+const PROGRESS_LINE_INTERVAL_MS: u64 = 5_000;
 
 /// `1234 runs/s, 2m 3s left` (or `time left unknown` before the first run is done).
 pub(crate) fn pace(done: u64, total: u64, elapsed: Duration) -> String {
@@ -73,7 +73,7 @@ impl Progress {
                 bar.set_message(format!("{failures} failure(s), {pace}"));
             }
             None if self.style != ProgressStyle::Quiet
-                && self.last_line.elapsed() >= PROGRESS_LINE_EVERY =>
+                && self.last_line.elapsed() >= Duration::from_millis(PROGRESS_LINE_INTERVAL_MS) =>
             {
                 self.last_line = Instant::now();
                 eprintln!(
