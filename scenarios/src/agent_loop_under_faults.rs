@@ -26,7 +26,7 @@ use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{
-    RouterStack, fault, orphan_tool_result, scenario_retry, tool_registry, unanswered_tool_call,
+    RouterStack, orphan_tool_result, scenario_retry, tool_registry, unanswered_tool_call,
 };
 
 /// Model turns per run.
@@ -67,11 +67,11 @@ impl Scenario for AgentLoopUnderFaults {
 
     fn faults(&self) -> Vec<FaultConfig> {
         vec![
-            fault(FaultKind::LlmRateLimit, 0.05),
-            fault(FaultKind::LlmServiceUnavailable, 0.05),
-            fault(FaultKind::LlmStreamCut, 0.04),
-            fault(FaultKind::NetworkReset, 0.03),
-            fault(FaultKind::NetworkSlowFirstByte, 0.05),
+            FaultConfig::chance(FaultKind::LlmRateLimit, 0.05),
+            FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.05),
+            FaultConfig::chance(FaultKind::LlmStreamCut, 0.04),
+            FaultConfig::chance(FaultKind::NetworkReset, 0.03),
+            FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.05),
         ]
     }
 

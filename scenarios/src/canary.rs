@@ -22,7 +22,7 @@ use umi_dst::checkers::memory::{MemoryModel, check_no_data_loss};
 use umi_dst::planted::{HookedStorage, WriteHook};
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation};
 
-use crate::common::{facts, fault};
+use crate::common::facts;
 
 /// Batches buffered before they are written out.
 const FLUSH_EVERY_BATCHES: usize = 3;
@@ -45,8 +45,8 @@ impl Scenario for Canary {
 
     fn faults(&self) -> Vec<FaultConfig> {
         vec![
-            fault(FaultKind::StorageWriteFail, 0.1),
-            fault(FaultKind::StorageLatency, 0.3),
+            FaultConfig::chance(FaultKind::StorageWriteFail, 0.1),
+            FaultConfig::chance(FaultKind::StorageLatency, 0.3),
         ]
     }
 

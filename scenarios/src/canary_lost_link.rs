@@ -21,7 +21,7 @@ use umi_dst::checkers::memory::{MemoryModel, check_no_data_loss};
 use umi_dst::planted::{HookedStorage, WriteHook};
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation};
 
-use crate::common::{facts, fault};
+use crate::common::facts;
 
 /// Facts remembered per seed.
 const FACTS_PER_SEED: usize = 12;
@@ -40,7 +40,7 @@ impl Scenario for CanaryLostLink {
     }
 
     fn faults(&self) -> Vec<FaultConfig> {
-        vec![fault(FaultKind::StorageWriteFail, 0.15)]
+        vec![FaultConfig::chance(FaultKind::StorageWriteFail, 0.15)]
     }
 
     fn marks(&self) -> &'static [&'static str] {

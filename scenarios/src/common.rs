@@ -369,15 +369,10 @@ pub fn unanswered_tool_call(messages: &[Message]) -> Option<String> {
     })
 }
 
-/// A fault of `kind` firing with `probability` (scenario profiles are constants, so a
-/// probability outside [0, 1] is a bug in the scenario).
-pub fn fault(kind: FaultKind, probability: f64) -> FaultConfig {
-    FaultConfig::new(kind, probability).expect("scenario fault probabilities are in [0, 1]")
-}
-
-/// [`fault`], only on operations named `operation` (a trailing `*` makes it a prefix).
+/// A fault of `kind` firing with `probability`, only on operations named `operation` (a
+/// trailing `*` makes it a prefix).
 pub fn fault_on(kind: FaultKind, probability: f64, operation: &str) -> FaultConfig {
-    fault(kind, probability)
+    FaultConfig::chance(kind, probability)
         .with_filter(umi_dst::fault::OperationFilter::parse(operation))
         .expect("scenario filters name their own domain")
 }

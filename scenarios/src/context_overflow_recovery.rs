@@ -26,8 +26,7 @@ use umi_dst::Scenario;
 use umi_dst::{DeterministicRng, FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{
-    Recording, fault, orphan_tool_result, sim_model, tool_definitions, tool_registry,
-    unanswered_tool_call,
+    Recording, orphan_tool_result, sim_model, tool_definitions, tool_registry, unanswered_tool_call,
 };
 
 /// The simulated model's context window, in tokens.
@@ -50,7 +49,7 @@ impl Scenario for ContextOverflowRecovery {
     }
 
     fn faults(&self) -> Vec<FaultConfig> {
-        vec![fault(FaultKind::LlmContextOverflow, 0.08)]
+        vec![FaultConfig::chance(FaultKind::LlmContextOverflow, 0.08)]
     }
 
     fn marks(&self) -> &'static [&'static str] {

@@ -32,7 +32,7 @@ use umi_dst::checkers::memory::{
 use umi_dst::planted::{HookedStorage, WriteHook};
 use umi_dst::{DeterministicRng, FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation};
 
-use crate::common::{facts, fault, question};
+use crate::common::{facts, question};
 
 /// Facts remembered per seed.
 pub const FACTS_PER_SEED: usize = 12;
@@ -61,15 +61,15 @@ impl Scenario for MemoryNoDataLoss {
 
     fn faults(&self) -> Vec<FaultConfig> {
         vec![
-            fault(FaultKind::LlmRateLimit, 0.08),
-            fault(FaultKind::LlmInvalidResponse, 0.12),
-            fault(FaultKind::LlmStreamCut, 0.08),
-            fault(FaultKind::LlmTimeout, 0.04),
-            fault(FaultKind::StorageWriteFail, 0.08),
-            fault(FaultKind::StorageReadFail, 0.08),
-            fault(FaultKind::StorageLatency, 0.2),
-            fault(FaultKind::StorageCorruption, 0.02),
-            fault(FaultKind::StorageDeleteFail, 0.15),
+            FaultConfig::chance(FaultKind::LlmRateLimit, 0.08),
+            FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.12),
+            FaultConfig::chance(FaultKind::LlmStreamCut, 0.08),
+            FaultConfig::chance(FaultKind::LlmTimeout, 0.04),
+            FaultConfig::chance(FaultKind::StorageWriteFail, 0.08),
+            FaultConfig::chance(FaultKind::StorageReadFail, 0.08),
+            FaultConfig::chance(FaultKind::StorageLatency, 0.2),
+            FaultConfig::chance(FaultKind::StorageCorruption, 0.02),
+            FaultConfig::chance(FaultKind::StorageDeleteFail, 0.15),
         ]
     }
 

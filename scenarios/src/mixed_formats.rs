@@ -28,7 +28,7 @@ use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::network::Profile;
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
-use crate::common::{ask, chat, fault, sim_model, tool_definitions};
+use crate::common::{ask, chat, sim_model, tool_definitions};
 
 /// Calls per seed.
 const CALLS_PER_SEED: usize = 10;
@@ -109,12 +109,12 @@ impl Scenario for MixedFormats {
 
     fn faults(&self) -> Vec<FaultConfig> {
         vec![
-            fault(FaultKind::LlmRateLimit, 0.06),
-            fault(FaultKind::LlmServiceUnavailable, 0.06),
-            fault(FaultKind::LlmStreamCut, 0.05),
-            fault(FaultKind::LlmContextOverflow, 0.03),
-            fault(FaultKind::NetworkConnectionRefused, 0.03),
-            fault(FaultKind::NetworkReset, 0.03),
+            FaultConfig::chance(FaultKind::LlmRateLimit, 0.06),
+            FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.06),
+            FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
+            FaultConfig::chance(FaultKind::LlmContextOverflow, 0.03),
+            FaultConfig::chance(FaultKind::NetworkConnectionRefused, 0.03),
+            FaultConfig::chance(FaultKind::NetworkReset, 0.03),
         ]
     }
 

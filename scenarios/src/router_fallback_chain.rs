@@ -23,7 +23,7 @@ use umi_core::llm::router::{CooldownPolicy, RouterEvent};
 use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
-use crate::common::{PROVIDERS, RouterStack, ask, chat, fault, scenario_retry};
+use crate::common::{PROVIDERS, RouterStack, ask, chat, scenario_retry};
 
 /// Calls per seed.
 const CALLS_PER_SEED: usize = 12;
@@ -43,10 +43,10 @@ impl Scenario for RouterFallbackChain {
 
     fn faults(&self) -> Vec<FaultConfig> {
         vec![
-            fault(FaultKind::LlmServiceUnavailable, 0.08),
-            fault(FaultKind::NetworkConnectionRefused, 0.04),
-            fault(FaultKind::LlmStreamCut, 0.05),
-            fault(FaultKind::NetworkReset, 0.03),
+            FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.08),
+            FaultConfig::chance(FaultKind::NetworkConnectionRefused, 0.04),
+            FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
+            FaultConfig::chance(FaultKind::NetworkReset, 0.03),
         ]
     }
 

@@ -23,7 +23,7 @@ use umi_dst::Scenario;
 use umi_dst::llm::config::RateLimitModel;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
-use crate::common::{RouterStack, ask, chat, fault, scenario_retry};
+use crate::common::{RouterStack, ask, chat, scenario_retry};
 
 /// Waves of concurrent calls per seed.
 const WAVES: usize = 3;
@@ -46,8 +46,8 @@ impl Scenario for RouterRateLimitStorm {
 
     fn faults(&self) -> Vec<FaultConfig> {
         vec![
-            fault(FaultKind::LlmRateLimit, 0.15),
-            fault(FaultKind::NetworkSlowFirstByte, 0.03),
+            FaultConfig::chance(FaultKind::LlmRateLimit, 0.15),
+            FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.03),
         ]
     }
 

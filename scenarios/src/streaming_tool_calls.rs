@@ -23,8 +23,7 @@ use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{
-    Execution, fault, orphan_tool_result, sim_model, tool_definitions, tool_registry,
-    unanswered_tool_call,
+    Execution, orphan_tool_result, sim_model, tool_definitions, tool_registry, unanswered_tool_call,
 };
 
 /// Agent runs per seed.
@@ -45,8 +44,8 @@ impl Scenario for StreamingToolCalls {
 
     fn faults(&self) -> Vec<FaultConfig> {
         vec![
-            fault(FaultKind::LlmStreamCut, 0.1),
-            fault(FaultKind::LlmInvalidResponse, 0.05),
+            FaultConfig::chance(FaultKind::LlmStreamCut, 0.1),
+            FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.05),
         ]
     }
 

@@ -37,7 +37,7 @@ use umi_core::llm::{
 use umi_dst::Scenario;
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
-use crate::common::{chat, fault, sim_model, tool_definitions};
+use crate::common::{chat, sim_model, tool_definitions};
 
 /// Calls per seed.
 const CALLS_PER_SEED: usize = 12;
@@ -75,15 +75,15 @@ impl Scenario for WireFaults {
 
     fn faults(&self) -> Vec<FaultConfig> {
         vec![
-            fault(FaultKind::NetworkConnectionRefused, 0.05),
-            fault(FaultKind::NetworkReset, 0.08),
-            fault(FaultKind::NetworkTimeout, 0.04),
-            fault(FaultKind::NetworkPartialWrite, 0.08),
-            fault(FaultKind::NetworkSlowFirstByte, 0.1),
-            fault(FaultKind::LlmRateLimit, 0.05),
-            fault(FaultKind::LlmStreamCut, 0.05),
-            fault(FaultKind::LlmInvalidResponse, 0.05),
-            fault(FaultKind::LlmTimeout, 0.04),
+            FaultConfig::chance(FaultKind::NetworkConnectionRefused, 0.05),
+            FaultConfig::chance(FaultKind::NetworkReset, 0.08),
+            FaultConfig::chance(FaultKind::NetworkTimeout, 0.04),
+            FaultConfig::chance(FaultKind::NetworkPartialWrite, 0.08),
+            FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.1),
+            FaultConfig::chance(FaultKind::LlmRateLimit, 0.05),
+            FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
+            FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.05),
+            FaultConfig::chance(FaultKind::LlmTimeout, 0.04),
         ]
     }
 

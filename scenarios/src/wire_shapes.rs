@@ -41,7 +41,7 @@ use umi_dst::network::reads::ReadPlan;
 use umi_dst::network::{ClientOptions, Exchange, Profile, client_for};
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
-use crate::common::{chat, fault, scenario_retry, sim_model, tool_definitions};
+use crate::common::{chat, scenario_retry, sim_model, tool_definitions};
 use crate::wire_faults::streamed;
 
 /// The API key every endpoint of the scenario requires.
@@ -115,18 +115,18 @@ impl Scenario for WireShapes {
 
     fn faults(&self) -> Vec<FaultConfig> {
         vec![
-            fault(FaultKind::NetworkConnectionRefused, 0.02),
-            fault(FaultKind::NetworkReset, 0.04),
-            fault(FaultKind::NetworkTimeout, 0.02),
-            fault(FaultKind::NetworkPartialWrite, 0.04),
-            fault(FaultKind::NetworkSlowFirstByte, 0.04),
-            fault(FaultKind::NetworkProxyError, 0.03),
-            fault(FaultKind::LlmRateLimit, 0.05),
-            fault(FaultKind::LlmStreamCut, 0.08),
-            fault(FaultKind::LlmInvalidResponse, 0.06),
-            fault(FaultKind::LlmContextOverflow, 0.03),
-            fault(FaultKind::LlmServiceUnavailable, 0.04),
-            fault(FaultKind::LlmContentFilter, 0.03),
+            FaultConfig::chance(FaultKind::NetworkConnectionRefused, 0.02),
+            FaultConfig::chance(FaultKind::NetworkReset, 0.04),
+            FaultConfig::chance(FaultKind::NetworkTimeout, 0.02),
+            FaultConfig::chance(FaultKind::NetworkPartialWrite, 0.04),
+            FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.04),
+            FaultConfig::chance(FaultKind::NetworkProxyError, 0.03),
+            FaultConfig::chance(FaultKind::LlmRateLimit, 0.05),
+            FaultConfig::chance(FaultKind::LlmStreamCut, 0.08),
+            FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.06),
+            FaultConfig::chance(FaultKind::LlmContextOverflow, 0.03),
+            FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.04),
+            FaultConfig::chance(FaultKind::LlmContentFilter, 0.03),
         ]
     }
 

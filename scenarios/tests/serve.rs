@@ -239,7 +239,7 @@ fn faults_and_refusals_arrive_in_the_providers_envelopes() {
     runtime().block_on(async {
         let transport = ReqwestTransport::new().unwrap();
         let mut limited = config(3);
-        limited.faults = vec![FaultConfig::new(FaultKind::LlmRateLimit, 1.0).unwrap()];
+        limited.faults = vec![FaultConfig::chance(FaultKind::LlmRateLimit, 1.0)];
         limited.body_bytes_max = 4_096;
         let server = Server::start(limited).await.unwrap();
         let base = server.base_url();
@@ -362,7 +362,7 @@ fn no_input_brings_the_server_down() {
         let transport = ReqwestTransport::new().unwrap();
         let mut limited = config(13);
         limited.body_bytes_max = 64 * 1024;
-        limited.faults = vec![FaultConfig::new(FaultKind::NetworkReset, 0.1).unwrap()];
+        limited.faults = vec![FaultConfig::chance(FaultKind::NetworkReset, 0.1)];
         let server = Server::start(limited).await.unwrap();
         let base = server.base_url();
         let mut rng = umi_dst::DeterministicRng::new(13);

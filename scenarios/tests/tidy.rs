@@ -231,7 +231,7 @@ impl<'ast> Visit<'ast> for FunctionLengths<'_> {
     }
 
     fn visit_item_trait(&mut self, item: &'ast syn::ItemTrait) {
-        let outer = std::mem::replace(&mut self.owner, Some(item.ident.to_string()));
+        let outer = self.owner.replace(item.ident.to_string());
         syn::visit::visit_item_trait(self, item);
         self.owner = outer;
     }

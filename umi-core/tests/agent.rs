@@ -442,8 +442,7 @@ fn a_cut_turn_is_retried_when_opted_in_and_its_call_runs_once() {
                     retries.push((iteration, retry));
                 }
             })
-            .await
-            .map_err(|e| Violation::new(e.to_string()))?;
+            .await?;
         ensure!(outcome.answer == "Sunny.", "{outcome:?}");
         ensure!(retries == [(1, 1), (1, 2)], "{retries:?}");
         ensure!(outcome.iterations == 2, "retries are not iterations");

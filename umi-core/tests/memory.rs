@@ -392,7 +392,7 @@ fn ids_and_timestamps_come_from_the_environment() {
                         .await
                         .unwrap();
                     outcomes.lock().unwrap().push(outcome);
-                    Ok::<(), Violation>(())
+                    Ok(())
                 }
             })
             .unwrap();

@@ -22,7 +22,6 @@ use sha2::{Digest, Sha256};
 use umi_dst::trace::Trace;
 use umi_dst::{
     DeterministicRng, FaultConfig, FaultInjector, FaultKind, SimClock, SimConfig, Simulation,
-    Violation,
 };
 
 fn paused_runtime() -> tokio::runtime::Runtime {
@@ -41,7 +40,7 @@ fn main() {
 
     // One seed: runtime, environment, empty body, verdict.
     let sim = Simulation::new(SimConfig::new(1));
-    let body = |_sim: umi_dst::SimEnvironment| async { Ok::<(), Violation>(()) };
+    let body = |_sim: umi_dst::SimEnvironment| async { Ok(()) };
     let seed = support::measure(2_000, |i| {
         black_box(sim.run_seed(i, &body));
     });
@@ -86,7 +85,7 @@ fn main() {
     // One fault decision, with one rule in force.
     let clock = SimClock::new(0);
     let injector = FaultInjector::new(
-        vec![FaultConfig::new(FaultKind::LlmTimeout, 0.01).unwrap()],
+        vec![FaultConfig::chance(FaultKind::LlmTimeout, 0.01)],
         &DeterministicRng::new(1),
         Arc::new(Trace::new(clock.clone(), 40, false)),
         clock,

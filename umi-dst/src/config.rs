@@ -113,8 +113,7 @@ impl SimConfig {
     /// on: for a test that wants "any of these, anywhere, sometimes".
     pub fn with_swarm_over(mut self, kinds: &[FaultKind]) -> Self {
         for &kind in kinds {
-            let rule = FaultConfig::new(kind, SWARM_KIND_PROBABILITY)
-                .expect("SWARM_KIND_PROBABILITY lies in [0, 1]");
+            let rule = FaultConfig::chance(kind, SWARM_KIND_PROBABILITY);
             self.faults.push(rule);
         }
         self.with_swarm()

@@ -36,6 +36,8 @@ struct SimInner {
     clock: SimClock,
     root: DeterministicRng,
     streams: Mutex<BTreeMap<String, DeterministicRng>>,
+    /// How many times [`SimEnvironment::rng`] has handed out each label's stream.
+    rng_calls: Mutex<BTreeMap<String, u64>>,
     faults: Arc<FaultInjector>,
     trace: Arc<Trace>,
     swarm: Vec<SwarmDraw>,
@@ -93,6 +95,7 @@ impl SimEnvironment {
                 clock,
                 root,
                 streams: Mutex::new(BTreeMap::new()),
+                rng_calls: Mutex::new(BTreeMap::new()),
                 faults: Arc::new(injector),
                 trace,
                 swarm,
@@ -120,9 +123,32 @@ impl SimEnvironment {
         &self.inner.clock
     }
 
-    /// An independent RNG stream for `label`, forked from the run's root. The same label
-    /// gives the same stream: use one label per subsystem (`"llm"`, `"storage"`).
+    /// An RNG for `label` (`"workload.calls"`), forked from the run's root. Like
+    /// `env.random_u64(label)`, a label carries on: each call gives a new stream, so two
+    /// calls never replay the same numbers (the first call's stream is the label's fork,
+    /// the n-th is forked from the label and n).
     pub fn rng(&self, label: &str) -> DeterministicRng {
+        let mut calls = self
+            .inner
+            .rng_calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let call = calls.entry(label.to_owned()).or_insert(0);
+        let rng = match *call {
+            0 => self.inner.root.fork(label),
+            n => self
+                .inner
+                .root
+                .fork_parts(&[b"rng", label.as_bytes(), &n.to_le_bytes()]),
+        };
+        *call += 1;
+        rng
+    }
+
+    /// The RNG stream of `label`, the same at every call: for a simulator that derives
+    /// its streams from one root per subsystem (`"llm"`, `"storage"`, `"network"`) and
+    /// may be built more than once in a run. Code under test wants [`SimEnvironment::rng`].
+    pub fn fork_rng(&self, label: &str) -> DeterministicRng {
         self.inner.root.fork(label)
     }
 
@@ -298,6 +324,32 @@ mod tests {
         body()
     }
 
+    /// `sim.rng(label)` carries on, as `env.random_u64(label)` does: a second call never
+    /// replays the first call's numbers; the same calls in a new run give the same streams;
+    /// the first call is the label's fork (what `fork_rng` gives every time).
+    #[test]
+    fn rng_carries_on_per_label_and_fork_rng_does_not() {
+        let draws = |sim: &SimEnvironment| -> Vec<u64> {
+            let mut first = sim.rng("workload");
+            let mut second = sim.rng("workload");
+            let mut other = sim.rng("other");
+            vec![first.next_u64(), second.next_u64(), other.next_u64()]
+        };
+        let (a, b, forks) = in_runtime(|| {
+            let one = SimEnvironment::new(&SimConfig::new(9)).unwrap();
+            let two = SimEnvironment::new(&SimConfig::new(9)).unwrap();
+            let forks = [
+                one.fork_rng("workload").next_u64(),
+                one.fork_rng("workload").next_u64(),
+            ];
+            (draws(&one), draws(&two), forks)
+        });
+        assert_ne!(a[0], a[1], "a second call replayed the first stream");
+        assert_eq!(a, b, "the same calls in another run differ");
+        assert_eq!(forks[0], forks[1]);
+        assert_eq!(a[0], forks[0], "the first call is not the label's fork");
+    }
+
     #[test]
     fn streams_are_independent_of_each_other() {
         let (alone, interleaved) = in_runtime(|| {
@@ -358,7 +410,7 @@ mod tests {
     fn settings_are_the_first_events() {
         in_runtime(|| {
             let config = SimConfig::new(3)
-                .with_fault(FaultConfig::new(FaultKind::LlmTimeout, 0.25).unwrap())
+                .with_fault(FaultConfig::chance(FaultKind::LlmTimeout, 0.25))
                 .with_swarm_over(&[FaultKind::StorageWriteFail]);
             let sim = SimEnvironment::new(&SimConfig {
                 trace_full: true,

@@ -92,3 +92,30 @@ pub use scenario::{Scenario, test_scenario, test_scenario_in};
 pub use simulation::report::{FailureClass, FailureReport};
 pub use simulation::{RunError, RunSummary, Simulation, Violation};
 pub use storage::SimStorage;
+/// Runs an `async fn(sim: SimEnvironment) -> Result<(), Violation>` as a simulation test
+/// over many seeds: `#[umi_dst::test(seeds = 1..=200, faults = [..], corpus = "name")]`,
+/// every argument optional (see the guide, section 2).
+///
+/// A misspelt argument, a function that is not `async`, or one that does not take the
+/// `SimEnvironment` does not compile, with the reason at the mistake:
+///
+/// ```compile_fail
+/// #[umi_dst::test(seed = 1..=3)] // unknown argument `seed`: ... takes `seeds`, ...
+/// async fn t(sim: umi_dst::SimEnvironment) -> Result<(), umi_dst::Violation> { Ok(()) }
+/// ```
+///
+/// ```compile_fail
+/// #[umi_dst::test] // runs an `async fn(sim: SimEnvironment) -> ...`
+/// fn t(sim: umi_dst::SimEnvironment) -> Result<(), umi_dst::Violation> { Ok(()) }
+/// ```
+///
+/// ```compile_fail
+/// #[umi_dst::test(faults = umi_dst::FaultConfig::always(umi_dst::FaultKind::LlmTimeout))]
+/// async fn t(sim: umi_dst::SimEnvironment) -> Result<(), umi_dst::Violation> { Ok(()) }
+/// ```
+///
+/// ```
+/// #[umi_dst::test(seeds = 1..=3)]
+/// async fn t(sim: umi_dst::SimEnvironment) -> Result<(), umi_dst::Violation> { Ok(()) }
+/// ```
+pub use umi_dst_macros::test;

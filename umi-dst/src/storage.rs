@@ -94,7 +94,7 @@ impl<S> SimStorage<S> {
             faults: sim.faults().clone(),
             clock: sim.clock().clone(),
             trace: sim.trace().clone(),
-            rng: Mutex::new(sim.rng("storage")),
+            rng: Mutex::new(sim.fork_rng("storage")),
             state: Mutex::new(Books::default()),
         }
     }

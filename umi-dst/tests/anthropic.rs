@@ -121,7 +121,7 @@ fn every_refusal_is_typed_as_the_router_needs() {
                         exchange.header("retry-after")
                     );
                 }
-                Ok::<(), Violation>(())
+                Ok(())
             })
             .unwrap();
         }
@@ -164,7 +164,7 @@ fn a_missing_model_and_a_wrong_key_are_typed() {
                 body.contains("invalid x-api-key") && !body.contains("wrong-key"),
                 "{body}"
             );
-            Ok::<(), Violation>(())
+            Ok(())
         })
         .unwrap();
 }
@@ -190,7 +190,7 @@ fn a_request_over_32_mb_gets_cloudflares_413() {
                 ],
                 body: body.to_string().into_bytes(),
             };
-            let response = network.send(http).await.map_err(|e| Violation::new(e.to_string()))?;
+            let response = network.send(http).await?;
             let status = response.status;
             let bytes: Vec<u8> = response.body.filter_map(|r| async move { r.ok() }).concat().await;
             let text = String::from_utf8_lossy(&bytes).into_owned();
@@ -201,7 +201,7 @@ fn a_request_over_32_mb_gets_cloudflares_413() {
             );
             let error = umi_core::llm::wire::errors::from_status(status, |_| None, &text, 0);
             ensure!(matches!(error, LlmError::BadRequest { status: Some(413), .. }), "{error:?}");
-            Ok::<(), Violation>(())
+            Ok(())
         })
         .unwrap();
 }
@@ -227,7 +227,7 @@ fn a_tool_call_without_its_result_is_refused_as_the_api_does() {
                 message.contains("messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: call_1"),
                 "{message}"
             );
-            Ok::<(), Violation>(())
+            Ok(())
         })
         .unwrap();
 }
@@ -247,13 +247,8 @@ fn streams_follow_the_apis_event_grammar() {
                     let network = network(&sim);
                     let client = client_on(&sim, network.clone());
                     let request = ask().with_tools(tools());
-                    let events = client
-                        .stream(&request)
-                        .await
-                        .map_err(|e| Violation::new(e.to_string()))?;
-                    StreamCollector::collect(MODEL, events)
-                        .await
-                        .map_err(|e| Violation::new(e.to_string()))?;
+                    let events = client.stream(&request).await?;
+                    StreamCollector::collect(MODEL, events).await?;
                     let exchange = network.exchanges().pop().expect("an exchange");
                     let body = String::from_utf8(exchange.body()).expect("UTF-8");
                     check_grammar(&body)
@@ -261,7 +256,7 @@ fn streams_follow_the_apis_event_grammar() {
                     found.lock().unwrap().push(
                         body.contains("\"model\":") && body.find("\"model\"") < body.find("\"id\""),
                     );
-                    Ok::<(), Violation>(())
+                    Ok(())
                 }
             })
             .unwrap();

@@ -4,7 +4,7 @@ use std::process::Command;
 
 use umi_dst::fault::point;
 use umi_dst::simulation::settings::Settings;
-use umi_dst::{FaultConfig, FaultKind, RunError, SimConfig, Simulation, Violation};
+use umi_dst::{FaultConfig, FaultKind, RunError, SimConfig, Simulation};
 
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("umi-dst-tests-{}", std::process::id()));
@@ -26,7 +26,7 @@ fn corpus_seeds_run_after_the_default_range() {
     let seen = std::sync::Mutex::new(Vec::new());
     sim.try_run(|env| {
         seen.lock().unwrap().push(env.seed());
-        async { Ok::<(), Violation>(()) }
+        async { Ok(()) }
     })
     .unwrap();
     assert_eq!(*seen.lock().unwrap(), sim.seeds());
@@ -104,7 +104,7 @@ fn kept_seeds_replay_in_the_mode_they_were_found_in() {
         "modes.seeds",
         "5 swarm expect=correctness  # from a swarm sweep\n",
     );
-    let rule = FaultConfig::new(FaultKind::StorageWriteFail, 0.1).unwrap();
+    let rule = FaultConfig::chance(FaultKind::StorageWriteFail, 0.1);
     let sim = Simulation::with_settings(Settings::from_lookup(|_| None).unwrap())
         .with_fault(rule)
         .with_corpus(&path);
@@ -118,7 +118,7 @@ fn kept_seeds_replay_in_the_mode_they_were_found_in() {
         let env = env.clone();
         async move {
             env.fault(&point::STORAGE_WRITE);
-            Ok::<(), Violation>(())
+            Ok(())
         }
     })
     .unwrap();
@@ -146,9 +146,7 @@ fn a_kept_seed_that_no_longer_reaches_its_faults_is_stale() {
     let sim = Simulation::with_settings(Settings::from_lookup(|_| None).unwrap())
         .with_seeds([1])
         .with_corpus(&path);
-    let error = sim
-        .try_run(|_env| async { Ok::<(), Violation>(()) })
-        .unwrap_err();
+    let error = sim.try_run(|_env| async { Ok(()) }).unwrap_err();
     let RunError::Stale(stale) = &error else {
         panic!("expected stale seeds, got {error}");
     };
@@ -172,7 +170,7 @@ fn a_kept_seed_that_no_longer_reaches_its_faults_is_stale() {
     reaching
         .try_run(|env| async move {
             env.fault(&point::STORAGE_WRITE);
-            Ok::<(), Violation>(())
+            Ok(())
         })
         .unwrap();
 }
@@ -226,7 +224,7 @@ fn a_kept_nondeterminism_seed_is_run_twice() {
             let runs = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             async move {
                 env.trace().record("test.runs", format_args!("{runs}"));
-                Ok::<(), Violation>(())
+                Ok(())
             }
         })
         .unwrap_err();
@@ -249,7 +247,7 @@ fn a_simulation_inside_a_runtime_is_a_usage_error() {
         .unwrap();
     let error = runtime.block_on(async {
         Simulation::new(SimConfig::new(1))
-            .try_run(|_env| async { Ok::<(), Violation>(()) })
+            .try_run(|_env| async { Ok(()) })
             .unwrap_err()
     });
     assert!(matches!(error, RunError::Config(_)), "{error}");

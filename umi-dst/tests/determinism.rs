@@ -24,7 +24,7 @@ use umi_dst::network::{ClientOptions, Profile, base_url_for, client_for};
 use umi_dst::simulation::settings::Settings;
 use umi_dst::{
     Endpoint, FaultConfig, FaultKind, SimConfig, SimEnvironment, SimLlm, SimLlmConfig, SimNetwork,
-    Simulation, Violation,
+    Simulation,
 };
 
 use crate::support::busy_workload;
@@ -33,9 +33,9 @@ const PROBE_SEED: u64 = 4242;
 
 fn busy_faults() -> [FaultConfig; 3] {
     [
-        FaultConfig::new(FaultKind::LlmRateLimit, 0.1).unwrap(),
-        FaultConfig::new(FaultKind::ClockJump, 0.02).unwrap(),
-        FaultConfig::new(FaultKind::LlmStreamCut, 0.2).unwrap(),
+        FaultConfig::chance(FaultKind::LlmRateLimit, 0.1),
+        FaultConfig::chance(FaultKind::ClockJump, 0.02),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.2),
     ]
 }
 
@@ -262,7 +262,7 @@ fn exchange_digest(
                 // As JSON with sorted keys: `{:?}` of a `Value` follows the map's order.
                 let answer = serde_json::to_value(&answer).unwrap();
                 bytes.extend(umi_core::canonical_json::to_vec(&answer));
-                Ok::<(), Violation>(())
+                Ok(())
             }
         })
         .unwrap_or_else(|e| panic!("{profile} seed {seed}: {e:?}"));

@@ -14,7 +14,7 @@ use umi_core::llm::{
 };
 use umi_dst::conformance::Conformance;
 use umi_dst::doubles::{FnLanguageModel, MockLanguageModel, ScriptedLanguageModel, Turn};
-use umi_dst::{SimConfig, Simulation, Violation, ensure};
+use umi_dst::{SimConfig, Simulation, ensure};
 
 fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread()
@@ -224,7 +224,7 @@ fn pauses_take_simulated_time() {
                 "{:?}",
                 sim.env().elapsed()
             );
-            Ok::<(), Violation>(())
+            Ok(())
         })
         .unwrap();
     let no_env = ScriptedLanguageModel::new([Turn::new().then_pause(Duration::from_secs(1))]);

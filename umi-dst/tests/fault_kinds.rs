@@ -105,11 +105,7 @@ fn clean(seed: u64) -> Clean {
     let run = Simulation::new(SimConfig::new(seed)).run_seed(seed, &move |sim| {
         let slot = slot.clone();
         async move {
-            let response = sim
-                .llm()
-                .complete(&request())
-                .await
-                .map_err(|e| Violation::new(e.to_string()))?;
+            let response = sim.llm().complete(&request()).await?;
             let (_, body, _) = over_the_wire(&sim, Duration::from_secs(600))
                 .await
                 .map_err(Violation::new)?;
@@ -117,7 +113,7 @@ fn clean(seed: u64) -> Clean {
                 answer: response.text,
                 body,
             });
-            Ok::<(), Violation>(())
+            Ok(())
         }
     });
     assert!(run.passed(), "{:?}", run.failure);
@@ -202,10 +198,7 @@ async fn effect(kind: FaultKind, sim: SimEnvironment, clean: Arc<Clean>) -> Resu
             );
         }
         FaultKind::StorageReadFail => {
-            storage
-                .apply(write("a"))
-                .await
-                .map_err(|e| Violation::new(e.to_string()))?;
+            storage.apply(write("a")).await?;
             let outcome = storage.get_entity("a").await;
             ensure!(
                 matches!(outcome, Err(StorageError::ReadFailed { .. })),
@@ -224,10 +217,7 @@ async fn effect(kind: FaultKind, sim: SimEnvironment, clean: Arc<Clean>) -> Resu
             );
         }
         FaultKind::StorageCorruption => {
-            storage
-                .apply(write("a"))
-                .await
-                .map_err(|e| Violation::new(e.to_string()))?;
+            storage.apply(write("a")).await?;
             let outcome = storage.get_entity("a").await;
             ensure!(
                 matches!(outcome, Err(StorageError::Corruption { .. })),
@@ -243,10 +233,7 @@ async fn effect(kind: FaultKind, sim: SimEnvironment, clean: Arc<Clean>) -> Resu
         }
         FaultKind::StorageLatency => {
             let before = sim.env().elapsed();
-            storage
-                .apply(write("a"))
-                .await
-                .map_err(|e| Violation::new(e.to_string()))?;
+            storage.apply(write("a")).await?;
             ensure!(sim.env().elapsed() > before, "a slow write took no time");
         }
         FaultKind::NetworkConnectionRefused => {
@@ -330,24 +317,18 @@ fn corruption_is_never_counted_where_nothing_can_rot() {
             delete_entities: vec!["nobody".into()],
             ..WriteBatch::default()
         };
-        storage
-            .apply(deletes_only)
-            .await
-            .map_err(|e| Violation::new(e.to_string()))?;
+        storage.apply(deletes_only).await?;
         let counted = sim.faults().stats().injected_total();
         ensure!(
             counted == 0,
             "a corruption was counted on a batch with nothing to rot"
         );
-        storage
-            .apply(write("a"))
-            .await
-            .map_err(|e| Violation::new(e.to_string()))?;
+        storage.apply(write("a")).await?;
         ensure!(
             sim.faults().stats().injected_total() == 1,
             "the entity batch rots"
         );
-        Ok::<(), Violation>(())
+        Ok(())
     });
     assert!(run.passed(), "{:?}", run.failure);
 }

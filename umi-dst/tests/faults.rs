@@ -3,7 +3,7 @@
 
 use umi_dst::fault::OperationFilter;
 use umi_dst::fault::point;
-use umi_dst::{FaultConfig, FaultKind, RunError, SimConfig, Simulation, Violation, ensure};
+use umi_dst::{FaultConfig, FaultKind, RunError, SimConfig, Simulation, ensure};
 
 /// Runs `operations` storage writes with `config` on seed `seed` and returns how many
 /// faults fired.
@@ -22,7 +22,7 @@ fn count_injections(seed: u64, config: FaultConfig, operations: u64) -> u64 {
                     sim.faults().stats().injected_total() == fired,
                     "stats disagree"
                 );
-                Ok::<(), Violation>(())
+                Ok(())
             }
         })
         .unwrap();
@@ -53,7 +53,7 @@ fn zero_and_one_are_exact() {
     assert_eq!(
         count_injections(
             1,
-            FaultConfig::new(FaultKind::StorageWriteFail, 0.0).unwrap(),
+            FaultConfig::chance(FaultKind::StorageWriteFail, 0.0),
             1_000
         ),
         0
@@ -88,7 +88,7 @@ fn rules_that_cannot_fire_are_refused_at_configuration() {
             .with_filter(OperationFilter::parse(filter))
             .unwrap();
         let error = Simulation::new(SimConfig::new(1).with_fault(rule))
-            .try_run(|_sim| async { Ok::<(), Violation>(()) })
+            .try_run(|_sim| async { Ok(()) })
             .unwrap_err();
         assert!(
             matches!(error, RunError::Config(_)),
@@ -110,7 +110,7 @@ fn a_rule_that_reached_nothing_fails_the_run() {
         .with_seeds(1..=3)
         .try_run(|sim| async move {
             sim.fault(&point::STORAGE_WRITE);
-            Ok::<(), Violation>(())
+            Ok(())
         })
         .unwrap_err();
     let RunError::Unreached(unreached) = error else {
@@ -124,14 +124,14 @@ fn a_rule_that_reached_nothing_fails_the_run() {
     );
 
     // The same rule, reached once in one seed of three: fine.
-    let reached = FaultConfig::new(FaultKind::StorageDeleteFail, 0.0).unwrap();
+    let reached = FaultConfig::chance(FaultKind::StorageDeleteFail, 0.0);
     Simulation::new(SimConfig::new(1).with_fault(reached))
         .with_seeds(1..=3)
         .try_run(|sim| async move {
             if sim.seed() == 2 {
                 sim.fault(&point::STORAGE_DELETE);
             }
-            Ok::<(), Violation>(())
+            Ok(())
         })
         .unwrap();
 }
@@ -140,8 +140,7 @@ fn a_rule_that_reached_nothing_fails_the_run() {
 /// plain read, whatever the seed draws (swarm once re-created rules unscoped).
 #[test]
 fn swarm_keeps_filters() {
-    let searches = FaultConfig::new(FaultKind::StorageReadFail, 0.2)
-        .unwrap()
+    let searches = FaultConfig::chance(FaultKind::StorageReadFail, 0.2)
         .on_operation("storage.search")
         .unwrap();
     let mut fired_on_search = 0;
@@ -156,7 +155,7 @@ fn swarm_keeps_filters() {
                 ensure!(sim.fault(&point::STORAGE_READ).is_none(), "a read faulted");
                 sim.fault(&point::STORAGE_SEARCH);
             }
-            Ok::<(), Violation>(())
+            Ok(())
         });
         assert!(run.passed(), "seed {seed}: {:?}", run.failure);
         fired_on_search += run.fault_stats.injected_total();
@@ -180,7 +179,7 @@ fn storage_faults_never_touch_llm_calls() {
                 );
             }
             ensure!(sim.fault(&point::STORAGE_WRITE).is_some(), "fault inactive");
-            Ok::<(), Violation>(())
+            Ok(())
         })
         .unwrap();
 }
@@ -200,7 +199,7 @@ fn swarm_mode_varies_kinds_by_seed() {
             for _ in 0..2_000 {
                 sim.fault(&point::STORAGE_WRITE);
             }
-            Ok::<(), Violation>(())
+            Ok(())
         });
         assert!(run.passed());
         assert_eq!(run.swarm.len(), 3);

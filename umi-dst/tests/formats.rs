@@ -136,7 +136,7 @@ fn answer(seed: u64, profile: Profile, stream: bool, request: &CompletionRequest
                 let response = response
                     .map_err(|e| Violation::new(format!("{profile} stream={stream}: {e}")))?;
                 *outcome.lock().unwrap() = Some(Answer::from(response));
-                Ok::<(), Violation>(())
+                Ok(())
             }
         })
         .unwrap_or_else(|e| panic!("seed {seed}: {e:?}"));

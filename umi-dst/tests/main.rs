@@ -65,6 +65,8 @@ mod third_party_responses;
 /// The same seed, the same answer, in every wire format and profile, streamed or whole.
 mod formats;
 
+mod test_macro;
+
 /// rig, unmodified, over SimNetwork through `umi_dst::adapters::rig` (feature `rig`).
 #[cfg(feature = "rig")]
 mod rig_adapter;

@@ -209,15 +209,15 @@ fn memory_keeps_every_acknowledged_write_under_faults() {
     let acknowledged = Arc::new(AtomicUsize::new(0));
     let degraded = Arc::new(AtomicUsize::new(0));
     let faults = [
-        FaultConfig::new(FaultKind::LlmRateLimit, 0.1).unwrap(),
-        FaultConfig::new(FaultKind::LlmInvalidResponse, 0.15).unwrap(),
-        FaultConfig::new(FaultKind::LlmStreamCut, 0.1).unwrap(),
-        FaultConfig::new(FaultKind::LlmTimeout, 0.05).unwrap(),
-        FaultConfig::new(FaultKind::StorageWriteFail, 0.1).unwrap(),
-        FaultConfig::new(FaultKind::StorageReadFail, 0.1).unwrap(),
-        FaultConfig::new(FaultKind::StorageLatency, 0.2).unwrap(),
-        FaultConfig::new(FaultKind::StorageCorruption, 0.03).unwrap(),
-        FaultConfig::new(FaultKind::StorageDeleteFail, 0.2).unwrap(),
+        FaultConfig::chance(FaultKind::LlmRateLimit, 0.1),
+        FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.15),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.1),
+        FaultConfig::chance(FaultKind::LlmTimeout, 0.05),
+        FaultConfig::chance(FaultKind::StorageWriteFail, 0.1),
+        FaultConfig::chance(FaultKind::StorageReadFail, 0.1),
+        FaultConfig::chance(FaultKind::StorageLatency, 0.2),
+        FaultConfig::chance(FaultKind::StorageCorruption, 0.03),
+        FaultConfig::chance(FaultKind::StorageDeleteFail, 0.2),
     ];
     let (acked, degraded_count) = (acknowledged.clone(), degraded.clone());
     Simulation::from_env()
@@ -261,7 +261,7 @@ fn memory_keeps_every_acknowledged_write_under_faults() {
                 )
                 .await?;
                 check_links_point_to_existing(&memory, &rotten).await?;
-                Ok::<(), Violation>(())
+                Ok(())
             }
         });
     let (acknowledged, degraded) = (

@@ -30,7 +30,7 @@ async fn call_with_retries(
 #[test]
 fn retries_are_bounded_in_time() {
     Simulation::from_env()
-        .with_fault(FaultConfig::new(FaultKind::LlmRateLimit, 0.3).unwrap())
+        .with_fault(FaultConfig::chance(FaultKind::LlmRateLimit, 0.3))
         .run(|sim| async move {
             let env = sim.env();
             // A model call that fails whenever the injector fires a rate limit.

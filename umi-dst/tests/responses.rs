@@ -105,7 +105,7 @@ fn refusals_are_typed_whole_and_in_the_stream() {
                     );
                     ensure!(body.contains("\"error\": {"), "{body}");
                 }
-                Ok::<(), Violation>(())
+                Ok(())
             })
             .unwrap();
         }
@@ -134,19 +134,14 @@ fn streams_follow_the_apis_event_grammar() {
                     let network = network(&sim, true);
                     let client = client_on(&sim, network.clone(), seed % 2 == 0);
                     let request = ask().with_tools(tools());
-                    let events = client
-                        .stream(&request)
-                        .await
-                        .map_err(|e| Violation::new(e.to_string()))?;
-                    StreamCollector::collect(MODEL, events)
-                        .await
-                        .map_err(|e| Violation::new(e.to_string()))?;
+                    let events = client.stream(&request).await?;
+                    StreamCollector::collect(MODEL, events).await?;
                     let exchange = network.exchanges().pop().expect("an exchange");
                     let body = String::from_utf8(exchange.body()).expect("UTF-8");
                     let names = check_grammar(&body)
                         .map_err(|e| Violation::new(format!("seed {seed}: {e}\n{body}")))?;
                     found.lock().unwrap().extend(names);
-                    Ok::<(), Violation>(())
+                    Ok(())
                 }
             })
             .unwrap();

@@ -118,7 +118,7 @@ fn answers(seed: u64) -> (String, Streamed, String) {
                     .await
                     .map_err(violation)?;
                 *found.lock().unwrap() = Some((whole.text(), streamed, ours.text));
-                Ok::<(), Violation>(())
+                Ok(())
             }
         })
         .unwrap();
@@ -230,7 +230,7 @@ fn rig_tool_calls_round_trip_on_openai_and_ollama() {
                 let mut called = called.lock().unwrap();
                 called[0] += usize::from(by_openai);
                 called[1] += usize::from(by_ollama);
-                Ok::<(), Violation>(())
+                Ok(())
             }
         })
         .unwrap();
@@ -294,7 +294,7 @@ fn faults_surface_as_rigs_own_errors() {
                     model.call(CompletionRequest::new(PROMPT)).await.is_ok(),
                     "{kind:?}: the next request succeeds"
                 );
-                Ok::<(), Violation>(())
+                Ok(())
             })
             .unwrap();
     }
@@ -321,7 +321,7 @@ fn a_cut_stream_is_an_error_in_rig() {
                     streamed.text
                 );
                 *cut.lock().unwrap() += 1;
-                Ok::<(), Violation>(())
+                Ok(())
             }
         })
         .unwrap();
@@ -355,7 +355,7 @@ fn a_multipart_request_is_refused_by_name() {
                     }),
                 "{error}"
             );
-            Ok::<(), Violation>(())
+            Ok(())
         })
         .unwrap();
 }
@@ -386,8 +386,8 @@ async fn rig_workload(
 #[test]
 fn rig_replays_by_seed() {
     let faults = [
-        FaultConfig::new(FaultKind::LlmRateLimit, 0.2).unwrap(),
-        FaultConfig::new(FaultKind::LlmStreamCut, 0.2).unwrap(),
+        FaultConfig::chance(FaultKind::LlmRateLimit, 0.2),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.2),
     ];
     let texts = Mutex::new(Vec::new());
     let run = || {

@@ -13,7 +13,7 @@ use umi_dst::{FailureClass, FaultConfig, FaultKind, RunError, SimConfig, Simulat
 use crate::support::lossy_store_workload;
 
 fn write_faults() -> FaultConfig {
-    FaultConfig::new(FaultKind::StorageWriteFail, 0.05).unwrap()
+    FaultConfig::chance(FaultKind::StorageWriteFail, 0.05)
 }
 
 fn expect_failure(result: Result<umi_dst::RunSummary, RunError>) -> Box<umi_dst::FailureReport> {
@@ -106,7 +106,7 @@ fn panics_are_crashes() {
         if sim.fault(&point::LLM_CALL).is_some() {
             panic!("unhandled 503 from the model");
         }
-        Ok::<(), Violation>(())
+        Ok(())
     }));
     assert_eq!(report.class, FailureClass::Crash);
     assert!(
@@ -123,7 +123,7 @@ fn a_deadlock_is_a_liveness_failure() {
     let sim = Simulation::new(SimConfig::new(1).with_sim_time_max(Duration::from_secs(3600)));
     let report = expect_failure(sim.try_run(|_sim| async move {
         pending::<()>().await;
-        Ok::<(), Violation>(())
+        Ok(())
     }));
     assert_eq!(report.class, FailureClass::Liveness);
     assert_eq!(report.sim_elapsed, Duration::from_secs(3600));
@@ -136,7 +136,7 @@ fn a_livelock_is_a_liveness_failure() {
     let report = expect_failure(sim.try_run(|sim| async move {
         let env = sim.env();
         while env.random_u64("spin") != 0 {}
-        Ok::<(), Violation>(())
+        Ok(())
     }));
     assert_eq!(report.class, FailureClass::Liveness);
     assert!(report.message.contains("10000 steps"), "{}", report.message);
@@ -156,7 +156,7 @@ fn a_livelock_inside_a_task_is_still_caught() {
         });
         let _ = spinner.await;
         pending::<()>().await;
-        Ok::<(), Violation>(())
+        Ok(())
     }));
     assert_eq!(report.class, FailureClass::Liveness);
     assert!(
@@ -178,7 +178,7 @@ fn global_state_is_caught_as_nondeterminism() {
         env.sleep(Duration::from_millis(5)).await;
         let runs = LEAKED_STATE.fetch_add(1, Ordering::Relaxed);
         env.record("leak", format_args!("runs so far {runs}"));
-        Ok::<(), Violation>(())
+        Ok(())
     }));
     assert_eq!(report.class, FailureClass::Nondeterminism);
     let divergence = report
@@ -234,7 +234,7 @@ async fn leaky_call(
             body: body.into_bytes(),
         })
         .await;
-    let _ = response.map_err(|e| Violation::new(e.to_string()))?;
+    let _ = response?;
     Ok(())
 }
 
@@ -295,7 +295,7 @@ fn an_hour_of_sleeps_is_simulated() {
                 "{:?}",
                 env.elapsed()
             );
-            Ok::<(), Violation>(())
+            Ok(())
         })
         .unwrap();
     assert_eq!(summary.seeds[0].sim_elapsed_us, 3_600_000_000);
@@ -305,8 +305,6 @@ fn an_hour_of_sleeps_is_simulated() {
 #[test]
 fn invalid_config_is_refused() {
     let sim = Simulation::new(SimConfig::new(1).with_steps_max(0));
-    let error = sim
-        .try_run(|_| async { Ok::<(), Violation>(()) })
-        .unwrap_err();
+    let error = sim.try_run(|_| async { Ok(()) }).unwrap_err();
     assert!(matches!(error, RunError::Config(_)), "{error}");
 }

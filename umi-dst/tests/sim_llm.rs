@@ -131,7 +131,7 @@ fn repeated_requests_get_fresh_answers() {
                             .unwrap_or_default();
                         texts.lock().unwrap().push(text);
                     }
-                    Ok::<(), Violation>(())
+                    Ok(())
                 }
             })
             .unwrap();
@@ -150,10 +150,7 @@ fn repeated_requests_get_fresh_answers() {
 fn extraction_answers_parse_for_1000_seeds() {
     for_seeds(0..1000, vec![], |sim| async move {
         let text = sample_text(sim.seed());
-        let response = instant(&sim)
-            .complete(&extraction_request(&text))
-            .await
-            .map_err(|e| Violation::new(e.to_string()))?;
+        let response = instant(&sim).complete(&extraction_request(&text)).await?;
         let extraction = parse_extraction(&response.text)
             .map_err(|e| Violation::new(format!("{text:?}: {e}")))?;
         for entity in &extraction.entities {
@@ -199,7 +196,7 @@ fn rewrite_answers_parse_for_1000_seeds() {
             .complete(&rewrite_request(&query))
             .await
             .unwrap();
-        let variants = parse_rewrite(&response.text).map_err(|e| Violation::new(e.to_string()))?;
+        let variants = parse_rewrite(&response.text)?;
         ensure!(
             variants[0] == query.trim(),
             "the first variant is the query itself: {variants:?}"
@@ -229,8 +226,7 @@ fn evolution_answers_parse_for_1000_seeds() {
             .complete(&evolution_request(&subject, &candidates))
             .await
             .unwrap();
-        let detection = parse_evolution(&response.text, &candidates)
-            .map_err(|e| Violation::new(e.to_string()))?;
+        let detection = parse_evolution(&response.text, &candidates)?;
         if let Some(id) = &detection.related_id {
             let related = candidates.iter().find(|c| &c.id == id).unwrap();
             let alices = candidates.iter().any(|c| c.name == "Alice");
@@ -374,10 +370,7 @@ fn tool_calls_validate_against_their_schemas_for_1000_seeds() {
         async move {
             let request =
                 CompletionRequest::new(vec![Message::user("plan my week")]).with_tools(tools);
-            let response = SimLlm::new(&sim)
-                .complete(&request)
-                .await
-                .map_err(|e| Violation::new(e.to_string()))?;
+            let response = SimLlm::new(&sim).complete(&request).await?;
             for call in &response.tool_calls {
                 let (_, check) = validators
                     .iter()
@@ -551,7 +544,7 @@ fn streams_have_the_shapes_real_providers_send() {
                         .with_tools(tool_schemas());
                     let stream = instant(&sim).stream(&request).await.unwrap();
                     *events.lock().unwrap() = stream.map(Result::unwrap).collect::<Vec<_>>().await;
-                    Ok::<(), Violation>(())
+                    Ok(())
                 }
             })
             .unwrap();
@@ -635,8 +628,8 @@ fn collected_streams_equal_complete() {
 #[test]
 fn complete_equals_collected_stream_under_faults() {
     let faults = vec![
-        FaultConfig::new(FaultKind::LlmInvalidResponse, 0.3).unwrap(),
-        FaultConfig::new(FaultKind::LlmStreamCut, 0.3).unwrap(),
+        FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.3),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.3),
     ];
     let outcomes = |streamed: bool| {
         let seen = std::sync::Mutex::new(Vec::new());
@@ -867,7 +860,7 @@ fn stream_cuts_end_streams_early() {
                 }
                 *outcome.lock().unwrap() =
                     Some(result.and_then(|()| collector.finish().map(|_| ())));
-                Ok::<(), Violation>(())
+                Ok(())
             }
         })
         .unwrap();
@@ -981,7 +974,7 @@ fn a_panicking_route_is_a_crash_with_the_seed() {
             let _ = llm
                 .complete(&CompletionRequest::new(vec![Message::user("q")]))
                 .await;
-            Ok::<(), Violation>(())
+            Ok(())
         })
         .unwrap_err();
     let RunError::Failed(report) = error else {
@@ -1061,9 +1054,9 @@ fn golden() {
     ] {
         let config = if faults {
             SimConfig::new(seed)
-                .with_fault(FaultConfig::new(FaultKind::LlmInvalidResponse, 0.25).unwrap())
-                .with_fault(FaultConfig::new(FaultKind::LlmStreamCut, 0.25).unwrap())
-                .with_fault(FaultConfig::new(FaultKind::LlmRateLimit, 0.15).unwrap())
+                .with_fault(FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.25))
+                .with_fault(FaultConfig::chance(FaultKind::LlmStreamCut, 0.25))
+                .with_fault(FaultConfig::chance(FaultKind::LlmRateLimit, 0.15))
         } else {
             SimConfig::new(seed)
         };
@@ -1091,7 +1084,7 @@ fn golden() {
                         let line = json!({"seed": sim.seed(), "faults": faults, "case": name, "items": items});
                         run_lines.lock().unwrap().push(canonical_json::to_string(&line));
                     }
-                    Ok::<(), Violation>(())
+                    Ok(())
                 }
             })
             .unwrap();

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use umi_core::llm::structured::{StructuredError, parse};
 use umi_core::llm::{CompletionRequest, LanguageModel, Message};
-use umi_dst::{FaultConfig, FaultKind, SimConfig, SimLlm, SimLlmConfig, Simulation, Violation};
+use umi_dst::{FaultConfig, FaultKind, SimConfig, SimLlm, SimLlmConfig, Simulation};
 
 /// Schemas with nested objects, arrays, enums, `anyOf`, formats and bounds.
 fn schemas() -> Vec<(&'static str, Value)> {
@@ -99,10 +99,7 @@ fn answer(seed: u64, name: &str, schema: &Value, faulted: bool) -> (String, Opti
             async move {
                 let llm =
                     SimLlm::with_config(&sim, SimLlmConfig::default().without_latency()).unwrap();
-                let response = llm
-                    .complete(&request(name, schema, seed))
-                    .await
-                    .map_err(|e| Violation::new(e.to_string()))?;
+                let response = llm.complete(&request(name, schema, seed)).await?;
                 let miss = sim
                     .trace()
                     .tail()
@@ -110,7 +107,7 @@ fn answer(seed: u64, name: &str, schema: &Value, faulted: bool) -> (String, Opti
                     .find(|e| e.kind == "llm.near_miss")
                     .map(|e| e.detail.clone());
                 *out.lock().unwrap() = Some((response.text, miss));
-                Ok::<(), Violation>(())
+                Ok(())
             }
         })
         .unwrap();

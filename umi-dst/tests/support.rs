@@ -114,7 +114,7 @@ pub(crate) async fn busy_workload(sim: SimEnvironment) -> Result<(), Violation> 
     }
     let mut sum = 0u64;
     for task in tasks {
-        sum = sum.wrapping_add(task.await.map_err(|e| Violation::new(e.to_string()))?);
+        sum = sum.wrapping_add(task.await?);
     }
     sim.env().record("workload.done", format_args!("sum={sum}"));
     Ok(())

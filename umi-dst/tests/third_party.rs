@@ -28,7 +28,6 @@ use umi_dst::checkers::wire::decode_as_client;
 use umi_dst::network::{Profile, WireFormat};
 use umi_dst::{
     Endpoint, FaultConfig, FaultKind, SimConfig, SimLlm, SimLlmConfig, SimNetwork, Simulation,
-    Violation,
 };
 
 const URL: &str = "https://judge.sim/v1";
@@ -299,7 +298,7 @@ fn async_openai_reads_every_openai_format_profile_as_umi_does() {
                     FaultKind::LlmServiceUnavailable,
                     FaultKind::LlmContentFilter,
                 ] {
-                    config = config.with_fault(FaultConfig::new(kind, 0.2).unwrap());
+                    config = config.with_fault(FaultConfig::chance(kind, 0.2));
                 }
             }
             let outcome = std::sync::Mutex::new(None);
@@ -321,13 +320,9 @@ fn async_openai_reads_every_openai_format_profile_as_umi_does() {
                         if seed % 4 < 2 {
                             request = request.with_tools(tools());
                         }
-                        let http = OpenAiConfig::new(URL, model_ref)
-                            .http_request(&request, stream)
-                            .map_err(|e| Violation::new(e.to_string()))?;
-                        let response = network
-                            .send(http)
-                            .await
-                            .map_err(|e| Violation::new(e.to_string()))?;
+                        let http =
+                            OpenAiConfig::new(URL, model_ref).http_request(&request, stream)?;
+                        let response = network.send(http).await?;
                         let status = response.status;
                         let reads: Vec<Vec<u8>> = response
                             .body
@@ -347,7 +342,7 @@ fn async_openai_reads_every_openai_format_profile_as_umi_does() {
                         };
                         let ours = umi(&reads, stream, status, "judge-model");
                         *outcome.lock().unwrap() = Some((judged, ours, reads.concat()));
-                        Ok::<(), Violation>(())
+                        Ok(())
                     }
                 })
                 .unwrap_or_else(|e| panic!("{profile} seed {seed}: {e:?}"));

@@ -28,7 +28,6 @@ use umi_dst::checkers::wire::decode_as_client;
 use umi_dst::network::WireFormat;
 use umi_dst::{
     Endpoint, FaultConfig, FaultKind, SimConfig, SimLlm, SimLlmConfig, SimNetwork, Simulation,
-    Violation,
 };
 
 const URL: &str = "https://judge.sim/v1";
@@ -229,7 +228,7 @@ fn async_openai_reads_the_responses_api_as_umi_does() {
                 FaultKind::LlmServiceUnavailable,
                 FaultKind::LlmContentFilter,
             ] {
-                config = config.with_fault(FaultConfig::new(kind, 0.2).unwrap());
+                config = config.with_fault(FaultConfig::chance(kind, 0.2));
             }
         }
         let outcome = std::sync::Mutex::new(None);
@@ -261,11 +260,11 @@ fn async_openai_reads_the_responses_api_as_umi_does() {
                     }
                     let http = client
                         .http_request(&request, stream)
-                        .map_err(|e| Violation::new(e.to_string()))?;
+                        ?;
                     let response = network
                         .send(http)
                         .await
-                        .map_err(|e| Violation::new(e.to_string()))?;
+                        ?;
                     let status = response.status;
                     let reads: Vec<Vec<u8>> = response
                         .body
@@ -273,7 +272,7 @@ fn async_openai_reads_the_responses_api_as_umi_does() {
                         .collect()
                         .await;
                     *outcome.lock().unwrap() = Some((stream, status, reads));
-                    Ok::<(), Violation>(())
+                    Ok(())
                 }
             })
             .unwrap_or_else(|e| panic!("seed {seed}: {e:?}"));

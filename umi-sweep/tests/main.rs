@@ -53,7 +53,7 @@ impl Scenario for Toy {
     }
 
     fn faults(&self) -> Vec<FaultConfig> {
-        vec![FaultConfig::new(FaultKind::StorageLatency, 0.5).unwrap()]
+        vec![FaultConfig::chance(FaultKind::StorageLatency, 0.5)]
     }
 
     fn marks(&self) -> &'static [&'static str] {

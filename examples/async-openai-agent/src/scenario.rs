@@ -75,7 +75,7 @@ impl Scenario for WeatherAgentScenario {
             (FaultKind::NetworkPartialWrite, 0.04),
         ]
         .into_iter()
-        .map(|(kind, p)| FaultConfig::new(kind, p).expect("probabilities are in [0, 1]"))
+        .map(|(kind, p)| FaultConfig::chance(kind, p))
         .collect()
     }
 

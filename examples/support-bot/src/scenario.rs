@@ -48,7 +48,7 @@ impl Scenario for SupportBotScenario {
             (FaultKind::StorageWriteFail, 0.05),
         ]
         .into_iter()
-        .map(|(kind, p)| FaultConfig::new(kind, p).expect("probabilities are in [0, 1]"))
+        .map(|(kind, p)| FaultConfig::chance(kind, p))
         .collect()
     }
 
@@ -122,10 +122,7 @@ pub async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     sim.faults().heal();
     for question in answered {
         let text = format!("The customer asked: {question}");
-        let notes = memory
-            .notes_with_text(&text)
-            .await
-            .map_err(|e| Violation::new(e.to_string()))?;
+        let notes = memory.notes_with_text(&text).await?;
         ensure!(
             !notes.is_empty(),
             "answered {question:?} but did not remember it"

@@ -15,7 +15,7 @@ use umi_sweep::{SweepOptions, run};
 fn retries_are_bounded_and_honour_retry_after() {
     Simulation::from_env()
         .with_seeds(1..=32)
-        .with_fault(FaultConfig::new(FaultKind::LlmRateLimit, 0.35).unwrap())
+        .with_fault(FaultConfig::chance(FaultKind::LlmRateLimit, 0.35))
         .run(|sim| async move {
             let memory = Memory::new(Arc::new(InMemoryStorage::new()), sim.env());
             let config = BotConfig::default();

@@ -328,6 +328,15 @@ pub fn find_seeds_dir(start: &Path) -> Option<PathBuf> {
     nearest_crate
 }
 
+/// The corpus file of a test named `name` in the crate at `manifest_dir`:
+/// `<seeds dir>/<name>.seeds`, the seeds dir found as [`find_seeds_dir`] finds it (the
+/// workspace's `seeds/`, else the crate's). What `#[umi_dst::test]` replays.
+pub fn test_corpus_path(manifest_dir: &str, name: &str) -> PathBuf {
+    find_seeds_dir(Path::new(manifest_dir))
+        .unwrap_or_else(|| PathBuf::from("seeds"))
+        .join(format!("{name}.seeds"))
+}
+
 pub(crate) fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path
         .file_name()

@@ -154,9 +154,44 @@ impl FaultConfig {
         })
     }
 
+    /// `kind` firing with a `probability` written in the code (`0.05`), checked at compile
+    /// time where the config is a `const`, else when it is built: a literal outside 0..=1
+    /// is a bug in the test, not input to handle. For a probability read at run time, use
+    /// [`FaultConfig::new`], which returns an error instead.
+    ///
+    /// ```
+    /// use umi_dst::{FaultConfig, FaultKind};
+    /// const TIMEOUTS: FaultConfig = FaultConfig::chance(FaultKind::LlmTimeout, 0.05);
+    /// assert_eq!(TIMEOUTS.probability(), 0.05);
+    /// ```
+    ///
+    /// ```compile_fail
+    /// use umi_dst::{FaultConfig, FaultKind};
+    /// const WRONG: FaultConfig = FaultConfig::chance(FaultKind::LlmTimeout, 5.0);
+    /// ```
+    #[allow(
+        clippy::manual_range_contains,
+        reason = "RangeInclusive::contains is not const"
+    )]
+    pub const fn chance(kind: FaultKind, probability: f64) -> Self {
+        assert!(
+            probability >= 0.0 && probability <= 1.0,
+            "a fault probability is between 0 and 1"
+        );
+        Self {
+            kind,
+            probability,
+            filter: OperationFilter::Any,
+            max_injections: None,
+            after_operations: 0,
+            at_operation: None,
+            enabled: true,
+        }
+    }
+
     /// `kind` firing on every matching operation (probability 1).
-    pub fn always(kind: FaultKind) -> Self {
-        Self::new(kind, 1.0).expect("1.0 is a valid probability")
+    pub const fn always(kind: FaultKind) -> Self {
+        Self::chance(kind, 1.0)
     }
 
     /// The same rule with another probability (checked like [`FaultConfig::new`]'s).

@@ -449,8 +449,8 @@ mod tests {
     fn decisions_do_not_shift_with_other_domains_traffic() {
         let configs = || {
             vec![
-                FaultConfig::new(FaultKind::LlmRateLimit, 0.3).unwrap(),
-                FaultConfig::new(FaultKind::StorageWriteFail, 0.3).unwrap(),
+                FaultConfig::chance(FaultKind::LlmRateLimit, 0.3),
+                FaultConfig::chance(FaultKind::StorageWriteFail, 0.3),
             ]
         };
         let llm_only = with_injector(configs(), 9, |injector| {
@@ -473,7 +473,7 @@ mod tests {
 
     #[test]
     fn suppressing_one_injection_keeps_the_others() {
-        let configs = || vec![FaultConfig::new(FaultKind::LlmTimeout, 0.2).unwrap()];
+        let configs = || vec![FaultConfig::chance(FaultKind::LlmTimeout, 0.2)];
         let full = with_injector(configs(), 4, |injector| {
             for _ in 0..100 {
                 injector.decide(&COMPLETE);

@@ -128,7 +128,7 @@ mod tests {
     fn rules() -> Vec<FaultConfig> {
         FaultKind::ALL
             .iter()
-            .map(|&kind| FaultConfig::new(kind, 0.05).unwrap())
+            .map(|&kind| FaultConfig::chance(kind, 0.05))
             .collect()
     }
 
@@ -174,8 +174,7 @@ mod tests {
 
     #[test]
     fn filters_caps_and_ordinals_survive_swarm() {
-        let scoped = FaultConfig::new(FaultKind::StorageReadFail, 0.5)
-            .unwrap()
+        let scoped = FaultConfig::chance(FaultKind::StorageReadFail, 0.5)
             .with_filter(OperationFilter::parse("storage.search"))
             .unwrap()
             .with_max_injections(2)

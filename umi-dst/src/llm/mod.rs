@@ -115,7 +115,7 @@ impl SimLlm {
         config: SimLlmConfig,
     ) -> Result<Self, SimLlmConfigError> {
         config.validate()?;
-        let rng = sim.rng("llm").fork(&config.model_ref.id());
+        let rng = sim.fork_rng("llm").fork(&config.model_ref.id());
         let rate = config.rate_limit.map(RateWindow::new);
         Ok(Self {
             clock: sim.clock().clone(),

@@ -206,7 +206,7 @@ fn whole_body(body: Vec<u8>) -> BodyStream {
 impl SimNetwork {
     /// A network with no endpoints, for the run `sim`.
     pub fn new(sim: &SimEnvironment) -> Self {
-        let root = sim.rng("network");
+        let root = sim.fork_rng("network");
         Self {
             endpoints: Vec::new(),
             downtime: Mutex::new(Vec::new()),

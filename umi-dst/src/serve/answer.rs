@@ -169,7 +169,7 @@ pub(crate) fn answer(
             } else {
                 llm_config
             };
-            let llm = Arc::new(SimLlm::with_config(&sim, llm_config).map_err(|e| e.to_string())?);
+            let llm = Arc::new(SimLlm::with_config(&sim, llm_config)?);
             let mut served = Endpoint::openai(&base, llm).with_profile(endpoint.profile);
             if let Some(key) = &api_key {
                 served = served.with_api_key(key.expose());
@@ -177,7 +177,7 @@ pub(crate) fn answer(
             let network = SimNetwork::new(&sim).with_endpoint(served);
             let record = exchange(&sim, &network, request).await;
             *recorded.lock().unwrap_or_else(PoisonError::into_inner) = Some(record);
-            Ok::<(), String>(())
+            Ok(())
         }
     });
     let mut record = recorded

@@ -25,6 +25,7 @@ use tracing_subscriber::fmt::time::FormatTime;
 
 use super::report::FailureClass;
 use super::settings::LogFilter;
+use super::violation::Violation;
 use crate::clock::SimClock;
 use crate::config::SimConfig;
 use crate::environment::SimEnvironment;
@@ -76,11 +77,10 @@ impl SeedRun {
 }
 
 /// Runs `body` for `config.seed`. `config` must already be valid.
-pub(crate) fn run_seed<F, Fut, E>(config: &SimConfig, body: &F, log: &LogFilter) -> SeedRun
+pub(crate) fn run_seed<F, Fut>(config: &SimConfig, body: &F, log: &LogFilter) -> SeedRun
 where
     F: Fn(SimEnvironment) -> Fut,
-    Fut: Future<Output = Result<(), E>>,
-    E: fmt::Display,
+    Fut: Future<Output = Result<(), Violation>>,
 {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()

@@ -29,6 +29,7 @@ mod execute;
 pub mod kept;
 pub mod report;
 pub mod settings;
+mod violation;
 
 use std::fmt;
 use std::future::Future;
@@ -46,50 +47,7 @@ use crate::fault::{FaultConfig, FaultKind};
 use crate::trace::TraceHash;
 use crate::watchdog::{Watchdog, hang_report};
 use kept::{StaleSeed, StaleSeeds};
-
-/// A broken invariant, returned by a simulation body (see [`crate::ensure!`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    /// What was broken, with the values involved.
-    pub message: String,
-}
-
-impl Violation {
-    /// A violation with `message`.
-    pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Violation {}
-
-/// Returns `Err(Violation)` from the enclosing function when `cond` is false.
-///
-/// The error is a [`Violation`] itself (so a body ending in `Ok(())` needs no type
-/// annotation); a body with another error type can return
-/// `Err(Violation::new(..).into())` instead.
-///
-/// ```
-/// # fn check(balance: u64) -> Result<(), umi_dst::Violation> {
-/// umi_dst::ensure!(balance == 100, "balance {balance} != 100");
-/// # Ok(()) }
-/// ```
-#[macro_export]
-macro_rules! ensure {
-    ($cond:expr, $($message:tt)+) => {
-        if !$cond {
-            return ::core::result::Result::Err($crate::Violation::new(::std::format!($($message)+)));
-        }
-    };
-}
+pub use violation::Violation;
 
 /// Why [`Simulation::try_run`] did not run to the end.
 #[derive(Debug, thiserror::Error)]
@@ -337,11 +295,10 @@ impl Simulation {
 
     /// Runs every seed; on the first failure prints its report and fails the calling
     /// test.
-    pub fn run<F, Fut, E>(&self, body: F) -> RunSummary
+    pub fn run<F, Fut>(&self, body: F) -> RunSummary
     where
         F: Fn(crate::SimEnvironment) -> Fut,
-        Fut: Future<Output = Result<(), E>>,
-        E: fmt::Display,
+        Fut: Future<Output = Result<(), Violation>>,
     {
         match self.try_run(body) {
             Ok(summary) => summary,
@@ -356,10 +313,13 @@ impl Simulation {
                 {
                     eprintln!("{report}");
                 }
+                // The panic is what `cargo test` shows last and what `should_panic`
+                // matches: the class, the seed, the first line of the message, the replay.
                 std::panic::resume_unwind(Box::new(format!(
-                    "simulation failed ({}) on seed {}; replay: {}",
+                    "simulation failed ({}) on seed {}: {}; replay: {}",
                     report.class,
                     report.seed,
+                    report.message.lines().next().unwrap_or(""),
                     report.replay_command()
                 )))
             }
@@ -367,11 +327,10 @@ impl Simulation {
     }
 
     /// Runs every seed; returns the first failure's report instead of failing.
-    pub fn try_run<F, Fut, E>(&self, body: F) -> Result<RunSummary, RunError>
+    pub fn try_run<F, Fut>(&self, body: F) -> Result<RunSummary, RunError>
     where
         F: Fn(crate::SimEnvironment) -> Fut,
-        Fut: Future<Output = Result<(), E>>,
-        E: fmt::Display,
+        Fut: Future<Output = Result<(), Violation>>,
     {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err(RunError::Config(SimConfigError::NestedRuntime));
@@ -484,11 +443,10 @@ impl Simulation {
 
     /// Runs one seed with this simulation's config and returns what happened (the
     /// building block of sweeps; no determinism check, no printing).
-    pub fn run_seed<F, Fut, E>(&self, seed: u64, body: &F) -> SeedRun
+    pub fn run_seed<F, Fut>(&self, seed: u64, body: &F) -> SeedRun
     where
         F: Fn(crate::SimEnvironment) -> Fut,
-        Fut: Future<Output = Result<(), E>>,
-        E: fmt::Display,
+        Fut: Future<Output = Result<(), Violation>>,
     {
         execute::run_seed(&self.config_for(seed), body, &LogFilter(None))
     }
