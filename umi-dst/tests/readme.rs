@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use umi_core::env::{Env, EnvironmentExt};
 use umi_dst::fault::point;
-use umi_dst::{FaultConfig, FaultKind, Simulation, ensure};
+use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 /// The code under test takes an `Env`: `SystemEnvironment` in production, the
 /// simulation's here. It retries a flaky call with exponential backoff and jitter.
@@ -27,25 +27,21 @@ async fn call_with_retries(
     Err(last_error)
 }
 
-#[test]
-fn retries_are_bounded_in_time() {
-    Simulation::from_env()
-        .with_fault(FaultConfig::chance(FaultKind::LlmRateLimit, 0.3))
-        .run(|sim| async move {
-            let env = sim.env();
-            // A model call that fails whenever the injector fires a rate limit.
-            let call = || match sim.fault(&point::LLM_CALL) {
-                Some(_) => Err("429 rate limited"),
-                None => Ok("an answer".to_owned()),
-            };
-            let outcome = call_with_retries(&env, call, 5).await;
-            ensure!(
-                env.elapsed() < Duration::from_secs(4),
-                "{outcome:?} took {:?}",
-                env.elapsed()
-            );
-            Ok(())
-        });
+#[umi_dst::test(faults = [FaultConfig::chance(FaultKind::LlmRateLimit, 0.3)])]
+async fn retries_are_bounded_in_time(sim: SimEnvironment) -> Result<(), Violation> {
+    let env = sim.env();
+    // A model call that fails whenever the injector fires a rate limit.
+    let call = || match sim.fault(&point::LLM_CALL) {
+        Some(_) => Err("429 rate limited"),
+        None => Ok("an answer".to_owned()),
+    };
+    let outcome = call_with_retries(&env, call, 5).await;
+    ensure!(
+        env.elapsed() < Duration::from_secs(4),
+        "{outcome:?} took {:?}",
+        env.elapsed()
+    );
+    Ok(())
 }
 // README-END
 
