@@ -156,16 +156,6 @@ impl DeterministicRng {
         unreachable!("ticket below the total always lands in a bucket")
     }
 
-    /// An element chosen with probability proportional to `weight(element)`.
-    pub fn choose_weighted<'a, T>(
-        &mut self,
-        items: &'a [T],
-        weight: impl Fn(&T) -> u64,
-    ) -> Option<&'a T> {
-        let weights: Vec<u64> = items.iter().map(weight).collect();
-        self.weighted_index(&weights).map(|index| &items[index])
-    }
-
     /// Shuffles `items` in place (Fisher-Yates, every permutation equally likely).
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for upper in (1..items.len()).rev() {

@@ -69,6 +69,23 @@ pub struct Injection {
     pub at_us: u64,
 }
 
+/// `     1.250s llm.timeout on llm.complete (0:3)`: the simulated time in seconds,
+/// right-aligned in ten columns so a list of injections lines up, the kind, the operation
+/// and the id `dst replay --only` takes. The one spelling of an injection in reports,
+/// `dst replay` and `dst minimize`.
+impl fmt::Display for Injection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:>10.3}s {} on {} ({})",
+            Duration::from_micros(self.at_us).as_secs_f64(),
+            self.kind,
+            self.operation,
+            self.id
+        )
+    }
+}
+
 /// Counters, for reports and for statistical tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct FaultStats {
@@ -313,14 +330,6 @@ impl FaultInjector {
         self.lock().schedule.clone()
     }
 
-    /// Simulated time of the last injection, if any fired.
-    pub fn last_injection_at(&self) -> Option<Duration> {
-        self.lock()
-            .schedule
-            .last()
-            .map(|injection| Duration::from_micros(injection.at_us))
-    }
-
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -346,6 +355,23 @@ impl fmt::Debug for FaultInjector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_injection_reads_as_one_aligned_line() {
+        let injection = Injection {
+            id: InjectionId {
+                rule: 0,
+                ordinal: 3,
+            },
+            kind: FaultKind::LlmTimeout,
+            operation: "llm.complete".into(),
+            at_us: 1_250_400,
+        };
+        assert_eq!(
+            injection.to_string(),
+            "     1.250s llm.timeout on llm.complete (0:3)"
+        );
+    }
     use crate::clock::SimClock;
     use crate::fault::point::{STORAGE_READ, STORAGE_WRITE};
 

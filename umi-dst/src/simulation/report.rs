@@ -249,15 +249,7 @@ impl fmt::Display for FailureReport {
         }
         writeln!(f, "injected:  {} fault(s)", self.injections_total)?;
         for injection in &self.injections {
-            let at = Duration::from_micros(injection.at_us);
-            writeln!(
-                f,
-                "           {:>10.3}s {} on {} ({})",
-                at.as_secs_f64(),
-                injection.kind,
-                injection.operation,
-                injection.id
-            )?;
+            writeln!(f, "           {injection}")?;
         }
         writeln!(
             f,

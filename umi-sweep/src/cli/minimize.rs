@@ -70,13 +70,7 @@ fn print_minimized(found: &Minimized, args: &RunArgs, program: &str) {
         .iter()
         .filter(|i| found.minimal.contains(&i.id))
     {
-        println!(
-            "  {:>10.3}s {} on {} ({})",
-            injection.at_us as f64 / 1e6,
-            injection.kind,
-            injection.operation,
-            injection.id
-        );
+        println!("  {injection}");
     }
     if found.minimal.is_empty() {
         println!("  (none: the seed fails without any injected fault)");

@@ -145,13 +145,7 @@ fn print_run(run: &SeedRun, scenario: &dyn Scenario, args: &ReplayArgs, program:
     }
     println!("injected: {} fault(s)", run.injections.len());
     for injection in &run.injections {
-        println!(
-            "  {:>10.3}s {} on {} ({})",
-            injection.at_us as f64 / 1e6,
-            injection.kind,
-            injection.operation,
-            injection.id
-        );
+        println!("  {injection}");
     }
     let marks: Vec<String> = run.marks.iter().map(|(m, n)| format!("{m}×{n}")).collect();
     println!("marks:    {}", list_or_none(&marks, ", "));
