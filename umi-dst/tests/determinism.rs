@@ -95,9 +95,9 @@ fn different_seeds_give_different_traces() {
         .with_seeds([1, 2, 3])
         .try_run(busy_workload)
         .unwrap();
-    let mut hashes: Vec<_> = summary.seeds.iter().map(|s| s.trace_hash).collect();
-    hashes.dedup();
-    assert_eq!(hashes.len(), 3);
+    let hashes: std::collections::BTreeSet<_> =
+        summary.seeds.iter().map(|s| s.trace_hash).collect();
+    assert_eq!(hashes.len(), 3, "two seeds gave the same trace");
     assert!(
         summary.seeds.iter().all(|s| s.events > 100),
         "the workload is busy"

@@ -266,7 +266,6 @@ pub fn near_miss(text: &str, schema: &Value, rng: &mut DeterministicRng) -> (Str
     sites(schema, schema, &value, &mut Vec::new(), &mut found, 0);
     // Every kind that has a place is as likely as the others; truncation always has one.
     let mut kinds: Vec<NearMissKind> = found.iter().map(|s| s.kind).collect();
-    kinds.dedup();
     kinds.sort_by_key(|k| k.name());
     kinds.dedup();
     kinds.push(NearMissKind::Truncated);
