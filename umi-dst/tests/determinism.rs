@@ -144,27 +144,14 @@ fn wire_bytes_do_not_depend_on_map_order() {
         }
     }
     let rendered = lines.join("\n") + "\n";
-    if std::env::var("UMI_BLESS").as_deref() == Ok("1") {
-        std::fs::write(&path, &rendered).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    let differing: Vec<(&str, &str)> = expected
-        .lines()
-        .zip(rendered.lines())
-        .filter(|(was, now)| was != now)
-        .collect();
-    assert!(
-        differing.is_empty() && expected.lines().count() == lines.len(),
-        "{} of {} exchanges differ from {} (first: {:?}); if this build turns on serde_json's \
-         `preserve_order` (`cargo tree -e features -i serde_json`), a seeded path orders JSON \
-         keys its own way: serialize and iterate through umi_core::canonical_json. If the \
-         servers' bytes changed on purpose, re-bless in the default build: UMI_BLESS=1 cargo \
-         test -p umi-dst --test main determinism::wire_bytes_do_not_depend_on_map_order",
-        differing.len(),
-        lines.len(),
-        path.display(),
-        differing.first(),
+    crate::golden_file::check(
+        &path,
+        &rendered,
+        "If this build turns on serde_json's `preserve_order` (`cargo tree -e features -i \
+         serde_json`), a seeded path orders JSON keys its own way: serialize and iterate \
+         through umi_core::canonical_json. If the servers' bytes changed on purpose, re-bless \
+         in the default build: UMI_BLESS=1 cargo test -p umi-dst --test main \
+         determinism::wire_bytes_do_not_depend_on_map_order",
     );
 }
 

@@ -3,6 +3,8 @@
 /// Workloads shared by the tests below (a planted-bug store, a busy agent-like run).
 mod support;
 
+mod golden_file;
+
 /// Canaries: a planted bug of every failure class that the runner must catch, the replay
 /// round trip, and the report's replay command.
 mod self_test;

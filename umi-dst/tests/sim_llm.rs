@@ -1068,6 +1068,7 @@ fn golden() {
                     let env = sim.env();
                     let llm = SimLlm::new(&sim);
                     for (name, request) in cases {
+                        // One line per event: a change shows as the lines it touches.
                         let mut items = Vec::new();
                         match llm.stream(request).await {
                             Err(error) => items.push(json!({"at_ms": env.elapsed().as_millis() as u64, "refused": error})),
@@ -1081,8 +1082,17 @@ fn golden() {
                                 }
                             }
                         }
-                        let line = json!({"seed": sim.seed(), "faults": faults, "case": name, "items": items});
-                        run_lines.lock().unwrap().push(canonical_json::to_string(&line));
+                        if items.is_empty() {
+                            items.push(json!({"at_ms": env.elapsed().as_millis() as u64, "ended": "without an item"}));
+                        }
+                        let mut run_lines = run_lines.lock().unwrap();
+                        for (index, mut item) in items.into_iter().enumerate() {
+                            item["seed"] = json!(sim.seed());
+                            item["faults"] = json!(faults);
+                            item["case"] = json!(name);
+                            item["index"] = json!(index);
+                            run_lines.push(canonical_json::to_string(&item));
+                        }
                     }
                     Ok(())
                 }
@@ -1091,25 +1101,10 @@ fn golden() {
         lines.extend(run_lines.into_inner().unwrap());
     }
     let rendered = lines.join("\n") + "\n";
-    if std::env::var("UMI_BLESS").as_deref() == Ok("1") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &rendered).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!("{} is missing; create it with UMI_BLESS=1 cargo test -p umi-dst --test main sim_llm::golden", path.display())
-    });
-    if expected != rendered {
-        let first = expected
-            .lines()
-            .zip(rendered.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(0);
-        panic!(
-            "SimLLM's output changed (golden line {}).\n  was: {}\n  now: {}\nIf the change is deliberate: UMI_BLESS=1 cargo test -p umi-dst --test main sim_llm::golden",
-            first + 1,
-            expected.lines().nth(first).unwrap_or(""),
-            rendered.lines().nth(first).unwrap_or("")
-        );
-    }
+    crate::golden_file::check(
+        &path,
+        &rendered,
+        "SimLLM's output changed. If the change is deliberate: UMI_BLESS=1 cargo test -p \
+         umi-dst --test main sim_llm::golden",
+    );
 }
