@@ -386,12 +386,8 @@ pub async fn ask(
     if !stream {
         return model.complete(request).await;
     }
-    let mut events = model.stream(request).await?;
-    let mut collector = umi_core::llm::StreamCollector::new(model.model_ref().model.clone());
-    while let Some(event) = futures::StreamExt::next(&mut events).await {
-        collector.push(event?)?;
-    }
-    collector.finish()
+    let events = model.stream(request).await?;
+    umi_core::llm::StreamCollector::collect(model.model_ref().model.clone(), events).await
 }
 
 /// A short chat request with task tag `task`.

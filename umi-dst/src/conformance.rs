@@ -258,11 +258,8 @@ where
             }
             return Ok(());
         }
-        let mut collector = StreamCollector::new(model_ref.model.clone());
-        for event in events {
-            collector.push(event).map_err(|e| format!("the collector refused the stream: {e}"))?;
-        }
-        let response = collector.finish().map_err(|e| format!("the collector refused the stream: {e}"))?;
+        let response = StreamCollector::collect_items(model_ref.model.clone(), events.into_iter().map(Ok))
+            .map_err(|e| format!("the collector refused the stream: {e}"))?;
         if options.honours_stop
             && let Some(stop) = request.stop.iter().find(|s| !s.is_empty() && response.text.contains(s.as_str()))
         {

@@ -22,7 +22,7 @@ use umi_core::llm::client::ClientFormat;
 use umi_core::llm::responses::ResponsesConfig;
 use umi_core::llm::transport::Transport;
 use umi_core::llm::{
-    CompletionRequest, FinishReason, LlmError, Message, ModelRef, StreamCollector, ToolDefinition,
+    CompletionRequest, FinishReason, Message, ModelRef, StreamCollector, ToolDefinition,
 };
 use umi_dst::checkers::wire::decode_as_client;
 use umi_dst::network::WireFormat;
@@ -171,15 +171,8 @@ fn umi(reads: &[Vec<u8>], stream: bool, status: u16, model: &str) -> Judged {
     let response = if stream {
         let decoded =
             decode_as_client(WireFormat::OpenAiResponses, reads.iter().map(Vec::as_slice));
-        let mut collector = StreamCollector::new(model);
-        let pushed: Result<(), LlmError> = decoded
-            .events
-            .into_iter()
-            .try_for_each(|e| collector.push(e));
-        match (pushed, decoded.error) {
-            (Ok(()), None) => collector.finish(),
-            (Err(error), _) | (Ok(()), Some(error)) => Err(error),
-        }
+        let items = decoded.events.into_iter().map(Ok);
+        StreamCollector::collect_items(model, items.chain(decoded.error.map(Err)))
     } else {
         umi_core::llm::responses::parse_response(&String::from_utf8_lossy(&reads.concat()), model)
     };

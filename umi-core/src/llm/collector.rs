@@ -71,6 +71,19 @@ impl StreamCollector {
         }
     }
 
+    /// Collects items already in hand (a decoded body): as [`StreamCollector::collect`],
+    /// the first `Err` item ends it and is returned as it is.
+    pub fn collect_items(
+        model: impl Into<String>,
+        items: impl IntoIterator<Item = Result<StreamEvent, LlmError>>,
+    ) -> Result<CompletionResponse, LlmError> {
+        let mut collector = Self::new(model);
+        for item in items {
+            collector.push(item?)?;
+        }
+        collector.finish()
+    }
+
     /// Collects a whole stream. An `Err` item ends it and is returned as it is.
     pub async fn collect(
         model: impl Into<String>,
@@ -316,6 +329,31 @@ mod tests {
             collector.push(event)?;
         }
         collector.finish()
+    }
+
+    /// Items in hand collect as a stream would: the text joined, and the first error
+    /// returned as it is (nothing after it is looked at).
+    #[test]
+    fn items_in_hand_collect_and_stop_at_the_first_error() {
+        let whole = StreamCollector::collect_items(
+            "m",
+            [
+                Ok(StreamEvent::text("a")),
+                Ok(StreamEvent::text("b")),
+                Ok(StreamEvent::done(FinishReason::Stop, None)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(whole.text, "ab");
+        let cut = StreamCollector::collect_items(
+            "m",
+            [
+                Ok(StreamEvent::text("a")),
+                Err(LlmError::Timeout { after_ms: 5 }),
+                Err(LlmError::Timeout { after_ms: 9 }),
+            ],
+        );
+        assert_eq!(cut.unwrap_err().to_string(), "timed out after 5 ms");
     }
 
     #[test]
