@@ -11,8 +11,8 @@ use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
 use umi_core::llm::router::{CooldownPolicy, LlmRouter, RetryPolicy};
 use umi_core::llm::{
-    CompletionRequest, CompletionResponse, EventStream, LanguageModel, LlmError, Message, ModelRef,
-    ToolDefinition,
+    CompletionRequest, CompletionResponse, EventStream, LanguageModel, LlmError, Message, ModelId,
+    ModelRef, ToolDefinition,
 };
 use umi_dst::checkers::router::RouterLog;
 use umi_dst::{
@@ -156,6 +156,12 @@ pub const PROVIDERS: [(&str, &str, u32); 3] = [
     ),
 ];
 
+/// The `provider/model` id of an entry of [`PROVIDERS`] (constants: a malformed one is a
+/// bug in this file).
+fn model_id(id: &'static str) -> ModelId<'static> {
+    ModelId::parse(id).expect("PROVIDERS ids are provider/model")
+}
+
 /// A router over real clients talking to SimNetwork, which serves three SimLLMs.
 pub struct RouterStack {
     /// The router.
@@ -180,7 +186,7 @@ impl RouterStack {
     ) -> Self {
         let mut network = SimNetwork::new(sim);
         for (id, url, window) in PROVIDERS {
-            let (provider, model) = id.split_once('/').unwrap_or((id, id));
+            let ModelId { provider, model } = model_id(id);
             let llm = sim_model(sim, provider, model, window, |c| edit(id, c));
             network = network.with_endpoint(if provider == "ollama" {
                 Endpoint::ollama(url, llm)
@@ -197,7 +203,7 @@ impl RouterStack {
             .observer(log.observer());
         let mut windows = BTreeMap::new();
         for (id, url, window) in PROVIDERS {
-            let (provider, model) = id.split_once('/').unwrap_or((id, id));
+            let ModelId { provider, model } = model_id(id);
             let model_ref = ModelRef::new(provider, model, window, 2_048);
             let timeout = std::time::Duration::from_millis(retry.request_timeout_ms);
             let client: Arc<dyn LanguageModel> = if provider == "ollama" {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use futures::future::LocalBoxFuture;
 use umi_core::llm::router::{LlmRouter, RouterConfig};
-use umi_core::llm::{FinishReason, LlmError};
+use umi_core::llm::{FinishReason, LlmError, ModelId};
 use umi_dst::Scenario;
 use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::network::Profile;
@@ -154,7 +154,10 @@ fn stack(
     }
     let mut network = SimNetwork::new(sim);
     for (id, model) in &config.models {
-        let (provider, model_id) = id.split_once('/').unwrap_or((id, id));
+        let ModelId {
+            provider,
+            model: model_id,
+        } = ModelId::parse(id)?;
         let llm = sim_model(sim, provider, model_id, model.context_window, |c| c);
         let endpoint = &config.providers[provider].endpoint;
         let served = match provider {
@@ -214,8 +217,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
                     .models
                     .keys()
                     .find(|id| id.ends_with(&format!("/{}", response.model)))
-                    .and_then(|id| id.split_once('/'))
-                    .map(|(provider, _)| provider);
+                    .map(|id| ModelId::provider_of(id));
                 let format = match provider {
                     Some("anthropic") => "mixed.answered.anthropic",
                     Some("openai") => "mixed.answered.openai_responses",

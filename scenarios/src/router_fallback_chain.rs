@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
 use umi_core::env::EnvironmentExt;
+use umi_core::llm::ModelId;
 use umi_core::llm::router::{CooldownPolicy, RouterEvent};
 use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
@@ -121,7 +122,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
 /// Invariants 2 and 3 on the router's events.
 fn check_chain_order(events: &[(Duration, RouterEvent)]) -> Result<(), Violation> {
     let primary = PROVIDERS[0].0;
-    let primary_provider = primary.split_once('/').map_or(primary, |(p, _)| p);
+    let primary_provider = ModelId::provider_of(primary);
     let mut last_index: std::collections::BTreeMap<u64, usize> = std::collections::BTreeMap::new();
     let mut primary_open_until = Duration::ZERO;
     for (at, event) in events {

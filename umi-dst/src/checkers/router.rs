@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use umi_core::llm::LlmError;
 use umi_core::llm::router::{RetryPolicy, RouterEvent, RouterObserver};
+use umi_core::llm::{LlmError, ModelId};
 
 use crate::simulation::Violation;
 
@@ -52,12 +52,6 @@ impl RouterLog {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
-}
-
-fn provider_of(model: &str) -> &str {
-    model
-        .split_once('/')
-        .map_or(model, |(provider, _)| provider)
 }
 
 /// Checks rules 1 to 7 on `events`. `windows` maps each model to its context window.
@@ -96,7 +90,7 @@ pub fn check_router(
                         "call {call}: attempt on {model} after {winner} already answered"
                     )));
                 }
-                if let Some(until) = open_until.get(provider_of(model))
+                if let Some(until) = open_until.get(ModelId::provider_of(model))
                     && at < until
                 {
                     return Err(Violation::new(format!(
@@ -154,14 +148,14 @@ pub fn check_router(
                 }
                 // An answer (even from an attempt begun before the circuit opened) shows
                 // the provider is up: the breaker closes its circuit.
-                open_until.remove(provider_of(model));
+                open_until.remove(ModelId::provider_of(model));
             }
             RouterEvent::CircuitOpened { provider, until_ms } => {
                 open_until.insert(provider.clone(), Duration::from_millis(*until_ms));
                 just_opened = Some(provider);
             }
             RouterEvent::Backoff { call, model, .. } => {
-                if opened_before == Some(provider_of(model)) {
+                if opened_before == Some(ModelId::provider_of(model)) {
                     return Err(Violation::new(format!(
                         "call {call}: backed off on {model} after its failure opened the circuit"
                     )));

@@ -312,14 +312,14 @@ impl RouterConfig {
             }
         }
         for (id, model) in &self.models {
-            let Some((provider, model_id)) = id.split_once('/') else {
+            let Ok(crate::llm::ModelId { provider, .. }) = crate::llm::ModelId::parse(id) else {
                 return error(
                     format!("models.\"{id}\""),
                     id.clone(),
                     "a model is named provider/model-id".into(),
                 );
             };
-            if model_id.is_empty() || !self.providers.contains_key(provider) {
+            if !self.providers.contains_key(provider) {
                 let known: Vec<&String> = self.providers.keys().collect();
                 return error(
                     format!("models.\"{id}\""),
