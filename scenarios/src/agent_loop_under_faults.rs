@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
 use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent};
-use umi_core::llm::Message;
 use umi_core::llm::router::CooldownPolicy;
+use umi_core::llm::{LlmErrorKind, Message};
 use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
@@ -43,13 +43,13 @@ const STREAM_CUT_RETRIES_MAX: u32 = 2;
 
 /// The error kinds a routed turn may end with: exhaustion, or a stream broken after its
 /// first event (which no router may retry without duplicating output).
-const TURN_ERRORS: [&str; 6] = [
-    "exhausted",
-    "stream_truncated",
-    "connection",
-    "timeout",
-    "invalid_response",
-    "service_unavailable",
+const TURN_ERRORS: [LlmErrorKind; 6] = [
+    LlmErrorKind::Exhausted,
+    LlmErrorKind::StreamTruncated,
+    LlmErrorKind::Connection,
+    LlmErrorKind::Timeout,
+    LlmErrorKind::InvalidResponse,
+    LlmErrorKind::ServiceUnavailable,
 ];
 
 /// The scenario.

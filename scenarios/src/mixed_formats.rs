@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use futures::future::LocalBoxFuture;
 use umi_core::llm::router::{LlmRouter, RouterConfig};
-use umi_core::llm::{FinishReason, LlmError, ModelId};
+use umi_core::llm::{FinishReason, LlmError, LlmErrorKind, ModelId};
 use umi_dst::Scenario;
 use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::network::Profile;
@@ -82,16 +82,16 @@ cooldown_ms = 10000
 "#;
 
 /// The error kinds the faults can cause.
-const FAULT_ERRORS: [&str; 9] = [
-    "timeout",
-    "server_timeout",
-    "rate_limit",
-    "connection",
-    "stream_truncated",
-    "service_unavailable",
-    "empty_stream",
-    "context_overflow",
-    "exhausted",
+const FAULT_ERRORS: [LlmErrorKind; 9] = [
+    LlmErrorKind::Timeout,
+    LlmErrorKind::ServerTimeout,
+    LlmErrorKind::RateLimit,
+    LlmErrorKind::Connection,
+    LlmErrorKind::StreamTruncated,
+    LlmErrorKind::ServiceUnavailable,
+    LlmErrorKind::EmptyStream,
+    LlmErrorKind::ContextOverflow,
+    LlmErrorKind::Exhausted,
 ];
 
 /// The scenario.

@@ -119,7 +119,10 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         );
         if let Err(error) = result {
             ensure!(
-                matches!(error.kind(), "rate_limit" | "exhausted"),
+                matches!(
+                    error.kind(),
+                    umi_core::llm::LlmErrorKind::RateLimit | umi_core::llm::LlmErrorKind::Exhausted
+                ),
                 "wave {wave} call {index} failed with {}: {error}",
                 error.kind()
             );

@@ -31,8 +31,8 @@ use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
 use umi_core::llm::transport::{HttpRequest, HttpResponse, Transport, TransportError};
 use umi_core::llm::{
-    CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, ModelRef,
-    StreamCollector,
+    CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, LlmErrorKind,
+    ModelRef, StreamCollector,
 };
 use umi_dst::Scenario;
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
@@ -49,15 +49,15 @@ const TIMEOUT: Duration = Duration::from_secs(15);
 const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The error kinds a faulty network or model may cause.
-const FAULT_ERRORS: [&str; 8] = [
-    "timeout",
-    "rate_limit",
-    "connection",
-    "stream_truncated",
-    "invalid_response",
-    "json",
-    "service_unavailable",
-    "empty_stream",
+const FAULT_ERRORS: [LlmErrorKind; 8] = [
+    LlmErrorKind::Timeout,
+    LlmErrorKind::RateLimit,
+    LlmErrorKind::Connection,
+    LlmErrorKind::StreamTruncated,
+    LlmErrorKind::InvalidResponse,
+    LlmErrorKind::Json,
+    LlmErrorKind::ServiceUnavailable,
+    LlmErrorKind::EmptyStream,
 ];
 
 /// The scenario.

@@ -31,8 +31,8 @@ use std::sync::{Arc, LazyLock};
 use futures::future::LocalBoxFuture;
 use umi_core::llm::router::LlmRouter;
 use umi_core::llm::{
-    CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, ModelRef,
-    StreamCollector, ToolChoice,
+    CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, LlmErrorKind,
+    ModelRef, StreamCollector, ToolChoice,
 };
 use umi_dst::Scenario;
 use umi_dst::checkers::router::{RouterLog, check_router};
@@ -64,18 +64,18 @@ const RETIRED_SOURCED: [Profile; 9] = [
 const ROUTED_CALLS_PER_SEED: usize = 3;
 
 /// The error kinds a faulty network or model may cause.
-const FAULT_ERRORS: [&str; 11] = [
-    "timeout",
-    "server_timeout",
-    "rate_limit",
-    "connection",
-    "stream_truncated",
-    "invalid_response",
-    "json",
-    "service_unavailable",
-    "empty_stream",
-    "context_overflow",
-    "model_not_found",
+const FAULT_ERRORS: [LlmErrorKind; 11] = [
+    LlmErrorKind::Timeout,
+    LlmErrorKind::ServerTimeout,
+    LlmErrorKind::RateLimit,
+    LlmErrorKind::Connection,
+    LlmErrorKind::StreamTruncated,
+    LlmErrorKind::InvalidResponse,
+    LlmErrorKind::Json,
+    LlmErrorKind::ServiceUnavailable,
+    LlmErrorKind::EmptyStream,
+    LlmErrorKind::ContextOverflow,
+    LlmErrorKind::ModelNotFound,
 ];
 
 /// Marks beyond the profiles' own shapes.

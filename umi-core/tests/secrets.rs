@@ -403,7 +403,11 @@ fn a_real_refused_connection_does_not_print_the_url_credentials() {
             .await
             .unwrap_err()
     });
-    assert_eq!(error.kind(), "connection", "{error}");
+    assert_eq!(
+        error.kind(),
+        umi_core::llm::LlmErrorKind::Connection,
+        "{error}"
+    );
     let printed = format!("{error} {error:?}");
     assert!(leaks(&printed).is_empty(), "{printed}");
 }

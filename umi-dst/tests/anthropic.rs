@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use umi_core::llm::anthropic::{AnthropicClient, AnthropicConfig};
 use umi_core::llm::{
-    CompletionRequest, LanguageModel, LlmError, Message, ModelRef, StreamCollector, ToolCall,
-    ToolDefinition,
+    CompletionRequest, LanguageModel, LlmError, LlmErrorKind, Message, ModelRef, StreamCollector,
+    ToolCall, ToolDefinition,
 };
 use umi_dst::conformance::Conformance;
 use umi_dst::{
@@ -66,9 +66,17 @@ async fn streamed(llm: &dyn LanguageModel) -> Result<umi_core::llm::CompletionRe
 #[test]
 fn every_refusal_is_typed_as_the_router_needs() {
     let cases = [
-        (FaultKind::LlmRateLimit, "rate_limit", 429),
-        (FaultKind::LlmServiceUnavailable, "service_unavailable", 529),
-        (FaultKind::LlmContextOverflow, "context_overflow", 400),
+        (FaultKind::LlmRateLimit, LlmErrorKind::RateLimit, 429),
+        (
+            FaultKind::LlmServiceUnavailable,
+            LlmErrorKind::ServiceUnavailable,
+            529,
+        ),
+        (
+            FaultKind::LlmContextOverflow,
+            LlmErrorKind::ContextOverflow,
+            400,
+        ),
     ];
     for (kind, expected, status) in cases {
         for stream in [false, true] {

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use umi_core::llm::responses::{ResponsesClient, ResponsesConfig};
 use umi_core::llm::{
-    CompletionRequest, LanguageModel, LlmError, Message, ModelRef, StreamCollector, ToolDefinition,
+    CompletionRequest, LanguageModel, LlmError, LlmErrorKind, Message, ModelRef, StreamCollector,
+    ToolDefinition,
 };
 use umi_dst::conformance::Conformance;
 use umi_dst::{
@@ -66,9 +67,17 @@ async fn streamed(llm: &dyn LanguageModel) -> Result<umi_core::llm::CompletionRe
 #[test]
 fn refusals_are_typed_whole_and_in_the_stream() {
     let cases = [
-        (FaultKind::LlmRateLimit, "rate_limit", 429),
-        (FaultKind::LlmServiceUnavailable, "service_unavailable", 503),
-        (FaultKind::LlmContextOverflow, "context_overflow", 400),
+        (FaultKind::LlmRateLimit, LlmErrorKind::RateLimit, 429),
+        (
+            FaultKind::LlmServiceUnavailable,
+            LlmErrorKind::ServiceUnavailable,
+            503,
+        ),
+        (
+            FaultKind::LlmContextOverflow,
+            LlmErrorKind::ContextOverflow,
+            400,
+        ),
     ];
     for (kind, expected, status) in cases {
         for stream in [false, true] {

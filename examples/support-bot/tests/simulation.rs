@@ -28,7 +28,7 @@ async fn retries_are_bounded_and_honour_retry_after(sim: SimEnvironment) -> Resu
         Ok(reply) => ensure!(reply.attempts <= config.attempts_max, "{reply:?}"),
         Err(BotError::Model { attempts, last }) => {
             ensure!(
-                last.kind() == "rate_limit",
+                last.kind() == umi_core::llm::LlmErrorKind::RateLimit,
                 "only 429s were injected: {last}"
             );
             ensure!(

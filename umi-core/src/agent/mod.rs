@@ -159,7 +159,7 @@ pub enum AgentEvent {
         /// Which retry of it (from 1).
         retry: u32,
         /// The kind of error that cut the stream.
-        error_kind: &'static str,
+        error_kind: crate::llm::LlmErrorKind,
     },
     /// Old turns were dropped after a context overflow.
     ContextTrimmed {

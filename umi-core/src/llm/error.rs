@@ -12,6 +12,8 @@
 //! | context_overflow | no | only to a model with a larger window |
 //! | bad_request, invalid_prompt | no | no: the request itself is wrong |
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 /// A failed language-model call.
@@ -301,33 +303,149 @@ impl LlmError {
         }
     }
 
-    /// The error's kind as a short name (`rate_limit`), for traces and counters.
-    pub fn kind(&self) -> &'static str {
+    /// The error's kind, a `Copy` value to match on (its name, `rate_limit`, is what
+    /// traces and counters print).
+    pub fn kind(&self) -> LlmErrorKind {
         match self {
-            Self::Timeout { .. } => "timeout",
-            Self::ServerTimeout { .. } => "server_timeout",
-            Self::ModelNotFound { .. } => "model_not_found",
-            Self::RateLimit { .. } => "rate_limit",
-            Self::ContextOverflow { .. } => "context_overflow",
-            Self::InvalidResponse { .. } => "invalid_response",
-            Self::ServiceUnavailable { .. } => "service_unavailable",
-            Self::Json { .. } => "json",
-            Self::InvalidPrompt { .. } => "invalid_prompt",
-            Self::Auth { .. } => "auth",
-            Self::BadRequest { .. } => "bad_request",
-            Self::Connection { .. } => "connection",
-            Self::StreamTruncated { .. } => "stream_truncated",
-            Self::EmptyStream => "empty_stream",
-            Self::ResponseTooLarge { .. } => "response_too_large",
-            Self::TooManyToolCalls { .. } => "too_many_tool_calls",
-            Self::Exhausted { .. } => "exhausted",
+            Self::Timeout { .. } => LlmErrorKind::Timeout,
+            Self::ServerTimeout { .. } => LlmErrorKind::ServerTimeout,
+            Self::ModelNotFound { .. } => LlmErrorKind::ModelNotFound,
+            Self::RateLimit { .. } => LlmErrorKind::RateLimit,
+            Self::ContextOverflow { .. } => LlmErrorKind::ContextOverflow,
+            Self::InvalidResponse { .. } => LlmErrorKind::InvalidResponse,
+            Self::ServiceUnavailable { .. } => LlmErrorKind::ServiceUnavailable,
+            Self::Json { .. } => LlmErrorKind::Json,
+            Self::InvalidPrompt { .. } => LlmErrorKind::InvalidPrompt,
+            Self::Auth { .. } => LlmErrorKind::Auth,
+            Self::BadRequest { .. } => LlmErrorKind::BadRequest,
+            Self::Connection { .. } => LlmErrorKind::Connection,
+            Self::StreamTruncated { .. } => LlmErrorKind::StreamTruncated,
+            Self::EmptyStream => LlmErrorKind::EmptyStream,
+            Self::ResponseTooLarge { .. } => LlmErrorKind::ResponseTooLarge,
+            Self::TooManyToolCalls { .. } => LlmErrorKind::TooManyToolCalls,
+            Self::Exhausted { .. } => LlmErrorKind::Exhausted,
         }
+    }
+}
+
+/// What kind of [`LlmError`] an error is, without its details: for matching
+/// (`error.kind() == LlmErrorKind::RateLimit`) and for traces (`Display` prints the
+/// snake-case name, `rate_limit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum LlmErrorKind {
+    /// [`LlmError::Timeout`].
+    Timeout,
+    /// [`LlmError::ServerTimeout`].
+    ServerTimeout,
+    /// [`LlmError::ModelNotFound`].
+    ModelNotFound,
+    /// [`LlmError::RateLimit`].
+    RateLimit,
+    /// [`LlmError::ContextOverflow`].
+    ContextOverflow,
+    /// [`LlmError::InvalidResponse`].
+    InvalidResponse,
+    /// [`LlmError::ServiceUnavailable`].
+    ServiceUnavailable,
+    /// [`LlmError::Json`].
+    Json,
+    /// [`LlmError::InvalidPrompt`].
+    InvalidPrompt,
+    /// [`LlmError::Auth`].
+    Auth,
+    /// [`LlmError::BadRequest`].
+    BadRequest,
+    /// [`LlmError::Connection`].
+    Connection,
+    /// [`LlmError::StreamTruncated`].
+    StreamTruncated,
+    /// [`LlmError::EmptyStream`].
+    EmptyStream,
+    /// [`LlmError::ResponseTooLarge`].
+    ResponseTooLarge,
+    /// [`LlmError::TooManyToolCalls`].
+    TooManyToolCalls,
+    /// [`LlmError::Exhausted`].
+    Exhausted,
+}
+
+impl LlmErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [Self; 17] = [
+        Self::Timeout,
+        Self::ServerTimeout,
+        Self::ModelNotFound,
+        Self::RateLimit,
+        Self::ContextOverflow,
+        Self::InvalidResponse,
+        Self::ServiceUnavailable,
+        Self::Json,
+        Self::InvalidPrompt,
+        Self::Auth,
+        Self::BadRequest,
+        Self::Connection,
+        Self::StreamTruncated,
+        Self::EmptyStream,
+        Self::ResponseTooLarge,
+        Self::TooManyToolCalls,
+        Self::Exhausted,
+    ];
+
+    /// The snake-case name (`rate_limit`), as traces print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Timeout => "timeout",
+            Self::ServerTimeout => "server_timeout",
+            Self::ModelNotFound => "model_not_found",
+            Self::RateLimit => "rate_limit",
+            Self::ContextOverflow => "context_overflow",
+            Self::InvalidResponse => "invalid_response",
+            Self::ServiceUnavailable => "service_unavailable",
+            Self::Json => "json",
+            Self::InvalidPrompt => "invalid_prompt",
+            Self::Auth => "auth",
+            Self::BadRequest => "bad_request",
+            Self::Connection => "connection",
+            Self::StreamTruncated => "stream_truncated",
+            Self::EmptyStream => "empty_stream",
+            Self::ResponseTooLarge => "response_too_large",
+            Self::TooManyToolCalls => "too_many_tool_calls",
+            Self::Exhausted => "exhausted",
+        }
+    }
+}
+
+impl fmt::Display for LlmErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every variant has its kind, and the kinds' names are the snake-case names traces
+    /// have always printed, each once.
+    #[test]
+    fn kinds_are_copy_values_with_the_trace_names() {
+        let names: std::collections::BTreeSet<&str> =
+            LlmErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names.len(), LlmErrorKind::ALL.len());
+        let rate_limit = LlmError::RateLimit {
+            retry_after_ms: None,
+        };
+        let kind = rate_limit.kind();
+        assert_eq!(kind, LlmErrorKind::RateLimit);
+        assert_eq!(kind.to_string(), "rate_limit");
+        assert_eq!(LlmError::EmptyStream.kind().as_str(), "empty_stream");
+        assert!(
+            names
+                .iter()
+                .all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        );
+    }
 
     #[test]
     fn classification_matches_the_adr() {

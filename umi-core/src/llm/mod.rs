@@ -29,7 +29,7 @@ pub mod transport;
 pub mod wire;
 
 pub use collector::StreamCollector;
-pub use error::{ERROR_SNIPPET_BYTES_MAX, FailedAttempt, LlmError, snippet};
+pub use error::{ERROR_SNIPPET_BYTES_MAX, FailedAttempt, LlmError, LlmErrorKind, snippet};
 pub use event::{EventStream, StreamEvent};
 pub use message::{Message, ToolCall, ToolDefinition};
 pub use model_id::{ModelId, ModelIdError};

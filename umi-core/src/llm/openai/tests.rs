@@ -120,7 +120,7 @@ fn every_in_stream_error_shape_maps_to_its_kind() {
         let decoded = decode(&bytes);
         assert_eq!(decoded.events, vec![StreamEvent::text("Hi")], "{bytes}");
         assert_eq!(
-            decoded.error.as_ref().map(LlmError::kind),
+            decoded.error.as_ref().map(|e| e.kind().as_str()),
             Some(kind),
             "{bytes}"
         );

@@ -351,7 +351,7 @@ fn errors_inside_a_stream_map_to_their_kind() {
     ];
     for (value, kind) in &cases {
         let error = from_stream_error(value);
-        assert_eq!(error.kind(), *kind, "{value}: {error:?}");
+        assert_eq!(error.kind().as_str(), *kind, "{value}: {error:?}");
     }
     let overflow = from_stream_error(&cases[3].0);
     assert_eq!(
