@@ -193,13 +193,12 @@ fn targets(sim: &SimEnvironment) -> (Arc<SimNetwork>, Vec<Target>) {
         let url = base_url(profile, gateway);
         let provider = if gateway { "gateway" } else { profile.name() };
         let model_ref = ModelRef::new(provider, format!("{}-model", profile.name()), 32_768, 2_048);
-        let options = ClientOptions {
-            // Ollama has no API keys.
-            api_key: (profile != Profile::Ollama).then(|| API_KEY.into()),
-            timeout: Some(timeout),
-            // Ask the Responses API for reasoning summaries, so the sweep meets them.
-            reasoning_summary: true,
-        };
+        let mut options = ClientOptions::default();
+        // Ollama has no API keys.
+        options.api_key = (profile != Profile::Ollama).then(|| API_KEY.into());
+        options.timeout = Some(timeout);
+        // Ask the Responses API for reasoning summaries, so the sweep meets them.
+        options.reasoning_summary = true;
         let client = client_for(
             profile,
             &url,

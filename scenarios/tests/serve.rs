@@ -23,20 +23,19 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn config(seed: u64) -> ServeConfig {
-    ServeConfig {
-        seed,
-        endpoints: [
-            "openai",
-            "ollama",
-            "anthropic",
-            "openai_responses@/r",
-            "deepseek_reasoner@/deepseek",
-        ]
-        .iter()
-        .map(|e| EndpointSpec::parse(e).unwrap())
-        .collect(),
-        ..ServeConfig::default()
-    }
+    let mut config = ServeConfig::default();
+    config.seed = seed;
+    config.endpoints = [
+        "openai",
+        "ollama",
+        "anthropic",
+        "openai_responses@/r",
+        "deepseek_reasoner@/deepseek",
+    ]
+    .iter()
+    .map(|e| EndpointSpec::parse(e).unwrap())
+    .collect();
+    config
 }
 
 /// Status, the headers that say how to reproduce it, and the body.

@@ -130,9 +130,9 @@ fn main() {
         .unwrap();
     runtime.block_on(async {
         let transport = ReqwestTransport::new().unwrap();
-        let server = Server::start(ServeConfig { concurrency_max: 256, ..ServeConfig::default() })
-            .await
-            .unwrap();
+        let mut config = ServeConfig::default();
+        config.concurrency_max = 256;
+        let server = Server::start(config).await.unwrap();
         let served = format!("{}/v1/chat/completions", server.base_url());
         for stream in [false, true] {
             // The floor answers with a body of the size the served answer has.

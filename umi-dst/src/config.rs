@@ -11,6 +11,7 @@ use crate::fault::{FaultConfig, FaultConfigError, FaultKind, FaultPoint, Injecti
 
 /// A setting that cannot work, named with its value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SimConfigError {
     /// `steps_max` is zero or above `SIM_STEPS_MAX_LIMIT`.
     #[error("steps_max {value} is outside 1..={limit}")]
@@ -46,6 +47,7 @@ pub enum SimConfigError {
 /// The settings of a simulated run. Build with [`SimConfig::new`] and the `with_*`
 /// methods; [`SimConfig::validate`] checks the limits (the runner calls it).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SimConfig {
     /// The seed every random choice derives from.
     pub seed: u64,

@@ -19,6 +19,7 @@ use serde::Serialize;
 /// exits with the most severe one's [`exit_code`](Self::exit_code).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum FailureClass {
     /// An invariant was violated: the body returned an error.
     Correctness,

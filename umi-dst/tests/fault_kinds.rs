@@ -281,6 +281,13 @@ async fn effect(kind: FaultKind, sim: SimEnvironment, clean: Arc<Clean>) -> Resu
             let read = sim.env().unix_time_ms();
             ensure!(read != expected, "the wall clock did not jump");
         }
+        // FaultKind is non_exhaustive: a kind added to the catalog fails here until it
+        // has an effect check (the test runs every kind of FaultKind::ALL).
+        other => {
+            return Err(Violation::new(format!(
+                "{other} has no effect check in fault_kinds.rs"
+            )));
+        }
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ use crate::report::SweepReport;
 
 /// Why reports cannot be merged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MergeError {
     /// Two reports come from different sweeps (or modes).
     #[error(

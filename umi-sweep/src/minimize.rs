@@ -34,6 +34,7 @@ pub struct Minimized {
 
 /// Why nothing was minimized.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MinimizeError {
     /// The seed does not fail.
     #[error("seed {seed} of {scenario} passes: there is nothing to minimize")]

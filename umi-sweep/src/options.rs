@@ -109,6 +109,7 @@ impl Default for SweepOptions {
 
 /// A sweep that cannot start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SweepError {
     /// A scenario filter names no scenario.
     #[error("unknown scenario {name:?}; known: {}", known.join(", "))]

@@ -107,14 +107,12 @@ pub fn config_of(
     args: &ServeArgs,
     scenarios: &[Arc<dyn Scenario>],
 ) -> Result<ServeConfig, ServeError> {
-    let mut config = ServeConfig {
-        seed: args.seed,
-        time_scale: args.time_scale,
-        bind: args.bind,
-        concurrency_max: args.concurrency_max,
-        body_bytes_max: args.body_bytes_max,
-        ..ServeConfig::default()
-    };
+    let mut config = ServeConfig::default();
+    config.seed = args.seed;
+    config.time_scale = args.time_scale;
+    config.bind = args.bind;
+    config.concurrency_max = args.concurrency_max;
+    config.body_bytes_max = args.body_bytes_max;
     if !args.endpoints.is_empty() {
         config.endpoints = args
             .endpoints

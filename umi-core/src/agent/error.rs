@@ -4,6 +4,7 @@ use crate::llm::LlmError;
 
 /// An agent run that did not produce an answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AgentError {
     /// The model kept calling tools for `iterations` turns.
     #[error("no answer after {iterations} iterations")]

@@ -126,6 +126,7 @@ impl AgentConfig {
 
 /// Progress of a run.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum AgentEvent {
     /// A model turn starts.
     IterationStarted {

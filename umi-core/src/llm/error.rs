@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 /// A failed language-model call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LlmError {
     /// No answer within the deadline.
     #[error("timed out after {after_ms} ms")]

@@ -12,6 +12,7 @@ use super::message::ToolCall;
 /// with its end marker but no finish reason is [`FinishReason::Missing`], never a silent
 /// `Stop`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum FinishReason {
     /// A natural end, or a stop sequence.
     Stop,

@@ -85,6 +85,7 @@ impl fmt::Debug for HttpResponse {
 
 /// A failure below HTTP: no connection, or a connection that broke.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TransportError {
     /// Could not connect (refused, DNS, TLS).
     #[error("cannot connect: {reason}")]

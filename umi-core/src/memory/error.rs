@@ -4,6 +4,7 @@ use crate::storage::StorageError;
 
 /// A memory call that failed: nothing was stored (for `remember`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MemoryError {
     /// `remember` was given nothing to remember.
     #[error("nothing to remember: the text is empty")]

@@ -27,6 +27,7 @@ pub use sqlite::{SCHEMA_VERSION, SqliteStorage, UMI_APPLICATION_ID};
 
 /// A storage operation that failed, with what it was about.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StorageError {
     /// The file exists but is not a Umi database (or not a database at all). Nothing in it
     /// was changed.

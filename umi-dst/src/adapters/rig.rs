@@ -77,6 +77,7 @@ use crate::constants::ADAPTER_ERROR_BODY_BYTES_MAX;
 /// What the adapter cannot do with a request or a simulated response; rig reports it as
 /// a transport failure (`ProviderError::Http`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SimHttpError {
     /// rig sent a multipart body (an upload), which SimNetwork does not take.
     #[error("{method} {url}: a multipart request cannot go through SimNetwork")]

@@ -41,6 +41,7 @@ const PARSE_ERROR_QUOTE_CHARS_MAX: usize = 120;
 
 /// A seed corpus file that cannot be read or written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CorpusError {
     /// A line that is not a seed.
     #[error("{path}:{line}: {reason}: {text:?}")]

@@ -51,6 +51,7 @@ impl fmt::Display for OperationFilter {
 
 /// A fault setting that cannot work, named with the offending value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FaultConfigError {
     /// The probability is not in `[0, 1]` (or is NaN).
     #[error("fault {kind}: probability {probability} is outside [0, 1]")]

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// Where a fault can happen. A fault fires only on operations of its own domain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum FaultDomain {
     /// Calls to a language model (SimLLM).
     Llm,
@@ -42,6 +43,7 @@ macro_rules! fault_kinds {
         /// One kind of fault. Its name (`llm.timeout`) is how configs, reports and the
         /// trace refer to it.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[non_exhaustive]
         pub enum FaultKind {
             $( $(#[$doc])* $variant, )*
         }

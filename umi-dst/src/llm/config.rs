@@ -60,6 +60,7 @@ pub struct RateLimitModel {
 
 /// A SimLLM setting that cannot work.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SimLlmConfigError {
     /// Latency bounds out of order or outside the constants.
     #[error(
@@ -82,6 +83,7 @@ pub enum SimLlmConfigError {
 
 /// How a SimLLM behaves.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SimLlmConfig {
     /// The simulated model and its limits.
     pub model_ref: ModelRef,

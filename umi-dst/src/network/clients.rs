@@ -19,6 +19,7 @@ use super::profile::{Profile, WireFormat};
 
 /// How a client for a profile is set up.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ClientOptions {
     /// The API key to present (Ollama's native API takes none).
     pub api_key: Option<ApiKey>,

@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use umi_core::llm::ModelRef;
-use umi_core::llm::transport::{HttpRequest, Transport, TransportError};
+use umi_core::llm::transport::{HttpRequest, Transport};
 
 use super::config::{EndpointSpec, ServeConfig};
 use crate::config::SimConfig;
@@ -240,13 +240,12 @@ async fn exchange(
             return record;
         }
     };
-    let response = match response {
-        Ok(response) => response,
-        Err(TransportError::Connect { .. } | TransportError::Reset { .. }) => {
-            record.end = End::Reset;
-            record.end_at = clock.now() - start;
-            return record;
-        }
+    // A connection refused or reset (and any transport failure added later) ends the HTTP
+    // connection the way the simulation did: a reset.
+    let Ok(response) = response else {
+        record.end = End::Reset;
+        record.end_at = clock.now() - start;
+        return record;
     };
     record.status = Some(response.status);
     record.headers = response.headers;

@@ -86,6 +86,7 @@ impl EndpointSpec {
 
 /// Everything `dst serve` needs.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServeConfig {
     /// The session seed (a request may name its own: `x-umi-seed`, `/seed/{n}/…`).
     pub seed: u64,
@@ -193,6 +194,7 @@ impl ServeConfig {
 
 /// Why the server cannot start or serve.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServeError {
     /// A flag's value is refused.
     #[error("{flag} {value:?}: {reason}")]

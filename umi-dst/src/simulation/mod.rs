@@ -51,6 +51,7 @@ pub use violation::Violation;
 
 /// Why [`Simulation::try_run`] did not run to the end.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RunError {
     /// The configuration is invalid; no seed ran.
     #[error(transparent)]

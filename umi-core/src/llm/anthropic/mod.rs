@@ -32,6 +32,7 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// How to reach one Claude model. `Debug` redacts the key, the credentials in the URL
 /// and secret headers.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AnthropicConfig {
     /// The API's base URL, without the version path (`https://api.anthropic.com`).
     pub base_url: String,

@@ -29,6 +29,7 @@ use crate::constants::HTTP_TIMEOUT_MS_DEFAULT;
 /// How to reach one model of an Ollama server. `Debug` redacts the key and the
 /// credentials in the URL.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OllamaConfig {
     /// The server (`http://localhost:11434`).
     pub base_url: String,

@@ -29,6 +29,7 @@ use crate::constants::HTTP_TIMEOUT_MS_DEFAULT;
 /// How to reach one model of an OpenAI-compatible server. `Debug` redacts the key, the
 /// credentials in the URL and secret headers.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OpenAiConfig {
     /// Base URL, up to and including the version (`https://api.openai.com/v1`).
     pub base_url: String,

@@ -36,6 +36,7 @@ use crate::llm::response::FinishReason;
 /// How to reach one model through the Responses API. `Debug` redacts the key, the
 /// credentials in the URL and secret headers.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ResponsesConfig {
     /// Base URL, up to and including the version (`https://api.openai.com/v1`).
     pub base_url: String,

@@ -227,6 +227,7 @@ impl Default for CooldownPolicy {
 /// The whole router configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct RouterConfig {
     /// Providers by name.
     pub providers: BTreeMap<String, ProviderConfig>,

@@ -67,6 +67,7 @@ struct Target {
 
 /// A model that cannot be resolved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ResolveError {
     /// The id is not `provider/model-id`.
     #[error("{id:?} is not a provider/model-id")]

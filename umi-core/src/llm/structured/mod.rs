@@ -36,6 +36,7 @@ use crate::llm::error::snippet;
 
 /// A structured answer that cannot be used, and where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StructuredError {
     /// The answer is not JSON (a truncated document, prose around it).
     #[error("the answer is not JSON at line {line}, column {column}: {reason} (got {snippet:?})")]
