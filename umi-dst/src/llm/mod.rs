@@ -32,17 +32,16 @@ pub mod config;
 pub mod generate;
 pub mod near_miss;
 mod plan;
+mod prepare;
 mod rate_limit;
 pub mod route;
 pub mod schema;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use umi_core::constants::RESPONSE_TEXT_BYTES_MAX;
-use umi_core::llm::tokens::estimate_request_tokens;
 use umi_core::llm::{
     CompletionRequest, CompletionResponse, EventStream, LanguageModel, LlmError, ModelRef,
 };
@@ -51,14 +50,13 @@ pub use canonical::request_hash;
 #[cfg(feature = "serve")]
 pub(crate) use canonical::value as canonical_json;
 pub use config::{LatencyModel, RateLimitModel, SimLlmConfig, SimLlmConfigError, TimeoutMode};
-use plan::{CallPlan, Cut, Timing};
+use plan::CallPlan;
 use rate_limit::RateWindow;
 pub use route::{Builtin, FnRoute, Generated, Route};
 
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
-use crate::fault::point::{LLM_CALL, unreachable_kind};
-use crate::fault::{FaultInjector, FaultKind};
+use crate::fault::FaultInjector;
 use crate::rng::DeterministicRng;
 use crate::trace::Trace;
 
@@ -188,236 +186,6 @@ impl SimLlm {
             format_args!("{} {error}", self.config.model_ref.id()),
         );
         Err(error)
-    }
-
-    /// Steps 1 to 8 of the module docs, up to the plan.
-    async fn prepare(&self, request: &CompletionRequest) -> Result<CallPlan, LlmError> {
-        if let Err(error) = request.validate() {
-            return self.refuse(error);
-        }
-        let hash = request_hash(request);
-        let occurrence = {
-            let mut occurrences = self
-                .occurrences
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let count = occurrences.entry(hash).or_insert(0);
-            *count += 1;
-            *count - 1
-        };
-        let rng = self.rng.fork_parts(&[&hash, &occurrence.to_le_bytes()]);
-        self.warn_untagged(request);
-        let chosen = self.choose(request);
-        let route_name = match &chosen {
-            Chosen::User(index) => self.routes[*index].name().to_owned(),
-            Chosen::Builtin(builtin) => builtin.name().to_owned(),
-        };
-        let operation = match request.task.as_deref() {
-            Some(task) => LLM_CALL.with_qualifier(task),
-            None => LLM_CALL.name().to_owned(),
-        };
-        let model = &self.config.model_ref;
-        let prompt_tokens = estimate_request_tokens(request);
-        self.trace.record(
-            "llm.call",
-            format_args!(
-                "{} route={route_name} op={operation} req={:02x}{:02x}{:02x}{:02x} n={occurrence} prompt_tokens={prompt_tokens}",
-                model.id(),
-                hash[0],
-                hash[1],
-                hash[2],
-                hash[3]
-            ),
-        );
-
-        let admitted = {
-            let mut rate = self.rate.lock().unwrap_or_else(PoisonError::into_inner);
-            rate.as_mut().map_or(Ok(()), |window| {
-                window.admit(self.clock.now(), u64::from(prompt_tokens))
-            })
-        };
-        if let Err(wait) = admitted {
-            let retry_after_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
-            return self.refuse(LlmError::RateLimit {
-                retry_after_ms: Some(retry_after_ms),
-            });
-        }
-
-        let fault = match request.task.as_deref() {
-            Some(task) => self.faults.decide_qualified(&LLM_CALL, task),
-            None => self.faults.decide(&LLM_CALL),
-        };
-        // Sub-streams of the call's stream: one per concern, so a change in one (say,
-        // chunking) never shifts another (the content).
-        let mut fault_rng = rng.substream(1);
-        match fault {
-            None => {}
-            Some(FaultKind::LlmTimeout) => {
-                let after = match self.config.timeout_mode {
-                    TimeoutMode::Stall(stall) => {
-                        self.clock.sleep(stall).await;
-                        stall
-                    }
-                    TimeoutMode::Immediate => std::time::Duration::ZERO,
-                };
-                let after_ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
-                return self.refuse(LlmError::Timeout { after_ms });
-            }
-            Some(FaultKind::LlmRateLimit) => {
-                let retry_after_ms =
-                    fault_rng.range_inclusive(FAULT_RETRY_AFTER_MS_MIN, FAULT_RETRY_AFTER_MS_MAX);
-                return self.refuse(LlmError::RateLimit {
-                    retry_after_ms: Some(retry_after_ms),
-                });
-            }
-            Some(FaultKind::LlmContextOverflow) => {
-                let limit = model
-                    .context_window_tokens
-                    .min(prompt_tokens.saturating_sub(1));
-                return self.refuse(LlmError::ContextOverflow {
-                    prompt_tokens: Some(prompt_tokens),
-                    limit: Some(limit),
-                });
-            }
-            Some(FaultKind::LlmServiceUnavailable) => {
-                return self.refuse(LlmError::ServiceUnavailable {
-                    status: Some(503),
-                    message: "the model is overloaded (simulated)".into(),
-                });
-            }
-            Some(FaultKind::LlmModelNotFound) => {
-                return self.refuse(LlmError::ModelNotFound {
-                    status: Some(404),
-                    message: model.model.clone(),
-                });
-            }
-            // Applied to the answer once it is generated, below.
-            Some(
-                FaultKind::LlmInvalidResponse
-                | FaultKind::LlmStreamCut
-                | FaultKind::LlmContentFilter,
-            ) => {}
-            Some(other) => unreachable_kind(&LLM_CALL, other),
-        }
-        if prompt_tokens > model.context_window_tokens {
-            return self.refuse(LlmError::ContextOverflow {
-                prompt_tokens: Some(prompt_tokens),
-                limit: Some(model.context_window_tokens),
-            });
-        }
-
-        let mut generate_rng = rng.substream(2);
-        if matches!(chosen, Chosen::Builtin(Builtin::Structured))
-            && let Err(error) = generate::structured(request, &mut generate_rng.clone())
-        {
-            return self.refuse(LlmError::BadRequest {
-                status: Some(400),
-                message: format!("SimLLM cannot answer this output schema: {error}"),
-            });
-        }
-        let generated = match chosen {
-            Chosen::User(index) => self.routes[index].generate(request, &mut generate_rng),
-            Chosen::Builtin(builtin) => generate::builtin(
-                builtin,
-                request,
-                &mut generate_rng,
-                self.config.tool_call_probability,
-            ),
-        };
-        let mut generated = generated;
-        if self.config.reasoning && generated.reasoning.is_none() {
-            generated.reasoning = Some(generate::reasoning(request, &mut rng.substream(5)));
-        }
-        let bytes = generated.bytes();
-        if bytes > RESPONSE_TEXT_BYTES_MAX {
-            return self.refuse(LlmError::ResponseTooLarge {
-                what: format!("output of route {route_name:?}"),
-                bytes,
-                limit: RESPONSE_TEXT_BYTES_MAX,
-            });
-        }
-        let structured = generated.structured;
-        let mut shaped = plan::shape(
-            generated,
-            &request.stop,
-            request.max_tokens,
-            model,
-            prompt_tokens,
-        );
-        let schema = request.output_schema.as_ref().map(|s| &s.schema);
-        match (fault, schema) {
-            (Some(FaultKind::LlmInvalidResponse), Some(schema))
-                if shaped.tool_calls.is_empty() && !shaped.text.is_empty() =>
-            {
-                let (text, miss) = near_miss::near_miss(&shaped.text, schema, &mut fault_rng);
-                shaped.text = text;
-                self.trace.record(
-                    "llm.near_miss",
-                    format_args!("{} at {}", miss.kind.name(), miss.path),
-                );
-            }
-            (Some(FaultKind::LlmInvalidResponse), _) => {
-                let corruption = plan::corrupt(&mut shaped, structured, &mut fault_rng);
-                self.trace
-                    .record("llm.corrupt", format_args!("{}", corruption.name()));
-            }
-            _ => {}
-        }
-        if fault == Some(FaultKind::LlmContentFilter) {
-            plan::filter(&mut shaped, &mut fault_rng);
-            self.trace.record(
-                "llm.filter",
-                format_args!("kept {} bytes", shaped.text.len()),
-            );
-        }
-        // A request seen before in this run is served partly from the provider's prompt
-        // cache, in 64-token blocks (DeepSeek's unit).
-        let cached = if occurrence == 0 {
-            0
-        } else {
-            prompt_tokens - prompt_tokens % 64
-        };
-        shaped.usage.cached_prompt_tokens = Some(cached);
-        let timing = Timing::draw(self.config.latency, &mut rng.substream(3));
-        let mut plan = CallPlan {
-            model: model.model.clone(),
-            shaped,
-            timing,
-            cut: None,
-            chunk_rng: rng.substream(4),
-            chunk_chars_max: self.config.chunk_chars_max,
-        };
-        if fault == Some(FaultKind::LlmStreamCut) {
-            let events = plan.event_count();
-            let k = if events > 1 {
-                fault_rng.range_inclusive(1, events as u64 - 1) as usize
-            } else {
-                0
-            };
-            plan.cut = Some(match fault_rng.below(3) {
-                0 => Cut::Error(k),
-                1 => Cut::ServerError(k),
-                _ => Cut::Silent(k),
-            });
-        }
-        self.trace.record(
-            "llm.answer",
-            format_args!(
-                "{} finish={} usage={}+{} latency_ms={}{}",
-                model.id(),
-                plan.shaped.finish_reason.as_str(),
-                plan.shaped.usage.prompt_tokens,
-                plan.shaped.usage.completion_tokens,
-                plan.total_delay().as_millis(),
-                match plan.cut {
-                    Some(Cut::Error(k)) => format!(" cut=error@{k}"),
-                    Some(Cut::ServerError(k)) => format!(" cut=server_error@{k}"),
-                    Some(Cut::Silent(k)) => format!(" cut=silent@{k}"),
-                    None => String::new(),
-                }
-            ),
-        );
-        Ok(plan)
     }
 }
 
