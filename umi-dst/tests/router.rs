@@ -138,12 +138,13 @@ fn resolves_provider_model_ids() {
                 == Ok(128_000),
             "resolves"
         );
+        let unknown_provider = s.router.resolve("openai/gpt-4o");
         ensure!(
             matches!(
-                s.router.resolve("openai/gpt-4o"),
-                Err(ResolveError::UnknownProvider { .. })
+                &unknown_provider,
+                Err(ResolveError::UnknownProvider { known, .. }) if known == &["deepseek", "glm"]
             ),
-            "unknown provider"
+            "an unknown provider lists the known ones, sorted, once each: {unknown_provider:?}"
         );
         let unknown = s.router.resolve("glm/glm-9").unwrap_err();
         ensure!(

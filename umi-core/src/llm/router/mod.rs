@@ -26,9 +26,12 @@
 //! Every step is a [`RouterEvent`], logged with `tracing`, recorded in the environment's
 //! trace, and given to the observer (umi-dst's router checkers use it).
 
+mod attempt;
 mod breaker;
+mod builder;
 mod config;
 mod events;
+mod factory;
 pub mod policy;
 mod warnings;
 
@@ -38,61 +41,30 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::StreamExt;
-use futures::future::BoxFuture;
 
+use attempt::{Answer, attempt};
 use breaker::{Admission, Breaker};
+pub use builder::RouterBuilder;
 pub use config::{
     ConfigError, CooldownPolicy, ModelConfig, ProviderConfig, ProviderKind, RetryPolicy,
     RouterConfig, RoutingConfig,
 };
 pub use events::{RouterEvent, RouterObserver};
+pub use factory::ResolveError;
 use policy::Step;
 pub use warnings::ConfigWarning;
 
 use super::error::{FailedAttempt, LlmError};
-use super::event::{EventStream, StreamEvent};
+use super::event::EventStream;
 use super::provider::LanguageModel;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
-use super::secrets::ApiKey;
-use super::transport::Transport;
 use crate::constants::ROUTER_ATTEMPTS_MAX;
 use crate::env::{Env, EnvironmentExt};
 
 /// A routable model.
 struct Target {
     model: Arc<dyn LanguageModel>,
-}
-
-/// A model that cannot be resolved.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ResolveError {
-    /// The id is not `provider/model-id`.
-    #[error("{id:?} is not a provider/model-id")]
-    Malformed {
-        /// The id.
-        id: String,
-    },
-    /// No such provider.
-    #[error("unknown provider {provider:?} in {id:?}; known providers: {known:?}")]
-    UnknownProvider {
-        /// The id.
-        id: String,
-        /// Its provider part.
-        provider: String,
-        /// The providers there are.
-        known: Vec<String>,
-    },
-    /// The provider exists, the model does not.
-    #[error("unknown model {id:?}; known models: {known:?}")]
-    UnknownModel {
-        /// The id.
-        id: String,
-        /// The models there are.
-        known: Vec<String>,
-    },
 }
 
 /// The router. Build it from a [`RouterConfig`] with [`LlmRouter::from_config`], or from
@@ -117,199 +89,8 @@ impl std::fmt::Debug for LlmRouter {
     }
 }
 
-/// Builds an [`LlmRouter`] from models.
-pub struct RouterBuilder {
-    env: Env,
-    targets: BTreeMap<String, Target>,
-    routing: RoutingConfig,
-    retry: RetryPolicy,
-    cooldown: CooldownPolicy,
-    observer: Option<RouterObserver>,
-}
-
-impl RouterBuilder {
-    /// Adds a model under `id` (`provider/model-id`).
-    pub fn model(mut self, id: &str, model: Arc<dyn LanguageModel>) -> Self {
-        self.targets.insert(id.to_owned(), Target { model });
-        self
-    }
-
-    /// Sets the default model.
-    pub fn default_model(mut self, id: &str) -> Self {
-        self.routing.default = id.to_owned();
-        self
-    }
-
-    /// Sets the fallbacks, in order.
-    pub fn fallback(mut self, ids: &[&str]) -> Self {
-        self.routing.fallback = ids.iter().map(|id| (*id).to_owned()).collect();
-        self
-    }
-
-    /// Sets the context-window fallbacks, in order.
-    pub fn context_fallback(mut self, ids: &[&str]) -> Self {
-        self.routing.context_fallback = ids.iter().map(|id| (*id).to_owned()).collect();
-        self
-    }
-
-    /// Routes requests tagged `task` to `id`.
-    pub fn task(mut self, task: &str, id: &str) -> Self {
-        self.routing.tasks.insert(task.to_owned(), id.to_owned());
-        self
-    }
-
-    /// Sets retries and timeouts.
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    /// Sets the circuit breaker.
-    pub fn cooldown(mut self, cooldown: CooldownPolicy) -> Self {
-        self.cooldown = cooldown;
-        self
-    }
-
-    /// Sets the observer.
-    pub fn observer(mut self, observer: RouterObserver) -> Self {
-        self.observer = Some(observer);
-        self
-    }
-
-    /// The router, once the routing names only added models.
-    pub fn build(self) -> Result<LlmRouter, ConfigError> {
-        let check = |field: String, id: &str| {
-            if self.targets.contains_key(id) {
-                Ok(())
-            } else {
-                Err(ConfigError {
-                    file: "(builder)".into(),
-                    field,
-                    value: id.to_owned(),
-                    reason: "unknown model".into(),
-                })
-            }
-        };
-        check("routing.default".into(), &self.routing.default)?;
-        for (index, id) in self.routing.fallback.iter().enumerate() {
-            check(format!("routing.fallback[{index}]"), id)?;
-        }
-        for (index, id) in self.routing.context_fallback.iter().enumerate() {
-            check(format!("routing.context_fallback[{index}]"), id)?;
-        }
-        for (task, id) in &self.routing.tasks {
-            check(format!("routing.tasks.\"{task}\""), id)?;
-        }
-        let model_ref = self.targets[&self.routing.default]
-            .model
-            .model_ref()
-            .clone();
-        Ok(LlmRouter {
-            targets: self.targets,
-            routing: self.routing,
-            retry: self.retry,
-            breaker: Breaker::new(self.cooldown),
-            env: self.env,
-            observer: self.observer,
-            calls: AtomicU64::new(0),
-            model_ref,
-        })
-    }
-}
-
-fn provider_of(id: &str) -> &str {
-    id.split_once('/').map_or(id, |(provider, _)| provider)
-}
-
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// Where a routed stream is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Before Done.
-    Streaming,
-    /// After Done: only usage is passed on.
-    AfterDone,
-    /// Over.
-    Ended,
-}
-
-impl Phase {
-    fn from_done(done: bool) -> Self {
-        if done {
-            Self::AfterDone
-        } else {
-            Self::Streaming
-        }
-    }
-}
-
-/// What an attempt produced.
-enum Answer {
-    Response(CompletionResponse),
-    Stream(EventStream),
-}
-
-/// One attempt: a whole answer, or a stream whose first event has arrived.
-fn attempt(
-    model: Arc<dyn LanguageModel>,
-    request: CompletionRequest,
-    streaming: bool,
-    env: Env,
-    idle: Duration,
-) -> BoxFuture<'static, Result<Answer, LlmError>> {
-    Box::pin(async move {
-        if !streaming {
-            return model.complete(&request).await.map(Answer::Response);
-        }
-        let mut stream = model.stream(&request).await?;
-        // Retrying stays possible until the first event: wait for it here.
-        let first = match stream.next().await {
-            Some(Ok(event)) => event,
-            Some(Err(error)) => return Err(error),
-            None => return Err(LlmError::EmptyStream),
-        };
-        // After Done only usage may follow (some providers report it last); anything
-        // else, a timeout or the end closes the stream quietly, never with an error.
-        let after_done = first.is_done();
-        let rest = futures::stream::unfold(
-            (stream, env, Phase::from_done(after_done)),
-            move |(mut stream, env, phase)| async move {
-                if phase == Phase::Ended {
-                    return None;
-                }
-                match env.timeout(idle, stream.next()).await {
-                    Ok(Some(Ok(StreamEvent::Usage { usage }))) if phase == Phase::AfterDone => {
-                        Some((Ok(StreamEvent::Usage { usage }), (stream, env, phase)))
-                    }
-                    Ok(Some(_)) | Ok(None) | Err(_) if phase == Phase::AfterDone => None,
-                    Ok(Some(item)) => {
-                        let next = match &item {
-                            Err(_) => Phase::Ended,
-                            Ok(event) => Phase::from_done(event.is_done()),
-                        };
-                        Some((item, (stream, env, next)))
-                    }
-                    Ok(None) => None,
-                    Err(_) => Some((
-                        Err(LlmError::Timeout {
-                            after_ms: millis(idle),
-                        }),
-                        (stream, env, Phase::Ended),
-                    )),
-                }
-            },
-        );
-        // Fused: polled again after its end, the stream answers `None`.
-        Ok(Answer::Stream(
-            futures::stream::iter([Ok(first)])
-                .chain(rest)
-                .fuse()
-                .boxed(),
-        ))
-    })
 }
 
 impl LlmRouter {
@@ -330,87 +111,10 @@ impl LlmRouter {
         }
     }
 
-    /// A router with a real client per configured model, speaking through `transport`.
-    /// API keys are read through `lookup` (pass `|name| std::env::var(name).ok()`).
-    pub fn from_config(
-        config: &RouterConfig,
-        transport: &Arc<dyn Transport>,
-        env: &Env,
-        lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, ConfigError> {
-        config.validate("(config)")?;
-        let mut builder = Self::builder(env.clone())
-            .retry(config.retry)
-            .cooldown(config.cooldown);
-        for (id, model) in &config.models {
-            let (provider_name, model_id) = id.split_once('/').expect("validated");
-            let provider = &config.providers[provider_name];
-            let model_ref = ModelRef::new(
-                provider_name,
-                model_id,
-                model.context_window,
-                model.max_output,
-            );
-            let timeout = Duration::from_millis(config.retry.request_timeout_ms);
-            let api_key = match &provider.api_key_env {
-                None => None,
-                Some(variable) => Some(ApiKey::from(lookup(variable).ok_or_else(|| {
-                    ConfigError {
-                        file: "(config)".into(),
-                        field: format!("providers.{provider_name}.api_key_env"),
-                        value: variable.clone(),
-                        reason: "the environment variable is not set".into(),
-                    }
-                })?)),
-            };
-            let client = crate::llm::registry::client(
-                provider,
-                model_ref,
-                api_key,
-                timeout,
-                transport.clone(),
-                env.clone(),
-            );
-            builder = builder.model(id, client);
-        }
-        builder.routing = config.routing.clone();
-        builder.build()
-    }
-
     /// Sets the observer of router events.
     pub fn with_observer(mut self, observer: RouterObserver) -> Self {
         self.observer = Some(observer);
         self
-    }
-
-    /// The model behind `provider/model-id`.
-    pub fn resolve(&self, id: &str) -> Result<ModelRef, ResolveError> {
-        let Some((provider, _)) = id.split_once('/') else {
-            return Err(ResolveError::Malformed { id: id.to_owned() });
-        };
-        if let Some(target) = self.targets.get(id) {
-            return Ok(target.model.model_ref().clone());
-        }
-        let providers: Vec<String> = {
-            let mut names: Vec<String> = self
-                .targets
-                .keys()
-                .map(|k| provider_of(k).to_owned())
-                .collect();
-            names.dedup();
-            names
-        };
-        if !providers.iter().any(|p| p == provider) {
-            return Err(ResolveError::UnknownProvider {
-                id: id.to_owned(),
-                provider: provider.to_owned(),
-                known: providers,
-            });
-        }
-        Err(ResolveError::UnknownModel {
-            id: id.to_owned(),
-            known: self.targets.keys().cloned().collect(),
-        })
     }
 
     fn emit(&self, event: &RouterEvent) {
@@ -581,7 +285,7 @@ impl LlmRouter {
             deadline,
         } = attempted;
         let target = self.targets[id].model.clone();
-        let provider = provider_of(id).to_owned();
+        let provider = crate::llm::ModelId::provider_of(id).to_owned();
         let mut routed = request.clone();
         routed.model = target.model_ref().model.clone();
         for number in 0..=self.retry.max_retries {
