@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use umi_core::llm::{CompletionRequest, LlmError};
-use umi_core::memory::prompts::{
+use umi_core::memory::tasks::{
     EntityType, EvolutionType, TASK_DETECT_EVOLUTION, TASK_EXTRACT_ENTITIES, TASK_REWRITE_QUERY,
     evolution_input, extraction_input,
 };

@@ -18,7 +18,7 @@ use std::hint::black_box;
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use umi_core::llm::{LanguageModel, StreamCollector};
-use umi_core::memory::prompts::extraction_request;
+use umi_core::memory::tasks::extraction_request;
 use umi_dst::{SimConfig, SimEnvironment, SimLlm, SimLlmConfig};
 
 /// About 1 KB of text with names to extract.

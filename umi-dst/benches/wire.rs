@@ -31,7 +31,7 @@ use umi_core::llm::transport::{HttpRequest, HttpResponse, Transport, TransportEr
 use umi_core::llm::{
     CompletionRequest, LanguageModel, ModelRef, StreamCollector, StreamEvent, TokenUsage,
 };
-use umi_core::memory::prompts::extraction_request;
+use umi_core::memory::tasks::extraction_request;
 use umi_dst::network::{ClientOptions, Profile, base_url_for, client_for};
 use umi_dst::{Endpoint, SimConfig, SimEnvironment, SimLlm, SimLlmConfig, SimNetwork};
 

@@ -69,7 +69,7 @@ pub fn link_checksum(link: &EvolutionLink) -> Checksum {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use umi_core::memory::prompts::{EntityType, EvolutionType};
+    use umi_core::memory::tasks::{EntityType, EvolutionType};
 
     fn entity() -> Entity {
         Entity {

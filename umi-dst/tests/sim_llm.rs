@@ -15,7 +15,7 @@ use umi_core::llm::{
     CompletionRequest, FinishReason, LanguageModel, LlmError, Message, ModelRef, StreamCollector,
     StreamEvent, ToolDefinition,
 };
-use umi_core::memory::prompts::{
+use umi_core::memory::tasks::{
     EntityType, EvolutionCandidate, EvolutionSubject, evolution_request, extraction_request,
     parse_evolution, parse_extraction, parse_rewrite, rewrite_request,
 };

@@ -16,7 +16,7 @@ use umi_core::llm::router::{LlmRouter, RouterConfig};
 use umi_core::llm::{
     CompletionRequest, LanguageModel, LlmError, Message, ModelRef, StreamCollector,
 };
-use umi_core::memory::prompts::{extraction_request, rewrite_request};
+use umi_core::memory::tasks::{extraction_request, rewrite_request};
 use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::conformance::Conformance;
 use umi_dst::network::Profile;
@@ -374,7 +374,7 @@ fn the_router_from_a_config_answers_over_the_wire() {
                 .complete(&extraction_request("Alice joined Acme Corp."))
                 .await?;
             ensure!(
-                umi_core::memory::prompts::parse_extraction(&answer.text).is_ok(),
+                umi_core::memory::tasks::parse_extraction(&answer.text).is_ok(),
                 "SimLLM behind the wire routes by keywords: {}",
                 answer.text
             );

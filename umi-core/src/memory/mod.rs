@@ -18,9 +18,9 @@
 //! clock, so a simulated memory is as deterministic as the rest of the run.
 
 mod error;
-pub mod prompts;
 mod recall;
 mod remember;
+pub mod tasks;
 
 use std::sync::Arc;
 

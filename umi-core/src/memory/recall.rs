@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::Memory;
 use super::error::{Degradation, MemoryError};
-use super::prompts::{parse_rewrite, rewrite_request};
+use super::tasks::{parse_rewrite, rewrite_request};
 use crate::constants::{
     MEMORY_QUERY_BYTES_MAX, RECALL_RESULTS_DEFAULT, RECALL_RESULTS_MAX, RRF_K, SEARCH_RESULTS_MAX,
 };

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::Memory;
 use super::error::{Degradation, MemoryError};
-use super::prompts::{
+use super::tasks::{
     EntityType, EvolutionCandidate, EvolutionSubject, EvolutionType, ExtractedEntity,
     evolution_request, extraction_request, parse_evolution, parse_extraction,
 };

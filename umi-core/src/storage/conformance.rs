@@ -7,7 +7,7 @@
 
 use super::{Entity, EvolutionLink, Note, Storage, StorageError, WriteBatch};
 use crate::constants::WRITE_BATCH_RECORDS_MAX;
-use crate::memory::prompts::{EntityType, EvolutionType};
+use crate::memory::tasks::{EntityType, EvolutionType};
 
 fn entity(id: &str, name: &str, content: &str, note: Option<&str>) -> Entity {
     Entity {

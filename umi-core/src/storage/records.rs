@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::memory::prompts::{EntityType, EvolutionType};
+use crate::memory::tasks::{EntityType, EvolutionType};
 
 /// Something the memory knows about: a person, a project, a note...
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

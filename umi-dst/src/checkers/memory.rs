@@ -355,7 +355,7 @@ pub async fn check_links_point_to_existing(
 
 #[cfg(test)]
 mod tests {
-    use umi_core::memory::prompts::{EntityType, EvolutionType};
+    use umi_core::memory::tasks::{EntityType, EvolutionType};
 
     use super::*;
 

@@ -15,7 +15,7 @@
 use std::fmt;
 
 use umi_core::llm::{CompletionRequest, Message, ToolCall, ToolChoice};
-use umi_core::memory::prompts::{TASK_DETECT_EVOLUTION, TASK_EXTRACT_ENTITIES, TASK_REWRITE_QUERY};
+use umi_core::memory::tasks::{TASK_DETECT_EVOLUTION, TASK_EXTRACT_ENTITIES, TASK_REWRITE_QUERY};
 
 use crate::rng::DeterministicRng;
 
@@ -243,7 +243,7 @@ impl Builtin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use umi_core::memory::prompts::{
+    use umi_core::memory::tasks::{
         EntityType, EvolutionSubject, evolution_request, extraction_request, rewrite_request,
     };
 

@@ -34,7 +34,7 @@ use super::records::{Entity, EvolutionLink, Note, SearchHit, WriteBatch, text_fi
 use super::search::query_terms;
 use super::{Storage, StorageError};
 use crate::constants::{LIST_PAGE_MAX, SEARCH_RESULTS_MAX, SQLITE_MEMORY_NAME_BYTES_MAX};
-use crate::memory::prompts::{EntityType, EvolutionType};
+use crate::memory::tasks::{EntityType, EvolutionType};
 
 mod schema;
 

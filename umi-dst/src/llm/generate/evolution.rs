@@ -3,7 +3,7 @@
 //! there is one).
 
 use umi_core::llm::CompletionRequest;
-use umi_core::memory::prompts::{EvolutionDetection, EvolutionType, evolution_input};
+use umi_core::memory::tasks::{EvolutionDetection, EvolutionType, evolution_input};
 
 use super::confidence;
 use crate::llm::route::Generated;

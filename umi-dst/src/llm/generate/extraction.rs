@@ -7,7 +7,7 @@ use umi_core::constants::{
     ENTITY_CONTENT_BYTES_MAX, ENTITY_NAME_BYTES_MAX, EXTRACTION_ENTITIES_MAX,
 };
 use umi_core::llm::CompletionRequest;
-use umi_core::memory::prompts::{
+use umi_core::memory::tasks::{
     EntityType, ExtractedEntity, ExtractedRelation, Extraction, extraction_input,
 };
 

@@ -3,7 +3,7 @@
 
 use umi_core::constants::{MEMORY_QUERY_BYTES_MAX, QUERY_VARIANTS_MAX};
 use umi_core::llm::CompletionRequest;
-use umi_core::memory::prompts::rewrite_input;
+use umi_core::memory::tasks::rewrite_input;
 
 use super::cut;
 use crate::llm::route::Generated;
