@@ -1,7 +1,7 @@
-//! Every limit in umi-core, in one place.
+//! umi-core's shared limits (a limit of one module may live beside it).
 //!
-//! Names say what they measure with the unit last (`prompt_bytes_max`,
-//! `llm_latency_ms_min`). Each has a doc comment saying why it is what it is, and the
+//! Names follow `<noun>_<unit>_<max|min|default>`, the unit and the qualifier last
+//! (`prompt_bytes_max`, `router_backoff_ms_max`). Each has a doc comment saying why it is what it is, and the
 //! `const` assertions at the bottom check how limits relate, so a change that makes them
 //! inconsistent fails to compile rather than failing in production.
 
@@ -52,27 +52,11 @@ pub const TOKEN_ESTIMATE_MESSAGE_OVERHEAD: u32 = 4;
 /// Tokens that prime the reply in every request.
 pub const TOKEN_ESTIMATE_REPLY_PRIMING: u32 = 3;
 
-// ---- Simulated latency (SimLLM) ------------------------------------------------------
-
-/// Shortest simulated time to first token, in ms.
-pub const LLM_LATENCY_MS_MIN: u64 = 50;
-
-/// Longest simulated time to first token, in ms.
-pub const LLM_LATENCY_MS_MAX: u64 = 2_000;
-
-/// Simulated time per generated token, in ms (lower bound).
-pub const LLM_TOKEN_LATENCY_MS_MIN: u64 = 5;
-
-/// Simulated time per generated token, in ms (upper bound).
-pub const LLM_TOKEN_LATENCY_MS_MAX: u64 = 40;
-
 const _: () = assert!(STOP_SEQUENCE_BYTES_MAX < PROMPT_BYTES_MAX);
 const _: () = assert!(TOOL_CALLS_PER_RESPONSE_MAX == TOOL_CALL_INDEX_MAX as usize + 1);
 const _: () = assert!(TOOL_ARGUMENTS_BYTES_MAX <= RESPONSE_TEXT_BYTES_MAX);
 const _: () = assert!(RESPONSE_TEXT_BYTES_MAX as u64 <= STREAM_EVENTS_MAX);
 const _: () = assert!(TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN > 0);
-const _: () = assert!(LLM_LATENCY_MS_MIN <= LLM_LATENCY_MS_MAX);
-const _: () = assert!(LLM_TOKEN_LATENCY_MS_MIN <= LLM_TOKEN_LATENCY_MS_MAX);
 
 // ---- Memory ----------------------------------------------------------------------------
 
@@ -147,31 +131,31 @@ const _: () = assert!(EXTRACTION_ENTITIES_MAX + EVOLUTION_DETECTIONS_MAX < WRITE
 pub const AGENT_ITERATIONS_DEFAULT: u32 = 10;
 
 /// Highest `iterations_max` a config may set.
-pub const AGENT_ITERATIONS_LIMIT: u32 = 200;
+pub const AGENT_ITERATIONS_MAX: u32 = 200;
 
 /// Tool calls the agent runs at once by default.
 pub const AGENT_PARALLEL_TOOLS_DEFAULT: usize = 4;
 
 /// Highest `parallel_tools_max` a config may set.
-pub const AGENT_PARALLEL_TOOLS_LIMIT: usize = 32;
+pub const AGENT_PARALLEL_TOOLS_MAX: usize = 32;
 
 /// Context trims after overflows, per run, by default.
 pub const AGENT_OVERFLOW_RETRIES_DEFAULT: u32 = 3;
 
 /// Highest `overflow_retries_max` a config may set.
-pub const AGENT_OVERFLOW_RETRIES_LIMIT: u32 = 16;
+pub const AGENT_OVERFLOW_RETRIES_MAX: u32 = 16;
 
 /// Most retries of one agent turn whose stream was cut after it began
 /// (`AgentConfig::stream_cut_retries_max` is at most this; off by default).
-pub const AGENT_STREAM_CUT_RETRIES_LIMIT: u32 = 8;
+pub const AGENT_STREAM_CUT_RETRIES_MAX: u32 = 8;
 
 /// Bytes of one tool result kept (the rest is cut and marked).
 pub const TOOL_RESULT_BYTES_MAX: usize = 64 * 1024;
 
-const _: () = assert!(AGENT_ITERATIONS_DEFAULT <= AGENT_ITERATIONS_LIMIT);
-const _: () = assert!(AGENT_PARALLEL_TOOLS_DEFAULT <= AGENT_PARALLEL_TOOLS_LIMIT);
-const _: () = assert!(AGENT_OVERFLOW_RETRIES_DEFAULT <= AGENT_OVERFLOW_RETRIES_LIMIT);
-const _: () = assert!(AGENT_PARALLEL_TOOLS_LIMIT <= TOOL_CALLS_PER_RESPONSE_MAX);
+const _: () = assert!(AGENT_ITERATIONS_DEFAULT <= AGENT_ITERATIONS_MAX);
+const _: () = assert!(AGENT_PARALLEL_TOOLS_DEFAULT <= AGENT_PARALLEL_TOOLS_MAX);
+const _: () = assert!(AGENT_OVERFLOW_RETRIES_DEFAULT <= AGENT_OVERFLOW_RETRIES_MAX);
+const _: () = assert!(AGENT_PARALLEL_TOOLS_MAX <= TOOL_CALLS_PER_RESPONSE_MAX);
 const _: () = assert!(TOOL_RESULT_BYTES_MAX < PROMPT_BYTES_MAX);
 
 // ---- HTTP clients ------------------------------------------------------------------------
@@ -224,16 +208,15 @@ const _: () = assert!(RESPONSE_TEXT_BYTES_MAX <= HTTP_BODY_BYTES_MAX);
 // ---- Router ----------------------------------------------------------------------------
 
 /// Highest `max_retries` a router config may set.
-pub const ROUTER_RETRIES_LIMIT: u32 = 10;
+pub const ROUTER_RETRIES_MAX: u32 = 10;
 
 /// Models one routed call may try (primary and fallbacks together).
 pub const ROUTER_CHAIN_MODELS_MAX: usize = 16;
 
 /// Longest backoff a router config may set, in ms.
-pub const ROUTER_BACKOFF_MS_LIMIT: u64 = 10 * 60 * 1000;
+pub const ROUTER_BACKOFF_MS_MAX: u64 = 10 * 60 * 1000;
 
 /// Attempts one routed call makes at most (every model, every retry).
-pub const ROUTER_ATTEMPTS_MAX: usize =
-    ROUTER_CHAIN_MODELS_MAX * (ROUTER_RETRIES_LIMIT as usize + 1);
+pub const ROUTER_ATTEMPTS_MAX: usize = ROUTER_CHAIN_MODELS_MAX * (ROUTER_RETRIES_MAX as usize + 1);
 
 const _: () = assert!(ROUTER_ATTEMPTS_MAX <= 1024);

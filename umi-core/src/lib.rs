@@ -25,8 +25,8 @@
 //! - [`canonical_json`]: JSON serialized and iterated with its object keys sorted, so a
 //!   seed means the same whether or not a dependency turns on serde_json's
 //!   `preserve_order`.
-//! - [`constants`]: every limit, named with its unit last, with compile-time checks of
-//!   how the limits relate.
+//! - [`constants`]: the shared limits, named `<noun>_<unit>_<max|min|default>`, with
+//!   compile-time checks of how they relate.
 
 pub mod agent;
 pub mod canonical_json;

@@ -80,10 +80,9 @@ fn main() {
         .build()
         .unwrap();
     let _guard = runtime.enter();
-    let sim = SimEnvironment::new(
-        &SimConfig::new(1).with_steps_max(umi_dst::constants::SIM_STEPS_MAX_LIMIT),
-    )
-    .unwrap();
+    let sim =
+        SimEnvironment::new(&SimConfig::new(1).with_steps_max(umi_dst::constants::SIM_STEPS_MAX))
+            .unwrap();
     let down: Arc<dyn LanguageModel> = Arc::new(FnLanguageModel::new(|_, _| {
         Turn::refuse(LlmError::ServiceUnavailable {
             status: Some(503),

@@ -147,7 +147,7 @@ fn main() {
         .unwrap();
     let _guard = runtime.enter();
     // Every call takes steps (trace events, coverage marks); a bench makes many.
-    let config = SimConfig::new(1).with_steps_max(umi_dst::constants::SIM_STEPS_MAX_LIMIT);
+    let config = SimConfig::new(1).with_steps_max(umi_dst::constants::SIM_STEPS_MAX);
     let sim = SimEnvironment::new(&config).unwrap();
     let model_ref = ModelRef::new("bench", "bench-model", 32_768, 2_048);
     let llm = Arc::new(

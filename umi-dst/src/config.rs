@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::constants::{
-    FAULT_CONFIGS_MAX, SIM_EPOCH_UNIX_MS_DEFAULT, SIM_STEPS_MAX_DEFAULT, SIM_STEPS_MAX_LIMIT,
+    FAULT_CONFIGS_MAX, SIM_EPOCH_UNIX_MS_DEFAULT, SIM_STEPS_DEFAULT, SIM_STEPS_MAX,
     SIM_TIME_MAX_DEFAULT, SWARM_KIND_PROBABILITY, TRACE_TAIL_EVENTS_DEFAULT, TRACE_TAIL_EVENTS_MAX,
 };
 use crate::fault::point;
@@ -13,12 +13,12 @@ use crate::fault::{FaultConfig, FaultConfigError, FaultKind, FaultPoint, Injecti
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SimConfigError {
-    /// `steps_max` is zero or above `SIM_STEPS_MAX_LIMIT`.
+    /// `steps_max` is zero or above `SIM_STEPS_MAX`.
     #[error("steps_max {value} is outside 1..={limit}")]
     StepsMax {
         /// The rejected value.
         value: u64,
-        /// `SIM_STEPS_MAX_LIMIT`.
+        /// `SIM_STEPS_MAX`.
         limit: u64,
     },
     /// `sim_time_max` is zero.
@@ -80,7 +80,7 @@ impl SimConfig {
     pub fn new(seed: u64) -> Self {
         Self {
             seed,
-            steps_max: SIM_STEPS_MAX_DEFAULT,
+            steps_max: SIM_STEPS_DEFAULT,
             sim_time_max: SIM_TIME_MAX_DEFAULT,
             faults: Vec::new(),
             swarm: false,
@@ -147,10 +147,10 @@ impl SimConfig {
 
     /// Checks every limit; the error names the offending value.
     pub fn validate(&self) -> Result<(), SimConfigError> {
-        if self.steps_max == 0 || self.steps_max > SIM_STEPS_MAX_LIMIT {
+        if self.steps_max == 0 || self.steps_max > SIM_STEPS_MAX {
             return Err(SimConfigError::StepsMax {
                 value: self.steps_max,
-                limit: SIM_STEPS_MAX_LIMIT,
+                limit: SIM_STEPS_MAX,
             });
         }
         if self.sim_time_max.is_zero() {

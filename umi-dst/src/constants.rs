@@ -1,4 +1,7 @@
-//! Every limit in the harness, in one place, named with the unit last.
+//! The harness-wide limits: the ones several modules share or a user tunes. A limit that
+//! belongs to one module lives beside it (SimLLM's latency bounds in `llm::config`, the
+//! sweep's in `umi-sweep`). Every limit is named `<noun>_<unit>_<max|min|default>`
+//! (`trace_events_full_max`, `llm_latency_ms_min`), the unit last.
 //!
 //! A simulation must end: each loop, buffer and run has a bound here, and the `const`
 //! assertions at the bottom check how the bounds relate.
@@ -7,10 +10,10 @@ use std::time::Duration;
 
 /// Steps (environment calls and trace events) one seed may take before the run is
 /// stopped as a liveness failure. Generous: the scenarios use a few thousand.
-pub const SIM_STEPS_MAX_DEFAULT: u64 = 1_000_000;
+pub const SIM_STEPS_DEFAULT: u64 = 1_000_000;
 
 /// Hard ceiling on a configured step limit.
-pub const SIM_STEPS_MAX_LIMIT: u64 = 100_000_000;
+pub const SIM_STEPS_MAX: u64 = 100_000_000;
 
 /// Simulated time one seed may cover before it is stopped as a liveness failure. A day:
 /// agent code that needs more simulated time than that to finish is stuck.
@@ -51,11 +54,11 @@ pub const SWARM_KIND_PROBABILITY: f64 = 0.025;
 pub const CLOCK_JUMP_MS_MAX: u64 = 60 * 60 * 1000;
 
 /// Seeds a run without `DST_SEED` covers by default.
-pub const DEFAULT_SEED_COUNT: u64 = 8;
+pub const SEED_COUNT_DEFAULT: u64 = 8;
 
 /// The first seed of the default set (documented in the README, so a plain `cargo test`
 /// is reproducible anywhere).
-pub const DEFAULT_SEED_START: u64 = 1;
+pub const SEED_START_DEFAULT: u64 = 1;
 
 /// Seeds one `Simulation::run` may cover (`DST_SEEDS` is checked against it).
 pub const SEEDS_PER_RUN_MAX: u64 = 10_000_000;
@@ -80,11 +83,11 @@ pub const CORPUS_RECORDER_SYNC_EVERY_APPENDS: usize = 256;
 /// (rig keeps the body on the error it reports); a longer body is cut there.
 pub const ADAPTER_ERROR_BODY_BYTES_MAX: usize = 1 << 20;
 
-const _: () = assert!(SIM_STEPS_MAX_DEFAULT <= SIM_STEPS_MAX_LIMIT);
+const _: () = assert!(SIM_STEPS_DEFAULT <= SIM_STEPS_MAX);
 const _: () = assert!(TRACE_TAIL_EVENTS_DEFAULT <= TRACE_TAIL_EVENTS_MAX);
 const _: () = assert!(TRACE_TAIL_EVENTS_MAX <= TRACE_EVENTS_FULL_MAX);
 const _: () = assert!(SWARM_SCALE_QUARTER_OCTAVES_MAX > 0 && SWARM_SCALE_QUARTER_OCTAVES_MAX <= 16);
 const _: () = assert!(SWARM_KIND_PROBABILITY > 0.0 && SWARM_KIND_PROBABILITY <= 1.0);
-const _: () = assert!(DEFAULT_SEED_COUNT >= 1 && DEFAULT_SEED_COUNT <= SEEDS_PER_RUN_MAX);
+const _: () = assert!(SEED_COUNT_DEFAULT >= 1 && SEED_COUNT_DEFAULT <= SEEDS_PER_RUN_MAX);
 const _: () = assert!(CORPUS_COMMENT_BYTES_MAX < TRACE_DETAIL_BYTES_MAX);
 const _: () = assert!(CORPUS_RECORDER_SYNC_EVERY_APPENDS >= 1);

@@ -50,7 +50,7 @@
 //!   recalled, no dangling link).
 //! - [`doubles`]: mock, scripted and function `LanguageModel`s for unit tests.
 //! - [`conformance`]: the `LanguageModel` contract, checked over generated requests.
-//! - [`constants`]: every limit.
+//! - [`constants`]: the harness-wide limits (a module's own limits live beside it).
 
 pub mod adapters;
 pub mod checkers;

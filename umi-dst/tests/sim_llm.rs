@@ -8,7 +8,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Value, json};
 use umi_core::canonical_json;
-use umi_core::constants::{LLM_LATENCY_MS_MAX, LLM_TOKEN_LATENCY_MS_MAX};
 use umi_core::env::EnvironmentExt;
 use umi_core::llm::tokens::{estimate_request_tokens, estimate_text_tokens};
 use umi_core::llm::{
@@ -20,6 +19,7 @@ use umi_core::memory::tasks::{
     parse_evolution, parse_extraction, parse_rewrite, rewrite_request,
 };
 use umi_dst::conformance::Conformance;
+use umi_dst::llm::config::{LLM_LATENCY_MS_MAX, LLM_TOKEN_LATENCY_MS_MAX};
 use umi_dst::llm::{FnRoute, Generated, RateLimitModel, SimLlmConfig, TimeoutMode, schema};
 use umi_dst::{
     DeterministicRng, FailureClass, FaultConfig, FaultKind, RunError, SimConfig, SimEnvironment,

@@ -36,9 +36,9 @@ pub use tools::{ToolHandler, ToolRegistry};
 
 use crate::canonical_json::Canonical;
 use crate::constants::{
-    AGENT_ITERATIONS_DEFAULT, AGENT_ITERATIONS_LIMIT, AGENT_OVERFLOW_RETRIES_DEFAULT,
-    AGENT_OVERFLOW_RETRIES_LIMIT, AGENT_PARALLEL_TOOLS_DEFAULT, AGENT_PARALLEL_TOOLS_LIMIT,
-    AGENT_STREAM_CUT_RETRIES_LIMIT, TOOL_RESULT_BYTES_MAX,
+    AGENT_ITERATIONS_DEFAULT, AGENT_ITERATIONS_MAX, AGENT_OVERFLOW_RETRIES_DEFAULT,
+    AGENT_OVERFLOW_RETRIES_MAX, AGENT_PARALLEL_TOOLS_DEFAULT, AGENT_PARALLEL_TOOLS_MAX,
+    AGENT_STREAM_CUT_RETRIES_MAX, TOOL_RESULT_BYTES_MAX,
 };
 use crate::env::{Env, EnvironmentExt};
 use crate::llm::tokens::estimate_request_tokens;
@@ -68,7 +68,7 @@ pub struct AgentConfig {
     pub task: String,
     /// Retries of a turn whose stream was cut after it began (a retryable error inside
     /// the stream): the same request is sent again. 0 (the default) ends the run with
-    /// the error, as before; at most `AGENT_STREAM_CUT_RETRIES_LIMIT`. No tool runs for a
+    /// the error, as before; at most `AGENT_STREAM_CUT_RETRIES_MAX`. No tool runs for a
     /// cut turn, so a retried turn never runs a call twice.
     pub stream_cut_retries_max: u32,
 }
@@ -93,27 +93,27 @@ impl AgentConfig {
     /// Checks every limit.
     pub fn validate(&self) -> Result<(), AgentError> {
         let invalid = |reason: String| Err(AgentError::InvalidConfig { reason });
-        if !(1..=AGENT_ITERATIONS_LIMIT).contains(&self.iterations_max) {
+        if !(1..=AGENT_ITERATIONS_MAX).contains(&self.iterations_max) {
             return invalid(format!(
-                "iterations_max {} is outside 1..={AGENT_ITERATIONS_LIMIT}",
+                "iterations_max {} is outside 1..={AGENT_ITERATIONS_MAX}",
                 self.iterations_max
             ));
         }
-        if !(1..=AGENT_PARALLEL_TOOLS_LIMIT).contains(&self.parallel_tools_max) {
+        if !(1..=AGENT_PARALLEL_TOOLS_MAX).contains(&self.parallel_tools_max) {
             return invalid(format!(
-                "parallel_tools_max {} is outside 1..={AGENT_PARALLEL_TOOLS_LIMIT}",
+                "parallel_tools_max {} is outside 1..={AGENT_PARALLEL_TOOLS_MAX}",
                 self.parallel_tools_max
             ));
         }
-        if self.overflow_retries_max > AGENT_OVERFLOW_RETRIES_LIMIT {
+        if self.overflow_retries_max > AGENT_OVERFLOW_RETRIES_MAX {
             return invalid(format!(
-                "overflow_retries_max {} is over {AGENT_OVERFLOW_RETRIES_LIMIT}",
+                "overflow_retries_max {} is over {AGENT_OVERFLOW_RETRIES_MAX}",
                 self.overflow_retries_max
             ));
         }
-        if self.stream_cut_retries_max > AGENT_STREAM_CUT_RETRIES_LIMIT {
+        if self.stream_cut_retries_max > AGENT_STREAM_CUT_RETRIES_MAX {
             return invalid(format!(
-                "stream_cut_retries_max {} is over {AGENT_STREAM_CUT_RETRIES_LIMIT}",
+                "stream_cut_retries_max {} is over {AGENT_STREAM_CUT_RETRIES_MAX}",
                 self.stream_cut_retries_max
             ));
         }

@@ -3,13 +3,25 @@
 
 use std::time::Duration;
 
-use umi_core::constants::{
-    LLM_LATENCY_MS_MAX, LLM_LATENCY_MS_MIN, LLM_TOKEN_LATENCY_MS_MAX, LLM_TOKEN_LATENCY_MS_MIN,
-};
 use umi_core::llm::ModelRef;
 
 /// Characters one streamed text chunk holds at most.
-pub const CHUNK_CHARS_LIMIT: usize = 64;
+pub const CHUNK_CHARS_MAX: usize = 64;
+
+/// Shortest simulated time to first token, in ms.
+pub const LLM_LATENCY_MS_MIN: u64 = 50;
+
+/// Longest simulated time to first token, in ms.
+pub const LLM_LATENCY_MS_MAX: u64 = 2_000;
+
+/// Simulated time per generated token, in ms (lower bound).
+pub const LLM_TOKEN_LATENCY_MS_MIN: u64 = 5;
+
+/// Simulated time per generated token, in ms (upper bound).
+pub const LLM_TOKEN_LATENCY_MS_MAX: u64 = 40;
+
+const _: () = assert!(LLM_LATENCY_MS_MIN <= LLM_LATENCY_MS_MAX);
+const _: () = assert!(LLM_TOKEN_LATENCY_MS_MIN <= LLM_TOKEN_LATENCY_MS_MAX);
 
 /// How long a `llm.timeout` fault stalls in `Stall` mode by default: longer than any
 /// sensible request timeout, so the caller's own timeout fires first.
@@ -70,8 +82,8 @@ pub enum SimLlmConfigError {
     /// A probability outside [0, 1].
     #[error("tool_call_probability {0} is outside [0, 1]")]
     Probability(f64),
-    /// Chunk size outside 1..=CHUNK_CHARS_LIMIT.
-    #[error("chunk_chars_max {0} is outside 1..={CHUNK_CHARS_LIMIT}")]
+    /// Chunk size outside 1..=CHUNK_CHARS_MAX.
+    #[error("chunk_chars_max {0} is outside 1..={CHUNK_CHARS_MAX}")]
     ChunkChars(usize),
     /// Model limits that make no sense.
     #[error("model {0}: context window must be positive and at least the max output")]
@@ -164,7 +176,7 @@ impl SimLlmConfig {
         if !(0.0..=1.0).contains(&self.tool_call_probability) {
             return Err(SimLlmConfigError::Probability(self.tool_call_probability));
         }
-        if !(1..=CHUNK_CHARS_LIMIT).contains(&self.chunk_chars_max) {
+        if !(1..=CHUNK_CHARS_MAX).contains(&self.chunk_chars_max) {
             return Err(SimLlmConfigError::ChunkChars(self.chunk_chars_max));
         }
         let model = &self.model_ref;

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::constants::{
-    DEFAULT_SEED_COUNT, DEFAULT_SEED_START, SEED_WALL_TIMEOUT_DEFAULT, SEEDS_PER_RUN_MAX,
+    SEED_COUNT_DEFAULT, SEED_START_DEFAULT, SEED_WALL_TIMEOUT_DEFAULT, SEEDS_PER_RUN_MAX,
 };
 use crate::watchdog::SEED_TIMEOUT_VAR;
 
@@ -90,8 +90,8 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             seed: None,
-            seed_start: DEFAULT_SEED_START,
-            seed_count: DEFAULT_SEED_COUNT,
+            seed_start: SEED_START_DEFAULT,
+            seed_count: SEED_COUNT_DEFAULT,
             seed_range_from_env: false,
             check_determinism: false,
             log: LogFilter(Some("warn".to_owned())),
@@ -265,7 +265,7 @@ mod tests {
         let defaults = read(&[]).unwrap();
         assert_eq!(
             defaults.seeds(),
-            (DEFAULT_SEED_START..DEFAULT_SEED_START + DEFAULT_SEED_COUNT).collect::<Vec<_>>()
+            (SEED_START_DEFAULT..SEED_START_DEFAULT + SEED_COUNT_DEFAULT).collect::<Vec<_>>()
         );
         assert_eq!(
             read(&[("DST_SEED", "7"), ("DST_SEEDS", "100")])

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::constants::{ROUTER_BACKOFF_MS_LIMIT, ROUTER_CHAIN_MODELS_MAX, ROUTER_RETRIES_LIMIT};
+use crate::constants::{ROUTER_BACKOFF_MS_MAX, ROUTER_CHAIN_MODELS_MAX, ROUTER_RETRIES_MAX};
 use crate::llm::openai::MaxTokensField;
 use crate::llm::secrets::{redact_headers, redact_url};
 
@@ -178,7 +178,7 @@ fn multiplier_thousandths(multiplier: f64) -> u64 {
 }
 
 /// `initial_ms × (multiplier_thousandths / 1000)^retry`, rounded down, capped at `max_ms`.
-/// The loop runs at most `retry` times (at most `ROUTER_RETRIES_LIMIT` in a validated
+/// The loop runs at most `retry` times (at most `ROUTER_RETRIES_MAX` in a validated
 /// config) and stops as soon as the cap is reached or the backoff cannot grow.
 fn backoff_floor_ms(initial_ms: u64, multiplier_thousandths: u64, max_ms: u64, retry: u32) -> u64 {
     let cap_ns = u128::from(max_ms) * NANOS_PER_MS;
@@ -372,11 +372,11 @@ impl RouterConfig {
             );
         }
         let retry = &self.retry;
-        if retry.max_retries > ROUTER_RETRIES_LIMIT {
+        if retry.max_retries > ROUTER_RETRIES_MAX {
             return error(
                 "retry.max_retries".into(),
                 retry.max_retries.to_string(),
-                format!("at most {ROUTER_RETRIES_LIMIT}"),
+                format!("at most {ROUTER_RETRIES_MAX}"),
             );
         }
         if retry.request_timeout_ms == 0 || retry.deadline_ms == 0 {
@@ -400,14 +400,14 @@ impl RouterConfig {
                 "must be in [0, 1)".into(),
             );
         }
-        if retry.backoff_max_ms > ROUTER_BACKOFF_MS_LIMIT
+        if retry.backoff_max_ms > ROUTER_BACKOFF_MS_MAX
             || retry.initial_backoff_ms > retry.backoff_max_ms
         {
             return error(
                 "retry.initial_backoff_ms".into(),
                 retry.initial_backoff_ms.to_string(),
                 format!(
-                    "must be at most backoff_max_ms ({}), itself at most {ROUTER_BACKOFF_MS_LIMIT}",
+                    "must be at most backoff_max_ms ({}), itself at most {ROUTER_BACKOFF_MS_MAX}",
                     retry.backoff_max_ms
                 ),
             );
