@@ -97,8 +97,7 @@ impl SimClock {
         duration: Duration,
         future: F,
     ) -> Result<F::Output, umi_core::env::Elapsed> {
-        use umi_core::env::EnvironmentExt as _;
-        ClockOnly(self.clone()).timeout(duration, future).await
+        umi_core::env::Timeout::new(future, self.sleep(duration), duration).await
     }
 
     /// Moves simulated time forward by `duration` at once, firing every timer that falls
@@ -106,27 +105,6 @@ impl SimClock {
     pub async fn advance(&self, duration: Duration) {
         tokio::time::advance(duration).await;
     }
-}
-
-/// Adapter so SimClock can reuse umi-core's one timeout primitive without recording
-/// anything in a trace.
-#[derive(Debug)]
-struct ClockOnly(SimClock);
-
-impl umi_core::env::Environment for ClockOnly {
-    fn elapsed(&self) -> Duration {
-        self.0.now()
-    }
-    fn unix_time_ms(&self) -> u64 {
-        self.0.unix_time_ms()
-    }
-    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
-        self.0.sleep(duration)
-    }
-    fn random_u64(&self, _stream: &str) -> u64 {
-        unreachable!("the clock adapter never draws")
-    }
-    fn record(&self, _kind: &'static str, _detail: std::fmt::Arguments<'_>) {}
 }
 
 #[cfg(test)]

@@ -38,7 +38,11 @@ impl<F> std::fmt::Debug for Timeout<F> {
 }
 
 impl<F: Future> Timeout<F> {
-    pub(crate) fn new(future: F, sleep: BoxFuture<'static, ()>, after: Duration) -> Self {
+    /// `future` against `sleep`, a timer of `after` from any clock (what
+    /// `EnvironmentExt::timeout` builds from the environment's; a simulated clock builds
+    /// one from its own). The future is polled first, so one that is ready when the timer
+    /// fires still wins.
+    pub fn new(future: F, sleep: BoxFuture<'static, ()>, after: Duration) -> Self {
         Self {
             future: Box::pin(future),
             sleep,
