@@ -1,18 +1,17 @@
-//! Pieces the scenarios share: workload text, a model that logs requests, the router
-//! stack over SimNetwork, and tool registries.
+//! Pieces the scenarios share: workload text, the router stack over SimNetwork, and tool
+//! registries. (A model that logs its requests is `umi_dst::doubles::RecordingLanguageModel`.)
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use async_trait::async_trait;
 use serde_json::{Value, json};
 use umi_core::env::EnvironmentExt;
 use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
 use umi_core::llm::router::{CooldownPolicy, LlmRouter, RetryPolicy};
 use umi_core::llm::{
-    CompletionRequest, CompletionResponse, EventStream, LanguageModel, LlmError, Message, ModelId,
-    ModelRef, ToolDefinition,
+    CompletionRequest, CompletionResponse, LanguageModel, LlmError, Message, ModelId, ModelRef,
+    ToolDefinition,
 };
 use umi_dst::checkers::router::RouterLog;
 use umi_dst::{
@@ -75,53 +74,6 @@ pub fn question(rng: &mut DeterministicRng) -> String {
         return place.to_owned();
     }
     format!("where did {who} go?")
-}
-
-/// A model that logs every request it forwards.
-pub struct Recording {
-    inner: Arc<dyn LanguageModel>,
-    requests: Mutex<Vec<CompletionRequest>>,
-}
-
-impl Recording {
-    /// Logs what `inner` is asked.
-    pub fn new(inner: Arc<dyn LanguageModel>) -> Self {
-        Self {
-            inner,
-            requests: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// Every request so far.
-    pub fn requests(&self) -> Vec<CompletionRequest> {
-        self.requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
-
-#[async_trait]
-impl LanguageModel for Recording {
-    fn model_ref(&self) -> &ModelRef {
-        self.inner.model_ref()
-    }
-
-    async fn stream(&self, request: &CompletionRequest) -> Result<EventStream, LlmError> {
-        self.requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(request.clone());
-        self.inner.stream(request).await
-    }
-
-    async fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, LlmError> {
-        self.requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(request.clone());
-        self.inner.complete(request).await
-    }
 }
 
 /// A SimLLM for `provider/model` with a context window of `window`.

@@ -26,7 +26,7 @@ use umi_dst::Scenario;
 use umi_dst::{DeterministicRng, FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{
-    Recording, orphan_tool_result, sim_model, tool_definitions, tool_registry, unanswered_tool_call,
+    orphan_tool_result, sim_model, tool_definitions, tool_registry, unanswered_tool_call,
 };
 
 /// The simulated model's context window, in tokens.
@@ -95,7 +95,7 @@ fn conversation(rng: &mut DeterministicRng) -> Vec<Message> {
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let llm = sim_model(&sim, "sim", "sim-small", WINDOW_TOKENS, |config| config);
-    let recording = Arc::new(Recording::new(llm));
+    let recording = Arc::new(umi_dst::doubles::RecordingLanguageModel::new(llm));
     let log = Arc::new(Mutex::new(Vec::new()));
     let config = AgentConfig {
         overflow_retries_max: OVERFLOW_RETRIES_MAX,

@@ -3,12 +3,15 @@
 //! - [`MockLanguageModel`]: one canned answer, never fails.
 //! - [`ScriptedLanguageModel`]: a queue of [`Turn`]s, one per call; logs requests.
 //! - [`FnLanguageModel`]: a closure picks the turn from the request.
+//! - [`RecordingLanguageModel`]: any model, forwarded unchanged, with a log of the
+//!   requests it was asked.
 //!
-//! All three pass `crate::conformance`. For answers derived from a seed, with faults
+//! The three answering doubles pass `crate::conformance`. For answers derived from a seed, with faults
 //! and simulated latency, use SimLLM.
 
 mod function;
 mod mock;
+mod recording;
 mod scripted;
 mod turn;
 
@@ -16,6 +19,7 @@ use std::sync::Mutex;
 
 pub use function::{FnLanguageModel, TurnFn};
 pub use mock::MockLanguageModel;
+pub use recording::RecordingLanguageModel;
 pub use scripted::ScriptedLanguageModel;
 pub use turn::{Part, Turn};
 use umi_core::llm::CompletionRequest;
