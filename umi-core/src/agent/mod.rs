@@ -23,10 +23,10 @@
 //! Progress is reported through [`AgentEvent`]s and recorded in the environment's trace.
 
 mod error;
+mod run;
 mod tools;
 mod trim;
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -269,7 +269,7 @@ impl Agent {
     /// Runs the loop, reporting progress to `on_event`.
     pub async fn run_with_events(
         &self,
-        mut messages: Vec<Message>,
+        messages: Vec<Message>,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<AgentOutcome, AgentError> {
         self.config.validate()?;
@@ -278,28 +278,25 @@ impl Agent {
                 reason: "the conversation has no user message".into(),
             });
         }
-        let definitions = self.tools.definitions();
-        let mut usage = TokenUsage::default();
-        let (mut iterations, mut trims, mut tool_calls) = (0u32, 0u32, 0usize);
-        let (mut last_signature, mut repeats) = (String::new(), 0u32);
-        let (mut seen_results, mut stagnant) = (BTreeSet::new(), 0u32);
+        let mut run = run::Run::new(messages, self.tools.definitions());
         loop {
-            if iterations == self.config.iterations_max {
+            if run.iterations == self.config.iterations_max {
                 self.env.cover("agent.max_iterations");
+                let iterations = run.iterations;
                 self.env
                     .record("agent.end", format_args!("max_iterations {iterations}"));
                 return Err(AgentError::MaxIterations { iterations });
             }
-            iterations += 1;
+            run.iterations += 1;
             on_event(AgentEvent::IterationStarted {
-                iteration: iterations,
+                iteration: run.iterations,
             });
-            let mut request = CompletionRequest::new(messages.clone())
-                .with_tools(definitions.clone())
+            let mut request = CompletionRequest::new(run.messages.clone())
+                .with_tools(run.definitions.clone())
                 .with_task(self.config.task.clone());
             request.max_tokens = self.config.max_tokens;
             let response = match self
-                .turn_retrying_cuts(&request, iterations, on_event)
+                .turn_retrying_cuts(&request, run.iterations, on_event)
                 .await
             {
                 Ok(response) => response,
@@ -307,39 +304,8 @@ impl Agent {
                     prompt_tokens,
                     limit,
                 }) => {
-                    iterations -= 1;
-                    if trims == self.config.overflow_retries_max {
-                        return Err(AgentError::ContextExhausted {
-                            attempts: trims,
-                            prompt_tokens,
-                            limit,
-                        });
-                    }
-                    let fits = |candidate: &[Message]| {
-                        let probe = CompletionRequest::new(candidate.to_vec())
-                            .with_tools(definitions.clone());
-                        limit.is_some_and(|limit| estimate_request_tokens(&probe) <= limit)
-                    };
-                    let Some(removed) = trim::trim_oldest(&mut messages, fits) else {
-                        return Err(AgentError::ContextExhausted {
-                            attempts: trims,
-                            prompt_tokens,
-                            limit,
-                        });
-                    };
-                    trims += 1;
-                    self.env.cover("agent.trim");
-                    let estimate = estimate_request_tokens(
-                        &CompletionRequest::new(messages.clone()).with_tools(definitions.clone()),
-                    );
-                    self.env.record(
-                        "agent.trim",
-                        format_args!("removed={removed} prompt_tokens={estimate}"),
-                    );
-                    on_event(AgentEvent::ContextTrimmed {
-                        removed_messages: removed,
-                        prompt_tokens: estimate,
-                    });
+                    run.iterations -= 1;
+                    self.trim_after_overflow(&mut run, prompt_tokens, limit, on_event)?;
                     continue;
                 }
                 Err(error) => {
@@ -348,84 +314,131 @@ impl Agent {
                     return Err(AgentError::Provider(error));
                 }
             };
-            if let Some(turn) = response.usage {
-                usage.prompt_tokens = usage.prompt_tokens.saturating_add(turn.prompt_tokens);
-                usage.completion_tokens = usage
-                    .completion_tokens
-                    .saturating_add(turn.completion_tokens);
-            }
+            run.add_usage(response.usage);
             if response.tool_calls.is_empty() {
-                messages.push(Message::assistant(response.text.clone()));
-                self.env.record(
-                    "agent.end",
-                    format_args!("answer after {iterations} iteration(s)"),
-                );
-                on_event(AgentEvent::Finished { iterations });
-                return Ok(AgentOutcome {
-                    answer: response.text,
-                    messages,
-                    iterations,
-                    tool_calls,
-                    usage,
-                    trims,
-                });
+                return Ok(self.finish(run, response.text, on_event));
             }
-
-            let batch = signature(&response.tool_calls);
-            repeats = if batch == last_signature {
-                repeats + 1
-            } else {
-                1
-            };
-            if repeats >= self.config.repeat_limit {
-                self.env.cover("agent.loop_detected");
-                return Err(AgentError::LoopDetected {
-                    reason: format!(
-                        "the same tool calls {repeats} times in a row: {}",
-                        crate::llm::snippet(&batch)
-                    ),
-                });
-            }
-            last_signature = batch;
-
-            messages.push(Message::assistant_tool_calls(
-                response.text.clone(),
-                response.tool_calls.clone(),
-            ));
-            for call in &response.tool_calls {
-                on_event(AgentEvent::ToolCallStarted { call: call.clone() });
-            }
-            if response.tool_calls.len() > 1 {
-                self.env.cover("agent.parallel_tools");
-            }
-            let results: Vec<(String, bool)> =
-                futures::stream::iter(response.tool_calls.iter().map(|call| self.call_tool(call)))
-                    .buffered(self.config.parallel_tools_max)
-                    .collect()
-                    .await;
-            tool_calls += results.len();
-            let mut anything_new = false;
-            for (call, (content, success)) in response.tool_calls.iter().zip(results) {
-                anything_new |= seen_results.insert(format!(
-                    "{}({})={content}",
-                    call.name,
-                    Canonical(&call.arguments)
-                ));
-                on_event(AgentEvent::ToolCallFinished {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    success,
-                });
-                messages.push(Message::tool_result(call.id.clone(), content, success));
-            }
-            stagnant = if anything_new { 0 } else { stagnant + 1 };
-            if stagnant >= self.config.stagnation_limit {
-                self.env.cover("agent.loop_detected");
-                return Err(AgentError::LoopDetected {
-                    reason: format!("{stagnant} tool batches in a row brought no new results"),
-                });
-            }
+            run.check_repeats(&response.tool_calls, self.config.repeat_limit)
+                .inspect_err(|_| self.env.cover("agent.loop_detected"))?;
+            self.run_tools(&mut run, response, on_event).await?;
         }
+    }
+
+    /// After a context overflow: the oldest turns dropped until the request fits (at most
+    /// `overflow_retries_max` times a run), or the run ends as `ContextExhausted`.
+    fn trim_after_overflow(
+        &self,
+        run: &mut run::Run,
+        prompt_tokens: Option<u32>,
+        limit: Option<u32>,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<(), AgentError> {
+        let exhausted = |attempts| AgentError::ContextExhausted {
+            attempts,
+            prompt_tokens,
+            limit,
+        };
+        if run.trims == self.config.overflow_retries_max {
+            return Err(exhausted(run.trims));
+        }
+        let definitions = run.definitions.clone();
+        let fits = |candidate: &[Message]| {
+            let probe = CompletionRequest::new(candidate.to_vec()).with_tools(definitions.clone());
+            limit.is_some_and(|limit| estimate_request_tokens(&probe) <= limit)
+        };
+        let Some(removed) = trim::trim_oldest(&mut run.messages, fits) else {
+            return Err(exhausted(run.trims));
+        };
+        run.trims += 1;
+        self.env.cover("agent.trim");
+        let estimate = estimate_request_tokens(
+            &CompletionRequest::new(run.messages.clone()).with_tools(run.definitions.clone()),
+        );
+        self.env.record(
+            "agent.trim",
+            format_args!("removed={removed} prompt_tokens={estimate}"),
+        );
+        on_event(AgentEvent::ContextTrimmed {
+            removed_messages: removed,
+            prompt_tokens: estimate,
+        });
+        Ok(())
+    }
+
+    /// The answer: the run ends with it.
+    fn finish(
+        &self,
+        mut run: run::Run,
+        answer: String,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> AgentOutcome {
+        run.messages.push(Message::assistant(answer.clone()));
+        let iterations = run.iterations;
+        self.env.record(
+            "agent.end",
+            format_args!("answer after {iterations} iteration(s)"),
+        );
+        on_event(AgentEvent::Finished { iterations });
+        AgentOutcome {
+            answer,
+            messages: run.messages,
+            iterations,
+            tool_calls: run.tool_calls,
+            usage: run.usage,
+            trims: run.trims,
+        }
+    }
+
+    /// The model asked for tools: they run (`parallel_tools_max` at once), their results
+    /// join the conversation, and a run whose batches bring nothing new ends as a loop.
+    async fn run_tools(
+        &self,
+        run: &mut run::Run,
+        response: CompletionResponse,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<(), AgentError> {
+        run.messages.push(Message::assistant_tool_calls(
+            response.text.clone(),
+            response.tool_calls.clone(),
+        ));
+        for call in &response.tool_calls {
+            on_event(AgentEvent::ToolCallStarted { call: call.clone() });
+        }
+        if response.tool_calls.len() > 1 {
+            self.env.cover("agent.parallel_tools");
+        }
+        let results: Vec<(String, bool)> =
+            futures::stream::iter(response.tool_calls.iter().map(|call| self.call_tool(call)))
+                .buffered(self.config.parallel_tools_max)
+                .collect()
+                .await;
+        run.tool_calls += results.len();
+        let mut anything_new = false;
+        for (call, (content, success)) in response.tool_calls.iter().zip(results) {
+            anything_new |= run.seen_results.insert(format!(
+                "{}({})={content}",
+                call.name,
+                Canonical(&call.arguments)
+            ));
+            on_event(AgentEvent::ToolCallFinished {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                success,
+            });
+            run.messages
+                .push(Message::tool_result(call.id.clone(), content, success));
+        }
+        run.stagnant = if anything_new { 0 } else { run.stagnant + 1 };
+        if run.stagnant >= self.config.stagnation_limit {
+            self.env.cover("agent.loop_detected");
+            return Err(AgentError::LoopDetected {
+                reason: format!(
+                    "{} tool batches in a row brought no new results",
+                    run.stagnant
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// One model turn, sent again (at most `stream_cut_retries_max` times) when its
