@@ -144,15 +144,7 @@ impl FaultConfig {
         if !(0.0..=1.0).contains(&probability) {
             return Err(FaultConfigError::Probability { kind, probability });
         }
-        Ok(Self {
-            kind,
-            probability,
-            filter: OperationFilter::Any,
-            max_injections: None,
-            after_operations: 0,
-            at_operation: None,
-            enabled: true,
-        })
+        Ok(Self::chance(kind, probability))
     }
 
     /// `kind` firing with a `probability` written in the code (`0.05`), checked at compile

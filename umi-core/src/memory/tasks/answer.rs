@@ -55,3 +55,16 @@ pub(super) fn check_confidence(
         ))
     }
 }
+
+/// An answer that must be one JSON object of type `T`: its shape errors name the task.
+pub(super) fn parse_object<T: serde::de::DeserializeOwned>(
+    task: &'static str,
+    answer: &str,
+) -> Result<T, ParseError> {
+    let value = parse_json(task, answer)?;
+    if !value.is_object() {
+        return Err(shape_error(task, answer, "expected a JSON object".into()));
+    }
+    serde_json::from_value(value)
+        .map_err(|error| shape_error(task, answer, format!("wrong shape: {error}")))
+}

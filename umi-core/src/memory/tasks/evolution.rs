@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::answer::{check_confidence, parse_json, shape_error};
+use super::answer::{check_confidence, parse_object, shape_error};
 use super::extraction::EntityType;
 use super::input::{input_block, with_input_block};
 use super::{ParseError, TASK_DETECT_EVOLUTION};
@@ -136,12 +136,7 @@ pub fn parse_evolution(
     candidates: &[EvolutionCandidate],
 ) -> Result<EvolutionDetection, ParseError> {
     let task = TASK_DETECT_EVOLUTION;
-    let value = parse_json(task, answer)?;
-    if !value.is_object() {
-        return Err(shape_error(task, answer, "expected a JSON object".into()));
-    }
-    let detection: EvolutionDetection = serde_json::from_value(value)
-        .map_err(|error| shape_error(task, answer, format!("wrong shape: {error}")))?;
+    let detection: EvolutionDetection = parse_object(task, answer)?;
     check_confidence(task, answer, "evolution", detection.confidence)?;
     if detection.reason.len() > EVOLUTION_REASON_BYTES_MAX {
         return Err(shape_error(

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::answer::{check_confidence, parse_json, shape_error};
+use super::answer::{check_confidence, parse_object, shape_error};
 use super::input::{input_block_text, with_input_block};
 use super::{ParseError, TASK_EXTRACT_ENTITIES};
 use crate::constants::{
@@ -136,12 +136,7 @@ pub fn extraction_input(request: &CompletionRequest) -> Option<String> {
 /// Parses an extraction answer.
 pub fn parse_extraction(answer: &str) -> Result<Extraction, ParseError> {
     let task = TASK_EXTRACT_ENTITIES;
-    let value = parse_json(task, answer)?;
-    if !value.is_object() {
-        return Err(shape_error(task, answer, "expected a JSON object".into()));
-    }
-    let extraction: Extraction = serde_json::from_value(value)
-        .map_err(|error| shape_error(task, answer, format!("wrong shape: {error}")))?;
+    let extraction: Extraction = parse_object(task, answer)?;
     let count = extraction.entities.len();
     if count == 0 || count > EXTRACTION_ENTITIES_MAX {
         return Err(shape_error(
