@@ -25,6 +25,17 @@ fn note(id: &str) -> Note {
     }
 }
 
+/// Stores the note `id` through `storage` (a write the test needs acknowledged).
+async fn store_note(storage: &SimStorage, id: &str) -> Result<(), Violation> {
+    storage
+        .apply(WriteBatch {
+            notes: vec![note(id)],
+            ..WriteBatch::default()
+        })
+        .await?;
+    Ok(())
+}
+
 #[test]
 fn sim_storage_passes_conformance() {
     Simulation::new(SimConfig::new(1))
@@ -62,13 +73,7 @@ fn write_faults_write_nothing() {
                 storage.ledger().is_empty(),
                 "{kind}: only acknowledged writes are in the ledger"
             );
-            storage
-                .apply(WriteBatch {
-                    notes: vec![note("n1")],
-                    ..WriteBatch::default()
-                })
-                .await
-                .unwrap();
+            store_note(&storage, "n1").await?;
             ensure!(
                 storage.ledger().len() == 1,
                 "{kind}: the retry is acknowledged"
@@ -87,13 +92,7 @@ fn corruption_is_reported_never_returned() {
     )
     .try_run(|sim| async move {
         let storage = SimStorage::new(&sim);
-        storage
-            .apply(WriteBatch {
-                notes: vec![note("n1")],
-                ..WriteBatch::default()
-            })
-            .await
-            .unwrap();
+        store_note(&storage, "n1").await?;
         ensure!(
             storage.corrupted().contains("note:n1"),
             "{:?}",
@@ -128,13 +127,7 @@ fn read_delete_and_latency_faults() {
         .with_faults(faults)
         .try_run(|sim| async move {
             let storage = SimStorage::new(&sim);
-            storage
-                .apply(WriteBatch {
-                    notes: vec![note("n1")],
-                    ..WriteBatch::default()
-                })
-                .await
-                .unwrap();
+            store_note(&storage, "n1").await?;
             ensure!(
                 matches!(
                     storage.get_note("n1").await,
@@ -163,13 +156,7 @@ fn read_delete_and_latency_faults() {
     Simulation::new(SimConfig::new(4).with_fault(FaultConfig::always(FaultKind::StorageLatency)))
         .try_run(|sim| async move {
             let storage = SimStorage::new(&sim);
-            storage
-                .apply(WriteBatch {
-                    notes: vec![note("n1")],
-                    ..WriteBatch::default()
-                })
-                .await
-                .unwrap();
+            store_note(&storage, "n1").await?;
             ensure!(
                 storage.get_note("n1").await.unwrap().is_some(),
                 "slow but successful"
