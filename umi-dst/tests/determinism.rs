@@ -11,7 +11,6 @@
 //! order, in the default build and (through `make test`) in the `rig` build, whose
 //! rig-core turns on `preserve_order`.
 
-use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
@@ -122,11 +121,10 @@ fn default_seed_set_is_fixed() {
 /// the servers send:
 ///
 /// ```sh
-/// UMI_BLESS=1 cargo test -p umi-dst --test main determinism::wire_bytes_do_not_depend_on_map_order
+/// cargo insta review   # or: INSTA_UPDATE=always cargo test -p umi-dst --test main determinism::wire_bytes_do_not_depend_on_map_order
 /// ```
 #[test]
 fn wire_bytes_do_not_depend_on_map_order() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/wire_bytes.txt");
     let mut lines = Vec::new();
     for profile in Profile::ALL {
         for (name, request) in order_sensitive_requests() {
@@ -145,13 +143,13 @@ fn wire_bytes_do_not_depend_on_map_order() {
     }
     let rendered = lines.join("\n") + "\n";
     crate::golden_file::check(
-        &path,
+        "wire_bytes",
         &rendered,
         "If this build turns on serde_json's `preserve_order` (`cargo tree -e features -i \
          serde_json`), a seeded path orders JSON keys its own way: serialize and iterate \
-         through umi_core::canonical_json. If the servers' bytes changed on purpose, re-bless \
-         in the default build: UMI_BLESS=1 cargo test -p umi-dst --test main \
-         determinism::wire_bytes_do_not_depend_on_map_order",
+         through umi_core::canonical_json. If the servers' bytes changed on purpose, accept \
+         in the default build: cargo insta review (or INSTA_UPDATE=always cargo test -p \
+         umi-dst --test main determinism::wire_bytes_do_not_depend_on_map_order)",
     );
 }
 

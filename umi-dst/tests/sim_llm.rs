@@ -994,11 +994,10 @@ fn a_panicking_route_is_a_crash_with_the_seed() {
 /// Regenerate it after a deliberate change with:
 ///
 /// ```sh
-/// UMI_BLESS=1 cargo test -p umi-dst --test main sim_llm::golden
+/// cargo insta review   # or: INSTA_UPDATE=always cargo test -p umi-dst --test main sim_llm::golden
 /// ```
 #[test]
 fn golden() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/simllm.jsonl");
     let subject = EvolutionSubject {
         name: "Alice".into(),
         entity_type: EntityType::Person,
@@ -1102,9 +1101,9 @@ fn golden() {
     }
     let rendered = lines.join("\n") + "\n";
     crate::golden_file::check(
-        &path,
+        "simllm",
         &rendered,
-        "SimLLM's output changed. If the change is deliberate: UMI_BLESS=1 cargo test -p \
-         umi-dst --test main sim_llm::golden",
+        "SimLLM's output, event by event. If the change is deliberate: cargo insta review \
+         (or INSTA_UPDATE=always cargo test -p umi-dst --test main sim_llm::golden)",
     );
 }

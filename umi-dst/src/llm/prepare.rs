@@ -1,7 +1,7 @@
 //! [`SimLlm::prepare`]: one call from its request to the plan of its answer, along the
 //! numbered steps of the module docs, one function per step. The order of the steps is
 //! the order of the call's random draws and trace events: a seed's meaning depends on it,
-//! and the golden file (`umi-dst/tests/golden/simllm.jsonl`) pins it.
+//! and the golden file (`umi-dst/tests/golden/simllm.snap`) pins it.
 
 use umi_core::constants::RESPONSE_TEXT_BYTES_MAX;
 use umi_core::llm::tokens::estimate_request_tokens;
