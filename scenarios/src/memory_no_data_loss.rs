@@ -26,9 +26,7 @@ use futures::future::LocalBoxFuture;
 use umi_core::env::{Env, EnvironmentExt};
 use umi_core::memory::{Memory, MemoryError, RecallOptions, RememberOptions};
 use umi_dst::Scenario;
-use umi_dst::checkers::memory::{
-    MemoryModel, check_forgotten_not_recalled, check_links_point_to_existing, check_no_data_loss,
-};
+use umi_dst::checkers::memory::{MemoryModel, check_memory, forget_live_entity};
 use umi_dst::planted::{HookedStorage, WriteHook};
 use umi_dst::{DeterministicRng, FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation};
 
@@ -183,18 +181,12 @@ impl MemoryWorkload {
 
     async fn forget_one(&mut self, memory: &Memory) {
         let pick = self.env.random_in_range("workload.forget", 0, 1_000) as usize;
-        if let Some(id) = self.model.live_entity(pick).map(str::to_owned)
-            && memory.forget(&id).await == Ok(true)
-        {
-            self.model.forgot(&id);
-        }
+        forget_live_entity(memory, &mut self.model, pick).await;
     }
 
     /// Every checker, after the faults healed; `rotten` are the records the simulation
     /// rotted (their damage must be reported, not hidden).
     pub async fn check(&self, memory: &Memory, rotten: &BTreeSet<String>) -> Result<(), Violation> {
-        check_no_data_loss(memory, &self.model, rotten).await?;
-        check_forgotten_not_recalled(memory, &self.model, &CHECK_QUERIES, rotten).await?;
-        check_links_point_to_existing(memory, rotten).await
+        check_memory(memory, &self.model, &CHECK_QUERIES, rotten).await
     }
 }

@@ -31,8 +31,8 @@ use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
 use umi_core::llm::transport::{HttpRequest, HttpResponse, Transport, TransportError};
 use umi_core::llm::{
-    CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, LlmErrorKind,
-    ModelRef, StreamCollector,
+    CompletionRequest, CompletionResponse, Connection, FinishReason, LanguageModel, LlmError,
+    LlmErrorKind, ModelRef, StreamCollector,
 };
 use umi_dst::Scenario;
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
@@ -125,11 +125,15 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         reads: Arc::new(Mutex::new(Reads::default())),
     });
     let transport: Arc<dyn Transport> = clock.clone();
-    let mut openai = OpenAiConfig::new(openai_url, openai_ref);
-    (openai.api_key, openai.timeout, openai.idle_timeout) =
-        (Some("sk-sim".into()), TIMEOUT, IDLE_TIMEOUT);
-    let mut ollama = OllamaConfig::new(ollama_url, ollama_ref);
-    (ollama.timeout, ollama.idle_timeout) = (TIMEOUT, IDLE_TIMEOUT);
+    let with_timeouts = |mut connection: Connection| {
+        (connection.timeout, connection.idle_timeout) = (TIMEOUT, IDLE_TIMEOUT);
+        connection
+    };
+    let openai = OpenAiConfig::new(
+        with_timeouts(Connection::new(openai_url).with_api_key("sk-sim")),
+        openai_ref,
+    );
+    let ollama = OllamaConfig::new(with_timeouts(Connection::new(ollama_url)), ollama_ref);
     let clients: [Arc<dyn LanguageModel>; 2] = [
         Arc::new(OpenAiClient::new(openai, transport.clone(), sim.env())),
         Arc::new(OllamaClient::new(ollama, transport, sim.env())),

@@ -42,7 +42,6 @@ const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[
     ("umi-core/src/llm/wire/errors.rs::classify", 104),
     ("umi-core/src/memory/recall.rs::Memory::recall", 76),
     ("umi-core/src/memory/remember.rs::Memory::remember", 128),
-    ("umi-core/src/storage/conformance.rs::check", 283),
     ("umi-dst/src/checkers/router.rs::check_router", 112),
     ("umi-dst/src/conformance.rs::request_strategy", 82),
     ("umi-dst/src/conformance.rs::run_case", 101),

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
 use umi_core::llm::{
-    CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, Message,
-    ModelRef, StreamCollector, TokenUsage, ToolDefinition,
+    CompletionRequest, CompletionResponse, Connection, FinishReason, LanguageModel, LlmError,
+    Message, ModelRef, StreamCollector, TokenUsage, ToolDefinition,
 };
 
 use crate::support::{FixtureTransport, in_sim, proptest_config};
@@ -32,8 +32,8 @@ fn client(
             sim.env(),
         ))
     } else {
-        let config = OpenAiConfig::new(format!("https://{provider}.example/v1/"), model)
-            .with_api_key("sk-test");
+        let url = format!("https://{provider}.example/v1/");
+        let config = OpenAiConfig::new(Connection::new(url).with_api_key("sk-test"), model);
         Arc::new(OpenAiClient::new(config, transport, sim.env()))
     }
 }
@@ -471,5 +471,39 @@ proptest! {
                 llm.complete(&request()).await.map(|_| ())
             }
         });
+    }
+}
+
+/// A provider's configured headers go with every format. Pins a fix: the registry
+/// dropped them for Ollama (a server behind a proxy that wants its own header), since
+/// each format's config listed its own fields and Ollama's had no extra headers.
+#[test]
+fn a_providers_headers_reach_the_server_in_every_format() {
+    for kind in ["openai", "ollama", "anthropic", "openai_responses"] {
+        let provider: umi_core::llm::router::ProviderConfig = serde_json::from_value(json!({
+            "type": kind,
+            "endpoint": "https://llm.example/v1",
+            "headers": {"x-team": "agents"},
+        }))
+        .unwrap();
+        let transport = Arc::new(FixtureTransport::parse(
+            b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\r\n{}",
+            64,
+        ));
+        let sent = in_sim(async |sim| {
+            let client = umi_core::llm::registry::client(
+                &provider,
+                ModelRef::new("p", "m", 32_768, 1_024),
+                None,
+                std::time::Duration::from_secs(5),
+                transport.clone(),
+                sim.env(),
+            );
+            let refused = client.complete(&request()).await;
+            assert!(refused.is_err(), "{kind}: a 503 is an error");
+            transport.requests.lock().unwrap().clone()
+        });
+        assert_eq!(sent.len(), 1, "{kind}: one request");
+        assert_eq!(sent[0].header("x-team"), Some("agents"), "{kind}: {:?}", sent[0]);
     }
 }

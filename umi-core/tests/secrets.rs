@@ -13,7 +13,7 @@ use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
 use umi_core::llm::responses::{ResponsesClient, ResponsesConfig};
 use umi_core::llm::router::{LlmRouter, RetryPolicy};
 use umi_core::llm::transport::{HttpRequest, HttpResponse, Transport, TransportError};
-use umi_core::llm::{CompletionRequest, LanguageModel, LlmError, Message, ModelRef};
+use umi_core::llm::{CompletionRequest, Connection, LanguageModel, LlmError, Message, ModelRef};
 
 use crate::support::{FixtureTransport, in_sim};
 
@@ -84,22 +84,22 @@ fn client(
     let url = base_url(format);
     match format {
         Format::OpenAi => boxed(OpenAiClient::new(
-            OpenAiConfig::new(url, model).with_api_key(KEY),
+            OpenAiConfig::new(Connection::new(url).with_api_key(KEY), model),
             transport,
             env,
         )),
         Format::Ollama => boxed(OllamaClient::new(
-            OllamaConfig::new(url, model).with_api_key(KEY),
+            OllamaConfig::new(Connection::new(url).with_api_key(KEY), model),
             transport,
             env,
         )),
         Format::Anthropic => boxed(AnthropicClient::new(
-            AnthropicConfig::new(url, model).with_api_key(KEY),
+            AnthropicConfig::new(Connection::new(url).with_api_key(KEY), model),
             transport,
             env,
         )),
         Format::Responses => boxed(ResponsesClient::new(
-            ResponsesConfig::new(url, model).with_api_key(KEY),
+            ResponsesConfig::new(Connection::new(url).with_api_key(KEY), model),
             transport,
             env,
         )),
@@ -394,10 +394,12 @@ fn a_real_refused_connection_does_not_print_the_url_credentials() {
             Arc::new(umi_core::llm::transport::ReqwestTransport::new().unwrap());
         let env: umi_core::env::Env = Arc::new(umi_core::env::SystemEnvironment::new());
         let config = OpenAiConfig::new(
-            format!("http://svc:{URL_PASSWORD}@127.0.0.1:{port}/v1?key={QUERY_KEY}"),
+            Connection::new(format!(
+                "http://svc:{URL_PASSWORD}@127.0.0.1:{port}/v1?key={QUERY_KEY}"
+            ))
+            .with_api_key(KEY),
             ModelRef::new("p", "m", 32_000, 1_000),
-        )
-        .with_api_key(KEY);
+        );
         OpenAiClient::new(config, transport, env)
             .complete(&request())
             .await

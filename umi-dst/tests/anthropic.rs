@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use umi_core::llm::anthropic::{AnthropicClient, AnthropicConfig};
 use umi_core::llm::{
-    CompletionRequest, LanguageModel, LlmError, LlmErrorKind, Message, ModelRef, StreamCollector,
-    ToolCall, ToolDefinition,
+    CompletionRequest, Connection, LanguageModel, LlmError, LlmErrorKind, Message, ModelRef,
+    StreamCollector, ToolCall, ToolDefinition,
 };
 use umi_dst::conformance::Conformance;
 use umi_dst::{
@@ -31,8 +31,10 @@ fn network(sim: &SimEnvironment) -> Arc<SimNetwork> {
 }
 
 fn client_on(sim: &SimEnvironment, network: Arc<SimNetwork>) -> AnthropicClient {
-    let config = AnthropicConfig::new(URL, ModelRef::new("anthropic", MODEL, 32_768, 4_096))
-        .with_api_key(KEY);
+    let config = AnthropicConfig::new(
+        Connection::new(URL).with_api_key(KEY),
+        ModelRef::new("anthropic", MODEL, 32_768, 4_096),
+    );
     AnthropicClient::new(config, network, sim.env())
 }
 
@@ -156,9 +158,10 @@ fn a_missing_model_and_a_wrong_key_are_typed() {
                 ),
                 "{missing:?}"
             );
-            let config =
-                AnthropicConfig::new(URL, ModelRef::new("anthropic", MODEL, 32_768, 4_096))
-                    .with_api_key("sk-ant-wrong-key-000000");
+            let config = AnthropicConfig::new(
+                Connection::new(URL).with_api_key("sk-ant-wrong-key-000000"),
+                ModelRef::new("anthropic", MODEL, 32_768, 4_096),
+            );
             let wrong = AnthropicClient::new(config, network.clone(), sim.env())
                 .complete(&ask())
                 .await;

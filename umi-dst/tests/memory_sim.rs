@@ -10,7 +10,7 @@ use umi_core::env::EnvironmentExt;
 use umi_core::memory::{Memory, RecallOptions, RememberOptions};
 use umi_core::storage::{InMemoryStorage, Note, Storage, StorageError, WriteBatch, conformance};
 use umi_dst::checkers::memory::{
-    MemoryModel, check_forgotten_not_recalled, check_links_point_to_existing, check_no_data_loss,
+    MemoryModel, check_forgotten_not_recalled, check_memory, check_no_data_loss, forget_live_entity,
 };
 use umi_dst::planted::{HookedStorage, WriteHook};
 use umi_dst::{
@@ -227,28 +227,15 @@ fn memory_keeps_every_acknowledged_write_under_faults() {
                             .recall("where did Alice go?", RecallOptions::default())
                             .await;
                     }
-                    if step % 4 == 3
-                        && let Some(id) = model
-                            .live_entity(env.random_in_range("workload.forget", 0, 100) as usize)
-                            .map(str::to_owned)
-                        && memory.forget(&id).await == Ok(true)
-                    {
-                        model.forgot(&id);
+                    if step % 4 == 3 {
+                        let pick = env.random_in_range("workload.forget", 0, 100) as usize;
+                        forget_live_entity(&memory, &mut model, pick).await;
                     }
                 }
                 acked.fetch_add(model.acknowledged().len(), Ordering::Relaxed);
                 sim.faults().heal();
-                let rotten = storage.corrupted();
-                check_no_data_loss(&memory, &model, &rotten).await?;
-                check_forgotten_not_recalled(
-                    &memory,
-                    &model,
-                    &["Alice", "where is Bob?", "Paris"],
-                    &rotten,
-                )
-                .await?;
-                check_links_point_to_existing(&memory, &rotten).await?;
-                Ok(())
+                let queries = ["Alice", "where is Bob?", "Paris"];
+                check_memory(&memory, &model, &queries, &storage.corrupted()).await
             }
         });
     let (acknowledged, degraded) = (

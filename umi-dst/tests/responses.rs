@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use umi_core::llm::responses::{ResponsesClient, ResponsesConfig};
 use umi_core::llm::{
-    CompletionRequest, LanguageModel, LlmError, LlmErrorKind, Message, ModelRef, StreamCollector,
-    ToolDefinition,
+    CompletionRequest, Connection, LanguageModel, LlmError, LlmErrorKind, Message, ModelRef,
+    StreamCollector, ToolDefinition,
 };
 use umi_dst::conformance::Conformance;
 use umi_dst::{
@@ -34,8 +34,10 @@ fn network(sim: &SimEnvironment, reasoning: bool) -> Arc<SimNetwork> {
 }
 
 fn client_on(sim: &SimEnvironment, network: Arc<SimNetwork>, summary: bool) -> ResponsesClient {
-    let mut config =
-        ResponsesConfig::new(URL, ModelRef::new("openai", MODEL, 32_768, 4_096)).with_api_key(KEY);
+    let mut config = ResponsesConfig::new(
+        Connection::new(URL).with_api_key(KEY),
+        ModelRef::new("openai", MODEL, 32_768, 4_096),
+    );
     if summary {
         config.reasoning_summary = Some("auto".into());
     }

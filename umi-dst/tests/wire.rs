@@ -14,7 +14,7 @@ use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
 use umi_core::llm::router::{LlmRouter, RouterConfig};
 use umi_core::llm::{
-    CompletionRequest, LanguageModel, LlmError, Message, ModelRef, StreamCollector,
+    CompletionRequest, Connection, LanguageModel, LlmError, Message, ModelRef, StreamCollector,
 };
 use umi_core::memory::tasks::{extraction_request, rewrite_request};
 use umi_dst::checkers::router::{RouterLog, check_router};
@@ -38,8 +38,10 @@ fn openai_client(sim: &SimEnvironment) -> OpenAiClient {
         Endpoint::openai(OPENAI_URL, sim_model(sim, "sim", "sim-large", 32_768))
             .with_api_key("sk-sim"),
     );
-    let config = OpenAiConfig::new(OPENAI_URL, ModelRef::new("sim", "sim-large", 32_768, 4_096))
-        .with_api_key("sk-sim");
+    let config = OpenAiConfig::new(
+        Connection::new(OPENAI_URL).with_api_key("sk-sim"),
+        ModelRef::new("sim", "sim-large", 32_768, 4_096),
+    );
     OpenAiClient::new(config, Arc::new(network), sim.env())
 }
 
@@ -544,8 +546,10 @@ fn task_routes_over_the_wire_say_they_cannot_match() {
             let network = SimNetwork::new(&sim)
                 .with_endpoint(Endpoint::openai(OPENAI_URL, Arc::new(llm)).with_api_key("sk-sim"));
             let client = OpenAiClient::new(
-                OpenAiConfig::new(OPENAI_URL, ModelRef::new("sim", "sim-large", 32_768, 4_096))
-                    .with_api_key("sk-sim"),
+                OpenAiConfig::new(
+                    Connection::new(OPENAI_URL).with_api_key("sk-sim"),
+                    ModelRef::new("sim", "sim-large", 32_768, 4_096),
+                ),
                 Arc::new(network),
                 sim.env(),
             );

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
 use umi_core::llm::router::{CooldownPolicy, LlmRouter, RetryPolicy};
-use umi_core::llm::{LanguageModel, ModelId, ModelRef};
+use umi_core::llm::{Connection, LanguageModel, ModelId, ModelRef};
 use umi_dst::checkers::router::RouterLog;
 use umi_dst::{Endpoint, SimEnvironment, SimLlm, SimLlmConfig, SimNetwork, Violation};
 
@@ -93,13 +93,12 @@ impl RouterStack {
             let ModelId { provider, model } = model_id(id);
             let model_ref = ModelRef::new(provider, model, window, 2_048);
             let timeout = std::time::Duration::from_millis(retry.request_timeout_ms);
+            let connection = Connection::new(url).with_timeout(timeout);
             let client: Arc<dyn LanguageModel> = if provider == "ollama" {
-                let mut config = OllamaConfig::new(url, model_ref);
-                (config.timeout, config.idle_timeout) = (timeout, timeout);
+                let config = OllamaConfig::new(connection, model_ref);
                 Arc::new(OllamaClient::new(config, transport.clone(), sim.env()))
             } else {
-                let mut config = OpenAiConfig::new(url, model_ref);
-                (config.timeout, config.idle_timeout) = (timeout, timeout);
+                let config = OpenAiConfig::new(connection, model_ref);
                 Arc::new(OpenAiClient::new(config, transport.clone(), sim.env()))
             };
             builder = builder.model(id, client);

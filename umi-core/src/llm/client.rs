@@ -18,6 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 
+use super::connection::Connection;
 use super::error::{LlmError, snippet};
 use super::event::EventStream;
 use super::provider::LanguageModel;
@@ -51,8 +52,22 @@ pub trait ClientFormat: Send + Sync + fmt::Debug + 'static {
     /// The model this client asks for, and its limits.
     fn model_ref(&self) -> &ModelRef;
 
-    /// The client's timeouts.
-    fn timeouts(&self) -> Timeouts;
+    /// Where the client sends its requests: the server, the key, the timeouts.
+    fn connection(&self) -> &Connection;
+
+    /// The client's timeouts: the connection's.
+    fn timeouts(&self) -> Timeouts {
+        self.connection().timeouts()
+    }
+
+    /// The model id `request` is sent with: its own, or this config's when it names none.
+    fn model_for<'a>(&'a self, request: &'a CompletionRequest) -> &'a str {
+        if request.model.is_empty() {
+            &self.model_ref().model
+        } else {
+            &request.model
+        }
+    }
 
     /// The HTTP request for `request` (already validated), streamed or not. An `Err` is a
     /// request this format cannot send (it never reaches the network).
@@ -69,8 +84,11 @@ pub trait ClientFormat: Send + Sync + fmt::Debug + 'static {
     fn stream_decoder(&self) -> Self::Decoder;
 
     /// The redactor of this config's secrets: its key, the credentials in its URL and
-    /// its secret headers. Every error the client hands back passes through it.
-    fn redactor(&self) -> Redactor;
+    /// its secret headers (the connection's). Every error the client hands back passes
+    /// through it.
+    fn redactor(&self) -> Redactor {
+        self.connection().redactor()
+    }
 
     /// A decoder for the streamed answer to `request` (a format that applies part of
     /// the request itself, such as stop sequences its API lacks, overrides this).

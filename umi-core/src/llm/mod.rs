@@ -8,6 +8,7 @@
 pub mod anthropic;
 pub mod client;
 mod collector;
+mod connection;
 mod error;
 mod event;
 pub mod event_replay;
@@ -29,6 +30,7 @@ pub mod transport;
 pub mod wire;
 
 pub use collector::StreamCollector;
+pub use connection::{Connection, KeyHeader};
 pub use error::{ERROR_SNIPPET_BYTES_MAX, FailedAttempt, LlmError, LlmErrorKind, snippet};
 pub use event::{EventStream, StreamEvent};
 pub use message::{Message, ToolCall, ToolDefinition};

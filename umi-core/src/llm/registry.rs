@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::anthropic::AnthropicConfig;
 use super::client::WireClient;
+use super::connection::Connection;
 use super::ollama::OllamaConfig;
 use super::openai::OpenAiConfig;
 use super::provider::LanguageModel;
@@ -17,16 +18,8 @@ use super::secrets::ApiKey;
 use super::transport::Transport;
 use crate::env::Env;
 
-fn headers(provider: &ProviderConfig) -> Vec<(String, String)> {
-    provider
-        .headers
-        .iter()
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect()
-}
-
 /// The client for `model_ref` at `provider`, in the provider's format, with `timeout`
-/// to the headers and between body chunks.
+/// to the headers and between body chunks. The provider's headers go with every format.
 pub fn client(
     provider: &ProviderConfig,
     model_ref: ModelRef,
@@ -35,37 +28,31 @@ pub fn client(
     transport: Arc<dyn Transport>,
     env: Env,
 ) -> Arc<dyn LanguageModel> {
+    let headers = provider
+        .headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    let mut connection = Connection::new(provider.endpoint.clone())
+        .with_timeout(timeout)
+        .with_extra_headers(headers);
+    connection.api_key = api_key;
     match provider.kind {
         ProviderKind::Openai => {
-            let mut config = OpenAiConfig::new(provider.endpoint.clone(), model_ref);
-            config.api_key = api_key;
+            let mut config = OpenAiConfig::new(connection, model_ref);
             config.max_tokens_field = provider.max_tokens_field;
-            config.extra_headers = headers(provider);
-            config.timeout = timeout;
-            config.idle_timeout = timeout;
             Arc::new(WireClient::new(config, transport, env))
         }
         ProviderKind::Ollama => {
-            let mut config = OllamaConfig::new(provider.endpoint.clone(), model_ref);
-            config.api_key = api_key;
-            config.timeout = timeout;
-            config.idle_timeout = timeout;
+            let config = OllamaConfig::new(connection, model_ref);
             Arc::new(WireClient::new(config, transport, env))
         }
         ProviderKind::Anthropic => {
-            let mut config = AnthropicConfig::new(provider.endpoint.clone(), model_ref);
-            config.api_key = api_key;
-            config.extra_headers = headers(provider);
-            config.timeout = timeout;
-            config.idle_timeout = timeout;
+            let config = AnthropicConfig::new(connection, model_ref);
             Arc::new(WireClient::new(config, transport, env))
         }
         ProviderKind::OpenaiResponses => {
-            let mut config = ResponsesConfig::new(provider.endpoint.clone(), model_ref);
-            config.api_key = api_key;
-            config.extra_headers = headers(provider);
-            config.timeout = timeout;
-            config.idle_timeout = timeout;
+            let config = ResponsesConfig::new(connection, model_ref);
             Arc::new(WireClient::new(config, transport, env))
         }
     }

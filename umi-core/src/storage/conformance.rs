@@ -69,9 +69,28 @@ async fn searched_ids(
     Ok(hits.into_iter().map(|h| h.entity.id).collect())
 }
 
-/// Runs the suite on `storage`, which must start empty.
+/// Runs the suite on `storage`, which must start empty: each part below in turn, each
+/// starting from the state the one before it left.
 pub async fn check(storage: &dyn Storage) -> Result<(), String> {
-    // Empty.
+    check_empty(storage).await?;
+    let written = check_one_remember(storage).await?;
+    check_lookups(storage, &written).await?;
+    check_search(storage).await?;
+    check_upsert(storage, &written.alice).await?;
+    check_dangling_link(storage).await?;
+    check_delete(storage).await?;
+    check_limits(storage).await
+}
+
+/// The records of one remember, as [`check_one_remember`] wrote them.
+struct OneRemember {
+    note: Note,
+    alice: Entity,
+    acme: Entity,
+}
+
+/// An empty store counts, finds and gets nothing.
+async fn check_empty(storage: &dyn Storage) -> Result<(), String> {
     rule!(
         storage.count_entities().await.map_err(io("count"))? == 0,
         "the store must start empty"
@@ -97,7 +116,12 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
         "an empty store finds nothing"
     );
 
-    // One remember's worth: a note, three entities, a link.
+    Ok(())
+}
+
+/// One remember's worth (a note, three entities, a link) is written in one batch and
+/// reads back as written, listed in insertion order.
+async fn check_one_remember(storage: &dyn Storage) -> Result<OneRemember, String> {
     let note = Note {
         id: "n1".into(),
         text: "Alice joined Acme Corp in Paris; café 東京.".into(),
@@ -140,12 +164,17 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
     );
     let page: Vec<String> = listed_ids(storage, 1, 1).await?;
     rule!(page == ["e2"], "list honours offset and limit: {page:?}");
+    Ok(OneRemember { note, alice, acme })
+}
+
+/// Exact lookups by name, by note and by text, and links seen from both ends.
+async fn check_lookups(storage: &dyn Storage, written: &OneRemember) -> Result<(), String> {
     rule!(
         storage
             .entities_named("Acme Corp")
             .await
             .map_err(io("named"))?
-            == vec![acme.clone()],
+            == vec![written.acme.clone()],
         "entities_named finds exact names"
     );
     rule!(
@@ -167,10 +196,10 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
     );
     rule!(
         storage
-            .notes_with_text(&note.text)
+            .notes_with_text(&written.note.text)
             .await
             .map_err(io("notes"))?
-            == vec![note.clone()],
+            == vec![written.note.clone()],
         "notes are found by exact text"
     );
     rule!(
@@ -197,7 +226,11 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
         "list_links lists it"
     );
 
-    // Search.
+    Ok(())
+}
+
+/// Search ranks best first, is stable, honours its limit, and takes any text as words.
+async fn check_search(storage: &dyn Storage) -> Result<(), String> {
     let hits = storage
         .search("Alice Paris", 10)
         .await
@@ -239,7 +272,11 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
         "non-Latin terms are searchable"
     );
 
-    // Upsert keeps the place in order and reindexes.
+    Ok(())
+}
+
+/// An upsert replaces the entity, keeps its place in order and reindexes it.
+async fn check_upsert(storage: &dyn Storage, alice: &Entity) -> Result<(), String> {
     let renamed = Entity {
         content: "Alice now lives in Oslo".into(),
         updated_at_ms: 3_000,
@@ -266,7 +303,11 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
     let joined: Vec<String> = searched_ids(storage, "joined", 10).await?;
     rule!(joined.is_empty(), "old content is not: {joined:?}");
 
-    // A dangling link refuses the whole batch.
+    Ok(())
+}
+
+/// A dangling link refuses the whole batch, naming the missing entity.
+async fn check_dangling_link(storage: &dyn Storage) -> Result<(), String> {
     let dangling = WriteBatch {
         notes: vec![Note {
             id: "n2".into(),
@@ -296,7 +337,11 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
         "a refused batch writes nothing"
     );
 
-    // Delete cascades to links and leaves the index.
+    Ok(())
+}
+
+/// A delete cascades to links and leaves the index; the note stays.
+async fn check_delete(storage: &dyn Storage) -> Result<(), String> {
     storage
         .apply(WriteBatch {
             delete_entities: vec!["e1".into()],
@@ -341,7 +386,11 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
         "the note it came from stays"
     );
 
-    // Limits.
+    Ok(())
+}
+
+/// An oversized batch is refused.
+async fn check_limits(storage: &dyn Storage) -> Result<(), String> {
     let huge = WriteBatch {
         delete_entities: vec!["x".into(); WRITE_BATCH_RECORDS_MAX + 1],
         ..WriteBatch::default()

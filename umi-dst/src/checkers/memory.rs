@@ -126,6 +126,35 @@ fn reported_rot(error: &MemoryError, rotten: &BTreeSet<String>) -> Result<bool, 
     }
 }
 
+/// Every memory checker in turn, for a run whose faults have healed:
+/// [`check_no_data_loss`], [`check_forgotten_not_recalled`] (asking `queries`) and
+/// [`check_links_point_to_existing`]. `rotten` are the records the simulation rotted
+/// (their damage must be reported, not hidden).
+pub async fn check_memory(
+    memory: &Memory,
+    model: &MemoryModel,
+    queries: &[&str],
+    rotten: &BTreeSet<String>,
+) -> Result<(), Violation> {
+    check_no_data_loss(memory, model, rotten).await?;
+    check_forgotten_not_recalled(memory, model, queries, rotten).await?;
+    check_links_point_to_existing(memory, rotten).await
+}
+
+/// Forgets the `pick`-th live entity of `model` (wrapping), recording the forget in
+/// `model` when the memory reports it done; whether one was forgotten. A failed forget
+/// (a storage fault) is not recorded: the entity may still be there.
+pub async fn forget_live_entity(memory: &Memory, model: &mut MemoryModel, pick: usize) -> bool {
+    let Some(id) = model.live_entity(pick).map(str::to_owned) else {
+        return false;
+    };
+    let forgotten = memory.forget(&id).await == Ok(true);
+    if forgotten {
+        model.forgot(&id);
+    }
+    forgotten
+}
+
 /// Every acknowledged `remember` can be found again by its exact text, each of its
 /// entities is there unless forgotten, each of its evolution links is there unless an end
 /// was forgotten (deleting an entity deletes its links), and every record reads back

@@ -13,7 +13,7 @@ use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
 use umi_core::llm::responses::{ResponsesClient, ResponsesConfig};
 use umi_core::llm::secrets::ApiKey;
 use umi_core::llm::transport::Transport;
-use umi_core::llm::{LanguageModel, ModelRef};
+use umi_core::llm::{Connection, LanguageModel, ModelRef};
 
 use super::profile::{Profile, WireFormat};
 
@@ -49,40 +49,31 @@ pub fn client_for(
     transport: Arc<dyn Transport>,
     env: Env,
 ) -> Arc<dyn LanguageModel> {
-    let key = options.api_key.clone();
+    let mut connection = Connection::new(base_url);
+    connection.api_key = options.api_key.clone();
+    if let Some(timeout) = options.timeout {
+        connection = connection.with_timeout(timeout);
+    }
     match profile.format() {
         WireFormat::Ollama => {
-            let mut config = OllamaConfig::new(base_url, model_ref);
-            if let Some(timeout) = options.timeout {
-                (config.timeout, config.idle_timeout) = (timeout, timeout);
-            }
+            // Ollama's native API takes no key (see `ClientOptions::api_key`).
+            connection.api_key = None;
+            let config = OllamaConfig::new(connection, model_ref);
             Arc::new(OllamaClient::new(config, transport, env))
         }
         WireFormat::AnthropicMessages => {
-            let mut config = AnthropicConfig::new(base_url, model_ref);
-            config.api_key = key;
-            if let Some(timeout) = options.timeout {
-                (config.timeout, config.idle_timeout) = (timeout, timeout);
-            }
+            let config = AnthropicConfig::new(connection, model_ref);
             Arc::new(AnthropicClient::new(config, transport, env))
         }
         WireFormat::OpenAiResponses => {
-            let mut config = ResponsesConfig::new(base_url, model_ref);
-            config.api_key = key;
+            let mut config = ResponsesConfig::new(connection, model_ref);
             if options.reasoning_summary {
                 config.reasoning_summary = Some("auto".to_owned());
-            }
-            if let Some(timeout) = options.timeout {
-                (config.timeout, config.idle_timeout) = (timeout, timeout);
             }
             Arc::new(ResponsesClient::new(config, transport, env))
         }
         WireFormat::OpenAiChat => {
-            let mut config = OpenAiConfig::new(base_url, model_ref);
-            config.api_key = key;
-            if let Some(timeout) = options.timeout {
-                (config.timeout, config.idle_timeout) = (timeout, timeout);
-            }
+            let config = OpenAiConfig::new(connection, model_ref);
             Arc::new(OpenAiClient::new(config, transport, env))
         }
     }

@@ -17,76 +17,42 @@
 mod tests;
 mod wire;
 
-use std::fmt;
-use std::time::Duration;
-
 pub use wire::{EventDecoder, parse_response, request_body};
 
-use super::client::{ClientFormat, Timeouts, WireClient};
+use super::client::{ClientFormat, WireClient};
+use super::connection::{Connection, KeyHeader};
 use super::error::LlmError;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
-use super::secrets::{ApiKey, Redactor, redact_headers, redact_url};
 use super::stop::apply_stop;
 use super::transport::HttpRequest;
 use super::wire::stop_filter::StopFilter;
-use crate::constants::HTTP_TIMEOUT_MS_DEFAULT;
 use crate::llm::response::FinishReason;
 
 /// How to reach one model through the Responses API. `Debug` redacts the key, the
-/// credentials in the URL and secret headers.
-#[derive(Clone, PartialEq, Eq)]
+/// credentials in the URL and secret headers (see [`Connection`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ResponsesConfig {
-    /// Base URL, up to and including the version (`https://api.openai.com/v1`).
-    pub base_url: String,
-    /// The API key (sent as a bearer token).
-    pub api_key: Option<ApiKey>,
+    /// The server, up to and including the version (`https://api.openai.com/v1`), the key
+    /// (sent as a bearer token), the timeouts and extra headers (`OpenAI-Organization`,
+    /// `OpenAI-Project`).
+    pub connection: Connection,
     /// The model and its limits.
     pub model_ref: ModelRef,
-    /// Time to the response's headers.
-    pub timeout: Duration,
-    /// Time allowed between body chunks.
-    pub idle_timeout: Duration,
     /// Ask reasoning models for a summary of their reasoning (`reasoning.summary`:
     /// `auto`, `concise` or `detailed`), streamed as reasoning.
     pub reasoning_summary: Option<String>,
-    /// Extra headers (`OpenAI-Organization`, `OpenAI-Project`).
-    pub extra_headers: Vec<(String, String)>,
 }
 
 impl ResponsesConfig {
-    /// A config for `model_ref` at `base_url`, with the default timeouts.
-    pub fn new(base_url: impl Into<String>, model_ref: ModelRef) -> Self {
+    /// A config for `model_ref` through `connection` (a base URL will do).
+    pub fn new(connection: impl Into<Connection>, model_ref: ModelRef) -> Self {
         Self {
-            base_url: base_url.into(),
-            api_key: None,
+            connection: connection.into(),
             model_ref,
-            timeout: Duration::from_millis(HTTP_TIMEOUT_MS_DEFAULT),
-            idle_timeout: Duration::from_millis(HTTP_TIMEOUT_MS_DEFAULT),
             reasoning_summary: None,
-            extra_headers: Vec::new(),
         }
-    }
-
-    /// Sets the API key.
-    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(ApiKey::new(key));
-        self
-    }
-}
-
-impl fmt::Debug for ResponsesConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponsesConfig")
-            .field("base_url", &redact_url(&self.base_url))
-            .field("api_key", &self.api_key)
-            .field("model_ref", &self.model_ref)
-            .field("timeout", &self.timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("reasoning_summary", &self.reasoning_summary)
-            .field("extra_headers", &redact_headers(&self.extra_headers))
-            .finish()
     }
 }
 
@@ -107,11 +73,8 @@ impl ClientFormat for ResponsesConfig {
         &self.model_ref
     }
 
-    fn timeouts(&self) -> Timeouts {
-        Timeouts {
-            request: self.timeout,
-            idle: self.idle_timeout,
-        }
+    fn connection(&self) -> &Connection {
+        &self.connection
     }
 
     fn http_request(
@@ -119,37 +82,15 @@ impl ClientFormat for ResponsesConfig {
         request: &CompletionRequest,
         stream: bool,
     ) -> Result<HttpRequest, LlmError> {
-        let model = if request.model.is_empty() {
-            &self.model_ref.model
-        } else {
-            &request.model
-        };
-        let body = request_body(request, model, self.reasoning_summary.as_deref(), stream);
-        let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-        if let Some(key) = &self.api_key {
-            headers.push((
-                "authorization".to_owned(),
-                format!("Bearer {}", key.expose()),
-            ));
-        }
-        headers.extend(self.extra_headers.iter().cloned());
-        Ok(HttpRequest {
-            method: "POST",
-            url: format!("{}/responses", self.base_url.trim_end_matches('/')),
-            headers,
-            body: crate::canonical_json::to_vec(&body),
-        })
+        let summary = self.reasoning_summary.as_deref();
+        let body = request_body(request, self.model_for(request), summary, stream);
+        Ok(self
+            .connection
+            .post_json("/responses", &[], KeyHeader::Bearer, &body))
     }
 
     fn parse_response(&self, body: &str) -> Result<CompletionResponse, LlmError> {
         parse_response(body, &self.model_ref.model)
-    }
-
-    fn redactor(&self) -> Redactor {
-        Redactor::new()
-            .with_key(self.api_key.as_ref())
-            .with_url(&self.base_url)
-            .with_headers(&self.extra_headers)
     }
 
     fn stream_decoder(&self) -> ResponsesDecoder {

@@ -17,6 +17,7 @@
 use serde_json::json;
 
 use super::{EventDecoder, ResponsesConfig, parse_response, request_body};
+use crate::llm::Connection;
 use crate::llm::client::ClientFormat;
 use crate::llm::collector::StreamCollector;
 use crate::llm::error::LlmError;
@@ -244,10 +245,9 @@ fn requests_are_what_the_api_takes() {
     );
     assert_eq!(body["stream"], true);
     let config = ResponsesConfig::new(
-        "https://api.openai.com/v1/",
+        Connection::new("https://api.openai.com/v1/").with_api_key("sk-test"),
         ModelRef::new("openai", "gpt-4o", 128_000, 4_096),
-    )
-    .with_api_key("sk-test");
+    );
     let http = config.http_request(&request, false).unwrap();
     assert_eq!(http.url, "https://api.openai.com/v1/responses");
     assert_eq!(http.header("authorization"), Some("Bearer sk-test"));
