@@ -504,6 +504,11 @@ fn a_providers_headers_reach_the_server_in_every_format() {
             transport.requests.lock().unwrap().clone()
         });
         assert_eq!(sent.len(), 1, "{kind}: one request");
-        assert_eq!(sent[0].header("x-team"), Some("agents"), "{kind}: {:?}", sent[0]);
+        assert_eq!(
+            sent[0].header("x-team"),
+            Some("agents"),
+            "{kind}: {:?}",
+            sent[0]
+        );
     }
 }

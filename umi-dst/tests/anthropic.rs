@@ -6,13 +6,15 @@ use std::sync::Arc;
 
 use umi_core::llm::anthropic::{AnthropicClient, AnthropicConfig};
 use umi_core::llm::{
-    CompletionRequest, Connection, LanguageModel, LlmError, LlmErrorKind, Message, ModelRef,
-    StreamCollector, ToolCall, ToolDefinition,
+    CompletionRequest, Connection, LanguageModel, LlmError, Message, ModelRef, StreamCollector,
+    ToolCall, ToolDefinition,
 };
 use umi_dst::conformance::Conformance;
+
+use crate::support::{answer, ask_for_a_story, fault_once, refusals, weather_tool};
 use umi_dst::{
-    Endpoint, FaultConfig, FaultKind, SimConfig, SimEnvironment, SimLlm, SimLlmConfig, SimNetwork,
-    Simulation, Violation, ensure,
+    Endpoint, FaultKind, SimConfig, SimEnvironment, SimLlm, SimLlmConfig, SimNetwork, Simulation,
+    Violation, ensure,
 };
 
 const URL: &str = "https://api.anthropic.sim";
@@ -51,89 +53,59 @@ fn anthropic_client_over_the_wire_passes_conformance() {
         .check(client);
 }
 
-fn ask() -> CompletionRequest {
-    CompletionRequest::new(vec![Message::user(
-        "tell me a long story about Alice and Bob",
-    )])
-}
-
-async fn streamed(llm: &dyn LanguageModel) -> Result<umi_core::llm::CompletionResponse, LlmError> {
-    let events = llm.stream(&ask()).await?;
-    StreamCollector::collect(MODEL, events).await
-}
-
 /// Each model fault through the Messages server, whole and streamed, reaches the caller
 /// as the kind the router acts on: 429 with its `retry-after`, 529 as the service's
 /// failure, "prompt is too long" as context overflow with both counts.
 #[test]
 fn every_refusal_is_typed_as_the_router_needs() {
-    let cases = [
-        (FaultKind::LlmRateLimit, LlmErrorKind::RateLimit, 429),
-        (
-            FaultKind::LlmServiceUnavailable,
-            LlmErrorKind::ServiceUnavailable,
-            529,
-        ),
-        (
-            FaultKind::LlmContextOverflow,
-            LlmErrorKind::ContextOverflow,
-            400,
-        ),
-    ];
-    for (kind, expected, status) in cases {
+    for (kind, expected, status) in refusals(529) {
         for stream in [false, true] {
-            Simulation::new(
-                SimConfig::new(11).with_fault(FaultConfig::always(kind).with_max_injections(1)),
-            )
-            .try_run(|sim| async move {
-                let network = network(&sim);
-                let client = client_on(&sim, network.clone());
-                let result = if stream {
-                    streamed(&client).await
-                } else {
-                    client.complete(&ask()).await
-                };
-                let error = result.expect_err("the fault fired");
-                ensure!(
-                    error.kind() == expected,
-                    "{kind} stream={stream}: {error:?}"
-                );
-                let exchange = network.exchanges().pop().expect("an exchange");
-                ensure!(
-                    exchange.status == status,
-                    "{kind}: HTTP {}",
-                    exchange.status
-                );
-                let body = String::from_utf8_lossy(&exchange.body()).into_owned();
-                ensure!(
-                    body.starts_with(r#"{"type":"error","error":{"type":""#),
-                    "{body}"
-                );
-                ensure!(
-                    exchange
-                        .header("request-id")
-                        .is_some_and(|id| id.starts_with("req_01")),
-                    "no request-id"
-                );
-                if let LlmError::ContextOverflow {
-                    prompt_tokens: Some(prompt),
-                    limit: Some(limit),
-                } = &error
-                {
-                    ensure!(prompt > limit, "{error:?}");
-                } else if kind == FaultKind::LlmContextOverflow {
-                    return Err(Violation::new(format!("the counts were lost: {error:?}")));
-                }
-                if let LlmError::RateLimit { retry_after_ms } = &error {
+            fault_once(11, kind)
+                .try_run(|sim| async move {
+                    let network = network(&sim);
+                    let client = client_on(&sim, network.clone());
+                    let result = answer(&client, &ask_for_a_story(), stream).await;
+                    let error = result.expect_err("the fault fired");
                     ensure!(
-                        retry_after_ms.is_some() == exchange.header("retry-after").is_some(),
-                        "{error:?} against {:?}",
-                        exchange.header("retry-after")
+                        error.kind() == expected,
+                        "{kind} stream={stream}: {error:?}"
                     );
-                }
-                Ok(())
-            })
-            .unwrap();
+                    let exchange = network.exchanges().pop().expect("an exchange");
+                    ensure!(
+                        exchange.status == status,
+                        "{kind}: HTTP {}",
+                        exchange.status
+                    );
+                    let body = String::from_utf8_lossy(&exchange.body()).into_owned();
+                    ensure!(
+                        body.starts_with(r#"{"type":"error","error":{"type":""#),
+                        "{body}"
+                    );
+                    ensure!(
+                        exchange
+                            .header("request-id")
+                            .is_some_and(|id| id.starts_with("req_01")),
+                        "no request-id"
+                    );
+                    if let LlmError::ContextOverflow {
+                        prompt_tokens: Some(prompt),
+                        limit: Some(limit),
+                    } = &error
+                    {
+                        ensure!(prompt > limit, "{error:?}");
+                    } else if kind == FaultKind::LlmContextOverflow {
+                        return Err(Violation::new(format!("the counts were lost: {error:?}")));
+                    }
+                    if let LlmError::RateLimit { retry_after_ms } = &error {
+                        ensure!(
+                            retry_after_ms.is_some() == exchange.header("retry-after").is_some(),
+                            "{error:?} against {:?}",
+                            exchange.header("retry-after")
+                        );
+                    }
+                    Ok(())
+                })
+                .unwrap();
         }
     }
 }
@@ -145,7 +117,7 @@ fn a_missing_model_and_a_wrong_key_are_typed() {
     Simulation::new(SimConfig::new(3))
         .try_run(|sim| async move {
             let network = network(&sim);
-            let mut request = ask();
+            let mut request = ask_for_a_story();
             request.model = "claude-retired".into();
             let missing = client_on(&sim, network.clone()).complete(&request).await;
             ensure!(
@@ -163,7 +135,7 @@ fn a_missing_model_and_a_wrong_key_are_typed() {
                 ModelRef::new("anthropic", MODEL, 32_768, 4_096),
             );
             let wrong = AnthropicClient::new(config, network.clone(), sim.env())
-                .complete(&ask())
+                .complete(&ask_for_a_story())
                 .await;
             ensure!(
                 matches!(&wrong, Err(LlmError::Auth { status: 401, .. })),
@@ -257,7 +229,7 @@ fn streams_follow_the_apis_event_grammar() {
                 async move {
                     let network = network(&sim);
                     let client = client_on(&sim, network.clone());
-                    let request = ask().with_tools(tools());
+                    let request = ask_for_a_story().with_tools(tools());
                     let events = client.stream(&request).await?;
                     StreamCollector::collect(MODEL, events).await?;
                     let exchange = network.exchanges().pop().expect("an exchange");
@@ -278,11 +250,7 @@ fn streams_follow_the_apis_event_grammar() {
 
 fn tools() -> Vec<ToolDefinition> {
     vec![
-        ToolDefinition::new(
-            "get_weather",
-            "Weather for a city.",
-            serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        ),
+        weather_tool(),
         ToolDefinition::new(
             "search_notes",
             "Search the notes \"quoted\".",

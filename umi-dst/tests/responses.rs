@@ -5,14 +5,13 @@
 use std::sync::Arc;
 
 use umi_core::llm::responses::{ResponsesClient, ResponsesConfig};
-use umi_core::llm::{
-    CompletionRequest, Connection, LanguageModel, LlmError, LlmErrorKind, Message, ModelRef,
-    StreamCollector, ToolDefinition,
-};
+use umi_core::llm::{Connection, LanguageModel, ModelRef, StreamCollector};
 use umi_dst::conformance::Conformance;
+
+use crate::support::{answer, ask_for_a_story, fault_once, refusals, weather_tool};
 use umi_dst::{
-    Endpoint, FaultConfig, FaultKind, SimConfig, SimEnvironment, SimLlm, SimLlmConfig, SimNetwork,
-    Simulation, Violation, ensure,
+    Endpoint, SimConfig, SimEnvironment, SimLlm, SimLlmConfig, SimNetwork, Simulation, Violation,
+    ensure,
 };
 
 const URL: &str = "https://api.openai.sim/v1";
@@ -53,82 +52,44 @@ fn responses_client_over_the_wire_passes_conformance() {
         .check(|sim| client_on(sim, network(sim, false), false));
 }
 
-fn ask() -> CompletionRequest {
-    CompletionRequest::new(vec![Message::user(
-        "tell me a long story about Alice and Bob",
-    )])
-}
-
-async fn streamed(llm: &dyn LanguageModel) -> Result<umi_core::llm::CompletionResponse, LlmError> {
-    let events = llm.stream(&ask()).await?;
-    StreamCollector::collect(MODEL, events).await
-}
-
 /// Model refusals: an HTTP error in OpenAI's envelope when whole; inside the 200 stream
 /// (`error`, then `response.failed`) when streamed. Either way the same typed kind.
 #[test]
 fn refusals_are_typed_whole_and_in_the_stream() {
-    let cases = [
-        (FaultKind::LlmRateLimit, LlmErrorKind::RateLimit, 429),
-        (
-            FaultKind::LlmServiceUnavailable,
-            LlmErrorKind::ServiceUnavailable,
-            503,
-        ),
-        (
-            FaultKind::LlmContextOverflow,
-            LlmErrorKind::ContextOverflow,
-            400,
-        ),
-    ];
-    for (kind, expected, status) in cases {
+    for (kind, expected, status) in refusals(503) {
         for stream in [false, true] {
-            Simulation::new(
-                SimConfig::new(7).with_fault(FaultConfig::always(kind).with_max_injections(1)),
-            )
-            .try_run(|sim| async move {
-                let network = network(&sim, false);
-                let client = client_on(&sim, network.clone(), false);
-                let result = if stream {
-                    streamed(&client).await
-                } else {
-                    client.complete(&ask()).await
-                };
-                let error = result.expect_err("the fault fired");
-                ensure!(
-                    error.kind() == expected,
-                    "{kind} stream={stream}: {error:?}"
-                );
-                let exchange = network.exchanges().pop().expect("an exchange");
-                let body = String::from_utf8_lossy(&exchange.body()).into_owned();
-                if stream {
-                    ensure!(exchange.status == 200, "{kind}: HTTP {}", exchange.status);
+            fault_once(7, kind)
+                .try_run(|sim| async move {
+                    let network = network(&sim, false);
+                    let client = client_on(&sim, network.clone(), false);
+                    let result = answer(&client, &ask_for_a_story(), stream).await;
+                    let error = result.expect_err("the fault fired");
                     ensure!(
-                        body.contains("event: error\n")
-                            && body.contains("event: response.failed\n"),
-                        "{body}"
+                        error.kind() == expected,
+                        "{kind} stream={stream}: {error:?}"
                     );
-                } else {
-                    ensure!(
-                        exchange.status == status,
-                        "{kind}: HTTP {}",
-                        exchange.status
-                    );
-                    ensure!(body.contains("\"error\": {"), "{body}");
-                }
-                Ok(())
-            })
-            .unwrap();
+                    let exchange = network.exchanges().pop().expect("an exchange");
+                    let body = String::from_utf8_lossy(&exchange.body()).into_owned();
+                    if stream {
+                        ensure!(exchange.status == 200, "{kind}: HTTP {}", exchange.status);
+                        ensure!(
+                            body.contains("event: error\n")
+                                && body.contains("event: response.failed\n"),
+                            "{body}"
+                        );
+                    } else {
+                        ensure!(
+                            exchange.status == status,
+                            "{kind}: HTTP {}",
+                            exchange.status
+                        );
+                        ensure!(body.contains("\"error\": {"), "{body}");
+                    }
+                    Ok(())
+                })
+                .unwrap();
         }
     }
-}
-
-fn tools() -> Vec<ToolDefinition> {
-    vec![ToolDefinition::new(
-        "get_weather",
-        "Weather for a city.",
-        serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-    )]
 }
 
 /// The bytes follow the API's grammar over many seeds (reasoning summaries, text, tool
@@ -144,7 +105,7 @@ fn streams_follow_the_apis_event_grammar() {
                 async move {
                     let network = network(&sim, true);
                     let client = client_on(&sim, network.clone(), seed % 2 == 0);
-                    let request = ask().with_tools(tools());
+                    let request = ask_for_a_story().with_tools(vec![weather_tool()]);
                     let events = client.stream(&request).await?;
                     StreamCollector::collect(MODEL, events).await?;
                     let exchange = network.exchanges().pop().expect("an exchange");

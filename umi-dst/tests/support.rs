@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use umi_core::env::EnvironmentExt;
-use umi_core::llm::{CompletionRequest, LanguageModel, Message};
+use umi_core::llm::{
+    CompletionRequest, CompletionResponse, LanguageModel, LlmError, Message, StreamCollector,
+    ToolDefinition,
+};
 use umi_dst::fault::point;
 use umi_dst::{FaultKind, SimEnvironment, Violation, ensure};
 
@@ -118,4 +121,154 @@ pub(crate) async fn busy_workload(sim: SimEnvironment) -> Result<(), Violation> 
     }
     sim.env().record("workload.done", format_args!("sum={sum}"));
     Ok(())
+}
+
+/// The request the format tests ask: a long answer, so a stream has many events.
+pub(crate) fn ask_for_a_story() -> CompletionRequest {
+    CompletionRequest::new(vec![Message::user(
+        "tell me a long story about Alice and Bob",
+    )])
+}
+
+/// `request` answered by `llm`: whole (`complete`), or streamed and collected.
+pub(crate) async fn answer(
+    llm: &dyn LanguageModel,
+    request: &CompletionRequest,
+    stream: bool,
+) -> Result<CompletionResponse, LlmError> {
+    if !stream {
+        return llm.complete(request).await;
+    }
+    let events = llm.stream(request).await?;
+    StreamCollector::collect(llm.model_ref().model.clone(), events).await
+}
+
+/// The weather tool the format tests offer.
+pub(crate) fn weather_tool() -> ToolDefinition {
+    ToolDefinition::new(
+        "get_weather",
+        "Weather for a city.",
+        serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+    )
+}
+
+/// The model the third-party judges read: a SimLLM without latency (`reasoning`: with
+/// reasoning, for the formats that stream it).
+pub(crate) fn judge_model(
+    sim: &SimEnvironment,
+    model_ref: umi_core::llm::ModelRef,
+    reasoning: bool,
+) -> std::sync::Arc<umi_dst::SimLlm> {
+    let mut config = umi_dst::SimLlmConfig::default()
+        .with_model(model_ref)
+        .without_latency();
+    if reasoning {
+        config = config.with_reasoning();
+    }
+    std::sync::Arc::new(umi_dst::SimLlm::with_config(sim, config).expect("a valid SimLLM config"))
+}
+
+/// Seed `seed` of a third-party judge: a third of the seeds meet model and network faults
+/// (errors, cut streams) at one chance in five each.
+pub(crate) fn judged_seed_config(seed: u64) -> umi_dst::SimConfig {
+    let mut config = umi_dst::SimConfig::new(seed);
+    if seed.is_multiple_of(3) {
+        for kind in [
+            FaultKind::LlmRateLimit,
+            FaultKind::LlmStreamCut,
+            FaultKind::LlmContextOverflow,
+            FaultKind::LlmServiceUnavailable,
+            FaultKind::LlmContentFilter,
+        ] {
+            config = config.with_fault(umi_dst::FaultConfig::chance(kind, 0.2));
+        }
+    }
+    config
+}
+
+/// The request of judged seed `seed`: a weather question, offering `tools` on half the
+/// seeds.
+pub(crate) fn judged_request(seed: u64, tools: Vec<ToolDefinition>) -> CompletionRequest {
+    let request = CompletionRequest::new(vec![Message::user(format!(
+        "seed {seed}: what is the weather in Oslo?"
+    ))]);
+    if seed % 4 < 2 {
+        request.with_tools(tools)
+    } else {
+        request
+    }
+}
+
+/// `http` sent through `network`: the status and the body's reads (a read that failed,
+/// as a cut connection's last one does, is left out: the judges see the bytes).
+pub(crate) async fn read_exchange(
+    network: &umi_dst::SimNetwork,
+    http: umi_core::llm::transport::HttpRequest,
+) -> Result<(u16, Vec<Vec<u8>>), umi_core::llm::transport::TransportError> {
+    use futures::StreamExt;
+    use umi_core::llm::transport::Transport;
+    let response = network.send(http).await?;
+    let reads = response
+        .body
+        .filter_map(|read| async move { read.ok() })
+        .collect()
+        .await;
+    Ok((response.status, reads))
+}
+
+/// What Umi's client makes of an exchange's bytes in `format`: the response, or `None`
+/// for an error (a status other than 200, or bytes the client refuses).
+pub(crate) fn umi_reading(
+    format: umi_dst::network::WireFormat,
+    reads: &[Vec<u8>],
+    stream: bool,
+    status: u16,
+    model: &str,
+) -> Option<CompletionResponse> {
+    use umi_dst::network::WireFormat;
+    if status != 200 {
+        return None;
+    }
+    if stream {
+        let decoded =
+            umi_dst::checkers::wire::decode_as_client(format, reads.iter().map(Vec::as_slice));
+        return decoded.collect(model).ok();
+    }
+    let body = String::from_utf8_lossy(&reads.concat()).into_owned();
+    let whole = match format {
+        WireFormat::OpenAiChat => umi_core::llm::openai::parse_response(&body, model),
+        WireFormat::OpenAiResponses => umi_core::llm::responses::parse_response(&body, model),
+        WireFormat::AnthropicMessages => umi_core::llm::anthropic::parse_response(&body, model),
+        WireFormat::Ollama => umi_core::llm::ollama::parse_response(&body, model),
+        other => panic!("umi_reading: no whole-body parser for {other:?}"),
+    };
+    whole.ok()
+}
+
+/// The model refusals the router acts on, each with the HTTP status a whole answer
+/// carries: a rate limit (429), the service unavailable (`unavailable_status`: 503 at
+/// OpenAI, 529 "overloaded" at Anthropic), a context overflow (400).
+pub(crate) fn refusals(
+    unavailable_status: u16,
+) -> [(FaultKind, umi_core::llm::LlmErrorKind, u16); 3] {
+    use umi_core::llm::LlmErrorKind;
+    [
+        (FaultKind::LlmRateLimit, LlmErrorKind::RateLimit, 429),
+        (
+            FaultKind::LlmServiceUnavailable,
+            LlmErrorKind::ServiceUnavailable,
+            unavailable_status,
+        ),
+        (
+            FaultKind::LlmContextOverflow,
+            LlmErrorKind::ContextOverflow,
+            400,
+        ),
+    ]
+}
+
+/// A simulation of seed `seed` in which fault `kind` fires once, at its first chance.
+pub(crate) fn fault_once(seed: u64, kind: FaultKind) -> umi_dst::Simulation {
+    let fault = umi_dst::FaultConfig::always(kind).with_max_injections(1);
+    umi_dst::Simulation::new(umi_dst::SimConfig::new(seed).with_fault(fault))
 }

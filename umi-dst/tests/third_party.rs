@@ -9,8 +9,8 @@
 //! test requires that every failure to parse is one of them.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
+use crate::support::{judge_model, judged_request, judged_seed_config, read_exchange, umi_reading};
 use async_openai::error::WrappedError;
 use async_openai::types::chat::{
     CreateChatCompletionResponse, CreateChatCompletionStreamResponse, FinishReason as AoFinish,
@@ -20,15 +20,9 @@ use futures::StreamExt;
 use serde_json::Value;
 use umi_core::llm::client::ClientFormat;
 use umi_core::llm::openai::OpenAiConfig;
-use umi_core::llm::transport::Transport;
-use umi_core::llm::{
-    CompletionRequest, FinishReason, Message, ModelRef, StreamCollector, ToolDefinition,
-};
-use umi_dst::checkers::wire::decode_as_client;
+use umi_core::llm::{FinishReason, ModelRef, ToolDefinition};
 use umi_dst::network::{Profile, WireFormat};
-use umi_dst::{
-    Endpoint, FaultConfig, FaultKind, SimConfig, SimLlm, SimLlmConfig, SimNetwork, Simulation,
-};
+use umi_dst::{Endpoint, SimNetwork, Simulation};
 
 const URL: &str = "https://judge.sim/v1";
 
@@ -219,25 +213,12 @@ fn judge_whole(body: &[u8]) -> Result<Judged, (Limit, String)> {
 
 /// What Umi's collector made of the same bytes, in the judge's terms.
 fn umi(reads: &[Vec<u8>], stream: bool, status: u16, model: &str) -> Judged {
-    if status != 200 {
-        return Judged {
-            error: true,
-            ..Judged::default()
-        };
-    }
-    let response = if stream {
-        let decoded = decode_as_client(WireFormat::OpenAiChat, reads.iter().map(Vec::as_slice));
-        let items = decoded.events.into_iter().map(Ok);
-        StreamCollector::collect_items(model, items.chain(decoded.error.map(Err)))
-    } else {
-        umi_core::llm::openai::parse_response(&String::from_utf8_lossy(&reads.concat()), model)
-    };
-    match response {
-        Err(_) => Judged {
+    match umi_reading(WireFormat::OpenAiChat, reads, stream, status, model) {
+        None => Judged {
             error: true,
             ..Judged::default()
         },
-        Ok(response) => Judged {
+        Some(response) => Judged {
             text: response.text,
             calls: response
                 .tool_calls
@@ -281,47 +262,20 @@ fn async_openai_reads_every_openai_format_profile_as_umi_does() {
         .filter(|p| p.format() == WireFormat::OpenAiChat)
     {
         for seed in 0..SEEDS_PER_PROFILE {
-            // A third of the seeds meet model and network faults (errors, cut streams).
-            let mut config = SimConfig::new(seed);
-            if seed % 3 == 0 {
-                for kind in [
-                    FaultKind::LlmRateLimit,
-                    FaultKind::LlmStreamCut,
-                    FaultKind::LlmContextOverflow,
-                    FaultKind::LlmServiceUnavailable,
-                    FaultKind::LlmContentFilter,
-                ] {
-                    config = config.with_fault(FaultConfig::chance(kind, 0.2));
-                }
-            }
             let outcome = std::sync::Mutex::new(None);
-            Simulation::new(config)
+            Simulation::new(judged_seed_config(seed))
                 .try_run(|sim| {
                     let outcome = &outcome;
                     async move {
                         let model_ref = ModelRef::new("judge", "judge-model", 32_768, 1_024);
-                        let llm_config = SimLlmConfig::default()
-                            .with_model(model_ref.clone())
-                            .without_latency();
-                        let llm = Arc::new(SimLlm::with_config(&sim, llm_config).unwrap());
+                        let llm = judge_model(&sim, model_ref.clone(), false);
                         let network = SimNetwork::new(&sim)
                             .with_endpoint(Endpoint::openai(URL, llm).with_profile(profile));
                         let stream = seed % 2 == 0;
-                        let mut request = CompletionRequest::new(vec![Message::user(format!(
-                            "seed {seed}: what is the weather in Oslo?"
-                        ))]);
-                        if seed % 4 < 2 {
-                            request = request.with_tools(tools());
-                        }
+                        let request = judged_request(seed, tools());
                         let http =
                             OpenAiConfig::new(URL, model_ref).http_request(&request, stream)?;
-                        let response = network.send(http).await?;
-                        let status = response.status;
-                        let reads: Vec<Vec<u8>> = response
-                            .body
-                            .filter_map(|r| async move { r.ok() })
-                            .collect()
-                            .await;
+                        let (status, reads) = read_exchange(&network, http).await?;
                         let judged = if stream && status == 200 {
                             // async-openai's client ends a stream cut before its finish
                             // reason and `[DONE]` as if it were whole (its own limit, which

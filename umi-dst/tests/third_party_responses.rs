@@ -11,8 +11,10 @@
 //! those streams are still judged (as failures).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
+use crate::support::{
+    judge_model, judged_request, judged_seed_config, read_exchange, umi_reading, weather_tool,
+};
 use async_openai::error::WrappedError;
 use async_openai::types::responses::{OutputItem, Response, ResponseStreamEvent, Status};
 use eventsource_stream::Eventsource;
@@ -20,15 +22,9 @@ use futures::StreamExt;
 use serde_json::Value;
 use umi_core::llm::client::ClientFormat;
 use umi_core::llm::responses::ResponsesConfig;
-use umi_core::llm::transport::Transport;
-use umi_core::llm::{
-    CompletionRequest, FinishReason, Message, ModelRef, StreamCollector, ToolDefinition,
-};
-use umi_dst::checkers::wire::decode_as_client;
+use umi_core::llm::{FinishReason, ModelRef};
 use umi_dst::network::WireFormat;
-use umi_dst::{
-    Endpoint, FaultConfig, FaultKind, SimConfig, SimLlm, SimLlmConfig, SimNetwork, Simulation,
-};
+use umi_dst::{Endpoint, SimNetwork, Simulation};
 
 const URL: &str = "https://judge.sim/v1";
 
@@ -162,26 +158,12 @@ fn judge_whole(body: &[u8]) -> Judged {
 }
 
 fn umi(reads: &[Vec<u8>], stream: bool, status: u16, model: &str) -> Judged {
-    if status != 200 {
-        return Judged {
-            error: true,
-            ..Judged::default()
-        };
-    }
-    let response = if stream {
-        let decoded =
-            decode_as_client(WireFormat::OpenAiResponses, reads.iter().map(Vec::as_slice));
-        let items = decoded.events.into_iter().map(Ok);
-        StreamCollector::collect_items(model, items.chain(decoded.error.map(Err)))
-    } else {
-        umi_core::llm::responses::parse_response(&String::from_utf8_lossy(&reads.concat()), model)
-    };
-    match response {
-        Err(_) => Judged {
+    match umi_reading(WireFormat::OpenAiResponses, reads, stream, status, model) {
+        None => Judged {
             error: true,
             ..Judged::default()
         },
-        Ok(response) => Judged {
+        Some(response) => Judged {
             text: response.text,
             calls: response
                 .tool_calls
@@ -212,58 +194,23 @@ fn async_openai_reads_the_responses_api_as_umi_does() {
     let mut compared = 0;
     let mut failures = 0;
     for seed in 0..SEEDS {
-        let mut config = SimConfig::new(seed);
-        if seed % 3 == 0 {
-            for kind in [
-                FaultKind::LlmRateLimit,
-                FaultKind::LlmStreamCut,
-                FaultKind::LlmContextOverflow,
-                FaultKind::LlmServiceUnavailable,
-                FaultKind::LlmContentFilter,
-            ] {
-                config = config.with_fault(FaultConfig::chance(kind, 0.2));
-            }
-        }
         let outcome = std::sync::Mutex::new(None);
-        Simulation::new(config)
+        Simulation::new(judged_seed_config(seed))
             .try_run(|sim| {
                 let outcome = &outcome;
                 async move {
                     let model_ref = ModelRef::new("judge", "judge-model", 32_768, 1_024);
-                    let llm_config = SimLlmConfig::default()
-                        .with_model(model_ref.clone())
-                        .with_reasoning()
-                        .without_latency();
-                    let llm = Arc::new(SimLlm::with_config(&sim, llm_config).unwrap());
-                    let network = SimNetwork::new(&sim).with_endpoint(Endpoint::openai_responses(URL, llm));
+                    let llm = judge_model(&sim, model_ref.clone(), true);
+                    let network =
+                        SimNetwork::new(&sim).with_endpoint(Endpoint::openai_responses(URL, llm));
                     let stream = seed % 2 == 0;
-                    let mut request = CompletionRequest::new(vec![Message::user(format!(
-                        "seed {seed}: what is the weather in Oslo?"
-                    ))]);
-                    if seed % 4 < 2 {
-                        request = request.with_tools(vec![ToolDefinition::new(
-                            "get_weather",
-                            "Weather for a city.",
-                            serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-                        )]);
-                    }
+                    let request = judged_request(seed, vec![weather_tool()]);
                     let mut client = ResponsesConfig::new(URL, model_ref);
                     if seed % 5 < 2 {
                         client.reasoning_summary = Some("auto".into());
                     }
-                    let http = client
-                        .http_request(&request, stream)
-                        ?;
-                    let response = network
-                        .send(http)
-                        .await
-                        ?;
-                    let status = response.status;
-                    let reads: Vec<Vec<u8>> = response
-                        .body
-                        .filter_map(|r| async move { r.ok() })
-                        .collect()
-                        .await;
+                    let http = client.http_request(&request, stream)?;
+                    let (status, reads) = read_exchange(&network, http).await?;
                     *outcome.lock().unwrap() = Some((stream, status, reads));
                     Ok(())
                 }

@@ -6,11 +6,10 @@ use serde_json::json;
 
 use super::{AnthropicConfig, EventDecoder, parse_response, request_body};
 use crate::llm::client::ClientFormat;
-use crate::llm::collector::StreamCollector;
 use crate::llm::error::LlmError;
 use crate::llm::message::{Message, ToolCall};
 use crate::llm::request::CompletionRequest;
-use crate::llm::response::{CompletionResponse, FinishReason, ModelRef};
+use crate::llm::response::{FinishReason, ModelRef};
 use crate::llm::wire::reader::{Decoded, decode_reads};
 
 fn decode(bytes: &str) -> Decoded {
@@ -21,17 +20,6 @@ fn decode(bytes: &str) -> Decoded {
         assert_eq!(split, whole, "split at byte {cut}");
     }
     whole
-}
-
-fn collect(decoded: &Decoded) -> Result<CompletionResponse, LlmError> {
-    let mut collector = StreamCollector::new("claude");
-    for event in &decoded.events {
-        collector.push(event.clone())?;
-    }
-    match &decoded.error {
-        Some(error) => Err(error.clone()),
-        None => collector.finish(),
-    }
 }
 
 /// FANTASY `TestAnthropicCommon/claude-sonnet-4/simple_streaming.yaml` (shortened).
@@ -46,7 +34,7 @@ event: message_stop\ndata: {\"type\":\"message_stop\"       }\n\n";
 
 #[test]
 fn a_recorded_text_stream_collects_with_its_usage() {
-    let response = collect(&decode(TEXT)).unwrap();
+    let response = decode(TEXT).collect("claude").unwrap();
     assert_eq!(response.text, "Olá! (That");
     assert_eq!(response.finish_reason, FinishReason::Stop);
     let usage = response.usage.unwrap();
@@ -75,7 +63,7 @@ event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,
 event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n\
 event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":83}}\n\n\
 event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
-    let response = collect(&decode(bytes)).unwrap();
+    let response = decode(bytes).collect("claude").unwrap();
     assert_eq!(response.reasoning.as_deref(), Some("The user asks"));
     assert_eq!(
         response.tool_calls,

@@ -5,10 +5,9 @@
 use serde_json::json;
 
 use super::ChunkDecoder;
-use crate::llm::collector::StreamCollector;
 use crate::llm::error::LlmError;
 use crate::llm::event::StreamEvent;
-use crate::llm::response::{CompletionResponse, FinishReason};
+use crate::llm::response::FinishReason;
 use crate::llm::wire::reader::{Decoded, decode_reads};
 
 /// The outcome of `bytes`, checked to be the same for every split.
@@ -22,17 +21,6 @@ fn decode(bytes: &str) -> Decoded {
     let singles = decode_reads(ChunkDecoder::new(), bytes.chunks(1));
     assert_eq!(singles, whole, "single-byte reads");
     whole
-}
-
-fn collect(decoded: &Decoded) -> Result<CompletionResponse, LlmError> {
-    let mut collector = StreamCollector::new("m");
-    for event in &decoded.events {
-        collector.push(event.clone())?;
-    }
-    match &decoded.error {
-        Some(error) => Err(error.clone()),
-        None => collector.finish(),
-    }
 }
 
 fn chunk(delta: &serde_json::Value, finish: Option<&str>) -> String {
@@ -77,7 +65,7 @@ fn finish_reasons_that_are_not_a_clean_stop_stay_what_they_are() {
             chunk(&json!({"content": "Hi"}), None),
             chunk(&json!({}), finish)
         );
-        let response = collect(&decode(&bytes)).unwrap();
+        let response = decode(&bytes).collect("m").unwrap();
         assert_eq!(response.finish_reason, expected, "{finish:?}");
         assert!(!response.finish_reason.is_clean() || expected == FinishReason::Stop);
     }
@@ -134,11 +122,11 @@ fn usage_is_absent_unless_sent_and_keeps_its_details() {
         chunk(&json!({"content": "Hi"}), None),
         chunk(&json!({}), Some("stop"))
     );
-    assert_eq!(collect(&decode(&no_usage)).unwrap().usage, None);
+    assert_eq!(decode(&no_usage).collect("m").unwrap().usage, None);
     // DeepSeek: usage on the finish chunk, with its cache counts; `"usage": null` before.
     let deepseek = "data: {\"id\":\"u\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"deepseek-reasoner\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n\
         data: {\"id\":\"u\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"deepseek-reasoner\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"logprobs\":null,\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":339,\"completion_tokens\":83,\"total_tokens\":422,\"prompt_tokens_details\":{\"cached_tokens\":320},\"completion_tokens_details\":{\"reasoning_tokens\":39},\"prompt_cache_hit_tokens\":320,\"prompt_cache_miss_tokens\":19}}\n\ndata: [DONE]\n\n";
-    let usage = collect(&decode(deepseek)).unwrap().usage.unwrap();
+    let usage = decode(deepseek).collect("m").unwrap().usage.unwrap();
     assert_eq!(
         (
             usage.prompt_tokens,
@@ -153,7 +141,7 @@ fn usage_is_absent_unless_sent_and_keeps_its_details() {
         "{}data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":4294967301,\"completion_tokens\":null}}}}\n\ndata: [DONE]\n\n",
         chunk(&json!({}), Some("stop"))
     );
-    let usage = collect(&decode(&huge)).unwrap().usage.unwrap();
+    let usage = decode(&huge).collect("m").unwrap().usage.unwrap();
     assert_eq!(
         (usage.prompt_tokens, usage.completion_tokens),
         (u32::MAX, 0)
@@ -178,7 +166,7 @@ fn dashscope_continuations_with_empty_ids_continue_the_call() {
         ),
         chunk(&json!({}), Some("tool_calls")),
     );
-    let response = collect(&decode(&bytes)).unwrap();
+    let response = decode(&bytes).collect("m").unwrap();
     assert_eq!(response.tool_calls.len(), 1);
     assert_eq!(response.tool_calls[0].id, "call_1");
     assert_eq!(response.tool_calls[0].arguments, json!({"city": "Oslo"}));
@@ -199,5 +187,5 @@ fn a_stream_without_a_finish_or_end_marker_is_truncated() {
         chunk(&json!({"content": "Hi"}), None),
         chunk(&json!({}), Some("stop"))
     );
-    assert_eq!(collect(&decode(&tgi)).unwrap().text, "Hi");
+    assert_eq!(decode(&tgi).collect("m").unwrap().text, "Hi");
 }

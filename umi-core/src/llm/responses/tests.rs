@@ -19,11 +19,10 @@ use serde_json::json;
 use super::{EventDecoder, ResponsesConfig, parse_response, request_body};
 use crate::llm::Connection;
 use crate::llm::client::ClientFormat;
-use crate::llm::collector::StreamCollector;
 use crate::llm::error::LlmError;
 use crate::llm::message::{Message, ToolCall, ToolDefinition};
 use crate::llm::request::{CompletionRequest, ToolChoice};
-use crate::llm::response::{CompletionResponse, FinishReason, ModelRef};
+use crate::llm::response::{FinishReason, ModelRef};
 use crate::llm::wire::reader::{Decoded, WireDecoder, decode_reads};
 
 const GOMODEL_STREAM: &str = include_str!("fixtures/gomodel_stream.sse");
@@ -61,20 +60,9 @@ fn decode(bytes: &str) -> Decoded {
     decode_with(|| Box::new(EventDecoder::new()), bytes)
 }
 
-fn collect(decoded: &Decoded) -> Result<CompletionResponse, LlmError> {
-    let mut collector = StreamCollector::new("gpt");
-    for event in &decoded.events {
-        collector.push(event.clone())?;
-    }
-    match &decoded.error {
-        Some(error) => Err(error.clone()),
-        None => collector.finish(),
-    }
-}
-
 #[test]
 fn a_recorded_text_stream_collects_with_its_usage() {
-    let response = collect(&decode(GOMODEL_STREAM)).unwrap();
+    let response = decode(GOMODEL_STREAM).collect("gpt").unwrap();
     assert_eq!(response.text, "Hello, World!");
     assert_eq!(response.finish_reason, FinishReason::Stop);
     let usage = response.usage.unwrap();
@@ -97,7 +85,7 @@ fn a_recorded_text_stream_collects_with_its_usage() {
 
 #[test]
 fn reasoning_then_a_call_collects_the_call_and_its_arguments() {
-    let response = collect(&decode(&framed(VERCEL_CALL))).unwrap();
+    let response = decode(&framed(VERCEL_CALL)).collect("gpt").unwrap();
     assert_eq!(response.finish_reason, FinishReason::ToolCalls);
     assert_eq!(response.tool_calls.len(), 1);
     let call = &response.tool_calls[0];
@@ -264,7 +252,7 @@ fn stop_sequences_are_applied_by_the_client() {
         || Box::new(config.stream_decoder_for(&request)),
         GOMODEL_STREAM,
     );
-    let response = collect(&decoded).unwrap();
+    let response = decoded.collect("gpt").unwrap();
     assert_eq!(
         (response.text.as_str(), &response.finish_reason),
         ("Hello", &FinishReason::Stop)

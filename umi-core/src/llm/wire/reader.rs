@@ -14,8 +14,10 @@ use futures::{FutureExt, StreamExt};
 
 use crate::constants::WIRE_STREAM_BYTES_MAX;
 use crate::env::{Env, EnvironmentExt};
+use crate::llm::collector::StreamCollector;
 use crate::llm::error::LlmError;
 use crate::llm::event::{EventStream, StreamEvent};
+use crate::llm::response::CompletionResponse;
 use crate::llm::transport::BodyStream;
 
 /// A wire format's stream decoder: bytes in, events out, sans I/O.
@@ -117,6 +119,15 @@ pub struct Decoded {
     pub events: Vec<StreamEvent>,
     /// The error that ended the stream (`None`: it ended well).
     pub error: Option<LlmError>,
+}
+
+impl Decoded {
+    /// The answer a caller collecting this stream gets: its events through a
+    /// [`StreamCollector`], then the error that ended it, if any.
+    pub fn collect(&self, model: &str) -> Result<CompletionResponse, LlmError> {
+        let events = self.events.iter().cloned().map(Ok);
+        StreamCollector::collect_items(model, events.chain(self.error.clone().map(Err)))
+    }
 }
 
 /// Decodes a whole body given as `reads`, as [`events`] would deliver it (minus the
