@@ -157,7 +157,44 @@ pub fn explain(
     second: Option<&TraceEvent>,
     clients: &[&ForeignClient],
 ) -> Option<String> {
-    let (cause, effect) = match (first, second) {
+    if (first.is_none() || second.is_none()) && clients.is_empty() {
+        return None;
+    }
+    let (cause, effect) = divergence(first, second);
+    let mut out = cause;
+    let suspects: Vec<&Hazard> = clients
+        .iter()
+        .flat_map(|c| c.hazards.iter())
+        .filter(|h| Some(h.effect) == effect)
+        .collect();
+    if !suspects.is_empty() {
+        let sources: Vec<&str> = suspects.iter().map(|h| h.source).collect();
+        let _ = write!(out, "; known in this run: {}", sources.join("; "));
+    }
+    if !clients.is_empty() {
+        let named: Vec<String> = clients
+            .iter()
+            .map(|c| {
+                if c.hazards.is_empty() {
+                    c.to_string()
+                } else {
+                    c.name.to_owned()
+                }
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "; third-party clients in this run: {}",
+            named.join(", ")
+        );
+    }
+    Some(out)
+}
+
+/// What the first differing events say happened, and the effect of a hazard that would
+/// cause it (`None`: one run ended where the other went on).
+fn divergence(first: Option<&TraceEvent>, second: Option<&TraceEvent>) -> (String, Option<Effect>) {
+    match (first, second) {
         (Some(a), Some(b))
             if a.kind == "net.request"
                 && b.kind == "net.request"
@@ -189,37 +226,8 @@ pub fn explain(
                 .to_owned(),
             Some(Effect::Order),
         ),
-        _ if clients.is_empty() => return None,
         _ => ("one run ended where the other went on".to_owned(), None),
-    };
-    let mut out = cause;
-    let suspects: Vec<&Hazard> = clients
-        .iter()
-        .flat_map(|c| c.hazards.iter())
-        .filter(|h| Some(h.effect) == effect)
-        .collect();
-    if !suspects.is_empty() {
-        let sources: Vec<&str> = suspects.iter().map(|h| h.source).collect();
-        let _ = write!(out, "; known in this run: {}", sources.join("; "));
     }
-    if !clients.is_empty() {
-        let named: Vec<String> = clients
-            .iter()
-            .map(|c| {
-                if c.hazards.is_empty() {
-                    c.to_string()
-                } else {
-                    c.name.to_owned()
-                }
-            })
-            .collect();
-        let _ = write!(
-            out,
-            "; third-party clients in this run: {}",
-            named.join(", ")
-        );
-    }
-    Some(out)
 }
 
 #[cfg(test)]

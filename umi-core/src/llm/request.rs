@@ -191,61 +191,80 @@ impl CompletionRequest {
 
     /// Checks the request against the limits; the error names the offending value.
     pub fn validate(&self) -> Result<(), LlmError> {
-        let invalid = |reason: String| Err(LlmError::InvalidPrompt { reason });
+        let problem = self
+            .messages_problem()
+            .or_else(|| self.tools_problem())
+            .or_else(|| self.sampling_problem());
+        match problem {
+            Some(reason) => Err(LlmError::InvalidPrompt { reason }),
+            None => Ok(()),
+        }
+    }
+
+    /// What is wrong with the messages: none, too many, all empty, or too long a prompt.
+    fn messages_problem(&self) -> Option<String> {
         if self.messages.is_empty() {
-            return invalid("the request has no messages (messages: [])".into());
+            return Some("the request has no messages (messages: [])".into());
         }
         if self.messages.len() > REQUEST_MESSAGES_MAX {
-            return invalid(format!(
+            return Some(format!(
                 "{} messages, over the limit of {REQUEST_MESSAGES_MAX}",
                 self.messages.len()
             ));
         }
         let bytes = self.prompt_bytes();
         if bytes == 0 && self.messages.iter().all(|m| m.tool_calls().is_empty()) {
-            return invalid(format!("all {} message(s) are empty", self.messages.len()));
+            return Some(format!("all {} message(s) are empty", self.messages.len()));
         }
         if bytes > PROMPT_BYTES_MAX {
-            return invalid(format!(
+            return Some(format!(
                 "prompt of {bytes} bytes, over the limit of {PROMPT_BYTES_MAX}"
             ));
         }
+        None
+    }
+
+    /// What is wrong with the tools: too many, a name empty or defined twice, or a
+    /// `tool_choice` that names no offered tool.
+    fn tools_problem(&self) -> Option<String> {
         if self.tools.len() > REQUEST_TOOLS_MAX {
-            return invalid(format!(
+            return Some(format!(
                 "{} tools, over the limit of {REQUEST_TOOLS_MAX}",
                 self.tools.len()
             ));
         }
         for (index, tool) in self.tools.iter().enumerate() {
             if tool.name.is_empty() {
-                return invalid(format!("tool {index} has an empty name"));
+                return Some(format!("tool {index} has an empty name"));
             }
             if self.tools[..index]
                 .iter()
                 .any(|other| other.name == tool.name)
             {
-                return invalid(format!("tool name {:?} is defined twice", tool.name));
+                return Some(format!("tool name {:?} is defined twice", tool.name));
             }
         }
         match &self.tool_choice {
             Some(ToolChoice::Required) if self.tools.is_empty() => {
-                return invalid("tool_choice is required but no tools are offered".into());
+                Some("tool_choice is required but no tools are offered".into())
             }
-            Some(ToolChoice::Tool(name)) if !self.tools.iter().any(|t| &t.name == name) => {
-                return invalid(format!(
-                    "tool_choice names the tool {name:?}, which is not offered"
-                ));
-            }
-            _ => {}
+            Some(ToolChoice::Tool(name)) if !self.tools.iter().any(|t| &t.name == name) => Some(
+                format!("tool_choice names the tool {name:?}, which is not offered"),
+            ),
+            _ => None,
         }
+    }
+
+    /// What is wrong with the sampling settings: stop sequences, temperature, `max_tokens`.
+    fn sampling_problem(&self) -> Option<String> {
         if self.stop.len() > STOP_SEQUENCES_MAX {
-            return invalid(format!(
+            return Some(format!(
                 "{} stop sequences, over the limit of {STOP_SEQUENCES_MAX}",
                 self.stop.len()
             ));
         }
         if let Some(stop) = self.stop.iter().find(|s| s.len() > STOP_SEQUENCE_BYTES_MAX) {
-            return invalid(format!(
+            return Some(format!(
                 "stop sequence of {} bytes, over the limit of {STOP_SEQUENCE_BYTES_MAX}",
                 stop.len()
             ));
@@ -253,12 +272,12 @@ impl CompletionRequest {
         if let Some(temperature) = self.temperature
             && !(0.0..=2.0).contains(&temperature)
         {
-            return invalid(format!("temperature {temperature} is outside [0, 2]"));
+            return Some(format!("temperature {temperature} is outside [0, 2]"));
         }
         if self.max_tokens == Some(0) {
-            return invalid("max_tokens is 0".into());
+            return Some("max_tokens is 0".into());
         }
-        Ok(())
+        None
     }
 }
 

@@ -107,23 +107,7 @@ impl Memory {
         query: &str,
         options: RecallOptions,
     ) -> Result<RecallOutcome, MemoryError> {
-        if query.trim().is_empty() {
-            return Err(MemoryError::EmptyQuery);
-        }
-        if query.len() > MEMORY_QUERY_BYTES_MAX {
-            return Err(MemoryError::QueryTooLong {
-                bytes: query.len(),
-                limit: MEMORY_QUERY_BYTES_MAX,
-            });
-        }
-        if options.limit == 0 || options.limit > RECALL_RESULTS_MAX {
-            return Err(MemoryError::InvalidOptions {
-                reason: format!(
-                    "limit {} is outside 1..={RECALL_RESULTS_MAX}",
-                    options.limit
-                ),
-            });
-        }
+        check_query(query, options)?;
         let depth = (options.limit * 2).min(SEARCH_RESULTS_MAX);
         let fast = self.storage.search(query, depth).await?;
         let mut lists = vec![fast];
@@ -177,6 +161,29 @@ impl Memory {
             degradations,
         })
     }
+}
+
+/// Whether `recall` may run `query` with `options`: a query with words, within
+/// [`MEMORY_QUERY_BYTES_MAX`], and a limit in `1..=RECALL_RESULTS_MAX`.
+fn check_query(query: &str, options: RecallOptions) -> Result<(), MemoryError> {
+    if query.trim().is_empty() {
+        return Err(MemoryError::EmptyQuery);
+    }
+    if query.len() > MEMORY_QUERY_BYTES_MAX {
+        return Err(MemoryError::QueryTooLong {
+            bytes: query.len(),
+            limit: MEMORY_QUERY_BYTES_MAX,
+        });
+    }
+    if options.limit == 0 || options.limit > RECALL_RESULTS_MAX {
+        return Err(MemoryError::InvalidOptions {
+            reason: format!(
+                "limit {} is outside 1..={RECALL_RESULTS_MAX}",
+                options.limit
+            ),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -226,15 +226,7 @@ impl LlmRouter {
                 ModelEnd::Answered(answer) => return Ok(answer),
                 ModelEnd::Refused(error) => return Err(error),
                 ModelEnd::Overflowed(error) => {
-                    self.env.cover("router.context_fallback");
-                    let window = self.targets[&id].model.model_ref().context_window_tokens;
-                    chain = self.larger_windows(window, &tried);
-                    self.emit(&RouterEvent::Fallback {
-                        call,
-                        from: id.clone(),
-                        to: chain.front().cloned(),
-                        reason: format!("context overflow in a window of {window}"),
-                    });
+                    chain = self.context_fallback(call, &id, &tried);
                     overflow = Some(error);
                 }
                 ModelEnd::Left => {
@@ -267,6 +259,21 @@ impl LlmRouter {
             reason: "every model failed".into(),
             attempts: failures,
         })
+    }
+
+    /// After `id` overflowed its context window: the models with larger windows not yet
+    /// `tried`, smallest first, as the rest of the chain (announced as a fallback).
+    fn context_fallback(&self, call: u64, id: &str, tried: &[String]) -> VecDeque<String> {
+        self.env.cover("router.context_fallback");
+        let window = self.targets[id].model.model_ref().context_window_tokens;
+        let chain = self.larger_windows(window, tried);
+        self.emit(&RouterEvent::Fallback {
+            call,
+            from: id.to_owned(),
+            to: chain.front().cloned(),
+            reason: format!("context overflow in a window of {window}"),
+        });
+        chain
     }
 
     /// One model's attempts: the first and its retries, each admitted by the breaker,
@@ -302,16 +309,9 @@ impl LlmRouter {
                 model: id.to_owned(),
                 attempt: number,
             });
-            let idle = Duration::from_millis(self.retry.request_timeout_ms);
-            let run = attempt(
-                target.clone(),
-                routed.clone(),
-                streaming,
-                self.env.clone(),
-                idle,
-            );
-            let error = match self.env.timeout(budget, run).await {
-                Ok(Ok(value)) => {
+            let run = self.attempt_within(&target, &routed, streaming, budget);
+            let error = match run.await {
+                Ok(value) => {
                     self.breaker.record(&provider, self.env.elapsed(), true);
                     self.emit(&RouterEvent::Succeeded {
                         call,
@@ -320,10 +320,7 @@ impl LlmRouter {
                     });
                     return ModelEnd::Answered(value);
                 }
-                Ok(Err(error)) => error,
-                Err(_) => LlmError::Timeout {
-                    after_ms: millis(budget),
-                },
+                Err(error) => error,
             };
             let circuit_opened = self.record_failure(call, id, &provider, number, &error, failures);
             let failure = policy::Failure {
@@ -343,6 +340,27 @@ impl LlmRouter {
             }
         }
         ModelEnd::Left
+    }
+
+    /// One attempt of `routed` on `target` within `budget`: its answer, or its error (a
+    /// timeout when the budget ran out first). The idle timeout between a stream's
+    /// events is the policy's request timeout.
+    async fn attempt_within(
+        &self,
+        target: &Arc<dyn LanguageModel>,
+        routed: &CompletionRequest,
+        streaming: bool,
+        budget: Duration,
+    ) -> Result<Answer, LlmError> {
+        let idle = Duration::from_millis(self.retry.request_timeout_ms);
+        let env = self.env.clone();
+        let run = attempt(target.clone(), routed.clone(), streaming, env, idle);
+        match self.env.timeout(budget, run).await {
+            Ok(result) => result,
+            Err(_) => Err(LlmError::Timeout {
+                after_ms: millis(budget),
+            }),
+        }
     }
 
     /// Asks the breaker to admit attempt `number` on `id` (before every attempt: a circuit
