@@ -21,4 +21,4 @@ if [ ! -x "$venv/bin/python" ] || ! cmp -s tests/python/requirements.txt "$stamp
   cp tests/python/requirements.txt "$stamp"
 fi
 cargo build --quiet -p umi-scenarios --bin dst
-UMI_DST="$(pwd)/target/debug/dst" "$venv/bin/python" -m pytest -q tests/python examples/python-agent "$@"
+UMI_DST="${CARGO_TARGET_DIR:-$(pwd)/target}/debug/dst" "$venv/bin/python" -m pytest -q tests/python examples/python-agent "$@"

@@ -29,12 +29,7 @@ const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[
         72,
     ),
     ("umi-core/src/llm/responses/wire.rs::request_body", 81),
-    (
-        "umi-core/src/llm/router/config.rs::RouterConfig::validate",
-        130,
-    ),
     ("umi-core/src/llm/wire/errors.rs::classify", 104),
-    ("umi-core/src/memory/remember.rs::Memory::remember", 128),
     ("umi-dst/src/checkers/router.rs::check_router", 112),
     ("umi-dst/src/conformance.rs::request_strategy", 82),
     ("umi-dst/src/conformance.rs::run_case", 101),

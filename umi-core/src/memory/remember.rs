@@ -66,15 +66,7 @@ impl Memory {
         text: &str,
         options: RememberOptions,
     ) -> Result<RememberOutcome, MemoryError> {
-        if text.trim().is_empty() {
-            return Err(MemoryError::EmptyText);
-        }
-        if text.len() > MEMORY_TEXT_BYTES_MAX {
-            return Err(MemoryError::TextTooLong {
-                bytes: text.len(),
-                limit: MEMORY_TEXT_BYTES_MAX,
-            });
-        }
+        check_text(text)?;
         let now_ms = self.env.unix_time_ms();
         let note = Note {
             id: self.env.random_id("memory.ids"),
@@ -82,95 +74,14 @@ impl Memory {
             created_at_ms: now_ms,
         };
         let mut degradations = Vec::new();
-
-        let extracted = match (&self.llm, options.extract) {
-            (Some(llm), true) => match extract(llm.as_ref(), text).await {
-                Ok(entities) => Some(entities),
-                Err(error) => {
-                    self.env.record(
-                        "memory.degraded",
-                        format_args!("extraction_failed: {error}"),
-                    );
-                    self.env.cover("memory.note_after_extraction_failure");
-                    degradations.push(Degradation::ExtractionFailed { error });
-                    None
-                }
-            },
-            _ => None,
-        };
-        let entities: Vec<Entity> = match extracted {
-            Some(found) => found
-                .into_iter()
-                .map(|e| {
-                    self.entity(
-                        e.name,
-                        e.entity_type,
-                        e.content,
-                        e.confidence,
-                        &note,
-                        now_ms,
-                    )
-                })
-                .collect(),
-            None => {
-                let name = format!("Note_{}", &note.id[..8]);
-                let content = cut(text, ENTITY_CONTENT_BYTES_MAX).to_owned();
-                vec![self.entity(name, EntityType::Note, content, 1.0, &note, now_ms)]
-            }
-        };
-
-        let mut evolutions = Vec::new();
-        if let (Some(llm), true) = (&self.llm, options.detect_evolution) {
-            for entity in entities
-                .iter()
-                .filter(|e| e.entity_type != EntityType::Note)
-                .take(EVOLUTION_DETECTIONS_MAX)
-            {
-                match self.detect(llm, entity, now_ms).await {
-                    Ok(Some(link)) => {
-                        self.env.cover("memory.evolution_linked");
-                        evolutions.push(link);
-                    }
-                    Ok(None) => {}
-                    Err(error) => {
-                        self.env.record(
-                            "memory.degraded",
-                            format_args!("evolution_skipped {}: {error}", entity.name),
-                        );
-                        self.env.cover("memory.evolution_skipped");
-                        degradations.push(Degradation::EvolutionSkipped {
-                            entity: entity.name.clone(),
-                            error,
-                        });
-                    }
-                }
-            }
-        }
-
-        let batch = WriteBatch {
-            notes: vec![note.clone()],
-            entities: entities.clone(),
-            links: evolutions.clone(),
-            ..WriteBatch::default()
-        };
-        match self.storage.apply(batch).await {
-            Ok(()) => {}
-            Err(StorageError::Invalid { .. }) if !evolutions.is_empty() => {
-                // An entity a link points at was forgotten meanwhile: keep the memory,
-                // drop the links.
-                let dropped = evolutions.len();
-                evolutions.clear();
-                let batch = WriteBatch {
-                    notes: vec![note.clone()],
-                    entities: entities.clone(),
-                    ..WriteBatch::default()
-                };
-                self.storage.apply(batch).await?;
-                self.env.cover("memory.evolution_dropped");
-                degradations.push(Degradation::EvolutionDropped { links: dropped });
-            }
-            Err(error) => return Err(error.into()),
-        }
+        let entities = self
+            .entities_of(&note, options, now_ms, &mut degradations)
+            .await;
+        let mut evolutions = self
+            .evolutions_of(&entities, options, now_ms, &mut degradations)
+            .await;
+        self.store(&note, &entities, &mut evolutions, &mut degradations)
+            .await?;
         self.env.record(
             "memory.remember",
             format_args!(
@@ -187,6 +98,119 @@ impl Memory {
             evolutions,
             degradations,
         })
+    }
+
+    /// The entities `note` yields: those the model extracts, or, when there is no model,
+    /// extraction is off or it failed (a degradation), the note itself as one entity.
+    async fn entities_of(
+        &self,
+        note: &Note,
+        options: RememberOptions,
+        now_ms: u64,
+        degradations: &mut Vec<Degradation>,
+    ) -> Vec<Entity> {
+        let extracted = match (&self.llm, options.extract) {
+            (Some(llm), true) => match extract(llm.as_ref(), &note.text).await {
+                Ok(entities) => Some(entities),
+                Err(error) => {
+                    self.env.record(
+                        "memory.degraded",
+                        format_args!("extraction_failed: {error}"),
+                    );
+                    self.env.cover("memory.note_after_extraction_failure");
+                    degradations.push(Degradation::ExtractionFailed { error });
+                    None
+                }
+            },
+            _ => None,
+        };
+        match extracted {
+            Some(found) => found
+                .into_iter()
+                .map(|e| self.entity(e.name, e.entity_type, e.content, e.confidence, note, now_ms))
+                .collect(),
+            None => {
+                let name = format!("Note_{}", &note.id[..8]);
+                let content = cut(&note.text, ENTITY_CONTENT_BYTES_MAX).to_owned();
+                vec![self.entity(name, EntityType::Note, content, 1.0, note, now_ms)]
+            }
+        }
+    }
+
+    /// The evolution links the model finds from `entities` (at most
+    /// [`EVOLUTION_DETECTIONS_MAX`] detections); a failed detection is skipped (a
+    /// degradation).
+    async fn evolutions_of(
+        &self,
+        entities: &[Entity],
+        options: RememberOptions,
+        now_ms: u64,
+        degradations: &mut Vec<Degradation>,
+    ) -> Vec<EvolutionLink> {
+        let mut evolutions = Vec::new();
+        let (Some(llm), true) = (&self.llm, options.detect_evolution) else {
+            return evolutions;
+        };
+        for entity in entities
+            .iter()
+            .filter(|e| e.entity_type != EntityType::Note)
+            .take(EVOLUTION_DETECTIONS_MAX)
+        {
+            match self.detect(llm, entity, now_ms).await {
+                Ok(Some(link)) => {
+                    self.env.cover("memory.evolution_linked");
+                    evolutions.push(link);
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    self.env.record(
+                        "memory.degraded",
+                        format_args!("evolution_skipped {}: {error}", entity.name),
+                    );
+                    self.env.cover("memory.evolution_skipped");
+                    degradations.push(Degradation::EvolutionSkipped {
+                        entity: entity.name.clone(),
+                        error,
+                    });
+                }
+            }
+        }
+        evolutions
+    }
+
+    /// Writes the note, its entities and `evolutions` in one batch. When the store
+    /// refuses the links (an entity one points at was forgotten meanwhile), the memory is
+    /// kept and the links dropped (cleared, a degradation).
+    async fn store(
+        &self,
+        note: &Note,
+        entities: &[Entity],
+        evolutions: &mut Vec<EvolutionLink>,
+        degradations: &mut Vec<Degradation>,
+    ) -> Result<(), MemoryError> {
+        let batch = WriteBatch {
+            notes: vec![note.clone()],
+            entities: entities.to_vec(),
+            links: evolutions.clone(),
+            ..WriteBatch::default()
+        };
+        match self.storage.apply(batch).await {
+            Ok(()) => Ok(()),
+            Err(StorageError::Invalid { .. }) if !evolutions.is_empty() => {
+                let dropped = evolutions.len();
+                evolutions.clear();
+                let batch = WriteBatch {
+                    notes: vec![note.clone()],
+                    entities: entities.to_vec(),
+                    ..WriteBatch::default()
+                };
+                self.storage.apply(batch).await?;
+                self.env.cover("memory.evolution_dropped");
+                degradations.push(Degradation::EvolutionDropped { links: dropped });
+                Ok(())
+            }
+            Err(error) => Err(error.into()),
+        }
     }
 
     fn entity(
@@ -282,4 +306,17 @@ async fn extract(llm: &dyn LanguageModel, text: &str) -> Result<Vec<ExtractedEnt
     parse_extraction(&response.text)
         .map(|extraction| extraction.entities)
         .map_err(|e| e.to_string())
+}
+/// Whether `remember` may store `text`: some words, within [`MEMORY_TEXT_BYTES_MAX`].
+fn check_text(text: &str) -> Result<(), MemoryError> {
+    if text.trim().is_empty() {
+        return Err(MemoryError::EmptyText);
+    }
+    if text.len() > MEMORY_TEXT_BYTES_MAX {
+        return Err(MemoryError::TextTooLong {
+            bytes: text.len(),
+            limit: MEMORY_TEXT_BYTES_MAX,
+        });
+    }
+    Ok(())
 }

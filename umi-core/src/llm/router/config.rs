@@ -293,134 +293,182 @@ impl RouterConfig {
 
     /// Checks every rule; the first broken one is returned.
     pub fn validate(&self, file: &str) -> Result<(), ConfigError> {
-        let error = |field: String, value: String, reason: String| {
-            Err(ConfigError {
+        let problem = self
+            .providers_problem()
+            .or_else(|| self.models_problem())
+            .or_else(|| self.routing_problem())
+            .or_else(|| retry_problem(&self.retry))
+            .or_else(|| {
+                (self.cooldown.failures_threshold == 0).then(|| Problem {
+                    field: "cooldown.failures_threshold".into(),
+                    value: "0".into(),
+                    reason: "must be at least 1".into(),
+                })
+            });
+        match problem {
+            Some(Problem {
+                field,
+                value,
+                reason,
+            }) => Err(ConfigError {
                 file: file.to_owned(),
                 field,
                 value,
                 reason,
-            })
-        };
-        for (name, provider) in &self.providers {
-            if !provider.endpoint.starts_with("http://")
-                && !provider.endpoint.starts_with("https://")
-            {
-                return error(
-                    format!("providers.{name}.endpoint"),
-                    provider.endpoint.clone(),
-                    "must start with http:// or https://".into(),
-                );
-            }
+            }),
+            None => Ok(()),
         }
+    }
+
+    /// The first provider whose endpoint is not an HTTP(S) URL.
+    fn providers_problem(&self) -> Option<Problem> {
+        let (name, provider) = self.providers.iter().find(|(_, provider)| {
+            !provider.endpoint.starts_with("http://") && !provider.endpoint.starts_with("https://")
+        })?;
+        Some(Problem {
+            field: format!("providers.{name}.endpoint"),
+            value: provider.endpoint.clone(),
+            reason: "must start with http:// or https://".into(),
+        })
+    }
+
+    /// The first model not named `provider/model-id`, of an unknown provider, or whose
+    /// output limit does not fit its window.
+    fn models_problem(&self) -> Option<Problem> {
         for (id, model) in &self.models {
             let Ok(crate::llm::ModelId { provider, .. }) = crate::llm::ModelId::parse(id) else {
-                return error(
-                    format!("models.\"{id}\""),
-                    id.clone(),
-                    "a model is named provider/model-id".into(),
-                );
+                return Some(Problem {
+                    field: format!("models.\"{id}\""),
+                    value: id.clone(),
+                    reason: "a model is named provider/model-id".into(),
+                });
             };
             if !self.providers.contains_key(provider) {
                 let known: Vec<&String> = self.providers.keys().collect();
-                return error(
-                    format!("models.\"{id}\""),
-                    provider.to_owned(),
-                    format!("unknown provider; known: {known:?}"),
-                );
+                return Some(Problem {
+                    field: format!("models.\"{id}\""),
+                    value: provider.to_owned(),
+                    reason: format!("unknown provider; known: {known:?}"),
+                });
             }
             if model.context_window == 0
                 || model.max_output == 0
                 || model.max_output > model.context_window
             {
-                return error(
-                    format!("models.\"{id}\".max_output"),
-                    model.max_output.to_string(),
-                    format!(
+                return Some(Problem {
+                    field: format!("models.\"{id}\".max_output"),
+                    value: model.max_output.to_string(),
+                    reason: format!(
                         "must be positive and at most the context window ({})",
                         model.context_window
                     ),
-                );
+                });
             }
         }
-        let known = |field: String, id: &str| {
-            if self.models.contains_key(id) {
-                Ok(())
-            } else {
-                let known: Vec<&String> = self.models.keys().collect();
-                error(
-                    field,
-                    id.to_owned(),
-                    format!("unknown model; known: {known:?}"),
-                )
-            }
-        };
-        known("routing.default".into(), &self.routing.default)?;
-        for (index, id) in self.routing.fallback.iter().enumerate() {
-            known(format!("routing.fallback[{index}]"), id)?;
-        }
-        for (index, id) in self.routing.context_fallback.iter().enumerate() {
-            known(format!("routing.context_fallback[{index}]"), id)?;
-        }
-        for (task, id) in &self.routing.tasks {
-            known(format!("routing.tasks.\"{task}\""), id)?;
-        }
-        if self.routing.fallback.len() + 1 > ROUTER_CHAIN_MODELS_MAX {
-            return error(
-                "routing.fallback".into(),
-                self.routing.fallback.len().to_string(),
-                format!("at most {} fallbacks", ROUTER_CHAIN_MODELS_MAX - 1),
-            );
-        }
-        let retry = &self.retry;
-        if retry.max_retries > ROUTER_RETRIES_MAX {
-            return error(
-                "retry.max_retries".into(),
-                retry.max_retries.to_string(),
-                format!("at most {ROUTER_RETRIES_MAX}"),
-            );
-        }
-        if retry.request_timeout_ms == 0 || retry.deadline_ms == 0 {
-            return error(
-                "retry.request_timeout_ms".into(),
-                retry.request_timeout_ms.to_string(),
-                "timeouts must be positive".into(),
-            );
-        }
-        if !(retry.backoff_multiplier >= 1.0 && retry.backoff_multiplier <= 10.0) {
-            return error(
-                "retry.backoff_multiplier".into(),
-                retry.backoff_multiplier.to_string(),
-                "must be in [1, 10]".into(),
-            );
-        }
-        if !(0.0..1.0).contains(&retry.jitter) {
-            return error(
-                "retry.jitter".into(),
-                retry.jitter.to_string(),
-                "must be in [0, 1)".into(),
-            );
-        }
-        if retry.backoff_max_ms > ROUTER_BACKOFF_MS_MAX
-            || retry.initial_backoff_ms > retry.backoff_max_ms
-        {
-            return error(
-                "retry.initial_backoff_ms".into(),
-                retry.initial_backoff_ms.to_string(),
-                format!(
-                    "must be at most backoff_max_ms ({}), itself at most {ROUTER_BACKOFF_MS_MAX}",
-                    retry.backoff_max_ms
-                ),
-            );
-        }
-        if self.cooldown.failures_threshold == 0 {
-            return error(
-                "cooldown.failures_threshold".into(),
-                "0".into(),
-                "must be at least 1".into(),
-            );
-        }
-        Ok(())
+        None
     }
+
+    /// The first model the routing names that is not configured, or too long a chain.
+    fn routing_problem(&self) -> Option<Problem> {
+        let routing = &self.routing;
+        let named = std::iter::once(("routing.default".to_owned(), &routing.default))
+            .chain(
+                routing
+                    .fallback
+                    .iter()
+                    .enumerate()
+                    .map(|(index, id)| (format!("routing.fallback[{index}]"), id)),
+            )
+            .chain(
+                routing
+                    .context_fallback
+                    .iter()
+                    .enumerate()
+                    .map(|(index, id)| (format!("routing.context_fallback[{index}]"), id)),
+            )
+            .chain(
+                routing
+                    .tasks
+                    .iter()
+                    .map(|(task, id)| (format!("routing.tasks.\"{task}\""), id)),
+            );
+        for (field, id) in named {
+            if !self.models.contains_key(id) {
+                let known: Vec<&String> = self.models.keys().collect();
+                return Some(Problem {
+                    field,
+                    value: id.clone(),
+                    reason: format!("unknown model; known: {known:?}"),
+                });
+            }
+        }
+        (routing.fallback.len() + 1 > ROUTER_CHAIN_MODELS_MAX).then(|| Problem {
+            field: "routing.fallback".into(),
+            value: routing.fallback.len().to_string(),
+            reason: format!("at most {} fallbacks", ROUTER_CHAIN_MODELS_MAX - 1),
+        })
+    }
+}
+
+/// One thing wrong with a config: the field (a path in the file), its value, and why.
+struct Problem {
+    field: String,
+    value: String,
+    reason: String,
+}
+
+/// What is wrong with a retry policy, if anything: retries past their limit, a zero
+/// timeout, a multiplier outside [1, 10], jitter outside [0, 1), backoffs out of order
+/// or past their limit.
+fn retry_problem(retry: &RetryPolicy) -> Option<Problem> {
+    let problem = |field: &str, value: String, reason: String| {
+        Some(Problem {
+            field: field.to_owned(),
+            value,
+            reason,
+        })
+    };
+    if retry.max_retries > ROUTER_RETRIES_MAX {
+        return problem(
+            "retry.max_retries",
+            retry.max_retries.to_string(),
+            format!("at most {ROUTER_RETRIES_MAX}"),
+        );
+    }
+    if retry.request_timeout_ms == 0 || retry.deadline_ms == 0 {
+        return problem(
+            "retry.request_timeout_ms",
+            retry.request_timeout_ms.to_string(),
+            "timeouts must be positive".into(),
+        );
+    }
+    if !(retry.backoff_multiplier >= 1.0 && retry.backoff_multiplier <= 10.0) {
+        return problem(
+            "retry.backoff_multiplier",
+            retry.backoff_multiplier.to_string(),
+            "must be in [1, 10]".into(),
+        );
+    }
+    if !(0.0..1.0).contains(&retry.jitter) {
+        return problem(
+            "retry.jitter",
+            retry.jitter.to_string(),
+            "must be in [0, 1)".into(),
+        );
+    }
+    if retry.backoff_max_ms > ROUTER_BACKOFF_MS_MAX
+        || retry.initial_backoff_ms > retry.backoff_max_ms
+    {
+        return problem(
+            "retry.initial_backoff_ms",
+            retry.initial_backoff_ms.to_string(),
+            format!(
+                "must be at most backoff_max_ms ({}), itself at most {ROUTER_BACKOFF_MS_MAX}",
+                retry.backoff_max_ms
+            ),
+        );
+    }
+    None
 }
 
 #[cfg(test)]
