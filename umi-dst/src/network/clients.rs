@@ -21,7 +21,8 @@ use super::profile::{Profile, WireFormat};
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ClientOptions {
-    /// The API key to present (Ollama's native API takes none).
+    /// The API key to present (Ollama's native API takes none); an `ApiKey`, so `Debug`
+    /// prints `[REDACTED]`.
     pub api_key: Option<ApiKey>,
     /// Time to the headers and between body chunks.
     pub timeout: Option<Duration>,
@@ -86,5 +87,21 @@ pub fn base_url_for(profile: Profile, host: &str) -> String {
     match profile.format() {
         WireFormat::Ollama | WireFormat::AnthropicMessages => format!("https://{host}"),
         WireFormat::OpenAiChat | WireFormat::OpenAiResponses => format!("https://{host}/v1"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_prints_the_key() {
+        let options = ClientOptions {
+            api_key: Some("sk-client-secret-8830".into()),
+            ..ClientOptions::default()
+        };
+        let printed = format!("{options:?}");
+        assert!(!printed.contains("sk-client-secret-8830"), "{printed}");
+        assert!(printed.contains("[REDACTED]"), "{printed}");
     }
 }

@@ -107,7 +107,7 @@ pub struct ServeConfig {
     pub concurrency_max: usize,
     /// The largest request body, in bytes.
     pub body_bytes_max: usize,
-    /// The key clients must present, if any.
+    /// The key clients must present, if any (an `ApiKey`: `Debug` prints `[REDACTED]`).
     pub api_key: Option<umi_core::llm::secrets::ApiKey>,
 }
 
@@ -229,6 +229,17 @@ pub fn format_path(profile: Profile) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_never_prints_the_key() {
+        let config = ServeConfig {
+            api_key: Some("sk-serve-secret-5521".into()),
+            ..ServeConfig::default()
+        };
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("sk-serve-secret-5521"), "{printed}");
+        assert!(printed.contains("[REDACTED]"), "{printed}");
+    }
 
     #[test]
     fn endpoints_parse_and_bad_ones_are_named() {
