@@ -48,14 +48,12 @@ fn sweep(seeds: u64, seed_start: u64, jobs: usize) -> (SweepReport, f64) {
 }
 
 fn sweep_in(seeds: u64, seed_start: u64, jobs: usize, isolation: Isolation) -> (SweepReport, f64) {
-    let options = SweepOptions {
-        seeds,
-        seed_start,
-        jobs,
-        progress: ProgressStyle::Quiet,
-        isolation,
-        ..SweepOptions::default()
-    };
+    let options = SweepOptions::default()
+        .with_seeds(seeds)
+        .with_seed_start(seed_start)
+        .with_jobs(jobs)
+        .with_progress(ProgressStyle::Quiet)
+        .with_isolation(isolation);
     let started = Instant::now();
     let report = run(&umi_scenarios::all(), &options).expect("bench options are valid");
     (report, started.elapsed().as_secs_f64())

@@ -52,15 +52,13 @@ fn status_kib(field: &str) -> Option<u64> {
 /// Runs the canary sweep while a thread samples VmRSS; returns the report, the wall
 /// time and the samples (seconds since the start, KiB).
 fn sampled_sweep(seeds_dir: Option<std::path::PathBuf>) -> (SweepReport, f64, Vec<(f64, u64)>) {
-    let options = SweepOptions {
-        seeds: SEEDS,
-        jobs: 2,
-        scenarios: vec!["canary".into()],
-        seeds_dir,
-        record_canary: true,
-        progress: ProgressStyle::Quiet,
-        ..SweepOptions::default()
-    };
+    let mut options = SweepOptions::default()
+        .with_seeds(SEEDS)
+        .with_jobs(2)
+        .with_scenarios(vec!["canary".into()])
+        .with_record_canary(true)
+        .with_progress(ProgressStyle::Quiet);
+    options.seeds_dir = seeds_dir;
     let done = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let sampler = {

@@ -94,13 +94,11 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let retry = scenario_retry();
     let stack = RouterStack::build(&sim, retry, CooldownPolicy::default(), |_, config| config);
     let executions = Arc::new(Mutex::new(Vec::new()));
-    let config = AgentConfig {
-        iterations_max: ITERATIONS_MAX,
-        parallel_tools_max: PARALLEL_TOOLS_MAX,
-        tool_timeout: Some(TOOL_TIMEOUT),
-        stream_cut_retries_max: STREAM_CUT_RETRIES_MAX,
-        ..AgentConfig::default()
-    };
+    let config = AgentConfig::default()
+        .with_iterations_max(ITERATIONS_MAX)
+        .with_parallel_tools_max(PARALLEL_TOOLS_MAX)
+        .with_tool_timeout(TOOL_TIMEOUT)
+        .with_stream_cut_retries_max(STREAM_CUT_RETRIES_MAX);
     let agent = Agent::new(stack.router.clone(), sim.env())
         .with_tools(tool_registry(&sim, &executions, 1.0 / 6.0))
         .with_config(config);

@@ -97,11 +97,9 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let llm = sim_model(&sim, "sim", "sim-small", WINDOW_TOKENS, |config| config);
     let recording = Arc::new(umi_dst::doubles::RecordingLanguageModel::new(llm));
     let log = Arc::new(Mutex::new(Vec::new()));
-    let config = AgentConfig {
-        overflow_retries_max: OVERFLOW_RETRIES_MAX,
-        iterations_max: 6,
-        ..AgentConfig::default()
-    };
+    let config = AgentConfig::default()
+        .with_overflow_retries_max(OVERFLOW_RETRIES_MAX)
+        .with_iterations_max(6);
     let agent = Agent::new(recording.clone(), sim.env())
         .with_tools(tool_registry(&sim, &log, 0.0))
         .with_config(config);

@@ -73,10 +73,7 @@ impl Scenario for RecallDegradesGracefully {
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let storage = Arc::new(SimStorage::new(&sim));
     let memory = Memory::new(storage, sim.env()).with_llm(sim.llm());
-    let remember = RememberOptions {
-        extract: true,
-        detect_evolution: false,
-    };
+    let remember = RememberOptions::default().with_evolution(false);
     let mut stored: BTreeMap<String, Entity> = BTreeMap::new();
     for text in facts(&sim, "workload.facts", FACTS_PER_SEED) {
         let outcome = memory.remember(&text, remember).await.map_err(|e| {
@@ -88,10 +85,9 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     for _ in 0..QUERIES_PER_SEED {
         let query = question(&mut questions);
         let limit = 1 + (questions.next_u64() % 8) as usize;
-        let rewritten = RecallOptions {
-            limit,
-            rewrite: RewriteMode::Always,
-        };
+        let rewritten = RecallOptions::default()
+            .with_limit(limit)
+            .with_rewrite(RewriteMode::Always);
         let degraded = match memory.recall(&query, rewritten).await {
             Ok(outcome) => outcome,
             Err(MemoryError::Storage(error)) if error.is_transient() => continue,
@@ -103,10 +99,9 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
             .iter()
             .any(|d| matches!(d, Degradation::RewriteFailed { .. }));
         if rewrite_failed {
-            let fast = RecallOptions {
-                limit,
-                rewrite: RewriteMode::Never,
-            };
+            let fast = RecallOptions::default()
+                .with_limit(limit)
+                .with_rewrite(RewriteMode::Never);
             if let Ok(fast) = memory.recall(&query, fast).await {
                 let ids = |o: &RecallOutcome| {
                     o.hits

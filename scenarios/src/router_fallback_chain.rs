@@ -75,10 +75,7 @@ fn chain_index(model: &str) -> usize {
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let retry = scenario_retry();
-    let cooldown = CooldownPolicy {
-        failures_threshold: 2,
-        cooldown_ms: 15_000,
-    };
+    let cooldown = CooldownPolicy::new(2, 15_000);
     let stack = RouterStack::build(&sim, retry, cooldown, |_, config| config);
     let env = sim.env();
     let mut workload = sim.rng("workload.outage");

@@ -67,10 +67,7 @@ impl Scenario for RouterRateLimitStorm {
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let retry = scenario_retry();
-    let cooldown = CooldownPolicy {
-        failures_threshold: 4,
-        cooldown_ms: 20_000,
-    };
+    let cooldown = CooldownPolicy::new(4, 20_000);
     let stack = RouterStack::build(&sim, retry, cooldown, |_, config| {
         config.with_rate_limit(RateLimitModel {
             requests_per_minute: 3,

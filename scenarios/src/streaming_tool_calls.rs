@@ -66,11 +66,9 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         config
     });
     let executions = Arc::new(Mutex::new(Vec::new()));
-    let config = AgentConfig {
-        parallel_tools_max: 2,
-        iterations_max: 6,
-        ..AgentConfig::default()
-    };
+    let config = AgentConfig::default()
+        .with_parallel_tools_max(2)
+        .with_iterations_max(6);
     let agent = Agent::new(llm, sim.env())
         .with_tools(tool_registry(&sim, &executions, 0.1))
         .with_config(config);

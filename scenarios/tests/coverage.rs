@@ -7,12 +7,10 @@ use umi_sweep::{SweepOptions, run};
 
 #[test]
 fn the_default_sweep_is_clean_and_hits_every_mark() {
-    let options = SweepOptions {
-        seeds: SWEEP_SEEDS_DEFAULT,
-        jobs: 2,
-        progress: ProgressStyle::Quiet,
-        ..SweepOptions::default()
-    };
+    let options = SweepOptions::default()
+        .with_seeds(SWEEP_SEEDS_DEFAULT)
+        .with_jobs(2)
+        .with_progress(ProgressStyle::Quiet);
     let report = run(&umi_scenarios::all(), &options).expect("the default options are valid");
     assert!(report.completed, "{}", report.table());
     assert_eq!(report.regressions(), 0, "{}", report.table());

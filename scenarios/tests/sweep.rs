@@ -15,13 +15,11 @@ use umi_sweep::{SweepOptions, SweepReport, run};
 const SEEDS: u64 = 60;
 
 fn options(jobs: usize) -> SweepOptions {
-    SweepOptions {
-        seeds: SEEDS,
-        jobs,
-        keep_hashes: true,
-        progress: ProgressStyle::Quiet,
-        ..SweepOptions::default()
-    }
+    SweepOptions::default()
+        .with_seeds(SEEDS)
+        .with_jobs(jobs)
+        .with_keep_hashes(true)
+        .with_progress(ProgressStyle::Quiet)
 }
 
 fn hashes(report: &SweepReport) -> BTreeMap<String, BTreeMap<u64, String>> {
@@ -61,16 +59,7 @@ fn shards_partition_the_seeds_with_identical_results() {
     let mut shards = Vec::new();
     for index in 1..=3 {
         let shard = Shard::parse(&format!("{index}/3")).unwrap();
-        shards.push(
-            run(
-                &umi_scenarios::all(),
-                &SweepOptions {
-                    shard: Some(shard),
-                    ..options(2)
-                },
-            )
-            .unwrap(),
-        );
+        shards.push(run(&umi_scenarios::all(), &options(2).with_shard(shard)).unwrap());
     }
     for scenario in &whole.scenarios {
         let mut union = BTreeMap::new();

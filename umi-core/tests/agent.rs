@@ -148,10 +148,7 @@ fn the_iteration_limit_ends_the_run() {
         let model = FnLanguageModel::new(|_, call| {
             Turn::tool_call(format!("c{call}"), "weather", json!({"day": call}))
         });
-        let config = AgentConfig {
-            iterations_max: 4,
-            ..AgentConfig::default()
-        };
+        let config = AgentConfig::default().with_iterations_max(4);
         let agent = Agent::new(Arc::new(model), sim.env())
             .with_tools(tools(&sim, &Arc::default()))
             .with_config(config);
@@ -321,10 +318,7 @@ fn slow_tools_time_out() {
             Turn::tool_call("c1", "slow", json!({})),
             Turn::text("gave up"),
         ]));
-        let config = AgentConfig {
-            tool_timeout: Some(Duration::from_secs(5)),
-            ..AgentConfig::default()
-        };
+        let config = AgentConfig::default().with_tool_timeout(Duration::from_secs(5));
         let agent = Agent::new(model.clone(), sim.env())
             .with_tools(tools)
             .with_config(config);
@@ -367,12 +361,8 @@ fn provider_errors_end_the_run_and_bad_config_is_refused() {
                 }),
             "{error}"
         );
-        let bad = Agent::new(Arc::new(ScriptedLanguageModel::new([])), sim.env()).with_config(
-            AgentConfig {
-                iterations_max: 0,
-                ..AgentConfig::default()
-            },
-        );
+        let bad = Agent::new(Arc::new(ScriptedLanguageModel::new([])), sim.env())
+            .with_config(AgentConfig::default().with_iterations_max(0));
         ensure!(
             matches!(
                 bad.run(vec![Message::user("hi")]).await,
@@ -428,10 +418,7 @@ fn a_cut_turn_is_retried_when_opted_in_and_its_call_runs_once() {
         let model = Arc::new(ScriptedLanguageModel::new(script()));
         let agent = Agent::new(model.clone(), sim.env())
             .with_tools(tools(&sim, &log))
-            .with_config(AgentConfig {
-                stream_cut_retries_max: 2,
-                ..AgentConfig::default()
-            });
+            .with_config(AgentConfig::default().with_stream_cut_retries_max(2));
         let mut retries = Vec::new();
         let outcome = agent
             .run_with_events(vec![Message::user("Weather?")], &mut |event| {
@@ -456,10 +443,7 @@ fn a_cut_turn_is_retried_when_opted_in_and_its_call_runs_once() {
 
         let agent = Agent::new(Arc::new(ScriptedLanguageModel::new(script())), sim.env())
             .with_tools(tools(&sim, &Arc::new(Mutex::new(Vec::new()))))
-            .with_config(AgentConfig {
-                stream_cut_retries_max: 1,
-                ..AgentConfig::default()
-            });
+            .with_config(AgentConfig::default().with_stream_cut_retries_max(1));
         let outcome = agent.run(vec![Message::user("Weather?")]).await;
         ensure!(
             matches!(
@@ -468,10 +452,7 @@ fn a_cut_turn_is_retried_when_opted_in_and_its_call_runs_once() {
             ),
             "the limit holds: {outcome:?}"
         );
-        let invalid = AgentConfig {
-            stream_cut_retries_max: 9,
-            ..AgentConfig::default()
-        };
+        let invalid = AgentConfig::default().with_stream_cut_retries_max(9);
         ensure!(invalid.validate().is_err(), "over the limit");
         Ok(())
     });

@@ -208,20 +208,14 @@ fn recall_fuses_rewritten_variants() {
         memory
             .remember(
                 "Alice joined Acme.",
-                RememberOptions {
-                    detect_evolution: false,
-                    ..RememberOptions::default()
-                },
+                RememberOptions::default().with_evolution(false),
             )
             .await
             .unwrap();
         memory
             .remember(
                 "Bob likes tea.",
-                RememberOptions {
-                    detect_evolution: false,
-                    ..RememberOptions::default()
-                },
+                RememberOptions::default().with_evolution(false),
             )
             .await
             .unwrap();
@@ -229,10 +223,7 @@ fn recall_fuses_rewritten_variants() {
         let fast = memory
             .recall(
                 "employer",
-                RecallOptions {
-                    rewrite: RewriteMode::Never,
-                    ..RecallOptions::default()
-                },
+                RecallOptions::default().with_rewrite(RewriteMode::Never),
             )
             .await
             .unwrap();
@@ -306,10 +297,9 @@ fn forgotten_entities_are_never_recalled() {
         let recalled = memory
             .recall(
                 "Alice",
-                RecallOptions {
-                    limit: 50,
-                    rewrite: RewriteMode::Always,
-                },
+                RecallOptions::default()
+                    .with_limit(50)
+                    .with_rewrite(RewriteMode::Always),
             )
             .await
             .unwrap();
@@ -362,10 +352,7 @@ fn bad_input_is_a_typed_error() {
             ),
             "long query"
         );
-        let zero = RecallOptions {
-            limit: 0,
-            ..RecallOptions::default()
-        };
+        let zero = RecallOptions::default().with_limit(0);
         let error = memory.recall("x", zero).await.unwrap_err();
         ensure!(error.to_string().contains("limit 0"), "{error}");
         ensure!(

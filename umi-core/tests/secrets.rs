@@ -264,10 +264,7 @@ fn outputs_of(format: Format, path: Path, stream: bool) -> Vec<(String, String)>
         let router = LlmRouter::builder(sim.env())
             .model("p/m", client(format, transport, sim.env()).0)
             .default_model("p/m")
-            .retry(RetryPolicy {
-                max_retries: 0,
-                ..RetryPolicy::default()
-            })
+            .retry(RetryPolicy::default().with_max_retries(0))
             .build()
             .unwrap()
             .with_observer(Arc::new(move |event, _| {

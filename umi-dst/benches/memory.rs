@@ -86,17 +86,13 @@ fn mock_model() -> Arc<FnLanguageModel> {
 }
 
 fn remember_options() -> RememberOptions {
-    RememberOptions {
-        extract: true,
-        detect_evolution: false,
-    }
+    RememberOptions::default().with_evolution(false)
 }
 
 fn recall_options() -> RecallOptions {
-    RecallOptions {
-        limit: 10,
-        rewrite: RewriteMode::Never,
-    }
+    RecallOptions::default()
+        .with_limit(10)
+        .with_rewrite(RewriteMode::Never)
 }
 
 /// Mean time per remember of `count` texts, and per recall of 200 queries, on `memory`.

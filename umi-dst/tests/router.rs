@@ -19,10 +19,7 @@ use umi_dst::doubles::{FnLanguageModel, Turn};
 use umi_dst::{SimConfig, SimEnvironment, Simulation, Violation, ensure};
 
 fn policy() -> RetryPolicy {
-    RetryPolicy {
-        jitter: 0.0,
-        ..RetryPolicy::default()
-    }
+    RetryPolicy::default().with_jitter(0.0)
 }
 
 /// A model that refuses with `errors[i]` on its i-th call, then answers `answer`.
@@ -319,14 +316,8 @@ fn retries_503_and_stops_after_max_retries() {
         // max_retries, so keep it closed by building with a high threshold.
         let log = RouterLog::new();
         let router = LlmRouter::builder(sim.env())
-            .retry(RetryPolicy {
-                max_retries: 4,
-                ..policy()
-            })
-            .cooldown(CooldownPolicy {
-                failures_threshold: 100,
-                cooldown_ms: 1_000,
-            })
+            .retry(policy().with_max_retries(4))
+            .cooldown(CooldownPolicy::new(100, 1_000))
             .observer(log.observer())
             .model(
                 "a/m",
@@ -339,10 +330,7 @@ fn retries_503_and_stops_after_max_retries() {
             router,
             log,
             windows: [("a/m".to_owned(), 8_000)].into_iter().collect(),
-            retry: RetryPolicy {
-                max_retries: 4,
-                ..policy()
-            },
+            retry: policy().with_max_retries(4),
         };
         ensure!(
             matches!(
@@ -472,15 +460,9 @@ fn no_retry_on_400_401_or_context_length() {
 #[test]
 fn the_circuit_opens_skips_and_probes() {
     run(async |sim| {
-        let cooldown = CooldownPolicy {
-            failures_threshold: 3,
-            cooldown_ms: 60_000,
-        };
+        let cooldown = CooldownPolicy::new(3, 60_000);
         let log = RouterLog::new();
-        let retry = RetryPolicy {
-            max_retries: 0,
-            ..policy()
-        };
+        let retry = policy().with_max_retries(0);
         let router = LlmRouter::builder(sim.env())
             .retry(retry)
             .cooldown(cooldown)
@@ -523,10 +505,7 @@ fn the_circuit_opens_skips_and_probes() {
 #[test]
 fn the_attempt_that_opens_the_circuit_falls_back_without_a_backoff() {
     run(async |sim| {
-        let retry = RetryPolicy {
-            max_retries: 5,
-            ..policy()
-        };
+        let retry = policy().with_max_retries(5);
         let setup = setup(
             &sim,
             &[
@@ -560,11 +539,7 @@ fn the_attempt_that_opens_the_circuit_falls_back_without_a_backoff() {
 #[test]
 fn the_deadline_bounds_the_whole_call() {
     run(async |sim| {
-        let retry = RetryPolicy {
-            max_retries: 10,
-            deadline_ms: 5_000,
-            ..policy()
-        };
+        let retry = policy().with_max_retries(10).with_deadline_ms(5_000);
         let s = setup(&sim, &[("a/m", 8_000, vec![unavailable(); 20])], &[], retry);
         let before = sim.env().elapsed();
         let error = s.router.complete(&request()).await.unwrap_err();
@@ -594,10 +569,7 @@ fn attempts_time_out_on_the_environment_clock() {
             .with_env(sim.env())
             .with_model_ref(ModelRef::new("a", "m", 8_000, 1_000)),
         );
-        let retry = RetryPolicy {
-            request_timeout_ms: 10_000,
-            ..policy()
-        };
+        let retry = policy().with_request_timeout_ms(10_000);
         let router = LlmRouter::builder(sim.env())
             .retry(retry)
             .model("a/m", slow)

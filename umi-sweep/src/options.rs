@@ -30,8 +30,10 @@ const _: () = assert!(SWEEP_SEEDS_DEFAULT <= SWEEP_RUNS_MAX);
 /// results pile up in memory.
 pub const SWEEP_RESULTS_QUEUED_MAX: usize = 256;
 
-/// What to sweep, and how.
+/// What to sweep, and how: `SweepOptions::default()`, then the `with_` methods for what
+/// differs.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SweepOptions {
     /// The first seed.
     pub seed_start: u64,
@@ -104,6 +106,110 @@ impl Default for SweepOptions {
             interrupt: None,
             isolation: Isolation::Threads,
         }
+    }
+}
+
+impl SweepOptions {
+    /// Sets the first seed.
+    pub const fn with_seed_start(mut self, seed_start: u64) -> Self {
+        self.seed_start = seed_start;
+        self
+    }
+
+    /// Sets how many seeds.
+    pub const fn with_seeds(mut self, seeds: u64) -> Self {
+        self.seeds = seeds;
+        self
+    }
+
+    /// Sets the worker count.
+    pub const fn with_jobs(mut self, jobs: usize) -> Self {
+        self.jobs = jobs;
+        self
+    }
+
+    /// Sets swarm mode (the seed switches each scenario's fault kinds on and off).
+    pub const fn with_swarm(mut self, swarm: bool) -> Self {
+        self.swarm = swarm;
+        self
+    }
+
+    /// Sets whether each seed runs twice and its trace hashes are compared.
+    pub const fn with_check_determinism(mut self, check_determinism: bool) -> Self {
+        self.check_determinism = check_determinism;
+        self
+    }
+
+    /// Runs only these scenarios (all when empty).
+    pub fn with_scenarios(mut self, scenarios: Vec<String>) -> Self {
+        self.scenarios = scenarios;
+        self
+    }
+
+    /// Sets the wall time after which a run without a result is a hang.
+    pub const fn with_seed_timeout(mut self, seed_timeout: Duration) -> Self {
+        self.seed_timeout = seed_timeout;
+        self
+    }
+
+    /// Sets whether the canary's seeds are recorded too (harness tests only).
+    pub const fn with_record_canary(mut self, record_canary: bool) -> Self {
+        self.record_canary = record_canary;
+        self
+    }
+
+    /// Sets whether every seed's trace hash is kept in the report.
+    pub const fn with_keep_hashes(mut self, keep_hashes: bool) -> Self {
+        self.keep_hashes = keep_hashes;
+        self
+    }
+
+    /// Sets the progress output.
+    pub const fn with_progress(mut self, progress: ProgressStyle) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Sets where seeds run.
+    pub fn with_isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = isolation;
+        self
+    }
+
+    /// Runs only this shard of the seeds.
+    pub fn with_shard(mut self, shard: Shard) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
+    /// Stops starting runs after this much wall time.
+    pub fn with_time_budget(mut self, time_budget: Duration) -> Self {
+        self.time_budget = Some(time_budget);
+        self
+    }
+
+    /// Records failing seeds in `<dir>/<scenario>.seeds`.
+    pub fn with_seeds_dir(mut self, seeds_dir: PathBuf) -> Self {
+        self.seeds_dir = Some(seeds_dir);
+        self
+    }
+
+    /// (Re)writes the JSON report here during and after the sweep.
+    pub fn with_report_path(mut self, report_path: PathBuf) -> Self {
+        self.report_path = Some(report_path);
+        self
+    }
+
+    /// Stops the sweep as the time budget does once this turns non-zero.
+    pub fn with_interrupt(mut self, interrupt: Arc<AtomicUsize>) -> Self {
+        self.interrupt = Some(interrupt);
+        self
+    }
+
+    /// Sets the command name in replay commands (`dst`, or your own binary's).
+    pub fn with_program(mut self, program: impl Into<String>) -> Self {
+        self.program = program.into();
+        self
     }
 }
 

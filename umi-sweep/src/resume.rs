@@ -146,15 +146,12 @@ mod tests {
 
     #[test]
     fn the_command_repeats_what_chooses_the_runs() {
-        let options = SweepOptions {
-            seed_start: 1,
-            seeds: 100,
-            shard: Some(Shard { index: 1, count: 4 }),
-            swarm: true,
-            scenarios: vec!["canary".into()],
-            seeds_dir: None,
-            ..SweepOptions::default()
-        };
+        let options = SweepOptions::default()
+            .with_seed_start(1)
+            .with_seeds(100)
+            .with_shard(Shard { index: 1, count: 4 })
+            .with_swarm(true)
+            .with_scenarios(vec!["canary".into()]);
         assert_eq!(
             resume_command(&options, 1, 10).as_deref(),
             Some(

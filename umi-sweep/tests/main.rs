@@ -109,12 +109,10 @@ fn toy(name: &'static str, misbehaviour: Misbehaviour) -> Arc<dyn Scenario> {
 }
 
 fn options(seeds: u64) -> SweepOptions {
-    SweepOptions {
-        seeds,
-        jobs: 2,
-        progress: ProgressStyle::Quiet,
-        ..SweepOptions::default()
-    }
+    SweepOptions::default()
+        .with_seeds(seeds)
+        .with_jobs(2)
+        .with_progress(ProgressStyle::Quiet)
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -163,10 +161,7 @@ fn a_hang_is_a_liveness_failure_and_the_sweep_goes_on() {
     let scenarios = [toy("hangs", Misbehaviour::Hang)];
     let report = run(
         &scenarios,
-        &SweepOptions {
-            seed_timeout: Duration::from_secs(1),
-            ..options(10)
-        },
+        &options(10).with_seed_timeout(Duration::from_secs(1)),
     )
     .unwrap();
     let hangs = &report.scenarios[0];
@@ -186,10 +181,7 @@ fn the_time_budget_stops_the_sweep_and_the_report_says_so() {
     let scenarios = [toy("ok", Misbehaviour::None)];
     let report = run(
         &scenarios,
-        &SweepOptions {
-            time_budget: Some(Duration::from_millis(300)),
-            ..options(50_000_000)
-        },
+        &options(50_000_000).with_time_budget(Duration::from_millis(300)),
     )
     .unwrap();
     assert!(!report.completed);
@@ -211,10 +203,7 @@ fn failing_seeds_are_recorded_once_and_canaries_only_when_asked() {
         canary: true,
     });
     let scenarios = [toy("violates", Misbehaviour::Violation), canary];
-    let record = SweepOptions {
-        seeds_dir: Some(dir.clone()),
-        ..options(20)
-    };
+    let record = options(20).with_seeds_dir(dir.clone());
     for _ in 0..2 {
         let report = run(&scenarios, &record).unwrap();
         assert_eq!(
@@ -242,14 +231,7 @@ fn failing_seeds_are_recorded_once_and_canaries_only_when_asked() {
         !dir.join("planted.seeds").exists(),
         "canary seeds are not recorded by default"
     );
-    run(
-        &scenarios,
-        &SweepOptions {
-            record_canary: true,
-            ..record
-        },
-    )
-    .unwrap();
+    run(&scenarios, &record.with_record_canary(true)).unwrap();
     assert_eq!(
         SeedCorpus::load(&dir.join("planted.seeds"))
             .unwrap()
@@ -284,11 +266,7 @@ fn reports_round_trip_through_json_and_merge_across_shards() {
         let shard = umi_sweep::Shard::parse(&format!("{index}/2")).unwrap();
         let report = run(
             &scenarios,
-            &SweepOptions {
-                shard: Some(shard),
-                report_path: Some(path.clone()),
-                ..options(30)
-            },
+            &options(30).with_shard(shard).with_report_path(path.clone()),
         )
         .unwrap();
         let read: SweepReport =
@@ -318,14 +296,7 @@ fn the_determinism_check_catches_state_that_outlives_a_seed() {
     ];
     let unchecked = run(&scenarios, &options(5)).unwrap();
     assert_eq!(unchecked.exit_code(), 0, "one run per seed cannot see it");
-    let checked = run(
-        &scenarios,
-        &SweepOptions {
-            check_determinism: true,
-            ..options(5)
-        },
-    )
-    .unwrap();
+    let checked = run(&scenarios, &options(5).with_check_determinism(true)).unwrap();
     assert_eq!(
         checked.scenarios[0].failures_by_class.get("nondeterminism"),
         Some(&5)
@@ -368,12 +339,10 @@ fn a_budget_ends_the_sweep_in_time_however_many_seeds_fail() {
     let started = std::time::Instant::now();
     let report = run(
         &[toy("fails", Misbehaviour::AlwaysFails)],
-        &SweepOptions {
-            time_budget: Some(budget),
-            seed_timeout,
-            seeds_dir: Some(dir.clone()),
-            ..options(50_000_000)
-        },
+        &options(50_000_000)
+            .with_time_budget(budget)
+            .with_seed_timeout(seed_timeout)
+            .with_seeds_dir(dir.clone()),
     )
     .unwrap();
     let took = started.elapsed();
@@ -428,10 +397,7 @@ fn an_interrupt_stops_the_sweep_like_the_budget() {
             toy("ok", Misbehaviour::None),
             toy("violates", Misbehaviour::Violation),
         ],
-        &SweepOptions {
-            interrupt: Some(interrupt),
-            ..options(1_000_000)
-        },
+        &options(1_000_000).with_interrupt(interrupt),
     )
     .unwrap();
     assert!(!report.completed);
@@ -463,10 +429,7 @@ fn more_failures_than_the_report_lists_are_counted_grouped_and_pointed_at() {
     let dir = temp_dir("truncated");
     let report = run(
         &[toy("violates", Misbehaviour::Violation)],
-        &SweepOptions {
-            seeds_dir: Some(dir.clone()),
-            ..options(2_000)
-        },
+        &options(2_000).with_seeds_dir(dir.clone()),
     )
     .unwrap();
     let s = &report.scenarios[0];
@@ -550,14 +513,7 @@ impl Scenario for Misfiltered {
 fn a_scenario_whose_rule_can_fire_nowhere_is_refused_before_any_seed() {
     let dir = temp_dir("misfiltered");
     let scenarios: Vec<Arc<dyn Scenario>> = vec![Arc::new(Misfiltered)];
-    let error = run(
-        &scenarios,
-        &SweepOptions {
-            seeds_dir: Some(dir.clone()),
-            ..options(5)
-        },
-    )
-    .unwrap_err();
+    let error = run(&scenarios, &options(5).with_seeds_dir(dir.clone())).unwrap_err();
     let text = error.to_string();
     assert!(
         text.contains("misfiltered") && text.contains("storage.serch"),

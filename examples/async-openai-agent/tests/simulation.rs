@@ -55,12 +55,10 @@ fn the_found_seeds_stay_fixed() {
 /// The project's scenario over 200 seeds, as `agent-dst sweep` runs it.
 #[test]
 fn the_scenario_sweeps_clean() {
-    let options = SweepOptions {
-        seeds: 200,
-        jobs: 2,
-        progress: ProgressStyle::Quiet,
-        ..SweepOptions::default()
-    };
+    let options = SweepOptions::default()
+        .with_seeds(200)
+        .with_jobs(2)
+        .with_progress(ProgressStyle::Quiet);
     let scenario = Arc::new(WeatherAgentScenario) as Arc<dyn umi_dst::Scenario>;
     let report = run(&[scenario], &options).unwrap();
     assert_eq!(report.exit_code(), 0, "{}", report.table());

@@ -68,11 +68,9 @@ pub async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     // its timeouts and retries: the first sweep of this scenario, with the SimLLM handed
     // straight to the memory, found questions stuck for ten minutes behind a stalled
     // rewrite call.
-    let retry = RetryPolicy {
-        request_timeout_ms: 15_000,
-        deadline_ms: 40_000,
-        ..RetryPolicy::default()
-    };
+    let retry = RetryPolicy::default()
+        .with_request_timeout_ms(15_000)
+        .with_deadline_ms(40_000);
     let router = LlmRouter::builder(sim.env())
         .model("sim/sim-large", sim.llm())
         .default_model("sim/sim-large")

@@ -48,12 +48,10 @@ async fn retries_are_bounded_and_honour_retry_after(sim: SimEnvironment) -> Resu
 /// The project's scenario over the first 100 seeds, as its `support-dst sweep` runs it.
 #[test]
 fn the_scenario_sweeps_clean() {
-    let options = SweepOptions {
-        seeds: 100,
-        jobs: 2,
-        progress: ProgressStyle::Quiet,
-        ..SweepOptions::default()
-    };
+    let options = SweepOptions::default()
+        .with_seeds(100)
+        .with_jobs(2)
+        .with_progress(ProgressStyle::Quiet);
     let report = run(
         &[Arc::new(SupportBotScenario) as Arc<dyn umi_dst::Scenario>],
         &options,

@@ -127,14 +127,11 @@ impl RouterStack {
 
 /// Retries tuned for scenarios: short backoffs, a one-minute deadline.
 pub fn scenario_retry() -> RetryPolicy {
-    RetryPolicy {
-        max_retries: 2,
-        request_timeout_ms: 20_000,
-        initial_backoff_ms: 250,
-        backoff_multiplier: 2.0,
-        backoff_max_ms: 4_000,
-        jitter: 0.3,
-        retry_after_max_ms: 15_000,
-        deadline_ms: 60_000,
-    }
+    RetryPolicy::default()
+        .with_max_retries(2)
+        .with_request_timeout_ms(20_000)
+        .with_backoff_ms(250, 2.0, 4_000)
+        .with_jitter(0.3)
+        .with_retry_after_max_ms(15_000)
+        .with_deadline_ms(60_000)
 }

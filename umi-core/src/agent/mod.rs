@@ -47,8 +47,10 @@ use crate::llm::{
     StreamEvent, TokenUsage, ToolCall,
 };
 
-/// How an agent run behaves.
+/// How an agent run behaves: `AgentConfig::default()`, then the `with_` methods for what
+/// differs ([`AgentConfig::validate`] checks the limits).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AgentConfig {
     /// Model turns before giving up.
     pub iterations_max: u32,
@@ -90,6 +92,60 @@ impl Default for AgentConfig {
 }
 
 impl AgentConfig {
+    /// Sets the model turns before giving up.
+    pub const fn with_iterations_max(mut self, iterations_max: u32) -> Self {
+        self.iterations_max = iterations_max;
+        self
+    }
+
+    /// Sets the tool calls run at once.
+    pub const fn with_parallel_tools_max(mut self, parallel_tools_max: usize) -> Self {
+        self.parallel_tools_max = parallel_tools_max;
+        self
+    }
+
+    /// Sets the context trims after overflows, per run.
+    pub const fn with_overflow_retries_max(mut self, overflow_retries_max: u32) -> Self {
+        self.overflow_retries_max = overflow_retries_max;
+        self
+    }
+
+    /// Sets how many identical tool batches in a row are a loop.
+    pub const fn with_repeat_limit(mut self, repeat_limit: u32) -> Self {
+        self.repeat_limit = repeat_limit;
+        self
+    }
+
+    /// Sets how many tool batches in a row that bring nothing new are stagnation.
+    pub const fn with_stagnation_limit(mut self, stagnation_limit: u32) -> Self {
+        self.stagnation_limit = stagnation_limit;
+        self
+    }
+
+    /// Sets the retries of a turn whose stream was cut after it began.
+    pub const fn with_stream_cut_retries_max(mut self, stream_cut_retries_max: u32) -> Self {
+        self.stream_cut_retries_max = stream_cut_retries_max;
+        self
+    }
+
+    /// Sets the longest a tool may run (environment time).
+    pub const fn with_tool_timeout(mut self, tool_timeout: Duration) -> Self {
+        self.tool_timeout = Some(tool_timeout);
+        self
+    }
+
+    /// Sets `max_tokens` for each model turn.
+    pub const fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Sets the task tag of the model requests.
+    pub fn with_task(mut self, task: impl Into<String>) -> Self {
+        self.task = task.into();
+        self
+    }
+
     /// Checks every limit.
     pub fn validate(&self) -> Result<(), AgentError> {
         let invalid = |reason: String| Err(AgentError::InvalidConfig { reason });

@@ -23,8 +23,10 @@ pub enum RewriteMode {
     Never,
 }
 
-/// What `recall` should do.
+/// What `recall` should do: `RecallOptions::default()` (the default limit, rewriting
+/// questions), then `with_limit` and `with_rewrite`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RecallOptions {
     /// Results wanted, 1 to `RECALL_RESULTS_MAX`.
     pub limit: usize,
@@ -38,6 +40,20 @@ impl Default for RecallOptions {
             limit: RECALL_RESULTS_DEFAULT,
             rewrite: RewriteMode::Auto,
         }
+    }
+}
+
+impl RecallOptions {
+    /// Asks for `limit` results (1 to `RECALL_RESULTS_MAX`; `recall` refuses others).
+    pub const fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Rewrites the query as `rewrite` says.
+    pub const fn with_rewrite(mut self, rewrite: RewriteMode) -> Self {
+        self.rewrite = rewrite;
+        self
     }
 }
 

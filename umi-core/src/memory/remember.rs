@@ -16,8 +16,10 @@ use crate::env::EnvironmentExt;
 use crate::llm::LanguageModel;
 use crate::storage::{Entity, EvolutionLink, Note, StorageError, WriteBatch};
 
-/// What `remember` should do.
+/// What `remember` should do: `RememberOptions::default()` (extraction and evolution
+/// detection on), then `with_extraction` and `with_evolution`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RememberOptions {
     /// Extract entities with the model (otherwise keep the text as one note entity).
     pub extract: bool,
@@ -31,6 +33,21 @@ impl Default for RememberOptions {
             extract: true,
             detect_evolution: true,
         }
+    }
+}
+
+impl RememberOptions {
+    /// Whether the model extracts entities (otherwise the text is kept as one note
+    /// entity).
+    pub const fn with_extraction(mut self, extract: bool) -> Self {
+        self.extract = extract;
+        self
+    }
+
+    /// Whether evolutions against existing entities are detected.
+    pub const fn with_evolution(mut self, detect_evolution: bool) -> Self {
+        self.detect_evolution = detect_evolution;
+        self
     }
 }
 

@@ -303,10 +303,9 @@ pub async fn check_forgotten_not_recalled(
     queries: &[&str],
     rotten: &BTreeSet<String>,
 ) -> Result<(), Violation> {
-    let options = RecallOptions {
-        limit: RECALL_RESULTS_MAX,
-        rewrite: RewriteMode::Always,
-    };
+    let options = RecallOptions::default()
+        .with_limit(RECALL_RESULTS_MAX)
+        .with_rewrite(RewriteMode::Always);
     for query in queries {
         match memory.recall(query, options).await {
             Ok(outcome) => {

@@ -96,10 +96,7 @@ mod tests {
 
     #[test]
     fn opens_after_the_threshold_and_probes_after_the_cooldown() {
-        let breaker = Breaker::new(CooldownPolicy {
-            failures_threshold: 2,
-            cooldown_ms: 1_000,
-        });
+        let breaker = Breaker::new(CooldownPolicy::new(2, 1_000));
         let t = Duration::from_millis;
         assert_eq!(breaker.admit("p", t(0)), Admission::Allowed);
         assert_eq!(breaker.record("p", t(0), false), None);

@@ -104,9 +104,11 @@ pub struct RoutingConfig {
     pub tasks: BTreeMap<String, String>,
 }
 
-/// Retries, backoff and timeouts.
+/// Retries, backoff and timeouts: `RetryPolicy::default()`, then the `with_` methods
+/// for what differs (a router file sets them by name).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Retries of one model after its first attempt.
     pub max_retries: u32,
@@ -198,6 +200,44 @@ fn backoff_floor_ms(initial_ms: u64, multiplier_thousandths: u64, max_ms: u64, r
 }
 
 impl RetryPolicy {
+    /// Sets the retries of one model after its first attempt.
+    pub const fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = max_retries;
+        self
+    }
+
+    /// Sets the time one attempt may take.
+    pub const fn with_request_timeout_ms(mut self, request_timeout_ms: u64) -> Self {
+        self.request_timeout_ms = request_timeout_ms;
+        self
+    }
+
+    /// Sets the backoff curve: the first backoff, its growth per retry, the longest.
+    pub const fn with_backoff_ms(mut self, initial_ms: u64, multiplier: f64, max_ms: u64) -> Self {
+        self.initial_backoff_ms = initial_ms;
+        self.backoff_multiplier = multiplier;
+        self.backoff_max_ms = max_ms;
+        self
+    }
+
+    /// Sets the fraction of each backoff that may be added at random (0: none).
+    pub const fn with_jitter(mut self, jitter: f64) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// Sets the longest Retry-After the router waits for.
+    pub const fn with_retry_after_max_ms(mut self, retry_after_max_ms: u64) -> Self {
+        self.retry_after_max_ms = retry_after_max_ms;
+        self
+    }
+
+    /// Sets the time one routed call may take in all.
+    pub const fn with_deadline_ms(mut self, deadline_ms: u64) -> Self {
+        self.deadline_ms = deadline_ms;
+        self
+    }
+
     /// The multiplier the backoff actually uses: `backoff_multiplier` rounded to
     /// thousandths.
     pub fn backoff_multiplier_thousandths(&self) -> u64 {
@@ -205,14 +245,26 @@ impl RetryPolicy {
     }
 }
 
-/// The per-provider circuit breaker.
+/// The per-provider circuit breaker: `CooldownPolicy::new(threshold, cooldown_ms)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct CooldownPolicy {
     /// Consecutive failures that open the circuit.
     pub failures_threshold: u32,
     /// How long an open circuit stays open before a probe is let through.
     pub cooldown_ms: u64,
+}
+
+impl CooldownPolicy {
+    /// A breaker that opens after `failures_threshold` consecutive failures and lets a
+    /// probe through after `cooldown_ms`.
+    pub const fn new(failures_threshold: u32, cooldown_ms: u64) -> Self {
+        Self {
+            failures_threshold,
+            cooldown_ms,
+        }
+    }
 }
 
 impl Default for CooldownPolicy {
