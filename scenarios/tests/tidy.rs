@@ -47,7 +47,6 @@ const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[
     ("umi-dst/src/network/chat/stream.rs::ChatStream::end", 87),
     ("umi-dst/src/network/chat/stream.rs::ChatStream::error", 80),
     ("umi-dst/src/network/headers.rs::profile_headers", 78),
-    ("umi-dst/src/network/mod.rs::SimNetwork::send", 172),
     ("umi-dst/src/network/ollama.rs::OllamaStream::event", 105),
     ("umi-dst/src/network/ollama.rs::parse", 141),
     ("umi-dst/src/network/reads.rs::cut", 92),

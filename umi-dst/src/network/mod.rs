@@ -24,6 +24,8 @@
 //! endpoint refuse connections for a simulated interval. [`SimNetwork::with_capture`]
 //! keeps every exchange's bytes for checkers ([`capture`]).
 
+mod admit;
+mod answer;
 mod anthropic;
 pub mod capture;
 pub mod chat;
@@ -497,128 +499,20 @@ impl Transport for SimNetwork {
         let mut rng = self.response_rng(&endpoint.base_url, &request_hash);
         let served_model = endpoint.model.model_ref().model.clone();
         let created_s = self.server_now_ms(&served) / 1_000;
-        let mut responder = format.responder(
+        let responder = format.responder(
             endpoint.profile,
             served.server.clone(),
             rng.substream(1),
             created_s,
             &served_model,
         );
-        let path = request.url[endpoint.base_url.len()..]
-            .split('?')
-            .next()
-            .unwrap_or("");
-        if path != format.path() {
-            let error = LlmError::BadRequest {
-                status: Some(404),
-                message: format!("{} {path}", request.method),
-            };
-            let (response, _) = self.refusal(&served, responder, &error, None, &mut rng);
-            return Ok(self.finish(response, exchange));
-        }
-        if let Some(key) = &endpoint.api_key
-            && !headers::key_matches(&request, key)
-        {
-            let presented = headers::presented_key(&request).unwrap_or_default();
-            let error = LlmError::Auth {
-                status: 401,
-                message: headers::mask_key(&presented),
-            };
-            let (response, _) = self.refusal(&served, responder, &error, None, &mut rng);
-            return Ok(self.finish(response, exchange));
-        }
-        let parsed = match format.parse(&request, endpoint.profile) {
-            Ok(parsed) => {
-                responder.parsed(&parsed);
-                parsed
-            }
-            Err(refused) => {
-                let error = LlmError::BadRequest {
-                    status: Some(400),
-                    message: refused.message.clone(),
-                };
-                self.trace
-                    .record("net.bad_request", format_args!("{}", refused.message));
-                let (response, _) = self.refusal(
-                    &served,
-                    responder,
-                    &error,
-                    refused.param.as_deref(),
-                    &mut rng,
-                );
-                return Ok(self.finish(response, exchange));
-            }
+        let (parsed, responder) = match self.admit(&served, &request, format, responder, &mut rng) {
+            Ok(admitted) => admitted,
+            Err(refused) => return Ok(self.finish(refused, exchange)),
         };
-        // llama.cpp and TGI serve one model whatever the request names.
-        let checks_model = !matches!(endpoint.profile, Profile::LlamaCpp | Profile::Tgi);
-        if checks_model && !parsed.request.model.is_empty() && parsed.request.model != served_model
-        {
-            self.trace.record(
-                "net.model_not_found",
-                format_args!(
-                    "{} asked for {:?}; this endpoint serves {served_model:?}",
-                    endpoint.base_url, parsed.request.model
-                ),
-            );
-            let error = LlmError::ModelNotFound {
-                status: Some(404),
-                message: parsed.request.model.clone(),
-            };
-            let (response, _) = self.refusal(&served, responder, &error, None, &mut rng);
-            return Ok(self.finish(response, exchange));
-        }
-        let answer = if parsed.stream {
-            endpoint.model.stream(&parsed.request).await.map(Ok)
-        } else {
-            endpoint.model.complete(&parsed.request).await.map(Err)
-        };
-        let answer = match answer {
-            Err(error) if parsed.stream && responder.refuses_in_stream() => {
-                // This server sends a streamed request's refusal inside a 200 stream.
-                let events = futures::stream::iter([Err(error)]).boxed();
-                Ok(events)
-            }
-            Err(error) => {
-                let (response, meant) = self.refusal(&served, responder, &error, None, &mut rng);
-                if let Some(exchange) = &mut exchange {
-                    exchange.retry_after_meant_ms = meant;
-                }
-                return Ok(self.finish(response, exchange));
-            }
-            Ok(answer) => answer,
-        };
-        let mut header_rng = rng.substream(2);
-        let reads_rng = rng.substream(3);
-        let response_headers = self.response_headers(
-            &served,
-            responder.as_mut(),
-            200,
-            parsed.stream,
-            &mut header_rng,
-        );
-        let body = match answer {
-            Err(whole) => {
-                let body = responder.whole(&whole);
-                self.cover_all(responder.marks());
-                whole_body(body)
-            }
-            Ok(events) => {
-                let encoder = responder.into_stream(&parsed);
-                stream_body::body(
-                    events,
-                    encoder,
-                    self.clock.clone(),
-                    self.env.clone(),
-                    rng.substream(4),
-                )
-            }
-        };
-        let body = reads::split(body, reads_rng, &self.env);
-        let response = HttpResponse {
-            status: 200,
-            headers: response_headers,
-            body: self.body_faults(body),
-        };
+        let response = self
+            .answer(&served, &parsed, responder, rng, exchange.as_mut())
+            .await;
         Ok(self.finish(response, exchange))
     }
 }

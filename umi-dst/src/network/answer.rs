@@ -1,0 +1,73 @@
+//! The answer of a simulated server to a request it admitted: the model's answer, whole
+//! or streamed; a refusal when the model refused (in the HTTP status, or, for a server
+//! that does so, inside a 200 stream); then the headers, the body split into reads, and
+//! the body faults.
+
+use futures::StreamExt;
+use umi_core::llm::transport::HttpResponse;
+
+use super::capture::Exchange;
+use super::format::{Parsed, Responder};
+use super::{Served, SimNetwork, reads, stream_body, whole_body};
+use crate::rng::DeterministicRng;
+
+impl SimNetwork {
+    /// The response to `parsed`, admitted by `served`'s server; `exchange` (when captured)
+    /// learns the Retry-After a refusal meant.
+    pub(super) async fn answer(
+        &self,
+        served: &Served,
+        parsed: &Parsed,
+        mut responder: Box<dyn Responder>,
+        mut rng: DeterministicRng,
+        exchange: Option<&mut Exchange>,
+    ) -> HttpResponse {
+        let model = &served.endpoint.model;
+        let answer = if parsed.stream {
+            model.stream(&parsed.request).await.map(Ok)
+        } else {
+            model.complete(&parsed.request).await.map(Err)
+        };
+        let answer = match answer {
+            Err(error) if parsed.stream && responder.refuses_in_stream() => {
+                // This server sends a streamed request's refusal inside a 200 stream.
+                Ok(futures::stream::iter([Err(error)]).boxed())
+            }
+            Err(error) => {
+                let (response, meant) = self.refusal(served, responder, &error, None, &mut rng);
+                if let Some(exchange) = exchange {
+                    exchange.retry_after_meant_ms = meant;
+                }
+                return response;
+            }
+            Ok(answer) => answer,
+        };
+        let mut header_rng = rng.substream(2);
+        let reads_rng = rng.substream(3);
+        let headers = self.response_headers(
+            served,
+            responder.as_mut(),
+            200,
+            parsed.stream,
+            &mut header_rng,
+        );
+        let body = match answer {
+            Err(whole) => {
+                let body = responder.whole(&whole);
+                self.cover_all(responder.marks());
+                whole_body(body)
+            }
+            Ok(events) => {
+                let encoder = responder.into_stream(parsed);
+                let env = self.env.clone();
+                stream_body::body(events, encoder, self.clock.clone(), env, rng.substream(4))
+            }
+        };
+        let body = reads::split(body, reads_rng, &self.env);
+        HttpResponse {
+            status: 200,
+            headers,
+            body: self.body_faults(body),
+        }
+    }
+}
