@@ -56,7 +56,6 @@ const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[
     ),
     ("umi-dst/src/network/responses/request.rs::parse", 95),
     ("umi-dst/src/serve/answer.rs::answer", 89),
-    ("umi-dst/src/serve/http.rs::handle", 159),
     ("umi-dst/src/serve/http.rs::play", 91),
     ("umi-dst/src/simulation/execute.rs::run_seed", 85),
     ("umi-dst/src/simulation/mod.rs::Simulation::try_run", 96),

@@ -15,16 +15,16 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 use tokio::sync::Semaphore;
-use umi_core::llm::transport::HttpRequest;
 
 use super::answer::{self, End, Recorded};
-use super::config::{CLIENT_READ_TIMEOUT_MS, EndpointSpec, ServeConfig, format_path};
+use super::config::{EndpointSpec, ServeConfig, format_path};
 use super::pool::SimulationPool;
+use super::read;
 use super::session::{Entry, Session, hex};
 use crate::network::WireFormat;
 use crate::simulation::settings::parse_seed;
@@ -183,122 +183,29 @@ pub(crate) async fn handle(
         Err(message) => return Ok(own_error(None, 400, &message, Vec::new())),
     };
     if path == "/umi/trace" {
-        let (text, hash) = state.session.trace();
-        return Ok(respond(
-            200,
-            vec![
-                ("content-type".into(), "application/x-ndjson".into()),
-                ("x-umi-trace-hash".into(), hash),
-            ],
-            full(text),
-        ));
+        return Ok(session_trace(&state.session));
     }
     let Some((endpoint, rest)) = route(&state.config, &path) else {
-        let known: Vec<String> = state
-            .config
-            .endpoints
-            .iter()
-            .map(|e| format!("{}{}", e.prefix, format_path(e.profile)))
-            .collect();
-        return Ok(own_error(
-            None,
-            404,
-            &format!("no endpoint serves {path}; served: {}", known.join(", ")),
-            Vec::new(),
-        ));
+        return Ok(unrouted(&state.config, &path));
     };
     let format = endpoint.profile.format();
     if request.method() == hyper::Method::GET && rest == models_path(format) {
         return Ok(models(&state.config, format));
     }
     if !rest.starts_with(&format!("{}/", endpoint.api_root())) {
-        let message = format!(
-            "no such path {rest} under {}: it serves {}{}",
-            if endpoint.prefix.is_empty() {
-                "/"
-            } else {
-                &endpoint.prefix
-            },
-            endpoint.prefix,
-            format_path(endpoint.profile)
-        );
-        return Ok(own_error(Some(format), 404, &message, Vec::new()));
+        return Ok(no_such_path(endpoint, &rest));
     }
     let Ok(permit) = state.permits.clone().try_acquire_owned() else {
-        let message = format!(
-            "the server is at its limit of {} requests in flight; retry shortly",
-            state.config.concurrency_max
-        );
-        return Ok(own_error(
-            Some(format),
-            503,
-            &message,
-            vec![("retry-after".into(), "1".into())],
-        ));
+        return Ok(at_capacity(&state.config, format));
     };
-    let method = match *request.method() {
-        hyper::Method::GET => "GET",
-        hyper::Method::DELETE => "DELETE",
-        hyper::Method::PUT => "PUT",
-        _ => "POST",
+    let http = match read::request(request, state.config.body_bytes_max).await {
+        Ok(http) => http,
+        Err((status, message)) => return Ok(own_error(Some(format), status, &message, Vec::new())),
     };
-    let headers: Vec<(String, String)> = request
-        .headers()
-        .iter()
-        .filter_map(|(name, value)| {
-            Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
-        })
-        .collect();
-    let limit = state.config.body_bytes_max;
-    #[allow(clippy::disallowed_methods)] // a real server's read deadline, outside any simulation
-    let read = tokio::time::timeout(
-        Duration::from_millis(CLIENT_READ_TIMEOUT_MS),
-        Limited::new(request.into_body(), limit).collect(),
-    )
-    .await;
-    let body = match read {
-        Err(_) => {
-            return Ok(own_error(
-                Some(format),
-                408,
-                &format!("the request body did not arrive within {CLIENT_READ_TIMEOUT_MS} ms"),
-                Vec::new(),
-            ));
-        }
-        Ok(Err(error))
-            if error
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            return Ok(own_error(
-                Some(format),
-                413,
-                &format!(
-                    "the request body is over this server's limit of {limit} bytes (--body-bytes-max)"
-                ),
-                Vec::new(),
-            ));
-        }
-        Ok(Err(error)) => {
-            return Ok(own_error(
-                Some(format),
-                400,
-                &format!("the request body could not be read: {error}"),
-                Vec::new(),
-            ));
-        }
-        Ok(Ok(collected)) => collected.to_bytes().to_vec(),
-    };
-    let hash = answer::request_hash(&rest, &body);
+    let hash = answer::request_hash(&rest, &http.body);
     let endpoint_key = format!("{}{}", endpoint.profile, endpoint.prefix);
     let occurrence = state.session.next_occurrence(seed, &endpoint_key, hash);
     let run_seed = answer::run_seed(seed, endpoint, &hash, occurrence);
-    let http = HttpRequest {
-        method,
-        url: String::new(),
-        headers,
-        body,
-    };
     let worker = state.clone();
     let endpoint_owned = endpoint.clone();
     let rest_owned = rest.clone();
@@ -329,6 +236,55 @@ pub(crate) async fn handle(
     let entry = Entry::new(&key, &rest, &mut recorded);
     state.session.record(key, entry);
     play(&state.config, seed, &hash, occurrence, recorded, permit).await
+}
+
+/// The session's trace, one event per line, with its hash in `x-umi-trace-hash`.
+fn session_trace(session: &Session) -> Response<Body> {
+    let (text, hash) = session.trace();
+    respond(
+        200,
+        vec![
+            ("content-type".into(), "application/x-ndjson".into()),
+            ("x-umi-trace-hash".into(), hash),
+        ],
+        full(text),
+    )
+}
+
+/// The 404 for a path no endpoint serves, naming the paths that are served.
+fn unrouted(config: &ServeConfig, path: &str) -> Response<Body> {
+    let known: Vec<String> = config
+        .endpoints
+        .iter()
+        .map(|e| format!("{}{}", e.prefix, format_path(e.profile)))
+        .collect();
+    let message = format!("no endpoint serves {path}; served: {}", known.join(", "));
+    own_error(None, 404, &message, Vec::new())
+}
+
+/// The 503 (with `retry-after: 1`) for a request past `--concurrency-max`.
+fn at_capacity(config: &ServeConfig, format: WireFormat) -> Response<Body> {
+    let message = format!(
+        "the server is at its limit of {} requests in flight; retry shortly",
+        config.concurrency_max
+    );
+    let retry_after = vec![("retry-after".into(), "1".into())];
+    own_error(Some(format), 503, &message, retry_after)
+}
+
+/// The 404 for a path under `endpoint`'s prefix that its API does not have.
+fn no_such_path(endpoint: &EndpointSpec, rest: &str) -> Response<Body> {
+    let prefix = if endpoint.prefix.is_empty() {
+        "/"
+    } else {
+        &endpoint.prefix
+    };
+    let message = format!(
+        "no such path {rest} under {prefix}: it serves {}{}",
+        endpoint.prefix,
+        format_path(endpoint.profile)
+    );
+    own_error(Some(endpoint.profile.format()), 404, &message, Vec::new())
 }
 
 /// Pieces that would be sent at the same real instant, joined into one write (TCP keeps

@@ -27,6 +27,7 @@ mod answer;
 mod config;
 mod http;
 mod pool;
+mod read;
 mod session;
 
 use std::net::SocketAddr;
