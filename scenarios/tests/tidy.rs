@@ -43,12 +43,10 @@ const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[
     ("umi-dst/src/network/chat/draw.rs::Draw::choice", 75),
     ("umi-dst/src/network/chat/draw.rs::Draw::envelope_of", 121),
     ("umi-dst/src/network/chat/errors.rs::openai_family", 110),
-    ("umi-dst/src/network/chat/request.rs::parse", 145),
     ("umi-dst/src/network/chat/stream.rs::ChatStream::end", 87),
     ("umi-dst/src/network/chat/stream.rs::ChatStream::error", 80),
     ("umi-dst/src/network/headers.rs::profile_headers", 78),
-    ("umi-dst/src/network/ollama.rs::OllamaStream::event", 105),
-    ("umi-dst/src/network/ollama.rs::parse", 141),
+    ("umi-dst/src/network/ollama/mod.rs::OllamaStream::event", 105),
     ("umi-dst/src/network/reads.rs::cut", 92),
     (
         "umi-dst/src/network/responses/object.rs::Response::to_json",

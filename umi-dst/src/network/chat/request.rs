@@ -261,43 +261,8 @@ fn output_schema(value: &Value) -> Result<OutputSchema, RequestError> {
 
 /// Parses `body` as `profile`'s server does.
 pub(crate) fn parse(body: &[u8], profile: Profile) -> Result<Parsed, RequestError> {
-    let value: Value = serde_json::from_slice(body).map_err(|error| RequestError {
-        param: None,
-        message: format!("We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. {error})"),
-    })?;
-    if !value.is_object() {
-        return Err(RequestError {
-            param: None,
-            message: format!(
-                "The request body must be a JSON object, not {}.",
-                type_name(&value)
-            ),
-        });
-    }
-    let messages = match value.get("messages") {
-        None | Some(Value::Null) => {
-            return Err(refuse(
-                "messages",
-                "Missing required parameter: 'messages'.",
-            ));
-        }
-        Some(Value::Array(messages)) if messages.is_empty() => {
-            return Err(refuse(
-                "messages",
-                "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
-            ));
-        }
-        Some(Value::Array(messages)) => messages,
-        Some(other) => {
-            return Err(refuse(
-                "messages",
-                format!(
-                    "Invalid type for 'messages': expected an array, but got {} instead.",
-                    type_name(other)
-                ),
-            ));
-        }
-    };
+    let value = body_object(body)?;
+    let messages = messages_of(&value)?;
     let mut request = CompletionRequest::new(Vec::with_capacity(messages.len()));
     request.model = value
         .get("model")
@@ -314,13 +279,80 @@ pub(crate) fn parse(body: &[u8], profile: Profile) -> Result<Parsed, RequestErro
         Some(n) => Some(n),
         None => positive_u32(&value, "max_tokens")?,
     };
-    request.temperature = match value.get("temperature") {
-        None | Some(Value::Null) => None,
-        Some(number) => Some(number.as_f64().filter(|t| (0.0..=2.0).contains(t)).ok_or_else(|| {
-            refuse("temperature", format!("Invalid 'temperature': expected a number between 0 and 2, but got {number} instead."))
-        })? as f32),
+    request.temperature = temperature(&value)?;
+    request.stop = stop(&value)?;
+    request.seed = value.get("seed").and_then(Value::as_u64);
+    response_format(&value, &mut request)?;
+    one_choice(&value)?;
+    profile_tools(profile, &mut request)?;
+    let (stream, include_usage) = stream_options(&value, profile);
+    Ok(Parsed {
+        request,
+        stream,
+        include_usage,
+        reasoning_requested: true,
+    })
+}
+
+/// The body as a JSON object, or the API's refusal of what it is instead.
+fn body_object(body: &[u8]) -> Result<Value, RequestError> {
+    let value: Value = serde_json::from_slice(body).map_err(|error| RequestError {
+        param: None,
+        message: format!("We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. {error})"),
+    })?;
+    if !value.is_object() {
+        return Err(RequestError {
+            param: None,
+            message: format!(
+                "The request body must be a JSON object, not {}.",
+                type_name(&value)
+            ),
+        });
+    }
+    Ok(value)
+}
+
+/// The `messages` array: present, an array, not empty.
+fn messages_of(value: &Value) -> Result<&Vec<Value>, RequestError> {
+    match value.get("messages") {
+        None | Some(Value::Null) => Err(refuse(
+            "messages",
+            "Missing required parameter: 'messages'.",
+        )),
+        Some(Value::Array(messages)) if messages.is_empty() => Err(refuse(
+            "messages",
+            "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+        )),
+        Some(Value::Array(messages)) => Ok(messages),
+        Some(other) => Err(refuse(
+            "messages",
+            format!(
+                "Invalid type for 'messages': expected an array, but got {} instead.",
+                type_name(other)
+            ),
+        )),
+    }
+}
+
+/// `temperature`, in [0, 2] when present.
+fn temperature(value: &Value) -> Result<Option<f32>, RequestError> {
+    let Some(number) = value.get("temperature").filter(|t| !t.is_null()) else {
+        return Ok(None);
     };
-    request.stop = match value.get("stop") {
+    match number.as_f64().filter(|t| (0.0..=2.0).contains(t)) {
+        Some(temperature) => Ok(Some(temperature as f32)),
+        None => Err(refuse(
+            "temperature",
+            format!(
+                "Invalid 'temperature': expected a number between 0 and 2, but got {number} instead."
+            ),
+        )),
+    }
+}
+
+/// `stop`: a string or an array of strings.
+fn stop(value: &Value) -> Result<Vec<String>, RequestError> {
+    Ok(match value.get("stop") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(stop)) => vec![stop.clone()],
         Some(Value::Array(stops)) => stops
@@ -337,15 +369,18 @@ pub(crate) fn parse(body: &[u8], profile: Profile) -> Result<Parsed, RequestErro
                 ),
             ));
         }
-    };
-    request.seed = value.get("seed").and_then(Value::as_u64);
+    })
+}
+
+/// `response_format`: text, a JSON object, or a JSON schema.
+fn response_format(value: &Value, request: &mut CompletionRequest) -> Result<(), RequestError> {
     match value
         .pointer("/response_format/type")
         .and_then(Value::as_str)
     {
         None | Some("text") => {}
         Some("json_object") => request.json_output = true,
-        Some("json_schema") => request.output_schema = Some(output_schema(&value)?),
+        Some("json_schema") => request.output_schema = Some(output_schema(value)?),
         Some(other) => {
             return Err(refuse(
                 "response_format.type",
@@ -355,6 +390,11 @@ pub(crate) fn parse(body: &[u8], profile: Profile) -> Result<Parsed, RequestErro
             ));
         }
     }
+    Ok(())
+}
+
+/// `n`: one choice per request.
+fn one_choice(value: &Value) -> Result<(), RequestError> {
     if let Some(n) = value.get("n").filter(|n| !n.is_null())
         && n.as_u64() != Some(1)
     {
@@ -367,6 +407,11 @@ pub(crate) fn parse(body: &[u8], profile: Profile) -> Result<Parsed, RequestErro
             ),
         ));
     }
+    Ok(())
+}
+
+/// What `profile`'s server makes of the request's tools.
+fn profile_tools(profile: Profile, request: &mut CompletionRequest) -> Result<(), RequestError> {
     if profile
         .chat_shapes()
         .is_some_and(|shapes| shapes.tools_need_choice)
@@ -385,6 +430,11 @@ pub(crate) fn parse(body: &[u8], profile: Profile) -> Result<Parsed, RequestErro
             }
         }
     }
+    Ok(())
+}
+
+/// Whether the answer streams, and whether the stream reports usage.
+fn stream_options(value: &Value, profile: Profile) -> (bool, bool) {
     let stream = value
         .get("stream")
         .and_then(Value::as_bool)
@@ -397,12 +447,7 @@ pub(crate) fn parse(body: &[u8], profile: Profile) -> Result<Parsed, RequestErro
         .and_then(|o| o.get("include_usage"))
         .and_then(Value::as_bool)
         .unwrap_or(usage_default);
-    Ok(Parsed {
-        request,
-        stream,
-        include_usage,
-        reasoning_requested: true,
-    })
+    (stream, include_usage)
 }
 
 #[cfg(test)]

@@ -14,11 +14,10 @@
 //!   (v0.12+) or `model "x" not found, try pulling it first` (up to v0.11.11); a full
 //!   queue is a 503; an error after the 200 is one error line, and the stream ends.
 
+mod request;
+
 use serde_json::{Value, json};
-use umi_core::llm::{
-    CompletionRequest, CompletionResponse, FinishReason, LlmError, Message, StreamEvent,
-    TokenUsage, ToolCall,
-};
+use umi_core::llm::{CompletionResponse, FinishReason, LlmError, StreamEvent, TokenUsage};
 
 use umi_core::llm::transport::HttpRequest;
 
@@ -63,20 +62,13 @@ pub const OLLAMA_MARKS: [&str; 5] = [
     "wire.shape.ollama.bad_arguments_as_error",
 ];
 
-fn refuse(param: &str, message: impl Into<String>) -> RequestError {
-    RequestError {
-        param: Some(param.to_owned()),
-        message: message.into(),
-    }
-}
-
 impl ServerFormat for OllamaFormat {
     fn path(&self) -> &'static str {
         "/api/chat"
     }
 
     fn parse(&self, request: &HttpRequest, _profile: Profile) -> Result<Parsed, RequestError> {
-        parse(&request.body)
+        request::parse(&request.body)
     }
 
     fn responder(
@@ -101,146 +93,6 @@ impl ServerFormat for OllamaFormat {
 
 /// Parses an `/api/chat` body as Ollama does (Go's `encoding/json`: unknown fields
 /// dropped; a wrong type is a 400 naming the Go field).
-fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
-    if body.is_empty() {
-        return Err(RequestError {
-            param: None,
-            message: "missing request body".into(),
-        });
-    }
-    let value: Value = serde_json::from_slice(body).map_err(|error| RequestError {
-        param: None,
-        message: format!("invalid character in request body: {error}"),
-    })?;
-    let mut request = CompletionRequest::new(Vec::new());
-    request.model = value
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    if request.model.is_empty() {
-        return Err(refuse("model", "model is required"));
-    }
-    let messages = match value.get("messages") {
-        None | Some(Value::Null) => &Vec::new(),
-        Some(Value::Array(messages)) => messages,
-        Some(_) => {
-            return Err(refuse(
-                "messages",
-                "json: cannot unmarshal into Go struct field ChatRequest.messages of type []api.Message",
-            ));
-        }
-    };
-    let mut call_number = 0usize;
-    for (index, message) in messages.iter().enumerate() {
-        let content = match message.get("content") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(text)) => text.clone(),
-            Some(_) => {
-                return Err(refuse(
-                    &format!("messages[{index}].content"),
-                    "json: cannot unmarshal into Go struct field Message.messages.content of type string",
-                ));
-            }
-        };
-        let role = message.get("role").and_then(Value::as_str).unwrap_or("");
-        request.messages.push(match role {
-            "system" => Message::system(content),
-            "user" => Message::user(content),
-            "assistant" => {
-                let mut calls = Vec::new();
-                for call in message
-                    .get("tool_calls")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    let function = call.get("function").cloned().unwrap_or_default();
-                    let arguments = match function.get("arguments") {
-                        None | Some(Value::Null) => json!({}),
-                        Some(object @ Value::Object(_)) => object.clone(),
-                        Some(_) => {
-                            return Err(refuse(
-                                &format!("messages[{index}].tool_calls"),
-                                "json: cannot unmarshal string into Go struct field ToolCallFunction.messages.tool_calls.function.arguments of type map[string]interface {}",
-                            ));
-                        }
-                    };
-                    let id = call
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .map_or_else(|| format!("call_{call_number}"), str::to_owned);
-                    call_number += 1;
-                    calls.push(ToolCall::new(
-                        id,
-                        function.get("name").and_then(Value::as_str).unwrap_or(""),
-                        arguments,
-                    ));
-                }
-                Message::assistant_tool_calls(content, calls)
-            }
-            "tool" => Message::tool_result(
-                message
-                    .get("tool_call_id")
-                    .or_else(|| message.get("tool_name"))
-                    .and_then(Value::as_str)
-                    .unwrap_or(""),
-                content,
-                true,
-            ),
-            other => {
-                return Err(refuse(
-                    &format!("messages[{index}].role"),
-                    format!("invalid role {other:?}"),
-                ));
-            }
-        });
-    }
-    request.tools = super::parse_tools(&value).map_err(|message| refuse("tools", message))?;
-    let options = value.get("options").cloned().unwrap_or_default();
-    request.max_tokens = options
-        .get("num_predict")
-        .and_then(Value::as_u64)
-        .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-    request.temperature = options
-        .get("temperature")
-        .and_then(Value::as_f64)
-        .map(|t| t as f32);
-    request.stop = options
-        .get("stop")
-        .and_then(Value::as_array)
-        .map(|s| {
-            s.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    request.seed = options.get("seed").and_then(Value::as_u64);
-    // `"format": "json"` is JSON mode; a schema in `format` is a structured output
-    // (which implies JSON, as `output_schema` does everywhere).
-    request.json_output = value.get("format").and_then(Value::as_str) == Some("json");
-    if let Some(schema) = value.get("format").filter(|f| f.is_object()) {
-        request.output_schema = Some(umi_core::llm::OutputSchema {
-            name: "response".to_owned(),
-            schema: schema.clone(),
-            strict: true,
-        });
-    }
-    let stream = value.get("stream").and_then(Value::as_bool).unwrap_or(true);
-    if request.messages.is_empty() {
-        // An empty conversation loads the model and answers `done_reason: "load"`; a
-        // simulated model has nothing to load, so it is refused by name instead.
-        return Err(refuse("messages", "messages is required"));
-    }
-    Ok(Parsed {
-        request,
-        stream,
-        include_usage: true,
-        reasoning_requested: true,
-    })
-}
-
 struct OllamaResponder {
     version: Version,
     /// Whether the model's tool calls go through Ollama's generic parser (unparsed text
