@@ -22,13 +22,10 @@ const LIBRARY_SOURCE_DIRS: [&str; 3] = ["umi-core/src", "umi-dst/src", "umi-swee
 /// Functions still over the limit, `path::function` (the function's name after its
 /// file, `Type::method` for a method), with the lines each may have at most. Shrink it.
 const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[
-    ("umi-core/src/llm/anthropic/wire.rs::request_body", 94),
-    ("umi-core/src/llm/openai/wire.rs::request_body", 82),
     (
         "umi-core/src/llm/responses/wire.rs::EventDecoder::on_event",
         72,
     ),
-    ("umi-core/src/llm/responses/wire.rs::request_body", 81),
     ("umi-core/src/llm/wire/errors.rs::classify", 104),
     ("umi-dst/src/checkers/router.rs::check_router", 112),
     ("umi-dst/src/conformance.rs::request_strategy", 82),
@@ -46,7 +43,10 @@ const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[
     ("umi-dst/src/network/chat/stream.rs::ChatStream::end", 87),
     ("umi-dst/src/network/chat/stream.rs::ChatStream::error", 80),
     ("umi-dst/src/network/headers.rs::profile_headers", 78),
-    ("umi-dst/src/network/ollama/mod.rs::OllamaStream::event", 105),
+    (
+        "umi-dst/src/network/ollama/mod.rs::OllamaStream::event",
+        105,
+    ),
     ("umi-dst/src/network/reads.rs::cut", 92),
     (
         "umi-dst/src/network/responses/object.rs::Response::to_json",

@@ -43,9 +43,44 @@ pub fn request_body(
     max_tokens: u32,
     stream: bool,
 ) -> Value {
+    let (system, turns) = system_and_turns(&request.messages);
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("max_tokens".into(), json!(max_tokens));
+    if !system.is_empty() {
+        body.insert("system".into(), json!(system.join("\n\n")));
+    }
+    let messages: Vec<Value> = turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    body.insert("messages".into(), Value::Array(messages));
+    insert_tools(&mut body, request);
+    let stops: Vec<&String> = request.stop.iter().filter(|s| !s.is_empty()).collect();
+    if !stops.is_empty() {
+        body.insert("stop_sequences".into(), json!(stops));
+    }
+    if let Some(temperature) = request.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    if let Some(output) = &request.output_schema {
+        // Structured outputs (platform.claude.com structured-outputs: `output_config.format`).
+        body.insert(
+            "output_config".into(),
+            json!({"format": {"type": "json_schema", "schema": output.schema}}),
+        );
+    }
+    body.insert("stream".into(), json!(stream));
+    Value::Object(body)
+}
+
+/// The system prompts (sent apart) and the turns of `messages`: consecutive messages of
+/// one role joined into one turn of content blocks, tool results as `tool_result`
+/// blocks in a user turn.
+fn system_and_turns(messages: &[Message]) -> (Vec<&str>, Vec<(&'static str, Vec<Value>)>) {
     let mut system = Vec::new();
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for message in &request.messages {
+    for message in messages {
         match message {
             Message::System { content } => system.push(content.as_str()),
             Message::User { content } => {
@@ -82,53 +117,33 @@ pub fn request_body(
             }
         }
     }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    body.insert("max_tokens".into(), json!(max_tokens));
-    if !system.is_empty() {
-        body.insert("system".into(), json!(system.join("\n\n")));
+    (system, turns)
+}
+
+/// `tools` (with `input_schema`) and, when the request says anything about the choice,
+/// `tool_choice` (`any` for required; `disable_parallel_tool_use` for one call at most).
+fn insert_tools(body: &mut Map<String, Value>, request: &CompletionRequest) {
+    if request.tools.is_empty() {
+        return;
     }
-    let messages: Vec<Value> = turns
-        .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
+    let tools: Vec<Value> = request
+        .tools
+        .iter()
+        .map(|tool| json!({"name": tool.name, "description": tool.description, "input_schema": tool.parameters}))
         .collect();
-    body.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| json!({"name": tool.name, "description": tool.description, "input_schema": tool.parameters}))
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-        let mut choice = match &request.tool_choice {
-            None | Some(ToolChoice::Auto) => json!({"type": "auto"}),
-            Some(ToolChoice::None) => json!({"type": "none"}),
-            Some(ToolChoice::Required) => json!({"type": "any"}),
-            Some(ToolChoice::Tool(name)) => json!({"type": "tool", "name": name}),
-        };
-        if request.parallel_tool_calls == Some(false) && choice["type"] != "none" {
-            choice["disable_parallel_tool_use"] = json!(true);
-        }
-        if request.tool_choice.is_some() || request.parallel_tool_calls.is_some() {
-            body.insert("tool_choice".into(), choice);
-        }
+    body.insert("tools".into(), Value::Array(tools));
+    let mut choice = match &request.tool_choice {
+        None | Some(ToolChoice::Auto) => json!({"type": "auto"}),
+        Some(ToolChoice::None) => json!({"type": "none"}),
+        Some(ToolChoice::Required) => json!({"type": "any"}),
+        Some(ToolChoice::Tool(name)) => json!({"type": "tool", "name": name}),
+    };
+    if request.parallel_tool_calls == Some(false) && choice["type"] != "none" {
+        choice["disable_parallel_tool_use"] = json!(true);
     }
-    let stops: Vec<&String> = request.stop.iter().filter(|s| !s.is_empty()).collect();
-    if !stops.is_empty() {
-        body.insert("stop_sequences".into(), json!(stops));
+    if request.tool_choice.is_some() || request.parallel_tool_calls.is_some() {
+        body.insert("tool_choice".into(), choice);
     }
-    if let Some(temperature) = request.temperature {
-        body.insert("temperature".into(), json!(temperature));
-    }
-    if let Some(output) = &request.output_schema {
-        // Structured outputs (platform.claude.com structured-outputs: `output_config.format`).
-        body.insert(
-            "output_config".into(),
-            json!({"format": {"type": "json_schema", "schema": output.schema}}),
-        );
-    }
-    body.insert("stream".into(), json!(stream));
-    Value::Object(body)
 }
 
 /// A stop reason as the API spells it. `pause_turn` (a long turn paused, to be

@@ -16,8 +16,8 @@ use serde_json::{Map, Value, json};
 use crate::constants::TOOL_CALLS_PER_RESPONSE_MAX;
 use crate::llm::error::{LlmError, snippet};
 use crate::llm::event::StreamEvent;
-use crate::llm::message::{Message, ToolCall};
-use crate::llm::request::{CompletionRequest, ToolChoice};
+use crate::llm::message::{Message, ToolCall, ToolDefinition};
+use crate::llm::request::CompletionRequest;
 use crate::llm::response::{CompletionResponse, FinishReason, TokenUsage};
 use crate::llm::wire::errors::from_stream_error;
 use crate::llm::wire::reader::WireDecoder;
@@ -42,48 +42,11 @@ pub fn request_body(
     stream: bool,
     stream_usage: bool,
 ) -> Value {
-    let messages: Vec<Value> = request
-        .messages
-        .iter()
-        .map(|message| match message {
-            Message::System { content } => json!({"role": "system", "content": content}),
-            Message::User { content } => json!({"role": "user", "content": content}),
-            Message::Assistant { content, tool_calls } if tool_calls.is_empty() => json!({"role": "assistant", "content": content}),
-            Message::Assistant { content, tool_calls } => json!({
-                "role": "assistant",
-                "content": if content.is_empty() { Value::Null } else { Value::String(content.clone()) },
-                "tool_calls": tool_calls.iter().map(|call| json!({
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": crate::canonical_json::to_string(&call.arguments)},
-                })).collect::<Vec<_>>(),
-            }),
-            Message::Tool { tool_call_id, content, .. } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
-        })
-        .collect();
+    let messages: Vec<Value> = request.messages.iter().map(message_json).collect();
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}))
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-        if let Some(choice) = &request.tool_choice {
-            let choice = match choice {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Required => json!("required"),
-                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
-            };
-            body.insert("tool_choice".into(), choice);
-        }
-        if let Some(parallel) = request.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), json!(parallel));
-        }
-    }
+    crate::llm::wire::tools::insert_tools(&mut body, request, tool_json, named_tool_json);
     if let Some(max_tokens) = request.max_tokens {
         let field = match max_tokens_field {
             MaxTokensField::MaxTokens => "max_tokens",
@@ -115,6 +78,46 @@ pub fn request_body(
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     Value::Object(body)
+}
+
+/// One message as chat completions take it: tool calls with their arguments as JSON
+/// text, an assistant turn of calls only with `content: null`.
+fn message_json(message: &Message) -> Value {
+    match message {
+        Message::System { content } => json!({"role": "system", "content": content}),
+        Message::User { content } => json!({"role": "user", "content": content}),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } if tool_calls.is_empty() => json!({"role": "assistant", "content": content}),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => json!({
+            "role": "assistant",
+            "content": if content.is_empty() { Value::Null } else { Value::String(content.clone()) },
+            "tool_calls": tool_calls.iter().map(|call| json!({
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": crate::canonical_json::to_string(&call.arguments)},
+            })).collect::<Vec<_>>(),
+        }),
+        Message::Tool {
+            tool_call_id,
+            content,
+            ..
+        } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
+    }
+}
+
+/// `tools` as chat completions take them: each a `function`.
+fn tool_json(tool: &ToolDefinition) -> Value {
+    json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}})
+}
+
+/// A `tool_choice` naming one tool.
+fn named_tool_json(name: &str) -> Value {
+    json!({"type": "function", "function": {"name": name}})
 }
 
 /// A finish reason as OpenAI-compatible servers spell it. A reason this library does not

@@ -23,8 +23,8 @@ use serde_json::{Map, Value, json};
 
 use crate::llm::error::{LlmError, snippet};
 use crate::llm::event::StreamEvent;
-use crate::llm::message::{Message, ToolCall};
-use crate::llm::request::{CompletionRequest, ToolChoice};
+use crate::llm::message::{Message, ToolCall, ToolDefinition};
+use crate::llm::request::CompletionRequest;
 use crate::llm::response::{CompletionResponse, FinishReason, TokenUsage};
 use crate::llm::wire::errors::from_stream_error;
 use crate::llm::wire::reader::WireDecoder;
@@ -37,9 +37,42 @@ pub fn request_body(
     reasoning_summary: Option<&str>,
     stream: bool,
 ) -> Value {
+    let (instructions, input) = instructions_and_input(&request.messages);
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    if !instructions.is_empty() {
+        body.insert("instructions".into(), json!(instructions.join("\n\n")));
+    }
+    body.insert("input".into(), Value::Array(input));
+    crate::llm::wire::tools::insert_tools(&mut body, request, tool_json, named_tool_json);
+    if let Some(max) = request.max_tokens {
+        body.insert("max_output_tokens".into(), json!(max));
+    }
+    if let Some(temperature) = request.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    if let Some(output) = &request.output_schema {
+        body.insert(
+            "text".into(),
+            json!({"format": {"type": "json_schema", "name": output.name, "schema": output.schema, "strict": output.strict}}),
+        );
+    } else if request.json_output {
+        body.insert("text".into(), json!({"format": {"type": "json_object"}}));
+    }
+    if let Some(summary) = reasoning_summary {
+        body.insert("reasoning".into(), json!({"summary": summary}));
+    }
+    body.insert("stream".into(), json!(stream));
+    Value::Object(body)
+}
+
+/// The system prompts (sent as `instructions`) and the `input` items of `messages`: an
+/// assistant turn's text as a message and each of its calls as a `function_call`, tool
+/// results as `function_call_output`.
+fn instructions_and_input(messages: &[Message]) -> (Vec<&str>, Vec<Value>) {
     let mut instructions = Vec::new();
     let mut input = Vec::new();
-    for message in &request.messages {
+    for message in messages {
         match message {
             Message::System { content } => instructions.push(content.as_str()),
             Message::User { content } => input.push(json!({"role": "user", "content": content})),
@@ -63,53 +96,19 @@ pub fn request_body(
             ),
         }
     }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    if !instructions.is_empty() {
-        body.insert("instructions".into(), json!(instructions.join("\n\n")));
-    }
-    body.insert("input".into(), Value::Array(input));
-    if !request.tools.is_empty() {
-        // `strict` is required by the API's schema; strict mode would also require every
-        // property and no additional ones, which tools written for chat rarely satisfy.
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| json!({"type": "function", "name": tool.name, "description": tool.description, "parameters": tool.parameters, "strict": false}))
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-        if let Some(choice) = &request.tool_choice {
-            let choice = match choice {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Required => json!("required"),
-                ToolChoice::Tool(name) => json!({"type": "function", "name": name}),
-            };
-            body.insert("tool_choice".into(), choice);
-        }
-        if let Some(parallel) = request.parallel_tool_calls {
-            body.insert("parallel_tool_calls".into(), json!(parallel));
-        }
-    }
-    if let Some(max) = request.max_tokens {
-        body.insert("max_output_tokens".into(), json!(max));
-    }
-    if let Some(temperature) = request.temperature {
-        body.insert("temperature".into(), json!(temperature));
-    }
-    if let Some(output) = &request.output_schema {
-        body.insert(
-            "text".into(),
-            json!({"format": {"type": "json_schema", "name": output.name, "schema": output.schema, "strict": output.strict}}),
-        );
-    } else if request.json_output {
-        body.insert("text".into(), json!({"format": {"type": "json_object"}}));
-    }
-    if let Some(summary) = reasoning_summary {
-        body.insert("reasoning".into(), json!({"summary": summary}));
-    }
-    body.insert("stream".into(), json!(stream));
-    Value::Object(body)
+    (instructions, input)
+}
+
+/// `tools` as the Responses API takes them: flat functions. `strict` is required by the
+/// API's schema; strict mode would also require every property and no additional ones,
+/// which tools written for chat rarely satisfy.
+fn tool_json(tool: &ToolDefinition) -> Value {
+    json!({"type": "function", "name": tool.name, "description": tool.description, "parameters": tool.parameters, "strict": false})
+}
+
+/// A `tool_choice` naming one tool.
+fn named_tool_json(name: &str) -> Value {
+    json!({"type": "function", "name": name})
 }
 
 fn invalid(reason: &str, text: &str) -> LlmError {

@@ -11,3 +11,4 @@ pub mod lines;
 pub mod reader;
 pub mod sse;
 pub mod stop_filter;
+pub mod tools;
