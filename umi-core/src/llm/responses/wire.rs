@@ -321,21 +321,7 @@ impl EventDecoder {
             }
             "response.refusal.delta" => self.refused = true,
             "response.function_call_arguments.delta" => {
-                let Item::Call(index) = self.item(&value, &event.data)? else {
-                    return Err(invalid(
-                        "arguments for an item that is not a call",
-                        &event.data,
-                    ));
-                };
-                let fragment = delta();
-                if !fragment.is_empty() {
-                    out.push(StreamEvent::ToolCallDelta {
-                        index,
-                        id: None,
-                        name: None,
-                        arguments_fragment: Some(fragment),
-                    });
-                }
+                self.arguments_delta(&value, &event.data, out)?;
             }
             "response.reasoning_summary_text.delta" => {
                 if self.item(&value, &event.data)? != Item::Reasoning {
@@ -361,6 +347,28 @@ impl EventDecoder {
             }
             "error" => return Err(from_stream_error(&value)),
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// A fragment of a call's arguments, for an item that must be a call.
+    fn arguments_delta(
+        &self,
+        value: &Value,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
+        let Item::Call(index) = self.item(value, data)? else {
+            return Err(invalid("arguments for an item that is not a call", data));
+        };
+        let fragment = text_of(value.get("delta"));
+        if !fragment.is_empty() {
+            out.push(StreamEvent::ToolCallDelta {
+                index,
+                id: None,
+                name: None,
+                arguments_fragment: Some(fragment.to_owned()),
+            });
         }
         Ok(())
     }

@@ -256,6 +256,46 @@ pub fn from_stream_error(value: &Value) -> LlmError {
     classify(status, &read, &|| None, &shown)
 }
 
+/// What an error envelope says, lowercased for matching: its code, its type, its
+/// message.
+struct Said {
+    code: String,
+    kind: String,
+    lower: String,
+}
+
+impl Said {
+    fn of(read: &Envelope) -> Self {
+        Self {
+            code: read.code.to_lowercase(),
+            kind: read.kind.to_lowercase(),
+            lower: read.message.to_lowercase(),
+        }
+    }
+
+    /// Whether the code or the type contains `needle`.
+    fn has(&self, needle: &str) -> bool {
+        self.code.contains(needle) || self.kind.contains(needle)
+    }
+
+    /// Whether the error says the model (or deployment) asked for does not exist.
+    fn model_missing(&self, status: Option<u16>) -> bool {
+        let lower = &self.lower;
+        let names_model = lower.contains("model")
+            && (lower.contains("not found") || lower.contains("does not exist"));
+        // OpenRouter: 404 "No endpoints found for <model>." (chatboxai/chatbox #2743); Azure:
+        // a deployment (its name for a model) that does not exist.
+        let no_endpoint = status == Some(404) && lower.starts_with("no endpoints found");
+        // Anthropic: `not_found_error` with the message `model: <id>`.
+        let anthropic_model = self.has("not_found") && lower.starts_with("model:");
+        self.has("model_not_found")
+            || self.has("deploymentnotfound")
+            || no_endpoint
+            || anthropic_model
+            || (names_model && matches!(status, Some(400 | 404) | None))
+    }
+}
+
 /// The classification of the module docs.
 fn classify(
     status: Option<u16>,
@@ -263,9 +303,7 @@ fn classify(
     retry_after: &dyn Fn() -> Option<u64>,
     body: &str,
 ) -> LlmError {
-    let code = read.code.to_lowercase();
-    let kind = read.kind.to_lowercase();
-    let lower = read.message.to_lowercase();
+    let said = Said::of(read);
     let message = if read.message.is_empty() {
         status.map_or_else(
             || "an error with no message".to_owned(),
@@ -274,16 +312,18 @@ fn classify(
     } else {
         read.message.clone()
     };
-    let has = |needle: &str| code.contains(needle) || kind.contains(needle);
-    if has("insufficient_quota") || status == Some(402) || lower.contains("insufficient balance") {
+    if said.has("insufficient_quota")
+        || status == Some(402)
+        || said.lower.contains("insufficient balance")
+    {
         return LlmError::Auth {
             status: status.unwrap_or(402),
             message,
         };
     }
     // GLM's rate-limit codes: 1302 (concurrency), 1303 (frequency), 1305 (overloaded).
-    let glm_rate = matches!(code.as_str(), "1302" | "1303" | "1305");
-    if status == Some(429) || has("rate_limit") || glm_rate {
+    let glm_rate = matches!(said.code.as_str(), "1302" | "1303" | "1305");
+    if status == Some(429) || said.has("rate_limit") || glm_rate {
         return LlmError::RateLimit {
             retry_after_ms: retry_after(),
         };
@@ -298,37 +338,37 @@ fn classify(
         };
     }
     if matches!(status, Some(401 | 403))
-        || has("authentication")
-        || has("permission")
-        || has("invalid_api_key")
+        || said.has("authentication")
+        || said.has("permission")
+        || said.has("invalid_api_key")
     {
         return LlmError::Auth {
             status: status.unwrap_or(401),
             message,
         };
     }
-    let names_model = lower.contains("model")
-        && (lower.contains("not found") || lower.contains("does not exist"));
-    // OpenRouter: 404 "No endpoints found for <model>." (chatboxai/chatbox #2743); Azure:
-    // a deployment (its name for a model) that does not exist.
-    let no_endpoint = status == Some(404) && lower.starts_with("no endpoints found");
-    // Anthropic: `not_found_error` with the message `model: <id>`.
-    let anthropic_model = has("not_found") && lower.starts_with("model:");
-    if has("model_not_found")
-        || has("deploymentnotfound")
-        || no_endpoint
-        || anthropic_model
-        || (names_model && matches!(status, Some(400 | 404) | None))
-    {
+    if said.model_missing(status) {
         return LlmError::ModelNotFound { status, message };
     }
-    if matches!(status, Some(408 | 504)) || has("timeout") {
+    if matches!(status, Some(408 | 504)) || said.has("timeout") {
         return LlmError::ServerTimeout { status, message };
     }
     // TGI: a failure while generating (HTTP 424) or an overloaded server is the server's.
-    if has("generation") || has("overloaded") {
+    if said.has("generation") || said.has("overloaded") {
         return LlmError::ServiceUnavailable { status, message };
     }
+    by_status(status, read, &said, body, message)
+}
+
+/// An error nothing more specific named: a server fault (5xx, or mid-answer), or the
+/// request's fault (4xx, or an `invalid_request` type).
+fn by_status(
+    status: Option<u16>,
+    read: &Envelope,
+    said: &Said,
+    body: &str,
+    message: String,
+) -> LlmError {
     match status {
         Some(500..=599) => LlmError::ServiceUnavailable { status, message },
         Some(status) if !read.is_json && !body.trim().is_empty() => LlmError::BadRequest {
@@ -344,8 +384,8 @@ fn classify(
         },
         // DeepSeek puts `invalid_request_error` in `code` whatever the error: the type,
         // when there is one, says what it is.
-        None if kind.contains("invalid_request")
-            || (kind.is_empty() && code.contains("invalid_request")) =>
+        None if said.kind.contains("invalid_request")
+            || (said.kind.is_empty() && said.code.contains("invalid_request")) =>
         {
             LlmError::BadRequest {
                 status: None,
