@@ -60,11 +60,7 @@ pub fn check_router(
     retry: &RetryPolicy,
     windows: &BTreeMap<String, u32>,
 ) -> Result<(), Violation> {
-    let mut attempts: BTreeMap<(u64, String), u32> = BTreeMap::new();
-    let mut last_failure: BTreeMap<(u64, String), (Duration, LlmError)> = BTreeMap::new();
-    let mut overflow_window: BTreeMap<u64, u32> = BTreeMap::new();
-    let mut open_until: BTreeMap<String, Duration> = BTreeMap::new();
-    let mut succeeded: BTreeMap<u64, String> = BTreeMap::new();
+    let mut seen = Seen::default();
     // The provider whose circuit the previous event opened (the router emits the failure,
     // the opening and any backoff with no await between them).
     let mut just_opened: Option<&str> = None;
@@ -75,83 +71,31 @@ pub fn check_router(
                 call,
                 model,
                 attempt,
-            } => {
-                let key = (*call, model.clone());
-                let count = attempts.entry(key.clone()).or_insert(0);
-                *count += 1;
-                if *count > retry.max_retries + 1 {
-                    return Err(Violation::new(format!(
-                        "call {call}: {count} attempts on {model}, over 1 + max_retries ({})",
-                        retry.max_retries
-                    )));
-                }
-                if let Some(winner) = succeeded.get(call) {
-                    return Err(Violation::new(format!(
-                        "call {call}: attempt on {model} after {winner} already answered"
-                    )));
-                }
-                if let Some(until) = open_until.get(ModelId::provider_of(model))
-                    && at < until
-                {
-                    return Err(Violation::new(format!(
-                        "call {call}: attempt on {model} at {at:?} while its provider cools down until {until:?}"
-                    )));
-                }
-                if let Some(window) = overflow_window.get(call) {
-                    let this = windows.get(model).copied().unwrap_or(0);
-                    if this <= *window {
-                        return Err(Violation::new(format!(
-                            "call {call}: after a context overflow in a window of {window}, tried {model} with {this}"
-                        )));
-                    }
-                }
-                if let Some((failed_at, error)) = last_failure.get(&key) {
-                    if !error.is_retryable() {
-                        return Err(Violation::new(format!(
-                            "call {call}: retried {model} after a non-retryable {}",
-                            error.kind()
-                        )));
-                    }
-                    let gap_ms = (*at - *failed_at).as_millis() as u64;
-                    let floor_ms = retry.backoff_floor_ms(attempt - 1);
-                    if gap_ms < floor_ms {
-                        return Err(Violation::new(format!(
-                            "call {call}: retry #{attempt} of {model} after {gap_ms} ms, under the backoff floor of {floor_ms} ms"
-                        )));
-                    }
-                    if let Some(asked) = error
-                        .retry_after_ms()
-                        .filter(|asked| *asked <= retry.retry_after_max_ms)
-                        && gap_ms < asked
-                    {
-                        return Err(Violation::new(format!(
-                            "call {call}: retry #{attempt} of {model} after {gap_ms} ms, but Retry-After asked {asked} ms"
-                        )));
-                    }
-                }
-            }
+            } => seen.attempt(*at, *call, model, *attempt, retry, windows)?,
             RouterEvent::Failed {
                 call, model, error, ..
             } => {
-                last_failure.insert((*call, model.clone()), (*at, error.clone()));
+                seen.last_failure
+                    .insert((*call, model.clone()), (*at, error.clone()));
                 if error.needs_larger_context() {
                     let window = windows.get(model).copied().unwrap_or(0);
-                    let entry = overflow_window.entry(*call).or_insert(window);
+                    let entry = seen.overflow_window.entry(*call).or_insert(window);
                     *entry = (*entry).max(window);
                 }
             }
             RouterEvent::Succeeded { call, model, .. } => {
-                if let Some(previous) = succeeded.insert(*call, model.clone()) {
+                if let Some(previous) = seen.succeeded.insert(*call, model.clone()) {
                     return Err(Violation::new(format!(
                         "call {call}: answered twice, by {previous} and {model}"
                     )));
                 }
                 // An answer (even from an attempt begun before the circuit opened) shows
                 // the provider is up: the breaker closes its circuit.
-                open_until.remove(ModelId::provider_of(model));
+                seen.open_until.remove(ModelId::provider_of(model));
             }
             RouterEvent::CircuitOpened { provider, until_ms } => {
-                open_until.insert(provider.clone(), Duration::from_millis(*until_ms));
+                seen.open_until
+                    .insert(provider.clone(), Duration::from_millis(*until_ms));
                 just_opened = Some(provider);
             }
             RouterEvent::Backoff { call, model, .. } => {
@@ -163,6 +107,103 @@ pub fn check_router(
             }
             RouterEvent::Fallback { .. } | RouterEvent::Skipped { .. } => {}
         }
+    }
+    Ok(())
+}
+
+/// What the router checker has seen so far, per call, model and provider.
+#[derive(Default)]
+struct Seen {
+    attempts: BTreeMap<(u64, String), u32>,
+    last_failure: BTreeMap<(u64, String), (Duration, LlmError)>,
+    overflow_window: BTreeMap<u64, u32>,
+    open_until: BTreeMap<String, Duration>,
+    succeeded: BTreeMap<u64, String>,
+}
+
+impl Seen {
+    /// Attempt `attempt` of `call` on `model` at `at`: within the attempt limit, before
+    /// any answer, outside a cool-down, in a larger window after an overflow, and (for a
+    /// retry) after a retryable failure and its wait.
+    fn attempt(
+        &mut self,
+        at: Duration,
+        call: u64,
+        model: &str,
+        attempt: u32,
+        retry: &RetryPolicy,
+        windows: &BTreeMap<String, u32>,
+    ) -> Result<(), Violation> {
+        let key = (call, model.to_owned());
+        let count = self.attempts.entry(key.clone()).or_insert(0);
+        *count += 1;
+        if *count > retry.max_retries + 1 {
+            return Err(Violation::new(format!(
+                "call {call}: {count} attempts on {model}, over 1 + max_retries ({})",
+                retry.max_retries
+            )));
+        }
+        if let Some(winner) = self.succeeded.get(&call) {
+            return Err(Violation::new(format!(
+                "call {call}: attempt on {model} after {winner} already answered"
+            )));
+        }
+        if let Some(until) = self.open_until.get(ModelId::provider_of(model))
+            && at < *until
+        {
+            return Err(Violation::new(format!(
+                "call {call}: attempt on {model} at {at:?} while its provider cools down until {until:?}"
+            )));
+        }
+        if let Some(window) = self.overflow_window.get(&call) {
+            let this = windows.get(model).copied().unwrap_or(0);
+            if this <= *window {
+                return Err(Violation::new(format!(
+                    "call {call}: after a context overflow in a window of {window}, tried {model} with {this}"
+                )));
+            }
+        }
+        match self.last_failure.get(&key) {
+            Some((failed_at, error)) => {
+                retry_wait(call, model, attempt, at - *failed_at, error, retry)
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// Retry `attempt` of `call` on `model`, `gap` after the failure it retries: only after a
+/// retryable error, and no sooner than the backoff floor and the Retry-After asked
+/// (when that is within the cap).
+fn retry_wait(
+    call: u64,
+    model: &str,
+    attempt: u32,
+    gap: Duration,
+    error: &LlmError,
+    retry: &RetryPolicy,
+) -> Result<(), Violation> {
+    if !error.is_retryable() {
+        return Err(Violation::new(format!(
+            "call {call}: retried {model} after a non-retryable {}",
+            error.kind()
+        )));
+    }
+    let gap_ms = gap.as_millis() as u64;
+    let floor_ms = retry.backoff_floor_ms(attempt - 1);
+    if gap_ms < floor_ms {
+        return Err(Violation::new(format!(
+            "call {call}: retry #{attempt} of {model} after {gap_ms} ms, under the backoff floor of {floor_ms} ms"
+        )));
+    }
+    if let Some(asked) = error
+        .retry_after_ms()
+        .filter(|asked| *asked <= retry.retry_after_max_ms)
+        && gap_ms < asked
+    {
+        return Err(Violation::new(format!(
+            "call {call}: retry #{attempt} of {model} after {gap_ms} ms, but Retry-After asked {asked} ms"
+        )));
     }
     Ok(())
 }

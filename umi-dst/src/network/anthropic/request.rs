@@ -32,16 +32,7 @@ pub(crate) const TOO_LARGE: &str = "Request exceeds the maximum size";
 
 /// Reads `http` as the Messages API does.
 pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
-    if http.body.len() > REQUEST_BYTES_MAX {
-        return Err(refuse(None, TOO_LARGE));
-    }
-    // Farama-Foundation/ChatArena #124.
-    if http.header("anthropic-version").is_none() {
-        return Err(refuse(None, "anthropic-version: header is required"));
-    }
-    // anthropics/claude-code #77525: the parser's own words after this prefix.
-    let value: Value = serde_json::from_slice(&http.body)
-        .map_err(|error| refuse(None, format!("The request body is not valid JSON: {error}")))?;
+    let value = body_value(http)?;
     let Some(body) = value.as_object() else {
         return Err(refuse(
             None,
@@ -75,6 +66,33 @@ pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
     }
     request.tools = tools(body)?;
     (request.tool_choice, request.parallel_tool_calls) = tool_choice(body);
+    apply_sampling(body, &mut request);
+    let reasoning_requested = thinking(body, max_tokens)?;
+    Ok(Parsed {
+        request,
+        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        include_usage: true,
+        reasoning_requested,
+    })
+}
+
+/// The body as JSON, after the checks that come before it: its size (413) and the
+/// `anthropic-version` header.
+fn body_value(http: &HttpRequest) -> Result<Value, RequestError> {
+    if http.body.len() > REQUEST_BYTES_MAX {
+        return Err(refuse(None, TOO_LARGE));
+    }
+    // Farama-Foundation/ChatArena #124.
+    if http.header("anthropic-version").is_none() {
+        return Err(refuse(None, "anthropic-version: header is required"));
+    }
+    // anthropics/claude-code #77525: the parser's own words after this prefix.
+    serde_json::from_slice(&http.body)
+        .map_err(|error| refuse(None, format!("The request body is not valid JSON: {error}")))
+}
+
+/// `stop_sequences`, `temperature`, and a structured output's schema.
+fn apply_sampling(body: &Map<String, Value>, request: &mut CompletionRequest) {
     request.stop = body
         .get("stop_sequences")
         .and_then(Value::as_array)
@@ -106,13 +124,6 @@ pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
             strict: true,
         });
     }
-    let reasoning_requested = thinking(body, max_tokens)?;
-    Ok(Parsed {
-        request,
-        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
-        include_usage: true,
-        reasoning_requested,
-    })
 }
 
 /// A `system` or `content` value: a string, or text blocks joined.

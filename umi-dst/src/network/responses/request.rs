@@ -87,28 +87,8 @@ pub(crate) fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
     {
         request.messages.push(Message::system(instructions));
     }
-    match body.get("input") {
-        Some(Value::String(text)) => request.messages.push(Message::user(text.as_str())),
-        Some(Value::Array(items)) => {
-            for (index, item) in items.iter().enumerate() {
-                push_item(&mut request.messages, index, item)?;
-            }
-        }
-        _ => return Err(refuse("input", "Missing required parameter: 'input'.")),
-    }
-    if let Some(max) = body.get("max_output_tokens").and_then(Value::as_u64) {
-        // The captured form for a number below its minimum (PY
-        // `test_openai_responses_model_http_error.yaml`: `decimal below minimum value`).
-        if max < MAX_OUTPUT_TOKENS_MIN {
-            return Err(refuse(
-                "max_output_tokens",
-                format!(
-                    "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= {MAX_OUTPUT_TOKENS_MIN}, but got {max} instead."
-                ),
-            ));
-        }
-        request.max_tokens = Some(u32::try_from(max).unwrap_or(u32::MAX));
-    }
+    push_input(body, &mut request.messages)?;
+    request.max_tokens = max_output_tokens(body)?;
     request.tools = tools(body)?;
     request.tool_choice = tool_choice(body);
     request.parallel_tool_calls = body.get("parallel_tool_calls").and_then(Value::as_bool);
@@ -116,6 +96,53 @@ pub(crate) fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
         .get("temperature")
         .and_then(Value::as_f64)
         .map(|t| t as f32);
+    apply_text_format(body, &mut request);
+    let reasoning_requested = body
+        .get("reasoning")
+        .and_then(|r| r.get("summary"))
+        .is_some_and(|s| !s.is_null());
+    Ok(Parsed {
+        request,
+        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        include_usage: true,
+        reasoning_requested,
+    })
+}
+
+/// `input`: a string (one user message) or an array of items.
+fn push_input(body: &Map<String, Value>, messages: &mut Vec<Message>) -> Result<(), RequestError> {
+    match body.get("input") {
+        Some(Value::String(text)) => messages.push(Message::user(text.as_str())),
+        Some(Value::Array(items)) => {
+            for (index, item) in items.iter().enumerate() {
+                push_item(messages, index, item)?;
+            }
+        }
+        _ => return Err(refuse("input", "Missing required parameter: 'input'.")),
+    }
+    Ok(())
+}
+
+/// `max_output_tokens`, at least [`MAX_OUTPUT_TOKENS_MIN`] when given.
+fn max_output_tokens(body: &Map<String, Value>) -> Result<Option<u32>, RequestError> {
+    let Some(max) = body.get("max_output_tokens").and_then(Value::as_u64) else {
+        return Ok(None);
+    };
+    // The captured form for a number below its minimum (PY
+    // `test_openai_responses_model_http_error.yaml`: `decimal below minimum value`).
+    if max < MAX_OUTPUT_TOKENS_MIN {
+        return Err(refuse(
+            "max_output_tokens",
+            format!(
+                "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= {MAX_OUTPUT_TOKENS_MIN}, but got {max} instead."
+            ),
+        ));
+    }
+    Ok(Some(u32::try_from(max).unwrap_or(u32::MAX)))
+}
+
+/// `text.format`: a JSON schema (structured output) or a JSON object.
+fn apply_text_format(body: &Map<String, Value>, request: &mut CompletionRequest) {
     let format_type = body
         .get("text")
         .and_then(|text| text.pointer("/format/type"))
@@ -139,16 +166,6 @@ pub(crate) fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
         Some("json_object") => request.json_output = true,
         _ => {}
     }
-    let reasoning_requested = body
-        .get("reasoning")
-        .and_then(|r| r.get("summary"))
-        .is_some_and(|s| !s.is_null());
-    Ok(Parsed {
-        request,
-        stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
-        include_usage: true,
-        reasoning_requested,
-    })
 }
 
 /// A message's content: a string, or `input_text`/`output_text` parts joined.
