@@ -47,8 +47,6 @@ const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[
     ),
     ("umi-dst/src/serve/answer.rs::answer", 89),
     ("umi-dst/src/serve/http.rs::play", 91),
-    ("umi-dst/src/simulation/execute.rs::run_seed", 85),
-    ("umi-dst/src/simulation/mod.rs::Simulation::try_run", 96),
 ];
 
 /// Files the walk may visit at most (a guard against a symlink loop).

@@ -103,6 +103,29 @@ where
             inner: Box::pin(bounded),
         })
     }));
+    let failure = failure_of(outcome, &env, config);
+    let foreign = notes.finish();
+    let run = seed_run(config, &env, foreign, failure);
+    drop(env);
+    drop(entered);
+    // Tasks the body left behind are dropped with the runtime; a destructor that panics
+    // must not take the harness down.
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(runtime)));
+    run
+}
+
+/// How a seed's body ended, as the runner saw it: a panic (`Err`), the step guard
+/// tripping (`Ok(Err(()))`), simulated time running out, or the body's own result.
+type BodyOutcome =
+    std::thread::Result<Result<Result<Result<(), Violation>, umi_core::env::Elapsed>, ()>>;
+
+/// The failure a body's `outcome` is, if any: a violation (correctness), a panic
+/// (crash), or a run past its simulated time or steps (liveness).
+fn failure_of(
+    outcome: BodyOutcome,
+    env: &SimEnvironment,
+    config: &SimConfig,
+) -> Option<(FailureClass, String)> {
     let failure = match outcome {
         Ok(Ok(Ok(Ok(())))) => None,
         Ok(Ok(Ok(Err(violation)))) => Some((FailureClass::Correctness, violation.to_string())),
@@ -112,7 +135,7 @@ where
             format!(
                 "still running after {:.3}s of simulated time (sim_time_max); \
                  a deadlock or an unbounded wait",
-                sim_time_max.as_secs_f64()
+                config.sim_time_max.as_secs_f64()
             ),
         )),
         Err(_) if env.step_limit_hit() => Some(step_failure(config)),
@@ -121,13 +144,20 @@ where
             format!("panicked: {}", panic_message(&*payload)),
         )),
     };
-    let failure = match failure {
+    match failure {
         None if env.step_limit_hit() => Some(step_failure(config)),
         other => other,
-    };
+    }
+}
 
-    let foreign = notes.finish();
-    let run = SeedRun {
+/// What the run of `config.seed` in `env` leaves for the runner and the reports.
+fn seed_run(
+    config: &SimConfig,
+    env: &SimEnvironment,
+    foreign: Vec<&'static crate::foreign::ForeignClient>,
+    failure: Option<(FailureClass, String)>,
+) -> SeedRun {
+    SeedRun {
         seed: config.seed,
         foreign,
         failure,
@@ -152,13 +182,7 @@ where
             .into_iter()
             .map(|(mark, count)| (mark.to_owned(), count))
             .collect(),
-    };
-    drop(env);
-    drop(entered);
-    // Tasks the body left behind are dropped with the runtime; a destructor that panics
-    // must not take the harness down.
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(runtime)));
-    run
+    }
 }
 
 fn step_failure(config: &SimConfig) -> (FailureClass, String) {

@@ -349,30 +349,7 @@ impl Simulation {
                 let command = replay.command(seed, FailureClass::Liveness);
                 watchdog.watch(limit, hang_report(&format!("seed {seed}"), limit, &command))
             });
-            let mut config = self.config_for(seed);
-            if let Some((_, entry)) = kept {
-                config = entry.meaning.apply(config);
-            }
-            // A seed kept for nondeterminism only shows it when run twice.
-            let check_determinism = self.settings.check_determinism
-                || kept
-                    .is_some_and(|(_, e)| e.meaning.expect == Some(FailureClass::Nondeterminism));
-            config.trace_full |= check_determinism || self.settings.print_trace;
-            let first = execute::run_seed(&config, &body, &self.settings.log);
-            if let Some((class, message)) = &first.failure {
-                return Err(RunError::Failed(self.report(
-                    &first,
-                    *class,
-                    message.clone(),
-                    None,
-                )));
-            }
-            if check_determinism {
-                let second = execute::run_seed(&config, &body, &self.settings.log);
-                if let Some(report) = self.compare(&first, &second) {
-                    return Err(RunError::Failed(report));
-                }
-            }
+            let first = self.run_checked(seed, kept.map(|(_, entry)| entry), &body)?;
             self.print_run(&first);
             if let Some((path, entry)) = kept
                 && !entry.meaning.still_reached_by(&first.fault_stats)
@@ -400,7 +377,48 @@ impl Simulation {
         if !stale.is_empty() {
             return Err(RunError::Stale(StaleSeeds { seeds: stale }));
         }
-        let rules = unreached_rules(&self.template.faults, &reach);
+        self.check_reach(summary, &reach)
+    }
+
+    /// Seed `seed` (kept in a corpus as `kept`, whose meaning adjusts its config), run
+    /// and, when the settings or the kept seed ask for it, run again and compared: the
+    /// first run, or the failure report.
+    fn run_checked<F, Fut>(
+        &self,
+        seed: u64,
+        kept: Option<&CorpusEntry>,
+        body: &F,
+    ) -> Result<SeedRun, RunError>
+    where
+        F: Fn(crate::SimEnvironment) -> Fut,
+        Fut: Future<Output = Result<(), Violation>>,
+    {
+        let mut config = self.config_for(seed);
+        if let Some(entry) = kept {
+            config = entry.meaning.apply(config);
+        }
+        // A seed kept for nondeterminism only shows it when run twice.
+        let check_determinism = self.settings.check_determinism
+            || kept.is_some_and(|e| e.meaning.expect == Some(FailureClass::Nondeterminism));
+        config.trace_full |= check_determinism || self.settings.print_trace;
+        let first = execute::run_seed(&config, body, &self.settings.log);
+        if let Some((class, message)) = &first.failure {
+            let report = self.report(&first, *class, message.clone(), None);
+            return Err(RunError::Failed(report));
+        }
+        if check_determinism {
+            let second = execute::run_seed(&config, body, &self.settings.log);
+            if let Some(report) = self.compare(&first, &second) {
+                return Err(RunError::Failed(report));
+            }
+        }
+        Ok(first)
+    }
+
+    /// The summary, unless a fault rule was reached by no seed of a range (`reach`: the
+    /// injections per rule over all seeds); for one seed that is a warning only.
+    fn check_reach(&self, summary: RunSummary, reach: &[u64]) -> Result<RunSummary, RunError> {
+        let rules = unreached_rules(&self.template.faults, reach);
         if rules.is_empty() {
             return Ok(summary);
         }
