@@ -45,8 +45,6 @@ const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[
         "umi-dst/src/network/responses/object.rs::Response::to_json",
         76,
     ),
-    ("umi-dst/src/serve/answer.rs::answer", 89),
-    ("umi-dst/src/serve/http.rs::play", 91),
 ];
 
 /// Files the walk may visit at most (a guard against a symlink loop).

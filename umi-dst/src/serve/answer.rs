@@ -131,16 +131,7 @@ pub(crate) fn answer(
     request: &HttpRequest,
 ) -> Recorded {
     let recorded: Arc<Mutex<Option<Recorded>>> = Arc::new(Mutex::new(None));
-    let mut simulation =
-        Simulation::new(SimConfig::new(run_seed)).with_faults(config.faults.iter().cloned());
-    if config.swarm {
-        simulation = simulation.with_swarm();
-    }
-    let simulation = simulation.with_config(|mut c| {
-        c.trace_full = true;
-        c.sim_time_max = Duration::from_millis(STALL_MS * 4);
-        c
-    });
+    let simulation = simulation_for(config, run_seed);
     // The served model: the one asked for when it is served, else the first (whose
     // server then answers "model not found" in its own words).
     let asked = requested_model(&request.body);
@@ -158,18 +149,7 @@ pub(crate) fn answer(
         let (base, model) = (base.clone(), model.clone());
         let api_key = config.api_key.clone();
         async move {
-            let llm_config = SimLlmConfig::default().with_model(ModelRef::new(
-                endpoint.profile.name(),
-                &model,
-                CONTEXT_WINDOW_TOKENS,
-                OUTPUT_TOKENS_MAX,
-            ));
-            let llm_config = if endpoint.profile.streams_reasoning() {
-                llm_config.with_reasoning()
-            } else {
-                llm_config
-            };
-            let llm = Arc::new(SimLlm::with_config(&sim, llm_config)?);
+            let llm = Arc::new(SimLlm::with_config(&sim, served_llm(endpoint, &model))?);
             let mut served = Endpoint::openai(&base, llm).with_profile(endpoint.profile);
             if let Some(key) = &api_key {
                 served = served.with_api_key(key.expose());
@@ -184,22 +164,7 @@ pub(crate) fn answer(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .take()
-        .unwrap_or_else(|| Recorded {
-            // The run failed before it answered (a bug in the simulator): a 500 that
-            // says so, never a hang.
-            status: Some(500),
-            headers: vec![("content-type".into(), "text/plain".into())],
-            pieces: vec![(
-                Duration::ZERO,
-                format!("umi: the simulation failed: {:?}", run.failure).into_bytes(),
-            )],
-            end: End::Complete,
-            end_at: Duration::ZERO,
-            run_seed,
-            faults: Vec::new(),
-            trace: Vec::new(),
-            trace_hash: run.trace_hash,
-        });
+        .unwrap_or_else(|| failed_run(&format!("{:?}", run.failure), run.trace_hash));
     record.run_seed = run_seed;
     record.faults = run
         .injections
@@ -209,6 +174,58 @@ pub(crate) fn answer(
     record.trace = run.full_trace.unwrap_or_default();
     record.trace_hash = run.trace_hash;
     record
+}
+
+/// The simulation of one request: seed `run_seed`, the session's faults (switched by
+/// the seed in swarm mode), the whole trace kept, and simulated time bounded well past a
+/// stall.
+fn simulation_for(config: &ServeConfig, run_seed: u64) -> Simulation {
+    let mut simulation =
+        Simulation::new(SimConfig::new(run_seed)).with_faults(config.faults.iter().cloned());
+    if config.swarm {
+        simulation = simulation.with_swarm();
+    }
+    simulation.with_config(|mut c| {
+        c.trace_full = true;
+        c.sim_time_max = Duration::from_millis(STALL_MS * 4);
+        c
+    })
+}
+
+/// The SimLLM that serves `model` at `endpoint` (reasoning on for a profile that
+/// streams it).
+fn served_llm(endpoint: &EndpointSpec, model: &str) -> SimLlmConfig {
+    let llm_config = SimLlmConfig::default().with_model(ModelRef::new(
+        endpoint.profile.name(),
+        model,
+        CONTEXT_WINDOW_TOKENS,
+        OUTPUT_TOKENS_MAX,
+    ));
+    if endpoint.profile.streams_reasoning() {
+        llm_config.with_reasoning()
+    } else {
+        llm_config
+    }
+}
+
+/// The record of a run that failed before it answered (a bug in the simulator): a 500
+/// that says so (`failure`), never a hang. The caller fills in the seed, the faults and
+/// the trace.
+fn failed_run(failure: &str, trace_hash: TraceHash) -> Recorded {
+    Recorded {
+        status: Some(500),
+        headers: vec![("content-type".into(), "text/plain".into())],
+        pieces: vec![(
+            Duration::ZERO,
+            format!("umi: the simulation failed: {failure}").into_bytes(),
+        )],
+        end: End::Complete,
+        end_at: Duration::ZERO,
+        run_seed: 0,
+        faults: Vec::new(),
+        trace: Vec::new(),
+        trace_hash,
+    }
 }
 
 /// Sends `request` through `network` and records what comes back, in simulated time.

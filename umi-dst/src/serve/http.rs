@@ -356,7 +356,7 @@ async fn play(
     seed: u64,
     hash: &[u8; 32],
     occurrence: u64,
-    recorded: Recorded,
+    mut recorded: Recorded,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Result<Response<Body>, io::Error> {
     let scale = config.time_scale;
@@ -369,32 +369,34 @@ async fn play(
             "closed by the simulated server",
         ));
     };
-    let mut headers: Vec<(String, String)> = recorded
-        .headers
-        .into_iter()
-        .filter(|(n, _)| {
-            !n.eq_ignore_ascii_case("content-length")
-                && !n.eq_ignore_ascii_case("transfer-encoding")
-        })
-        .collect();
-    scale_retry_headers(&mut headers, scale);
-    headers.push(("x-umi-seed".into(), seed.to_string()));
-    headers.push(("x-umi-request-hash".into(), hex(hash)));
-    headers.push(("x-umi-occurrence".into(), occurrence.to_string()));
-    headers.push(("x-umi-run-seed".into(), recorded.run_seed.to_string()));
-    let faults = if recorded.faults.is_empty() {
-        "none".to_owned()
-    } else {
-        recorded.faults.join(",")
-    };
-    headers.push(("x-umi-faults".into(), faults));
+    let headers = played_headers(&mut recorded, seed, hash, occurrence, scale);
     let first_at = recorded
         .pieces
         .first()
         .map_or(recorded.end_at, |(at, _)| *at);
     wait(scaled(first_at, scale)).await;
-    let (end, end_at) = (recorded.end, recorded.end_at);
     let pieces = coalesce(recorded.pieces, scale);
+    let body = played_body(
+        pieces,
+        first_at,
+        (recorded.end, recorded.end_at),
+        scale,
+        permit,
+    );
+    Ok(respond(status, headers, body))
+}
+
+/// The body of a played response: each piece at its time after the first (`first_at`),
+/// scaled; then the end as recorded (`ending`: how and when): complete, a reset, or a
+/// stall that times out. The permit is held until the body ends.
+fn played_body(
+    pieces: Vec<(Duration, Vec<u8>)>,
+    first_at: Duration,
+    ending: (End, Duration),
+    scale: f64,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> Body {
+    let (end, end_at) = ending;
     let stream = futures::stream::unfold(
         (pieces.into_iter(), first_at, false, Some(permit)),
         move |(mut pieces, last, finished, mut permit)| async move {
@@ -433,11 +435,38 @@ async fn play(
             }
         },
     );
-    Ok(respond(
-        status,
-        headers,
-        BodyExt::boxed_unsync(StreamBody::new(stream.boxed())),
-    ))
+    BodyExt::boxed_unsync(StreamBody::new(stream.boxed()))
+}
+
+/// The recorded response's headers as played: framing headers left to hyper, waits in
+/// retry headers scaled to real time, and the `x-umi-*` headers that name the seed, the
+/// request, its occurrence, the run's seed and its faults.
+fn played_headers(
+    recorded: &mut Recorded,
+    seed: u64,
+    hash: &[u8; 32],
+    occurrence: u64,
+    scale: f64,
+) -> Vec<(String, String)> {
+    let mut headers: Vec<(String, String)> = std::mem::take(&mut recorded.headers)
+        .into_iter()
+        .filter(|(n, _)| {
+            !n.eq_ignore_ascii_case("content-length")
+                && !n.eq_ignore_ascii_case("transfer-encoding")
+        })
+        .collect();
+    scale_retry_headers(&mut headers, scale);
+    headers.push(("x-umi-seed".into(), seed.to_string()));
+    headers.push(("x-umi-request-hash".into(), hex(hash)));
+    headers.push(("x-umi-occurrence".into(), occurrence.to_string()));
+    headers.push(("x-umi-run-seed".into(), recorded.run_seed.to_string()));
+    let faults = if recorded.faults.is_empty() {
+        "none".to_owned()
+    } else {
+        recorded.faults.join(",")
+    };
+    headers.push(("x-umi-faults".into(), faults));
+    headers
 }
 
 #[cfg(test)]
