@@ -206,20 +206,14 @@ where
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
         let model_ref = model.model_ref();
-        if model_ref.context_window_tokens == 0 || model_ref.max_output_tokens > model_ref.context_window_tokens {
-            return Err(format!("model_ref limits are inconsistent: {model_ref:?}"));
-        }
+        check_limits(model_ref)?;
         let clock = env.clock();
         let started = clock
             .timeout(CALL_TIME_MAX, model.stream(request))
             .await
             .map_err(|_| "stream() did not return within an hour of simulated time".to_owned())?;
         if expect == Expect::Refusal {
-            return match started {
-                Err(LlmError::InvalidPrompt { .. }) => Ok(()),
-                Err(other) => Err(format!("refused with {other:?}, expected InvalidPrompt")),
-                Ok(_) => Err("stream() accepted it; expected Err(InvalidPrompt)".to_owned()),
-            };
+            return refused_as_invalid(started.err());
         }
         let mut stream = match started {
             Ok(stream) => stream,
@@ -228,28 +222,7 @@ where
             }
             Err(_) => return Ok(()),
         };
-        let drained = clock
-            .timeout(CALL_TIME_MAX, async {
-                let mut items = Vec::new();
-                let mut ended = false;
-                while let Some(item) = stream.next().await {
-                    items.push(item);
-                    if items.len() > CASE_EVENTS_MAX {
-                        break;
-                    }
-                }
-                if items.len() <= CASE_EVENTS_MAX {
-                    // Polled again after its end, a stream stays ended (fused).
-                    ended = stream.next().await.is_none();
-                }
-                (items, ended)
-            })
-            .await
-            .map_err(|_| "the stream did not end within an hour of simulated time".to_owned())?;
-        let (drained, ended) = drained;
-        if !ended && drained.len() <= CASE_EVENTS_MAX {
-            return Err("polled again after its end, the stream yielded an item".to_owned());
-        }
+        let drained = drain(clock, &mut stream).await?;
         let events = check_shape(&drained)?;
         let ended_in_error = matches!(drained.last(), Some(Err(_)));
         if ended_in_error {
@@ -258,23 +231,99 @@ where
             }
             return Ok(());
         }
-        let response = StreamCollector::collect_items(model_ref.model.clone(), events.into_iter().map(Ok))
-            .map_err(|e| format!("the collector refused the stream: {e}"))?;
-        if options.honours_stop
-            && let Some(stop) = request.stop.iter().find(|s| !s.is_empty() && response.text.contains(s.as_str()))
-        {
-            return Err(format!("the answer {:?} contains the stop sequence {stop:?}", response.text));
+        let response =
+            StreamCollector::collect_items(model_ref.model.clone(), events.into_iter().map(Ok))
+                .map_err(|e| format!("the collector refused the stream: {e}"))?;
+        if options.honours_stop {
+            check_stop(request, &response.text)?;
         }
-        if let Some((twin, _twin_env)) = &twin {
-            let again = twin.complete(request).await.map_err(|e| format!("the twin's complete() failed: {e}"))?;
-            if again != response {
-                return Err(format!(
-                    "complete() on a model built alike differs from the collected stream:\n  stream:   {response:?}\n  complete: {again:?}"
-                ));
-            }
+        match &twin {
+            Some((twin, _twin_env)) => check_twin(twin, request, &response).await,
+            None => Ok(()),
         }
-        Ok(())
     })
+}
+
+/// A model's limits are consistent: a window, and an output limit within it.
+fn check_limits(model_ref: &umi_core::llm::ModelRef) -> Result<(), String> {
+    if model_ref.context_window_tokens == 0
+        || model_ref.max_output_tokens > model_ref.context_window_tokens
+    {
+        return Err(format!("model_ref limits are inconsistent: {model_ref:?}"));
+    }
+    Ok(())
+}
+
+/// A request that must be refused was refused as an invalid prompt (`error`: how
+/// `stream()` refused it; `None`: it accepted it).
+fn refused_as_invalid(error: Option<LlmError>) -> Result<(), String> {
+    match error {
+        Some(LlmError::InvalidPrompt { .. }) => Ok(()),
+        Some(other) => Err(format!("refused with {other:?}, expected InvalidPrompt")),
+        None => Err("stream() accepted it; expected Err(InvalidPrompt)".to_owned()),
+    }
+}
+
+/// A model built alike (`twin`) answers `request` whole as the stream was collected.
+async fn check_twin<P: LanguageModel>(
+    twin: &P,
+    request: &CompletionRequest,
+    response: &umi_core::llm::CompletionResponse,
+) -> Result<(), String> {
+    let again = twin
+        .complete(request)
+        .await
+        .map_err(|e| format!("the twin's complete() failed: {e}"))?;
+    if again != *response {
+        return Err(format!(
+            "complete() on a model built alike differs from the collected stream:\n  stream:   {response:?}\n  complete: {again:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// The items of `stream` up to its end (at most [`CASE_EVENTS_MAX`] and one more, within
+/// an hour of simulated time); an error if, polled again after its end, it yields more.
+async fn drain(
+    clock: &crate::clock::SimClock,
+    stream: &mut umi_core::llm::EventStream,
+) -> Result<Vec<Result<StreamEvent, LlmError>>, String> {
+    let (items, ended) = clock
+        .timeout(CALL_TIME_MAX, async {
+            let mut items = Vec::new();
+            let mut ended = false;
+            while let Some(item) = stream.next().await {
+                items.push(item);
+                if items.len() > CASE_EVENTS_MAX {
+                    break;
+                }
+            }
+            if items.len() <= CASE_EVENTS_MAX {
+                // Polled again after its end, a stream stays ended (fused).
+                ended = stream.next().await.is_none();
+            }
+            (items, ended)
+        })
+        .await
+        .map_err(|_| "the stream did not end within an hour of simulated time".to_owned())?;
+    if !ended && items.len() <= CASE_EVENTS_MAX {
+        return Err("polled again after its end, the stream yielded an item".to_owned());
+    }
+    Ok(items)
+}
+
+/// An answer that honours the request's stop sequences contains none of them.
+fn check_stop(request: &CompletionRequest, text: &str) -> Result<(), String> {
+    match request
+        .stop
+        .iter()
+        .find(|stop| !stop.is_empty() && text.contains(stop.as_str()))
+    {
+        Some(stop) => Err(format!(
+            "the answer {text:?} contains the stop sequence {stop:?}"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Checks contract rules 2 and 3 on the drained items; returns the events.
@@ -318,32 +367,7 @@ fn check_shape(items: &[Result<StreamEvent, LlmError>]) -> Result<Vec<StreamEven
 pub fn request_strategy() -> impl Strategy<Value = CompletionRequest> {
     let text = "[a-zA-Z0-9 ,.!?'éü東😀\n]{1,80}";
     let turns = prop::collection::vec(text, 1..5);
-    let tools = prop::collection::vec(
-        prop_oneof![
-            Just(ToolDefinition::new(
-                "search",
-                "Search the notes.",
-                json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
-            )),
-            Just(ToolDefinition::new(
-                "get_weather",
-                "Weather for a city.",
-                json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1, "maximum": 7}}, "required": ["city"]}),
-            )),
-            Just(ToolDefinition::new("now", "The current time.", json!({"type": "object", "properties": {}}))),
-        ],
-        0..3,
-    )
-    .prop_map(|mut tools| {
-        tools.dedup_by(|a, b| a.name == b.name);
-        let mut seen = Vec::new();
-        tools.retain(|tool| {
-            let fresh = !seen.contains(&tool.name);
-            seen.push(tool.name.clone());
-            fresh
-        });
-        tools
-    });
+    let tools = tools_strategy();
     let stops = prop::collection::vec(prop_oneof![Just(String::new()), "[a-z.!]{1,3}"], 0..3);
     let task = prop_oneof![
         Just(None),
@@ -364,19 +388,7 @@ pub fn request_strategy() -> impl Strategy<Value = CompletionRequest> {
     )
         .prop_map(
             |(system, turns, tools, stop, max_tokens, json_output, task, temperature)| {
-                let mut messages = Vec::new();
-                if let Some(system) = system {
-                    messages.push(Message::system(system));
-                }
-                let count = turns.len();
-                for (index, text) in turns.into_iter().enumerate() {
-                    // Alternate so that the last message is the user's.
-                    if (count - index) % 2 == 1 {
-                        messages.push(Message::user(text));
-                    } else {
-                        messages.push(Message::assistant(text));
-                    }
-                }
+                let messages = conversation(system, turns);
                 CompletionRequest {
                     model: String::new(),
                     messages,
@@ -393,4 +405,51 @@ pub fn request_strategy() -> impl Strategy<Value = CompletionRequest> {
                 }
             },
         )
+}
+
+/// Up to two tools of three, each name at most once.
+fn tools_strategy() -> impl Strategy<Value = Vec<ToolDefinition>> {
+    prop::collection::vec(
+        prop_oneof![
+            Just(ToolDefinition::new(
+                "search",
+                "Search the notes.",
+                json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
+            )),
+            Just(ToolDefinition::new(
+                "get_weather",
+                "Weather for a city.",
+                json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1, "maximum": 7}}, "required": ["city"]}),
+            )),
+            Just(ToolDefinition::new("now", "The current time.", json!({"type": "object", "properties": {}}))),
+        ],
+        0..3,
+    )
+    .prop_map(|mut tools| {
+        let mut seen = Vec::new();
+        tools.retain(|tool| {
+            let fresh = !seen.contains(&tool.name);
+            seen.push(tool.name.clone());
+            fresh
+        });
+        tools
+    })
+}
+
+/// The messages of a case: the system prompt, if any, then `turns` alternating so that
+/// the last is the user's.
+fn conversation(system: Option<String>, turns: Vec<String>) -> Vec<Message> {
+    let mut messages = Vec::new();
+    if let Some(system) = system {
+        messages.push(Message::system(system));
+    }
+    let count = turns.len();
+    for (index, text) in turns.into_iter().enumerate() {
+        if (count - index) % 2 == 1 {
+            messages.push(Message::user(text));
+        } else {
+            messages.push(Message::assistant(text));
+        }
+    }
+    messages
 }
