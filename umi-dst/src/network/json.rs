@@ -45,6 +45,12 @@ impl Json {
         }
     }
 
+    /// The object with a field added at the end (as [`Json::push`]).
+    pub(crate) fn pushed(mut self, key: &'static str, value: impl Into<Json>) -> Self {
+        self.push(key, value);
+        self
+    }
+
     /// The object with its keys sorted (Azure writes every object so).
     pub(crate) fn sorted(self) -> Self {
         match self {

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::envelope::{self, Stamps};
 use super::shapes::{
     ChatShapes, ContentFilterShape, Envelope, Fingerprint, FinishNames, FinishShape, Framing,
     IdStyle, Layout, Opener, ReasoningField, RetryAfterForm, ShapeMark, StreamErrorShape,
@@ -250,103 +251,14 @@ impl Draw {
     }
 
     fn envelope_of(&mut self, choices: Json, usage: UsageField) -> Json {
-        let id: Json = self.id.clone().into();
-        let created: Json = self.created.into();
-        let model: Json = self.model.clone().into();
-        let object: Json = "chat.completion.chunk".into();
-        let fingerprint = self.fingerprint_json();
-        let mut out = match self.layout {
-            // Azure writes every key sorted (AZ-LOBE).
-            Layout::Azure => {
-                let mut out = Json::object(vec![
-                    ("choices", choices),
-                    ("created", created),
-                    ("id", id),
-                    ("model", model),
-                    ("object", object),
-                ]);
-                if let Some(fingerprint) = fingerprint {
-                    out.push("system_fingerprint", fingerprint);
-                }
-                out
-            }
-            Layout::OpenAi2024 | Layout::DeepSeek | Layout::Vllm | Layout::OllamaV1 => {
-                let mut out =
-                    Json::object(vec![("id", id), ("object", object), ("created", created)]);
-                out.push("model", model);
-                if let Some(fingerprint) = fingerprint {
-                    out.push("system_fingerprint", fingerprint);
-                }
-                out.push("choices", choices);
-                out
-            }
-            Layout::OpenAiTiered | Layout::OpenAiTieredNoLogprobs => {
-                let mut out = Json::object(vec![
-                    ("id", id),
-                    ("object", object),
-                    ("created", created),
-                    ("model", model),
-                    ("service_tier", "default".into()),
-                ]);
-                if let Some(fingerprint) = fingerprint {
-                    out.push("system_fingerprint", fingerprint);
-                }
-                out.push("choices", choices);
-                out
-            }
-            Layout::DashScope => Json::object(vec![("choices", choices), ("object", object)]),
-            Layout::Glm | Layout::GlmNoObject => {
-                let mut out = Json::object(vec![("id", id), ("created", created)]);
-                if self.layout == Layout::Glm {
-                    out.push("object", object);
-                }
-                out.push("model", model);
-                out.push("choices", choices);
-                out
-            }
-            Layout::OpenRouter => {
-                let mut out = Json::object(vec![
-                    ("id", id),
-                    ("object", object),
-                    ("created", created),
-                    ("model", model),
-                    ("provider", "Umi".into()),
-                    ("choices", choices),
-                ]);
-                if let Some(fingerprint) = fingerprint {
-                    out.push("system_fingerprint", fingerprint);
-                }
-                out
-            }
-            Layout::Tgi => Json::object(vec![
-                ("id", id),
-                ("object", "text_completion".into()),
-                ("created", created),
-                ("model", model),
-                ("system_fingerprint", self.fingerprint_value.clone().into()),
-                ("choices", choices),
-            ]),
-            Layout::Xinference => Json::object(vec![
-                ("id", id),
-                ("model", model),
-                ("created", created),
-                ("object", object),
-                ("choices", choices),
-            ]),
-            Layout::LlamaCpp => {
-                let mut out = Json::object(vec![
-                    ("choices", choices),
-                    ("created", created),
-                    ("id", id),
-                    ("model", model),
-                ]);
-                if let Some(fingerprint) = fingerprint {
-                    out.push("system_fingerprint", fingerprint);
-                }
-                out.push("object", object);
-                out
-            }
+        let stamps = Stamps {
+            id: &self.id,
+            created: self.created,
+            model: &self.model,
+            fingerprint: self.fingerprint_json(),
+            fingerprint_value: &self.fingerprint_value,
         };
+        let mut out = envelope::fields(self.layout, stamps, choices);
         match usage {
             UsageField::Absent => {}
             UsageField::Null => out.push("usage", Json::null()),

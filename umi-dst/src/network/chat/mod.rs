@@ -4,6 +4,7 @@
 //! each provider sends, with sources).
 
 mod draw;
+mod envelope;
 mod errors;
 mod request;
 pub mod shapes;
