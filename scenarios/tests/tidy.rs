@@ -26,7 +26,6 @@ const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[
         "umi-dst/src/fault/injector.rs::FaultInjector::decide_operation",
         79,
     ),
-    ("umi-dst/src/llm/near_miss.rs::sites", 117),
     ("umi-dst/src/network/anthropic/errors.rs::headers", 76),
     ("umi-dst/src/network/chat/draw.rs::Draw::choice", 75),
     ("umi-dst/src/network/chat/errors.rs::openai_family", 110),

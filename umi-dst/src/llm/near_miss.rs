@@ -111,80 +111,109 @@ fn sites(
         // Which branch a value breaks is not well defined: no miss inside a choice.
         return;
     }
-    let types = types_of(&schema);
-    if schema.get("type").is_some() && schema.get("enum").is_none() && schema.get("const").is_none()
+    let mut here = Vec::new();
+    if let Some(other) = wrong_type(&schema) {
+        here.push((NearMissKind::WrongType, Change::Replace(other)));
+    }
+    if let Some(past) = out_of_range(&schema, value) {
+        here.push((NearMissKind::OutOfRange, Change::Replace(past)));
+    }
+    if let Value::Object(object) = value {
+        here.extend(object_misses(&schema, object));
+    }
+    out.extend(here.into_iter().map(|(kind, change)| Site {
+        kind,
+        steps: steps.clone(),
+        change,
+    }));
+    descend(root, &schema, value, steps, out, depth);
+}
+
+/// A value of another type than `schema` allows, if it names a type (and neither an
+/// enum nor a constant, whose misses are not type errors).
+fn wrong_type(schema: &Value) -> Option<Value> {
+    if schema.get("type").is_none() || schema.get("enum").is_some() || schema.get("const").is_some()
     {
-        let other = if types.contains(&"string") {
-            json!(42)
-        } else {
-            json!("not the right type")
-        };
-        if !types.iter().any(|t| match *t {
-            "integer" | "number" => other.is_number(),
-            "string" => other.is_string(),
-            _ => false,
-        }) {
-            out.push(Site {
-                kind: NearMissKind::WrongType,
-                steps: steps.clone(),
-                change: Change::Replace(other),
-            });
-        }
+        return None;
     }
+    let types = types_of(schema);
+    let other = if types.contains(&"string") {
+        json!(42)
+    } else {
+        json!("not the right type")
+    };
+    let allowed = types.iter().any(|t| match *t {
+        "integer" | "number" => other.is_number(),
+        "string" => other.is_string(),
+        _ => false,
+    });
+    (!allowed).then_some(other)
+}
+
+/// `value` pushed just past a bound of `schema`: a number one past its maximum (or
+/// below its minimum), a string one character past its `maxLength`.
+fn out_of_range(schema: &Value, value: &Value) -> Option<Value> {
     if value.is_number() {
-        let (max, _) = number_bound(&schema, "maximum", "exclusiveMaximum");
-        let (min, _) = number_bound(&schema, "minimum", "exclusiveMinimum");
-        let past = max.map(|m| m + 1.0).or_else(|| min.map(|m| m - 1.0));
-        if let Some(past) = past {
-            let replaced = if value.is_i64() || value.is_u64() {
-                json!(past.round() as i64)
-            } else {
-                json!(past)
-            };
-            out.push(Site {
-                kind: NearMissKind::OutOfRange,
-                steps: steps.clone(),
-                change: Change::Replace(replaced),
-            });
-        }
-    }
-    if let (Some(text), Some(max)) = (
-        value.as_str(),
-        schema.get("maxLength").and_then(Value::as_u64),
-    ) {
-        let mut longer = text.to_owned();
-        while (longer.chars().count() as u64) <= max {
-            longer.push('x');
-        }
-        out.push(Site {
-            kind: NearMissKind::OutOfRange,
-            steps: steps.clone(),
-            change: Change::Replace(json!(longer)),
+        let (max, _) = number_bound(schema, "maximum", "exclusiveMaximum");
+        let (min, _) = number_bound(schema, "minimum", "exclusiveMinimum");
+        let past = max.map(|m| m + 1.0).or_else(|| min.map(|m| m - 1.0))?;
+        return Some(if value.is_i64() || value.is_u64() {
+            json!(past.round() as i64)
+        } else {
+            json!(past)
         });
     }
+    let (text, max) = (
+        value.as_str()?,
+        schema.get("maxLength").and_then(Value::as_u64)?,
+    );
+    let mut longer = text.to_owned();
+    while (longer.chars().count() as u64) <= max {
+        longer.push('x');
+    }
+    Some(json!(longer))
+}
+
+/// The misses of an object: each required property it has, removed; a property
+/// `additionalProperties: false` refuses, added.
+fn object_misses(
+    schema: &Value,
+    object: &serde_json::Map<String, Value>,
+) -> Vec<(NearMissKind, Change)> {
+    let mut misses: Vec<(NearMissKind, Change)> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|name| object.contains_key(*name))
+        .map(|name| {
+            (
+                NearMissKind::MissingRequired,
+                Change::Remove(name.to_owned()),
+            )
+        })
+        .collect();
+    if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+        misses.push((
+            NearMissKind::ExtraProperty,
+            Change::Add("unexpected_field".to_owned()),
+        ));
+    }
+    misses
+}
+
+/// The sites inside `value`: each property `schema` describes (in key order), each item.
+fn descend(
+    root: &Value,
+    schema: &Value,
+    value: &Value,
+    steps: &mut Vec<Step>,
+    out: &mut Vec<Site>,
+    depth: usize,
+) {
     match value {
         Value::Object(object) => {
-            for name in schema
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .filter(|name| object.contains_key(*name))
-            {
-                out.push(Site {
-                    kind: NearMissKind::MissingRequired,
-                    steps: steps.clone(),
-                    change: Change::Remove(name.to_owned()),
-                });
-            }
-            if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
-                out.push(Site {
-                    kind: NearMissKind::ExtraProperty,
-                    steps: steps.clone(),
-                    change: Change::Add("unexpected_field".to_owned()),
-                });
-            }
             let properties = schema.get("properties").and_then(Value::as_object);
             for name in umi_core::canonical_json::sorted_keys(object) {
                 if let Some(property) = properties.and_then(|p| p.get(name)) {
