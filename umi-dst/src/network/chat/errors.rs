@@ -187,30 +187,8 @@ fn openai_family(
     error: &LlmError,
     param: Option<&str>,
 ) -> (u16, Json) {
-    let model = draw.model.clone();
     match kind {
-        // Message and codes: BuilderIO/micro-agent #86, TheR1D/shell_gpt #653.
-        Kind::RateLimit => {
-            let org = ids::alnum(&mut draw.rng, 24);
-            let (unit, used) = if draw.rng.bool_with(0.5) {
-                (
-                    "requests",
-                    "requests per min (RPM): Limit 500, Used 500, Requested 1",
-                )
-            } else {
-                (
-                    "tokens",
-                    "tokens per min (TPM): Limit 30000, Used 29937, Requested 385",
-                )
-            };
-            let message = format!(
-                "Rate limit reached for {model} in organization org-{org} on {used}. Please try again in 644ms. Visit https://platform.openai.com/account/rate-limits to learn more."
-            );
-            (
-                429,
-                openai_object(message, unit, None, Some("rate_limit_exceeded")),
-            )
-        }
+        Kind::RateLimit => openai_rate_limit(draw),
         // chathub-dev/chathub #126.
         Kind::Context { prompt, limit } => (
             400,
@@ -263,33 +241,55 @@ fn openai_family(
             400,
             openai_object(detail(error), "invalid_request_error", param, None),
         ),
-        // transitive-bullshit/agentic #313.
-        Kind::Overloaded => (
-            503,
-            openai_object(
-                format!(
-                    "That model is currently overloaded with other requests. You can retry your request, or contact us through our help center at help.openai.com if the error persists. (Please include the request ID {} in your message.)",
-                    ids::hex(&mut draw.rng, 32)
-                ),
-                "server_error",
-                None,
-                None,
-            ),
-        ),
-        // openai/openai-cua-sample-app #54.
-        Kind::Server | Kind::Timeout => (
-            if kind == Kind::Timeout { 504 } else { 500 },
-            openai_object(
-                format!(
-                    "The server had an error processing your request. Sorry about that! You can retry your request, or contact us through our help center at help.openai.com if you keep seeing this error. (Please include the request ID req_{} in your email.)",
-                    ids::hex(&mut draw.rng, 32)
-                ),
-                "server_error",
-                None,
-                None,
-            ),
-        ),
+        Kind::Overloaded => openai_overloaded(draw),
+        Kind::Server | Kind::Timeout => openai_server_fault(draw, kind == Kind::Timeout),
     }
+}
+
+/// OpenAI's 429, on requests or tokens per minute (message and codes:
+/// BuilderIO/micro-agent #86, TheR1D/shell_gpt #653).
+fn openai_rate_limit(draw: &mut Draw) -> (u16, Json) {
+    let model = draw.model.clone();
+    let org = ids::alnum(&mut draw.rng, 24);
+    let (unit, used) = if draw.rng.bool_with(0.5) {
+        (
+            "requests",
+            "requests per min (RPM): Limit 500, Used 500, Requested 1",
+        )
+    } else {
+        (
+            "tokens",
+            "tokens per min (TPM): Limit 30000, Used 29937, Requested 385",
+        )
+    };
+    let message = format!(
+        "Rate limit reached for {model} in organization org-{org} on {used}. Please try again in 644ms. Visit https://platform.openai.com/account/rate-limits to learn more."
+    );
+    (
+        429,
+        openai_object(message, unit, None, Some("rate_limit_exceeded")),
+    )
+}
+
+/// OpenAI's 503 for an overloaded model, with a request id to quote
+/// (transitive-bullshit/agentic #313).
+fn openai_overloaded(draw: &mut Draw) -> (u16, Json) {
+    let message = format!(
+        "That model is currently overloaded with other requests. You can retry your request, or contact us through our help center at help.openai.com if the error persists. (Please include the request ID {} in your message.)",
+        ids::hex(&mut draw.rng, 32)
+    );
+    (503, openai_object(message, "server_error", None, None))
+}
+
+/// OpenAI's failure (500) or timeout (504, `timeout`), with a request id to quote
+/// (openai/openai-cua-sample-app #54).
+fn openai_server_fault(draw: &mut Draw, timeout: bool) -> (u16, Json) {
+    let message = format!(
+        "The server had an error processing your request. Sorry about that! You can retry your request, or contact us through our help center at help.openai.com if you keep seeing this error. (Please include the request ID req_{} in your email.)",
+        ids::hex(&mut draw.rng, 32)
+    );
+    let status = if timeout { 504 } else { 500 };
+    (status, openai_object(message, "server_error", None, None))
 }
 
 fn deepseek_object(message: String, kind: &str) -> Json {
