@@ -279,6 +279,91 @@ fn ndjson(out: &mut Vec<u8>, line: &Json) {
     out.push(b'\n');
 }
 
+impl OllamaStream {
+    /// A fragment of call `index`: Ollama sends each call whole, so fragments are
+    /// gathered until the end.
+    fn gather(&mut self, index: u32, id: Option<&str>, name: Option<&str>, fragment: Option<&str>) {
+        let position = match self.calls.iter().position(|(i, _)| *i == index) {
+            Some(position) => position,
+            None => {
+                self.calls.push((index, Gathered::default()));
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[position].1;
+        if let Some(id) = id {
+            id.clone_into(&mut call.id);
+        }
+        if let Some(name) = name {
+            name.clone_into(&mut call.name);
+        }
+        call.arguments.push_str(fragment.unwrap_or(""));
+    }
+
+    /// The end: the gathered calls in one line (arguments that do not parse as an object
+    /// come back as text or as an error line, as this server's parser does), then the
+    /// done line.
+    fn done(
+        &mut self,
+        finish_reason: &FinishReason,
+        usage: Option<TokenUsage>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        let mut finish = finish_reason.clone();
+        let mut calls = Vec::new();
+        for (position, (_, call)) in std::mem::take(&mut self.calls).into_iter().enumerate() {
+            match serde_json::from_str::<Value>(&call.arguments) {
+                Ok(arguments) if arguments.is_object() => {
+                    calls.push(
+                        self.responder
+                            .call(position, &call.id, &call.name, arguments),
+                    );
+                }
+                _ if self.bad_as_text => {
+                    // The generic parser hands back what it could not parse.
+                    self.responder
+                        .marks
+                        .push("wire.shape.ollama.bad_arguments_as_text");
+                    let message = Json::object(vec![
+                        ("role", "assistant".into()),
+                        ("content", call.arguments.clone().into()),
+                    ]);
+                    ndjson(out, &self.responder.line(message, false));
+                    finish = FinishReason::Stop;
+                }
+                Err(error) => {
+                    // A built-in parser fails the stream (qwen3.go L345).
+                    self.responder
+                        .marks
+                        .push("wire.shape.ollama.bad_arguments_as_error");
+                    let text = format!("failed to parse JSON: {error}");
+                    ndjson(out, &Json::from(json!({"error": text})));
+                    return Flow::Close;
+                }
+                Ok(_) => {
+                    self.responder
+                        .marks
+                        .push("wire.shape.ollama.bad_arguments_as_error");
+                    let text = "failed to parse JSON: arguments are not an object";
+                    ndjson(out, &Json::from(json!({"error": text})));
+                    return Flow::Close;
+                }
+            }
+        }
+        let responder = &self.responder;
+        if !calls.is_empty() {
+            let message = Json::object(vec![
+                ("role", "assistant".into()),
+                ("content", "".into()),
+                ("tool_calls", Json::Array(calls)),
+            ]);
+            ndjson(out, &responder.line(message, false));
+        }
+        ndjson(out, &responder.done_line(&finish, usage));
+        Flow::End
+    }
+}
+
 impl StreamEncoder for OllamaStream {
     fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) -> Flow {
         match event {
@@ -304,84 +389,17 @@ impl StreamEncoder for OllamaStream {
                 id,
                 name,
                 arguments_fragment,
-            } => {
-                let position = match self.calls.iter().position(|(i, _)| i == index) {
-                    Some(position) => position,
-                    None => {
-                        self.calls.push((*index, Gathered::default()));
-                        self.calls.len() - 1
-                    }
-                };
-                let call = &mut self.calls[position].1;
-                if let Some(id) = id {
-                    call.id.clone_from(id);
-                }
-                if let Some(name) = name {
-                    call.name.clone_from(name);
-                }
-                call.arguments
-                    .push_str(arguments_fragment.as_deref().unwrap_or(""));
-            }
+            } => self.gather(
+                *index,
+                id.as_deref(),
+                name.as_deref(),
+                arguments_fragment.as_deref(),
+            ),
             StreamEvent::Usage { usage } => self.usage = Some(*usage),
             StreamEvent::Done {
                 finish_reason,
                 usage,
-            } => {
-                let usage = usage.or(self.usage);
-                let mut finish = finish_reason.clone();
-                let mut calls = Vec::new();
-                for (position, (_, call)) in std::mem::take(&mut self.calls).into_iter().enumerate()
-                {
-                    match serde_json::from_str::<Value>(&call.arguments) {
-                        Ok(arguments) if arguments.is_object() => {
-                            calls.push(
-                                self.responder
-                                    .call(position, &call.id, &call.name, arguments),
-                            );
-                        }
-                        _ if self.bad_as_text => {
-                            // The generic parser hands back what it could not parse.
-                            self.responder
-                                .marks
-                                .push("wire.shape.ollama.bad_arguments_as_text");
-                            let message = Json::object(vec![
-                                ("role", "assistant".into()),
-                                ("content", call.arguments.clone().into()),
-                            ]);
-                            ndjson(out, &self.responder.line(message, false));
-                            finish = FinishReason::Stop;
-                        }
-                        Err(error) => {
-                            // A built-in parser fails the stream (qwen3.go L345).
-                            self.responder
-                                .marks
-                                .push("wire.shape.ollama.bad_arguments_as_error");
-                            let text = format!("failed to parse JSON: {error}");
-                            ndjson(out, &Json::from(json!({"error": text})));
-                            return Flow::Close;
-                        }
-                        Ok(_) => {
-                            self.responder
-                                .marks
-                                .push("wire.shape.ollama.bad_arguments_as_error");
-                            let text = "failed to parse JSON: arguments are not an object";
-                            ndjson(out, &Json::from(json!({"error": text})));
-                            return Flow::Close;
-                        }
-                    }
-                }
-                let responder = &self.responder;
-                if !calls.is_empty() {
-                    let message = Json::object(vec![
-                        ("role", "assistant".into()),
-                        ("content", "".into()),
-                        ("tool_calls", Json::Array(calls)),
-                    ]);
-                    ndjson(out, &responder.line(message, false));
-                }
-                ndjson(out, &responder.done_line(&finish, usage));
-                return Flow::End;
-            }
+            } => return self.done(finish_reason, usage.or(self.usage), out),
         }
         Flow::Continue
     }
