@@ -228,21 +228,6 @@ pub fn split(body: BodyStream, mut rng: DeterministicRng, env: &Env) -> BodyStre
 /// `left % len` of its bytes). Once counted as injected, a body fault on a short body
 /// once did nothing.
 pub fn cut(body: BodyStream, left: usize, kind: FaultKind) -> BodyStream {
-    let after_cut = move || -> Option<BodyStream> {
-        match kind {
-            FaultKind::NetworkReset => Some(
-                futures::stream::iter([Err(TransportError::Reset {
-                    reason: "connection reset by peer (simulated)".into(),
-                })])
-                .boxed(),
-            ),
-            FaultKind::NetworkTimeout => Some(futures::stream::pending().boxed()),
-            FaultKind::NetworkPartialWrite => None,
-            other => {
-                crate::fault::point::unreachable_kind(&crate::fault::point::NETWORK_BODY, other)
-            }
-        }
-    };
     let hold_back = kind == FaultKind::NetworkPartialWrite;
     // State: the body, the bytes still allowed through, a chunk held back (partial
     // writes), and whether it has ended.
@@ -257,45 +242,17 @@ pub fn cut(body: BodyStream, left: usize, kind: FaultKind) -> BodyStream {
                 Some(Ok(chunk)) if chunk.is_empty() => Some((Ok(chunk), (body, left, held, false))),
                 Some(Ok(mut chunk)) if held.is_none() && chunk.len() >= left => {
                     chunk.truncate(left);
-                    match after_cut() {
+                    match after_cut(kind) {
                         Some(rest) => Some((Ok(chunk), (rest, 0, None, false))),
                         None => Some((Ok(chunk), (body, 0, None, true))),
                     }
                 }
-                Some(Ok(chunk)) if hold_back => {
-                    // Hold this chunk; deliver the one held before (or cut inside it if
-                    // the new one takes the body past `left`).
-                    let left_after = left.saturating_sub(chunk.len());
-                    match held {
-                        None => Some((Ok(Vec::new()), (body, left_after, Some(chunk), false))),
-                        Some(previous) if chunk.len() >= left => {
-                            let mut chunk = chunk;
-                            chunk.truncate(left);
-                            let mut out = previous;
-                            out.extend_from_slice(&chunk);
-                            Some((Ok(out), (body, 0, None, true)))
-                        }
-                        Some(previous) => {
-                            Some((Ok(previous), (body, left_after, Some(chunk), false)))
-                        }
-                    }
-                }
+                Some(Ok(chunk)) if hold_back => Some(held_back(body, left, held, chunk)),
                 Some(Ok(chunk)) => {
                     let left = left - chunk.len();
                     Some((Ok(chunk), (body, left, None, false)))
                 }
-                None => {
-                    // The body ended before `left`: the fault still happens.
-                    match (held, after_cut()) {
-                        (Some(mut last), _) => {
-                            let keep = left % last.len().max(1);
-                            last.truncate(keep.min(last.len().saturating_sub(1)));
-                            Some((Ok(last), (futures::stream::empty().boxed(), 0, None, true)))
-                        }
-                        (None, Some(rest)) => Some((Ok(Vec::new()), (rest, 0, None, false))),
-                        (None, None) => None,
-                    }
-                }
+                None => ended_early(left, held, kind),
                 // The body broke first: what was held back is delivered, then the error.
                 Some(Err(error)) => match held {
                     Some(previous) => Some((
@@ -309,6 +266,59 @@ pub fn cut(body: BodyStream, left: usize, kind: FaultKind) -> BodyStream {
     )
     .filter(|item| std::future::ready(!matches!(item, Ok(bytes) if bytes.is_empty())))
     .boxed()
+}
+
+/// The state of [`cut`]'s stream: the body, the bytes still allowed through, a chunk
+/// held back (partial writes), and whether it has ended.
+type CutState = (BodyStream, usize, Option<Vec<u8>>, bool);
+
+/// One item of [`cut`]'s stream and the state after it.
+type CutStep = (Result<Vec<u8>, TransportError>, CutState);
+
+/// What follows the cut for fault `kind`: a reset, a stall, or (a partial write) nothing.
+fn after_cut(kind: FaultKind) -> Option<BodyStream> {
+    match kind {
+        FaultKind::NetworkReset => Some(
+            futures::stream::iter([Err(TransportError::Reset {
+                reason: "connection reset by peer (simulated)".into(),
+            })])
+            .boxed(),
+        ),
+        FaultKind::NetworkTimeout => Some(futures::stream::pending().boxed()),
+        FaultKind::NetworkPartialWrite => None,
+        other => crate::fault::point::unreachable_kind(&crate::fault::point::NETWORK_BODY, other),
+    }
+}
+
+/// A partial write: `chunk` is held and the one held before delivered (or cut inside
+/// it, when the new one takes the body past `left`).
+fn held_back(body: BodyStream, left: usize, held: Option<Vec<u8>>, chunk: Vec<u8>) -> CutStep {
+    let left_after = left.saturating_sub(chunk.len());
+    match held {
+        None => (Ok(Vec::new()), (body, left_after, Some(chunk), false)),
+        Some(previous) if chunk.len() >= left => {
+            let mut chunk = chunk;
+            chunk.truncate(left);
+            let mut out = previous;
+            out.extend_from_slice(&chunk);
+            (Ok(out), (body, 0, None, true))
+        }
+        Some(previous) => (Ok(previous), (body, left_after, Some(chunk), false)),
+    }
+}
+
+/// The body ended before `left` bytes: the fault still happens (a held chunk is cut
+/// short, a reset or stall follows).
+fn ended_early(left: usize, held: Option<Vec<u8>>, kind: FaultKind) -> Option<CutStep> {
+    match (held, after_cut(kind)) {
+        (Some(mut last), _) => {
+            let keep = left % last.len().max(1);
+            last.truncate(keep.min(last.len().saturating_sub(1)));
+            Some((Ok(last), (futures::stream::empty().boxed(), 0, None, true)))
+        }
+        (None, Some(rest)) => Some((Ok(Vec::new()), (rest, 0, None, false))),
+        (None, None) => None,
+    }
 }
 
 #[cfg(test)]
