@@ -28,8 +28,6 @@ const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[
     ),
     ("umi-dst/src/network/anthropic/errors.rs::headers", 76),
     ("umi-dst/src/network/chat/draw.rs::Draw::choice", 75),
-    ("umi-dst/src/network/chat/stream.rs::ChatStream::end", 87),
-    ("umi-dst/src/network/chat/stream.rs::ChatStream::error", 80),
     ("umi-dst/src/network/headers.rs::profile_headers", 78),
     (
         "umi-dst/src/network/responses/object.rs::Response::to_json",

@@ -391,6 +391,36 @@ impl ChatStream {
         out: &mut Vec<u8>,
     ) {
         self.flush_held(out);
+        self.dashscope_tail_fragment(out);
+        let usage = usage.or(self.usage);
+        let name = self.draw.finish_name(reason);
+        let usage_json = usage.map(|u| self.draw.usage_json(&u));
+        let finish_usage = match (self.draw.usage, &usage_json) {
+            (UsageShape::OnFinishWhenAsked { .. }, Some(value)) if self.include_usage => {
+                UsageField::Value(value.clone())
+            }
+            (UsageShape::AlwaysOnFinish | UsageShape::NullsThenOnFinish, Some(value)) => {
+                UsageField::Value(value.clone())
+            }
+            _ => self.ordinary_usage(),
+        };
+        let delta = self.finish_delta();
+        let mut finish_chunk = self
+            .draw
+            .chunk(Some((delta, Some(name.clone()))), finish_usage);
+        if self.draw.usage == UsageShape::AlwaysOnFinish {
+            finish_chunk.push("timings", timings(usage));
+        }
+        self.sse(out, &finish_chunk);
+        if let Some(value) = usage_json {
+            self.usage_after_finish(value, usage, name, out);
+        }
+        self.done(out);
+    }
+
+    /// DashScope's extra empty fragment before the finish, for its empty-id
+    /// continuation shape.
+    fn dashscope_tail_fragment(&mut self, out: &mut Vec<u8>) {
         if let Some(index) = self
             .dashscope_tail
             .filter(|_| self.draw.tool == ToolShape::EmptyIdContinuation)
@@ -414,62 +444,78 @@ impl ChatStream {
             let chunk = self.draw.chunk_raw(choice, usage);
             self.sse(out, &chunk);
         }
-        let usage = usage.or(self.usage);
-        let name = self.draw.finish_name(reason);
-        let usage_json = usage.map(|u| self.draw.usage_json(&u));
-        let finish_usage = match (self.draw.usage, &usage_json) {
-            (UsageShape::OnFinishWhenAsked { .. }, Some(value)) if self.include_usage => {
-                UsageField::Value(value.clone())
-            }
-            (UsageShape::AlwaysOnFinish | UsageShape::NullsThenOnFinish, Some(value)) => {
-                UsageField::Value(value.clone())
-            }
-            _ => self.ordinary_usage(),
-        };
-        let delta = self.finish_delta();
-        let mut finish_chunk = self
-            .draw
-            .chunk(Some((delta, Some(name.clone()))), finish_usage);
-        if self.draw.usage == UsageShape::AlwaysOnFinish {
-            finish_chunk.push("timings", timings(usage));
-        }
-        self.sse(out, &finish_chunk);
-        if let Some(value) = usage_json {
-            let mark = self.draw.usage.mark();
-            self.marks.push(mark);
-            match self.draw.usage {
-                UsageShape::SeparateWhenAsked { .. } | UsageShape::NullsThenOnFinish
-                    if self.include_usage =>
-                {
-                    let mut chunk = self.draw.chunk(None, UsageField::Value(value));
-                    if self.draw.layout == Layout::LlamaCpp {
-                        chunk.push("timings", timings(usage));
-                    }
-                    self.sse(out, &chunk);
-                }
-                UsageShape::TrailingChoice => {
-                    let delta =
-                        Json::object(vec![("role", "assistant".into()), ("content", "".into())]);
-                    let chunk = self
-                        .draw
-                        .chunk(Some((delta, None)), UsageField::Value(value));
-                    self.sse(out, &chunk);
-                }
-                UsageShape::TrailingBare => {
-                    let chunk = self.draw.chunk(None, UsageField::Value(value));
-                    self.sse(out, &chunk);
-                }
-                UsageShape::RepeatedFinish => {
-                    let delta = self.finish_delta();
-                    let chunk = self
-                        .draw
-                        .chunk(Some((delta, Some(name))), UsageField::Value(value));
-                    self.sse(out, &chunk);
-                }
-                _ => {}
-            }
-        }
+    }
+
+    /// An SSE field (`data: ` or `error: `) carrying `value`, then the end of the stream
+    /// as this server writes it.
+    fn field_then_done(
+        &mut self,
+        out: &mut Vec<u8>,
+        field: &[u8],
+        value: &Json,
+        spacing: Spacing,
+    ) -> Flow {
+        out.extend_from_slice(field);
+        out.extend_from_slice(&value.to_bytes(spacing));
+        out.extend_from_slice(b"\n\n");
         self.done(out);
+        Flow::End
+    }
+
+    /// Where this server puts the usage after the finish chunk (`value`; `usage` for
+    /// llama.cpp's timings): its own chunk, a trailing choice, a bare chunk, or the finish
+    /// chunk repeated (`name`).
+    fn usage_after_finish(
+        &mut self,
+        value: Json,
+        usage: Option<TokenUsage>,
+        name: String,
+        out: &mut Vec<u8>,
+    ) {
+        let mark = self.draw.usage.mark();
+        self.marks.push(mark);
+        match self.draw.usage {
+            UsageShape::SeparateWhenAsked { .. } | UsageShape::NullsThenOnFinish
+                if self.include_usage =>
+            {
+                let mut chunk = self.draw.chunk(None, UsageField::Value(value));
+                if self.draw.layout == Layout::LlamaCpp {
+                    chunk.push("timings", timings(usage));
+                }
+                self.sse(out, &chunk);
+            }
+            UsageShape::TrailingChoice => {
+                let delta =
+                    Json::object(vec![("role", "assistant".into()), ("content", "".into())]);
+                let chunk = self
+                    .draw
+                    .chunk(Some((delta, None)), UsageField::Value(value));
+                self.sse(out, &chunk);
+            }
+            UsageShape::TrailingBare => {
+                let chunk = self.draw.chunk(None, UsageField::Value(value));
+                self.sse(out, &chunk);
+            }
+            UsageShape::RepeatedFinish => {
+                let delta = self.finish_delta();
+                let chunk = self
+                    .draw
+                    .chunk(Some((delta, Some(name))), UsageField::Value(value));
+                self.sse(out, &chunk);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The object inside an error body's `{"error": ...}` wrapper, if it has one.
+fn inner_error(body: &Json) -> Option<Json> {
+    match body {
+        Json::Object(fields) => fields
+            .iter()
+            .find(|(key, _)| *key == "error")
+            .map(|(_, value)| value.clone()),
+        _ => None,
     }
 }
 
@@ -523,18 +569,10 @@ impl StreamEncoder for ChatStream {
         let (_, body) = error_body(&mut self.draw, error);
         match self.draw.stream_error {
             StreamErrorShape::DataThenDone => {
-                out.extend_from_slice(b"data: ");
-                out.extend_from_slice(&body.to_bytes(Spacing::Compact));
-                out.extend_from_slice(b"\n\n");
-                self.done(out);
-                Flow::End
+                self.field_then_done(out, b"data: ", &body, Spacing::Compact)
             }
             StreamErrorShape::DataPythonThenDone => {
-                out.extend_from_slice(b"data: ");
-                out.extend_from_slice(&body.to_bytes(Spacing::Python));
-                out.extend_from_slice(b"\n\n");
-                self.done(out);
-                Flow::End
+                self.field_then_done(out, b"data: ", &body, Spacing::Python)
             }
             StreamErrorShape::DataThenClose => {
                 self.sse(out, &body);
@@ -542,27 +580,11 @@ impl StreamEncoder for ChatStream {
             }
             StreamErrorShape::ErrorField => {
                 // `error: {...}` carries the inner object, not the `{"error": ...}` wrapper.
-                let inner = match &body {
-                    Json::Object(fields) => fields
-                        .iter()
-                        .find(|(key, _)| *key == "error")
-                        .map_or_else(|| body.clone(), |(_, value)| value.clone()),
-                    other => other.clone(),
-                };
-                out.extend_from_slice(b"error: ");
-                out.extend_from_slice(&inner.to_bytes(Spacing::Compact));
-                out.extend_from_slice(b"\n\n");
-                self.done(out);
-                Flow::End
+                let inner = inner_error(&body).unwrap_or_else(|| body.clone());
+                self.field_then_done(out, b"error: ", &inner, Spacing::Compact)
             }
             StreamErrorShape::ErrorChunk => {
-                let error = match &body {
-                    Json::Object(fields) => fields
-                        .iter()
-                        .find(|(key, _)| *key == "error")
-                        .map_or_else(Json::null, |(_, value)| value.clone()),
-                    _ => Json::null(),
-                };
+                let error = inner_error(&body).unwrap_or_else(Json::null);
                 let delta = Json::object(vec![("content", "".into())]);
                 let mut chunk = self
                     .draw
