@@ -19,21 +19,11 @@ const FUNCTION_LINES_MAX: usize = 70;
 /// The source trees of the library crates.
 const LIBRARY_SOURCE_DIRS: [&str; 3] = ["umi-core/src", "umi-dst/src", "umi-sweep/src"];
 
-/// Functions still over the limit, `path::function` (the function's name after its
-/// file, `Type::method` for a method), with the lines each may have at most. Shrink it.
-const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[
-    (
-        "umi-dst/src/fault/injector.rs::FaultInjector::decide_operation",
-        79,
-    ),
-    ("umi-dst/src/network/anthropic/errors.rs::headers", 76),
-    ("umi-dst/src/network/chat/draw.rs::Draw::choice", 75),
-    ("umi-dst/src/network/headers.rs::profile_headers", 78),
-    (
-        "umi-dst/src/network/responses/object.rs::Response::to_json",
-        76,
-    ),
-];
+/// Functions allowed over the limit, `path::function` (the function's name after its
+/// file, `Type::method` for a method), with the lines each may have at most. Empty: every
+/// library function is within the limit; a function split along its steps reads better
+/// than an entry here.
+const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[];
 
 /// Files the walk may visit at most (a guard against a symlink loop).
 const SOURCE_FILES_MAX: usize = 5_000;

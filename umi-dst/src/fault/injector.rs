@@ -231,12 +231,7 @@ impl FaultInjector {
             suppressed,
             only,
         } = &mut *state;
-        match stats.operations.get_mut(operation) {
-            Some(count) => *count += 1,
-            None => {
-                stats.operations.insert(operation.to_owned(), 1);
-            }
-        }
+        count_operation(stats, operation);
         let mut chosen: Option<(InjectionId, FaultKind)> = None;
         for (index, rule) in rules.iter_mut().enumerate() {
             let config = &rule.config;
@@ -253,10 +248,10 @@ impl FaultInjector {
             rule.matched += 1;
             let draw = rule.rng.next_u64();
             let ordinal = rule.matched;
-            let eligible = ordinal > config.after_operations()
-                && config.at_operation().is_none_or(|at| at == ordinal)
-                && config.max_injections().is_none_or(|max| rule.fired < max);
-            if !eligible || !chance(config.probability(), draw) || chosen.is_some() {
+            if !eligible(config, ordinal, rule.fired)
+                || !chance(config.probability(), draw)
+                || chosen.is_some()
+            {
                 continue;
             }
             rule.fired += 1;
@@ -271,20 +266,14 @@ impl FaultInjector {
             chosen = Some((id, config.kind()));
         }
         let (id, kind) = chosen?;
-        *stats.injected_by_kind.entry(kind).or_default() += 1;
-        *stats
-            .injected_by_operation
-            .entry((kind, operation.to_owned()))
-            .or_default() += 1;
         let at_us = u64::try_from(self.clock.now().as_micros()).unwrap_or(u64::MAX);
-        if schedule.len() < FAULT_SCHEDULE_ENTRIES_MAX {
-            schedule.push(Injection {
-                id,
-                kind,
-                operation: operation.to_owned(),
-                at_us,
-            });
-        }
+        let injection = Injection {
+            id,
+            kind,
+            operation: operation.to_owned(),
+            at_us,
+        };
+        record_injection(stats, schedule, injection);
         drop(state);
         self.trace
             .record("fault", format_args!("{kind} on {operation} (rule {id})"));
@@ -349,6 +338,38 @@ impl fmt::Debug for FaultInjector {
             )
             .field("injected", &state.stats.injected_total())
             .finish()
+    }
+}
+
+/// Counts one more `operation` (the key allocated only the first time it is seen).
+fn count_operation(stats: &mut FaultStats, operation: &str) {
+    match stats.operations.get_mut(operation) {
+        Some(count) => *count += 1,
+        None => {
+            stats.operations.insert(operation.to_owned(), 1);
+        }
+    }
+}
+
+/// Whether a rule may fire on its `ordinal`-th matching operation, having fired `fired`
+/// times: past `after_operations`, at `at_operation` if set, under `max_injections`.
+fn eligible(config: &FaultConfig, ordinal: u64, fired: u64) -> bool {
+    ordinal > config.after_operations()
+        && config.at_operation().is_none_or(|at| at == ordinal)
+        && config.max_injections().is_none_or(|max| fired < max)
+}
+
+/// Counts `injection` (by kind, by kind and operation) and keeps it in the schedule,
+/// up to [`FAULT_SCHEDULE_ENTRIES_MAX`] entries.
+fn record_injection(stats: &mut FaultStats, schedule: &mut Vec<Injection>, injection: Injection) {
+    let kind = injection.kind;
+    *stats.injected_by_kind.entry(kind).or_default() += 1;
+    *stats
+        .injected_by_operation
+        .entry((kind, injection.operation.clone()))
+        .or_default() += 1;
+    if schedule.len() < FAULT_SCHEDULE_ENTRIES_MAX {
+        schedule.push(injection);
     }
 }
 

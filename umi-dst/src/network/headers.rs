@@ -50,33 +50,7 @@ pub(crate) fn profile_headers(
     match set {
         // ENVOY chat-streaming.yaml; 401 and 404 carry only the request id
         // (chat-unknown-model.yaml).
-        HeaderSet::OpenAi => {
-            let mut out = vec![pair("x-request-id", format!("req_{}", ids::hex(rng, 32)))];
-            if !matches!(status, 401 | 404) {
-                let remaining = 499 - rng.below(50);
-                out.extend([
-                    pair("openai-processing-ms", (50 + rng.below(2_000)).to_string()),
-                    pair("openai-version", "2020-10-01".into()),
-                    pair("x-ratelimit-limit-requests", "500".into()),
-                    pair("x-ratelimit-limit-tokens", "200000".into()),
-                    pair("x-ratelimit-remaining-requests", remaining.to_string()),
-                    pair(
-                        "x-ratelimit-remaining-tokens",
-                        (199_996 - rng.below(5_000)).to_string(),
-                    ),
-                    pair(
-                        "x-ratelimit-reset-requests",
-                        format!("{}ms", 1 + rng.below(600)),
-                    ),
-                    pair(
-                        "x-ratelimit-reset-tokens",
-                        format!("{}ms", 1 + rng.below(30)),
-                    ),
-                    pair("server", "cloudflare".into()),
-                ]);
-            }
-            out
-        }
+        HeaderSet::OpenAi => openai_headers(status, rng),
         // ENVOY azure-chat-basic.yaml: UUID ids, no reset headers.
         HeaderSet::Azure => vec![
             pair("apim-request-id", ids::uuid(rng)),
@@ -116,6 +90,37 @@ pub(crate) fn profile_headers(
         HeaderSet::LlamaCpp => vec![pair("server", "llama.cpp".into())],
         HeaderSet::Bare => Vec::new(),
     }
+}
+
+/// OpenAI's headers: the request id, then (except on a 401 or a 404) the processing
+/// time, the API version and the rate-limit counters, drawn.
+fn openai_headers(status: u16, rng: &mut DeterministicRng) -> Vec<(String, String)> {
+    let pair = |name: &str, value: String| (name.to_owned(), value);
+    let mut out = vec![pair("x-request-id", format!("req_{}", ids::hex(rng, 32)))];
+    if !matches!(status, 401 | 404) {
+        let remaining = 499 - rng.below(50);
+        out.extend([
+            pair("openai-processing-ms", (50 + rng.below(2_000)).to_string()),
+            pair("openai-version", "2020-10-01".into()),
+            pair("x-ratelimit-limit-requests", "500".into()),
+            pair("x-ratelimit-limit-tokens", "200000".into()),
+            pair("x-ratelimit-remaining-requests", remaining.to_string()),
+            pair(
+                "x-ratelimit-remaining-tokens",
+                (199_996 - rng.below(5_000)).to_string(),
+            ),
+            pair(
+                "x-ratelimit-reset-requests",
+                format!("{}ms", 1 + rng.below(600)),
+            ),
+            pair(
+                "x-ratelimit-reset-tokens",
+                format!("{}ms", 1 + rng.below(30)),
+            ),
+            pair("server", "cloudflare".into()),
+        ]);
+    }
+    out
 }
 
 /// A page a CDN or reverse proxy answers with instead of the provider.

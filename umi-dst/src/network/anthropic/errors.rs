@@ -167,50 +167,60 @@ pub(crate) fn headers(
         out.push(pair("x-should-retry", retry.to_string()));
     }
     if matches!(status, 200 | 429) {
-        let limited = status == 429;
-        let minute_ms = server_now_ms + 60_000;
-        let soon_ms = server_now_ms + 1_000 + rng.below(59_000);
-        let thousands = |limit: u64, rng: &mut DeterministicRng| {
-            ((limit - rng.below(limit / 4)) / 1_000 * 1_000).to_string()
-        };
-        let input_remaining = if limited {
-            "0".to_owned()
-        } else {
-            thousands(200_000, rng)
-        };
-        out.extend([
-            pair("anthropic-ratelimit-input-tokens-limit", "200000".into()),
-            pair(
-                "anthropic-ratelimit-input-tokens-remaining",
-                input_remaining,
-            ),
-            pair("anthropic-ratelimit-input-tokens-reset", reset_at(soon_ms)),
-            pair("anthropic-ratelimit-output-tokens-limit", "80000".into()),
-            pair(
-                "anthropic-ratelimit-output-tokens-remaining",
-                thousands(80_000, rng),
-            ),
-            pair(
-                "anthropic-ratelimit-output-tokens-reset",
-                reset_at(minute_ms),
-            ),
-            pair("anthropic-ratelimit-requests-limit", "4000".into()),
-            pair(
-                "anthropic-ratelimit-requests-remaining",
-                (3_999 - rng.below(100)).to_string(),
-            ),
-            pair("anthropic-ratelimit-requests-reset", reset_at(minute_ms)),
-            pair("anthropic-ratelimit-tokens-limit", "280000".into()),
-            pair(
-                "anthropic-ratelimit-tokens-remaining",
-                thousands(80_000, rng),
-            ),
-            pair("anthropic-ratelimit-tokens-reset", reset_at(minute_ms)),
-        ]);
+        out.extend(rate_limit_headers(status == 429, server_now_ms, rng));
     }
     out.extend([
         pair("server", "cloudflare".into()),
         pair("via", "1.1 google".into()),
     ]);
     out
+}
+
+/// The `anthropic-ratelimit-*` headers of a 200 or a 429 (`limited`: input tokens at
+/// zero), with remaining counts drawn below their limits and resets within the minute.
+fn rate_limit_headers(
+    limited: bool,
+    server_now_ms: u64,
+    rng: &mut DeterministicRng,
+) -> Vec<(String, String)> {
+    let pair = |name: &str, value: String| (name.to_owned(), value);
+    let minute_ms = server_now_ms + 60_000;
+    let soon_ms = server_now_ms + 1_000 + rng.below(59_000);
+    let thousands = |limit: u64, rng: &mut DeterministicRng| {
+        ((limit - rng.below(limit / 4)) / 1_000 * 1_000).to_string()
+    };
+    let input_remaining = if limited {
+        "0".to_owned()
+    } else {
+        thousands(200_000, rng)
+    };
+    vec![
+        pair("anthropic-ratelimit-input-tokens-limit", "200000".into()),
+        pair(
+            "anthropic-ratelimit-input-tokens-remaining",
+            input_remaining,
+        ),
+        pair("anthropic-ratelimit-input-tokens-reset", reset_at(soon_ms)),
+        pair("anthropic-ratelimit-output-tokens-limit", "80000".into()),
+        pair(
+            "anthropic-ratelimit-output-tokens-remaining",
+            thousands(80_000, rng),
+        ),
+        pair(
+            "anthropic-ratelimit-output-tokens-reset",
+            reset_at(minute_ms),
+        ),
+        pair("anthropic-ratelimit-requests-limit", "4000".into()),
+        pair(
+            "anthropic-ratelimit-requests-remaining",
+            (3_999 - rng.below(100)).to_string(),
+        ),
+        pair("anthropic-ratelimit-requests-reset", reset_at(minute_ms)),
+        pair("anthropic-ratelimit-tokens-limit", "280000".into()),
+        pair(
+            "anthropic-ratelimit-tokens-remaining",
+            thousands(80_000, rng),
+        ),
+        pair("anthropic-ratelimit-tokens-reset", reset_at(minute_ms)),
+    ]
 }

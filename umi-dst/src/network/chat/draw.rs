@@ -200,25 +200,7 @@ impl Draw {
                 ("index", 0u32.into()),
                 ("logprobs", Json::null()),
             ]),
-            Layout::DashScope => {
-                // DashScope's key order inside a choice varies from chunk to chunk
-                // (VERCEL alibaba-text.chunks.txt).
-                if self.rng.bool_with(0.5) {
-                    Json::object(vec![
-                        ("delta", delta),
-                        ("index", 0u32.into()),
-                        ("logprobs", Json::null()),
-                        ("finish_reason", finish_json),
-                    ])
-                } else {
-                    Json::object(vec![
-                        ("finish_reason", finish_json),
-                        ("logprobs", Json::null()),
-                        ("delta", delta),
-                        ("index", 0u32.into()),
-                    ])
-                }
-            }
+            Layout::DashScope => self.dashscope_choice(delta, finish_json),
             Layout::Glm | Layout::GlmNoObject => {
                 let mut choice = Json::object(vec![("index", 0u32.into())]);
                 if let Some(finish) = finish {
@@ -238,6 +220,26 @@ impl Draw {
                 ("index", 0u32.into()),
                 ("delta", delta),
             ]),
+        }
+    }
+
+    /// DashScope's key order inside a choice varies from chunk to chunk (VERCEL
+    /// alibaba-text.chunks.txt): one of its two orders, drawn.
+    fn dashscope_choice(&mut self, delta: Json, finish_json: Json) -> Json {
+        if self.rng.bool_with(0.5) {
+            Json::object(vec![
+                ("delta", delta),
+                ("index", 0u32.into()),
+                ("logprobs", Json::null()),
+                ("finish_reason", finish_json),
+            ])
+        } else {
+            Json::object(vec![
+                ("finish_reason", finish_json),
+                ("logprobs", Json::null()),
+                ("delta", delta),
+                ("index", 0u32.into()),
+            ])
         }
     }
 

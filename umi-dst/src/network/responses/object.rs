@@ -155,16 +155,7 @@ impl Response<'_> {
     /// The object, in GM's (2026) or the 2025 captures' field set.
     pub(crate) fn to_json(&self) -> Json {
         let y2026 = self.layout == Layout::Y2026;
-        let (status, error, incomplete) = match &self.status {
-            Status::InProgress => ("in_progress", Json::null(), Json::null()),
-            Status::Completed => ("completed", Json::null(), Json::null()),
-            Status::Incomplete(reason) => (
-                "incomplete",
-                Json::null(),
-                Json::object(vec![("reason", (*reason).into())]),
-            ),
-            Status::Failed(error) => ("failed", error.clone(), Json::null()),
-        };
+        let (status, error, incomplete) = status_fields(&self.status);
         let ended = !matches!(self.status, Status::InProgress);
         let mut out = Json::object(vec![
             ("id", self.id.into()),
@@ -227,6 +218,20 @@ impl Response<'_> {
         out.push("user", Json::null());
         out.push("metadata", Json::from(json!({})));
         out
+    }
+}
+
+/// A status as the object writes it: its name, `error` and `incomplete_details`.
+fn status_fields(status: &Status) -> (&'static str, Json, Json) {
+    match status {
+        Status::InProgress => ("in_progress", Json::null(), Json::null()),
+        Status::Completed => ("completed", Json::null(), Json::null()),
+        Status::Incomplete(reason) => (
+            "incomplete",
+            Json::null(),
+            Json::object(vec![("reason", (*reason).into())]),
+        ),
+        Status::Failed(error) => ("failed", error.clone(), Json::null()),
     }
 }
 
