@@ -512,3 +512,127 @@ fn a_providers_headers_reach_the_server_in_every_format() {
         );
     }
 }
+
+/// Answers each request with the next of its raw HTTP responses (the last one repeats),
+/// and counts the requests.
+#[derive(Debug)]
+struct Sequence {
+    responses: Vec<String>,
+    sent: std::sync::Mutex<usize>,
+}
+
+impl Sequence {
+    fn new(responses: Vec<String>) -> Arc<Self> {
+        Arc::new(Self {
+            responses,
+            sent: std::sync::Mutex::new(0),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl umi_core::llm::transport::Transport for Sequence {
+    async fn send(
+        &self,
+        request: umi_core::llm::transport::HttpRequest,
+    ) -> Result<umi_core::llm::transport::HttpResponse, umi_core::llm::transport::TransportError>
+    {
+        let index = {
+            let mut sent = self.sent.lock().unwrap();
+            *sent += 1;
+            (*sent - 1).min(self.responses.len() - 1)
+        };
+        FixtureTransport::parse(self.responses[index].as_bytes(), 17)
+            .send(request)
+            .await
+    }
+}
+
+fn sse(events: &[Value]) -> String {
+    let mut body = String::from("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n");
+    for event in events {
+        body.push_str(&format!("data: {event}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// The agent over a router over the chat client, on `responses` in turn: its outcome,
+/// the arguments its `pay` tool ran with, and how many requests were sent.
+fn agent_on(
+    responses: Vec<String>,
+) -> (
+    Result<umi_core::agent::AgentOutcome, umi_core::agent::AgentError>,
+    Vec<Value>,
+    usize,
+) {
+    let transport = Sequence::new(responses);
+    let paid = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let outcome = in_sim(async |sim| {
+        let client = OpenAiClient::new(
+            OpenAiConfig::new(
+                "https://llm.example/v1",
+                umi_core::llm::ModelRef::new("p", "m", 32_000, 1_000),
+            ),
+            transport.clone(),
+            sim.env(),
+        );
+        let router = umi_core::llm::router::LlmRouter::builder(sim.env())
+            .model("p/m", Arc::new(client))
+            .default_model("p/m")
+            .retry(umi_core::llm::router::RetryPolicy::default().with_max_retries(3))
+            .build()
+            .unwrap();
+        let mut tools = umi_core::agent::ToolRegistry::new();
+        let log = paid.clone();
+        tools
+            .register_fn("pay", "pays", json!({"type": "object"}), move |args: Value| {
+                let log = log.clone();
+                async move {
+                    log.lock().unwrap().push(args);
+                    Ok("paid".to_owned())
+                }
+            })
+            .unwrap();
+        umi_core::agent::Agent::new(Arc::new(router), sim.env())
+            .with_tools(tools)
+            .run(vec![Message::user("pay the bill")])
+            .await
+    });
+    let paid = paid.lock().unwrap().clone();
+    let sent = *transport.sent.lock().unwrap();
+    (outcome, paid, sent)
+}
+
+/// Issue 29, the fourth defect, as the guide now says it ("A stream that ends with
+/// nothing but its end marker"): a stream of `[DONE]` alone is an empty stream, which
+/// the router retries like any cut before the first event, so the agent runs on the
+/// retried answer; a tool call's header followed by an error object in vLLM's flat
+/// shape (once skipped, leaving a call with `{}` arguments the model never gave) ends
+/// the turn in the typed error, and the tool never runs.
+#[test]
+fn an_end_marker_alone_is_retried_and_an_unknown_error_object_is_never_an_answer() {
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let answer = [
+        chunk(json!({"role": "assistant", "content": "Paid nothing."}), Value::Null),
+        chunk(json!({}), json!("stop")),
+    ];
+    let (outcome, paid, sent) = agent_on(vec![sse(&[]), sse(&answer)]);
+    assert_eq!(outcome.expect("the retry answers").answer, "Paid nothing.");
+    assert_eq!((paid.len(), sent), (0, 2), "one empty stream retried, one answer");
+
+    let header = chunk(
+        json!({"tool_calls": [{"index": 0, "id": "call_9", "type": "function",
+            "function": {"name": "pay", "arguments": ""}}]}),
+        Value::Null,
+    );
+    let flat_error = json!({"object": "error", "message": "Internal server error",
+        "type": "InternalServerError", "param": null, "code": 500});
+    let (outcome, paid, _) = agent_on(vec![sse(&[header, flat_error])]);
+    let error = outcome.expect_err("an error inside the stream is no answer");
+    assert!(error.to_string().contains("Internal server error"), "{error}");
+    assert!(paid.is_empty(), "the tool ran with {paid:?}");
+}

@@ -410,3 +410,234 @@ fn a_real_refused_connection_does_not_print_the_url_credentials() {
     let printed = format!("{error} {error:?}");
     assert!(leaks(&printed).is_empty(), "{printed}");
 }
+
+/// Keys as a `.env` line, a dashboard copy or a heredoc leave them.
+fn keys_with_whitespace() -> [String; 5] {
+    [
+        format!("{KEY} "),
+        format!(" {KEY}"),
+        format!("{KEY}\n"),
+        format!("{KEY}\r\n"),
+        format!("\t{KEY}  "),
+    ]
+}
+
+/// How a user sets the key.
+#[derive(Debug, Clone, Copy)]
+enum Setting {
+    /// `Connection::with_api_key`.
+    Connection,
+    /// A router config's `api_key_env`, read from the environment.
+    ConfigEnv,
+    /// A secret header among the extra headers (Azure's `api-key`).
+    SecretHeader,
+}
+
+const SETTINGS: [Setting; 3] = [
+    Setting::Connection,
+    Setting::ConfigEnv,
+    Setting::SecretHeader,
+];
+
+/// A server that refuses every key and echoes the one it read, as OpenAI's 401 does:
+/// a header's value trimmed of surrounding whitespace (RFC 9110, section 5.5), whole
+/// in the message and masked ("sk-live-****…wxyz") in a second sentence, in a 401
+/// (`stream: false`) or in an error inside a 200 stream.
+#[derive(Debug)]
+struct Echoing {
+    format: Format,
+    in_stream: bool,
+}
+
+impl Echoing {
+    fn echo(request: &HttpRequest) -> String {
+        let read = |name: &str| request.header(name).map(str::trim).map(str::to_owned);
+        let key = read("api-key")
+            .or_else(|| read("x-api-key"))
+            .or_else(|| {
+                read("authorization").map(|v| v.trim_start_matches("Bearer ").trim().to_owned())
+            })
+            .unwrap_or_default();
+        let chars: Vec<char> = key.chars().collect();
+        let masked: String = if chars.len() > 12 {
+            let head: String = chars[..8].iter().collect();
+            let tail: String = chars[chars.len() - 4..].iter().collect();
+            format!("{head}{}{tail}", "*".repeat(chars.len() - 12))
+        } else {
+            key.clone()
+        };
+        format!("Incorrect API key provided: {key}. Masked: {masked}.")
+    }
+}
+
+#[async_trait::async_trait]
+impl Transport for Echoing {
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
+        let message = Self::echo(&request);
+        let raw = if self.in_stream {
+            stream_error(self.format).replace(&format!("upstream refused key {KEY}"), &message)
+        } else {
+            unauthorized(self.format)
+                .replace(&format!("Incorrect API key provided: {KEY}"), &message)
+        };
+        FixtureTransport::parse(raw.as_bytes(), 11)
+            .send(request)
+            .await
+    }
+}
+
+/// The router config of `format`'s provider, its key in `UMI_TEST_KEY`.
+fn router_config(format: Format) -> umi_core::llm::router::RouterConfig {
+    let kind = match format {
+        Format::OpenAi => "openai",
+        Format::Responses => "openai_responses",
+        Format::Anthropic => "anthropic",
+        Format::Ollama => "ollama",
+    };
+    let text = format!(
+        "[providers.p]\ntype = \"{kind}\"\nendpoint = \"https://llm.example/v1\"\napi_key_env = \"UMI_TEST_KEY\"\n\n\
+         [models.\"p/m\"]\ncontext_window = 32000\nmax_output = 1000\n\n\
+         [routing]\ndefault = \"p/m\"\n\n[retry]\nmax_retries = 0\n"
+    );
+    umi_core::llm::router::RouterConfig::from_toml(&text, "(test)").unwrap()
+}
+
+/// The model `setting` builds with `key`, over `transport`.
+fn keyed_model(
+    format: Format,
+    setting: Setting,
+    key: &str,
+    transport: Arc<dyn Transport>,
+    env: umi_core::env::Env,
+) -> Arc<dyn LanguageModel> {
+    let model = ModelRef::new("p", "m", 32_000, 1_000);
+    let connection = match setting {
+        Setting::ConfigEnv => {
+            let router = LlmRouter::from_config(&router_config(format), &transport, &env, |name| {
+                (name == "UMI_TEST_KEY").then(|| key.to_owned())
+            })
+            .unwrap();
+            return Arc::new(router);
+        }
+        Setting::Connection => Connection::new("https://llm.example/v1").with_api_key(key),
+        Setting::SecretHeader => Connection::new("https://llm.example/v1")
+            .with_extra_headers(vec![("api-key".to_owned(), key.to_owned())]),
+    };
+    match format {
+        Format::OpenAi => Arc::new(OpenAiClient::new(
+            OpenAiConfig::new(connection, model),
+            transport,
+            env,
+        )),
+        Format::Ollama => Arc::new(OllamaClient::new(
+            OllamaConfig::new(connection, model),
+            transport,
+            env,
+        )),
+        Format::Anthropic => Arc::new(AnthropicClient::new(
+            AnthropicConfig::new(connection, model),
+            transport,
+            env,
+        )),
+        Format::Responses => Arc::new(ResponsesClient::new(
+            ResponsesConfig::new(connection, model),
+            transport,
+            env,
+        )),
+    }
+}
+
+/// Issue 29, the first defect: a key configured with a trailing space was sent as
+/// configured, the server echoed it trimmed, and the redactor knew only the untrimmed
+/// form (619 of 9,892 outputs leaked). Every key form × every way of setting it × every
+/// format, whole and streamed, through a server that echoes what it read.
+#[test]
+fn a_key_with_surrounding_whitespace_never_leaks_from_an_echoing_server() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for key in keys_with_whitespace() {
+        for setting in SETTINGS {
+            for format in FORMATS {
+                for in_stream in [false, true] {
+                    let transport: Arc<dyn Transport> = Arc::new(Echoing { format, in_stream });
+                    let error = in_sim(async |sim| {
+                        let model = keyed_model(format, setting, &key, transport, sim.env());
+                        call(model.as_ref(), in_stream).await
+                    });
+                    let outputs = [
+                        error.to_string(),
+                        format!("{error:?}"),
+                        serde_json::to_string(&error).unwrap(),
+                        umi_dst::corpus::format_line(7, &format!("correctness: {error}")),
+                    ];
+                    let case = format!("{key:?} {setting:?} {format:?} stream={in_stream}");
+                    if !outputs[0].contains("[REDACTED]") {
+                        failures.push(format!("{case}: no echo redacted in {}", outputs[0]));
+                    }
+                    for output in outputs {
+                        checked += 1;
+                        let found = leaks(&output);
+                        if !found.is_empty() || output.contains("****") {
+                            failures.push(format!("{case}: {found:?} in {output}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} leaks in {checked} outputs:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn a_key_is_sent_trimmed_as_every_server_reads_it() {
+    for key in keys_with_whitespace() {
+        let transport = Arc::new(FixtureTransport::parse(
+            unauthorized(Format::OpenAi).as_bytes(),
+            64,
+        ));
+        in_sim(async |sim| {
+            let model = keyed_model(
+                Format::OpenAi,
+                Setting::Connection,
+                &key,
+                transport.clone(),
+                sim.env(),
+            );
+            let _ = model.complete(&request()).await;
+        });
+        let requests = transport.requests.lock().unwrap();
+        assert_eq!(
+            requests[0].header("authorization"),
+            Some(format!("Bearer {KEY}").as_str()),
+            "{key:?}"
+        );
+    }
+}
+
+#[test]
+fn a_configured_key_that_is_blank_is_refused_naming_its_variable() {
+    let transport: Arc<dyn Transport> = Arc::new(Refusing);
+    in_sim(async |sim| {
+        for (value, says) in [
+            ("  \n", "the key is empty"),
+            ("sk-a\u{7}b", "control character"),
+        ] {
+            let error = LlmRouter::from_config(
+                &router_config(Format::OpenAi),
+                &transport,
+                &sim.env(),
+                |_| Some(value.to_owned()),
+            )
+            .unwrap_err();
+            assert_eq!(error.field, "providers.p.api_key_env");
+            assert_eq!(error.value, "UMI_TEST_KEY");
+            assert!(error.reason.contains(says), "{error}");
+            assert!(!error.to_string().contains("sk-a"), "{error}");
+        }
+    });
+}

@@ -67,6 +67,9 @@ mod third_party_responses;
 /// The same seed, the same answer, in every wire format and profile, streamed or whole.
 mod formats;
 
+/// A key with surrounding whitespace, echoed by a real HTTP server, never in an error.
+mod secrets_over_http;
+
 mod test_macro;
 
 /// rig, unmodified, over SimNetwork through `umi_dst::adapters::rig` (feature `rig`).

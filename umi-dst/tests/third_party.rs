@@ -344,3 +344,147 @@ fn async_openai_reads_every_openai_format_profile_as_umi_does() {
         );
     }
 }
+
+/// What an error after the 200 looks like on the wire, as a client reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum InStreamError {
+    /// `data: {"error": {"message": ...}}`.
+    Wrapped,
+    /// `data: {"error": "<text>"}`.
+    Text,
+    /// `data: {"error": "<text>", "error_type": "<kind>"}`.
+    TypedText,
+    /// A chunk with a top-level `error` object and choices (OpenRouter).
+    Chunk,
+    /// An SSE field `error: {...}` (older llama.cpp).
+    Field,
+    /// Anything else carrying an error (`{"object": "error", ...}`, `{"detail": ...}`).
+    Unsourced,
+}
+
+/// The in-stream error shapes each profile's notes source (network/profile.rs): OpenAI
+/// and Azure wrap; OpenRouter's error chunk; vLLM's `json.dumps({"error": ...})`
+/// (serving_engine.py); llama.cpp's `error:` field (old) and wrapped `data:` (new);
+/// TGI's typed text (server.rs); Xinference's `json.dumps({"error": str(ex)})`
+/// (restful_api.py). DeepSeek, DashScope and GLM reset; Ollama's /v1 sends a stray
+/// chunk: no error payload at all.
+fn sourced_in_stream_errors(profile: Profile) -> &'static [InStreamError] {
+    use InStreamError::{Chunk, Field, Text, TypedText, Wrapped};
+    match profile {
+        Profile::OpenAi | Profile::AzureOpenAi | Profile::Vllm => &[Wrapped],
+        Profile::OpenRouter => &[Chunk],
+        Profile::LlamaCpp => &[Field, Wrapped],
+        Profile::Tgi => &[TypedText],
+        Profile::Xinference => &[Text],
+        _ => &[],
+    }
+}
+
+/// Every error payload in an SSE body, classified.
+fn in_stream_errors(body: &str) -> Vec<(InStreamError, String)> {
+    let mut found = Vec::new();
+    for line in body.lines() {
+        let line = line.trim_end_matches('\r');
+        if let Some(field) = line.strip_prefix("error:") {
+            found.push((InStreamError::Field, field.trim().to_owned()));
+            continue;
+        }
+        let Some(data) = line.strip_prefix("data:") else {
+            continue;
+        };
+        let Ok(value) = serde_json::from_str::<Value>(data.trim()) else {
+            continue;
+        };
+        let kind = match (value.get("error"), value.get("choices")) {
+            (Some(Value::Object(error)), Some(_)) if error.contains_key("message") => {
+                InStreamError::Chunk
+            }
+            (Some(Value::Object(error)), None) if error.contains_key("message") => {
+                InStreamError::Wrapped
+            }
+            (Some(Value::String(_)), None)
+                if value.get("error_type").is_some_and(Value::is_string) =>
+            {
+                InStreamError::TypedText
+            }
+            (Some(Value::String(_)), None) if value.as_object().is_some_and(|o| o.len() == 1) => {
+                InStreamError::Text
+            }
+            (None, None)
+                if value.get("object") == Some(&Value::from("error"))
+                    || value.get("detail").is_some() =>
+            {
+                InStreamError::Unsourced
+            }
+            (None, _) => continue,
+            _ => InStreamError::Unsourced,
+        };
+        found.push((kind, data.trim().to_owned()));
+    }
+    found
+}
+
+/// Issue 29, the third defect: inside a 200 stream the Xinference profile sent FastAPI's
+/// `{"detail": ...}` and the older-vLLM profile a bare `{"object": "error", ...}` (their
+/// HTTP error bodies reused), shapes neither server streams, on which openai-python
+/// raises a TypeError. Every in-stream error a profile sends must be one its notes
+/// source, and each sourced shape must occur.
+#[test]
+fn every_in_stream_error_a_profile_sends_is_one_its_sources_name() {
+    const SEEDS: u64 = 240;
+    let mut seen: BTreeMap<Profile, std::collections::BTreeSet<InStreamError>> = BTreeMap::new();
+    let mut unsourced = Vec::new();
+    for profile in Profile::ALL
+        .into_iter()
+        .filter(|p| p.format() == WireFormat::OpenAiChat)
+    {
+        for seed in 0..SEEDS {
+            let body = std::sync::Mutex::new(String::new());
+            let config = umi_dst::SimConfig::new(seed).with_fault(umi_dst::FaultConfig::always(
+                umi_dst::FaultKind::LlmStreamCut,
+            ));
+            Simulation::new(config)
+                .try_run(|sim| {
+                    let body = &body;
+                    async move {
+                        let model_ref = ModelRef::new("judge", "judge-model", 32_768, 1_024);
+                        let llm = judge_model(&sim, model_ref.clone(), false);
+                        let network = SimNetwork::new(&sim)
+                            .with_endpoint(Endpoint::openai(URL, llm).with_profile(profile));
+                        let request = judged_request(seed, tools());
+                        let http =
+                            OpenAiConfig::new(URL, model_ref).http_request(&request, true)?;
+                        let (_, reads) = read_exchange(&network, http).await?;
+                        *body.lock().unwrap() =
+                            String::from_utf8_lossy(&reads.concat()).into_owned();
+                        Ok(())
+                    }
+                })
+                .unwrap_or_else(|e| panic!("{profile} seed {seed}: {e:?}"));
+            for (kind, payload) in in_stream_errors(&body.into_inner().unwrap()) {
+                if !sourced_in_stream_errors(profile).contains(&kind) {
+                    unsourced.push(format!("{profile} seed {seed}: {kind:?} {payload}"));
+                }
+                seen.entry(profile).or_default().insert(kind);
+            }
+        }
+    }
+    assert!(
+        unsourced.is_empty(),
+        "{} unsourced:\n{}",
+        unsourced.len(),
+        unsourced.join("\n")
+    );
+    for profile in Profile::ALL
+        .into_iter()
+        .filter(|p| p.format() == WireFormat::OpenAiChat)
+    {
+        let expected: std::collections::BTreeSet<InStreamError> =
+            sourced_in_stream_errors(profile).iter().copied().collect();
+        let got = seen.remove(&profile).unwrap_or_default();
+        assert_eq!(
+            got, expected,
+            "{profile}: the sourced shapes that occurred over {SEEDS} seeds"
+        );
+    }
+}

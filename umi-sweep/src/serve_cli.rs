@@ -142,7 +142,12 @@ pub fn config_of(
             value: variable.clone(),
             reason: "the environment variable is not set".into(),
         })?;
-        config.api_key = Some(umi_core::llm::secrets::ApiKey::from(key));
+        let key = umi_core::llm::secrets::ApiKey::parse(key).map_err(|error| ServeError::Flag {
+            flag: "--api-key-env",
+            value: variable.clone(),
+            reason: format!("the environment variable's value is refused: {error}"),
+        })?;
+        config.api_key = Some(key);
     }
     config.validate()?;
     Ok(config)

@@ -12,7 +12,10 @@
 //!
 //! Everything else is a typed error, never a panic: a stream with no Done
 //! ([`LlmError::EmptyStream`] when nothing came at all, [`LlmError::StreamTruncated`]
-//! otherwise), arguments that are not JSON at Done ([`LlmError::Json`], naming the call
+//! otherwise), a Done without a finish reason ([`FinishReason::Missing`]) and nothing
+//! before it ([`LlmError::EmptyStream`]), or after a tool call whose arguments never
+//! came ([`LlmError::InvalidResponse`]: with no finish reason to vouch for it, an empty
+//! call is a cut one, never `{}`), arguments that are not JSON at Done ([`LlmError::Json`], naming the call
 //! and showing the text), a runaway answer (a tool index over `TOOL_CALL_INDEX_MAX`, or
 //! more calls than `TOOL_CALLS_PER_RESPONSE_MAX`: [`LlmError::TooManyToolCalls`], which
 //! no retry of the same model fixes), a call without a name, a name that changes
@@ -203,6 +206,11 @@ impl StreamCollector {
 
     /// The response, once Done has arrived.
     pub fn finish(self) -> Result<CompletionResponse, LlmError> {
+        let answered = !self.text.is_empty() || self.reasoning.is_some() || !self.calls.is_empty();
+        if self.finish_reason == Some(FinishReason::Missing) && !answered {
+            // The end marker and nothing else: no answer, not an empty one.
+            return Err(LlmError::EmptyStream);
+        }
         let Some(finish_reason) = self.finish_reason else {
             return Err(if self.events == 0 {
                 LlmError::EmptyStream
@@ -228,6 +236,16 @@ impl StreamCollector {
                     snippet: snippet(&call.arguments),
                 });
             };
+            if finish_reason == FinishReason::Missing && call.arguments.trim().is_empty() {
+                // No finish reason vouches for an empty call: its arguments never came.
+                return Err(LlmError::InvalidResponse {
+                    reason: format!(
+                        "tool call {index} ({name}) ended without its arguments: the stream \
+                         ended with no finish reason"
+                    ),
+                    snippet: String::new(),
+                });
+            }
             let arguments = parse_arguments(&call.arguments, index, &name)?;
             let id = call.id.unwrap_or_else(|| format!("call_{index}"));
             tool_calls.push(ToolCall {

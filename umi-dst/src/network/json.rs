@@ -45,6 +45,19 @@ impl Json {
         }
     }
 
+    /// The value of an object's field `key`, in either form of object (`None` for
+    /// anything else, or a missing key).
+    pub(crate) fn get(&self, key: &str) -> Option<Json> {
+        match self {
+            Self::Object(fields) => fields
+                .iter()
+                .find(|(name, _)| *name == key)
+                .map(|(_, value)| value.clone()),
+            Self::Value(Value::Object(map)) => map.get(key).cloned().map(Self::Value),
+            _ => None,
+        }
+    }
+
     /// The object with a field added at the end (as [`Json::push`]).
     pub(crate) fn pushed(mut self, key: &'static str, value: impl Into<Json>) -> Self {
         self.push(key, value);

@@ -189,3 +189,85 @@ fn a_stream_without_a_finish_or_end_marker_is_truncated() {
     );
     assert_eq!(decode(&tgi).collect("m").unwrap().text, "Hi");
 }
+
+/// Issue 29, the fourth defect: a flat `{"object": "error", ...}` inside a stream (vLLM's
+/// HTTP error body, as a proxy relays it) was skipped, and the stream, a tool call's
+/// header then the error then `[DONE]`, came back as success with finish `missing` and
+/// a tool call whose arguments were `{}`: an answer the model never gave.
+#[test]
+fn an_error_object_in_a_stream_ends_it_in_every_known_shape() {
+    let header = chunk(
+        &json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "pay", "arguments": ""}}]}),
+        None,
+    );
+    let payloads = [
+        // vLLM up to 0.10.0: the flat HTTP body.
+        json!({"object": "error", "message": "Internal server error", "type": "InternalServerError", "param": null, "code": 500}),
+        // vLLM's streaming wrapper around it.
+        json!({"error": {"object": "error", "message": "Internal server error", "type": "InternalServerError", "param": null, "code": 500}}),
+        // Xinference: `json.dumps({"error": str(ex)})`.
+        json!({"error": "Model is loading, please retry later"}),
+        // FastAPI's HTTP body, relayed.
+        json!({"detail": "Internal server error"}),
+        // TGI.
+        json!({"error": "Request failed during generation: Server error: out of memory", "error_type": "generation"}),
+    ];
+    for payload in payloads {
+        let bytes = format!("{header}data: {payload}\n\ndata: [DONE]\n\n");
+        let decoded = decode(&bytes);
+        let error = decoded
+            .error
+            .clone()
+            .unwrap_or_else(|| panic!("{payload}: no error in {decoded:?}"));
+        assert!(error.is_retryable(), "{payload}: {error:?}");
+        assert!(decoded.collect("m").is_err(), "{payload}");
+    }
+}
+
+#[test]
+fn a_stream_of_nothing_but_its_end_marker_is_an_empty_stream() {
+    for bytes in [
+        "data: [DONE]\n\n".to_owned(),
+        // A usage chunk is not an answer either.
+        format!(
+            "data: {}\n\ndata: [DONE]\n\n",
+            json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3}})
+        ),
+    ] {
+        let decoded = decode(&bytes);
+        assert_eq!(decoded.error, Some(LlmError::EmptyStream), "{bytes}");
+        assert_eq!(decoded.collect("m"), Err(LlmError::EmptyStream));
+    }
+    // An empty answer the server finished is an answer.
+    let finished = format!(
+        "{}data: [DONE]\n\n",
+        chunk(&json!({"content": ""}), Some("stop"))
+    );
+    let response = decode(&finished).collect("m").unwrap();
+    assert_eq!(
+        (response.text.as_str(), response.finish_reason),
+        ("", FinishReason::Stop)
+    );
+}
+
+#[test]
+fn a_tool_call_whose_arguments_never_came_is_never_handed_on_as_empty() {
+    let header = chunk(
+        &json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "pay", "arguments": ""}}]}),
+        None,
+    );
+    // No finish reason, no arguments: cut, not `{}`.
+    let cut = format!("{header}data: [DONE]\n\n");
+    let error = decode(&cut).collect("m").unwrap_err();
+    assert!(
+        matches!(&error, LlmError::InvalidResponse { reason, .. } if reason.contains("pay") && reason.contains("without its arguments")),
+        "{error:?}"
+    );
+    // The server's finish vouches for a call without parameters.
+    let finished = format!(
+        "{header}{}data: [DONE]\n\n",
+        chunk(&json!({}), Some("tool_calls"))
+    );
+    let response = decode(&finished).collect("m").unwrap();
+    assert_eq!(response.tool_calls[0].arguments, json!({}));
+}

@@ -246,9 +246,32 @@ struct WireResponse {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
+    /// `chat.completion.chunk`, or vLLM's flat error's `"error"`.
+    #[serde(default)]
+    object: Option<Value>,
+    /// FastAPI's error (`{"detail": ...}`, Xinference).
+    #[serde(default)]
+    detail: Option<Value>,
 }
 
 impl WireResponse {
+    /// The error this body is, when it is one: `{"error": ...}` (every wrapped shape,
+    /// a string or an object), vLLM's flat `{"object": "error", "message", ...}` (up to
+    /// 0.10.0, relayed into a stream by proxies), FastAPI's `{"detail": ...}`. `text`
+    /// is the body, for the error's own reading.
+    fn error(&mut self, text: &str) -> Option<LlmError> {
+        if let Some(error) = self.error.take().filter(|e| !e.is_null()) {
+            return Some(from_stream_error(&json!({ "error": error })));
+        }
+        let flat = self.object.as_ref().and_then(Value::as_str) == Some("error");
+        let fastapi = self.detail.as_ref().is_some_and(|d| !d.is_null());
+        if self.choices.is_empty() && (flat || fastapi) {
+            let value = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
+            return Some(from_stream_error(&value));
+        }
+        None
+    }
+
     /// The first choice (index 0, or the first one listed); others (`n > 1`) are ignored.
     fn first_choice(&mut self) -> Option<WireChoice> {
         let position = self
@@ -289,8 +312,8 @@ pub fn parse_response(body: &str, model: &str) -> Result<CompletionResponse, Llm
             invalid("the response is not JSON", body)
         }
     })?;
-    if let Some(error) = response.error.take().filter(|e| !e.is_null()) {
-        return Err(from_stream_error(&json!({ "error": error })));
+    if let Some(error) = response.error(body) {
+        return Err(error);
     }
     let choice = response
         .first_choice()
@@ -348,14 +371,19 @@ pub fn parse_response(body: &str, model: &str) -> Result<CompletionResponse, Llm
 /// ([`FinishReason::Missing`] when none came) and the last usage seen, wherever it came
 /// (on its own chunk with empty `choices`, or on the finish chunk). A body that ends
 /// after a finish reason but without `[DONE]` is accepted; one that ends before any is
-/// [`LlmError::StreamTruncated`]. Errors inside the stream, in every shape providers use
-/// (`data: {"error": ...}`, `event: error`, llama.cpp's `error:` field, OpenRouter's
-/// error chunk with `finish_reason: "error"`), end it with their typed error.
+/// [`LlmError::StreamTruncated`]; `[DONE]` with nothing before it (no text, no tool call,
+/// no finish reason) is [`LlmError::EmptyStream`]. Errors inside the stream, in every
+/// shape providers use (`data: {"error": ...}` with an object or a string, vLLM's flat
+/// `{"object": "error", ...}`, FastAPI's `{"detail": ...}`, `event: error`, llama.cpp's
+/// `error:` field, OpenRouter's error chunk with `finish_reason: "error"`), end it with
+/// their typed error.
 #[derive(Default)]
 pub struct ChunkDecoder {
     sse: SseDecoder,
     finish: Option<FinishReason>,
     usage: Option<TokenUsage>,
+    /// Whether any text, reasoning or tool call has come.
+    answered: bool,
     done: bool,
 }
 
@@ -381,6 +409,10 @@ impl ChunkDecoder {
 
     fn on_data(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         if data.trim() == "[DONE]" {
+            if self.finish.is_none() && !self.answered {
+                // Nothing but the end marker: no answer at all, not an empty one.
+                return Err(LlmError::EmptyStream);
+            }
             self.done = true;
             let finish = self.finish.take().unwrap_or(FinishReason::Missing);
             out.push(StreamEvent::done(finish, self.usage));
@@ -393,8 +425,8 @@ impl ChunkDecoder {
                 invalid("a stream chunk is not JSON", data)
             }
         })?;
-        if let Some(error) = chunk.error.take().filter(|e| !e.is_null()) {
-            return Err(from_stream_error(&json!({ "error": error })));
+        if let Some(error) = chunk.error(data) {
+            return Err(error);
         }
         if let Some(usage) = chunk.usage.take() {
             self.usage = Some(usage.into());
@@ -402,6 +434,7 @@ impl ChunkDecoder {
         let Some(choice) = chunk.first_choice() else {
             return Ok(());
         };
+        let before = out.len();
         if let Some(mut delta) = choice.message {
             if let Some(text) = delta.reasoning() {
                 out.push(StreamEvent::ReasoningDelta { text });
@@ -416,6 +449,7 @@ impl ChunkDecoder {
         if let Some(reason) = choice.finish_reason {
             self.finish = Some(finish_reason(&reason));
         }
+        self.answered |= out.len() > before;
         Ok(())
     }
 }

@@ -73,14 +73,21 @@ impl LlmRouter {
             let timeout = Duration::from_millis(config.retry.request_timeout_ms);
             let api_key = match &provider.api_key_env {
                 None => None,
-                Some(variable) => Some(ApiKey::from(lookup(variable).ok_or_else(|| {
-                    ConfigError {
+                Some(variable) => {
+                    let refused = |reason: String| ConfigError {
                         file: "(config)".into(),
                         field: format!("providers.{provider_name}.api_key_env"),
                         value: variable.clone(),
-                        reason: "the environment variable is not set".into(),
-                    }
-                })?)),
+                        reason,
+                    };
+                    let raw = lookup(variable)
+                        .ok_or_else(|| refused("the environment variable is not set".into()))?;
+                    Some(ApiKey::parse(raw).map_err(|error| {
+                        refused(format!(
+                            "the environment variable's value is refused: {error}"
+                        ))
+                    })?)
+                }
             };
             let client = crate::llm::registry::client(
                 provider,

@@ -13,6 +13,6 @@ mod key;
 mod patterns;
 mod redactor;
 
-pub use key::ApiKey;
+pub use key::{ApiKey, KeyError};
 pub use patterns::{REDACTED, is_secret_header, redact_headers, redact_patterns, redact_url};
 pub use redactor::Redactor;

@@ -2,8 +2,10 @@
 //!
 //! Built once per client from its config (the key, secret headers, the credentials in
 //! its base URL), it replaces each secret, in the forms a server may echo it (as sent,
-//! percent-encoded, JSON-escaped), and a piece of one that ends a cut text (an error
-//! snippet cut at its limit mid-key), then applies the patterns
+//! trimmed of the surrounding whitespace a header parser drops (RFC 9110, section 5.5),
+//! percent-encoded, JSON-escaped, and masked the way OpenAI's 401 masks it: the key's
+//! first characters, a run of `*`, its last four), and a piece of one that ends a cut
+//! text (an error snippet cut at its limit mid-key), then applies the patterns
 //! ([`super::redact_patterns`]) for credentials nobody configured.
 
 use std::fmt;
@@ -18,6 +20,8 @@ use crate::llm::error::LlmError;
 pub struct Redactor {
     /// Every form of every secret, longest first (so a secret inside another goes last).
     secrets: Vec<String>,
+    /// Each secret as given and trimmed, unencoded: what a mask shows the ends of.
+    plain: Vec<String>,
 }
 
 impl fmt::Debug for Redactor {
@@ -53,18 +57,24 @@ impl Redactor {
         Self::default()
     }
 
-    /// Adds `secret` (an empty one is ignored), with its encodings.
+    /// Adds `secret` (an empty one is ignored), as given and trimmed, with their
+    /// encodings.
     pub fn with_secret(mut self, secret: &str) -> Self {
-        if secret.is_empty() {
-            return self;
-        }
-        for form in [
-            secret.to_owned(),
-            percent_encoded(secret),
-            json_escaped(secret),
-        ] {
-            if !self.secrets.contains(&form) {
-                self.secrets.push(form);
+        for given in [secret, secret.trim()] {
+            if given.is_empty() {
+                continue;
+            }
+            if !self.plain.iter().any(|plain| plain == given) {
+                self.plain.push(given.to_owned());
+            }
+            for form in [
+                given.to_owned(),
+                percent_encoded(given),
+                json_escaped(given),
+            ] {
+                if !self.secrets.contains(&form) {
+                    self.secrets.push(form);
+                }
             }
         }
         self.secrets
@@ -114,6 +124,7 @@ impl Redactor {
                 text = text.replace(secret.as_str(), REDACTED);
             }
         }
+        text = redact_masked(&text, &self.plain);
         for secret in &self.secrets {
             text = redact_cut_prefix(&text, secret);
         }
@@ -124,6 +135,85 @@ impl Redactor {
     pub fn redact_error(&self, error: LlmError) -> LlmError {
         error.map_text(&|text| self.redact(text))
     }
+}
+
+/// The shortest run of `*` taken for a mask.
+const MASK_STARS_MIN: usize = 4;
+
+/// The most characters of a key's end that a mask shows (OpenAI's shows four).
+const MASK_TAIL_CHARS_MAX: usize = 4;
+
+/// `text` with every masked echo of one of `secrets` redacted: a run of at least
+/// `MASK_STARS_MIN` `*` preceded by a start of the secret (at least
+/// `SECRET_PREFIX_CHARS_MIN` characters) and followed by up to `MASK_TAIL_CHARS_MAX`
+/// characters of its end. OpenAI's 401 reads "Incorrect API key provided:
+/// sk-proj-****…****AbCd": the masked form still shows the key's ends, and the ends
+/// of a key are a guess's head start.
+fn redact_masked(text: &str, secrets: &[String]) -> String {
+    if !text.contains("****") || secrets.is_empty() {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some((start, end)) = next_mask(rest, secrets) {
+        out.push_str(&rest[..start]);
+        out.push_str(REDACTED);
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The next masked echo of one of `secrets` in `text`, as a byte range from the shown
+/// start to the end of the shown tail (the secret that explains most of it).
+fn next_mask(text: &str, secrets: &[String]) -> Option<(usize, usize)> {
+    let mut from = 0;
+    while let Some(offset) = text[from..].find("****") {
+        let stars = from + offset;
+        let stars_end = stars + text[stars..].bytes().take_while(|b| *b == b'*').count();
+        let best = secrets
+            .iter()
+            .filter_map(|secret| {
+                let shown = shown_start(&text[..stars], secret)?;
+                Some((shown, mask_tail(&text[stars_end..], secret)))
+            })
+            .max_by_key(|(shown, tail)| shown + tail);
+        if stars_end - stars >= MASK_STARS_MIN
+            && let Some((shown, tail)) = best
+        {
+            return Some((stars - shown, stars_end + tail));
+        }
+        from = stars_end;
+    }
+    None
+}
+
+/// How many bytes of `before`'s end are a start of `secret` (the longest, of at least
+/// `SECRET_PREFIX_CHARS_MIN` characters).
+fn shown_start(before: &str, secret: &str) -> Option<usize> {
+    secret
+        .char_indices()
+        .map(|(i, c)| i + c.len_utf8())
+        .skip(SECRET_PREFIX_CHARS_MIN - 1)
+        .filter(|&end| before.ends_with(&secret[..end]))
+        .last()
+}
+
+/// How many bytes at `after`'s start are an end of `secret` (at most
+/// `MASK_TAIL_CHARS_MAX` characters; the longest).
+fn mask_tail(after: &str, secret: &str) -> usize {
+    let starts: Vec<usize> = secret
+        .char_indices()
+        .map(|(i, _)| i)
+        .rev()
+        .take(MASK_TAIL_CHARS_MAX)
+        .collect();
+    starts
+        .iter()
+        .rev()
+        .map(|&start| &secret[start..])
+        .find(|tail| after.starts_with(tail))
+        .map_or(0, str::len)
 }
 
 /// `text` with a start of `secret` (at least `SECRET_PREFIX_CHARS_MIN` characters, and
@@ -187,6 +277,17 @@ mod tests {
             // A snippet cut in the middle of the key.
             (format!("got {}…", &KEY[..7]), "got [REDACTED]…"),
             (format!("ends {}", &KEY[..5]), "ends [REDACTED]"),
+            // Masked as OpenAI's 401 masks it: start, stars, last four.
+            (
+                format!(
+                    "provided: {}{}{}. You can",
+                    &KEY[..8],
+                    "*".repeat(40),
+                    &KEY[KEY.len() - 4..]
+                ),
+                "provided: [REDACTED]. You can",
+            ),
+            ("a **** b ******".to_owned(), "a **** b ******"),
             // Too short a start to be told from text; other header values are kept.
             ("ends sk-".to_owned(), "ends sk-"),
             (
@@ -198,6 +299,21 @@ mod tests {
         for (text, expected) in table {
             assert_eq!(redactor.redact(&text), expected, "{text}");
         }
+    }
+
+    #[test]
+    fn a_secret_with_surrounding_whitespace_is_redacted_as_a_server_reads_it() {
+        // A header value as configured ("api-key: <key> "): the server reads it
+        // trimmed, and echoes that.
+        let redactor = Redactor::new().with_headers(&[("api-key".to_owned(), format!("{KEY} \n"))]);
+        assert_eq!(
+            redactor.redact(&format!("Incorrect API key provided: {KEY}.")),
+            "Incorrect API key provided: [REDACTED]."
+        );
+        assert_eq!(
+            redactor.redact(&format!("{{\"key\":\"{}\"}}", json_escaped(KEY))),
+            "{\"key\":\"[REDACTED]\"}"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod errors;
 mod request;
 pub mod shapes;
 mod stream;
+mod stream_error;
 mod whole;
 
 use umi_core::llm::{CompletionResponse, LlmError};

@@ -14,6 +14,7 @@ use super::shapes::{
     FinishShape, Framing, KeepAlive, Layout, Opener, ReasoningField, ShapeMark, StreamErrorShape,
     ToolShape, UsageShape,
 };
+use super::stream_error::{InStream, in_stream};
 use crate::network::format::{Flow, StreamEncoder};
 use crate::network::json::{Json, Spacing};
 
@@ -446,6 +447,35 @@ impl ChatStream {
         }
     }
 
+    /// OpenRouter's error chunk: `error` at the top level before `choices`, the choice
+    /// finished with `"error"`, then `[DONE]`.
+    fn error_chunk(&mut self, error: Json, out: &mut Vec<u8>) -> Flow {
+        let delta = Json::object(vec![("content", "".into())]);
+        let mut chunk = self
+            .draw
+            .chunk(Some((delta, Some("error".to_owned()))), UsageField::Absent);
+        if let Json::Object(fields) = &mut chunk {
+            let at = fields
+                .iter()
+                .position(|(k, _)| *k == "choices")
+                .unwrap_or(0);
+            fields.insert(at, ("error", error));
+        }
+        self.sse(out, &chunk);
+        self.done(out);
+        Flow::End
+    }
+
+    /// Ollama's /v1: one empty chunk without a model, then the connection closes.
+    fn stray_chunk(&mut self, out: &mut Vec<u8>) -> Flow {
+        let model = std::mem::take(&mut self.draw.model);
+        let delta = Json::object(vec![("content", "".into())]);
+        let chunk = self.draw.chunk(Some((delta, None)), UsageField::Absent);
+        self.draw.model = model;
+        self.sse(out, &chunk);
+        Flow::Close
+    }
+
     /// An SSE field (`data: ` or `error: `) carrying `value`, then the end of the stream
     /// as this server writes it.
     fn field_then_done(
@@ -508,17 +538,6 @@ impl ChatStream {
     }
 }
 
-/// The object inside an error body's `{"error": ...}` wrapper, if it has one.
-fn inner_error(body: &Json) -> Option<Json> {
-    match body {
-        Json::Object(fields) => fields
-            .iter()
-            .find(|(key, _)| *key == "error")
-            .map(|(_, value)| value.clone()),
-        _ => None,
-    }
-}
-
 /// llama.cpp's `timings` (its own clock; derived here from the token counts at a fixed
 /// simulated speed, so they replay).
 fn timings(usage: Option<TokenUsage>) -> Json {
@@ -567,53 +586,26 @@ impl StreamEncoder for ChatStream {
             return Flow::Reset;
         }
         let (_, body) = error_body(&mut self.draw, error);
-        match self.draw.stream_error {
-            StreamErrorShape::DataThenDone => {
-                self.field_then_done(out, b"data: ", &body, Spacing::Compact)
-            }
-            StreamErrorShape::DataPythonThenDone => {
-                self.field_then_done(out, b"data: ", &body, Spacing::Python)
-            }
-            StreamErrorShape::DataThenClose => {
-                self.sse(out, &body);
+        match in_stream(self.draw.stream_error, &body) {
+            InStream::Data {
+                payload,
+                spacing,
+                then_done: true,
+            } => self.field_then_done(out, b"data: ", &payload, spacing),
+            InStream::Data {
+                payload,
+                spacing,
+                then_done: false,
+            } => {
+                frame(out, self.draw.framing, &payload.to_bytes(spacing));
                 Flow::Close
             }
-            StreamErrorShape::ErrorField => {
-                // `error: {...}` carries the inner object, not the `{"error": ...}` wrapper.
-                let inner = inner_error(&body).unwrap_or_else(|| body.clone());
-                self.field_then_done(out, b"error: ", &inner, Spacing::Compact)
+            InStream::ErrorField(payload) => {
+                self.field_then_done(out, b"error: ", &payload, Spacing::Compact)
             }
-            StreamErrorShape::ErrorChunk => {
-                let error = inner_error(&body).unwrap_or_else(Json::null);
-                let delta = Json::object(vec![("content", "".into())]);
-                let mut chunk = self
-                    .draw
-                    .chunk(Some((delta, Some("error".to_owned()))), UsageField::Absent);
-                if let Json::Object(fields) = &mut chunk {
-                    let at = fields
-                        .iter()
-                        .position(|(k, _)| *k == "choices")
-                        .unwrap_or(0);
-                    fields.insert(at, ("error", error));
-                }
-                self.sse(out, &chunk);
-                self.done(out);
-                Flow::End
-            }
-            StreamErrorShape::Reset => Flow::Reset,
-            StreamErrorShape::PlainTextThenClose | StreamErrorShape::TypedTextThenClose => {
-                // The body is already `{"error": "<text>"[, "error_type": ...]}`.
-                self.sse(out, &body);
-                Flow::Close
-            }
-            StreamErrorShape::StrayChunk => {
-                let model = std::mem::take(&mut self.draw.model);
-                let delta = Json::object(vec![("content", "".into())]);
-                let chunk = self.draw.chunk(Some((delta, None)), UsageField::Absent);
-                self.draw.model = model;
-                self.sse(out, &chunk);
-                Flow::Close
-            }
+            InStream::ErrorChunk(error) => self.error_chunk(error, out),
+            InStream::StrayChunk => self.stray_chunk(out),
+            InStream::Reset => Flow::Reset,
         }
     }
 
