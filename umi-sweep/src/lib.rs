@@ -9,7 +9,8 @@
 //! - [`engine::run`]: a sweep (corpus recording, periodic report), over the runs a
 //!   `plan` numbers (shards), executed under a watchdog by worker processes
 //!   (`process_pool`, each a `process_worker` speaking `wire`; a worker's death is a
-//!   crash of its seed, `crash`, and `memory_limit` caps each) or, in process, by
+//!   crash of its seed, `crash`, and `memory_limit` caps each; `parent_watch` ends a
+//!   worker with its parent) or, in process, by
 //!   `worker` threads, with `progress` on the terminal. A run's end is typed
 //!   (`outcome`).
 //! - [`report`]: tables (failures grouped by message, [`groups`]), JSON, JUnit XML,
@@ -31,6 +32,7 @@ pub mod merge_check;
 pub mod minimize;
 pub mod options;
 mod outcome;
+mod parent_watch;
 mod plan;
 pub mod process_pool;
 mod process_worker;

@@ -11,8 +11,9 @@
 //! declared hung by the engine's watchdog, which kills the worker (`kill_hung`): the
 //! driver then sees its worker gone, leaves the run to the watchdog's report, and starts
 //! a new one. Workers are in their own process group, so a Ctrl-C at the terminal
-//! reaches only the parent, which decides; a worker whose stdin closes (the parent
-//! ended) exits.
+//! reaches only the parent, which decides; a worker ends with its parent, however the
+//! parent ends (`parent_watch.rs`: on Linux the kernel kills it when the driver thread
+//! that spawned it exits, which is why a driver owns its worker to the end).
 //!
 //! Harness code outside every simulation: it spawns processes and threads and reads the
 //! wall clock.
@@ -75,7 +76,11 @@ impl Worker {
     ) -> std::io::Result<Self> {
         let mut command = Command::new(&processes.program);
         command
-            .args(worker_arguments(processes.memory_max_bytes, seed_timeout))
+            .args(worker_arguments(
+                processes.memory_max_bytes,
+                seed_timeout,
+                std::process::id(),
+            ))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
