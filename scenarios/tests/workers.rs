@@ -4,7 +4,8 @@
 //! with the signal or exit status, records it, and runs the rest. A seed that never
 //! yields is killed as a hang by the sweep, and fails `dst replay` and
 //! `Simulation::run` with its name instead of hanging them. A second Ctrl-C ends the
-//! sweep and its workers with it.
+//! sweep and its workers with it; an outer memory limit lower than `--seed-memory-max`
+//! is the one a crash names.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -58,13 +59,23 @@ fn run_bounded(command: &mut Command) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// The `dst` binary, run directly.
+fn dst() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_dst"))
+}
+
 /// `dst sweep` of seeds 1 to 4 of `planted` and the canary, in worker processes, with a
-/// report and a seed corpus in `dir`; returns the exit code and the report.
-fn sweep_with(planted: &str, dir: &Path, extra: &[&str]) -> (Option<i32>, SweepReport) {
+/// report and a seed corpus in `dir`, started by `dst` (the binary, or a command that
+/// runs it); returns the exit code and the report.
+fn sweep_with(
+    mut dst: Command,
+    planted: &str,
+    dir: &Path,
+    extra: &[&str],
+) -> (Option<i32>, SweepReport) {
     let report_path = dir.join("report.json");
     let output = run_bounded(
-        Command::new(env!("CARGO_BIN_EXE_dst"))
-            .args(["sweep", "--seeds", "4", "--jobs", "2", "--quiet"])
+        dst.args(["sweep", "--seeds", "4", "--jobs", "2", "--quiet"])
             .args(["--scenario", planted, "--scenario", "canary"])
             .args(extra)
             .arg("--seeds-dir")
@@ -89,8 +100,19 @@ fn sweep_with(planted: &str, dir: &Path, extra: &[&str]) -> (Option<i32>, SweepR
 /// planted scenario failed with `class` and a message containing each of `says`, its
 /// odd seeds passed, the canary ran all its seeds, and the crashes were recorded.
 fn assert_named_and_recorded(planted: &str, class: &str, says: &[&str], extra: &[&str]) {
+    assert_named_and_recorded_by(dst(), planted, class, says, extra);
+}
+
+/// [`assert_named_and_recorded`], the sweep started by `dst`.
+fn assert_named_and_recorded_by(
+    dst: Command,
+    planted: &str,
+    class: &str,
+    says: &[&str],
+    extra: &[&str],
+) {
     let dir = temp_dir(planted);
-    let (code, report) = sweep_with(planted, &dir, extra);
+    let (code, report) = sweep_with(dst, planted, &dir, extra);
     let table = report.table();
     assert!(report.completed, "{table}");
     assert_eq!(report.runs_done, 8, "{table}");
@@ -161,6 +183,28 @@ fn a_seed_that_allocates_without_bound_meets_the_memory_limit() {
             "--seed-memory-max 256MiB",
         ],
         &["--seed-memory-max", "256MiB"],
+    );
+}
+
+/// Under an outer address-space limit lower than `--seed-memory-max` (here `prlimit`'s,
+/// 1.4GiB, under the default 4GiB), the crash names the limit in force, not the flag's.
+#[test]
+#[cfg(target_os = "linux")]
+fn under_a_lower_outer_limit_the_crash_names_the_limit_in_force() {
+    let mut prlimit = Command::new("prlimit");
+    prlimit
+        .arg("--as=1500000000")
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_dst"));
+    assert_named_and_recorded_by(
+        prlimit,
+        "planted_unbounded_allocation",
+        "crash",
+        &[
+            "out of memory: memory allocation of",
+            "the limit per worker is 1.4GiB (an outer limit, lower than --seed-memory-max 4GiB)",
+        ],
+        &[],
     );
 }
 
@@ -321,7 +365,7 @@ fn worker_processes_and_threads_give_identical_trace_hashes() {
 #[test]
 #[cfg(target_os = "linux")]
 fn a_second_ctrl_c_ends_the_sweep_and_its_workers() {
-    let mut sweep = Command::new(env!("CARGO_BIN_EXE_dst"))
+    let mut sweep = dst()
         .args(["sweep", "--seed-start", "2", "--seeds", "3", "--jobs", "2"])
         .args(["--scenario", "planted_busy_loop", "--seed-timeout", "60s"])
         .args(["--quiet", "--no-record"])

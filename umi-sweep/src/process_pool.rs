@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::crash::{Death, describe_death};
+use crate::limit_in_force;
 use crate::outcome::{Outcome, RunEnd};
 use crate::process_worker::worker_arguments;
 use crate::wire::{
@@ -280,7 +281,13 @@ fn settle(
         Err(said) => {
             let (death, tail) = retire(worker, shared, slot);
             (!hung).then(|| {
-                let message = describe_death(death, &tail, processes.memory_max_text.as_deref());
+                let limit = limit_in_force::describe(
+                    processes
+                        .memory_max_bytes
+                        .zip(processes.memory_max_text.as_deref()),
+                    limit_in_force::inherited_bytes(),
+                );
+                let message = describe_death(death, &tail, limit.as_deref());
                 RunEnd::Died(match said {
                     Some(said) => format!("{said}; {message}"),
                     None => message,
