@@ -3,7 +3,9 @@
 //! or allocates without bound costs one worker process; the sweep names it as a crash
 //! with the signal or exit status, records it, and runs the rest. A seed that never
 //! yields is killed as a hang by the sweep, and fails `dst replay` and
-//! `Simulation::run` with its name instead of hanging them.
+//! `Simulation::run` with its name instead of hanging them. A second Ctrl-C ends the
+//! sweep and its workers with it; an outer memory limit lower than `--seed-memory-max`
+//! is the one a crash names.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -57,13 +59,23 @@ fn run_bounded(command: &mut Command) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// The `dst` binary, run directly.
+fn dst() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_dst"))
+}
+
 /// `dst sweep` of seeds 1 to 4 of `planted` and the canary, in worker processes, with a
-/// report and a seed corpus in `dir`; returns the exit code and the report.
-fn sweep_with(planted: &str, dir: &Path, extra: &[&str]) -> (Option<i32>, SweepReport) {
+/// report and a seed corpus in `dir`, started by `dst` (the binary, or a command that
+/// runs it); returns the exit code and the report.
+fn sweep_with(
+    mut dst: Command,
+    planted: &str,
+    dir: &Path,
+    extra: &[&str],
+) -> (Option<i32>, SweepReport) {
     let report_path = dir.join("report.json");
     let output = run_bounded(
-        Command::new(env!("CARGO_BIN_EXE_dst"))
-            .args(["sweep", "--seeds", "4", "--jobs", "2", "--quiet"])
+        dst.args(["sweep", "--seeds", "4", "--jobs", "2", "--quiet"])
             .args(["--scenario", planted, "--scenario", "canary"])
             .args(extra)
             .arg("--seeds-dir")
@@ -88,8 +100,19 @@ fn sweep_with(planted: &str, dir: &Path, extra: &[&str]) -> (Option<i32>, SweepR
 /// planted scenario failed with `class` and a message containing each of `says`, its
 /// odd seeds passed, the canary ran all its seeds, and the crashes were recorded.
 fn assert_named_and_recorded(planted: &str, class: &str, says: &[&str], extra: &[&str]) {
+    assert_named_and_recorded_by(dst(), planted, class, says, extra);
+}
+
+/// [`assert_named_and_recorded`], the sweep started by `dst`.
+fn assert_named_and_recorded_by(
+    dst: Command,
+    planted: &str,
+    class: &str,
+    says: &[&str],
+    extra: &[&str],
+) {
     let dir = temp_dir(planted);
-    let (code, report) = sweep_with(planted, &dir, extra);
+    let (code, report) = sweep_with(dst, planted, &dir, extra);
     let table = report.table();
     assert!(report.completed, "{table}");
     assert_eq!(report.runs_done, 8, "{table}");
@@ -160,6 +183,28 @@ fn a_seed_that_allocates_without_bound_meets_the_memory_limit() {
             "--seed-memory-max 256MiB",
         ],
         &["--seed-memory-max", "256MiB"],
+    );
+}
+
+/// Under an outer address-space limit lower than `--seed-memory-max` (here `prlimit`'s,
+/// 1.4GiB, under the default 4GiB), the crash names the limit in force, not the flag's.
+#[test]
+#[cfg(target_os = "linux")]
+fn under_a_lower_outer_limit_the_crash_names_the_limit_in_force() {
+    let mut prlimit = Command::new("prlimit");
+    prlimit
+        .arg("--as=1500000000")
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_dst"));
+    assert_named_and_recorded_by(
+        prlimit,
+        "planted_unbounded_allocation",
+        "crash",
+        &[
+            "out of memory: memory allocation of",
+            "the limit per worker is 1.4GiB (an outer limit, lower than --seed-memory-max 4GiB)",
+        ],
+        &[],
     );
 }
 
@@ -312,4 +357,127 @@ fn worker_processes_and_threads_give_identical_trace_hashes() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A second Ctrl-C ends `dst sweep` at once (exit 130), and its worker processes end
+/// with it: one second later none is left, though both were busy-looping (their own
+/// watchdog would have waited twice the seed timeout).
+#[test]
+#[cfg(target_os = "linux")]
+fn a_second_ctrl_c_ends_the_sweep_and_its_workers() {
+    let mut sweep = dst()
+        .args(["sweep", "--seed-start", "2", "--seeds", "3", "--jobs", "2"])
+        .args(["--scenario", "planted_busy_loop", "--seed-timeout", "60s"])
+        .args(["--quiet", "--no-record"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let workers = proc_scan::wait_for_workers(sweep.id(), 2, DST_RUN_WAIT_MAX);
+    real_sleep(Duration::from_secs(1)); // seeds 2 and 4 reach their loops
+    for _ in 0..2 {
+        let sent = Command::new("kill")
+            .args(["-INT", &sweep.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        real_sleep(Duration::from_millis(300));
+    }
+    let mut waited = Duration::ZERO;
+    let status = loop {
+        if let Some(status) = sweep.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            waited < DST_RUN_WAIT_MAX,
+            "a second Ctrl-C did not end the sweep"
+        );
+        real_sleep(DST_RUN_POLL);
+        waited += DST_RUN_POLL;
+    };
+    real_sleep(Duration::from_secs(1));
+    let alive: Vec<u32> = workers
+        .into_iter()
+        .filter(|pid| proc_scan::is_live_worker(*pid))
+        .collect();
+    for pid in &alive {
+        // Not left spinning by a failed test.
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(
+        alive.is_empty(),
+        "worker processes {alive:?} outlived the sweep by a second"
+    );
+}
+
+/// Sleeps in real time (a test waiting for real processes).
+fn real_sleep(duration: Duration) {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the test waits in real time for real processes"
+    )]
+    std::thread::sleep(duration);
+}
+
+/// Sweep worker processes, as `/proc` shows them (Linux).
+#[cfg(target_os = "linux")]
+mod proc_scan {
+    use std::time::Duration;
+
+    /// What marks a worker's command line.
+    const WORKER_COMMAND: &str = "__sweep-worker";
+
+    /// The state letter and parent of process `pid` (`/proc/<pid>/stat`).
+    fn state_and_parent(pid: u32) -> Option<(char, u32)> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // "pid (comm) S ppid ...": the command may hold spaces and parentheses.
+        let mut fields = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let parent = fields.next()?.parse().ok()?;
+        Some((state, parent))
+    }
+
+    fn is_worker_command(pid: u32) -> bool {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|line| String::from_utf8_lossy(&line).contains(WORKER_COMMAND))
+    }
+
+    /// Whether `pid` is a sweep worker still running (not a zombie awaiting its reaper).
+    pub(super) fn is_live_worker(pid: u32) -> bool {
+        state_and_parent(pid).is_some_and(|(state, _)| state != 'Z') && is_worker_command(pid)
+    }
+
+    /// The live worker processes whose parent is `parent`.
+    fn workers_of(parent: u32) -> Vec<u32> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| state_and_parent(*pid).is_some_and(|(_, of)| of == parent))
+            .filter(|pid| is_live_worker(*pid))
+            .collect()
+    }
+
+    /// Waits until `parent` has `count` live workers and returns them (fails the test
+    /// after `wait_max`).
+    pub(super) fn wait_for_workers(parent: u32, count: usize, wait_max: Duration) -> Vec<u32> {
+        let mut waited = Duration::ZERO;
+        loop {
+            let workers = workers_of(parent);
+            if workers.len() >= count {
+                return workers;
+            }
+            assert!(
+                waited < wait_max,
+                "{parent} has {} worker(s), not {count}",
+                workers.len()
+            );
+            super::real_sleep(super::DST_RUN_POLL);
+            waited += super::DST_RUN_POLL;
+        }
+    }
 }

@@ -65,12 +65,12 @@ fn death_text(death: Death) -> String {
 }
 
 /// The crash message of a seed whose worker process died as `death`, its stderr
-/// ending with `stderr_tail` (oldest first); `memory_max` is the worker's limit as the
-/// flag was given (`4GiB`), if it had one.
+/// ending with `stderr_tail` (oldest first); `memory_limit` names the worker's memory
+/// limit in force (`--seed-memory-max 4GiB`, `limit_in_force.rs`), if it had one.
 pub(crate) fn describe_death(
     death: Death,
     stderr_tail: &[String],
-    memory_max: Option<&str>,
+    memory_limit: Option<&str>,
 ) -> String {
     let died = death_text(death);
     let overflow = stderr_tail
@@ -84,8 +84,8 @@ pub(crate) fn describe_death(
         return format!("stack overflow: the worker process running the seed {died}");
     }
     if let Some(line) = allocation {
-        let limit = memory_max.map_or_else(String::new, |max| {
-            format!(" (the limit per worker is --seed-memory-max {max})")
+        let limit = memory_limit.map_or_else(String::new, |limit| {
+            format!(" (the limit per worker is {limit})")
         });
         return format!(
             "out of memory: {}{limit}; the worker process running the seed {died}",
@@ -169,7 +169,7 @@ mod tests {
             (Death::Signal(77), "", &["killed by signal 77"]),
         ];
         for (death, stderr, expected) in cases {
-            let message = describe_death(*death, &lines(stderr), Some("256MiB"));
+            let message = describe_death(*death, &lines(stderr), Some("--seed-memory-max 256MiB"));
             for part in *expected {
                 assert!(
                     message.contains(part),

@@ -9,9 +9,10 @@
 //! - [`engine::run`]: a sweep (corpus recording, periodic report), over the runs a
 //!   `plan` numbers (shards), executed under a watchdog by worker processes
 //!   (`process_pool`, each a `process_worker` speaking `wire`; a worker's death is a
-//!   crash of its seed, `crash`, and `memory_limit` caps each) or, in process, by
-//!   `worker` threads, with `progress` on the terminal. A run's end is typed
-//!   (`outcome`).
+//!   crash of its seed, `crash`, `memory_limit` caps each and `limit_in_force` names
+//!   the cap a crash met; `parent_watch` ends a worker with its parent) or, in
+//!   process, by `worker` threads, with `progress` on the terminal. A run's end is
+//!   typed (`outcome`).
 //! - [`report`]: tables (failures grouped by message, [`groups`]), JSON, JUnit XML,
 //!   merging shard reports ([`merge_check`]), exit codes by class.
 //! - [`resume`]: why a sweep stopped early (time budget, SIGINT, SIGTERM) and the
@@ -26,11 +27,13 @@ pub mod engine;
 pub mod find;
 pub mod groups;
 mod junit;
+mod limit_in_force;
 pub mod memory_limit;
 pub mod merge_check;
 pub mod minimize;
 pub mod options;
 mod outcome;
+mod parent_watch;
 mod plan;
 pub mod process_pool;
 mod process_worker;

@@ -2,7 +2,7 @@
 //! people type it (`512MiB`, `4G`, `none`), and applying it to the worker's own process
 //! as its address-space limit (`RLIMIT_AS`), so a seed that allocates without bound
 //! fails its allocation ("memory allocation of N bytes failed", an abort) and costs one
-//! worker, not the machine.
+//! worker, not the machine. A worker only ever lowers the limit it inherits.
 //!
 //! Unix only: elsewhere the limit cannot be set, and the `dst` command says it ignores
 //! the flag. On macOS the kernel does not enforce `RLIMIT_AS`.
@@ -63,13 +63,17 @@ pub const fn supported() -> bool {
     cfg!(unix)
 }
 
-/// Limits this process's address space to `bytes` (never above its hard limit).
+/// Limits this process's address space to `bytes`, never above the limit it already
+/// has: an outer limit that is lower stays in force (and is the one a crash names,
+/// `limit_in_force.rs`).
 pub fn apply(bytes: u64) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use rlimit::Resource;
         let (_, hard) = rlimit::getrlimit(Resource::AS)?;
-        rlimit::setrlimit(Resource::AS, bytes.min(hard), hard)
+        let inherited = crate::limit_in_force::inherited_bytes();
+        let limit = crate::limit_in_force::in_force_bytes(bytes, inherited);
+        rlimit::setrlimit(Resource::AS, limit, hard)
     }
     #[cfg(not(unix))]
     {

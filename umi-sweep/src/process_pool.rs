@@ -11,8 +11,9 @@
 //! declared hung by the engine's watchdog, which kills the worker (`kill_hung`): the
 //! driver then sees its worker gone, leaves the run to the watchdog's report, and starts
 //! a new one. Workers are in their own process group, so a Ctrl-C at the terminal
-//! reaches only the parent, which decides; a worker whose stdin closes (the parent
-//! ended) exits.
+//! reaches only the parent, which decides; a worker ends with its parent, however the
+//! parent ends (`parent_watch.rs`: on Linux the kernel kills it when the driver thread
+//! that spawned it exits, which is why a driver owns its worker to the end).
 //!
 //! Harness code outside every simulation: it spawns processes and threads and reads the
 //! wall clock.
@@ -32,6 +33,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::crash::{Death, describe_death};
+use crate::limit_in_force;
 use crate::outcome::{Outcome, RunEnd};
 use crate::process_worker::worker_arguments;
 use crate::wire::{
@@ -75,7 +77,11 @@ impl Worker {
     ) -> std::io::Result<Self> {
         let mut command = Command::new(&processes.program);
         command
-            .args(worker_arguments(processes.memory_max_bytes, seed_timeout))
+            .args(worker_arguments(
+                processes.memory_max_bytes,
+                seed_timeout,
+                std::process::id(),
+            ))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -275,7 +281,13 @@ fn settle(
         Err(said) => {
             let (death, tail) = retire(worker, shared, slot);
             (!hung).then(|| {
-                let message = describe_death(death, &tail, processes.memory_max_text.as_deref());
+                let limit = limit_in_force::describe(
+                    processes
+                        .memory_max_bytes
+                        .zip(processes.memory_max_text.as_deref()),
+                    limit_in_force::inherited_bytes(),
+                );
+                let message = describe_death(death, &tail, limit.as_deref());
                 RunEnd::Died(match said {
                     Some(said) => format!("{said}; {message}"),
                     None => message,

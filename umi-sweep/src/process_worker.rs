@@ -7,9 +7,10 @@
 //! Anything a seed does to this process (an abort, a stack overflow, a failed
 //! allocation, `exit`) ends only this worker; its parent sees the death, records the
 //! seed as a crash and starts another worker. A panic is caught here, as in a worker
-//! thread. Each run is also watched by this process's own wall-clock watchdog, at twice
-//! the parent's seed timeout: the parent kills a hung worker first, so this only ends a
-//! worker whose parent is gone.
+//! thread. A worker ends with its parent (`parent_watch.rs`). Each run is also watched
+//! by this process's own wall-clock watchdog, at twice the parent's seed timeout: the
+//! parent kills a hung worker first, so this is a last resort should both other ways
+//! fail.
 //!
 //! Harness code outside every simulation (wall time, a watchdog thread).
 #![allow(
@@ -27,6 +28,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use crate::memory_limit;
+use crate::parent_watch;
 use crate::wire::{
     LineEnd, ReplyEnd, RunReply, RunRequest, RunSummary, WIRE_LINE_BYTES_MAX, read_line_bounded,
     reply_line,
@@ -53,17 +55,23 @@ pub(crate) struct WorkerArgs {
     /// The parent's seed timeout, in milliseconds.
     #[arg(long)]
     seed_timeout_ms: u64,
+    /// The parent's process id: the worker ends when its parent is no longer this one.
+    #[arg(long)]
+    parent_pid: Option<u32>,
 }
 
 /// The arguments after the program name that start a worker.
 pub(crate) fn worker_arguments(
     memory_max_bytes: Option<u64>,
     seed_timeout: Duration,
+    parent_pid: u32,
 ) -> Vec<String> {
     let mut args = vec![
         WORKER_COMMAND.to_owned(),
         "--seed-timeout-ms".to_owned(),
         seed_timeout.as_millis().to_string(),
+        "--parent-pid".to_owned(),
+        parent_pid.to_string(),
     ];
     if let Some(bytes) = memory_max_bytes {
         args.extend(["--memory-max-bytes".to_owned(), bytes.to_string()]);
@@ -73,6 +81,7 @@ pub(crate) fn worker_arguments(
 
 /// Serves run requests from stdin until it ends.
 pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitCode {
+    parent_watch::die_with_parent(args.parent_pid);
     if let Some(bytes) = args.memory_max_bytes
         && let Err(error) = memory_limit::apply(bytes)
     {

@@ -5,7 +5,12 @@
 //! at once with 128 + the signal's number (130 for Ctrl-C).
 //!
 //! The handlers only store into atomics (signal-hook's flag actions, registered in the
-//! order signal-hook documents for a double Ctrl-C): no unsafe code here.
+//! order signal-hook documents for a double Ctrl-C): no unsafe code here. The second
+//! signal exits from within its handler, so it works however wedged the rest of the
+//! process is; the worker processes, in their own process group and so not signalled
+//! by the terminal, end with it on their own side (`parent_watch.rs`: the kernel's
+//! parent-death signal, or a poll of the parent's id), which also covers a parent
+//! that dies any other way (SIGKILL, a crash), as no handler here could.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize};

@@ -93,7 +93,8 @@ pub(super) struct SweepArgs {
     #[arg(long, value_parser = positive_duration_arg, default_value = "60s")]
     seed_timeout: Duration,
     /// The memory limit of each worker process (`512MiB`, `4GiB`, `none`; unix): a seed
-    /// that allocates past it fails as a crash and costs one worker.
+    /// that allocates past it fails as a crash and costs one worker. A lower limit that
+    /// `dst` inherits (`ulimit -v`) stays in force, and a crash names it.
     #[arg(long, default_value = crate::memory_limit::SEED_MEMORY_MAX_DEFAULT,
           value_parser = memory_max_arg)]
     seed_memory_max: MemoryMax,
