@@ -29,26 +29,31 @@ function requireBody(body, who) {
 }
 
 /**
- * Adds `report` to `error`'s message (and stack, whose first lines repeat the message),
- * so that every runner prints it with the failure. Returns the error to throw.
+ * Adds `report` to `error`'s message and to the head of its stack (the lines before the
+ * first frame, which repeat the message), since runners print one or the other (node's
+ * runner and Jest print the stack). Returns the error to throw.
  */
 export function annotateError(error, report) {
-  if (!(error instanceof Error)) {
+  // Duck-typed: under Jest, errors from node's own modules come from another realm.
+  const errorLike = error !== null && typeof error === 'object' && typeof error.message === 'string';
+  if (!errorLike) {
     const wrapped = new Error(`${String(error)}\n\n${report}`);
     wrapped.cause = error;
     return wrapped;
   }
   const before = error.message;
   try {
-    error.message = `${before}\n\n${report}`;
-    // The stack starts "<name>[ <code>]: <message>"; put the report after the message there.
+    // Read first: V8 formats a stack when it is first read, from the message of then.
     const stack = error.stack;
+    error.message = `${before}\n\n${report}`;
     if (typeof stack === 'string') {
-      const header = stack.indexOf(`: ${before}`);
-      error.stack =
-        header >= 0 && header < 200 && before !== ''
-          ? `${stack.slice(0, header + 2)}${error.message}${stack.slice(header + 2 + before.length)}`
-          : `${stack}\n\n${report}`;
+      const lines = stack.split('\n');
+      const firstFrame = lines.findIndex((line) => /^\s+at /.test(line));
+      const split = firstFrame === -1 ? lines.length : firstFrame;
+      const head = lines.slice(0, split).join('\n');
+      const at = before === '' ? -1 : head.indexOf(before);
+      const newHead = at === -1 ? `${head}\n\n${report}` : head.slice(0, at) + error.message + head.slice(at + before.length);
+      error.stack = [newHead, ...lines.slice(split)].join('\n');
     }
   } catch {
     // A frozen error: leave it be, the runner still reports it.
@@ -94,8 +99,8 @@ function vitestFullName(task) {
 
 /**
  * Vitest: `test('name', async (ctx) => { const umi = forVitest(server, ctx); ... })`.
- * On failure (`onTestFailed`) the seed, faults and replay line are printed and added to
- * the failure's errors. options: `seed`, `file`.
+ * On failure (`onTestFailed`) the seed, faults and replay line are added to the
+ * failure's errors (printed, when there are none to carry them). options: `seed`, `file`.
  */
 export function forVitest(server, vitestContext, options = {}) {
   const task = vitestContext?.task;
@@ -114,12 +119,17 @@ export function forVitest(server, vitestContext, options = {}) {
   });
   vitestContext.onTestFailed(async (failed) => {
     const report = await umi.report(name);
-    console.error(`${name} failed\n${report}`);
     // Vitest 1 passes the result, later versions a context holding the task.
     const errors = failed?.errors ?? failed?.task?.result?.errors ?? task.result?.errors ?? [];
+    let annotated = 0;
     for (const error of errors) {
-      if (error && typeof error.message === 'string') error.message = `${error.message}\n\n${report}`;
+      if (error && typeof error.message === 'string') {
+        error.message = `${error.message}\n\n${report}`;
+        annotated += 1;
+      }
     }
+    // No error to carry it (another Vitest shape): print it with the test's output.
+    if (annotated === 0) console.error(`${name} failed\n${report}`);
   });
   return umi;
 }
@@ -150,7 +160,13 @@ export function forJest(server, body, options = {}) {
     try {
       return await body(umi);
     } catch (error) {
-      throw annotateError(error, await umi.report(name));
+      const annotated = annotateError(error, await umi.report(name));
+      // Jest rebuilds the text of node's AssertionError from actual/expected and shows
+      // the message only when it was not generated: mark it so the report is shown.
+      if (annotated.code === 'ERR_ASSERTION' && annotated.generatedMessage === true) {
+        annotated.generatedMessage = false;
+      }
+      throw annotated;
     }
   };
 }

@@ -28,8 +28,11 @@ export function shellQuote(text) {
   return `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
-/** The command that reruns `testName` of `file` under `runner` on `seed`. */
-export function replayCommand({ runner, file, testName, seed }) {
+/**
+ * The command that reruns `testName` of `file` under `runner` on `seed`. `nodeOptions`
+ * (Jest on ES modules needs NODE_OPTIONS=--experimental-vm-modules) goes first when given.
+ */
+export function replayCommand({ runner, file, testName, seed, nodeOptions }) {
   if (!RUNNERS.includes(runner)) {
     throw new TypeError(`replayLine: runner must be one of ${RUNNERS.join(', ')}, got ${JSON.stringify(runner)}`);
   }
@@ -46,7 +49,8 @@ export function replayCommand({ runner, file, testName, seed }) {
     vitest: `npx vitest run ${where} -t ${pattern}`,
     jest: `npx jest ${where} -t ${pattern}`,
   }[runner];
-  return `UMI_SEED=${seed} ${command}`;
+  const options = nodeOptions ? `NODE_OPTIONS=${shellQuote(nodeOptions)} ` : '';
+  return `UMI_SEED=${seed} ${options}${command}`;
 }
 
 /** `file` relative to the working directory when it lies under it. */
@@ -100,6 +104,12 @@ export function testContext(options) {
   const defaultName =
     options.testName ?? (testId.includes('::') ? testId.slice(testId.lastIndexOf('::') + 2) : testId);
   const baseURL = `${url}/seed/${seed}/scope/${scope}`;
+  // Jest on ES modules runs only with this flag: the replay line must carry it.
+  const env = options.env ?? process.env;
+  const nodeOptions =
+    runner === 'jest' && /--experimental-vm-modules/.test(env.NODE_OPTIONS ?? '')
+      ? '--experimental-vm-modules'
+      : undefined;
 
   const context = {
     testId,
@@ -143,7 +153,7 @@ export function testContext(options) {
     },
     /** The command that reruns this test on this seed. */
     replayLine(testName = defaultName) {
-      return replayCommand({ runner, file, testName, seed });
+      return replayCommand({ runner, file, testName, seed, nodeOptions });
     },
     /**
      * What a failure report says: seed, scope, the faults that fired, the replay line.

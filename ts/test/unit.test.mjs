@@ -373,26 +373,23 @@ describe('adapters', () => {
     assert.equal(umi.testId, 'test/agent.test.ts::agent answers');
     assert.equal(umi.replayLine(), `UMI_SEED=${umi.seed} npx vitest run test/agent.test.ts -t '(^| )agent answers$'`);
     const result = { errors: [{ message: 'expected 1 to be 2' }] };
+    await onFailed(result);
+    assert.match(result.errors[0].message, /^expected 1 to be 2\n\numi seed: /);
+    assert.match(result.errors[0].message, /umi faults fired: llm.rate_limit@llm.call, llm.stream_cut@llm.stream/);
+    // Vitest 3 hands the hook a context holding the task.
+    const later = { task: { result: { errors: [{ message: 'm' }] } } };
+    await onFailed(later);
+    assert.match(later.task.result.errors[0].message, /^m\n\numi seed/);
+    // Nothing to carry the report: it is printed.
     const logged = [];
     const original = console.error;
     console.error = (text) => logged.push(text);
     try {
-      await onFailed(result);
+      await onFailed({});
     } finally {
       console.error = original;
     }
-    assert.match(result.errors[0].message, /^expected 1 to be 2\n\numi seed: /);
-    assert.match(result.errors[0].message, /umi faults fired: llm.rate_limit@llm.call, llm.stream_cut@llm.stream/);
-    assert.match(logged[0], /agent answers failed\numi seed/);
-    // Vitest 3 hands the hook a context holding the task.
-    const later = { task: { result: { errors: [{ message: 'm' }] } } };
-    console.error = () => {};
-    try {
-      await onFailed(later);
-    } finally {
-      console.error = original;
-    }
-    assert.match(later.task.result.errors[0].message, /^m\n\numi seed/);
+    assert.match(logged[0], /^agent answers failed\numi seed/);
     assert.throws(() => forVitest(server, {}), /pass the test's context/);
   });
 
@@ -414,13 +411,35 @@ describe('adapters', () => {
       assert.ok(error instanceof TypeError);
       assert.match(error.message, /^no tool call\n\numi seed: /);
       assert.ok(error.message.includes(`umi replay: UMI_SEED=${seen.seed} npx jest test/agent.test.js -t '(^| )agent answers$'`));
+      // Jest prints the stack: the report comes once, before the first frame.
       assert.ok(error.stack.startsWith(`TypeError: no tool call\n\numi seed: ${seen.seed}`));
+      assert.equal(error.stack.split('umi seed').length, 2);
+      return true;
+    });
+    // Jest rebuilds node's AssertionError text unless the message is marked as not generated.
+    const failing = forJest(server, async () => assert.equal(1, 2));
+    await assert.rejects(failing(), (error) => {
+      assert.equal(error.generatedMessage, false);
+      assert.match(error.message, /^Expected values to be strictly equal:[^]*umi replay: /);
       return true;
     });
     assert.equal(seen.testId, 'test/agent.test.js::agent answers');
+    const esm = testContext({ server, testId: 'f::n', runner: 'jest', file: 'f.js', env: { NODE_OPTIONS: '--experimental-vm-modules --x' } });
+    assert.equal(esm.replayLine(), `UMI_SEED=${esm.seed} NODE_OPTIONS=--experimental-vm-modules npx jest f.js -t '(^| )n$'`);
     globalThis.expect = undefined;
     await assert.rejects(forJest(server, async () => {})(), /no test name or file \(not under Jest\?\); pass \{ testName, file \}/);
     assert.equal(await forJest(server, async (umi) => umi.testId, { testName: 'n', file: 'f.js' })(), 'f.js::n');
+  });
+
+  test('the report goes into the stack once, before the first frame, even when the message is not in it', () => {
+    const plain = new Error('boom');
+    void plain.stack; // formatted before the message changes, as a runner may have done
+    annotateError(plain, 'REPORT');
+    assert.match(plain.stack, /^Error: boom\n\nREPORT\n    at /);
+    const odd = new Error('x');
+    odd.stack = 'CustomHeader\n    at somewhere (f.js:1:1)';
+    annotateError(odd, 'REPORT');
+    assert.equal(odd.stack, 'CustomHeader\n\nREPORT\n    at somewhere (f.js:1:1)');
   });
 
   test('a thrown non-Error is wrapped, keeping what was thrown as the cause', () => {
