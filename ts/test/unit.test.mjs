@@ -456,3 +456,8 @@ describe('adapters', () => {
   });
 });
 
+test("the README's example is the code of test/readme-example.test.mjs, which runs", () => {
+  const example = readFileSync(path.join(here, 'readme-example.test.mjs'), 'utf8').replace(/^(\/\/.*\n)+\n/, '');
+  const readme = readFileSync(path.join(packageDir, 'README.md'), 'utf8');
+  assert.ok(readme.includes(`\`\`\`js\n${example}\`\`\``), 'README.md shows another example than test/readme-example.test.mjs');
+});
