@@ -9,17 +9,19 @@ import assert from 'node:assert/strict';
 import { testContext, CutStreamError } from '../src/index.js';
 import { serve, MODEL } from './support/dst.mjs';
 
-const FAULTS = { 'llm.rate_limit': 0.3, 'llm.service_unavailable': 0.2 };
+// About half the requests are refused: five turns all answered first time would be a
+// 3% chance, so the runs below do meet retries and later occurrences.
+const FAULTS = { 'llm.rate_limit': 0.4, 'llm.service_unavailable': 0.2 };
 const used = await serve({ faults: FAULTS });
 
 /**
- * Three turns of a conversation over raw HTTP, each request retried (at most 6 times)
+ * Five turns of a conversation over raw HTTP, each request retried (at most 6 times)
  * until it is answered: what every attempt got, bytes included.
  */
 async function converse(base, headers = {}) {
   const attempts = [];
   const messages = [{ role: 'user', content: 'Plan a picnic for four' }];
-  for (let turn = 0; turn < 3; turn++) {
+  for (let turn = 0; turn < 5; turn++) {
     for (let attempt = 0; attempt < 6; attempt++) {
       const response = await fetch(`${base}/v1/chat/completions`, {
         method: 'POST',
