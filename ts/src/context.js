@@ -62,13 +62,13 @@ export function displayPath(file) {
 
 /** The server's base URL from a `{ url }` (what startServer returns) or a string. */
 function serverUrl(server) {
+  if (typeof server?.then === 'function') {
+    throw new TypeError('testContext: server is a Promise; await startServer() first');
+  }
   const url = typeof server === 'string' ? server : server?.url;
   if (typeof url !== 'string' || !/^https?:\/\/[^/\s]+/.test(url)) {
-    throw new TypeError(
-      `testContext: server must be what startServer() returned or an http:// URL, got ${
-        typeof server === 'object' ? JSON.stringify(server) : String(server)
-      }`,
-    );
+    const shown = typeof server === 'object' && server !== null ? `an object without a url (keys: ${Object.keys(server).join(', ') || 'none'})` : JSON.stringify(server);
+    throw new TypeError(`testContext: server must be what startServer() returned or an http:// URL, got ${shown}`);
   }
   return url.replace(/\/+$/, '');
 }

@@ -168,8 +168,9 @@ export async function startServer(options = {}) {
     // Keep the tail: enough to say why it failed.
     stderr = (stderr + chunk).slice(-8192);
   });
+  // 'close', not 'exit': it comes after the pipes are drained, so stderr is whole.
   const exited = new Promise((resolve) => {
-    child.on('exit', (code, signal) => {
+    child.on('close', (code, signal) => {
       live.delete(child);
       resolve({ code, signal });
     });

@@ -120,7 +120,9 @@ describe('testContext', () => {
 
   test('bad options are refused with what was wrong', () => {
     assert.throws(() => testContext({ server, testId: '' }), /testId must be a non-empty string/);
-    assert.throws(() => testContext({ server: {}, testId: 'a' }), /server must be what startServer\(\) returned or an http:\/\/ URL/);
+    assert.throws(() => testContext({ server: {}, testId: 'a' }), /server must be what startServer\(\) returned or an http:\/\/ URL, got an object without a url \(keys: none\)/);
+    assert.throws(() => testContext({ server: 'localhost:80', testId: 'a' }), /an http:\/\/ URL, got "localhost:80"/);
+    assert.throws(() => testContext({ server: Promise.resolve(server), testId: 'a' }), /server is a Promise; await startServer\(\) first/);
     assert.throws(() => testContext({ server, testId: 'a', sed: 1 }), /unknown option "sed"/);
     assert.throws(() => testContext({ server, testId: 'a', runner: 'mocha' }), /runner must be one of node, vitest, jest/);
     assert.throws(() => testContext({ server, testId: 'a', seed: 'x' }), /the seed option: "x" is not a seed/);
