@@ -20,7 +20,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { z } from 'zod';
 
-import { testContext, CutStreamError } from '../src/index.js';
+import { testContext, CutStreamError, describeEntry } from '../src/index.js';
 import { serve, pool, MODEL } from './support/dst.mjs';
 
 const server = await serve();
@@ -231,7 +231,9 @@ test('under rate limits, 503s and cut streams: an answer or an AI SDK error; unr
   t.diagnostic(
     `${findings.length} of ${runs.length} runs answered on a cut stream that was never re-sent ` +
       '(the SDK took a truncated response for a whole one); first: ' +
-      (findings[0] ? `${findings[0].name} ${findings[0].mode} seed ${findings[0].umi.seed}: ${findings[0].finding.message}` : 'none'),
+      (findings[0]
+        ? `${findings[0].name} ${findings[0].mode} seed ${findings[0].umi.seed}: ${describeEntry(findings[0].finding.cut[0])}`
+        : 'none'),
   );
   // The faults did happen, so the outcomes above mean something.
   for (const kind of ['llm.rate_limit', 'llm.service_unavailable', 'llm.stream_cut']) {
