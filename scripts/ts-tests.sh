@@ -3,7 +3,7 @@
 # pinned openai, @anthropic-ai/sdk and AI SDK clients over it, under node's test runner.
 # Installs ts/package-lock.json with `npm ci` (once, again when the lock changes), checks
 # the type declarations with tsc, builds `dst` unless UMI_DST names one, then runs
-# `node --test`. Part of `make test`. Extra arguments go to node --test
+# `node --test`. Part of `make test`. Extra arguments are options of node --test
 # (`scripts/ts-tests.sh --test-name-pattern cut`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,4 +36,4 @@ fi
 echo "== ts-tests: tsc (declarations)"
 node_modules/.bin/tsc -p .
 echo "== ts-tests: node --test (dst: $UMI_DST)"
-"$NODE" --test --test-timeout=120000 test/*.test.mjs "$@"
+"$NODE" --test --test-timeout=120000 "$@" test/*.test.mjs
