@@ -276,9 +276,9 @@ fn a_schema_with_tools_is_answered_by_calls_or_valid_json() {
                         let response = out.into_inner().unwrap().unwrap();
                         let calls = response.tool_calls.len();
                         if calls > 0 {
-                            calls_seen += 1
+                            calls_seen += 1;
                         } else {
-                            json_seen += 1
+                            json_seen += 1;
                         }
                         if let Err(broken) = holds_to_schema(&response.text, calls, &schema) {
                             failures.push(format!("{name} tools={} choice={choice:?} after_result={after_result} seed {seed}: {broken}", tools.len()));

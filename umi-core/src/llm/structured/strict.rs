@@ -184,7 +184,7 @@ mod tests {
 
     use super::*;
 
-    fn strict_object(properties: Value) -> Value {
+    fn strict_object(properties: &Value) -> Value {
         let names: Vec<String> = properties.as_object().unwrap().keys().cloned().collect();
         json!({"type": "object", "properties": properties, "required": names, "additionalProperties": false})
     }
@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn strict_schemas_pass_and_others_are_named_as_openai_names_them() {
         let table = [
-            (strict_object(json!({"a": {"type": "string"}})), None),
+            (strict_object(&json!({"a": {"type": "string"}})), None),
             (json!({"type": "array", "items": {"type": "integer"}}), None),
             (
                 json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}),
@@ -208,7 +208,7 @@ mod tests {
             ),
             (
                 strict_object(
-                    json!({"steps": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}}}}}),
+                    &json!({"steps": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}}}}}),
                 ),
                 Some(
                     "Invalid schema for response_format 'x': In context=('properties', 'steps', 'items'), 'additionalProperties' is required to be supplied and to be false.",
@@ -216,7 +216,7 @@ mod tests {
             ),
             (
                 strict_object(
-                    json!({"r": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {}}]}}),
+                    &json!({"r": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {}}]}}),
                 ),
                 Some(
                     "Invalid schema for response_format 'x': In context=('properties', 'r', 'anyOf', 1), 'additionalProperties' is required to be supplied and to be false.",

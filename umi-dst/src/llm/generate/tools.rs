@@ -5,7 +5,7 @@
 //! provider with strict structured outputs answers either tool calls or JSON valid under
 //! the schema, never free text (OpenAI's structured outputs guide: with `strict`, the
 //! model's response "will always adhere to the supplied schema"). So the answer without
-//! calls is [`super::structured`]'s then, and the calls come with no preamble text (the
+//! calls is `generate::structured`'s then, and the calls come with no preamble text (the
 //! message content of a call is then null, as OpenAI sends it).
 
 use umi_core::llm::{CompletionRequest, ToolCall, ToolChoice};
