@@ -267,26 +267,36 @@ def umi(request, umi_servers, umi_seed):
     return run
 
 
+def _describe_run(run, lines, label):
+    if getattr(run.server, "stopped", False):
+        lines.append(f"{label}trace:   gone with its server ({run.server.url}, stopped)")
+        return
+    try:
+        trace = run.trace()
+    except ServeError as error:
+        lines.append(f"{label}trace unavailable ({error})")
+        return
+    requests = f"{len(trace)}" + (f" ({trace.left_out} left out of the log)" if trace.left_out else "")
+    lines.append(f"{label}requests: {requests}")
+    fired = [entry for entry in trace if entry.get("faults")]
+    count = sum(len(entry["faults"]) for entry in fired)
+    lines.append(f"{label}faults:  {count} fired" if count else f"{label}faults:  none fired")
+    lines += [f"  {describe(entry)}" for entry in fired]
+    cut = trace.cut()
+    if cut:
+        lines.append(f"{label}cut:     {len(cut)} stream(s) did not end whole")
+
+
 def failure_section(run):
     """The report text of a failed run: seed, server, the faults that fired, the rerun."""
     lines = [f"seed:    {run.seed}",
              f"scope:   {run.scope}",
              f"server:  dst serve {' '.join(shlex.quote(f) for f in run.server.flags)}".rstrip()]
-    try:
-        trace = run.trace()
-    except ServeError as error:
-        lines.append(f"trace:   unavailable ({error})")
-    else:
-        fired = [(entry, fault) for entry, fault in trace.faults()]
-        lines.append(f"requests: {len(trace)}" + (f" ({trace.left_out} left out of the log)" if trace.left_out else ""))
-        if fired:
-            lines.append(f"faults:  {len(fired)} fired")
-            lines += [f"  {fault} on {describe(entry)}" for entry, fault in fired]
-        else:
-            lines.append("faults:  none fired")
-        cut = trace.cut()
-        if cut:
-            lines.append(f"cut:     {len(cut)} stream(s) did not end whole")
+    _describe_run(run, lines, "")
+    for number, child in enumerate(run.runs()[1:], 1):
+        where = "" if child.server is run.server else f" on {child.server.url}"
+        lines.append(f"new_scope #{number}: seed {child.seed}, scope {child.scope}{where}")
+        _describe_run(child, lines, "  ")
     lines.append(f"rerun:   {run.rerun_command}")
     return "\n".join(lines)
 

@@ -87,6 +87,7 @@ class Umi:
             raise ValueError(f"scope {self.scope!r}: 1 to 128 characters of A-Z a-z 0-9 . _ ~ -")
         self.node_id = node_id
         self.rerun_command = rerun_command
+        self.children = []  # the runs new_scope() made: a failure report covers them too
 
     def __repr__(self):
         return f"Umi(seed={self.seed}, scope={self.scope!r}, server={self.server!r})"
@@ -115,8 +116,17 @@ class Umi:
     def new_scope(self, server=None, seed=None):
         """The same test again: same seed (unless given), a fresh scope, on this server or
         another. A run under it must get the same answers as this one."""
-        return Umi(server or self.server, self.seed if seed is None else seed,
-                   node_id=self.node_id, rerun_command=self.rerun_command)
+        child = Umi(server or self.server, self.seed if seed is None else seed,
+                    node_id=self.node_id, rerun_command=self.rerun_command)
+        self.children.append(child)
+        return child
+
+    def runs(self):
+        """This run and every run made from it by `new_scope`, depth first."""
+        found = [self]
+        for child in self.children:
+            found += child.runs()
+        return found
 
     def trace(self):
         """What this run asked and got: the server's entries for this scope (a `Trace`)."""
