@@ -12,6 +12,8 @@
 
 import json
 
+import anthropic
+import ollama
 import openai
 import pytest
 
@@ -66,6 +68,24 @@ def test_a_seed_replays_under_a_fresh_scope_and_on_a_fresh_server(umi):
     occurrences = sorted(entry["occurrence"] for entry in again.trace())
     assert occurrences[: len(first)] == [0] * len(first) and max(occurrences) >= 1
     assert all(entry["scope"] == again.scope and entry["seed"] == umi.seed for entry in again.trace())
+
+
+def test_each_sdk_reaches_its_format_through_its_base_url(umi):
+    """The base URLs of the docs' table, each SDK as its docs configure it."""
+    hello = [{"role": "user", "content": "hello"}]
+    assert client(umi).chat.completions.create(model=MODEL, messages=hello).choices[0].message.content
+    assert client(umi).responses.create(model=MODEL, input="hello").output_text
+    claude = anthropic.Anthropic(base_url=umi.anthropic_base_url, api_key="sk-ant-unused", max_retries=0)
+    assert claude.messages.create(model=MODEL, max_tokens=256, messages=hello).content[0].text
+    assert ollama.Client(host=umi.ollama_base_url).chat(model=MODEL, messages=hello).message.content
+    # Headers instead of the path: the same seed and scope.
+    by_headers = openai.OpenAI(base_url=f"{umi.server.url}/v1", api_key="x", max_retries=0, default_headers=umi.headers)
+    by_headers.chat.completions.create(model=MODEL, messages=hello)
+    trace = umi.trace()  # in the server's stable order, not arrival order
+    assert sorted((entry["path"], entry["occurrence"]) for entry in trace) == [
+        ("/api/chat", 0), ("/v1/chat/completions", 0), ("/v1/chat/completions", 1), ("/v1/messages", 0),
+        ("/v1/responses", 0)]
+    assert {(entry["seed"], entry["scope"]) for entry in trace} == {(umi.seed, umi.scope)}
 
 
 def test_different_seeds_get_different_answers(umi):
@@ -185,3 +205,33 @@ def test_a_server_stops_on_sigterm_with_exit_0():
     server.stop()
     assert server.process.returncode == 0
     server.stop()  # once is enough
+
+
+FAKE_DST = """#!/bin/sh
+# A stand-in for dst: {behaviour}
+{body}
+"""
+
+
+def fake_dst(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text(FAKE_DST.format(behaviour=name, body=body))
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_server_that_fails_to_start_or_to_stop_cleanly_fails_the_run(inner, pytester, monkeypatch, tmp_path):
+    pytester.makepyfile(test_inner="def test_x(umi):\n    assert umi.seed >= 0\n")
+    monkeypatch.setenv("UMI_DST", fake_dst(tmp_path, "refuses", 'echo "error: no such fault kind" >&2; exit 2'))
+    result = inner("-q")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*umi: `*refuses serve --bind 127.0.0.1:0` exited 2 before listening:*",
+                                 "*error: no such fault kind*"])
+
+    stubborn = fake_dst(tmp_path, "exits-3-on-sigterm",
+                        'echo "umi serve: listening on http://127.0.0.1:9"\ntrap "exit 3" TERM\n'
+                        'while :; do sleep 0.05; done')
+    monkeypatch.setenv("UMI_DST", stubborn)
+    result = inner("-q")
+    result.assert_outcomes(passed=1, errors=1)  # the test passed; the session's teardown did not
+    result.stdout.fnmatch_lines(["*ServeError: Server(http://127.0.0.1:9, no flags) exited 3 on SIGTERM (expected 0)*"])

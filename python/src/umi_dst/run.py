@@ -51,6 +51,11 @@ def new_scope(node_id=""):
     return f"{digest}-{uuid.uuid4().hex}"
 
 
+def _request_key(entry):
+    """What makes two entries the same request: the endpoint and the request's hash."""
+    return entry.get("endpoint"), entry.get("request_hash")
+
+
 class TruncatedAnswer(AssertionError):
     """A run returned an answer although a stream it read was cut and never re-sent.
 
@@ -133,19 +138,18 @@ class Umi:
         return self.server.trace(self.scope)
 
     def faults(self):
-        """The faults that fired in this run, `kind@operation`, in request order."""
+        """The faults that fired in this run, `kind@operation`, in trace order."""
         return [fault for _entry, fault in self.trace().faults()]
 
     def unretried_cut_streams(self):
-        """Entries whose stream was cut and that no later request re-sent (same
-        `request_hash`, a higher `occurrence`)."""
+        """Entries whose stream was cut and that no later request re-sent (same endpoint
+        and `request_hash`, a higher `occurrence`)."""
         trace = self.trace()
         latest = {}
         for entry in trace:
-            key = entry.get("request_hash")
+            key = _request_key(entry)
             latest[key] = max(latest.get(key, -1), entry.get("occurrence", 0))
-        return [entry for entry in trace.cut()
-                if latest.get(entry.get("request_hash"), -1) <= entry.get("occurrence", 0)]
+        return [entry for entry in trace.cut() if latest[_request_key(entry)] <= entry.get("occurrence", 0)]
 
     def check_cut_streams(self, answered=True):
         """Assert that the framework did not pass off a cut stream as an answer.

@@ -32,7 +32,8 @@ class ServeError(RuntimeError):
 
 
 class Trace(list):
-    """The entries one scope (or the whole session) of a server recorded, oldest first.
+    """The entries one scope (or the whole session) of a server recorded, in the server's
+    stable order (not arrival order: the same run gives the same trace).
 
     Each entry is the server's JSON object as a `dict`: `seed`, `scope`, `endpoint`,
     `path`, `request_hash`, `occurrence`, `run_seed`, `status`, `end`, `cut`, `faults`
@@ -56,7 +57,7 @@ class Trace(list):
         return self.summary.get("left_out", 0)
 
     def faults(self):
-        """Every fault that fired, as `(entry, "kind@operation")`, in request order."""
+        """Every fault that fired, as `(entry, "kind@operation")`, in trace order."""
         return [(entry, fault) for entry in self for fault in entry.get("faults") or []]
 
     def cut(self):
