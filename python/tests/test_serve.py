@@ -6,11 +6,18 @@
   `stream_options={"include_usage": True}` get the same answer (no faults).
 * `check_cut_streams` tells a cut stream passed off as an answer from one re-sent or
   surfaced as an error.
+* Each SDK reaches its format through the base URL the docs give it (and through
+  `umi.headers`), under the run's seed and scope.
 * The session's servers: one per set of flags; bad flags are refused with the server's
-  own message; every server stops on SIGTERM with exit 0.
+  own message; every server stops on SIGTERM with exit 0, and one that does not (a
+  stand-in binary) fails the session's teardown.
+* `python -m umi_dst` runs the binary the plugin finds.
 """
 
 import json
+import os
+import subprocess
+import sys
 
 import anthropic
 import ollama
@@ -235,3 +242,11 @@ def test_a_server_that_fails_to_start_or_to_stop_cleanly_fails_the_run(inner, py
     result = inner("-q")
     result.assert_outcomes(passed=1, errors=1)  # the test passed; the session's teardown did not
     result.stdout.fnmatch_lines(["*ServeError: Server(http://127.0.0.1:9, no flags) exited 3 on SIGTERM (expected 0)*"])
+
+
+def test_python_m_umi_dst_runs_the_binary_the_plugin_would(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "umi_dst", "serve", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "Usage: dst serve" in done.stdout, done.stderr
+    missing = dict(os.environ, UMI_DST=str(tmp_path / "none"))
+    done = subprocess.run([sys.executable, "-m", "umi_dst", "--help"], capture_output=True, text=True, env=missing)
+    assert done.returncode == 127 and "pip install umi-dst" in done.stderr

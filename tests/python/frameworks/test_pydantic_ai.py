@@ -148,11 +148,14 @@ def test_run_and_its_streamed_forms_agree(umi, kind):
         assert output == whole_output
 
 
-@pytest.mark.parametrize("how", ["tool_output", "native_output"])
+# NativeOutput on Anthropic: pydantic-ai refuses it itself for a model name it does not
+# know to support structured outputs (a UserError before any request).
+@pytest.mark.parametrize(("kind", "how"), [("chat", "tool_output"), ("chat", "native_output"),
+                                           ("anthropic", "tool_output")])
 @pytest.mark.umi(seeds=20)
-def test_structured_output_is_valid(umi, how):
+def test_structured_output_is_valid(umi, kind, how):
     output_type = Forecast if how == "tool_output" else NativeOutput(Forecast)
-    _parts, output = run(umi, "chat", output_type=output_type, tools=[])
+    _parts, output = run(umi, kind, output_type=output_type, tools=[])
     assert isinstance(output, Forecast), (type(output), output)
     assert Forecast.model_validate_json(output.model_dump_json()) == output
     assert umi.faults() == []
