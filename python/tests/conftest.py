@@ -15,14 +15,14 @@ SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 
 @pytest.fixture
 def inner(pytester, monkeypatch):
-    """Runs an inner pytest session with the plugin, in a subprocess (so its servers,
-    environment and exit code are its own) from pytester's directory."""
+    """Runs an inner pytest session with the plugin (in this process, from pytester's
+    directory): its own servers, options and outcome; the environment as monkeypatched."""
     monkeypatch.setenv("PYTHONPATH", SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
     monkeypatch.delenv("UMI_SEED", raising=False)
     monkeypatch.delenv("UMI_SEEDS", raising=False)
     monkeypatch.delenv("UMI_SEED_START", raising=False)
 
     def run(*args):
-        return pytester.runpytest_subprocess("-p", "umi_dst.plugin", "-p", "no:cacheprovider", *args)
+        return pytester.runpytest("-p", "umi_dst.plugin", "-p", "no:cacheprovider", *args)
 
     return run
