@@ -4,8 +4,8 @@
 #                              (SEEDS=1000 SEED_START=1 JOBS=<cores> SCENARIO="a b" SWARM=1 DETERMINISM=0)
 #   make test                  every test (simulations replay their seed corpus and default seeds),
 #                              umi-dst's again in a build with rig (seeds must mean the same
-#                              there), then the Python clients
-#                              against `dst serve` (needs python3; see tests/python)
+#                              there), then the Python clients and the TypeScript SDKs
+#                              against `dst serve` (needs python3 and node 20; see tests/python, ts/)
 #   make serve                 `dst serve` on 127.0.0.1:8080 (ARGS="--seed 7 --endpoint anthropic ...")
 #   make lint                  fmt, clippy, rustdoc and the determinism checks, warnings as errors;
 #                              the nightly workflow and docs/k8s/ checked by pinned validators (needs python3)
@@ -47,6 +47,7 @@ test:
 	$(CARGO) test $(RIG) --test main
 	$(CARGO) test $(RIG) --doc adapters::rig
 	scripts/python-tests.sh
+	scripts/ts-tests.sh
 
 lint:
 	$(CARGO) fmt --all -- --check

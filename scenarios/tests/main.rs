@@ -33,5 +33,9 @@ mod distributed;
 /// umi-core's own clients as its users.
 mod serve;
 
+/// What `dst serve` promises frameworks: one answer streamed or whole, reruns under a
+/// fresh scope, every format and any model with no flags.
+mod serve_promises;
+
 /// No library function past 70 lines, but for an allow-list that only shrinks.
 mod tidy;

@@ -240,6 +240,8 @@ fn faults_and_refusals_arrive_in_the_providers_envelopes() {
         let mut limited = config(3);
         limited.faults = vec![FaultConfig::chance(FaultKind::LlmRateLimit, 1.0)];
         limited.body_bytes_max = 4_096;
+        // Served models named: another name gets the provider's "model not found".
+        limited.models = vec![MODEL.to_owned()];
         let server = Server::start(limited).await.unwrap();
         let base = server.base_url();
         let chat =
@@ -409,8 +411,15 @@ fn no_input_brings_the_server_down() {
             }
         }
         assert!(answered > 500, "{answered} of 600 answered");
-        let (status, _, _) = send(&transport, format!("{base}/api/chat"), format!(r#"{{"model":"{MODEL}","stream":false,"messages":[{{"role":"user","content":"still there?"}}]}}"#), &[("x-umi-seed", "5")]).await;
-        assert!(status == 200, "the server still answers: {status}");
+        // Still answering: some of these seeds meet no reset (each does, one time in ten).
+        let mut statuses = Vec::new();
+        for seed in ["5", "6", "7", "8"] {
+            let body = format!(r#"{{"model":"{MODEL}","stream":false,"messages":[{{"role":"user","content":"still there?"}}]}}"#);
+            let headers = vec![("x-umi-seed".to_owned(), seed.to_owned())];
+            let sent = transport.send(HttpRequest { method: "POST", url: format!("{base}/api/chat"), headers, body: body.into_bytes() }).await;
+            statuses.push(sent.map(|response| response.status).ok());
+        }
+        assert!(statuses.contains(&Some(200)), "the server still answers: {statuses:?}");
         server.shutdown().await;
     });
 }

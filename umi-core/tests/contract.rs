@@ -586,13 +586,18 @@ fn agent_on(
         let mut tools = umi_core::agent::ToolRegistry::new();
         let log = paid.clone();
         tools
-            .register_fn("pay", "pays", json!({"type": "object"}), move |args: Value| {
-                let log = log.clone();
-                async move {
-                    log.lock().unwrap().push(args);
-                    Ok("paid".to_owned())
-                }
-            })
+            .register_fn(
+                "pay",
+                "pays",
+                json!({"type": "object"}),
+                move |args: Value| {
+                    let log = log.clone();
+                    async move {
+                        log.lock().unwrap().push(args);
+                        Ok("paid".to_owned())
+                    }
+                },
+            )
             .unwrap();
         umi_core::agent::Agent::new(Arc::new(router), sim.env())
             .with_tools(tools)
@@ -617,12 +622,19 @@ fn an_end_marker_alone_is_retried_and_an_unknown_error_object_is_never_an_answer
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
     };
     let answer = [
-        chunk(json!({"role": "assistant", "content": "Paid nothing."}), Value::Null),
+        chunk(
+            json!({"role": "assistant", "content": "Paid nothing."}),
+            Value::Null,
+        ),
         chunk(json!({}), json!("stop")),
     ];
     let (outcome, paid, sent) = agent_on(vec![sse(&[]), sse(&answer)]);
     assert_eq!(outcome.expect("the retry answers").answer, "Paid nothing.");
-    assert_eq!((paid.len(), sent), (0, 2), "one empty stream retried, one answer");
+    assert_eq!(
+        (paid.len(), sent),
+        (0, 2),
+        "one empty stream retried, one answer"
+    );
 
     let header = chunk(
         json!({"tool_calls": [{"index": 0, "id": "call_9", "type": "function",
@@ -633,6 +645,9 @@ fn an_end_marker_alone_is_retried_and_an_unknown_error_object_is_never_an_answer
         "type": "InternalServerError", "param": null, "code": 500});
     let (outcome, paid, _) = agent_on(vec![sse(&[header, flat_error])]);
     let error = outcome.expect_err("an error inside the stream is no answer");
-    assert!(error.to_string().contains("Internal server error"), "{error}");
+    assert!(
+        error.to_string().contains("Internal server error"),
+        "{error}"
+    );
     assert!(paid.is_empty(), "the tool ran with {paid:?}");
 }

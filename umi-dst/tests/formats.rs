@@ -28,10 +28,10 @@ const MODEL: &str = "same-model";
 
 /// What must not depend on the format.
 #[derive(Debug, Clone, PartialEq)]
-struct Answer {
-    text: String,
-    calls: Vec<(String, String)>,
-    finish: FinishReason,
+pub(crate) struct Answer {
+    pub(crate) text: String,
+    pub(crate) calls: Vec<(String, String)>,
+    pub(crate) finish: FinishReason,
 }
 
 impl From<CompletionResponse> for Answer {
@@ -100,7 +100,14 @@ fn conversations() -> Vec<(&'static str, CompletionRequest)> {
     ]
 }
 
-fn answer(seed: u64, profile: Profile, stream: bool, request: &CompletionRequest) -> Answer {
+/// What `profile`'s real client makes of SimLLM's answer to `request` on seed `seed`,
+/// served by SimNetwork in `profile`'s shapes, streamed or whole.
+pub(crate) fn answer(
+    seed: u64,
+    profile: Profile,
+    stream: bool,
+    request: &CompletionRequest,
+) -> Answer {
     let outcome = Mutex::new(None);
     Simulation::new(SimConfig::new(seed))
         .try_run(|sim: SimEnvironment| {

@@ -24,25 +24,34 @@ use umi_dst::simulation::settings::parse_seed;
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
-  dst serve --seed 7                                   OpenAI chat at /v1, Ollama at /api
-  dst serve --endpoint anthropic --endpoint openai_responses --model claude-sim
+  dst serve --seed 7                   every format at its standard path, any model name
+  dst serve --endpoint anthropic --model claude-sim      only Anthropic, only that model
   dst serve --endpoint deepseek_reasoner@/deepseek --faults llm.rate_limit=0.2,network.reset=0.05
   dst serve --faults wire_shapes --time-scale 0.1      a scenario's faults, latency at a tenth
 
-Each request is answered from (seed, endpoint, request, how many times it was seen): send
-`x-umi-seed: N` or prefix the path with /seed/N to pick a seed per test. Every response
-carries x-umi-seed, x-umi-request-hash, x-umi-occurrence and x-umi-faults; GET /umi/trace
-returns the session's log. A server started with the same flags returns the same bytes
-for the same request.")]
+Base URLs (HOST = http://127.0.0.1:PORT): OpenAI SDKs and the frameworks on them
+HOST/v1; Anthropic's SDKs HOST; Ollama's HOST. Per test, put /seed/N/scope/S before them
+(HOST/seed/42/scope/run-1/v1), or send the headers x-umi-seed and x-umi-scope.
+
+Each request is answered from (seed, endpoint, what the model is asked, how many times it
+was asked before in its scope). `stream`, `stream_options` and fields no model reads do
+not count, so streamed and whole get the same answer. A scope (x-umi-scope or /scope/S)
+only counts repeats and feeds no seed: give each test run a fresh one, and a rerun on a
+used server answers as a fresh server does; POST /umi/reset forgets every count. Every
+response carries x-umi-seed, x-umi-request-hash, x-umi-occurrence and x-umi-faults;
+GET /umi/trace[?scope=S] returns the log.")]
 pub struct ServeArgs {
     /// The session seed (decimal or 0x hex).
     #[arg(long, default_value = "1", value_parser = parse_seed)]
     seed: u64,
     /// An endpoint: a profile, optionally at a path prefix (`deepseek_chat@/deepseek`).
-    /// Repeatable. Default: `openai` and `ollama` at the root.
+    /// Repeatable. Default: every format at the root: `openai` (/v1/chat/completions),
+    /// `openai_responses` (/v1/responses), `anthropic` (/v1/messages), `ollama`
+    /// (/api/chat).
     #[arg(long = "endpoint", value_name = "PROFILE[@/PREFIX]")]
     endpoints: Vec<String>,
     /// A model name to serve. Repeatable; others get the provider's "model not found".
+    /// Default: any name is answered (the model lists show `umi-sim`).
     #[arg(long = "model", value_name = "NAME")]
     models: Vec<String>,
     /// Faults: `kind=probability,...` (`llm.rate_limit=0.2`), or a scenario's name for its
@@ -216,8 +225,8 @@ fn describe(config: &ServeConfig) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let models = if config.models == [MODEL_DEFAULT] {
-        MODEL_DEFAULT.to_owned()
+    let models = if config.models.is_empty() {
+        format!("any (listed as {MODEL_DEFAULT})")
     } else {
         config.models.join(", ")
     };

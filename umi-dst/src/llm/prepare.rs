@@ -171,7 +171,13 @@ impl SimLlm {
         call: &Call,
     ) -> Result<(Shaped, bool), LlmError> {
         let mut generate_rng = call.rng.substream(2);
-        if matches!(call.chosen, Chosen::Builtin(Builtin::Structured))
+        // A structured answer's schema (the tool-calling route answers one too, when it
+        // calls no tool) is checked before anything is drawn.
+        let answers_schema = matches!(
+            call.chosen,
+            Chosen::Builtin(Builtin::Structured | Builtin::ToolCalls)
+        ) && request.output_schema.is_some();
+        if answers_schema
             && let Err(error) = generate::structured(request, &mut generate_rng.clone())
         {
             return Err(LlmError::BadRequest {

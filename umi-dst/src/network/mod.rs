@@ -56,6 +56,7 @@ pub use anthropic::ANTHROPIC_MARKS;
 pub use capture::{BodyEnd, Exchange};
 pub use chat::shapes::ChatShapes;
 pub use clients::{ClientOptions, base_url_for, client_for};
+pub(crate) use format::server_format;
 pub use format::{Parsed, RequestError};
 pub use ollama::OLLAMA_MARKS;
 pub use profile::{Profile, WireFormat};
@@ -67,7 +68,7 @@ use crate::fault::point::{self, unreachable_kind};
 use crate::fault::{FaultInjector, FaultKind};
 use crate::rng::DeterministicRng;
 use crate::trace::Trace;
-use format::{Responder, server_format};
+use format::Responder;
 
 /// Slowest first byte a `network.slow_first_byte` fault delays by, in ms.
 pub const SLOW_FIRST_BYTE_MS_MAX: u64 = 20_000;

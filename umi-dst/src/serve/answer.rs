@@ -72,21 +72,48 @@ pub(crate) struct Recorded {
     pub(crate) trace_hash: TraceHash,
 }
 
-/// The request's canonical hash: its path and its JSON body with keys sorted (so key
-/// order and spacing do not matter), or the raw body when it is not JSON.
-pub(crate) fn request_hash(path: &str, body: &[u8]) -> [u8; 32] {
+/// What an answer is seeded by: what the model is asked, in canonical form, and never
+/// how it is delivered.
+///
+/// The request is read as `endpoint`'s server reads it (the format's own parser, the one
+/// SimNetwork answers with), into umi-core's provider-neutral `CompletionRequest`: the
+/// model's name, the conversation (system text, messages, tool calls and results), the
+/// tools, the tool choice, whether calls may run in parallel, the output schema (or JSON
+/// mode), the token limit, the temperature, the stop sequences and the sampling seed.
+/// Its canonical JSON (sorted keys) is hashed. So `stream`, `stream_options`, field
+/// order, spacing, and every field the format's parser does not map (`store`,
+/// `metadata`, `user`, `service_tier`, `include`, ...) change nothing: the same
+/// conversation gets the same seed whole, with `"stream": false`, or streamed. A body the
+/// server refuses (it is not JSON, or breaks the format's rules) is hashed as it came,
+/// with its path: its answer is the refusal, which names what was wrong.
+pub(crate) fn conversation_hash(
+    endpoint: &EndpointSpec,
+    path: &str,
+    request: &HttpRequest,
+) -> [u8; 32] {
+    let format = crate::network::server_format(endpoint.profile.format());
     let mut hasher = Sha256::new();
-    hasher.update(b"umi.serve.request.v1");
-    hasher.update((path.len() as u64).to_le_bytes());
-    hasher.update(path.as_bytes());
-    match serde_json::from_slice::<serde_json::Value>(body) {
-        Ok(value) => {
-            hasher.update([1]);
+    match format.parse(request, endpoint.profile) {
+        Ok(parsed) => {
+            hasher.update(b"umi.serve.conversation.v1");
+            let value = serde_json::to_value(&parsed.request)
+                .expect("a CompletionRequest serializes to JSON");
             crate::llm::canonical_json(&mut hasher, &value);
         }
         Err(_) => {
-            hasher.update([0]);
-            hasher.update(body);
+            hasher.update(b"umi.serve.request.v1");
+            hasher.update((path.len() as u64).to_le_bytes());
+            hasher.update(path.as_bytes());
+            match serde_json::from_slice::<serde_json::Value>(&request.body) {
+                Ok(value) => {
+                    hasher.update([1]);
+                    crate::llm::canonical_json(&mut hasher, &value);
+                }
+                Err(_) => {
+                    hasher.update([0]);
+                    hasher.update(&request.body);
+                }
+            }
         }
     }
     hasher.finalize().into()
@@ -121,6 +148,21 @@ fn requested_model(body: &[u8]) -> Option<String> {
     value.get("model")?.as_str().map(str::to_owned)
 }
 
+/// The model that answers a request asking for `asked`: any name when the server
+/// serves any (`umi-sim` for a request that names none); else the name when it is
+/// served, or the first served one, whose server then answers "model not found" in its
+/// own words.
+fn served_model(config: &ServeConfig, asked: Option<String>) -> String {
+    match asked {
+        Some(name) if config.models.is_empty() || config.models.contains(&name) => name,
+        _ => config
+            .models
+            .first()
+            .cloned()
+            .unwrap_or_else(|| super::config::MODEL_DEFAULT.to_owned()),
+    }
+}
+
 /// Answers `request` (its path already under `endpoint`'s prefix, stripped of any seed
 /// prefix) in a simulation of `run_seed`.
 pub(crate) fn answer(
@@ -132,12 +174,7 @@ pub(crate) fn answer(
 ) -> Recorded {
     let recorded: Arc<Mutex<Option<Recorded>>> = Arc::new(Mutex::new(None));
     let simulation = simulation_for(config, run_seed);
-    // The served model: the one asked for when it is served, else the first (whose
-    // server then answers "model not found" in its own words).
-    let asked = requested_model(&request.body);
-    let model = asked
-        .filter(|m| config.models.contains(m))
-        .unwrap_or_else(|| config.models[0].clone());
+    let model = served_model(config, requested_model(&request.body));
     let base = format!("{SIM_HOST}{}{}", endpoint.prefix, endpoint.api_root());
     let url = format!("{SIM_HOST}{}{path}", endpoint.prefix);
     let run = simulation.run_seed(run_seed, &|sim| {

@@ -19,7 +19,8 @@ pub const TIME_SCALE_MAX: f64 = 100.0;
 /// Wall time a client has to send its request (headers and body), in ms.
 pub const CLIENT_READ_TIMEOUT_MS: u64 = 30_000;
 
-/// The model every endpoint serves when none is named.
+/// The model a request that names none is answered as, and the one the model lists
+/// show when any name is answered.
 pub const MODEL_DEFAULT: &str = "umi-sim";
 
 /// An endpoint: a provider's profile (which fixes its wire format) at a path prefix.
@@ -93,6 +94,7 @@ pub struct ServeConfig {
     /// The endpoints, each at its own prefix.
     pub endpoints: Vec<EndpointSpec>,
     /// The models served; a request for another gets the provider's "model not found".
+    /// Empty (the default): any name is answered, and the lists show [`MODEL_DEFAULT`].
     pub models: Vec<String>,
     /// The faults in force.
     pub faults: Vec<FaultConfig>,
@@ -115,17 +117,14 @@ impl Default for ServeConfig {
     fn default() -> Self {
         Self {
             seed: 1,
-            endpoints: vec![
-                EndpointSpec {
-                    profile: Profile::OpenAi,
+            endpoints: DEFAULT_PROFILES
+                .into_iter()
+                .map(|profile| EndpointSpec {
+                    profile,
                     prefix: String::new(),
-                },
-                EndpointSpec {
-                    profile: Profile::Ollama,
-                    prefix: String::new(),
-                },
-            ],
-            models: vec![MODEL_DEFAULT.to_owned()],
+                })
+                .collect(),
+            models: Vec::new(),
             faults: Vec::new(),
             swarm: false,
             time_scale: 0.0,
@@ -175,7 +174,7 @@ impl ServeConfig {
                 &format!("a number from 0 to {TIME_SCALE_MAX}"),
             ));
         }
-        if self.models.is_empty() || self.models.iter().any(String::is_empty) {
+        if self.models.iter().any(String::is_empty) {
             return Err(flag(
                 "--model",
                 self.models.join(","),
@@ -215,6 +214,23 @@ pub enum ServeError {
         source: std::io::Error,
     },
 }
+
+/// The profile whose format's main path `path` ends with (the format's reference
+/// profile: `openai`, `openai_responses`, `anthropic`, `ollama`), if any.
+pub fn profile_serving(path: &str) -> Option<Profile> {
+    DEFAULT_PROFILES
+        .into_iter()
+        .find(|profile| path.ends_with(format_path(*profile)))
+}
+
+/// The endpoints served with no `--endpoint`: every format at its standard path, at the
+/// root (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`, `/api/chat`).
+pub const DEFAULT_PROFILES: [Profile; 4] = [
+    Profile::OpenAi,
+    Profile::OpenAiResponses,
+    Profile::Anthropic,
+    Profile::Ollama,
+];
 
 /// The path of `profile`'s main operation (`/v1/chat/completions`).
 pub fn format_path(profile: Profile) -> &'static str {
@@ -270,6 +286,7 @@ mod tests {
         config
             .endpoints
             .push(EndpointSpec::parse("deepseek_chat").unwrap());
+        assert_eq!(config.endpoints.len(), 5, "every format, then DeepSeek");
         let error = config.validate().unwrap_err().to_string();
         assert!(
             error.contains("its path /v1/chat/completions is taken by openai"),

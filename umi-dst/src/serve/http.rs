@@ -18,16 +18,19 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
-use serde_json::json;
 use tokio::sync::Semaphore;
 
+use super::address::address;
 use super::answer::{self, End, Recorded};
 use super::config::{EndpointSpec, ServeConfig, format_path};
+use super::own::{
+    at_capacity, belongs_elsewhere, models, models_path, no_such_path, own_error, unrouted,
+};
 use super::pool::SimulationPool;
 use super::read;
-use super::session::{Entry, Session, hex};
+use super::session::{Entry, Key, Session, hex};
 use crate::network::WireFormat;
-use crate::simulation::settings::parse_seed;
+use umi_core::llm::transport::HttpRequest;
 
 /// The body type of every response.
 pub(crate) type Body = UnsyncBoxBody<Bytes, io::Error>;
@@ -40,13 +43,13 @@ pub(crate) struct State {
     pub(crate) simulations: SimulationPool,
 }
 
-fn full(bytes: impl Into<Bytes>) -> Body {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into())
         .map_err(|never: Infallible| match never {})
         .boxed_unsync()
 }
 
-fn respond(status: u16, headers: Vec<(String, String)>, body: Body) -> Response<Body> {
+pub(crate) fn respond(status: u16, headers: Vec<(String, String)>, body: Body) -> Response<Body> {
     let mut response = Response::new(body);
     *response.status_mut() =
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -59,42 +62,6 @@ fn respond(status: u16, headers: Vec<(String, String)>, body: Body) -> Response<
         }
     }
     response
-}
-
-/// An error the server itself raises, in the envelope of `format`'s provider.
-fn own_error(
-    format: Option<WireFormat>,
-    status: u16,
-    message: &str,
-    extra: Vec<(String, String)>,
-) -> Response<Body> {
-    let body = match format {
-        Some(WireFormat::Ollama) => json!({"error": message}),
-        Some(WireFormat::AnthropicMessages) => {
-            let kind = match status {
-                413 => "request_too_large",
-                503 => "overloaded_error",
-                404 => "not_found_error",
-                _ => "invalid_request_error",
-            };
-            json!({"type": "error", "error": {"type": kind, "message": message}})
-        }
-        _ => {
-            let kind = if status >= 500 {
-                "server_error"
-            } else {
-                "invalid_request_error"
-            };
-            json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
-        }
-    };
-    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-    headers.extend(extra);
-    respond(
-        status,
-        headers,
-        full(umi_core::canonical_json::to_string(&body)),
-    )
 }
 
 /// The endpoint a path belongs to, and the path under its prefix. Among endpoints at
@@ -122,53 +89,12 @@ fn route<'a>(config: &'a ServeConfig, path: &str) -> Option<(&'a EndpointSpec, S
     best.map(|(endpoint, rest, _)| (endpoint, rest))
 }
 
-fn models_path(format: WireFormat) -> &'static str {
-    match format {
-        WireFormat::Ollama => "/api/tags",
-        _ => "/v1/models",
-    }
-}
-
-/// The model list a client asks for before it starts (`/v1/models`, `/api/tags`).
-fn models(config: &ServeConfig, format: WireFormat) -> Response<Body> {
-    let body = match format {
-        WireFormat::Ollama => json!({"models": config.models.iter().map(|m| json!({
-            "name": m, "model": m, "modified_at": "2024-01-01T00:00:00Z", "size": 0,
-            "digest": hex(&sha2::Sha256::digest(m.as_bytes())),
-            "details": {"format": "gguf", "family": "umi", "parameter_size": "", "quantization_level": ""},
-        })).collect::<Vec<_>>()}),
-        WireFormat::AnthropicMessages => json!({
-            "data": config.models.iter().map(|m| json!({"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"})).collect::<Vec<_>>(),
-            "has_more": false, "first_id": config.models.first(), "last_id": config.models.last(),
-        }),
-        _ => {
-            json!({"object": "list", "data": config.models.iter().map(|m| json!({"id": m, "object": "model", "created": 1_704_067_200, "owned_by": "umi"})).collect::<Vec<_>>()})
-        }
-    };
-    respond(
-        200,
-        vec![("content-type".into(), "application/json".into())],
-        full(umi_core::canonical_json::to_string(&body)),
-    )
-}
-
-use sha2::Digest;
-
-/// The seed a request asks for: `/seed/{n}/…` first, then `x-umi-seed`.
-fn seed_of(request: &Request<Incoming>, path: &mut String) -> Result<Option<u64>, String> {
-    let mut seed = None;
-    if let Some(rest) = path.strip_prefix("/seed/") {
-        let (number, tail) = rest.split_once('/').unwrap_or((rest, ""));
-        seed = Some(parse_seed(number).map_err(|e| format!("path /seed/{number}: {e}"))?);
-        *path = format!("/{tail}");
-    }
-    if let Some(value) = request.headers().get("x-umi-seed") {
-        let text = value
-            .to_str()
-            .map_err(|_| "header x-umi-seed: not text".to_owned())?;
-        seed = Some(parse_seed(text).map_err(|e| format!("header x-umi-seed {text:?}: {e}"))?);
-    }
-    Ok(seed)
+/// A header's value: `None` when absent, `Err(())` when not text.
+fn header<'a>(request: &'a Request<Incoming>, name: &str) -> Option<Result<&'a str, ()>> {
+    request
+        .headers()
+        .get(name)
+        .map(|value| value.to_str().map_err(|_| ()))
 }
 
 /// Answers one HTTP request. An `Err` closes the connection without a response (a
@@ -177,23 +103,30 @@ pub(crate) async fn handle(
     state: Arc<State>,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, io::Error> {
-    let mut path = request.uri().path().to_owned();
-    let seed = match seed_of(&request, &mut path) {
-        Ok(seed) => seed.unwrap_or(state.config.seed),
+    let address = match address(
+        request.uri().path(),
+        header(&request, "x-umi-seed"),
+        header(&request, "x-umi-scope"),
+    ) {
+        Ok(address) => address,
         Err(message) => return Ok(own_error(None, 400, &message, Vec::new())),
     };
-    if path == "/umi/trace" {
-        return Ok(session_trace(&state.session));
+    if let Some(response) = own_path(&state, &request, &address.path) {
+        return Ok(response);
     }
-    let Some((endpoint, rest)) = route(&state.config, &path) else {
-        return Ok(unrouted(&state.config, &path));
+    let Some((endpoint, rest)) = route(&state.config, &address.path) else {
+        return Ok(unrouted(&state.config, &address.path));
     };
     let format = endpoint.profile.format();
     if request.method() == hyper::Method::GET && rest == models_path(format) {
-        return Ok(models(&state.config, format));
+        return Ok(models(
+            &state.config,
+            listing_format(&state.config, endpoint, &request),
+        ));
     }
-    if !rest.starts_with(&format!("{}/", endpoint.api_root())) {
-        return Ok(no_such_path(endpoint, &rest));
+    if !rest.starts_with(&format!("{}/", endpoint.api_root())) || belongs_elsewhere(endpoint, &rest)
+    {
+        return Ok(no_such_path(&state.config, endpoint, &rest));
     }
     let Ok(permit) = state.permits.clone().try_acquire_owned() else {
         return Ok(at_capacity(&state.config, format));
@@ -202,26 +135,14 @@ pub(crate) async fn handle(
         Ok(http) => http,
         Err((status, message)) => return Ok(own_error(Some(format), status, &message, Vec::new())),
     };
-    let hash = answer::request_hash(&rest, &http.body);
+    let seed = address.seed.unwrap_or(state.config.seed);
+    let hash = answer::conversation_hash(endpoint, &rest, &http);
     let endpoint_key = format!("{}{}", endpoint.profile, endpoint.prefix);
-    let occurrence = state.session.next_occurrence(seed, &endpoint_key, hash);
-    let run_seed = answer::run_seed(seed, endpoint, &hash, occurrence);
-    let worker = state.clone();
-    let endpoint_owned = endpoint.clone();
-    let rest_owned = rest.clone();
-    let answered = state
-        .simulations
-        .run(move || {
-            answer::answer(
-                &worker.config,
-                &endpoint_owned,
-                run_seed,
-                &rest_owned,
-                &http,
-            )
-        })
-        .await;
-    let mut recorded = match answered {
+    let occurrence = state
+        .session
+        .next_occurrence(&address.scope, seed, &endpoint_key, hash);
+    let key = (address.scope, seed, endpoint_key, hash, occurrence);
+    let mut recorded = match simulate(&state, endpoint, &key, &rest, http).await {
         Ok(recorded) => recorded,
         Err(error) => {
             return Ok(own_error(
@@ -232,15 +153,90 @@ pub(crate) async fn handle(
             ));
         }
     };
-    let key = (seed, endpoint_key, hash, occurrence);
     let entry = Entry::new(&key, &rest, &mut recorded);
+    let played = Played {
+        seed,
+        scope: key.0.clone(),
+        hash,
+        occurrence,
+    };
     state.session.record(key, entry);
-    play(&state.config, seed, &hash, occurrence, recorded, permit).await
+    play(&state.config, &played, recorded, permit).await
 }
 
-/// The session's trace, one event per line, with its hash in `x-umi-trace-hash`.
-fn session_trace(session: &Session) -> Response<Body> {
-    let (text, hash) = session.trace();
+/// The request answered in its own simulation (seeded by `key`'s seed, endpoint, hash
+/// and occurrence), on the simulation pool.
+async fn simulate(
+    state: &Arc<State>,
+    endpoint: &EndpointSpec,
+    key: &Key,
+    rest: &str,
+    http: HttpRequest,
+) -> Result<Recorded, String> {
+    let run_seed = answer::run_seed(key.1, endpoint, &key.3, key.4);
+    let worker = state.clone();
+    let endpoint = endpoint.clone();
+    let rest = rest.to_owned();
+    state
+        .simulations
+        .run(move || answer::answer(&worker.config, &endpoint, run_seed, &rest, &http))
+        .await
+        .map_err(|error| error.to_string())
+}
+
+/// The server's own paths under `/umi`: the trace (`GET /umi/trace[?scope=S]`) and the
+/// reset (`POST /umi/reset`).
+fn own_path(state: &State, request: &Request<Incoming>, path: &str) -> Option<Response<Body>> {
+    match (request.method(), path) {
+        (&hyper::Method::GET, "/umi/trace") => {
+            let scope = request.uri().query().and_then(|query| {
+                query
+                    .split('&')
+                    .find_map(|pair| pair.strip_prefix("scope="))
+            });
+            Some(session_trace(&state.session, scope))
+        }
+        (&hyper::Method::POST, "/umi/reset") => {
+            state.session.reset();
+            Some(respond(
+                200,
+                vec![("content-type".into(), "application/json".into())],
+                full(r#"{"reset":true}"#),
+            ))
+        }
+        (_, "/umi/trace" | "/umi/reset") => Some(own_error(
+            None,
+            405,
+            "the server's own paths are GET /umi/trace and POST /umi/reset",
+            Vec::new(),
+        )),
+        _ => None,
+    }
+}
+
+/// Whose model list a `GET /v1/models` gets: Anthropic's when the request carries
+/// `anthropic-version` (every Anthropic SDK sends it) and an Anthropic endpoint is at the
+/// same prefix, else that of the endpoint the path routed to.
+fn listing_format(
+    config: &ServeConfig,
+    routed: &EndpointSpec,
+    request: &Request<Incoming>,
+) -> WireFormat {
+    let anthropic_here = config
+        .endpoints
+        .iter()
+        .any(|e| e.prefix == routed.prefix && e.profile.format() == WireFormat::AnthropicMessages);
+    if anthropic_here && request.headers().contains_key("anthropic-version") {
+        WireFormat::AnthropicMessages
+    } else {
+        routed.profile.format()
+    }
+}
+
+/// The session's trace (one scope's, when named), one entry per line, with its hash in
+/// `x-umi-trace-hash`.
+fn session_trace(session: &Session, scope: Option<&str>) -> Response<Body> {
+    let (text, hash) = session.trace(scope);
     respond(
         200,
         vec![
@@ -249,42 +245,6 @@ fn session_trace(session: &Session) -> Response<Body> {
         ],
         full(text),
     )
-}
-
-/// The 404 for a path no endpoint serves, naming the paths that are served.
-fn unrouted(config: &ServeConfig, path: &str) -> Response<Body> {
-    let known: Vec<String> = config
-        .endpoints
-        .iter()
-        .map(|e| format!("{}{}", e.prefix, format_path(e.profile)))
-        .collect();
-    let message = format!("no endpoint serves {path}; served: {}", known.join(", "));
-    own_error(None, 404, &message, Vec::new())
-}
-
-/// The 503 (with `retry-after: 1`) for a request past `--concurrency-max`.
-fn at_capacity(config: &ServeConfig, format: WireFormat) -> Response<Body> {
-    let message = format!(
-        "the server is at its limit of {} requests in flight; retry shortly",
-        config.concurrency_max
-    );
-    let retry_after = vec![("retry-after".into(), "1".into())];
-    own_error(Some(format), 503, &message, retry_after)
-}
-
-/// The 404 for a path under `endpoint`'s prefix that its API does not have.
-fn no_such_path(endpoint: &EndpointSpec, rest: &str) -> Response<Body> {
-    let prefix = if endpoint.prefix.is_empty() {
-        "/"
-    } else {
-        &endpoint.prefix
-    };
-    let message = format!(
-        "no such path {rest} under {prefix}: it serves {}{}",
-        endpoint.prefix,
-        format_path(endpoint.profile)
-    );
-    own_error(Some(endpoint.profile.format()), 404, &message, Vec::new())
 }
 
 /// Pieces that would be sent at the same real instant, joined into one write (TCP keeps
@@ -351,11 +311,17 @@ fn scale_retry_headers(headers: &mut [(String, String)], scale: f64) {
 /// Plays `recorded` back: headers, then each piece after its scaled delay, then its end.
 /// The permit is held until the body ends, so `--concurrency-max` bounds the streams in
 /// flight too.
+/// What a played response says about where its answer came from.
+struct Played {
+    seed: u64,
+    scope: String,
+    hash: [u8; 32],
+    occurrence: u64,
+}
+
 async fn play(
     config: &ServeConfig,
-    seed: u64,
-    hash: &[u8; 32],
-    occurrence: u64,
+    played: &Played,
     mut recorded: Recorded,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Result<Response<Body>, io::Error> {
@@ -369,7 +335,7 @@ async fn play(
             "closed by the simulated server",
         ));
     };
-    let headers = played_headers(&mut recorded, seed, hash, occurrence, scale);
+    let headers = played_headers(&mut recorded, played, scale);
     let first_at = recorded
         .pieces
         .first()
@@ -441,13 +407,7 @@ fn played_body(
 /// The recorded response's headers as played: framing headers left to hyper, waits in
 /// retry headers scaled to real time, and the `x-umi-*` headers that name the seed, the
 /// request, its occurrence, the run's seed and its faults.
-fn played_headers(
-    recorded: &mut Recorded,
-    seed: u64,
-    hash: &[u8; 32],
-    occurrence: u64,
-    scale: f64,
-) -> Vec<(String, String)> {
+fn played_headers(recorded: &mut Recorded, played: &Played, scale: f64) -> Vec<(String, String)> {
     let mut headers: Vec<(String, String)> = std::mem::take(&mut recorded.headers)
         .into_iter()
         .filter(|(n, _)| {
@@ -456,9 +416,12 @@ fn played_headers(
         })
         .collect();
     scale_retry_headers(&mut headers, scale);
-    headers.push(("x-umi-seed".into(), seed.to_string()));
-    headers.push(("x-umi-request-hash".into(), hex(hash)));
-    headers.push(("x-umi-occurrence".into(), occurrence.to_string()));
+    headers.push(("x-umi-seed".into(), played.seed.to_string()));
+    if !played.scope.is_empty() {
+        headers.push(("x-umi-scope".into(), played.scope.clone()));
+    }
+    headers.push(("x-umi-request-hash".into(), hex(&played.hash)));
+    headers.push(("x-umi-occurrence".into(), played.occurrence.to_string()));
     headers.push(("x-umi-run-seed".into(), recorded.run_seed.to_string()));
     let faults = if recorded.faults.is_empty() {
         "none".to_owned()

@@ -3,29 +3,36 @@
 //!
 //! Each request is answered in a simulation of its own, seeded from the session seed (or
 //! the one the request names with `x-umi-seed` or a `/seed/{n}/` path prefix), the
-//! endpoint, the request's canonical hash and how many times that request was seen
-//! before. So a response never depends on arrival order, concurrency or the
-//! wall clock: a server started with the same seed, endpoints and faults returns the same
-//! bytes for the same request. The bytes are SimNetwork's, in the endpoint's profile;
+//! endpoint, what the model is asked (the conversation as the format's server parses it,
+//! never `stream` or fields no model reads: `answer::conversation_hash`) and how many
+//! times that was asked before in the request's scope (`x-umi-scope`, `/scope/{name}/`;
+//! a fresh scope starts again, and feeds no seed). So a response never depends on
+//! arrival order, concurrency, the wall clock or what the server served before: a
+//! server started with the same seed, endpoints and faults returns the same bytes for
+//! the same request in a fresh scope, streamed and whole alike. The bytes are SimNetwork's, in the endpoint's profile;
 //! there is no second encoder. Simulated latency is played back in real time multiplied
 //! by `time_scale` (0, the default, waits not at all; Retry-After is scaled the same way).
 //!
 //! Every response says how to reproduce it: `x-umi-seed`, `x-umi-request-hash`,
 //! `x-umi-occurrence`, `x-umi-run-seed` and the faults applied (`x-umi-faults`).
 //! `GET /umi/trace` returns the session's log (one JSON line per answered request, in
-//! key order) and its trace hash.
+//! key order) and its trace hash (`?scope=S`: one scope's); `POST /umi/reset` forgets
+//! every occurrence. With no endpoints named, every format is served at its standard
+//! path, and any model name is answered.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), umi_dst::serve::ServeError> {
 //! let server = umi_dst::serve::Server::start(umi_dst::serve::ServeConfig::default()).await?;
-//! let base = server.base_url(); // http://127.0.0.1:<port>: /v1/chat/completions, /api/chat
+//! let base = server.base_url(); // http://127.0.0.1:<port>: /v1/chat/completions, /v1/messages, ...
 //! server.shutdown().await;
 //! # Ok(()) }
 //! ```
 
+mod address;
 mod answer;
 mod config;
 mod http;
+mod own;
 mod pool;
 mod read;
 mod session;
@@ -39,8 +46,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, oneshot};
 
 pub use config::{
-    BODY_BYTES_MAX_DEFAULT, CLIENT_READ_TIMEOUT_MS, CONCURRENCY_MAX_DEFAULT, EndpointSpec,
-    MODEL_DEFAULT, ServeConfig, ServeError, TIME_SCALE_MAX, format_path,
+    BODY_BYTES_MAX_DEFAULT, CLIENT_READ_TIMEOUT_MS, CONCURRENCY_MAX_DEFAULT, DEFAULT_PROFILES,
+    EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, TIME_SCALE_MAX, format_path,
+    profile_serving,
 };
 
 /// How long shutdown waits for in-flight responses before it drops them.

@@ -1,5 +1,12 @@
 //! Tool calls: when tools are offered, call one (or, sometimes, several in parallel)
-//! with arguments generated from their JSON Schemas; sometimes answer in text instead.
+//! with arguments generated from their JSON Schemas; sometimes answer instead.
+//!
+//! An answer that calls no tool follows the request's output schema when it has one: a
+//! provider with strict structured outputs answers either tool calls or JSON valid under
+//! the schema, never free text (OpenAI's structured outputs guide: with `strict`, the
+//! model's response "will always adhere to the supplied schema"). So the answer without
+//! calls is [`super::structured`]'s then, and the calls come with no preamble text (the
+//! message content of a call is then null, as OpenAI sends it).
 
 use umi_core::llm::{CompletionRequest, ToolCall, ToolChoice};
 
@@ -12,6 +19,16 @@ use crate::rng::DeterministicRng;
 const PARALLEL_CALLS_MAX: u64 = 3;
 
 const PREAMBLES: &[&str] = &["Let me check that.", "I'll look it up.", "One moment."];
+
+/// The answer that calls no tool: JSON valid under the output schema when the request
+/// has one (SimLLM checked the schema before: a schema it cannot answer was refused),
+/// else text.
+fn without_calls(request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated {
+    if request.output_schema.is_some() {
+        return super::structured(request, rng).unwrap_or_default();
+    }
+    generic::generate(request, rng)
+}
 
 /// The tool-calling answer for `request`: calls with probability `call_probability`,
 /// as `tool_choice` allows (`none`: never; `required` or a named tool: always, only that
@@ -27,19 +44,19 @@ pub fn generate(
     );
     let refused = request.tool_choice == Some(ToolChoice::None);
     if request.tools.is_empty() || refused {
-        return generic::generate(request, rng);
+        return without_calls(request, rng);
     }
     // One draw either way, so forcing a call does not shift the draws after it.
     let wants = rng.bool_with(call_probability);
     if !(wants || forced) {
-        return generic::generate(request, rng);
+        return without_calls(request, rng);
     }
     let candidates: Vec<&umi_core::llm::ToolDefinition> = match &request.tool_choice {
         Some(ToolChoice::Tool(name)) => request.tools.iter().filter(|t| &t.name == name).collect(),
         _ => request.tools.iter().collect(),
     };
     if candidates.is_empty() {
-        return generic::generate(request, rng);
+        return without_calls(request, rng);
     }
     let parallel = rng.bool_with(0.3) && request.parallel_tool_calls != Some(false);
     let count = if parallel {
@@ -63,9 +80,14 @@ pub fn generate(
         }
     }
     if calls.is_empty() {
+        if request.output_schema.is_some() {
+            return without_calls(request, rng);
+        }
         return Generated::text("I cannot call the available tools with valid arguments.");
     }
-    let text = if rng.bool_with(0.4) {
+    // Drawn either way, so a schema does not shift the draws after it.
+    let preamble = rng.bool_with(0.4);
+    let text = if preamble && request.output_schema.is_none() {
         rng.choose(PREAMBLES).copied().unwrap_or("").to_owned()
     } else {
         String::new()

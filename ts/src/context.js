@@ -1,0 +1,185 @@
+// One test run's view of a `dst serve` server: its seed, its fresh scope, the base URL
+// each SDK wants, its part of the server's trace, and the command that replays it.
+//
+// Base URLs carry the seed and scope in the path, because every SDK lets you set a base
+// URL and not all let you set headers:
+//   root        http://HOST:PORT/seed/N/scope/S        (@anthropic-ai/sdk, ollama)
+//   /v1         http://HOST:PORT/seed/N/scope/S/v1     (openai-node, the AI SDK's
+//                                                      createOpenAI and createAnthropic)
+// `headers` says the same for clients that prefer default headers.
+
+import path from 'node:path';
+
+import { freshScope, requireTestId, resolveSeed } from './seed.js';
+import { checkCutEntries, fetchTrace, faultsFired } from './trace.js';
+
+const RUNNERS = ['node', 'vitest', 'jest'];
+
+/** A regular expression source matching `name` exactly, as a whole test name or as the
+ * last part of one whose ancestors' names come first ("suite name"). */
+export function namePattern(name) {
+  const escaped = name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  return `(^| )${escaped}$`;
+}
+
+/** `text` quoted for a POSIX shell. */
+export function shellQuote(text) {
+  if (/^[A-Za-z0-9_./:=@%+-]+$/.test(text)) return text;
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * The command that reruns `testName` of `file` under `runner` on `seed`. `nodeOptions`
+ * (Jest on ES modules needs NODE_OPTIONS=--experimental-vm-modules) goes first when given.
+ */
+export function replayCommand({ runner, file, testName, seed, nodeOptions }) {
+  if (!RUNNERS.includes(runner)) {
+    throw new TypeError(`replayLine: runner must be one of ${RUNNERS.join(', ')}, got ${JSON.stringify(runner)}`);
+  }
+  if (typeof testName !== 'string' || testName === '') {
+    throw new TypeError(`replayLine: the test name must be a non-empty string, got ${JSON.stringify(testName)}`);
+  }
+  if (typeof file !== 'string' || file === '') {
+    throw new TypeError('replayLine: no test file known; pass testContext({ file })');
+  }
+  const pattern = shellQuote(namePattern(testName));
+  const where = shellQuote(file);
+  const command = {
+    node: `node --test --test-name-pattern ${pattern} ${where}`,
+    vitest: `npx vitest run ${where} -t ${pattern}`,
+    jest: `npx jest ${where} -t ${pattern}`,
+  }[runner];
+  const options = nodeOptions ? `NODE_OPTIONS=${shellQuote(nodeOptions)} ` : '';
+  return `UMI_SEED=${seed} ${options}${command}`;
+}
+
+/** `file` relative to the working directory when it lies under it. */
+export function displayPath(file) {
+  if (!file) return file;
+  const relative = path.relative(process.cwd(), file.startsWith('file://') ? new URL(file).pathname : file);
+  return relative && !relative.startsWith('..') && !path.isAbsolute(relative) ? relative : file;
+}
+
+/** The server's base URL from a `{ url }` (what startServer returns) or a string. */
+function serverUrl(server) {
+  if (typeof server?.then === 'function') {
+    throw new TypeError('testContext: server is a Promise; await startServer() first');
+  }
+  const url = typeof server === 'string' ? server : server?.url;
+  if (typeof url !== 'string' || !/^https?:\/\/[^/\s]+/.test(url)) {
+    const shown = typeof server === 'object' && server !== null ? `an object without a url (keys: ${Object.keys(server).join(', ') || 'none'})` : JSON.stringify(server);
+    throw new TypeError(`testContext: server must be what startServer() returned or an http:// URL, got ${shown}`);
+  }
+  return url.replace(/\/+$/, '');
+}
+
+/**
+ * A test run's context.
+ *
+ * options: `server` (startServer's result or a URL), `testId` (stable across runs: it
+ * picks the seed), `seed` (overrides everything), `testName` (for replayLine; defaults
+ * to the part of testId after the last "::"), `file` (the test file; default
+ * process.argv[1]), `runner` ("node", "vitest" or "jest"; default "node"), `env`.
+ */
+export function testContext(options) {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError('testContext: pass { server, testId }');
+  }
+  const known = new Set(['server', 'testId', 'seed', 'testName', 'file', 'runner', 'env']);
+  for (const key of Object.keys(options)) {
+    if (!known.has(key)) {
+      throw new TypeError(`testContext: unknown option ${JSON.stringify(key)} (known: ${[...known].join(', ')})`);
+    }
+  }
+  const url = serverUrl(options.server);
+  const { testId } = options;
+  requireTestId(testId, 'testContext');
+  const runner = options.runner ?? 'node';
+  if (!RUNNERS.includes(runner)) {
+    throw new TypeError(`testContext: runner must be one of ${RUNNERS.join(', ')}, got ${JSON.stringify(runner)}`);
+  }
+  const { seed, source: seedSource } = resolveSeed(testId, options.seed, options.env ?? process.env);
+  const scope = freshScope(testId);
+  const file = displayPath(options.file ?? process.argv[1]);
+  const defaultName =
+    options.testName ?? (testId.includes('::') ? testId.slice(testId.lastIndexOf('::') + 2) : testId);
+  const baseURL = `${url}/seed/${seed}/scope/${scope}`;
+  // Jest on ES modules runs only with this flag: the replay line must carry it.
+  const env = options.env ?? process.env;
+  const nodeOptions =
+    runner === 'jest' && /--experimental-vm-modules/.test(env.NODE_OPTIONS ?? '')
+      ? '--experimental-vm-modules'
+      : undefined;
+
+  const context = {
+    testId,
+    seed,
+    seedSource,
+    scope,
+    serverURL: url,
+    /** http://HOST:PORT/seed/N/scope/S: @anthropic-ai/sdk's baseURL, and ollama's host. */
+    baseURL,
+    /** baseURL + /v1: openai-node, createOpenAI, createAnthropic (the AI SDK). */
+    v1BaseURL: `${baseURL}/v1`,
+    openaiBaseURL: `${baseURL}/v1`,
+    anthropicBaseURL: baseURL,
+    ollamaHost: baseURL,
+    /** The same seed and scope as headers, for clients given the bare server URL. */
+    headers: { 'x-umi-seed': seed, 'x-umi-scope': scope },
+
+    /** Another run of the same test: the same seed, a fresh scope. */
+    rerun() {
+      return testContext(options);
+    },
+    /** This run's trace: `{ entries, summary }`. */
+    async traceWithSummary() {
+      return fetchTrace(url, scope);
+    },
+    /** This run's entries of the server's trace, in the server's (key) order. */
+    async trace() {
+      return (await fetchTrace(url, scope)).entries;
+    },
+    /** The faults that fired in this run: ["llm.rate_limit@llm.call", ...]. */
+    async faultsFired() {
+      return faultsFired(await context.trace());
+    },
+    /**
+     * Fails (CutStreamError) when the run `answered` but some cut response was never
+     * re-sent. Returns `{ cut, unresent }` otherwise.
+     */
+    async checkCutStreams({ answered } = {}) {
+      const entries = await context.trace();
+      return checkCutEntries(entries, { answered }, `seed ${seed}, scope ${scope}`);
+    },
+    /** The command that reruns this test on this seed. */
+    replayLine(testName = defaultName) {
+      return replayCommand({ runner, file, testName, seed, nodeOptions });
+    },
+    /**
+     * What a failure report says: seed, scope, the faults that fired, the replay line.
+     * Never throws: a trace that cannot be read is reported as such.
+     */
+    async report(testName = defaultName) {
+      let faults;
+      try {
+        const fired = await context.faultsFired();
+        faults = fired.length ? fired.join(', ') : 'none';
+      } catch (error) {
+        faults = `unknown (${error.message.split('\n')[0]})`;
+      }
+      let replay;
+      try {
+        replay = context.replayLine(testName);
+      } catch (error) {
+        replay = `unknown (${error.message})`;
+      }
+      return [
+        `umi seed: ${seed} (from ${seedSource})`,
+        `umi scope: ${scope} on ${url}`,
+        `umi faults fired: ${faults}`,
+        `umi replay: ${replay}`,
+      ].join('\n');
+    },
+  };
+  return context;
+}

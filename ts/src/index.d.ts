@@ -1,0 +1,206 @@
+// Types of @umi-dst/node (the code is plain ESM JavaScript in this folder; see index.js).
+// Seeds are u64 and always carried as decimal strings.
+
+import type { ChildProcess } from 'node:child_process';
+
+// ---- server.js ----
+
+export const START_TIMEOUT_MS_DEFAULT: number;
+
+export class DstNotFoundError extends Error {
+  name: 'DstNotFoundError';
+}
+
+/** Fault kind (`llm.rate_limit`, `llm.stream_cut`, ...) to probability in [0, 1]. */
+export type Faults = Record<string, number>;
+
+export interface StartServerOptions {
+  /** More `dst serve` arguments: `["--model", "m", "--swarm"]`. Not --bind/--faults/--time-scale. */
+  flags?: string[];
+  /** `--faults`: kind -> probability, or the flag's text (`llm.rate_limit=0.2` or a scenario name). */
+  faults?: Faults | string;
+  /** `--time-scale`: real seconds per simulated second (0, the default: no real waits). */
+  timeScale?: number;
+  /** The dst binary; default $UMI_DST, else `dst` on PATH. */
+  dst?: string;
+  /** The server's environment; default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** How long to wait for the "listening on" line; default 60 000. */
+  startTimeoutMs?: number;
+}
+
+export interface Server {
+  /** `http://127.0.0.1:PORT`, no trailing slash. */
+  readonly url: string;
+  /** The arguments `dst` was started with. */
+  readonly args: string[];
+  readonly process: ChildProcess;
+  /** SIGTERM; resolves when the server exited 0, rejects otherwise. Idempotent. */
+  close(): Promise<void>;
+  /** POST /umi/reset: forget every occurrence count and the log. */
+  reset(): Promise<void>;
+}
+
+export function startServer(options?: StartServerOptions): Promise<Server>;
+export function findDst(explicit?: string, env?: NodeJS.ProcessEnv): string;
+export function faultsFlag(faults: Faults | string): string;
+export function serveArgs(options?: Pick<StartServerOptions, 'flags' | 'faults' | 'timeScale'>): string[];
+
+// ---- seed.js ----
+
+/** A u64 seed: decimal or 0x hex text, a BigInt, or a safe integer. */
+export type SeedInput = string | bigint | number;
+
+export function seedForTestId(testId: string): string;
+export function parseSeed(value: SeedInput, source?: string): string;
+export function resolveSeed(
+  testId: string,
+  explicit?: SeedInput,
+  env?: NodeJS.ProcessEnv,
+): { seed: string; source: 'option' | 'UMI_SEED' | 'test id' };
+export function freshScope(testId: string): string;
+export function isScope(text: unknown): boolean;
+
+// ---- trace.js ----
+
+export interface TraceEntry {
+  seed: string;
+  scope: string;
+  endpoint: string;
+  path: string;
+  request_hash: string;
+  occurrence: number;
+  run_seed: string;
+  status: number | null;
+  end: 'complete' | 'reset' | 'stall';
+  cut: boolean;
+  faults: string[];
+  trace_hash: string;
+  events: Array<{ index: number; at: number; kind: string; detail: string }>;
+  [key: string]: unknown;
+}
+
+export interface TraceSummary {
+  entries: number;
+  left_out: number;
+  session_trace_hash: string;
+}
+
+export interface CutReport {
+  /** Every entry with `cut: true`. */
+  cut: TraceEntry[];
+  /** Those never re-sent (same seed, endpoint and request hash at a higher occurrence). */
+  unresent: TraceEntry[];
+}
+
+export class CutStreamError extends Error {
+  name: 'CutStreamError';
+  /** The cut entries that were never re-sent. */
+  cut: TraceEntry[];
+}
+
+export function parseJsonExact(text: string): unknown;
+export function parseTrace(body: string, where?: string): { entries: TraceEntry[]; summary: TraceSummary };
+export function fetchTrace(url: string, scope: string): Promise<{ entries: TraceEntry[]; summary: TraceSummary }>;
+export function faultsFired(entries: TraceEntry[]): string[];
+export function describeEntry(entry: TraceEntry): string;
+export function cutStreams(entries: TraceEntry[]): Array<{ entry: TraceEntry; resent: boolean }>;
+export function checkCutEntries(entries: TraceEntry[], outcome: { answered: boolean }, context?: string): CutReport;
+
+// ---- context.js ----
+
+export type Runner = 'node' | 'vitest' | 'jest';
+
+export interface TestContextOptions {
+  /** What startServer returned, or the server's URL. */
+  server: { url: string } | string;
+  /** Stable across runs and machines (`file::test name`): it picks the seed. */
+  testId: string;
+  /** Overrides UMI_SEED and the derived seed. */
+  seed?: SeedInput;
+  /** For replayLine; default: testId after its last "::". */
+  testName?: string;
+  /** The test file, for replayLine; default process.argv[1]. */
+  file?: string;
+  /** Which runner replayLine speaks to; default "node". */
+  runner?: Runner;
+  /** Where UMI_SEED is read; default process.env. */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface TestContext {
+  readonly testId: string;
+  /** u64, decimal. */
+  readonly seed: string;
+  readonly seedSource: 'option' | 'UMI_SEED' | 'test id';
+  /** Fresh for every context: `<12 hex>-<32 hex>`. */
+  readonly scope: string;
+  readonly serverURL: string;
+  /** `http://HOST:PORT/seed/N/scope/S`: @anthropic-ai/sdk's baseURL. */
+  readonly baseURL: string;
+  /** `baseURL + "/v1"`: openai-node, and the AI SDK's createOpenAI and createAnthropic. */
+  readonly v1BaseURL: string;
+  /** Same as v1BaseURL. */
+  readonly openaiBaseURL: string;
+  /** Same as baseURL. */
+  readonly anthropicBaseURL: string;
+  /** Same as baseURL: the ollama client's host. */
+  readonly ollamaHost: string;
+  /** `{ "x-umi-seed": seed, "x-umi-scope": scope }`, for clients pointed at the bare server URL. */
+  readonly headers: Record<'x-umi-seed' | 'x-umi-scope', string>;
+  /** Another run of the same test: the same seed, a fresh scope. */
+  rerun(): TestContext;
+  trace(): Promise<TraceEntry[]>;
+  traceWithSummary(): Promise<{ entries: TraceEntry[]; summary: TraceSummary }>;
+  /** `kind@operation` of every fault that fired in this run. */
+  faultsFired(): Promise<string[]>;
+  /** Throws CutStreamError when `answered` and a cut response was never re-sent. */
+  checkCutStreams(outcome: { answered: boolean }): Promise<CutReport>;
+  /** `UMI_SEED=N node --test --test-name-pattern '...' file` (or the Vitest/Jest form). */
+  replayLine(testName?: string): string;
+  /** Seed, scope, faults fired and the replay line, one per line. Never rejects. */
+  report(testName?: string): Promise<string>;
+}
+
+export function testContext(options: TestContextOptions): TestContext;
+export function replayCommand(options: { runner: Runner; file: string; testName: string; seed: string }): string;
+export function namePattern(name: string): string;
+export function shellQuote(text: string): string;
+
+// ---- adapters.js ----
+
+/** A server, or a function giving it (for servers started in a before hook). */
+export type ServerSource = { url: string } | string | (() => { url: string } | string | undefined);
+
+export interface AdapterOptions {
+  seed?: SeedInput;
+  file?: string;
+}
+
+/** node:test's TestContext, as much as the adapter uses. */
+export interface NodeTestLike {
+  readonly name: string;
+  diagnostic(message: string): void;
+}
+
+export function forNodeTest<T extends NodeTestLike, R>(
+  server: ServerSource,
+  body: (t: T, umi: TestContext) => R | Promise<R>,
+  options?: AdapterOptions,
+): (t: T) => Promise<R>;
+
+/** Vitest's test context, as much as the adapter uses. */
+export interface VitestContextLike {
+  task: { name: string; suite?: unknown; file?: { filepath?: string }; result?: unknown };
+  onTestFailed(handler: (result: any) => unknown): void;
+}
+
+export function forVitest(server: ServerSource, vitestContext: VitestContextLike, options?: AdapterOptions): TestContext;
+
+export function forJest<R>(
+  server: ServerSource,
+  body: (umi: TestContext) => R | Promise<R>,
+  options?: AdapterOptions & { testName?: string },
+): () => Promise<R>;
+
+export function annotateError(error: unknown, report: string): Error;

@@ -1,0 +1,23 @@
+// @umi-dst/node: test TypeScript and JavaScript agents against `dst serve`, Umi's seeded
+// simulated model over real HTTP. Same seed, same bytes: a test's seed comes from its
+// id, each run gets a fresh scope on a shared server, and a failure says how to replay.
+//
+//   startServer()        spawn `dst serve` on an ephemeral port      (server.js)
+//   testContext()        a run's seed, scope, base URLs, trace        (context.js)
+//   forNodeTest / forVitest / forJest   runner adapters              (adapters.js)
+//   checkCutEntries ...  the cut-stream check over trace entries      (trace.js)
+
+export { startServer, findDst, faultsFlag, serveArgs, DstNotFoundError, START_TIMEOUT_MS_DEFAULT } from './server.js';
+export { testContext, replayCommand, namePattern, shellQuote } from './context.js';
+export { seedForTestId, parseSeed, resolveSeed, freshScope, isScope } from './seed.js';
+export {
+  parseJsonExact,
+  parseTrace,
+  fetchTrace,
+  faultsFired,
+  cutStreams,
+  checkCutEntries,
+  describeEntry,
+  CutStreamError,
+} from './trace.js';
+export { forNodeTest, forVitest, forJest, annotateError } from './adapters.js';

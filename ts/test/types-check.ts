@@ -1,0 +1,44 @@
+// Not run: `tsc -p .` checks that the declarations in src/index.d.ts describe the API as
+// a TypeScript user calls it (and refuse what they should).
+
+import {
+  startServer,
+  testContext,
+  forNodeTest,
+  forJest,
+  forVitest,
+  CutStreamError,
+  type TestContext,
+  type TraceEntry,
+} from '../src/index.js';
+import { test } from 'node:test';
+
+export async function usage(): Promise<void> {
+  const server = await startServer({ faults: { 'llm.rate_limit': 0.2 }, timeScale: 0, flags: ['--model', 'm'] });
+  const umi: TestContext = testContext({ server, testId: 'file::name', seed: 5n });
+  const seed: string = umi.seed;
+  const base: string = umi.openaiBaseURL + umi.anthropicBaseURL + umi.v1BaseURL;
+  const entries: TraceEntry[] = await umi.trace();
+  const hash: string = (await umi.traceWithSummary()).summary.session_trace_hash;
+  const { unresent } = await umi.checkCutStreams({ answered: true });
+  const line: string = umi.replayLine('name');
+  void [seed, base, entries, hash, unresent, line];
+  try {
+    await umi.checkCutStreams({ answered: false });
+  } catch (error) {
+    if (error instanceof CutStreamError) void error.cut[0]?.request_hash;
+  }
+  test('node', forNodeTest(server, async (t, u) => { t.diagnostic(u.seed); }));
+  const jestBody: () => Promise<number> = forJest(() => server, async (u) => u.seed.length);
+  void jestBody;
+  const fromVitest: TestContext = forVitest(server, { task: { name: 'n' }, onTestFailed: () => {} });
+  void fromVitest;
+  await server.close();
+
+  // @ts-expect-error a test id is a string
+  testContext({ server, testId: 5 });
+  // @ts-expect-error answered must be said
+  await umi.checkCutStreams({});
+  // @ts-expect-error faults are probabilities
+  await startServer({ faults: { 'llm.rate_limit': 'often' } });
+}

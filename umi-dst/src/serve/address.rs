@@ -1,0 +1,161 @@
+//! Where a request says which seed it runs under and which scope counts its repeats:
+//! `/seed/{n}/` and `/scope/{name}/` path segments (in that order, both optional), or the
+//! `x-umi-seed` and `x-umi-scope` headers (a header wins over the path).
+//!
+//! The seed picks the answers. The scope only counts occurrences: the second identical
+//! request in one scope is occurrence 1 (so a retry after a fault meets the next draw),
+//! and a fresh scope starts again at 0. A scope never feeds a seed, so a test that runs
+//! under a fresh scope per run (what the pytest plugin and the TypeScript helper do) gets
+//! the same answers on a fresh server and on one that already served it: a rerun is a
+//! rerun. Both are checked here, with a refusal naming the header or path segment.
+
+use crate::simulation::settings::parse_seed;
+
+/// The longest scope name, in bytes.
+pub(crate) const SCOPE_BYTES_MAX: usize = 128;
+
+/// What a request's path and headers say about its seed and scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Address {
+    /// The seed it names (`None`: the session's).
+    pub(crate) seed: Option<u64>,
+    /// The scope its occurrences are counted in (`""`: the server-wide one).
+    pub(crate) scope: String,
+    /// The path with the `/seed/{n}` and `/scope/{name}` segments taken off.
+    pub(crate) path: String,
+}
+
+/// Reads `path` and the `x-umi-seed` / `x-umi-scope` header values (`None` when absent;
+/// `Err(())` when present but not text).
+pub(crate) fn address(
+    path: &str,
+    seed_header: Option<Result<&str, ()>>,
+    scope_header: Option<Result<&str, ()>>,
+) -> Result<Address, String> {
+    let mut rest = path.to_owned();
+    let mut seed = None;
+    if let Some((number, tail)) = segment(&rest, "/seed/") {
+        seed = Some(parse_seed(&number).map_err(|e| format!("path /seed/{number}: {e}"))?);
+        rest = tail;
+    }
+    let mut scope = String::new();
+    if let Some((name, tail)) = segment(&rest, "/scope/") {
+        scope = checked_scope(&name).map_err(|reason| format!("path /scope/{name}: {reason}"))?;
+        rest = tail;
+    }
+    if let Some(text) = seed_header {
+        let text = text.map_err(|()| "header x-umi-seed: not text".to_owned())?;
+        seed = Some(parse_seed(text).map_err(|e| format!("header x-umi-seed {text:?}: {e}"))?);
+    }
+    if let Some(text) = scope_header {
+        let text = text.map_err(|()| "header x-umi-scope: not text".to_owned())?;
+        scope = checked_scope(text)
+            .map_err(|reason| format!("header x-umi-scope {text:?}: {reason}"))?;
+    }
+    Ok(Address {
+        seed,
+        scope,
+        path: rest,
+    })
+}
+
+/// `(segment, the path after it)` when `path` starts with `marker` (`/seed/`).
+fn segment(path: &str, marker: &str) -> Option<(String, String)> {
+    let rest = path.strip_prefix(marker)?;
+    let (value, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    Some((value.to_owned(), format!("/{tail}")))
+}
+
+/// A scope name: 1 to `SCOPE_BYTES_MAX` bytes of letters, digits, `.`, `_`, `~`, `-`
+/// (what a URL path segment carries unencoded).
+fn checked_scope(name: &str) -> Result<String, String> {
+    if name.is_empty() || name.len() > SCOPE_BYTES_MAX {
+        return Err(format!("a scope is 1 to {SCOPE_BYTES_MAX} characters"));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"._~-".contains(&b))
+    {
+        return Err("a scope is letters, digits, `.`, `_`, `~` and `-`".to_owned());
+    }
+    Ok(name.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(path: &str, seed: Option<&str>, scope: Option<&str>) -> Result<Address, String> {
+        address(path, seed.map(Ok), scope.map(Ok))
+    }
+
+    #[test]
+    fn seeds_and_scopes_come_from_the_path_or_the_headers() {
+        let table = [
+            (
+                "/v1/chat/completions",
+                None,
+                None,
+                (None, "", "/v1/chat/completions"),
+            ),
+            ("/seed/7/v1/models", None, None, (Some(7), "", "/v1/models")),
+            (
+                "/seed/0x10/scope/t-1.a_b~/v1/messages",
+                None,
+                None,
+                (Some(16), "t-1.a_b~", "/v1/messages"),
+            ),
+            (
+                "/scope/run9/api/chat",
+                None,
+                None,
+                (None, "run9", "/api/chat"),
+            ),
+            // A header wins over the path.
+            (
+                "/seed/7/scope/a/v1/responses",
+                Some("9"),
+                Some("b"),
+                (Some(9), "b", "/v1/responses"),
+            ),
+            ("/seed/3", None, None, (Some(3), "", "/")),
+        ];
+        for (path, seed, scope, (want_seed, want_scope, want_path)) in table {
+            let got = read(path, seed, scope).unwrap();
+            assert_eq!(
+                (got.seed, got.scope.as_str(), got.path.as_str()),
+                (want_seed, want_scope, want_path),
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_seed_or_scope_names_where_it_came_from() {
+        let long = "x".repeat(SCOPE_BYTES_MAX + 1);
+        let table = [
+            (read("/seed/ten/v1/models", None, None), "path /seed/ten"),
+            (
+                read("/v1/models", Some("-1"), None),
+                "header x-umi-seed \"-1\"",
+            ),
+            (
+                read("/scope//v1/models", None, None),
+                "path /scope/: a scope is 1 to 128",
+            ),
+            (
+                read("/scope/a%20b/v1", None, None),
+                "path /scope/a%20b: a scope is letters",
+            ),
+            (read("/v1", None, Some(&long)), "header x-umi-scope"),
+            (
+                address("/v1", Some(Err(())), None),
+                "header x-umi-seed: not text",
+            ),
+        ];
+        for (result, says) in table {
+            let error = result.unwrap_err();
+            assert!(error.starts_with(says), "{error} should start with {says}");
+        }
+    }
+}

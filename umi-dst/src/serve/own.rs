@@ -1,0 +1,198 @@
+//! What `dst serve` answers itself, without a simulation: the model lists a client asks
+//! for before it starts, and its own refusals (an unknown path, a full server, a body it
+//! could not read, a bad seed or scope), each in the envelope of the provider whose
+//! endpoint the request reached, so a client's own error handling reads them.
+
+use serde_json::json;
+use sha2::Digest;
+
+use super::config::{EndpointSpec, MODEL_DEFAULT, ServeConfig, format_path, profile_serving};
+use super::http::{Body, full, respond};
+use super::session::hex;
+use crate::network::WireFormat;
+use hyper::Response;
+
+/// An error the server itself raises, in the envelope of `format`'s provider (OpenAI's
+/// `{"error": {message, type, param, code}}` when no endpoint was reached).
+pub(super) fn own_error(
+    format: Option<WireFormat>,
+    status: u16,
+    message: &str,
+    extra: Vec<(String, String)>,
+) -> Response<Body> {
+    let body = match format {
+        // Ollama's `{"error": "..."}` (ollama/ollama server/routes.go).
+        Some(WireFormat::Ollama) => json!({"error": message}),
+        // Anthropic's error shapes and types (docs.anthropic.com, "Errors").
+        Some(WireFormat::AnthropicMessages) => {
+            let kind = match status {
+                413 => "request_too_large",
+                503 => "overloaded_error",
+                404 => "not_found_error",
+                _ => "invalid_request_error",
+            };
+            json!({"type": "error", "error": {"type": kind, "message": message}})
+        }
+        Some(WireFormat::OpenAiChat | WireFormat::OpenAiResponses) | None => {
+            let kind = if status >= 500 {
+                "server_error"
+            } else {
+                "invalid_request_error"
+            };
+            json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
+        }
+    };
+    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    headers.extend(extra);
+    respond(
+        status,
+        headers,
+        full(umi_core::canonical_json::to_string(&body)),
+    )
+}
+
+/// Where `format` lists its models.
+pub(super) fn models_path(format: WireFormat) -> &'static str {
+    match format {
+        WireFormat::Ollama => "/api/tags",
+        WireFormat::OpenAiChat | WireFormat::OpenAiResponses | WireFormat::AnthropicMessages => {
+            "/v1/models"
+        }
+    }
+}
+
+/// The names listed: the served ones, or `umi-sim` when any name is answered.
+fn listed(config: &ServeConfig) -> Vec<String> {
+    if config.models.is_empty() {
+        vec![MODEL_DEFAULT.to_owned()]
+    } else {
+        config.models.clone()
+    }
+}
+
+/// The model list a client asks for before it starts, as `format`'s provider lists it.
+pub(super) fn models(config: &ServeConfig, format: WireFormat) -> Response<Body> {
+    let names = listed(config);
+    let body = match format {
+        // Ollama's `GET /api/tags` (ollama/ollama docs/api.md, "List Local Models").
+        WireFormat::Ollama => json!({"models": names.iter().map(|m| json!({
+            "name": m, "model": m, "modified_at": "2024-01-01T00:00:00Z", "size": 0,
+            "digest": hex(&sha2::Sha256::digest(m.as_bytes())),
+            "details": {"format": "gguf", "family": "umi", "parameter_size": "", "quantization_level": ""},
+        })).collect::<Vec<_>>()}),
+        // Anthropic's `GET /v1/models` (docs.anthropic.com, "List Models").
+        WireFormat::AnthropicMessages => json!({
+            "data": names.iter().map(|m| json!({"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"})).collect::<Vec<_>>(),
+            "has_more": false, "first_id": names.first(), "last_id": names.last(),
+        }),
+        // OpenAI's `GET /v1/models` (platform.openai.com API reference, "List models").
+        WireFormat::OpenAiChat | WireFormat::OpenAiResponses => {
+            json!({"object": "list", "data": names.iter().map(|m| json!({"id": m, "object": "model", "created": 1_704_067_200, "owned_by": "umi"})).collect::<Vec<_>>()})
+        }
+    };
+    respond(
+        200,
+        vec![("content-type".into(), "application/json".into())],
+        full(umi_core::canonical_json::to_string(&body)),
+    )
+}
+
+/// The 404 for a path no endpoint serves: the flag that would serve it, when it is a
+/// path of a format Umi speaks, and the paths that are served.
+pub(super) fn unrouted(config: &ServeConfig, path: &str) -> Response<Body> {
+    let known: Vec<String> = config
+        .endpoints
+        .iter()
+        .map(|e| format!("{}{}", e.prefix, format_path(e.profile)))
+        .collect();
+    let hint = unrouted_hint(path);
+    let message = format!(
+        "no endpoint serves {path}{hint}; served: {}",
+        known.join(", ")
+    );
+    own_error(None, 404, &message, Vec::new())
+}
+
+/// What would serve `path`: ` (serve it with --endpoint <profile>)` for a path of a
+/// format Umi speaks, a word on Gemini's, else nothing.
+pub(super) fn unrouted_hint(path: &str) -> String {
+    if let Some(profile) = profile_serving(path) {
+        return format!(" (serve it with `--endpoint {}`)", profile.name());
+    }
+    if path.contains(":generateContent") || path.contains(":streamGenerateContent") {
+        return " (Google's Gemini API is not served yet)".to_owned();
+    }
+    String::new()
+}
+
+/// The 503 (with `retry-after: 1`) for a request past `--concurrency-max`.
+pub(super) fn at_capacity(config: &ServeConfig, format: WireFormat) -> Response<Body> {
+    let message = format!(
+        "the server is at its limit of {} requests in flight; retry shortly",
+        config.concurrency_max
+    );
+    let retry_after = vec![("retry-after".into(), "1".into())];
+    own_error(Some(format), 503, &message, retry_after)
+}
+
+/// The 404 for a path under `endpoint`'s prefix that no endpoint there serves: the flag
+/// that would serve it, and what is served at that prefix.
+pub(super) fn no_such_path(
+    config: &ServeConfig,
+    endpoint: &EndpointSpec,
+    rest: &str,
+) -> Response<Body> {
+    let prefix = if endpoint.prefix.is_empty() {
+        "/"
+    } else {
+        &endpoint.prefix
+    };
+    let served: Vec<String> = config
+        .endpoints
+        .iter()
+        .filter(|e| e.prefix == endpoint.prefix)
+        .map(|e| format!("{}{}", e.prefix, format_path(e.profile)))
+        .collect();
+    let hint = unrouted_hint(rest);
+    let message = format!(
+        "no such path {rest} under {prefix}{hint}; served there: {}",
+        served.join(", ")
+    );
+    own_error(Some(endpoint.profile.format()), 404, &message, Vec::new())
+}
+
+/// Whether `rest` is the main path of a format other than `endpoint`'s (a Responses
+/// request reaching a chat endpoint because no Responses endpoint is mounted there).
+pub(super) fn belongs_elsewhere(endpoint: &EndpointSpec, rest: &str) -> bool {
+    super::config::profile_serving(rest)
+        .is_some_and(|profile| profile.format() != endpoint.profile.format())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unserved_path_names_the_flag_that_serves_it() {
+        let table = [
+            (
+                "/v1/responses",
+                " (serve it with `--endpoint openai_responses`)",
+            ),
+            (
+                "/deepseek/v1/chat/completions",
+                " (serve it with `--endpoint openai`)",
+            ),
+            ("/v1/messages", " (serve it with `--endpoint anthropic`)"),
+            ("/api/chat", " (serve it with `--endpoint ollama`)"),
+            (
+                "/v1beta/models/gemini-2.5-flash:generateContent",
+                " (Google's Gemini API is not served yet)",
+            ),
+            ("/v2/whatever", ""),
+        ];
+        for (path, hint) in table {
+            assert_eq!(unrouted_hint(path), hint, "{path}");
+        }
+    }
+}
