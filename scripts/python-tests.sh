@@ -33,8 +33,12 @@ if [ ! -x "$venv/bin/python" ] || ! cmp -s tests/python/requirements.txt "$stamp
 fi
 if [ -z "${UMI_DST:-}" ]; then
   cargo build --quiet -p umi-scenarios --bin dst
-  UMI_DST="${CARGO_TARGET_DIR:-$(pwd)/target}/debug/dst"
+  target="${CARGO_TARGET_DIR:-target}"
+  case "$target" in /*) ;; *) target="$(pwd)/$target" ;; esac
+  UMI_DST="$target/debug/dst"
 fi
+# Absolute: the plugin's own tests run inner sessions from other directories.
+case "$UMI_DST" in /*) ;; *) UMI_DST="$(pwd)/$UMI_DST" ;; esac
 export UMI_DST
 export PYTHONPATH="$(pwd)/python/src${PYTHONPATH:+:$PYTHONPATH}"
 "$venv/bin/python" -m pytest -p umi_dst.plugin -q --rootdir . \

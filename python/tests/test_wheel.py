@@ -54,7 +54,8 @@ def test_the_wheel_installs_dst_and_the_plugin(tmp_path):
          "-r", os.path.join(PYTHON_DIR, "requirements-build.txt")])
     wheels = tmp_path / "wheels"
     env = dict(os.environ)
-    env.setdefault("CARGO_TARGET_DIR", os.path.join(REPO, "target"))
+    # maturin runs in python/: a relative target directory means the one from here.
+    env["CARGO_TARGET_DIR"] = os.path.abspath(env.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target"))
     _done, took = run([os.path.join(build_bin, "maturin"), "build", "--profile", "dev", "--quiet",
                        "--out", str(wheels)], cwd=PYTHON_DIR, env=env)
     print(f"maturin build --profile dev: {took:.0f} s (CARGO_TARGET_DIR={env['CARGO_TARGET_DIR']})")
