@@ -331,3 +331,70 @@ fn a_schema_with_tools_holds_in_every_format() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A strict schema that strict mode refuses (an object open to extra properties, a
+/// property left optional) is refused by OpenAI's chat and Responses servers in their
+/// words, naming where; umi-core's `with_output_schema` asks for strict mode only for a
+/// schema that qualifies, so its own requests are never refused so.
+#[test]
+fn a_strict_schema_strict_mode_refuses_is_refused_as_openai_refuses_it() {
+    use umi_core::llm::OutputSchema;
+    use umi_dst::network::{ClientOptions, Profile, base_url_for, client_for};
+    let (name, schema) = schemas().remove(0); // "plan": `owner` is optional in each step
+    for profile in [Profile::OpenAi, Profile::OpenAiResponses] {
+        let error = Mutex::new(None);
+        Simulation::new(SimConfig::new(1))
+            .try_run(|sim| {
+                let (error, schema) = (&error, &schema);
+                async move {
+                    let model_ref = umi_core::llm::ModelRef::new("sim", "m", 32_768, 2_048);
+                    let llm = Arc::new(SimLlm::with_config(
+                        &sim,
+                        SimLlmConfig::default().with_model(model_ref.clone()),
+                    )?);
+                    let url = base_url_for(profile, "strict.sim");
+                    let network =
+                        Arc::new(umi_dst::SimNetwork::new(&sim).with_endpoint(
+                            umi_dst::Endpoint::openai(&url, llm).with_profile(profile),
+                        ));
+                    let client = client_for(
+                        profile,
+                        &url,
+                        model_ref,
+                        &ClientOptions::default(),
+                        network,
+                        sim.env(),
+                    );
+                    let lenient = request(name, schema, 1);
+                    assert!(
+                        !lenient.output_schema.as_ref().unwrap().strict,
+                        "not strict: it would be refused"
+                    );
+                    client.complete(&lenient).await?;
+                    let mut forced = lenient;
+                    forced.output_schema = Some(OutputSchema {
+                        name: name.into(),
+                        schema: schema.clone(),
+                        strict: true,
+                    });
+                    *error.lock().unwrap() = client.complete(&forced).await.err();
+                    Ok(())
+                }
+            })
+            .unwrap_or_else(|e| panic!("{profile}: {e:?}"));
+        let error = error
+            .into_inner()
+            .unwrap()
+            .expect("a strict schema strict mode refuses is refused");
+        assert_eq!(
+            error.kind(),
+            umi_core::llm::LlmErrorKind::BadRequest,
+            "{profile}: {error}"
+        );
+        let said = error.to_string();
+        assert!(
+            said.contains("Invalid schema for response_format 'plan': In context=('properties', 'steps', 'items'), 'required' is required to be supplied and to be an array including every key in properties. Missing 'owner'."),
+            "{profile}: {said}"
+        );
+    }
+}

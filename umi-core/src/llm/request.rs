@@ -126,16 +126,23 @@ impl CompletionRequest {
         self
     }
 
-    /// Asks for an answer in JSON valid under `schema` (strict), named `name`.
+    /// Asks for an answer in JSON valid under `schema`, named `name`: strict (OpenAI's
+    /// `strict: true`) when the schema qualifies for strict mode (every object closed
+    /// with `"additionalProperties": false` and every property required), since OpenAI
+    /// refuses strict mode for any other schema
+    /// ([`crate::llm::structured::strict`]).
     pub fn with_output_schema(
         mut self,
         name: impl Into<String>,
         schema: serde_json::Value,
     ) -> Self {
+        // Strict only where a strict provider takes the schema: OpenAI refuses strict mode
+        // for a schema that allows extra properties or leaves a property optional.
+        let strict = crate::llm::structured::strict::strict_violation(&schema).is_none();
         self.output_schema = Some(OutputSchema {
             name: name.into(),
             schema,
-            strict: true,
+            strict,
         });
         self
     }

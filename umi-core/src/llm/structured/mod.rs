@@ -25,6 +25,7 @@
 //! ```
 
 pub mod keywords;
+pub mod strict;
 mod validate;
 
 use serde::de::DeserializeOwned;

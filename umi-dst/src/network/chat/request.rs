@@ -11,6 +11,7 @@ use umi_core::llm::{
 
 use crate::network::format::{Parsed, RequestError};
 use crate::network::profile::Profile;
+use umi_core::llm::structured::strict::strict_violation;
 
 fn refuse(param: impl Into<String>, message: impl Into<String>) -> RequestError {
     RequestError {
@@ -249,14 +250,25 @@ fn output_schema(value: &Value) -> Result<OutputSchema, RequestError> {
         )
     })?;
     let text = |key: &str| spec.and_then(|s| s.get(key));
-    Ok(OutputSchema {
+    let output = OutputSchema {
         name: text("name")
             .and_then(Value::as_str)
             .unwrap_or("response")
             .to_owned(),
         schema,
         strict: text("strict").and_then(Value::as_bool).unwrap_or(false),
-    })
+    };
+    // Strict mode takes only closed schemas with every property required; OpenAI's
+    // `param` is `response_format` and its `code` null (dottxt-ai/outlines #844).
+    if output.strict
+        && let Some(violation) = strict_violation(&output.schema)
+    {
+        return Err(refuse(
+            "response_format",
+            violation.openai_message(&output.name),
+        ));
+    }
+    Ok(output)
 }
 
 /// Parses `body` as `profile`'s server does.

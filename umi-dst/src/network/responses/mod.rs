@@ -163,6 +163,8 @@ fn code_for(message: &str) -> Option<&'static str> {
         Some("missing_required_parameter")
     } else if message.contains("integer below minimum value") {
         Some("integer_below_min_value")
+    } else if message.starts_with("Invalid schema for response_format") {
+        Some("invalid_json_schema")
     } else {
         None
     }

@@ -10,6 +10,7 @@ use umi_core::llm::{
 };
 
 use crate::network::format::{Parsed, RequestError};
+use umi_core::llm::structured::strict::strict_violation;
 
 /// The smallest `max_output_tokens` the API takes (SPEC `CreateResponse`: minimum 16).
 pub(crate) const MAX_OUTPUT_TOKENS_MIN: u64 = 16;
@@ -96,7 +97,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
         .get("temperature")
         .and_then(Value::as_f64)
         .map(|t| t as f32);
-    apply_text_format(body, &mut request);
+    apply_text_format(body, &mut request)?;
     let reasoning_requested = body
         .get("reasoning")
         .and_then(|r| r.get("summary"))
@@ -141,8 +142,13 @@ fn max_output_tokens(body: &Map<String, Value>) -> Result<Option<u32>, RequestEr
     Ok(Some(u32::try_from(max).unwrap_or(u32::MAX)))
 }
 
-/// `text.format`: a JSON schema (structured output) or a JSON object.
-fn apply_text_format(body: &Map<String, Value>, request: &mut CompletionRequest) {
+/// `text.format`: a JSON schema (structured output) or a JSON object. A strict schema
+/// that strict mode refuses is refused as the API does: `param` `text.format.schema`,
+/// `code` `invalid_json_schema` (a live capture in mavam/pi-web-providers #14).
+fn apply_text_format(
+    body: &Map<String, Value>,
+    request: &mut CompletionRequest,
+) -> Result<(), RequestError> {
     let format_type = body
         .get("text")
         .and_then(|text| text.pointer("/format/type"))
@@ -166,6 +172,16 @@ fn apply_text_format(body: &Map<String, Value>, request: &mut CompletionRequest)
         Some("json_object") => request.json_output = true,
         _ => {}
     }
+    if let Some(output) = &request.output_schema
+        && output.strict
+        && let Some(violation) = strict_violation(&output.schema)
+    {
+        return Err(refuse(
+            "text.format.schema",
+            violation.openai_message(&output.name),
+        ));
+    }
+    Ok(())
 }
 
 /// A message's content: a string, or `input_text`/`output_text` parts joined.
