@@ -1,6 +1,6 @@
 """What a failing test prints, and that the rerun it prints is the same run.
 
-An inner pytest session (pytester, in a subprocess) runs tests that fail on purpose; the
+An inner pytest session (pytester, in a subprocess: the inner tests use the openai SDK) runs tests that fail on purpose; the
 outer test reads the `umi` report section: the seed, the faults that fired in that
 run, and the rerun command. Running that command reruns that one test on that seed and
 gets the same answer.
@@ -44,7 +44,7 @@ def sections(output):
 
 def test_a_failure_reports_seed_faults_and_rerun(inner, pytester, monkeypatch):
     pytester.makepyfile(test_inner=FAILING)
-    result = inner("-q", "-rN")
+    result = inner("-q", "-rN", subprocess=True)
     assert result.ret == 1
     result.assert_outcomes(passed=1, failed=3)
     output = result.stdout.str()
@@ -69,7 +69,7 @@ def test_a_failure_reports_seed_faults_and_rerun(inner, pytester, monkeypatch):
     env, command, target = shlex.split(rerun)
     assert command == "pytest"
     monkeypatch.setenv(*env.split("=", 1))
-    again = inner("-q", target)
+    again = inner("-q", target, subprocess=True)
     again.assert_outcomes(failed=1)
     assert re.search(r"ANSWER\[12\] (.*)", again.stdout.str()).group(1) == first
     assert "rerun:   " + rerun in again.stdout.str()
@@ -99,7 +99,7 @@ def test_a_cut_stream_passed_off_as_an_answer_fails_with_the_cut_requests(inner,
                 pass  # a careless agent: whatever came is the answer
             umi.check_cut_streams(answered=True)
     """)
-    result = inner("-q")
+    result = inner("-q", subprocess=True)
     result.assert_outcomes(failed=1)
     output = result.stdout.str()
     assert "TruncatedAnswer: Umi finding: the run returned an answer, but 1 stream(s) it read were cut" in output

@@ -26,7 +26,7 @@ class DstNotFound(RuntimeError):
 def _user_scheme():
     if hasattr(sysconfig, "get_preferred_scheme"):  # Python 3.10+
         return sysconfig.get_preferred_scheme("user")
-    if sys.platform == "darwin" and sys._framework:  # pragma: no cover (3.9 on a macOS framework build)
+    if sys.platform == "darwin" and getattr(sys, "_framework", None):  # pragma: no cover (3.9, macOS framework)
         return "osx_framework_user"
     return f"{os.name}_user"
 

@@ -104,18 +104,22 @@ class Umi:
 
     @property
     def openai_base_url(self):
+        """For `openai.OpenAI(base_url=...)` and what is built on it (chat and Responses)."""
         return f"{self.url}/v1"
 
     @property
     def anthropic_base_url(self):
+        """For `anthropic.Anthropic(base_url=...)` (the SDK adds `/v1/messages`)."""
         return self.url
 
     @property
     def ollama_base_url(self):
+        """For `ollama.Client(host=...)` (the package adds `/api/chat`)."""
         return self.url
 
     @property
     def headers(self):
+        """The seed and scope as headers, for a client given the server's root URL."""
         return {"x-umi-seed": str(self.seed), "x-umi-scope": self.scope}
 
     def new_scope(self, server=None, seed=None):

@@ -93,8 +93,13 @@ class Server:
         self.stop()
 
     def _output(self, stream):
-        stream.seek(0)
-        return stream.read().decode("utf-8", "replace")
+        # pread: the child writes through the same open file, at its offset; moving that
+        # offset (seek + read) would make its next line overwrite what we have not read.
+        fd = stream.fileno()
+        if not hasattr(os, "pread"):  # pragma: no cover (Windows)
+            stream.seek(0)
+            return stream.read().decode("utf-8", "replace")
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", "replace")
 
     def _wait_for_url(self):
         deadline = time.monotonic() + START_TIMEOUT_S
