@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
-# The Python clients' tests against `dst serve` (tests/python): a virtual environment
-# with the pinned `openai`, `anthropic`, `ollama` and `pytest` packages under
-# target/pyenv (created once, refreshed when requirements.txt changes), the `dst`
-# binary built, then pytest. Part of `make test`.
+# The Python side against `dst serve`: the pinned third-party clients (tests/python), the
+# agent frameworks on them (tests/python/frameworks), the example agent, and the umi
+# pytest plugin's own tests (python/tests). A virtual environment with the pinned
+# packages of tests/python/requirements.txt under target/pyenv (created once, refreshed
+# when requirements.txt changes), the `dst` binary built (unless UMI_DST names one), the
+# plugin loaded from python/src, then pytest. Part of `make test`.
+#
+#   scripts/python-tests.sh [--wheel] [pytest args...]
+#   --wheel   also build the umi-dst wheel with maturin and install it into a fresh venv
+#             (python/tests/test_wheel.py; a cargo build, so opt-in)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--wheel" ]; then
+  shift
+  export UMI_TEST_WHEEL=1
+fi
 
 PYTHON="${PYTHON:-python3}"
 if ! command -v "$PYTHON" >/dev/null 2>&1; then
@@ -20,5 +31,15 @@ if [ ! -x "$venv/bin/python" ] || ! cmp -s tests/python/requirements.txt "$stamp
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
   cp tests/python/requirements.txt "$stamp"
 fi
-cargo build --quiet -p umi-scenarios --bin dst
-UMI_DST="${CARGO_TARGET_DIR:-$(pwd)/target}/debug/dst" "$venv/bin/python" -m pytest -q tests/python examples/python-agent "$@"
+if [ -z "${UMI_DST:-}" ]; then
+  cargo build --quiet -p umi-scenarios --bin dst
+  target="${CARGO_TARGET_DIR:-target}"
+  case "$target" in /*) ;; *) target="$(pwd)/$target" ;; esac
+  UMI_DST="$target/debug/dst"
+fi
+# Absolute: the plugin's own tests run inner sessions from other directories.
+case "$UMI_DST" in /*) ;; *) UMI_DST="$(pwd)/$UMI_DST" ;; esac
+export UMI_DST
+export PYTHONPATH="$(pwd)/python/src${PYTHONPATH:+:$PYTHONPATH}"
+"$venv/bin/python" -m pytest -p umi_dst.plugin -q --rootdir . \
+  tests/python examples/python-agent python/tests "$@"

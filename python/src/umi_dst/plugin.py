@@ -1,0 +1,313 @@
+"""The pytest plugin: seeded `dst serve` runs for any Python agent's tests.
+
+Registered through the `pytest11` entry point of the `umi-dst` wheel (or load it with
+`-p umi_dst.plugin`). It gives a test:
+
+* the `umi` fixture (`umi_dst.Umi`): the test's seed, a fresh scope, base URLs for the
+  openai, anthropic and ollama SDKs, `headers`, `trace()`, `check_cut_streams()`;
+* the `umi` marker: `@pytest.mark.umi(seeds=20, faults="llm.stream_cut=0.3",
+  time_scale=0, endpoints=[...], models=[...], args=[...], seed=N)`: the test runs once
+  per seed (ids `seed=N`) against a server started with those flags;
+* on failure, a report section with the seed, the faults that fired in the run, and the
+  command that reruns that test on that seed.
+
+Seeds: `--umi-seed N` / `UMI_SEED=N` pins every test to seed N (that is what the rerun
+command uses); else the marker's `seed=` or `seeds=`; else the first 8 bytes of
+sha256(test node id). `seeds=N` means seeds S..S+N-1 with S = `--umi-seed-start`
+(`UMI_SEED_START`, default 1); `--umi-seeds` (`UMI_SEEDS`) replaces every marker's N
+(a nightly can sweep more seeds than CI).
+
+Servers: one `dst serve --bind 127.0.0.1:0` per distinct set of flags, started when a
+test first needs it, stopped with SIGTERM at the end of the session and required to
+exit 0.
+"""
+
+import os
+import shlex
+
+import pytest
+
+from ._binary import DstNotFound
+from .run import Umi, derive_seed, describe, parse_seed
+from .server import Server, ServeError
+
+MARKER_KEYS = ("seeds", "seed", "faults", "time_scale", "endpoints", "models", "args")
+_RUN_KEY = pytest.StashKey()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("umi", "Umi: seeded dst serve runs")
+    group.addoption("--umi-seed", default=None, metavar="N",
+                    help="run every umi test on seed N only (decimal or 0x hex); env UMI_SEED")
+    group.addoption("--umi-seeds", default=None, metavar="N",
+                    help="run every @pytest.mark.umi(seeds=...) test on N seeds instead; env UMI_SEEDS")
+    group.addoption("--umi-seed-start", default=None, metavar="S",
+                    help="first seed of a seeds=N marker (default 1); env UMI_SEED_START")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "umi(seeds=N or [..], seed=N, faults={kind: p} or 'kind=p,..', time_scale=X, endpoints=[..], "
+        "models=[..], args=[..]): run the test on N seeds against `dst serve` started with these flags",
+    )
+
+
+def _setting(config, option, env):
+    """A command-line option, else its environment variable, else None."""
+    value = config.getoption(option)
+    if value is not None:
+        return value, f"--{option.replace('_', '-')}"
+    value = os.environ.get(env)
+    if value is not None and value.strip():
+        return value, env
+    return None, None
+
+
+def pinned_seed(config):
+    value, source = _setting(config, "umi_seed", "UMI_SEED")
+    return None if value is None else _checked(parse_seed, value, source)
+
+
+def _checked(parse, value, source):
+    try:
+        return parse(value, source)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
+def _count(value, what):
+    try:
+        count = int(str(value).strip(), 10)
+    except ValueError:
+        raise ValueError(f"{what}: {value!r} is not a count of seeds") from None
+    if count < 1:
+        raise ValueError(f"{what}: {value!r}; at least 1 seed")
+    return count
+
+
+def _marker_kwargs(node):
+    """The `umi` marker's keyword arguments, closest marker winning per key."""
+    kwargs = {}
+    for marker in reversed(list(node.iter_markers("umi"))):
+        if marker.args:
+            raise pytest.UsageError(f"{node.nodeid}: @pytest.mark.umi takes keyword arguments only "
+                                    f"({', '.join(MARKER_KEYS)}), got {marker.args!r}")
+        unknown = sorted(set(marker.kwargs) - set(MARKER_KEYS))
+        if unknown:
+            raise pytest.UsageError(f"{node.nodeid}: @pytest.mark.umi does not know {', '.join(unknown)}; "
+                                    f"it takes {', '.join(MARKER_KEYS)}")
+        kwargs.update(marker.kwargs)
+    return kwargs
+
+
+def _number(value, what):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what}: {value!r} is not a number")
+    return value
+
+
+def serve_flags(faults=None, time_scale=None, endpoints=None, models=None, args=None, where="umi"):
+    """The `dst serve` flags for a marker's settings, as a tuple (the server's identity).
+
+    `faults`: `{kind: probability}` or the server's own `kind=p,kind=p` text."""
+    flags = []
+    if faults is not None:
+        if isinstance(faults, dict):
+            parts = []
+            for kind, probability in faults.items():
+                if not isinstance(kind, str) or not kind or any(c in kind for c in ",= "):
+                    raise ValueError(f"{where}: faults: {kind!r} is not a fault kind (e.g. 'llm.rate_limit')")
+                p = _number(probability, f"{where}: faults[{kind!r}]")
+                if not 0 <= p <= 1:
+                    raise ValueError(f"{where}: faults[{kind!r}] = {probability!r}; a probability is 0 to 1")
+                parts.append(f"{kind}={float(p)!r}")
+            text = ",".join(parts)
+        elif isinstance(faults, str):
+            text = faults.strip()
+        else:
+            raise ValueError(f"{where}: faults: {faults!r}; give a dict {{kind: p}} or a 'kind=p,kind=p' string")
+        if text:
+            flags += ["--faults", text]
+    if time_scale is not None:
+        scale = _number(time_scale, f"{where}: time_scale")
+        if scale < 0:
+            raise ValueError(f"{where}: time_scale {time_scale!r}; 0 or more (0: no real waits)")
+        flags += ["--time-scale", repr(float(scale))]
+    for name, values, flag in (("endpoints", endpoints, "--endpoint"), ("models", models, "--model")):
+        if values is None:
+            continue
+        if isinstance(values, str) or not all(isinstance(v, str) and v for v in values):
+            raise ValueError(f"{where}: {name}: {values!r}; give a list of non-empty strings")
+        for value in values:
+            flags += [flag, value]
+    if args is not None:
+        if isinstance(args, str) or not all(isinstance(a, str) for a in args):
+            raise ValueError(f"{where}: args: {args!r}; give a list of strings (extra dst serve flags)")
+        flags += list(args)
+    return tuple(flags)
+
+
+def _seeds_of(config, kwargs, where):
+    """The seeds a marked test runs on (a list), honouring the pins and overrides."""
+    if "seed" in kwargs and "seeds" in kwargs:
+        raise ValueError(f"{where}: give seed= or seeds=, not both")
+    if "seed" not in kwargs and "seeds" not in kwargs:
+        return None  # the `umi_seed` fixture: pinned or derived from the node id
+    pinned = pinned_seed(config)
+    if pinned is not None:
+        return [pinned]
+    if "seed" in kwargs:
+        return [parse_seed(kwargs["seed"], f"{where}: seed")]
+    seeds = kwargs.get("seeds")
+    if seeds is None:
+        return None
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        count = _count(seeds, f"{where}: seeds")
+        override, source = _setting(config, "umi_seeds", "UMI_SEEDS")
+        if override is not None:
+            count = _checked(_count, override, source)
+        start, source = _setting(config, "umi_seed_start", "UMI_SEED_START")
+        start = 1 if start is None else _checked(parse_seed, start, source)
+        return [parse_seed(start + i, f"{where}: seeds") for i in range(count)]
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise ValueError(f"{where}: seeds: {seeds!r}; give a count or a list of seeds")
+    listed = [parse_seed(seed, f"{where}: seeds") for seed in seeds]
+    if not listed:
+        raise ValueError(f"{where}: seeds: an empty list")
+    return listed
+
+
+def pytest_generate_tests(metafunc):
+    kwargs = _marker_kwargs(metafunc.definition)
+    if not kwargs:
+        return
+    where = metafunc.definition.nodeid
+    if "umi" not in metafunc.fixturenames:
+        raise pytest.UsageError(f"{where}: @pytest.mark.umi is on a test that does not use the `umi` fixture")
+    try:
+        seeds = _seeds_of(metafunc.config, kwargs, where)
+        serve_flags(**{k: v for k, v in kwargs.items() if k not in ("seed", "seeds")}, where=where)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
+    if seeds is not None:
+        metafunc.parametrize("umi_seed", seeds, ids=[f"seed={seed}" for seed in seeds])
+
+
+class Servers:
+    """The session's `dst serve` processes, one per distinct tuple of flags."""
+
+    def __init__(self):
+        self.started = {}
+
+    def get(self, flags=()):
+        flags = tuple(flags)
+        if flags not in self.started:
+            self.started[flags] = Server(flags)
+        return self.started[flags]
+
+    def stop_all(self):
+        failures = []
+        for server in self.started.values():
+            try:
+                server.stop()
+            except ServeError as error:
+                failures.append(str(error))
+        self.started.clear()
+        if failures:
+            raise ServeError("\n".join(failures))
+
+
+@pytest.fixture(scope="session")
+def umi_servers():
+    """The session's `dst serve` processes (`umi_servers.get(flags)` starts or reuses one)."""
+    servers = Servers()
+    yield servers
+    servers.stop_all()
+
+
+@pytest.fixture
+def umi_seed(request):
+    """The test's seed when no marker parametrizes it: pinned, the marker's, or derived."""
+    pinned = pinned_seed(request.config)
+    if pinned is not None:
+        return pinned
+    return derive_seed(request.node.nodeid)
+
+
+def rerun_command(item, seed):
+    """The shell command that reruns `item` on `seed`, from where pytest was started."""
+    path, sep, rest = item.nodeid.partition("::")
+    root = item.config.rootpath
+    where = item.config.invocation_params.dir
+    try:
+        relative = os.path.relpath(root / path, where)
+    except ValueError:  # another drive, on Windows
+        relative = str(root / path)
+    return f"UMI_SEED={seed} pytest {shlex.quote(relative + sep + rest)}"
+
+
+@pytest.fixture
+def umi(request, umi_servers, umi_seed):
+    """This test's `Umi`: seed, a fresh scope, base URLs, headers, trace, checks."""
+    kwargs = _marker_kwargs(request.node)
+    try:
+        flags = serve_flags(**{k: v for k, v in kwargs.items() if k not in ("seed", "seeds")},
+                            where=request.node.nodeid)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
+    try:
+        server = umi_servers.get(flags)
+    except DstNotFound as error:
+        pytest.fail(str(error), pytrace=False)
+    except ServeError as error:
+        pytest.fail(f"umi: {error}", pytrace=False)
+    run = Umi(server, umi_seed, node_id=request.node.nodeid, rerun_command=rerun_command(request.node, umi_seed))
+    request.node.stash[_RUN_KEY] = run
+    return run
+
+
+def _describe_run(run, lines, label):
+    if getattr(run.server, "stopped", False):
+        lines.append(f"{label}trace:   gone with its server ({run.server.url}, stopped)")
+        return
+    try:
+        trace = run.trace()
+    except ServeError as error:
+        lines.append(f"{label}trace unavailable ({error})")
+        return
+    requests = f"{len(trace)}" + (f" ({trace.left_out} left out of the log)" if trace.left_out else "")
+    lines.append(f"{label}requests: {requests}")
+    fired = [entry for entry in trace if entry.get("faults")]
+    count = sum(len(entry["faults"]) for entry in fired)
+    lines.append(f"{label}faults:  {count} fired" if count else f"{label}faults:  none fired")
+    lines += [f"  {describe(entry)}" for entry in fired]
+    cut = trace.cut()
+    if cut:
+        lines.append(f"{label}cut:     {len(cut)} stream(s) did not end whole")
+
+
+def failure_section(run):
+    """The report text of a failed run: seed, server, the faults that fired, the rerun."""
+    lines = [f"seed:    {run.seed}",
+             f"scope:   {run.scope}",
+             f"server:  dst serve {' '.join(shlex.quote(f) for f in run.server.flags)}".rstrip()]
+    _describe_run(run, lines, "")
+    for number, child in enumerate(run.runs()[1:], 1):
+        where = "" if child.server is run.server else f" on {child.server.url}"
+        lines.append(f"new_scope #{number}: seed {child.seed}, scope {child.scope}{where}")
+        _describe_run(child, lines, "  ")
+    lines.append(f"rerun:   {run.rerun_command}")
+    return "\n".join(lines)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    run = item.stash.get(_RUN_KEY, None)
+    if run is None:
+        return
+    report.sections.append(("umi", failure_section(run)))

@@ -1,0 +1,179 @@
+"""One test run against `dst serve`: a seed, a fresh scope, and the URLs that carry both.
+
+`dst serve` picks every answer from the seed a request names (`/seed/N/` in the path or
+`x-umi-seed`), and counts repeated identical requests within a scope (`/scope/S/` or
+`x-umi-scope`) so that a retry after a fault meets the next draw. The scope never feeds
+an answer: the same test under a fresh scope gets the same answers, on a fresh server
+or on one that has served a thousand tests. So every run gets a scope of its own, and
+its trace (`GET /umi/trace?scope=S`) is exactly what that run asked and got.
+
+`Umi.check_cut_streams` is what Umi finds in your framework: a stream the server cut
+(a reset, a stall, a fault mid-stream) that the framework neither re-sent nor turned
+into an error, i.e. a truncated answer passed off as a whole one.
+"""
+
+import hashlib
+import re
+import uuid
+
+SEED_MAX = 2**64 - 1
+SCOPE_CHARS = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
+
+
+def derive_seed(node_id):
+    """The default seed of a test: the first 8 bytes of sha256(node id), big-endian.
+
+    Stable across runs, machines and Python versions (unlike `hash()`), and different
+    for every test, so a suite explores as many seeds as it has tests."""
+    return int.from_bytes(hashlib.sha256(node_id.encode("utf-8")).digest()[:8], "big")
+
+
+def parse_seed(text, what):
+    """A u64 from decimal or `0x` hex text; `ValueError` naming `what` otherwise."""
+    if isinstance(text, bool):
+        raise ValueError(f"{what}: {text!r} is not a seed (an integer from 0 to 2**64-1)")
+    if isinstance(text, int):
+        value = text
+    else:
+        raw = str(text).strip()
+        try:
+            value = int(raw, 16) if raw.lower().startswith("0x") else int(raw, 10)
+        except ValueError:
+            raise ValueError(f"{what}: {text!r} is not a seed (decimal or 0x hex, 0 to 2**64-1)") from None
+    if not 0 <= value <= SEED_MAX:
+        raise ValueError(f"{what}: {text!r} is out of range (a seed is 0 to 2**64-1)")
+    return value
+
+
+def new_scope(node_id=""):
+    """A fresh scope name: 12 hex digits of the test's id hash, then a uuid4 (45 chars)."""
+    digest = hashlib.sha256(node_id.encode("utf-8")).hexdigest()[:12]
+    return f"{digest}-{uuid.uuid4().hex}"
+
+
+def _request_key(entry):
+    """What makes two entries the same request: the endpoint and the request's hash."""
+    return entry.get("endpoint"), entry.get("request_hash")
+
+
+class TruncatedAnswer(AssertionError):
+    """A run returned an answer although a stream it read was cut and never re-sent.
+
+    `cut` holds the trace entries of the cut streams nobody re-sent."""
+
+    def __init__(self, message, cut):
+        super().__init__(message)
+        self.cut = cut
+
+
+def describe(entry):
+    """One trace entry on one line: what was asked, how it ended, which faults fired."""
+    faults = ",".join(entry.get("faults") or []) or "none"
+    status = entry.get("status")
+    return (f"{entry.get('path', '?')} request {str(entry.get('request_hash', '?'))[:16]} "
+            f"occurrence {entry.get('occurrence')}: status {status if status is not None else '-'}, "
+            f"end {entry.get('end')}, faults {faults}")
+
+
+class Umi:
+    """A test's handle on `dst serve`: its seed, its scope, its URLs and its trace.
+
+    `openai_base_url` is for the openai SDK and everything built on it (the OpenAI
+    Agents SDK, pydantic-ai's OpenAI models); `anthropic_base_url` for the anthropic
+    SDK; `ollama_base_url` for the ollama package. `headers` carries the same seed and
+    scope for clients that take default headers instead of a base URL.
+    """
+
+    def __init__(self, server, seed, scope=None, node_id="", rerun_command=None):
+        self.server = server
+        self.seed = parse_seed(seed, "seed")
+        self.scope = scope if scope is not None else new_scope(node_id)
+        if not SCOPE_CHARS.match(self.scope):
+            raise ValueError(f"scope {self.scope!r}: 1 to 128 characters of A-Z a-z 0-9 . _ ~ -")
+        self.node_id = node_id
+        self.rerun_command = rerun_command
+        self.children = []  # the runs new_scope() made: a failure report covers them too
+
+    def __repr__(self):
+        return f"Umi(seed={self.seed}, scope={self.scope!r}, server={self.server!r})"
+
+    @property
+    def url(self):
+        """The server's root with this run's seed and scope in the path."""
+        return f"{self.server.url}/seed/{self.seed}/scope/{self.scope}"
+
+    @property
+    def openai_base_url(self):
+        """For `openai.OpenAI(base_url=...)` and what is built on it (chat and Responses)."""
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_base_url(self):
+        """For `anthropic.Anthropic(base_url=...)` (the SDK adds `/v1/messages`)."""
+        return self.url
+
+    @property
+    def ollama_base_url(self):
+        """For `ollama.Client(host=...)` (the package adds `/api/chat`)."""
+        return self.url
+
+    @property
+    def headers(self):
+        """The seed and scope as headers, for a client given the server's root URL."""
+        return {"x-umi-seed": str(self.seed), "x-umi-scope": self.scope}
+
+    def new_scope(self, server=None, seed=None):
+        """The same test again: same seed (unless given), a fresh scope, on this server or
+        another. A run under it must get the same answers as this one."""
+        child = Umi(server or self.server, self.seed if seed is None else seed,
+                    node_id=self.node_id, rerun_command=self.rerun_command)
+        self.children.append(child)
+        return child
+
+    def runs(self):
+        """This run and every run made from it by `new_scope`, depth first."""
+        found = [self]
+        for child in self.children:
+            found += child.runs()
+        return found
+
+    def trace(self):
+        """What this run asked and got: the server's entries for this scope (a `Trace`)."""
+        return self.server.trace(self.scope)
+
+    def faults(self):
+        """The faults that fired in this run, `kind@operation`, in trace order."""
+        return [fault for _entry, fault in self.trace().faults()]
+
+    def unretried_cut_streams(self):
+        """Entries whose stream was cut and that no later request re-sent (same endpoint
+        and `request_hash`, a higher `occurrence`)."""
+        trace = self.trace()
+        latest = {}
+        for entry in trace:
+            key = _request_key(entry)
+            latest[key] = max(latest.get(key, -1), entry.get("occurrence", 0))
+        return [entry for entry in trace.cut() if latest[_request_key(entry)] <= entry.get("occurrence", 0)]
+
+    def check_cut_streams(self, answered=True):
+        """Assert that the framework did not pass off a cut stream as an answer.
+
+        `answered`: whether the run under test ended in an answer (True) or in an error
+        (False). A run that ended in an error has surfaced the cut, so it passes. A run
+        that answered passes only when every cut stream was re-sent; otherwise this
+        raises `TruncatedAnswer` (an `AssertionError`) listing the cut requests.
+        Returns the cut entries nobody re-sent (empty when all were).
+        """
+        if not isinstance(answered, bool):
+            raise TypeError(f"check_cut_streams(answered=...): a bool, got {answered!r}")
+        unretried = self.unretried_cut_streams()
+        if unretried and answered:
+            lines = "\n".join(f"  {describe(entry)}" for entry in unretried)
+            rerun = f"\nrerun: {self.rerun_command}" if self.rerun_command else ""
+            raise TruncatedAnswer(
+                f"Umi finding: the run returned an answer, but {len(unretried)} stream(s) it read were cut "
+                f"and never re-sent, so the answer may be truncated (seed {self.seed}, scope {self.scope}):\n"
+                f"{lines}{rerun}",
+                unretried,
+            )
+        return unretried
