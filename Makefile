@@ -46,7 +46,7 @@ test:
 	$(CARGO) test --workspace
 	$(CARGO) test $(RIG) --test main
 	$(CARGO) test $(RIG) --doc adapters::rig
-	scripts/python-tests.sh
+	scripts/python-tests.sh --wheel
 	scripts/ts-tests.sh
 
 lint:
