@@ -19,7 +19,11 @@ fi
 
 PYTHON="${PYTHON:-python3}"
 if ! command -v "$PYTHON" >/dev/null 2>&1; then
-  echo "python-tests: $PYTHON not found; install Python 3.9 or later (or set PYTHON)" >&2
+  echo "python-tests: $PYTHON not found; install Python 3.11 or later (or set PYTHON)" >&2
+  exit 1
+fi
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "python-tests: $("$PYTHON" --version) is too old; pydantic-ai needs Python 3.11 or later (or set PYTHON)" >&2
   exit 1
 fi
 venv=target/pyenv
