@@ -148,7 +148,14 @@ export function testContext(options) {
      * re-sent. Returns `{ cut, unresent }` otherwise.
      */
     async checkCutStreams({ answered } = {}) {
-      const entries = await context.trace();
+      const { entries, summary } = await context.traceWithSummary();
+      if ((summary.left_out ?? 0) > 0 || summary.evicted === true) {
+        throw new Error(
+          `checkCutStreams: the server no longer holds this run's whole log (left out: ` +
+            `${summary.left_out ?? 0}, evicted: ${summary.evicted === true}; seed ${seed}, scope ` +
+            `${scope}): nothing can be concluded. Use a fresh server, or fewer requests per scope.`,
+        );
+      }
       return checkCutEntries(entries, { answered }, `seed ${seed}, scope ${scope}`);
     },
     /** The command that reruns this test on this seed. */

@@ -119,3 +119,69 @@ fn a_key_with_whitespace_echoed_by_a_real_server_never_reaches_an_error() {
         );
     });
 }
+
+/// Umi's own simulated 401 masks a presented key as OpenAI's older captures do
+/// (`sk-PMafP***E873`: three stars); the redactor once took only four or more stars as a
+/// mask, so the key's start and end reached the error. Every format's server, whole and
+/// streamed.
+#[test]
+fn the_simulated_servers_masked_echo_never_reaches_an_error() {
+    use umi_dst::network::{ClientOptions, Profile, base_url_for, client_for};
+    use umi_dst::{Endpoint, SimConfig, SimLlm, SimNetwork, Simulation};
+    for profile in [
+        Profile::OpenAi,
+        Profile::OpenAiResponses,
+        Profile::Anthropic,
+        Profile::Ollama,
+    ] {
+        for stream in [false, true] {
+            let printed = std::sync::Mutex::new(String::new());
+            Simulation::new(SimConfig::new(3))
+                .try_run(|sim| {
+                    let printed = &printed;
+                    async move {
+                        let model_ref = ModelRef::new("p", "m", 32_000, 1_000);
+                        let llm = Arc::new(SimLlm::new(&sim));
+                        let url = base_url_for(profile, "keyed.sim");
+                        let network = Arc::new(
+                            SimNetwork::new(&sim).with_endpoint(
+                                Endpoint::openai(&url, llm)
+                                    .with_profile(profile)
+                                    .with_api_key("sk-the-servers-own-key-1"),
+                            ),
+                        );
+                        let mut options = ClientOptions::default();
+                        options.api_key = Some(KEY.into());
+                        let client =
+                            client_for(profile, &url, model_ref, &options, network, sim.env());
+                        let request =
+                            CompletionRequest::new(vec![Message::user("hi")]).with_max_tokens(10);
+                        let error = if stream {
+                            match client.stream(&request).await {
+                                Ok(events) => umi_core::llm::StreamCollector::collect("m", events)
+                                    .await
+                                    .unwrap_err(),
+                                Err(error) => error,
+                            }
+                        } else {
+                            client.complete(&request).await.unwrap_err()
+                        };
+                        *printed.lock().unwrap() = format!(
+                            "{error} {error:?} {}",
+                            serde_json::to_string(&error).unwrap()
+                        );
+                        Ok(())
+                    }
+                })
+                .unwrap();
+            let printed = printed.into_inner().unwrap();
+            for window in KEY.as_bytes().windows(8) {
+                let window = std::str::from_utf8(window).unwrap();
+                assert!(
+                    !printed.contains(window),
+                    "{profile} stream={stream}: {window} in {printed}"
+                );
+            }
+        }
+    }
+}

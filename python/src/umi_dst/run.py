@@ -52,8 +52,9 @@ def new_scope(node_id=""):
 
 
 def _request_key(entry):
-    """What makes two entries the same request: the endpoint and the request's hash."""
-    return entry.get("endpoint"), entry.get("request_hash")
+    """What makes two entries the same request: the seed, the endpoint and the request's
+    hash (a request's hash does not depend on its seed)."""
+    return entry.get("seed"), entry.get("endpoint"), entry.get("request_hash")
 
 
 class TruncatedAnswer(AssertionError):
@@ -166,6 +167,14 @@ class Umi:
         """
         if not isinstance(answered, bool):
             raise TypeError(f"check_cut_streams(answered=...): a bool, got {answered!r}")
+        trace = self.trace()
+        if trace.left_out or trace.summary.get("evicted"):
+            raise AssertionError(
+                f"check_cut_streams: the server no longer holds this run's whole log "
+                f"(left out: {trace.left_out}, evicted: {bool(trace.summary.get('evicted'))}; "
+                f"seed {self.seed}, scope {self.scope}): nothing can be concluded. Use a fresh server, "
+                f"or fewer requests per scope."
+            )
         unretried = self.unretried_cut_streams()
         if unretried and answered:
             lines = "\n".join(f"  {describe(entry)}" for entry in unretried)

@@ -59,6 +59,26 @@ pub(crate) fn address(
     })
 }
 
+/// The scope a request to the server's own paths names: `?scope=S` (percent-decoded),
+/// else the path's or header's (`address_scope`, `""` for none). `None`: every scope.
+pub(crate) fn own_path_scope(
+    query: Option<&str>,
+    address_scope: &str,
+) -> Result<Option<String>, String> {
+    let named = query.and_then(|query| {
+        form_urlencoded::parse(query.as_bytes())
+            .find(|(key, _)| key == "scope")
+            .map(|(_, value)| value.into_owned())
+    });
+    match named {
+        Some(name) => checked_scope(&name)
+            .map(Some)
+            .map_err(|reason| format!("query scope={name:?}: {reason}")),
+        None if address_scope.is_empty() => Ok(None),
+        None => Ok(Some(address_scope.to_owned())),
+    }
+}
+
 /// `(segment, the path after it)` when `path` starts with `marker` (`/seed/`).
 fn segment(path: &str, marker: &str) -> Option<(String, String)> {
     let rest = path.strip_prefix(marker)?;
@@ -128,6 +148,29 @@ mod tests {
                 "{path}"
             );
         }
+    }
+
+    #[test]
+    fn the_own_paths_take_their_scope_from_the_query_then_the_address() {
+        assert_eq!(
+            own_path_scope(Some("scope=run-1"), ""),
+            Ok(Some("run-1".into()))
+        );
+        assert_eq!(
+            own_path_scope(Some("x=1&scope=a%2Db"), "p"),
+            Ok(Some("a-b".into()))
+        );
+        assert_eq!(
+            own_path_scope(None, "from-path"),
+            Ok(Some("from-path".into()))
+        );
+        assert_eq!(own_path_scope(Some("other=1"), ""), Ok(None));
+        let refused = own_path_scope(Some("scope=a%20b"), "").unwrap_err();
+        assert!(
+            refused.starts_with("query scope=\"a b\": a scope is letters"),
+            "{refused}"
+        );
+        assert!(own_path_scope(Some("scope="), "").is_err());
     }
 
     #[test]

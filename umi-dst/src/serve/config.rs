@@ -71,11 +71,15 @@ impl EndpointSpec {
                 reason: "a prefix is `/name` (letters, digits, `-`, `_`, `.`)".into(),
             });
         }
-        if prefix == "/umi" || prefix.starts_with("/umi/") || prefix.starts_with("/seed") {
+        let own = ["/umi", "/seed", "/scope"];
+        if own
+            .iter()
+            .any(|own| prefix == *own || prefix.starts_with(&format!("{own}/")))
+        {
             return Err(ServeError::Flag {
                 flag: "--endpoint",
                 value: text.to_owned(),
-                reason: "`/umi` and `/seed` are the server's own paths".into(),
+                reason: "`/umi`, `/seed` and `/scope` are the server's own paths".into(),
             });
         }
         Ok(Self {
@@ -272,6 +276,8 @@ mod tests {
             "openai@deepseek",
             "openai@/a b",
             "openai@/umi",
+            "openai@/scope",
+            "openai@/seed/1",
             "openai@//x",
         ] {
             let error = EndpointSpec::parse(bad).unwrap_err().to_string();

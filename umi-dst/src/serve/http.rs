@@ -20,7 +20,7 @@ use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
 use tokio::sync::Semaphore;
 
-use super::address::address;
+use super::address::{Address, address, own_path_scope};
 use super::answer::{self, End, Recorded};
 use super::config::{EndpointSpec, ServeConfig, format_path};
 use super::own::{
@@ -111,7 +111,7 @@ pub(crate) async fn handle(
         Ok(address) => address,
         Err(message) => return Ok(own_error(None, 400, &message, Vec::new())),
     };
-    if let Some(response) = own_path(&state, &request, &address.path) {
+    if let Some(response) = own_path(&state, &request, &address) {
         return Ok(response);
     }
     let Some((endpoint, rest)) = route(&state.config, &address.path) else {
@@ -184,34 +184,40 @@ async fn simulate(
         .map_err(|error| error.to_string())
 }
 
-/// The server's own paths under `/umi`: the trace (`GET /umi/trace[?scope=S]`) and the
-/// reset (`POST /umi/reset`).
-fn own_path(state: &State, request: &Request<Incoming>, path: &str) -> Option<Response<Body>> {
-    match (request.method(), path) {
-        (&hyper::Method::GET, "/umi/trace") => {
-            let scope = request.uri().query().and_then(|query| {
-                query
-                    .split('&')
-                    .find_map(|pair| pair.strip_prefix("scope="))
-            });
-            Some(session_trace(&state.session, scope))
-        }
+/// The server's own paths under `/umi`: the trace (`GET /umi/trace`) and the reset
+/// (`POST /umi/reset`), of every scope or of one (`?scope=S`, or the scope of the path
+/// or header the request came with: a base URL's `/scope/S/` reaches its own trace).
+fn own_path(
+    state: &State,
+    request: &Request<Incoming>,
+    address: &Address,
+) -> Option<Response<Body>> {
+    let path = address.path.as_str();
+    if path != "/umi/trace" && path != "/umi/reset" {
+        return None;
+    }
+    let scope = match own_path_scope(request.uri().query(), &address.scope) {
+        Ok(scope) => scope,
+        Err(message) => return Some(own_error(None, 400, &message, Vec::new())),
+    };
+    Some(match (request.method(), path) {
+        (&hyper::Method::GET, "/umi/trace") => session_trace(&state.session, scope.as_deref()),
         (&hyper::Method::POST, "/umi/reset") => {
-            state.session.reset();
-            Some(respond(
+            state.session.reset(scope.as_deref());
+            let body = serde_json::json!({"reset": true, "scope": scope});
+            respond(
                 200,
                 vec![("content-type".into(), "application/json".into())],
-                full(r#"{"reset":true}"#),
-            ))
+                full(umi_core::canonical_json::to_string(&body)),
+            )
         }
-        (_, "/umi/trace" | "/umi/reset") => Some(own_error(
+        _ => own_error(
             None,
             405,
             "the server's own paths are GET /umi/trace and POST /umi/reset",
             Vec::new(),
-        )),
-        _ => None,
-    }
+        ),
+    })
 }
 
 /// Whose model list a `GET /v1/models` gets: Anthropic's when the request carries
@@ -380,13 +386,19 @@ fn played_body(
                 }
                 None => match end {
                     End::Complete => None,
-                    End::Reset => Some((
-                        Err(io::Error::new(
-                            io::ErrorKind::ConnectionReset,
-                            "reset by the simulated server",
-                        )),
-                        (pieces, last, true, permit),
-                    )),
+                    End::Reset => {
+                        // Let hyper write what it holds (the head, when no byte of the body
+                        // came) before the reset: the client saw the 200 in the simulation,
+                        // and a reset with nothing written reads as no response at all.
+                        tokio::task::yield_now().await;
+                        Some((
+                            Err(io::Error::new(
+                                io::ErrorKind::ConnectionReset,
+                                "reset by the simulated server",
+                            )),
+                            (pieces, last, true, permit),
+                        ))
+                    }
                     End::Stall => {
                         wait(scaled(end_at.saturating_sub(last), scale)).await;
                         Some((

@@ -105,7 +105,7 @@ pub(super) fn unrouted(config: &ServeConfig, path: &str) -> Response<Body> {
         .iter()
         .map(|e| format!("{}{}", e.prefix, format_path(e.profile)))
         .collect();
-    let hint = unrouted_hint(path);
+    let hint = unrouted_hint(config, path);
     let message = format!(
         "no endpoint serves {path}{hint}; served: {}",
         known.join(", ")
@@ -113,11 +113,32 @@ pub(super) fn unrouted(config: &ServeConfig, path: &str) -> Response<Body> {
     own_error(None, 404, &message, Vec::new())
 }
 
-/// What would serve `path`: ` (serve it with --endpoint <profile>)` for a path of a
-/// format Umi speaks, a word on Gemini's, else nothing.
-pub(super) fn unrouted_hint(path: &str) -> String {
+/// What would serve `path`, for a path of a format Umi speaks: the `--endpoint` (at the
+/// prefix the path has) when no endpoint of that format is served, or the path that is
+/// served when one is (the base URL then has a segment too many or too few: the
+/// Anthropic SDK given a base URL ending `/v1` asks for `/v1/v1/messages`); a word on
+/// Gemini's paths; else nothing.
+pub(super) fn unrouted_hint(config: &ServeConfig, path: &str) -> String {
     if let Some(profile) = profile_serving(path) {
-        return format!(" (serve it with `--endpoint {}`)", profile.name());
+        let own_path = format_path(profile);
+        let prefix = &path[..path.len() - own_path.len()];
+        if let Some(served) = config
+            .endpoints
+            .iter()
+            .find(|e| e.profile.format() == profile.format())
+        {
+            return format!(
+                " (the {} endpoint serves {}{}: check the base URL for a segment too many or too few)",
+                served.profile.name(),
+                served.prefix,
+                format_path(served.profile)
+            );
+        }
+        return if prefix.is_empty() {
+            format!(" (serve it with `--endpoint {}`)", profile.name())
+        } else {
+            format!(" (serve it with `--endpoint {}@{prefix}`)", profile.name())
+        };
     }
     if path.contains(":generateContent") || path.contains(":streamGenerateContent") {
         return " (Google's Gemini API is not served yet)".to_owned();
@@ -153,7 +174,7 @@ pub(super) fn no_such_path(
         .filter(|e| e.prefix == endpoint.prefix)
         .map(|e| format!("{}{}", e.prefix, format_path(e.profile)))
         .collect();
-    let hint = unrouted_hint(rest);
+    let hint = unrouted_hint(config, rest);
     let message = format!(
         "no such path {rest} under {prefix}{hint}; served there: {}",
         served.join(", ")
@@ -174,25 +195,51 @@ mod tests {
 
     #[test]
     fn an_unserved_path_names_the_flag_that_serves_it() {
+        let only_chat = ServeConfig {
+            endpoints: vec![EndpointSpec::parse("openai").unwrap()],
+            ..ServeConfig::default()
+        };
         let table = [
             (
+                &only_chat,
                 "/v1/responses",
                 " (serve it with `--endpoint openai_responses`)",
             ),
             (
-                "/deepseek/v1/chat/completions",
-                " (serve it with `--endpoint openai`)",
+                &only_chat,
+                "/v1/messages",
+                " (serve it with `--endpoint anthropic`)",
             ),
-            ("/v1/messages", " (serve it with `--endpoint anthropic`)"),
-            ("/api/chat", " (serve it with `--endpoint ollama`)"),
             (
+                &only_chat,
+                "/api/chat",
+                " (serve it with `--endpoint ollama`)",
+            ),
+            (
+                &only_chat,
+                "/deepseek/v1/chat/completions",
+                " (the openai endpoint serves /v1/chat/completions: check the base URL for a segment too many or too few)",
+            ),
+            (
+                &only_chat,
+                "/claude/v1/messages",
+                " (serve it with `--endpoint anthropic@/claude`)",
+            ),
+            (
+                &only_chat,
                 "/v1beta/models/gemini-2.5-flash:generateContent",
                 " (Google's Gemini API is not served yet)",
             ),
-            ("/v2/whatever", ""),
+            (&only_chat, "/v2/whatever", ""),
         ];
-        for (path, hint) in table {
-            assert_eq!(unrouted_hint(path), hint, "{path}");
+        for (config, path, hint) in table {
+            assert_eq!(unrouted_hint(config, path), hint, "{path}");
         }
+        // The Anthropic SDK given a base URL ending `/v1`, on the default server.
+        let defaults = ServeConfig::default();
+        assert_eq!(
+            unrouted_hint(&defaults, "/v1/v1/messages"),
+            " (the anthropic endpoint serves /v1/messages: check the base URL for a segment too many or too few)"
+        );
     }
 }

@@ -14,12 +14,13 @@ use sha2::{Digest, Sha256};
 use super::answer::{End, Recorded};
 use crate::trace::TraceEvent;
 
-/// Distinct requests remembered at most; past it a new request counts as first seen
-/// (its occurrence is 0), so memory stays bounded in a long-running server.
+/// Distinct requests remembered at most, over every scope; past it the least recently
+/// used scope is forgotten, so memory stays bounded in a long-running server.
 pub(crate) const OCCURRENCES_MAX: usize = 1_000_000;
 
-/// Log entries kept at most; past it, requests are answered but not logged (the trace
-/// says how many were left out).
+/// Log entries kept at most, over every scope; past it the least recently used scope is
+/// forgotten (a scope that alone fills it leaves its new entries out, and its trace says
+/// how many).
 pub(crate) const LOG_ENTRIES_MAX: usize = 100_000;
 
 /// What identifies one answer: the scope, the seed, the endpoint, the request's hash,
@@ -86,17 +87,96 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A request as the occurrence count knows it: scope, seed, endpoint, hash.
-type Seen = (String, u64, String, [u8; 32]);
+/// A request as a scope's occurrence count knows it: seed, endpoint, hash.
+type Seen = (u64, String, [u8; 32]);
 
-/// The session's shared state.
+/// A log entry's key within its scope: seed, endpoint, hash, occurrence.
+type Logged = (u64, String, [u8; 32], u64);
+
+/// Evicted scope names remembered, so a trace of one can say it was evicted.
+const EVICTED_SCOPES_REMEMBERED_MAX: usize = 100_000;
+
+/// One scope's counts and log.
+#[derive(Debug, Default)]
+struct ScopeState {
+    occurrences: BTreeMap<Seen, u64>,
+    log: BTreeMap<Logged, Entry>,
+    /// Entries not logged because this scope alone filled the log.
+    left_out: u64,
+    /// When it was last used (the store's tick).
+    last_used: u64,
+}
+
+/// Every scope, and which was used least recently.
+#[derive(Debug, Default)]
+struct Store {
+    scopes: BTreeMap<String, ScopeState>,
+    /// Last-use tick to scope: the first is the least recently used.
+    by_use: BTreeMap<u64, String>,
+    tick: u64,
+    occurrences_total: usize,
+    entries_total: usize,
+    evicted: std::collections::VecDeque<String>,
+    evicted_total: u64,
+}
+
+impl Store {
+    /// The state of `scope`, marked as used now.
+    fn touch(&mut self, scope: &str) -> &mut ScopeState {
+        self.tick += 1;
+        let tick = self.tick;
+        let state = self.scopes.entry(scope.to_owned()).or_default();
+        if state.last_used != 0 {
+            self.by_use.remove(&state.last_used);
+        }
+        state.last_used = tick;
+        self.by_use.insert(tick, scope.to_owned());
+        state
+    }
+
+    /// Forgets the least recently used scope other than `keep`; false when there is none.
+    fn evict_one(&mut self, keep: &str) -> bool {
+        let Some((&tick, _)) = self.by_use.iter().find(|(_, scope)| scope.as_str() != keep) else {
+            return false;
+        };
+        let scope = self.by_use.remove(&tick).expect("the tick was just found");
+        let state = self
+            .scopes
+            .remove(&scope)
+            .expect("every scope in by_use has its state");
+        self.occurrences_total -= state.occurrences.len();
+        self.entries_total -= state.log.len();
+        self.evicted_total += 1;
+        if self.evicted.len() == EVICTED_SCOPES_REMEMBERED_MAX {
+            self.evicted.pop_front();
+        }
+        self.evicted.push_back(scope);
+        true
+    }
+
+    fn forget(&mut self, scope: &str) {
+        if let Some(state) = self.scopes.remove(scope) {
+            self.by_use.remove(&state.last_used);
+            self.occurrences_total -= state.occurrences.len();
+            self.entries_total -= state.log.len();
+        }
+    }
+}
+
+/// The session's shared state: per scope, the occurrence counts and the log. Past
+/// `OCCURRENCES_MAX` counts or `LOG_ENTRIES_MAX` entries in all, the least recently used
+/// scope is forgotten whole (a test run long over); a scope that alone fills a limit
+/// counts its new requests as first seen, or leaves them out of its log, and says so.
 #[derive(Debug, Default)]
 pub(crate) struct Session {
-    occurrences: Mutex<BTreeMap<Seen, u64>>,
-    log: Mutex<(BTreeMap<Key, Entry>, u64)>,
+    store: Mutex<Store>,
 }
 
 impl Session {
+    fn store(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The occurrence of this request in `scope` (0 the first time it is seen there).
     pub(crate) fn next_occurrence(
         &self,
@@ -105,70 +185,160 @@ impl Session {
         endpoint: &str,
         hash: [u8; 32],
     ) -> u64 {
-        let mut occurrences = self
-            .occurrences
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let key = (scope.to_owned(), seed, endpoint.to_owned(), hash);
-        if let Some(count) = occurrences.get_mut(&key) {
+        let mut store = self.store();
+        let seen = (seed, endpoint.to_owned(), hash);
+        if let Some(count) = store.touch(scope).occurrences.get_mut(&seen) {
             *count += 1;
             return *count - 1;
         }
-        if occurrences.len() < OCCURRENCES_MAX {
-            occurrences.insert(key, 1);
+        while store.occurrences_total >= OCCURRENCES_MAX {
+            if !store.evict_one(scope) {
+                return 0;
+            }
         }
+        store.occurrences_total += 1;
+        store.touch(scope).occurrences.insert(seen, 1);
         0
     }
 
     pub(crate) fn record(&self, key: Key, entry: Entry) {
-        let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
-        if log.0.len() < LOG_ENTRIES_MAX {
-            log.0.insert(key, entry);
-        } else {
-            log.1 += 1;
+        let mut store = self.store();
+        let (scope, seed, endpoint, hash, occurrence) = key;
+        store.touch(&scope);
+        while store.entries_total >= LOG_ENTRIES_MAX {
+            if !store.evict_one(&scope) {
+                store.touch(&scope).left_out += 1;
+                return;
+            }
         }
+        let state = store.touch(&scope);
+        let replaced = state.log.insert((seed, endpoint, hash, occurrence), entry);
+        assert!(
+            replaced.is_none(),
+            "each occurrence of a request is logged once"
+        );
+        store.entries_total += 1;
     }
 
-    /// Forgets every occurrence count and the log (`POST /umi/reset`): the server
-    /// answers as if freshly started with the same flags.
-    pub(crate) fn reset(&self) {
-        self.occurrences
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
-        *self.log.lock().unwrap_or_else(PoisonError::into_inner) = (BTreeMap::new(), 0);
+    /// Forgets the occurrence counts and the log of `scope`, or of every scope
+    /// (`POST /umi/reset[?scope=S]`): those requests are answered as by a fresh server.
+    pub(crate) fn reset(&self, scope: Option<&str>) {
+        let mut store = self.store();
+        match scope {
+            Some(scope) => store.forget(scope),
+            None => *store = Store::default(),
+        }
     }
 
     /// The log as JSON lines in key order (only `scope`'s entries, when one is named),
     /// then a last line with the trace hash of those entries (over each entry's seed,
     /// endpoint, request hash, occurrence and trace hash: never the scope's name, so two
-    /// runs of one test under two scopes hash alike when they got the same answers) and
-    /// how many entries were left out of the log.
+    /// runs of one test under two scopes hash alike when they got the same answers), how
+    /// many entries were left out of the log, and whether the scope was evicted (or how
+    /// many scopes were, for the whole session).
     pub(crate) fn trace(&self, scope: Option<&str>) -> (String, String) {
-        let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        let store = self.store();
         let mut out = String::new();
         let mut hasher = Sha256::new();
         hasher.update(b"umi.serve.session.v1");
-        let mut entries = 0;
-        for (key, entry) in &log.0 {
-            if scope.is_some_and(|scope| scope != key.0) {
+        let (mut entries, mut left_out) = (0, 0);
+        for (name, state) in &store.scopes {
+            if scope.is_some_and(|scope| scope != name) {
                 continue;
             }
-            entries += 1;
-            hasher.update(key.1.to_le_bytes());
-            hasher.update(key.2.as_bytes());
-            hasher.update([0]);
-            hasher.update(key.3);
-            hasher.update(key.4.to_le_bytes());
-            hasher.update(entry.trace_hash.as_bytes());
-            out.push_str(&serde_json::to_string(entry).expect("a log entry serializes"));
-            out.push('\n');
+            left_out += state.left_out;
+            for (key, entry) in &state.log {
+                entries += 1;
+                hasher.update(key.0.to_le_bytes());
+                hasher.update(key.1.as_bytes());
+                hasher.update([0]);
+                hasher.update(key.2);
+                hasher.update(key.3.to_le_bytes());
+                hasher.update(entry.trace_hash.as_bytes());
+                out.push_str(&serde_json::to_string(entry).expect("a log entry serializes"));
+                out.push('\n');
+            }
         }
         let hash = hex(&hasher.finalize());
-        out.push_str(&umi_core::canonical_json::to_string(
-            &serde_json::json!({"session_trace_hash": hash, "entries": entries, "left_out": log.1}),
-        ));
+        let mut summary = serde_json::json!({"session_trace_hash": hash, "entries": entries, "left_out": left_out});
+        match scope {
+            Some(scope) => summary["evicted"] = store.evicted.iter().any(|e| e == scope).into(),
+            None => summary["scopes_evicted"] = store.evicted_total.into(),
+        }
+        out.push_str(&umi_core::canonical_json::to_string(&summary));
         out.push('\n');
         (out, hash)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(scope: &str, occurrence: u64) -> Entry {
+        Entry {
+            seed: 1,
+            scope: scope.to_owned(),
+            endpoint: "openai".into(),
+            path: "/v1/chat/completions".into(),
+            request_hash: String::new(),
+            occurrence,
+            run_seed: 0,
+            status: Some(200),
+            end: "complete",
+            cut: false,
+            faults: Vec::new(),
+            trace_hash: "t".into(),
+            events: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn repeats_count_per_scope_and_a_reset_of_one_scope_spares_the_others() {
+        let session = Session::default();
+        let count = |scope: &str| session.next_occurrence(scope, 1, "openai", [7; 32]);
+        assert_eq!(
+            (count("a"), count("a"), count("b"), count("a")),
+            (0, 1, 0, 2)
+        );
+        session.reset(Some("a"));
+        assert_eq!((count("a"), count("b")), (0, 1));
+        session.reset(None);
+        assert_eq!(count("b"), 0);
+    }
+
+    #[test]
+    fn a_full_store_forgets_the_least_recently_used_scope_and_says_so() {
+        let session = Session::default();
+        for occurrence in 0..LOG_ENTRIES_MAX as u64 {
+            session.record(
+                ("old".into(), 1, "openai".into(), [1; 32], occurrence),
+                entry("old", occurrence),
+            );
+        }
+        session.record(
+            ("new".into(), 1, "openai".into(), [1; 32], 0),
+            entry("new", 0),
+        );
+        let (text, _) = session.trace(Some("old"));
+        assert!(text.contains("\"evicted\":true"), "{text}");
+        let (text, _) = session.trace(Some("new"));
+        assert!(
+            text.contains("\"entries\":1") && text.contains("\"evicted\":false"),
+            "{text}"
+        );
+        // A scope that alone fills the log says what it left out.
+        for occurrence in 1..LOG_ENTRIES_MAX as u64 {
+            session.record(
+                ("new".into(), 1, "openai".into(), [1; 32], occurrence),
+                entry("new", occurrence),
+            );
+        }
+        session.record(
+            ("new".into(), 1, "openai".into(), [2; 32], 0),
+            entry("new", 0),
+        );
+        let (text, _) = session.trace(Some("new"));
+        assert!(text.contains("\"left_out\":1"), "{text}");
     }
 }

@@ -137,20 +137,25 @@ impl Redactor {
     }
 }
 
-/// The shortest run of `*` taken for a mask.
+/// A run of at least this many `*` is a mask whatever follows it; a shorter one only
+/// with `MASK_TAIL_CHARS_SHORT_MIN` characters of the key's end after it.
 const MASK_STARS_MIN: usize = 4;
+
+/// The characters of a key's end that make a short run of `*` a mask
+/// (`sk-PMafP***E873`).
+const MASK_TAIL_CHARS_SHORT_MIN: usize = 2;
 
 /// The most characters of a key's end that a mask shows (OpenAI's shows four).
 const MASK_TAIL_CHARS_MAX: usize = 4;
 
-/// `text` with every masked echo of one of `secrets` redacted: a run of at least
-/// `MASK_STARS_MIN` `*` preceded by a start of the secret (at least
-/// `SECRET_PREFIX_CHARS_MIN` characters) and followed by up to `MASK_TAIL_CHARS_MAX`
-/// characters of its end. OpenAI's 401 reads "Incorrect API key provided:
-/// sk-proj-****…****AbCd": the masked form still shows the key's ends, and the ends
-/// of a key are a guess's head start.
+/// `text` with every masked echo of one of `secrets` redacted: a run of `*` (and `…`)
+/// preceded by a start of the secret (at least `SECRET_PREFIX_CHARS_MIN` characters)
+/// and followed by up to `MASK_TAIL_CHARS_MAX` characters of its end. OpenAI's 401 reads
+/// "Incorrect API key provided: sk-proj-****…****AbCd" (or, in older captures,
+/// `sk-PMafP***E873`): the masked form still shows the key's ends, and the ends of a key
+/// are a guess's head start.
 fn redact_masked(text: &str, secrets: &[String]) -> String {
-    if !text.contains("****") || secrets.is_empty() {
+    if !text.contains('*') || secrets.is_empty() {
         return text.to_owned();
     }
     let mut out = String::with_capacity(text.len());
@@ -168,22 +173,29 @@ fn redact_masked(text: &str, secrets: &[String]) -> String {
 /// start to the end of the shown tail (the secret that explains most of it).
 fn next_mask(text: &str, secrets: &[String]) -> Option<(usize, usize)> {
     let mut from = 0;
-    while let Some(offset) = text[from..].find("****") {
-        let stars = from + offset;
-        let stars_end = stars + text[stars..].bytes().take_while(|b| *b == b'*').count();
+    while let Some(offset) = text[from..].find('*') {
+        let marker = from + offset;
+        let marker_end = marker
+            + text[marker..]
+                .chars()
+                .take_while(|c| *c == '*' || *c == '…')
+                .map(char::len_utf8)
+                .sum::<usize>();
+        let stars = text[marker..marker_end].matches('*').count();
         let best = secrets
             .iter()
             .filter_map(|secret| {
-                let shown = shown_start(&text[..stars], secret)?;
-                Some((shown, mask_tail(&text[stars_end..], secret)))
+                let shown = shown_start(&text[..marker], secret)?;
+                Some((shown, mask_tail(&text[marker_end..], secret)))
             })
             .max_by_key(|(shown, tail)| shown + tail);
-        if stars_end - stars >= MASK_STARS_MIN
-            && let Some((shown, tail)) = best
-        {
-            return Some((stars - shown, stars_end + tail));
+        if let Some((shown, tail)) = best {
+            let tail_chars = text[marker_end..marker_end + tail].chars().count();
+            if stars >= MASK_STARS_MIN || tail_chars >= MASK_TAIL_CHARS_SHORT_MIN {
+                return Some((marker - shown, marker_end + tail));
+            }
         }
-        from = stars_end;
+        from = marker_end;
     }
     None
 }
@@ -288,6 +300,17 @@ mod tests {
                 "provided: [REDACTED]. You can",
             ),
             ("a **** b ******".to_owned(), "a **** b ******"),
+            // Umi's own simulated 401, and the older captures: three stars, the last four.
+            (
+                format!("provided: {}***{}.", &KEY[..8], &KEY[KEY.len() - 4..]),
+                "provided: [REDACTED].",
+            ),
+            (
+                format!("provided: {}***…***{}", &KEY[..6], &KEY[KEY.len() - 4..]),
+                "provided: [REDACTED]",
+            ),
+            // A short run with nothing of the key after it is not a mask.
+            (format!("{} * 2", &KEY[..5]), "sk-li * 2"),
             // Too short a start to be told from text; other header values are kept.
             ("ends sk-".to_owned(), "ends sk-"),
             (

@@ -37,6 +37,12 @@ pub enum ContextPart {
 /// Which rule an object breaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StrictRule {
+    /// The root is not an object schema (an array, a union, no `type`): `got` is its
+    /// `type`, or `None`.
+    RootNotObject {
+        /// The root's `type` as OpenAI quotes it.
+        got: String,
+    },
     /// It does not say `"additionalProperties": false`.
     AdditionalProperties,
     /// Its `required` leaves out this property (the first missing one, in key order).
@@ -78,6 +84,9 @@ impl StrictViolation {
     pub fn openai_message(&self, name: &str) -> String {
         let context = self.context_text();
         match &self.rule {
+            StrictRule::RootNotObject { got } => format!(
+                "Invalid schema for response_format '{name}': schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{got}\"'."
+            ),
             StrictRule::AdditionalProperties => format!(
                 "Invalid schema for response_format '{name}': In context={context}, 'additionalProperties' is required to be supplied and to be false."
             ),
@@ -89,7 +98,20 @@ impl StrictViolation {
 }
 
 /// The first place `schema` breaks strict mode, or `None` when a strict provider takes it.
+/// The root must be an object schema (OpenAI: "schema must be a JSON Schema of 'type:
+/// \"object\"', got 'type: \"None\"'", quoted in projects' notes on root unions).
 pub fn strict_violation(schema: &Value) -> Option<StrictViolation> {
+    let root_type = schema.get("type");
+    if root_type != Some(&Value::from("object")) || schema.get("anyOf").is_some() {
+        let got = match root_type {
+            Some(Value::String(kind)) if kind != "object" => kind.clone(),
+            _ => "None".to_owned(),
+        };
+        return Some(StrictViolation {
+            context: Vec::new(),
+            rule: StrictRule::RootNotObject { got },
+        });
+    }
     let mut context = Vec::new();
     walk(schema, &mut context, 0)
 }
@@ -193,7 +215,24 @@ mod tests {
     fn strict_schemas_pass_and_others_are_named_as_openai_names_them() {
         let table = [
             (strict_object(&json!({"a": {"type": "string"}})), None),
-            (json!({"type": "array", "items": {"type": "integer"}}), None),
+            (
+                json!({"type": "array", "items": {"type": "integer"}}),
+                Some(
+                    "Invalid schema for response_format 'x': schema must be a JSON Schema of 'type: \"object\"', got 'type: \"array\"'.",
+                ),
+            ),
+            (
+                json!({"anyOf": [strict_object(&json!({}))]}),
+                Some(
+                    "Invalid schema for response_format 'x': schema must be a JSON Schema of 'type: \"object\"', got 'type: \"None\"'.",
+                ),
+            ),
+            // `$ref`s into closed `$defs`, and a nullable object, are fine.
+            (
+                json!({"type": "object", "properties": {"s": {"$ref": "#/$defs/s"}, "n": {"type": ["object", "null"], "properties": {}, "required": [], "additionalProperties": false}},
+                       "required": ["n", "s"], "additionalProperties": false, "$defs": {"s": strict_object(&json!({"u": {"type": "string"}}))}}),
+                None,
+            ),
             (
                 json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}),
                 Some(
@@ -223,9 +262,11 @@ mod tests {
                 ),
             ),
             (
-                json!({"type": "array", "items": {"type": "object", "properties": {"a": {}}}}),
+                strict_object(
+                    &json!({"l": {"type": "array", "items": {"type": "object", "properties": {"a": {}}}}}),
+                ),
                 Some(
-                    "Invalid schema for response_format 'x': In context=('items',), 'additionalProperties' is required to be supplied and to be false.",
+                    "Invalid schema for response_format 'x': In context=('properties', 'l', 'items'), 'additionalProperties' is required to be supplied and to be false.",
                 ),
             ),
         ];
@@ -233,5 +274,10 @@ mod tests {
             let got = strict_violation(&schema).map(|v| v.openai_message("x"));
             assert_eq!(got.as_deref(), expected, "{schema}");
         }
+        let one = StrictViolation {
+            context: vec![ContextPart::Key("items".into())],
+            rule: StrictRule::AdditionalProperties,
+        };
+        assert_eq!(one.context_text(), "('items',)");
     }
 }

@@ -165,6 +165,8 @@ fn code_for(message: &str) -> Option<&'static str> {
         Some("integer_below_min_value")
     } else if message.starts_with("Invalid schema for response_format") {
         Some("invalid_json_schema")
+    } else if message.starts_with("Previous response with id") {
+        Some("previous_response_not_found")
     } else {
         None
     }

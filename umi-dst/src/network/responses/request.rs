@@ -79,6 +79,15 @@ pub(crate) fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
         .get("model")
         .and_then(Value::as_str)
         .ok_or_else(|| refuse("model", "Missing required parameter: 'model'."))?;
+    // The server keeps no responses, so a continuation names one it never stored: the
+    // API's 400 for it (`previous_response_not_found`, quoted by router-for-me/CLIProxyAPI
+    // in its Responses tests), never an answer that silently lost the history.
+    if let Some(id) = body.get("previous_response_id").and_then(Value::as_str) {
+        return Err(refuse(
+            "previous_response_id",
+            format!("Previous response with id '{id}' not found."),
+        ));
+    }
     let mut request = CompletionRequest::new(Vec::new());
     request.model = model.to_owned();
     if let Some(instructions) = body
