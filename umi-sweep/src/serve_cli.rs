@@ -37,7 +37,7 @@ Each request is answered from (seed, endpoint, what the model is asked, how many
 was asked before in its scope). `stream`, `stream_options` and fields no model reads do
 not count, so streamed and whole get the same answer. A scope (x-umi-scope or /scope/S)
 only counts repeats and feeds no seed: give each test run a fresh one, and a rerun on a
-used server answers as a fresh server does; POST /umi/reset forgets every count. Every
+used server answers as a fresh server does; POST /umi/reset[?scope=S] forgets counts. Every
 response carries x-umi-seed, x-umi-request-hash, x-umi-occurrence and x-umi-faults;
 GET /umi/trace[?scope=S] returns the log.")]
 pub struct ServeArgs {
