@@ -154,7 +154,9 @@ for (const [name, provider] of Object.entries(PROVIDERS)) {
 }
 
 test('openai.chat: generateText with Output.object gives a valid object', async () => {
-  const schema = z.object({ answer: z.string(), confidence: z.number().min(0).max(1).optional(), sources: z.array(z.string()) });
+  // `.nullable()`, not `.optional()`: OpenAI's strict mode needs every key required (the
+  // next test shows the refusal an optional field gets, as in production).
+  const schema = z.object({ answer: z.string(), confidence: z.number().min(0).max(1).nullable(), sources: z.array(z.string()) });
   await pool(
     contexts('ai-sdk::output', 8).map((umi) => async () => {
       const result = await generateText({
@@ -165,6 +167,25 @@ test('openai.chat: generateText with Output.object gives a valid object', async 
       });
       assert.ok(schema.safeParse(result.output).success, `seed ${umi.seed}: ${JSON.stringify(result.output)}`);
     }),
+  );
+});
+
+test('openai.chat: an optional field in a strict schema is refused as OpenAI refuses it', async () => {
+  const schema = z.object({ answer: z.string(), confidence: z.number().optional() });
+  const [umi] = contexts('ai-sdk::strict-refusal', 1);
+  await assert.rejects(
+    generateText({
+      model: PROVIDERS['openai.chat'].model(umi),
+      output: Output.object({ schema }),
+      prompt: 'Where is order 8812?',
+      maxOutputTokens: 256,
+    }),
+    (error) => {
+      assert.equal(error.name, 'AI_APICallError');
+      assert.equal(error.statusCode, 400);
+      assert.match(error.message, /'required' is required to be supplied and to be an array including every key in properties\. Missing 'confidence'\./);
+      return true;
+    },
   );
 });
 
