@@ -14,8 +14,9 @@
 //! - One file per scenario, its `//!` header stating its goal and invariants:
 //!   [`memory_no_data_loss`], [`sqlite_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
 //!   [`router_fallback_chain`], [`context_overflow_recovery`], [`streaming_tool_calls`],
-//!   [`wire_faults`], [`wire_shapes`], [`mixed_formats`], [`agent_loop_under_faults`], and
-//!   and the canaries [`canary`] and [`canary_lost_link`].
+//!   [`wire_faults`], [`wire_shapes`], [`mixed_formats`], [`agent_loop_under_faults`],
+//!   [`tool_effects`], and the canaries [`canary`], [`canary_lost_link`] and
+//!   [`canary_double_charge`].
 //! - [`all`]: every scenario, for the `dst` binary and the tests.
 //! - [`planted_crashes`]: seeds that abort, overflow the stack, exit, allocate without
 //!   bound or busy-loop, to test the harness; in the `dst` binary ([`with_planted`]),
@@ -23,6 +24,7 @@
 
 pub mod agent_loop_under_faults;
 pub mod canary;
+pub mod canary_double_charge;
 pub mod canary_lost_link;
 pub mod common;
 pub mod context_overflow_recovery;
@@ -34,6 +36,7 @@ pub mod router_fallback_chain;
 pub mod router_rate_limit_storm;
 pub mod sqlite_no_data_loss;
 pub mod streaming_tool_calls;
+pub mod tool_effects;
 pub mod wire_faults;
 pub mod wire_shapes;
 
@@ -55,8 +58,10 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(wire_shapes::WireShapes),
         Arc::new(mixed_formats::MixedFormats),
         Arc::new(agent_loop_under_faults::AgentLoopUnderFaults),
+        Arc::new(tool_effects::ToolEffects),
         Arc::new(canary::Canary),
         Arc::new(canary_lost_link::CanaryLostLink),
+        Arc::new(canary_double_charge::CanaryDoubleCharge),
     ]
 }
 

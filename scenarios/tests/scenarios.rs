@@ -68,6 +68,21 @@ fn agent_loop_under_faults() {
     replay(&umi_scenarios::agent_loop_under_faults::AgentLoopUnderFaults);
 }
 
+#[test]
+fn tool_effects() {
+    replay(&umi_scenarios::tool_effects::ToolEffects);
+}
+
+/// The double-charge canary is found within `CANARY_SEEDS_MAX` seeds, by the effect
+/// ledger's checker.
+#[test]
+fn canary_double_charge() {
+    find_canary(
+        &umi_scenarios::canary_double_charge::CanaryDoubleCharge,
+        "applied its effect 2 times for one call",
+    );
+}
+
 /// The canary's planted bug is found within `CANARY_SEEDS_MAX` seeds, by the memory
 /// checker, as a lost write. With `DST_SEED` set, that seed is replayed instead (and,
 /// if the bug fires there, fails with its report, as a replay should).
@@ -103,7 +118,7 @@ fn find_canary(scenario: &dyn Scenario, expected: &str) {
             );
             assert!(
                 report.injections_total > 0,
-                "the planted bug needs a write fault to fire"
+                "the planted bug needs a fault to fire"
             );
         }
         Err(other) => panic!("the canary did not run as it should: {other}"),

@@ -166,6 +166,13 @@ impl SimEnvironment {
         self.inner.faults.decide(point)
     }
 
+    /// As [`SimEnvironment::fault`], at a qualified point's operation
+    /// (`tool.call.<name>`): a rule's filter sees the qualified name.
+    pub fn fault_qualified(&self, point: &FaultPoint, qualifier: &str) -> Option<FaultKind> {
+        self.inner.step();
+        self.inner.faults.decide_qualified(point, qualifier)
+    }
+
     /// The trace.
     pub fn trace(&self) -> &Arc<Trace> {
         &self.inner.trace

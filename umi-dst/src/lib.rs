@@ -78,6 +78,7 @@ pub mod simulation;
 pub mod sqlite_disk;
 pub mod storage;
 
+pub mod tools;
 pub mod trace;
 pub mod watchdog;
 

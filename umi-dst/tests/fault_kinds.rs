@@ -281,6 +281,12 @@ async fn effect(kind: FaultKind, sim: SimEnvironment, clean: Arc<Clean>) -> Resu
             let read = sim.env().unix_time_ms();
             ensure!(read != expected, "the wall clock did not jump");
         }
+        FaultKind::ToolTimeout
+        | FaultKind::ToolErrorResult
+        | FaultKind::ToolTransportError
+        | FaultKind::ToolMalformedResult
+        | FaultKind::ToolSlow
+        | FaultKind::ToolEmptyResult => tool_effect(kind, &sim).await?,
         // FaultKind is non_exhaustive: a kind added to the catalog fails here until it
         // has an effect check (the test runs every kind of FaultKind::ALL).
         other => {
@@ -288,6 +294,62 @@ async fn effect(kind: FaultKind, sim: SimEnvironment, clean: Arc<Clean>) -> Resu
                 "{other} has no effect check in fault_kinds.rs"
             )));
         }
+    }
+    Ok(())
+}
+
+/// One call of a simulated tool with side effects and an output schema, under `kind`
+/// always on: what the agent gets, how long it took, whether the effect was done.
+async fn tool_effect(kind: FaultKind, sim: &SimEnvironment) -> Result<(), Violation> {
+    use serde_json::json;
+    use umi_core::agent::ToolInvocation;
+    use umi_dst::tools::{SimTool, SimTools, TOOL_SLOW_EXTRA_MS, TOOL_STALL_MS};
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let tools = SimTools::new(sim).with(
+        SimTool::new("pay", "pays", json!({"type": "object"}))
+            .with_output_schema(schema.clone())
+            .with_side_effects()
+            .with_latency_ms(10, 10),
+    );
+    let registry = tools.registry();
+    let handler = registry.handler("pay").expect("registered");
+    let before = sim.env().elapsed();
+    let invocation = ToolInvocation {
+        call_id: "call_1".into(),
+        name: "pay".into(),
+        arguments: json!({}),
+    };
+    let outcome = handler.invoke(invocation).await;
+    let took = sim.env().elapsed() - before;
+    let effects = tools.ledger().effects().len();
+    let valid = |text: &str| {
+        serde_json::from_str::<serde_json::Value>(text)
+            .is_ok_and(|value| umi_core::llm::structured::validate(&schema, &value).is_ok())
+    };
+    match kind {
+        FaultKind::ToolTimeout => ensure!(
+            outcome.is_err() && took >= Duration::from_millis(TOOL_STALL_MS),
+            "a stall answered {outcome:?} after {took:?}"
+        ),
+        FaultKind::ToolErrorResult | FaultKind::ToolTransportError => ensure!(
+            outcome.is_err() && effects == 0,
+            "{outcome:?} with {effects} effect(s)"
+        ),
+        FaultKind::ToolMalformedResult => ensure!(
+            outcome.as_deref().is_ok_and(|text| !valid(text)) && effects == 1,
+            "{outcome:?}"
+        ),
+        FaultKind::ToolSlow => ensure!(
+            outcome.as_deref().is_ok_and(valid)
+                && took >= Duration::from_millis(TOOL_SLOW_EXTRA_MS.0),
+            "{outcome:?} after {took:?}"
+        ),
+        FaultKind::ToolEmptyResult => ensure!(
+            outcome.as_deref() == Ok("{}") && effects == 1,
+            "{outcome:?}"
+        ),
+        other => unreachable!("{other} is not a tool fault"),
     }
     Ok(())
 }

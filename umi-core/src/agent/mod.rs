@@ -32,7 +32,7 @@ use std::time::Duration;
 use futures::StreamExt;
 
 pub use error::AgentError;
-pub use tools::{ToolHandler, ToolRegistry};
+pub use tools::{ToolHandler, ToolInvocation, ToolRegistry};
 
 use crate::canonical_json::Canonical;
 use crate::constants::{
@@ -557,19 +557,20 @@ impl Agent {
                 false,
             );
         };
+        let invocation = ToolInvocation {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        };
         let outcome = match self.config.tool_timeout {
-            Some(limit) => match self
-                .env
-                .timeout(limit, handler.call(call.arguments.clone()))
-                .await
-            {
+            Some(limit) => match self.env.timeout(limit, handler.invoke(invocation)).await {
                 Ok(outcome) => outcome,
                 Err(elapsed) => {
                     self.env.cover("agent.tool_timeout");
                     Err(format!("the tool timed out ({elapsed})"))
                 }
             },
-            None => handler.call(call.arguments.clone()).await,
+            None => handler.invoke(invocation).await,
         };
         let (content, success) = match outcome {
             Ok(content) => (content, true),

@@ -1,4 +1,9 @@
 //! The tool registry: a name, a JSON Schema and an async handler per tool.
+//!
+//! A handler gets the model's arguments ([`ToolHandler::call`]) or, when it needs to
+//! know which call it serves (a tool with side effects keeping one effect per logical
+//! call, a simulated tool's ledger), the whole [`ToolInvocation`]: the model's call id,
+//! the tool's name and the arguments ([`ToolHandler::invoke`], which the agent calls).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -10,12 +15,30 @@ use serde_json::Value;
 use super::error::AgentError;
 use crate::llm::ToolDefinition;
 
+/// One call of a tool, as the model made it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInvocation {
+    /// The model's id of the call (`call_…`, `toolu_…`): the logical call an effect
+    /// belongs to, whatever retries carry it.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The model's arguments.
+    pub arguments: Value,
+}
+
 /// What a tool does when called. `Err` is a failure the model is told about (the result
 /// is marked unsuccessful), not an error of the agent run.
 #[async_trait]
 pub trait ToolHandler: Send + Sync {
     /// Runs the tool with the model's arguments.
     async fn call(&self, arguments: Value) -> Result<String, String>;
+
+    /// Runs the tool for `invocation` (the agent's way in). By default, `call` with its
+    /// arguments; a handler that needs the call's id overrides it.
+    async fn invoke(&self, invocation: ToolInvocation) -> Result<String, String> {
+        self.call(invocation.arguments).await
+    }
 }
 
 struct FnHandler<F>(F);

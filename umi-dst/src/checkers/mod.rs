@@ -6,6 +6,7 @@
 //! invariant; permanent damage the simulation did (a rotten record) is passed in, so it
 //! counts only if it went unreported.
 
+pub mod effects;
 pub mod memory;
 pub mod router;
 pub mod wire;

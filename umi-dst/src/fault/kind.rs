@@ -18,6 +18,8 @@ pub enum FaultDomain {
     Network,
     /// The wall clock (monotonic time never jumps).
     Clock,
+    /// Calls of an agent's tools (SimTools): what real tools and MCP servers do.
+    Tool,
 }
 
 impl FaultDomain {
@@ -28,6 +30,7 @@ impl FaultDomain {
             Self::Storage => "storage",
             Self::Network => "network",
             Self::Clock => "clock",
+            Self::Tool => "tool",
         }
     }
 }
@@ -114,6 +117,20 @@ fault_kinds! {
     NetworkProxyError => (Network, "network.proxy_error"),
     /// The wall clock jumps forwards or backwards (monotonic time does not).
     ClockJump => (Clock, "clock.jump"),
+    /// The tool never answers in time: the call stalls in simulated time, so the agent's
+    /// own tool timeout fires. A tool with side effects may have applied them first.
+    ToolTimeout => (Tool, "tool.timeout"),
+    /// The tool answers with an error result (MCP's `isError: true`): it ran and failed.
+    ToolErrorResult => (Tool, "tool.error_result"),
+    /// The call never reaches the tool (a connection refused or reset on the way).
+    ToolTransportError => (Tool, "tool.transport_error"),
+    /// The tool answers with a result that is not what its output schema says: broken
+    /// JSON, or a value of the wrong type.
+    ToolMalformedResult => (Tool, "tool.malformed_result"),
+    /// The tool answers correctly, late.
+    ToolSlow => (Tool, "tool.slow"),
+    /// The tool answers with a valid but empty result (`[]`, `{}`, `""`).
+    ToolEmptyResult => (Tool, "tool.empty_result"),
 }
 
 impl FaultKind {
@@ -207,6 +224,7 @@ mod tests {
             FaultDomain::Storage,
             FaultDomain::Network,
             FaultDomain::Clock,
+            FaultDomain::Tool,
         ];
         // A new domain must join the list above (this match stops compiling otherwise).
         for domain in domains {
@@ -214,7 +232,8 @@ mod tests {
                 FaultDomain::Llm
                 | FaultDomain::Storage
                 | FaultDomain::Network
-                | FaultDomain::Clock => {}
+                | FaultDomain::Clock
+                | FaultDomain::Tool => {}
             }
         }
         let mut seen = std::collections::BTreeSet::new();

@@ -70,6 +70,7 @@ impl FaultPoint {
             FaultDomain::Storage,
             FaultDomain::Network,
             FaultDomain::Clock,
+            FaultDomain::Tool,
         ]
         .into_iter()
         .find(|domain| domain.name() == first)
@@ -104,7 +105,7 @@ impl fmt::Display for FaultPoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name)?;
         if self.qualified {
-            f.write_str("[.<task>]")?;
+            f.write_str("[.<qualifier>]")?;
         }
         Ok(())
     }
@@ -123,6 +124,20 @@ const LLM_KINDS: &[FaultKind] = &[
 
 /// A call to SimLLM; a request tagged with a task is asked as `llm.call.<task>`.
 pub const LLM_CALL: FaultPoint = FaultPoint::qualified("llm.call", LLM_KINDS);
+
+/// A call of a simulated tool, asked as `tool.call.<tool name>` (`tool.call.pay`), so a
+/// rule can aim at one tool.
+pub const TOOL_CALL: FaultPoint = FaultPoint::qualified(
+    "tool.call",
+    &[
+        FaultKind::ToolTimeout,
+        FaultKind::ToolErrorResult,
+        FaultKind::ToolTransportError,
+        FaultKind::ToolMalformedResult,
+        FaultKind::ToolSlow,
+        FaultKind::ToolEmptyResult,
+    ],
+);
 
 /// A batch written to SimStorage (notes, entities, links).
 pub const STORAGE_WRITE: FaultPoint = FaultPoint::new(
@@ -190,6 +205,7 @@ pub const CLOCK_READ_WALL: FaultPoint = FaultPoint::new("clock.read_wall", &[Fau
 /// Every point of the built-in simulators.
 pub const BUILTIN: &[FaultPoint] = &[
     LLM_CALL,
+    TOOL_CALL,
     STORAGE_WRITE,
     STORAGE_DELETE,
     STORAGE_READ,

@@ -77,6 +77,9 @@ pub struct SimLlm {
     rate: Mutex<Option<RateWindow>>,
     /// Whether the warning about task routes and untagged requests was given.
     untagged_warned: std::sync::atomic::AtomicBool,
+    /// The id of every tool call it answered with, in order (for the effect checkers:
+    /// an effect must belong to a call the model made).
+    tool_calls_made: Mutex<Vec<String>>,
 }
 
 enum Chosen {
@@ -124,6 +127,7 @@ impl SimLlm {
             occurrences: Mutex::new(BTreeMap::new()),
             rate: Mutex::new(rate),
             untagged_warned: std::sync::atomic::AtomicBool::new(false),
+            tool_calls_made: Mutex::new(Vec::new()),
             config,
         })
     }
@@ -137,6 +141,15 @@ impl SimLlm {
     /// The config.
     pub fn config(&self) -> &SimLlmConfig {
         &self.config
+    }
+
+    /// The ids of the tool calls it answered with so far, in order (a call a fault cut
+    /// out of the stream included: the model made it).
+    pub fn tool_call_ids(&self) -> Vec<String> {
+        self.tool_calls_made
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The name of the route that would answer `request`.

@@ -291,6 +291,10 @@ impl SimLlm {
 
     /// The `llm.answer` trace event.
     fn record_answer(&self, plan: &CallPlan) {
+        self.tool_calls_made
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(plan.shaped.tool_calls.iter().map(|call| call.id.clone()));
         self.trace.record(
             "llm.answer",
             format_args!(

@@ -1,0 +1,291 @@
+//! One call of a simulated tool: its arguments checked against the input schema, one
+//! fault decision at `tool.call.<name>`, latency drawn under the seed, the effect
+//! recorded, and the result (or the error result) the agent gets.
+//!
+//! What each fault does is [`outcome_of`], a pure function table tests reach. A call's
+//! RNG is forked from the tool's name, the model's call id and how many times that call
+//! id was run before, so a call's latency and result do not depend on which other calls
+//! ran first.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use umi_core::agent::{ToolHandler, ToolInvocation};
+
+use super::SimTool;
+use super::ledger::EffectLedger;
+use crate::environment::SimEnvironment;
+use crate::fault::FaultKind;
+use crate::fault::point::{TOOL_CALL, unreachable_kind};
+use crate::rng::DeterministicRng;
+
+/// How long a stalled tool holds a call, in simulated ms, before it gives up.
+pub const TOOL_STALL_MS: u64 = 600_000;
+
+/// The extra latency of `tool.slow`, in ms (lowest, highest).
+pub const TOOL_SLOW_EXTRA_MS: (u64, u64) = (2_000, 30_000);
+
+/// The chance that a stalled call with side effects did them before it stalled.
+pub const TOOL_STALL_APPLIED_PROBABILITY: f64 = 0.5;
+
+/// What one call comes to, before its result is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The tool runs and answers.
+    Answer,
+    /// It runs, late by the extra ms.
+    Slow,
+    /// It runs and answers nothing useful (a valid empty result).
+    Empty,
+    /// It runs and answers something its output schema does not allow.
+    Malformed,
+    /// It runs and fails (an error result).
+    ErrorResult,
+    /// The call never reaches it.
+    TransportError,
+    /// It does not answer within `TOOL_STALL_MS`.
+    Stall,
+}
+
+impl Outcome {
+    /// Whether the tool ran (so a tool with side effects did them), given, for a stall,
+    /// whether it had run before it stalled.
+    pub fn ran(self, stalled_after_running: bool) -> bool {
+        match self {
+            Self::Answer | Self::Slow | Self::Empty | Self::Malformed => true,
+            Self::Stall => stalled_after_running,
+            Self::ErrorResult | Self::TransportError => false,
+        }
+    }
+}
+
+/// What a call meets under `fault` (the one decision at `tool.call.<name>`).
+pub fn outcome_of(fault: Option<FaultKind>) -> Outcome {
+    match fault {
+        None => Outcome::Answer,
+        Some(FaultKind::ToolTimeout) => Outcome::Stall,
+        Some(FaultKind::ToolErrorResult) => Outcome::ErrorResult,
+        Some(FaultKind::ToolTransportError) => Outcome::TransportError,
+        Some(FaultKind::ToolMalformedResult) => Outcome::Malformed,
+        Some(FaultKind::ToolSlow) => Outcome::Slow,
+        Some(FaultKind::ToolEmptyResult) => Outcome::Empty,
+        Some(other) => unreachable_kind(&TOOL_CALL, other),
+    }
+}
+
+/// The handler umi-core's registry holds for one simulated tool.
+pub(crate) struct SimToolHandler {
+    sim: SimEnvironment,
+    tool: Arc<SimTool>,
+    ledger: Arc<EffectLedger>,
+    runs: Mutex<BTreeMap<String, u64>>,
+}
+
+impl SimToolHandler {
+    pub(crate) fn new(sim: &SimEnvironment, tool: Arc<SimTool>, ledger: Arc<EffectLedger>) -> Self {
+        Self {
+            sim: sim.clone(),
+            tool,
+            ledger,
+            runs: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The call's own stream: the tool, the call id, and which run of that id this is.
+    fn call_rng(&self, call_id: &str) -> DeterministicRng {
+        let run = {
+            let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+            let count = runs.entry(call_id.to_owned()).or_insert(0);
+            *count += 1;
+            *count - 1
+        };
+        self.sim.fork_rng("tool").fork_parts(&[
+            self.tool.definition.name.as_bytes(),
+            call_id.as_bytes(),
+            &run.to_le_bytes(),
+        ])
+    }
+
+    /// The tool's answer on success: its function's, or generated from its output
+    /// schema, or `{"ok": true}`.
+    fn answer(&self, arguments: &Value, rng: &mut DeterministicRng) -> Result<Value, String> {
+        if let Some(answer) = &self.tool.answer {
+            return answer(arguments, rng);
+        }
+        match &self.tool.output_schema {
+            Some(schema) => crate::llm::schema::generate(schema, rng).map_err(|error| {
+                format!("the simulated tool cannot answer its output schema: {error}")
+            }),
+            None => Ok(json!({"ok": true})),
+        }
+    }
+
+    /// The result text for `outcome`, from the tool's own answer.
+    fn written(&self, outcome: Outcome, answer: &Value, rng: &mut DeterministicRng) -> String {
+        match outcome {
+            Outcome::Empty => empty_like(self.tool.output_schema.as_ref(), answer),
+            Outcome::Malformed => malformed(answer, rng),
+            _ => umi_core::canonical_json::to_string(answer),
+        }
+    }
+}
+
+/// A valid result with nothing in it, of the type the tool answers.
+fn empty_like(schema: Option<&Value>, answer: &Value) -> String {
+    let kind = schema.and_then(|s| s.get("type")).and_then(Value::as_str);
+    let empty = match (kind, answer) {
+        (Some("array"), _) | (None, Value::Array(_)) => "[]",
+        (Some("string"), _) | (None, Value::String(_)) => "\"\"",
+        _ => "{}",
+    };
+    empty.to_owned()
+}
+
+/// A result the output schema does not allow: the JSON cut in half, or a value of
+/// another type.
+fn malformed(answer: &Value, rng: &mut DeterministicRng) -> String {
+    let text = umi_core::canonical_json::to_string(answer);
+    if rng.bool_with(0.5) && text.len() > 1 {
+        let mut cut = text.len() / 2;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        return text[..cut].to_owned();
+    }
+    match answer {
+        Value::String(_) => "{\"unexpected\":true}".to_owned(),
+        _ => "\"unexpected\"".to_owned(),
+    }
+}
+
+#[async_trait]
+impl ToolHandler for SimToolHandler {
+    async fn call(&self, arguments: Value) -> Result<String, String> {
+        let invocation = ToolInvocation {
+            call_id: String::new(),
+            name: self.tool.definition.name.clone(),
+            arguments,
+        };
+        self.invoke(invocation).await
+    }
+
+    async fn invoke(&self, invocation: ToolInvocation) -> Result<String, String> {
+        let name = &self.tool.definition.name;
+        let env = self.sim.env();
+        if let Err(violation) = umi_core::llm::structured::validate(
+            &self.tool.definition.parameters,
+            &invocation.arguments,
+        ) {
+            env.record(
+                "tool.invalid_params",
+                format_args!(
+                    "{name} {} at {}: {}",
+                    invocation.call_id, violation.path, violation.reason
+                ),
+            );
+            // JSON-RPC's invalid params, as an MCP server answers a call its schema refuses.
+            return Err(format!(
+                "MCP error -32602: Invalid params: {}: {}",
+                violation.path, violation.reason
+            ));
+        }
+        let fault = self.sim.fault_qualified(&TOOL_CALL, name);
+        let outcome = outcome_of(fault);
+        let mut rng = self.call_rng(&invocation.call_id);
+        let (low, high) = self.tool.latency_ms;
+        let mut latency_ms = rng.range_inclusive(low, high);
+        if outcome == Outcome::Slow {
+            latency_ms += rng.range_inclusive(TOOL_SLOW_EXTRA_MS.0, TOOL_SLOW_EXTRA_MS.1);
+        }
+        let stalled_after_running = rng.bool_with(TOOL_STALL_APPLIED_PROBABILITY);
+        let answer = if outcome.ran(stalled_after_running) {
+            Some(self.answer(&invocation.arguments, &mut rng))
+        } else {
+            None
+        };
+        let ran_ok = matches!(answer, Some(Ok(_)));
+        if ran_ok && self.tool.side_effects {
+            self.ledger.apply(&self.tool, &invocation, env.elapsed());
+            env.cover("tool.effect");
+            if outcome == Outcome::Stall {
+                env.cover("tool.effect_then_stall");
+            }
+        }
+        env.record(
+            "tool.call",
+            format_args!(
+                "{name} {} outcome={outcome:?} latency_ms={latency_ms} ran={ran_ok}",
+                invocation.call_id
+            ),
+        );
+        env.sleep(Duration::from_millis(latency_ms)).await;
+        match (outcome, answer) {
+            (Outcome::Stall, _) => {
+                env.sleep(Duration::from_millis(TOOL_STALL_MS)).await;
+                Err(format!("{name} did not answer within {TOOL_STALL_MS} ms"))
+            }
+            (Outcome::TransportError, _) => Err(format!(
+                "{name}: connection reset before the call reached the tool"
+            )),
+            (Outcome::ErrorResult, _) => Err(format!("{name} failed: internal error")),
+            (_, Some(Ok(value))) => Ok(self.written(outcome, &value, &mut rng)),
+            (_, Some(Err(error))) => Err(error),
+            (_, None) => unreachable!("a call that ran has an answer"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_fault_has_its_outcome_and_only_running_calls_do_effects() {
+        let table = [
+            (None, Outcome::Answer, true),
+            (Some(FaultKind::ToolSlow), Outcome::Slow, true),
+            (Some(FaultKind::ToolEmptyResult), Outcome::Empty, true),
+            (
+                Some(FaultKind::ToolMalformedResult),
+                Outcome::Malformed,
+                true,
+            ),
+            (
+                Some(FaultKind::ToolErrorResult),
+                Outcome::ErrorResult,
+                false,
+            ),
+            (
+                Some(FaultKind::ToolTransportError),
+                Outcome::TransportError,
+                false,
+            ),
+        ];
+        for (fault, outcome, ran) in table {
+            assert_eq!(outcome_of(fault), outcome, "{fault:?}");
+            assert_eq!(outcome.ran(false), ran, "{fault:?}");
+        }
+        assert_eq!(outcome_of(Some(FaultKind::ToolTimeout)), Outcome::Stall);
+        assert!(Outcome::Stall.ran(true) && !Outcome::Stall.ran(false));
+    }
+
+    #[test]
+    fn empty_and_malformed_results_are_what_their_names_say() {
+        let object = json!({"c": 3});
+        assert_eq!(empty_like(None, &object), "{}");
+        assert_eq!(
+            empty_like(Some(&json!({"type": "array"})), &json!([1])),
+            "[]"
+        );
+        assert_eq!(empty_like(None, &json!("x")), "\"\"");
+        let mut rng = DeterministicRng::new(1);
+        for _ in 0..20 {
+            let broken = malformed(&object, &mut rng);
+            let parsed = serde_json::from_str::<Value>(&broken);
+            assert!(parsed.map_or(true, |value| !value.is_object()), "{broken}");
+        }
+    }
+}
