@@ -15,8 +15,8 @@
 //!   [`memory_no_data_loss`], [`sqlite_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
 //!   [`router_fallback_chain`], [`context_overflow_recovery`], [`streaming_tool_calls`],
 //!   [`wire_faults`], [`wire_shapes`], [`mixed_formats`], [`agent_loop_under_faults`],
-//!   [`tool_effects`], and the canaries [`canary`], [`canary_lost_link`] and
-//!   [`canary_double_charge`].
+//!   [`tool_effects`], and the canaries [`canary`], [`canary_lost_link`],
+//!   [`canary_double_charge`] and [`canary_lost_update`].
 //! - [`all`]: every scenario, for the `dst` binary and the tests.
 //! - [`planted_crashes`]: seeds that abort, overflow the stack, exit, allocate without
 //!   bound or busy-loop, to test the harness; in the `dst` binary ([`with_planted`]),
@@ -26,6 +26,7 @@ pub mod agent_loop_under_faults;
 pub mod canary;
 pub mod canary_double_charge;
 pub mod canary_lost_link;
+pub mod canary_lost_update;
 pub mod common;
 pub mod context_overflow_recovery;
 pub mod memory_no_data_loss;
@@ -62,6 +63,7 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(canary::Canary),
         Arc::new(canary_lost_link::CanaryLostLink),
         Arc::new(canary_double_charge::CanaryDoubleCharge),
+        Arc::new(canary_lost_update::CanaryLostUpdate),
     ]
 }
 

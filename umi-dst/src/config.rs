@@ -73,6 +73,12 @@ pub struct SimConfig {
     pub trace_tail_events: usize,
     /// Keep every trace event (replays and determinism checks).
     pub trace_full: bool,
+    /// Seeded interleavings: at the simulators' interleaving points (a simulated tool's
+    /// call, before and after its latency) the seed may yield a few times, so futures
+    /// ready at the same instant (an agent's parallel tool calls) run in orders the
+    /// runtime's FIFO never chooses. Off by default (a seed's meaning is kept); on in
+    /// swarm mode ([`SimConfig::interleaving`]). See docs/adr/0001-determinism.md.
+    pub interleave: bool,
 }
 
 impl SimConfig {
@@ -90,7 +96,19 @@ impl SimConfig {
             epoch_unix_ms: SIM_EPOCH_UNIX_MS_DEFAULT,
             trace_tail_events: TRACE_TAIL_EVENTS_DEFAULT,
             trace_full: false,
+            interleave: false,
         }
+    }
+
+    /// Turns seeded interleavings on (see [`SimConfig::interleave`]).
+    pub fn with_interleave(mut self) -> Self {
+        self.interleave = true;
+        self
+    }
+
+    /// Whether interleavings are seeded: asked for, or in swarm mode.
+    pub fn interleaving(&self) -> bool {
+        self.interleave || self.swarm
     }
 
     /// The same settings for another seed.

@@ -91,3 +91,8 @@ const _: () = assert!(SWARM_KIND_PROBABILITY > 0.0 && SWARM_KIND_PROBABILITY <= 
 const _: () = assert!(SEED_COUNT_DEFAULT >= 1 && SEED_COUNT_DEFAULT <= SEEDS_PER_RUN_MAX);
 const _: () = assert!(CORPUS_COMMENT_BYTES_MAX < TRACE_DETAIL_BYTES_MAX);
 const _: () = assert!(CORPUS_RECORDER_SYNC_EVERY_APPENDS >= 1);
+
+/// The most yields one interleaving point takes when the seed draws its order
+/// (`SimEnvironment::interleave`): enough to let two or three futures ready at the same
+/// instant overtake each other.
+pub const INTERLEAVE_YIELDS_MAX: u64 = 3;

@@ -166,6 +166,28 @@ impl SimEnvironment {
         self.inner.faults.decide(point)
     }
 
+    /// An interleaving point: when the run seeds interleavings
+    /// ([`SimConfig::interleaving`](crate::SimConfig::interleaving)), yields to the
+    /// runtime 0 to `INTERLEAVE_YIELDS_MAX` times, as the seed draws, so another future
+    /// ready at the same instant may run first; otherwise returns at once and draws
+    /// nothing (a seed's meaning is kept).
+    pub async fn interleave(&self, label: &str) {
+        if !self.inner.config.interleaving() {
+            return;
+        }
+        let yields = self
+            .rng("schedule.interleave")
+            .below(crate::constants::INTERLEAVE_YIELDS_MAX + 1);
+        if yields > 0 {
+            self.inner
+                .trace
+                .record("schedule.yield", format_args!("{label} yields={yields}"));
+        }
+        for _ in 0..yields {
+            tokio::task::yield_now().await;
+        }
+    }
+
     /// As [`SimEnvironment::fault`], at a qualified point's operation
     /// (`tool.call.<name>`): a rule's filter sees the qualified name.
     pub fn fault_qualified(&self, point: &FaultPoint, qualifier: &str) -> Option<FaultKind> {

@@ -221,7 +221,13 @@ impl ToolHandler for SimToolHandler {
                 invocation.call_id
             ),
         );
-        env.sleep(Duration::from_millis(latency_ms)).await;
+        // The interleaving points: calls ready at the same instant may overtake each
+        // other here, in seeded orders, when the run seeds interleavings.
+        self.sim.interleave("tool.call.start").await;
+        if latency_ms > 0 {
+            env.sleep(Duration::from_millis(latency_ms)).await;
+        }
+        self.sim.interleave("tool.call.end").await;
         match (outcome, answer) {
             (Outcome::Stall, _) => {
                 env.sleep(Duration::from_millis(TOOL_STALL_MS)).await;
