@@ -67,6 +67,7 @@ pub mod failure_class;
 pub mod fault;
 pub mod foreign;
 pub mod llm;
+pub mod mcp;
 pub mod network;
 pub mod planted;
 pub mod rng;

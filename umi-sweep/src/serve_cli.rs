@@ -31,7 +31,8 @@ Examples:
 
 Base URLs (HOST = http://127.0.0.1:PORT): OpenAI SDKs and the frameworks on them
 HOST/v1; Anthropic's SDKs HOST; Ollama's HOST. Per test, put /seed/N/scope/S before them
-(HOST/seed/42/scope/run-1/v1), or send the headers x-umi-seed and x-umi-scope.
+(HOST/seed/42/scope/run-1/v1), or send the headers x-umi-seed and x-umi-scope. MCP
+clients: HOST/mcp (Streamable HTTP), the tools of --mcp-tools, seeded the same way.
 
 Each request is answered from (seed, endpoint, what the model is asked, how many times it
 was asked before in its scope). `stream`, `stream_options` and fields no model reads do
@@ -77,6 +78,10 @@ pub struct ServeArgs {
     /// `x-api-key`, `api-key`).
     #[arg(long, value_name = "VARIABLE")]
     api_key_env: Option<String>,
+    /// The tools of the simulated MCP server at `/mcp`, declared in a JSON file (see the
+    /// guide). Default: `get_weather`, `search_docs` and `send_payment`.
+    #[arg(long, value_name = "FILE")]
+    mcp_tools: Option<std::path::PathBuf>,
 }
 
 fn faults_of(text: &str, scenarios: &[Arc<dyn Scenario>]) -> Result<Vec<FaultConfig>, ServeError> {
@@ -134,6 +139,9 @@ pub fn config_of(
     }
     if let Some(faults) = &args.faults {
         config.faults = faults_of(faults, scenarios)?;
+    }
+    if let Some(path) = &args.mcp_tools {
+        config.mcp = umi_dst::serve::McpToolsSpec::load(path)?;
     }
     if args.swarm {
         if config.faults.is_empty() {
@@ -230,11 +238,14 @@ fn describe(config: &ServeConfig) -> String {
     } else {
         config.models.join(", ")
     };
+    let tools: Vec<&str> = config.mcp.tools.iter().map(|t| t.name.as_str()).collect();
     format!(
-        "seed {} · models {models} · faults {faults} · time scale {}\n{}",
+        "seed {} · models {models} · faults {faults} · time scale {}\n{}\n  {:<18} /mcp ({})",
         config.seed,
         config.time_scale,
-        endpoints.join("\n")
+        endpoints.join("\n"),
+        "mcp",
+        tools.join(", ")
     )
 }
 

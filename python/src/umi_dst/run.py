@@ -119,6 +119,13 @@ class Umi:
         return self.url
 
     @property
+    def mcp_url(self):
+        """For an MCP client over Streamable HTTP (`mcp.Client(umi.mcp_url)`, the OpenAI
+        Agents SDK's `MCPServerStreamableHttp`): the simulated MCP server's tools
+        (`dst serve --mcp-tools FILE`), seeded and scoped like the model."""
+        return f"{self.url}/mcp"
+
+    @property
     def headers(self):
         """The seed and scope as headers, for a client given the server's root URL."""
         return {"x-umi-seed": str(self.seed), "x-umi-scope": self.scope}

@@ -14,7 +14,9 @@ Completions after `set_default_openai_api("chat_completions")`. Every test runs 
   (`openai.APIError`, `agents.AgentsException`), and `check_cut_streams` judges the
   answers: an answer built on a cut stream that was never re-sent is an Umi finding,
   reported as an xfail with the cut requests (the SDK's bug, not this suite's);
-* with every stream cut, an answer is always such a finding (whatever the seed draws).
+* with every stream cut, an answer is always such a finding (whatever the seed draws);
+* an agent whose tools come from `dst serve`'s MCP server (`MCPServerStreamableHttp` at
+  `umi.mcp_url`) replays from one seed: model and tools, on a used and a fresh server.
 """
 
 import asyncio
@@ -30,6 +32,7 @@ from agents import (
     set_default_openai_client,
     set_tracing_disabled,
 )
+from agents.mcp import MCPServerStreamableHttp
 from openai import AsyncOpenAI
 from pydantic import BaseModel
 
@@ -163,3 +166,33 @@ def test_when_every_stream_is_cut_an_answer_is_a_finding(umi, api):
         umi.check_cut_streams(answered=True)
     pytest.xfail(f"openai-agents ({api}, streamed) returned an answer built on {len(finding.value.cut)} "
                  f"cut stream(s) it never re-sent: {finding.value}")
+
+
+async def _run_with_mcp(umi, api):
+    set_tracing_disabled(True)
+    set_default_openai_api(api)
+    client = AsyncOpenAI(base_url=umi.openai_base_url, api_key="sk-unused", max_retries=0)
+    set_default_openai_client(client)
+    try:
+        async with MCPServerStreamableHttp(params={"url": umi.mcp_url}, cache_tools_list=True) as server:
+            agent = Agent(name="ops", instructions="Use the tools.", model=MODEL, mcp_servers=[server])
+            return await Runner.run(agent, "Pay invoice INV-7 and tell me the weather in Oslo.")
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.umi(seeds=4)
+def test_an_agent_with_mcp_tools_replays_from_one_seed(umi, api):
+    first = summary(asyncio.run(_run_with_mcp(umi, api)))
+    items, output = first
+    calls = [item for item in items if item[0] == "call"]
+    # The simulated model may answer without a tool; the tools were listed either way.
+    assert all(name in ("get_weather", "search_docs", "send_payment") for _c, name, _a in calls), items
+    paths = {entry["path"] for entry in umi.trace()}
+    assert "/mcp" in paths and len(paths) == 2, paths
+    outputs = [item for item in items if item[0] == "output"]
+    assert len(outputs) == len(calls), items
+    assert summary(asyncio.run(_run_with_mcp(umi.new_scope(), api))) == first
+    with Server(umi.server.flags) as fresh:
+        assert summary(asyncio.run(_run_with_mcp(umi.new_scope(server=fresh), api))) == first

@@ -131,6 +131,24 @@ fault_kinds! {
     ToolSlow => (Tool, "tool.slow"),
     /// The tool answers with a valid but empty result (`[]`, `{}`, `""`).
     ToolEmptyResult => (Tool, "tool.empty_result"),
+    /// An MCP server has forgotten the session (it expired, or the server restarted): a
+    /// request carrying its id gets 404, and the client must initialize again (MCP
+    /// 2025-11-25, transports, session management, rules 3 and 4).
+    McpSessionExpired => (Tool, "tool.mcp_session_expired"),
+    /// The SSE stream of an MCP response is cut before the response: the request is lost
+    /// (a `tools/call` may have run) and the client must send it again.
+    McpStreamCut => (Tool, "tool.mcp_stream_cut"),
+    /// The MCP server answers with a JSON-RPC error: -32603, internal error.
+    McpInternalError => (Tool, "tool.mcp_internal_error"),
+    /// `initialize` is answered with a protocol version the client did not ask for: the
+    /// server's oldest, `2024-11-05`, as a server on an old SDK answers (lifecycle,
+    /// version negotiation). The client decides whether it can go on.
+    McpVersionMismatch => (Tool, "tool.mcp_version_mismatch"),
+    /// The server's tool list changes at this request: a tool goes away (or comes back),
+    /// and `notifications/tools/list_changed` is sent on the response's SSE stream.
+    McpToolsChanged => (Tool, "tool.mcp_tools_changed"),
+    /// The MCP server never answers the request: the client's own timeout must fire.
+    McpNoResponse => (Tool, "tool.mcp_no_response"),
 }
 
 impl FaultKind {

@@ -139,6 +139,30 @@ pub const TOOL_CALL: FaultPoint = FaultPoint::qualified(
     ],
 );
 
+/// An MCP client's `initialize`, at a simulated MCP server (`crate::mcp`).
+pub const MCP_INITIALIZE: FaultPoint = FaultPoint::new(
+    "tool.mcp.initialize",
+    &[
+        FaultKind::McpVersionMismatch,
+        FaultKind::McpInternalError,
+        FaultKind::McpStreamCut,
+        FaultKind::McpNoResponse,
+    ],
+);
+
+/// Any other request in an MCP session, asked as `tool.mcp.request.<method>`
+/// (`tool.mcp.request.tools/call`), so a rule can aim at one method.
+pub const MCP_REQUEST: FaultPoint = FaultPoint::qualified(
+    "tool.mcp.request",
+    &[
+        FaultKind::McpSessionExpired,
+        FaultKind::McpStreamCut,
+        FaultKind::McpInternalError,
+        FaultKind::McpToolsChanged,
+        FaultKind::McpNoResponse,
+    ],
+);
+
 /// A batch written to SimStorage (notes, entities, links).
 pub const STORAGE_WRITE: FaultPoint = FaultPoint::new(
     "storage.write",
@@ -206,6 +230,8 @@ pub const CLOCK_READ_WALL: FaultPoint = FaultPoint::new("clock.read_wall", &[Fau
 pub const BUILTIN: &[FaultPoint] = &[
     LLM_CALL,
     TOOL_CALL,
+    MCP_INITIALIZE,
+    MCP_REQUEST,
     STORAGE_WRITE,
     STORAGE_DELETE,
     STORAGE_READ,

@@ -52,6 +52,9 @@ use umi_core::env::Env;
 use umi_core::llm::transport::{BodyStream, HttpRequest, HttpResponse, Transport, TransportError};
 use umi_core::llm::{LanguageModel, LlmError};
 
+use crate::mcp::host::McpHost;
+use crate::mcp::{Sessions, SimMcpServer};
+
 pub use anthropic::ANTHROPIC_MARKS;
 pub use capture::{BodyEnd, Exchange};
 pub use chat::shapes::ChatShapes;
@@ -192,6 +195,7 @@ pub struct SimNetwork {
     root: DeterministicRng,
     occurrences: Mutex<BTreeMap<[u8; 32], u64>>,
     capture: Option<Arc<Mutex<Vec<Exchange>>>>,
+    mcp: Vec<Arc<McpHost>>,
 }
 
 impl std::fmt::Debug for SimNetwork {
@@ -221,7 +225,40 @@ impl SimNetwork {
             root,
             occurrences: Mutex::new(BTreeMap::new()),
             capture: None,
+            mcp: Vec::new(),
         }
+    }
+
+    /// Serves `server` at the MCP endpoint `url` (`http://tools.sim/mcp`): requests to
+    /// exactly that URL reach it over MCP's Streamable HTTP transport ([`crate::mcp`]).
+    pub fn with_mcp(self, url: &str, server: SimMcpServer) -> Self {
+        self.with_mcp_sessions(url, server, Sessions::default())
+    }
+
+    /// Like [`SimNetwork::with_mcp`], for a server that already has `sessions` (`dst
+    /// serve` carries them from one request's simulation to the next).
+    pub(crate) fn with_mcp_sessions(
+        mut self,
+        url: &str,
+        server: SimMcpServer,
+        sessions: Sessions,
+    ) -> Self {
+        assert!(
+            self.mcp.iter().all(|host| host.url != url),
+            "two MCP servers at {url}"
+        );
+        let rng = self.root.fork_parts(&[b"mcp", url.as_bytes()]);
+        self.mcp
+            .push(Arc::new(McpHost::new(url, server, sessions, rng)));
+        self
+    }
+
+    /// The sessions the MCP server at `url` has now.
+    pub(crate) fn mcp_sessions(&self, url: &str) -> Option<Sessions> {
+        self.mcp
+            .iter()
+            .find(|host| host.url == url)
+            .map(|host| host.sessions())
     }
 
     /// Adds an endpoint. Its server's clock is off the simulation's by a seeded skew (at
@@ -453,6 +490,14 @@ impl SimNetwork {
 #[async_trait]
 impl Transport for SimNetwork {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
+        let path = request.url.split('?').next().unwrap_or("");
+        if let Some(host) = self.mcp.iter().find(|host| host.url == path) {
+            self.trace.record(
+                "net.request",
+                format_args!("{} {} (mcp)", request.method, request.url),
+            );
+            return host.serve(request).await;
+        }
         let served = self
             .endpoints
             .iter()

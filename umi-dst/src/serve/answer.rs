@@ -197,11 +197,20 @@ pub(crate) fn answer(
             Ok(())
         }
     });
-    let mut record = recorded
+    let record = recorded
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .take()
         .unwrap_or_else(|| failed_run(&format!("{:?}", run.failure), run.trace_hash));
+    finish_record(record, run_seed, run)
+}
+
+/// `record` with what its run says of it: the run seed, the faults, the trace.
+pub(crate) fn finish_record(
+    mut record: Recorded,
+    run_seed: u64,
+    run: crate::simulation::SeedRun,
+) -> Recorded {
     record.run_seed = run_seed;
     record.faults = run
         .injections
@@ -216,7 +225,7 @@ pub(crate) fn answer(
 /// The simulation of one request: seed `run_seed`, the session's faults (switched by
 /// the seed in swarm mode), the whole trace kept, and simulated time bounded well past a
 /// stall.
-fn simulation_for(config: &ServeConfig, run_seed: u64) -> Simulation {
+pub(crate) fn simulation_for(config: &ServeConfig, run_seed: u64) -> Simulation {
     let mut simulation =
         Simulation::new(SimConfig::new(run_seed)).with_faults(config.faults.iter().cloned());
     if config.swarm {
@@ -248,7 +257,7 @@ fn served_llm(endpoint: &EndpointSpec, model: &str) -> SimLlmConfig {
 /// The record of a run that failed before it answered (a bug in the simulator): a 500
 /// that says so (`failure`), never a hang. The caller fills in the seed, the faults and
 /// the trace.
-fn failed_run(failure: &str, trace_hash: TraceHash) -> Recorded {
+pub(crate) fn failed_run(failure: &str, trace_hash: TraceHash) -> Recorded {
     Recorded {
         status: Some(500),
         headers: vec![("content-type".into(), "text/plain".into())],
@@ -266,7 +275,7 @@ fn failed_run(failure: &str, trace_hash: TraceHash) -> Recorded {
 }
 
 /// Sends `request` through `network` and records what comes back, in simulated time.
-async fn exchange(
+pub(crate) async fn exchange(
     sim: &crate::SimEnvironment,
     network: &SimNetwork,
     request: HttpRequest,

@@ -115,6 +115,8 @@ pub struct ServeConfig {
     pub body_bytes_max: usize,
     /// The key clients must present, if any (an `ApiKey`: `Debug` prints `[REDACTED]`).
     pub api_key: Option<umi_core::llm::secrets::ApiKey>,
+    /// The simulated MCP server at `/mcp` (`--mcp-tools FILE`; a built-in set by default).
+    pub mcp: super::mcp_tools::McpToolsSpec,
 }
 
 impl Default for ServeConfig {
@@ -136,6 +138,7 @@ impl Default for ServeConfig {
             concurrency_max: CONCURRENCY_MAX_DEFAULT,
             body_bytes_max: BODY_BYTES_MAX_DEFAULT,
             api_key: None,
+            mcp: super::mcp_tools::McpToolsSpec::default(),
         }
     }
 }
@@ -151,6 +154,9 @@ impl ServeConfig {
         };
         if self.endpoints.is_empty() {
             return Err(flag("--endpoint", String::new(), "at least one endpoint"));
+        }
+        if let Err(reason) = self.mcp.check() {
+            return Err(flag("--mcp-tools", self.mcp.name.clone(), &reason));
         }
         for (index, endpoint) in self.endpoints.iter().enumerate() {
             let path = |e: &EndpointSpec| format!("{}{}", e.prefix, format_path(e.profile));

@@ -114,6 +114,9 @@ pub(crate) async fn handle(
     if let Some(response) = own_path(&state, &request, &address) {
         return Ok(response);
     }
+    if address.path == super::mcp::MCP_PATH {
+        return super::mcp::handle(state, request, address).await;
+    }
     let Some((endpoint, rest)) = route(&state.config, &address.path) else {
         return Ok(unrouted(&state.config, &address.path));
     };
@@ -318,14 +321,14 @@ fn scale_retry_headers(headers: &mut [(String, String)], scale: f64) {
 /// The permit is held until the body ends, so `--concurrency-max` bounds the streams in
 /// flight too.
 /// What a played response says about where its answer came from.
-struct Played {
-    seed: u64,
-    scope: String,
-    hash: [u8; 32],
-    occurrence: u64,
+pub(crate) struct Played {
+    pub(crate) seed: u64,
+    pub(crate) scope: String,
+    pub(crate) hash: [u8; 32],
+    pub(crate) occurrence: u64,
 }
 
-async fn play(
+pub(crate) async fn play(
     config: &ServeConfig,
     played: &Played,
     mut recorded: Recorded,

@@ -32,6 +32,8 @@ mod address;
 mod answer;
 mod config;
 mod http;
+mod mcp;
+mod mcp_tools;
 mod own;
 mod pool;
 mod read;
@@ -50,6 +52,7 @@ pub use config::{
     EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, TIME_SCALE_MAX, format_path,
     profile_serving,
 };
+pub use mcp_tools::{MCP_TOOLS_FILE_BYTES_MAX, MCP_TOOLS_MAX, McpToolSpec, McpToolsSpec};
 
 /// How long shutdown waits for in-flight responses before it drops them.
 pub const SHUTDOWN_GRACE_MS: u64 = 30_000;

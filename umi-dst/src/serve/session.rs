@@ -105,6 +105,8 @@ struct ScopeState {
     left_out: u64,
     /// When it was last used (the store's tick).
     last_used: u64,
+    /// The MCP server's sessions in this scope.
+    mcp: crate::mcp::Sessions,
 }
 
 /// Every scope, and which was used least recently.
@@ -218,6 +220,16 @@ impl Session {
             "each occurrence of a request is logged once"
         );
         store.entries_total += 1;
+    }
+
+    /// The MCP session `id` of `scope` alone, as a table (empty without one).
+    pub(crate) fn mcp_sessions(&self, scope: &str, id: Option<&str>) -> crate::mcp::Sessions {
+        self.store().touch(scope).mcp.only(id)
+    }
+
+    /// Keeps what one MCP request in `scope` (in session `id`, if any) left in `after`.
+    pub(crate) fn merge_mcp(&self, scope: &str, id: Option<&str>, after: &crate::mcp::Sessions) {
+        self.store().touch(scope).mcp.merge(id, after);
     }
 
     /// Forgets the occurrence counts and the log of `scope`, or of every scope

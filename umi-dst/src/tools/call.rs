@@ -161,18 +161,47 @@ fn malformed(answer: &Value, rng: &mut DeterministicRng) -> String {
     }
 }
 
-#[async_trait]
-impl ToolHandler for SimToolHandler {
-    async fn call(&self, arguments: Value) -> Result<String, String> {
-        let invocation = ToolInvocation {
-            call_id: String::new(),
-            name: self.tool.definition.name.clone(),
-            arguments,
-        };
-        self.invoke(invocation).await
+/// What one call came to, typed, before a protocol writes it: umi-core's tool result
+/// (`ToolHandler`) or an MCP `tools/call` response (`crate::mcp`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Called {
+    /// The tool answered: the text it wrote, and its value when that text is JSON the
+    /// tool meant (not for a malformed result).
+    Answered {
+        /// The result as written.
+        text: String,
+        /// The structured result, when the text is the tool's own valid answer.
+        value: Option<Value>,
+    },
+    /// The tool ran, or tried to, and failed (MCP's `isError: true`).
+    ErrorResult(String),
+    /// The arguments break the input schema: JSON-RPC's invalid params.
+    InvalidParams {
+        /// Where, as a JSON path (`$.amount`).
+        path: String,
+        /// What is wrong there.
+        reason: String,
+    },
+    /// The call never reached the tool.
+    TransportError(String),
+    /// The tool does not answer: the caller holds the call for `TOOL_STALL_MS`.
+    Stalled,
+}
+
+impl SimToolHandler {
+    /// The tool's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.tool.definition.name
     }
 
-    async fn invoke(&self, invocation: ToolInvocation) -> Result<String, String> {
+    /// The tool's declaration.
+    pub(crate) fn tool(&self) -> &SimTool {
+        &self.tool
+    }
+
+    /// Runs one call: checks its arguments, decides its fault, draws its latency,
+    /// records its effect, waits its latency in simulated time, and says what it came to.
+    pub(crate) async fn run(&self, invocation: &ToolInvocation) -> Called {
         let name = &self.tool.definition.name;
         let env = self.sim.env();
         if let Err(violation) = umi_core::llm::structured::validate(
@@ -186,11 +215,10 @@ impl ToolHandler for SimToolHandler {
                     invocation.call_id, violation.path, violation.reason
                 ),
             );
-            // JSON-RPC's invalid params, as an MCP server answers a call its schema refuses.
-            return Err(format!(
-                "MCP error -32602: Invalid params: {}: {}",
-                violation.path, violation.reason
-            ));
+            return Called::InvalidParams {
+                path: violation.path.to_string(),
+                reason: violation.reason.to_string(),
+            };
         }
         let fault = self.sim.fault_qualified(&TOOL_CALL, name);
         let outcome = outcome_of(fault);
@@ -208,7 +236,7 @@ impl ToolHandler for SimToolHandler {
         };
         let ran_ok = matches!(answer, Some(Ok(_)));
         if ran_ok && self.tool.side_effects {
-            self.ledger.apply(&self.tool, &invocation, env.elapsed());
+            self.ledger.apply(&self.tool, invocation, env.elapsed());
             env.cover("tool.effect");
             if outcome == Outcome::Stall {
                 env.cover("tool.effect_then_stall");
@@ -229,17 +257,54 @@ impl ToolHandler for SimToolHandler {
         }
         self.sim.interleave("tool.call.end").await;
         match (outcome, answer) {
-            (Outcome::Stall, _) => {
-                env.sleep(Duration::from_millis(TOOL_STALL_MS)).await;
-                Err(format!("{name} did not answer within {TOOL_STALL_MS} ms"))
-            }
-            (Outcome::TransportError, _) => Err(format!(
+            (Outcome::Stall, _) => Called::Stalled,
+            (Outcome::TransportError, _) => Called::TransportError(format!(
                 "{name}: connection reset before the call reached the tool"
             )),
-            (Outcome::ErrorResult, _) => Err(format!("{name} failed: internal error")),
-            (_, Some(Ok(value))) => Ok(self.written(outcome, &value, &mut rng)),
-            (_, Some(Err(error))) => Err(error),
+            (Outcome::ErrorResult, _) => {
+                Called::ErrorResult(format!("{name} failed: internal error"))
+            }
+            (_, Some(Ok(value))) => {
+                let text = self.written(outcome, &value, &mut rng);
+                let value =
+                    (outcome != Outcome::Malformed && outcome != Outcome::Empty).then_some(value);
+                Called::Answered { text, value }
+            }
+            (_, Some(Err(error))) => Called::ErrorResult(error),
             (_, None) => unreachable!("a call that ran has an answer"),
+        }
+    }
+}
+
+#[async_trait]
+impl ToolHandler for SimToolHandler {
+    async fn call(&self, arguments: Value) -> Result<String, String> {
+        let invocation = ToolInvocation {
+            call_id: String::new(),
+            name: self.tool.definition.name.clone(),
+            arguments,
+        };
+        self.invoke(invocation).await
+    }
+
+    async fn invoke(&self, invocation: ToolInvocation) -> Result<String, String> {
+        match self.run(&invocation).await {
+            Called::Answered { text, .. } => Ok(text),
+            // JSON-RPC's invalid params, as an MCP server answers a call its schema refuses.
+            Called::InvalidParams { path, reason } => Err(format!(
+                "MCP error -32602: Invalid params: {path}: {reason}"
+            )),
+            Called::ErrorResult(text) | Called::TransportError(text) => Err(text),
+            Called::Stalled => {
+                self.sim
+                    .env()
+                    .sleep(Duration::from_millis(TOOL_STALL_MS))
+                    .await;
+                Err(format!(
+                    "{} did not answer within {TOOL_STALL_MS} ms",
+                    self.tool.definition.name
+                ))
+            }
         }
     }
 }

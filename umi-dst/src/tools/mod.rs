@@ -47,8 +47,9 @@ use umi_core::llm::ToolDefinition;
 use crate::environment::SimEnvironment;
 use crate::rng::DeterministicRng;
 
+pub(crate) use call::SimToolHandler;
 pub use call::{
-    Outcome, TOOL_SLOW_EXTRA_MS, TOOL_STALL_APPLIED_PROBABILITY, TOOL_STALL_MS, outcome_of,
+    Called, Outcome, TOOL_SLOW_EXTRA_MS, TOOL_STALL_APPLIED_PROBABILITY, TOOL_STALL_MS, outcome_of,
 };
 pub use ledger::{EFFECTS_MAX, Effect, EffectLedger};
 
@@ -136,12 +137,22 @@ impl SimTool {
     }
 }
 
-/// A run's simulated tools and their effect ledger.
-#[derive(Debug, Clone)]
+/// A run's simulated tools and their effect ledger. Clones share both: the registry an
+/// agent holds and an MCP server serving the same tools count one call's runs once.
+#[derive(Clone)]
 pub struct SimTools {
-    sim: SimEnvironment,
-    tools: Vec<Arc<SimTool>>,
+    pub(crate) sim: SimEnvironment,
+    handlers: Vec<Arc<SimToolHandler>>,
     ledger: Arc<EffectLedger>,
+}
+
+impl std::fmt::Debug for SimTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.handlers.iter().map(|h| h.name()).collect();
+        f.debug_struct("SimTools")
+            .field("tools", &names)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SimTools {
@@ -149,15 +160,34 @@ impl SimTools {
     pub fn new(sim: &SimEnvironment) -> Self {
         Self {
             sim: sim.clone(),
-            tools: Vec::new(),
+            handlers: Vec::new(),
             ledger: Arc::new(EffectLedger::default()),
         }
     }
 
     /// Adds `tool`.
+    ///
+    /// # Panics
+    /// When a tool of that name is already there (a bug in the test's set-up).
     pub fn with(mut self, tool: SimTool) -> Self {
-        self.tools.push(Arc::new(tool));
+        assert!(
+            self.handler(&tool.definition.name).is_none(),
+            "simulated tools: two tools are named {:?}",
+            tool.definition.name
+        );
+        let handler = SimToolHandler::new(&self.sim, Arc::new(tool), self.ledger.clone());
+        self.handlers.push(Arc::new(handler));
         self
+    }
+
+    /// The tool named `name`'s handler.
+    pub(crate) fn handler(&self, name: &str) -> Option<&Arc<SimToolHandler>> {
+        self.handlers.iter().find(|h| h.name() == name)
+    }
+
+    /// Every tool, in the order they were added.
+    pub fn tools(&self) -> impl Iterator<Item = &SimTool> {
+        self.handlers.iter().map(|h| h.tool())
     }
 
     /// The registry an umi-core agent takes: every tool, handled in the simulation.
@@ -166,10 +196,9 @@ impl SimTools {
     /// When two tools share a name (a bug in the test's set-up).
     pub fn registry(&self) -> ToolRegistry {
         let mut registry = ToolRegistry::new();
-        for tool in &self.tools {
-            let handler = call::SimToolHandler::new(&self.sim, tool.clone(), self.ledger.clone());
+        for handler in &self.handlers {
             registry
-                .register(tool.definition.clone(), Arc::new(handler))
+                .register(handler.tool().definition.clone(), handler.clone())
                 .unwrap_or_else(|error| panic!("simulated tools: {error}"));
         }
         registry

@@ -1,0 +1,350 @@
+//! A simulated MCP server at one URL in SimNetwork: it admits a request
+//! ([`super::streamable`]), decides its faults, answers it ([`super::dispatch`]) and
+//! writes the answer as HTTP: one JSON object or an SSE stream, as this server was drawn
+//! to answer (servers answer one way: the TypeScript SDK's `enableJsonResponse`, the
+//! Python SDK's `json_response`).
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+use umi_core::llm::transport::{BodyStream, HttpRequest, HttpResponse, TransportError};
+
+use super::dispatch::{self, Answered, Reply, RequestFaults};
+use super::session::{McpSession, Sessions};
+use super::streamable::{self, Admitted, Refusal, SESSION_HEADER};
+use super::{PROTOCOL_VERSION_OLDEST, SimMcpServer};
+use crate::environment::SimEnvironment;
+use crate::fault::FaultKind;
+use crate::fault::point::{MCP_INITIALIZE, MCP_REQUEST};
+use crate::rng::DeterministicRng;
+
+/// How long a server that never answers holds the request, in simulated ms, before the
+/// connection drops: well past any client's timeout.
+pub const MCP_SILENCE_MS: u64 = 1_200_000;
+
+/// The chance a simulated MCP server answers requests with SSE streams rather than
+/// single JSON objects (drawn once per server).
+pub const MCP_SSE_PROBABILITY: f64 = 0.5;
+
+/// One simulated MCP server, reachable at `url`.
+pub(crate) struct McpHost {
+    pub(crate) url: String,
+    server: SimMcpServer,
+    sim: SimEnvironment,
+    sessions: Mutex<Sessions>,
+    sse: bool,
+    rng: Mutex<DeterministicRng>,
+}
+
+impl std::fmt::Debug for McpHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHost")
+            .field("url", &self.url)
+            .field("sse", &self.sse)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpHost {
+    /// `server` at `url`, with the sessions it already has, its stream `rng`.
+    pub(crate) fn new(
+        url: &str,
+        server: SimMcpServer,
+        sessions: Sessions,
+        mut rng: DeterministicRng,
+    ) -> Self {
+        let sse = rng.bool_with(MCP_SSE_PROBABILITY);
+        Self {
+            url: url.to_owned(),
+            sim: server.tools.sim.clone(),
+            server,
+            sessions: Mutex::new(sessions),
+            sse,
+            rng: Mutex::new(rng),
+        }
+    }
+
+    /// The sessions it has now.
+    pub(crate) fn sessions(&self) -> Sessions {
+        self.lock_sessions().clone()
+    }
+
+    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The next request's own stream.
+    fn request_rng(&self) -> DeterministicRng {
+        let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
+        let draw = rng.next_u64();
+        rng.fork_parts(&[b"request", &draw.to_le_bytes()])
+    }
+
+    /// Answers one HTTP request.
+    pub(crate) async fn serve(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
+        let path = request.url.split('?').next().unwrap_or("");
+        if path != self.url {
+            return Ok(plain(404, "Not Found"));
+        }
+        let admitted = {
+            let sessions = self.lock_sessions();
+            streamable::admit(&request, &sessions)
+        };
+        let env = self.sim.env();
+        let admitted = match admitted {
+            Ok(admitted) => admitted,
+            Err(refusal) => {
+                env.record(
+                    "mcp.refused",
+                    format_args!("{} {}", request.method, refusal.status),
+                );
+                return Ok(refused(&refusal));
+            }
+        };
+        match admitted {
+            Admitted::Initialize { id, params } => self.initialize(&id, &params).await,
+            Admitted::Request {
+                session,
+                id,
+                method,
+                params,
+            } => self.request(&session, &id, &method, &params).await,
+            Admitted::Notification { session, method } => {
+                let mut sessions = self.lock_sessions();
+                if let (Some("notifications/initialized"), Some(state)) =
+                    (method.as_deref(), sessions.get_mut(&session))
+                {
+                    state.initialized = true;
+                }
+                Ok(plain(202, ""))
+            }
+            Admitted::End { session } => {
+                self.lock_sessions().end(&session);
+                env.record("mcp.session_end", format_args!("{session}"));
+                Ok(plain(200, ""))
+            }
+        }
+    }
+
+    /// `initialize`: a new session, its version negotiated (or not, under a fault).
+    async fn initialize(
+        &self,
+        id: &Value,
+        params: &Map<String, Value>,
+    ) -> Result<HttpResponse, TransportError> {
+        let env = self.sim.env();
+        env.cover("mcp.initialize");
+        let fault = self.sim.fault(&MCP_INITIALIZE);
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let version = match fault {
+            Some(FaultKind::McpVersionMismatch) => {
+                env.cover("mcp.version_mismatch");
+                PROTOCOL_VERSION_OLDEST
+            }
+            _ => streamable::negotiated_version(requested),
+        };
+        let mut rng = self.request_rng();
+        let session = hex(&rng.bytes(16));
+        self.lock_sessions()
+            .begin(session.clone(), version.to_owned());
+        env.record(
+            "mcp.initialize",
+            format_args!("session={session} version={version} asked={requested:?}"),
+        );
+        let capabilities = json!({"tools": {"listChanged": true}});
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": capabilities,
+            "serverInfo": {"name": self.server.name, "version": self.server.version},
+        });
+        if let Some(instructions) = &self.server.instructions {
+            result["instructions"] = Value::String(instructions.clone());
+        }
+        let reply = match fault {
+            Some(FaultKind::McpInternalError) => Reply::Message(super::jsonrpc::error(
+                Some(id),
+                super::jsonrpc::INTERNAL_ERROR,
+                "Internal error",
+            )),
+            Some(FaultKind::McpStreamCut) => Reply::Cut(super::jsonrpc::result(id, result)),
+            Some(FaultKind::McpNoResponse) => Reply::Silence,
+            _ => Reply::Message(super::jsonrpc::result(id, result)),
+        };
+        let answered = Answered {
+            before: Vec::new(),
+            reply,
+        };
+        self.deliver(answered, Some(&session)).await
+    }
+
+    /// A request in `session`.
+    async fn request(
+        &self,
+        session: &str,
+        id: &Value,
+        method: &str,
+        params: &Map<String, Value>,
+    ) -> Result<HttpResponse, TransportError> {
+        let env = self.sim.env();
+        let fault = self.sim.fault_qualified(&MCP_REQUEST, method);
+        if fault == Some(FaultKind::McpSessionExpired) {
+            self.lock_sessions().end(session);
+            env.cover("mcp.session_expired");
+            env.record("mcp.session_expired", format_args!("{session} at {method}"));
+            return Ok(refused(&streamable::session_not_found()));
+        }
+        let faults = RequestFaults {
+            internal_error: fault == Some(FaultKind::McpInternalError),
+            tools_changed: fault == Some(FaultKind::McpToolsChanged),
+            cut: fault == Some(FaultKind::McpStreamCut),
+            silence: fault == Some(FaultKind::McpNoResponse),
+        };
+        let Some(mut state): Option<McpSession> = self.lock_sessions().get(session).cloned() else {
+            return Ok(refused(&streamable::session_not_found()));
+        };
+        match method {
+            "tools/list" => env.cover("mcp.tools_list"),
+            "tools/call" => env.cover("mcp.tools_call"),
+            _ => {}
+        }
+        if faults.tools_changed {
+            env.cover("mcp.tools_changed");
+        }
+        let mut rng = self.request_rng();
+        let answered = dispatch::request(
+            &self.server,
+            &mut state,
+            (id, method, params),
+            faults,
+            &mut rng,
+        )
+        .await;
+        env.record(
+            "mcp.request",
+            format_args!("{session} {method} id={id} reply={}", answered.reply.name()),
+        );
+        // Write back what the request changed, unless the session ended meanwhile.
+        if let Some(kept) = self.lock_sessions().get_mut(session) {
+            *kept = state;
+        }
+        self.deliver(answered, None).await
+    }
+
+    /// The answer as HTTP, in this server's way (SSE or JSON).
+    async fn deliver(
+        &self,
+        answered: Answered,
+        session: Option<&str>,
+    ) -> Result<HttpResponse, TransportError> {
+        let env = self.sim.env();
+        let mut headers: Vec<(String, String)> = Vec::new();
+        if let Some(session) = session {
+            headers.push((SESSION_HEADER.to_owned(), session.to_owned()));
+        }
+        let reset = || TransportError::Reset {
+            reason: "the MCP server closed the connection (simulated)".into(),
+        };
+        if answered.reply == Reply::Reset {
+            return Err(reset());
+        }
+        if answered.reply == Reply::Silence && !self.sse {
+            env.sleep(Duration::from_millis(MCP_SILENCE_MS)).await;
+            return Err(reset());
+        }
+        if !self.sse {
+            headers.push(("content-type".into(), "application/json".into()));
+            let body: BodyStream = match answered.reply {
+                Reply::Message(message) => {
+                    let bytes = umi_core::canonical_json::to_string(&message).into_bytes();
+                    futures::stream::iter([Ok(bytes)]).boxed()
+                }
+                Reply::Cut(message) => {
+                    env.cover("mcp.stream_cut");
+                    let mut bytes = umi_core::canonical_json::to_string(&message).into_bytes();
+                    bytes.truncate(bytes.len() / 2);
+                    futures::stream::iter([Ok(bytes), Err(reset())]).boxed()
+                }
+                Reply::Silence | Reply::Reset => unreachable!("handled above"),
+            };
+            return Ok(HttpResponse {
+                status: 200,
+                headers,
+                body,
+            });
+        }
+        // SSE: the headers of the TypeScript SDK's streams, the notifications, the reply.
+        headers.push(("content-type".into(), "text/event-stream".into()));
+        headers.push(("cache-control".into(), "no-cache, no-transform".into()));
+        headers.push(("connection".into(), "keep-alive".into()));
+        let mut events: Vec<Result<Vec<u8>, TransportError>> = answered
+            .before
+            .iter()
+            .map(|m| Ok(streamable::sse_event(m)))
+            .collect();
+        let body: BodyStream = match answered.reply {
+            Reply::Message(message) => {
+                events.push(Ok(streamable::sse_event(&message)));
+                futures::stream::iter(events).boxed()
+            }
+            Reply::Cut(_) => {
+                env.cover("mcp.stream_cut");
+                events.push(Err(reset()));
+                futures::stream::iter(events).boxed()
+            }
+            Reply::Silence => {
+                let env = env.clone();
+                let silence = futures::stream::once(async move {
+                    env.sleep(Duration::from_millis(MCP_SILENCE_MS)).await;
+                    Err(reset())
+                });
+                futures::stream::iter(events).chain(silence).boxed()
+            }
+            Reply::Reset => unreachable!("handled above"),
+        };
+        Ok(HttpResponse {
+            status: 200,
+            headers,
+            body,
+        })
+    }
+}
+
+/// A response with a plain body (202 and DELETE's 200 have none).
+fn plain(status: u16, text: &str) -> HttpResponse {
+    let body = text.as_bytes().to_vec();
+    let headers = if body.is_empty() {
+        Vec::new()
+    } else {
+        vec![("content-type".to_owned(), "text/plain".to_owned())]
+    };
+    HttpResponse {
+        status,
+        headers,
+        body: futures::stream::iter([Ok(body)]).boxed(),
+    }
+}
+
+/// A refusal as HTTP.
+fn refused(refusal: &Refusal) -> HttpResponse {
+    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    if let Some(allow) = refusal.allow {
+        headers.push(("allow".to_owned(), allow.to_owned()));
+    }
+    let body = refusal
+        .body
+        .as_ref()
+        .map(|b| umi_core::canonical_json::to_string(b).into_bytes())
+        .unwrap_or_default();
+    HttpResponse {
+        status: refusal.status,
+        headers,
+        body: futures::stream::iter([Ok(body)]).boxed(),
+    }
+}
+
+/// Lowercase hex.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

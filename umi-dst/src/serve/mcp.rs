@@ -1,0 +1,213 @@
+//! `/mcp`: the simulated MCP server over real HTTP, for agents in any language.
+//!
+//! Each request is answered as a model request is: in a simulation of its own, seeded
+//! from the session seed (or the request's `x-umi-seed`, `/seed/N/`), what it asks
+//! (`mcp_hash`: the JSON-RPC method and params, never the request's id or `_meta`,
+//! which clients number and fill as they like) and how many times it was asked before in
+//! its scope. The server's MCP sessions live here between requests, per scope, and go
+//! into each request's simulation and back out ([`crate::mcp::Sessions`]): an
+//! `initialize` in a fresh scope begins the same session id, and a rerun in a fresh
+//! scope (or after `POST /umi/reset`) gets the same bytes.
+//!
+//! Session state follows the order requests arrive within a session (a tool list that
+//! changed, a session that expired), as on a real server; everything else about an
+//! answer depends on the request alone.
+
+use std::io;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use sha2::{Digest, Sha256};
+use umi_core::llm::transport::HttpRequest;
+
+use super::address::Address;
+use super::answer::{Recorded, exchange, failed_run, finish_record, simulation_for};
+use super::config::ServeConfig;
+use super::http::{Body, Played, State, play};
+use super::own::own_error;
+use super::read;
+use super::session::Entry;
+use crate::mcp::{SESSION_HEADER, Sessions};
+use crate::network::SimNetwork;
+
+/// Where the MCP server is served (under any `/seed/N` and `/scope/S` prefix).
+pub(crate) const MCP_PATH: &str = "/mcp";
+
+/// Its URL inside each request's simulation.
+const SIM_MCP_URL: &str = "http://umi.serve/mcp";
+
+/// The endpoint key MCP requests are counted and logged under.
+const MCP_ENDPOINT_KEY: &str = "mcp";
+
+/// Answers one request to `/mcp`.
+pub(super) async fn handle(
+    state: Arc<State>,
+    request: Request<Incoming>,
+    address: Address,
+) -> Result<Response<Body>, io::Error> {
+    let Ok(permit) = state.permits.clone().try_acquire_owned() else {
+        let message = format!(
+            "the server is at its limit of {} requests in flight; retry shortly",
+            state.config.concurrency_max
+        );
+        let retry_after = vec![("retry-after".into(), "1".into())];
+        return Ok(own_error(None, 503, &message, retry_after));
+    };
+    let http = match read::request(request, state.config.body_bytes_max).await {
+        Ok(http) => http,
+        Err((status, message)) => return Ok(own_error(None, status, &message, Vec::new())),
+    };
+    let seed = address.seed.unwrap_or(state.config.seed);
+    let hash = mcp_hash(&http);
+    let session_id = http.header(SESSION_HEADER).map(str::to_owned);
+    let occurrence = state
+        .session
+        .next_occurrence(&address.scope, seed, MCP_ENDPOINT_KEY, hash);
+    let sessions = state
+        .session
+        .mcp_sessions(&address.scope, session_id.as_deref());
+    let run_seed = run_seed(seed, &hash, occurrence);
+    let worker = state.clone();
+    let answered = state
+        .simulations
+        .run(move || answer(&worker.config, run_seed, &http, &sessions))
+        .await;
+    let (mut recorded, after) = match answered {
+        Ok(answered) => answered,
+        Err(error) => return Ok(own_error(None, 500, &format!("umi: {error}"), Vec::new())),
+    };
+    state
+        .session
+        .merge_mcp(&address.scope, session_id.as_deref(), &after);
+    let key = (
+        address.scope,
+        seed,
+        MCP_ENDPOINT_KEY.to_owned(),
+        hash,
+        occurrence,
+    );
+    let entry = Entry::new(&key, MCP_PATH, &mut recorded);
+    let played = Played {
+        seed,
+        scope: key.0.clone(),
+        hash,
+        occurrence,
+    };
+    state.session.record(key, entry);
+    play(&state.config, &played, recorded, permit).await
+}
+
+/// What an MCP request is seeded by: its HTTP method and its message without `id` and
+/// `params._meta` (canonical JSON), or its bytes when they are not JSON.
+pub(crate) fn mcp_hash(request: &HttpRequest) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"umi.serve.mcp.v1");
+    hasher.update(request.method.as_bytes());
+    hasher.update([0]);
+    match serde_json::from_slice::<serde_json::Value>(&request.body) {
+        Ok(mut value) => {
+            if let Some(object) = value.as_object_mut() {
+                object.remove("id");
+                if let Some(params) = object.get_mut("params").and_then(|p| p.as_object_mut()) {
+                    params.remove("_meta");
+                }
+            }
+            hasher.update([1]);
+            crate::llm::canonical_json(&mut hasher, &value);
+        }
+        Err(_) => {
+            hasher.update([0]);
+            hasher.update(&request.body);
+        }
+    }
+    hasher.finalize().into()
+}
+
+/// The run seed of one MCP request.
+fn run_seed(seed: u64, hash: &[u8; 32], occurrence: u64) -> u64 {
+    let digest = Sha256::new()
+        .chain_update(b"umi.serve.mcp.seed.v1")
+        .chain_update(seed.to_le_bytes())
+        .chain_update(hash)
+        .chain_update(occurrence.to_le_bytes())
+        .finalize();
+    u64::from_le_bytes(
+        digest[..8]
+            .try_into()
+            .expect("a SHA-256 digest has 8 bytes"),
+    )
+}
+
+/// Answers `request` in a simulation of `run_seed`, the server holding `sessions`;
+/// returns the record and the sessions it ended with.
+fn answer(
+    config: &ServeConfig,
+    run_seed: u64,
+    request: &HttpRequest,
+    sessions: &Sessions,
+) -> (Recorded, Sessions) {
+    let out: Arc<Mutex<Option<(Recorded, Sessions)>>> = Arc::new(Mutex::new(None));
+    let simulation = simulation_for(config, run_seed);
+    let run = simulation.run_seed(run_seed, &|sim| {
+        let out = out.clone();
+        let request = HttpRequest {
+            url: SIM_MCP_URL.to_owned(),
+            ..request.clone()
+        };
+        let sessions = sessions.clone();
+        async move {
+            let server = config.mcp.server(&sim);
+            let network = SimNetwork::new(&sim).with_mcp_sessions(SIM_MCP_URL, server, sessions);
+            let record = exchange(&sim, &network, request).await;
+            let after = network
+                .mcp_sessions(SIM_MCP_URL)
+                .expect("the MCP server was put on the network");
+            *out.lock().unwrap_or_else(PoisonError::into_inner) = Some((record, after));
+            Ok(())
+        }
+    });
+    let (record, after) = out
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+        .unwrap_or_else(|| {
+            let failed = failed_run(&format!("{:?}", run.failure), run.trace_hash);
+            (failed, sessions.clone())
+        });
+    (finish_record(record, run_seed, run), after)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn post(body: &str) -> HttpRequest {
+        HttpRequest {
+            method: "POST",
+            url: String::new(),
+            headers: Vec::new(),
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_seed_ignores_ids_and_meta_but_not_what_is_asked() {
+        let a = mcp_hash(&post(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pay","arguments":{"n":1}}}"#,
+        ));
+        let b = mcp_hash(&post(
+            r#"{"params":{"arguments":{"n":1},"name":"pay","_meta":{"progressToken":7}},"method":"tools/call","id":"x-9","jsonrpc":"2.0"}"#,
+        ));
+        assert_eq!(a, b);
+        let c = mcp_hash(&post(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pay","arguments":{"n":2}}}"#,
+        ));
+        assert_ne!(a, c);
+        let delete = HttpRequest {
+            method: "DELETE",
+            ..post("")
+        };
+        assert_ne!(mcp_hash(&delete), mcp_hash(&post("")));
+    }
+}
