@@ -15,8 +15,8 @@
 //!   [`memory_no_data_loss`], [`sqlite_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
 //!   [`router_fallback_chain`], [`context_overflow_recovery`], [`streaming_tool_calls`],
 //!   [`wire_faults`], [`wire_shapes`], [`mixed_formats`], [`agent_loop_under_faults`],
-//!   [`tool_effects`], and the canaries [`canary`], [`canary_lost_link`],
-//!   [`canary_double_charge`] and [`canary_lost_update`].
+//!   [`tool_effects`], [`mcp_agent`], and the canaries [`canary`], [`canary_lost_link`],
+//!   [`canary_double_charge`], [`canary_lost_update`] and [`canary_mcp_resend`].
 //! - [`all`]: every scenario, for the `dst` binary and the tests.
 //! - [`planted_crashes`]: seeds that abort, overflow the stack, exit, allocate without
 //!   bound or busy-loop, to test the harness; in the `dst` binary ([`with_planted`]),
@@ -27,8 +27,10 @@ pub mod canary;
 pub mod canary_double_charge;
 pub mod canary_lost_link;
 pub mod canary_lost_update;
+pub mod canary_mcp_resend;
 pub mod common;
 pub mod context_overflow_recovery;
+pub mod mcp_agent;
 pub mod memory_no_data_loss;
 pub mod mixed_formats;
 pub mod planted_crashes;
@@ -60,10 +62,12 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(mixed_formats::MixedFormats),
         Arc::new(agent_loop_under_faults::AgentLoopUnderFaults),
         Arc::new(tool_effects::ToolEffects),
+        Arc::new(mcp_agent::McpAgent),
         Arc::new(canary::Canary),
         Arc::new(canary_lost_link::CanaryLostLink),
         Arc::new(canary_double_charge::CanaryDoubleCharge),
         Arc::new(canary_lost_update::CanaryLostUpdate),
+        Arc::new(canary_mcp_resend::CanaryMcpResend),
     ]
 }
 

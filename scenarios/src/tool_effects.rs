@@ -12,7 +12,8 @@
 //! 1. No effect is applied twice for one logical call (the model's call id), whatever
 //!    the agent retried: a cut turn sent again, a tool that timed out.
 //! 2. No effect belongs to a call the model never made.
-//! 3. Every run ends within its bounds (turns and simulated time).
+//! 3. The model gets exactly one result for every call it made, in every request.
+//! 4. Every run ends within its bounds (turns and simulated time).
 
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ use serde_json::json;
 use umi_core::agent::{Agent, AgentConfig};
 use umi_core::llm::Message;
 use umi_dst::checkers::effects::check_effects;
+use umi_dst::checkers::tool_results::check_tool_results;
 use umi_dst::tools::{SimTool, SimTools};
 use umi_dst::{FaultConfig, FaultKind, Scenario, SimEnvironment, Violation, ensure};
 
@@ -152,5 +154,6 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         );
     }
     sim.faults().heal();
-    check_effects(&tools.ledger(), &sim.llm().tool_call_ids())
+    check_effects(&tools.ledger(), &sim.llm().tool_call_ids())?;
+    check_tool_results(&sim.llm())
 }

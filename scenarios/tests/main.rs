@@ -37,5 +37,9 @@ mod serve;
 /// fresh scope, every format and any model with no flags.
 mod serve_promises;
 
+/// `dst serve`'s MCP server at `/mcp`: umi-core's MCP client over real HTTP, reruns under
+/// a fresh scope, MCP's faults as typed errors, the transport's refusals.
+mod serve_mcp;
+
 /// No library function past 70 lines, but for an allow-list that only shrinks.
 mod tidy;

@@ -73,6 +73,22 @@ fn tool_effects() {
     replay(&umi_scenarios::tool_effects::ToolEffects);
 }
 
+/// Scenario `mcp_agent`: its recorded seeds and default range.
+#[test]
+fn mcp_agent() {
+    replay(&umi_scenarios::mcp_agent::McpAgent);
+}
+
+/// The MCP resend canary (a call resent after its stream broke, when the server had
+/// already paid) is found within `CANARY_SEEDS_MAX` seeds, by the effect ledger's checker.
+#[test]
+fn canary_mcp_resend() {
+    find_canary(
+        &umi_scenarios::canary_mcp_resend::CanaryMcpResend,
+        "applied its effect 2 times for one call",
+    );
+}
+
 /// The double-charge canary is found within `CANARY_SEEDS_MAX` seeds, by the effect
 /// ledger's checker.
 #[test]

@@ -33,6 +33,7 @@ pub mod canonical_json;
 pub mod constants;
 pub mod env;
 pub mod llm;
+pub mod mcp;
 pub mod memory;
 pub mod portable_math;
 pub mod storage;

@@ -287,6 +287,12 @@ async fn effect(kind: FaultKind, sim: SimEnvironment, clean: Arc<Clean>) -> Resu
         | FaultKind::ToolMalformedResult
         | FaultKind::ToolSlow
         | FaultKind::ToolEmptyResult => tool_effect(kind, &sim).await?,
+        FaultKind::McpSessionExpired
+        | FaultKind::McpStreamCut
+        | FaultKind::McpInternalError
+        | FaultKind::McpVersionMismatch
+        | FaultKind::McpToolsChanged
+        | FaultKind::McpNoResponse => mcp_effect(kind, &sim).await?,
         // FaultKind is non_exhaustive: a kind added to the catalog fails here until it
         // has an effect check (the test runs every kind of FaultKind::ALL).
         other => {
@@ -294,6 +300,56 @@ async fn effect(kind: FaultKind, sim: SimEnvironment, clean: Arc<Clean>) -> Resu
                 "{other} has no effect check in fault_kinds.rs"
             )));
         }
+    }
+    Ok(())
+}
+
+/// umi-core's MCP client against a simulated MCP server serving one tool, under `kind`
+/// always on: what `initialize` and `tools/list` come to.
+async fn mcp_effect(kind: FaultKind, sim: &SimEnvironment) -> Result<(), Violation> {
+    use serde_json::json;
+    use umi_core::mcp::{McpClient, McpClientConfig, McpError};
+    use umi_dst::mcp::SimMcpServer;
+    use umi_dst::tools::{SimTool, SimTools};
+    let url = "http://tools.sim/mcp";
+    let tools = SimTools::new(sim).with(SimTool::new("pay", "pays", json!({"type": "object"})));
+    let network: Arc<dyn Transport> =
+        Arc::new(SimNetwork::new(sim).with_mcp(url, SimMcpServer::new("t", tools)));
+    let config = McpClientConfig::default().with_request_timeout(Duration::from_secs(5));
+    let client = McpClient::new(network, sim.env(), url).with_config(config);
+    let listed = client.list_tools().await;
+    match kind {
+        FaultKind::McpSessionExpired => ensure!(
+            matches!(listed, Err(McpError::SessionExpired { attempts: 1, .. })),
+            "{listed:?}"
+        ),
+        FaultKind::McpStreamCut => ensure!(
+            matches!(&listed, Err(e @ McpError::Transport { .. }) if e.maybe_applied()),
+            "{listed:?}"
+        ),
+        FaultKind::McpInternalError => ensure!(
+            matches!(listed, Err(McpError::Rpc { code: -32603, .. })),
+            "{listed:?}"
+        ),
+        FaultKind::McpVersionMismatch => ensure!(
+            matches!(&listed, Err(McpError::Version { version, .. }) if version == "2024-11-05"),
+            "{listed:?}"
+        ),
+        FaultKind::McpToolsChanged => ensure!(
+            listed.as_ref().is_ok_and(Vec::is_empty),
+            "the one tool was still listed: {listed:?}"
+        ),
+        FaultKind::McpNoResponse => ensure!(
+            matches!(
+                listed,
+                Err(McpError::Timeout {
+                    timeout_ms: 5_000,
+                    ..
+                })
+            ),
+            "{listed:?}"
+        ),
+        other => unreachable!("{other} is not an MCP fault"),
     }
     Ok(())
 }

@@ -1107,3 +1107,58 @@ fn golden() {
          (or INSTA_UPDATE=always cargo test -p umi-dst --test main sim_llm::golden)",
     );
 }
+
+/// Issue 23: a tool result that reached the model twice, or never, went unseen. SimLLM
+/// now checks every request it gets, and `check_tool_results` fails the run: a second
+/// result for one call, a call left without one, a result for a call never made.
+#[test]
+fn simllm_keeps_what_is_wrong_with_the_tool_results_it_is_sent() {
+    use umi_core::llm::ToolCall;
+    use umi_dst::checkers::tool_results::check_tool_results;
+
+    for_seeds(0..3, Vec::new(), |sim| async move {
+        let llm = instant(&sim);
+        let turn = Message::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall::new("call_1", "pay", json!({}))],
+        };
+        let well_formed = vec![
+            Message::user("pay"),
+            turn.clone(),
+            Message::tool_result("call_1", "paid", true),
+        ];
+        llm.complete(&CompletionRequest::new(well_formed))
+            .await
+            .ok();
+        ensure!(
+            check_tool_results(&llm).is_ok(),
+            "{:?}",
+            llm.tool_result_problems()
+        );
+        let twice = vec![
+            Message::user("pay"),
+            turn.clone(),
+            Message::tool_result("call_1", "paid", true),
+            Message::tool_result("call_1", "paid", true),
+        ];
+        let _ = llm.stream(&CompletionRequest::new(twice)).await;
+        let never = vec![Message::user("pay"), turn, Message::user("well?")];
+        llm.complete(&CompletionRequest::new(never)).await.ok();
+        let problems = llm.tool_result_problems();
+        ensure!(problems.len() == 2, "{problems:?}");
+        ensure!(
+            problems[0].contains("\"call_1\" has 2 results"),
+            "{problems:?}"
+        );
+        ensure!(
+            problems[1].contains("\"call_1\" has 0 results"),
+            "{problems:?}"
+        );
+        let violation = check_tool_results(&llm).expect_err("the run fails");
+        ensure!(
+            violation.to_string().contains("tool results wrong"),
+            "{violation}"
+        );
+        Ok(())
+    });
+}

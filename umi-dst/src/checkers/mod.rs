@@ -9,4 +9,5 @@
 pub mod effects;
 pub mod memory;
 pub mod router;
+pub mod tool_results;
 pub mod wire;

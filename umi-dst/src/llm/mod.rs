@@ -80,7 +80,13 @@ pub struct SimLlm {
     /// The id of every tool call it answered with, in order (for the effect checkers:
     /// an effect must belong to a call the model made).
     tool_calls_made: Mutex<Vec<String>>,
+    /// What was wrong with the tool results of the requests it got, one line each
+    /// ([`crate::checkers::tool_results`]), at most `TOOL_RESULT_PROBLEMS_MAX`.
+    tool_result_problems: Mutex<Vec<String>>,
 }
+
+/// Problems with tool results a SimLLM keeps at most (the first few say it all).
+pub const TOOL_RESULT_PROBLEMS_MAX: usize = 16;
 
 enum Chosen {
     User(usize),
@@ -128,6 +134,7 @@ impl SimLlm {
             rate: Mutex::new(rate),
             untagged_warned: std::sync::atomic::AtomicBool::new(false),
             tool_calls_made: Mutex::new(Vec::new()),
+            tool_result_problems: Mutex::new(Vec::new()),
             config,
         })
     }
@@ -150,6 +157,32 @@ impl SimLlm {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// What was wrong with the tool results in the requests it got so far: a call of the
+    /// model's with no result or two, a result for a call it did not make
+    /// ([`crate::checkers::tool_results::unpaired_tool_results`]). Empty when all were
+    /// well formed.
+    pub fn tool_result_problems(&self) -> Vec<String> {
+        self.tool_result_problems
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Checks the pairing of tool calls and results in `request`, keeping what is wrong.
+    fn check_tool_results(&self, request: &CompletionRequest) {
+        if let Some(problem) =
+            crate::checkers::tool_results::unpaired_tool_results(&request.messages)
+        {
+            let mut problems = self
+                .tool_result_problems
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if problems.len() < TOOL_RESULT_PROBLEMS_MAX {
+                problems.push(problem);
+            }
+        }
     }
 
     /// The name of the route that would answer `request`.
@@ -225,6 +258,7 @@ impl LanguageModel for SimLlm {
     }
 
     async fn stream(&self, request: &CompletionRequest) -> Result<EventStream, LlmError> {
+        self.check_tool_results(request);
         let plan = self.prepare(request).await?;
         let clock = self.clock.clone();
         let items = futures::stream::iter(plan.items()).then(move |planned| {
@@ -240,6 +274,7 @@ impl LanguageModel for SimLlm {
     }
 
     async fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, LlmError> {
+        self.check_tool_results(request);
         let plan = self.prepare(request).await?;
         let (response, elapsed) = plan.response();
         if !elapsed.is_zero() {

@@ -93,6 +93,10 @@ impl McpHost {
             streamable::admit(&request, &sessions)
         };
         let env = self.sim.env();
+        env.record(
+            "net.request",
+            format_args!("{} {} (mcp)", request.method, request.url),
+        );
         let admitted = match admitted {
             Ok(admitted) => admitted,
             Err(refusal) => {
@@ -238,43 +242,53 @@ impl McpHost {
         answered: Answered,
         session: Option<&str>,
     ) -> Result<HttpResponse, TransportError> {
-        let env = self.sim.env();
         let mut headers: Vec<(String, String)> = Vec::new();
         if let Some(session) = session {
             headers.push((SESSION_HEADER.to_owned(), session.to_owned()));
         }
-        let reset = || TransportError::Reset {
-            reason: "the MCP server closed the connection (simulated)".into(),
-        };
         if answered.reply == Reply::Reset {
             return Err(reset());
         }
-        if answered.reply == Reply::Silence && !self.sse {
-            env.sleep(Duration::from_millis(MCP_SILENCE_MS)).await;
-            return Err(reset());
-        }
         if !self.sse {
-            headers.push(("content-type".into(), "application/json".into()));
-            let body: BodyStream = match answered.reply {
-                Reply::Message(message) => {
-                    let bytes = umi_core::canonical_json::to_string(&message).into_bytes();
-                    futures::stream::iter([Ok(bytes)]).boxed()
-                }
-                Reply::Cut(message) => {
-                    env.cover("mcp.stream_cut");
-                    let mut bytes = umi_core::canonical_json::to_string(&message).into_bytes();
-                    bytes.truncate(bytes.len() / 2);
-                    futures::stream::iter([Ok(bytes), Err(reset())]).boxed()
-                }
-                Reply::Silence | Reply::Reset => unreachable!("handled above"),
-            };
-            return Ok(HttpResponse {
-                status: 200,
-                headers,
-                body,
-            });
+            if answered.reply == Reply::Silence {
+                self.sim
+                    .env()
+                    .sleep(Duration::from_millis(MCP_SILENCE_MS))
+                    .await;
+                return Err(reset());
+            }
+            return Ok(self.json(answered.reply, headers));
         }
-        // SSE: the headers of the TypeScript SDK's streams, the notifications, the reply.
+        Ok(self.sse(answered, headers))
+    }
+
+    /// A single JSON object (a cut one ends halfway, with the connection).
+    fn json(&self, reply: Reply, mut headers: Vec<(String, String)>) -> HttpResponse {
+        headers.push(("content-type".into(), "application/json".into()));
+        let body: BodyStream = match reply {
+            Reply::Message(message) => {
+                let bytes = umi_core::canonical_json::to_string(&message).into_bytes();
+                futures::stream::iter([Ok(bytes)]).boxed()
+            }
+            Reply::Cut(message) => {
+                self.sim.env().cover("mcp.stream_cut");
+                let mut bytes = umi_core::canonical_json::to_string(&message).into_bytes();
+                bytes.truncate(bytes.len() / 2);
+                futures::stream::iter([Ok(bytes), Err(reset())]).boxed()
+            }
+            Reply::Silence | Reply::Reset => unreachable!("answered before the headers"),
+        };
+        HttpResponse {
+            status: 200,
+            headers,
+            body,
+        }
+    }
+
+    /// An SSE stream, with the headers of the TypeScript SDK's streams: the notifications,
+    /// then the reply (or the cut, or the silence).
+    fn sse(&self, answered: Answered, mut headers: Vec<(String, String)>) -> HttpResponse {
+        let env = self.sim.env();
         headers.push(("content-type".into(), "text/event-stream".into()));
         headers.push(("cache-control".into(), "no-cache, no-transform".into()));
         headers.push(("connection".into(), "keep-alive".into()));
@@ -294,20 +308,26 @@ impl McpHost {
                 futures::stream::iter(events).boxed()
             }
             Reply::Silence => {
-                let env = env.clone();
                 let silence = futures::stream::once(async move {
                     env.sleep(Duration::from_millis(MCP_SILENCE_MS)).await;
                     Err(reset())
                 });
                 futures::stream::iter(events).chain(silence).boxed()
             }
-            Reply::Reset => unreachable!("handled above"),
+            Reply::Reset => unreachable!("answered before the headers"),
         };
-        Ok(HttpResponse {
+        HttpResponse {
             status: 200,
             headers,
             body,
-        })
+        }
+    }
+}
+
+/// The error of a connection the server closed.
+fn reset() -> TransportError {
+    TransportError::Reset {
+        reason: "the MCP server closed the connection (simulated)".into(),
     }
 }
 

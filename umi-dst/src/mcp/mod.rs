@@ -2,7 +2,7 @@
 //! of the seeded world.
 //!
 //! MCP is how most agents reach their tools now. A [`SimMcpServer`] serves a set of
-//! [`SimTools`](crate::tools::SimTools) over MCP's Streamable HTTP transport (revision
+//! [`SimTools`] over MCP's Streamable HTTP transport (revision
 //! 2025-11-25, and the versions before it back to 2024-11-05): `initialize` and version
 //! negotiation, `notifications/initialized`, `ping`, `tools/list` with pagination,
 //! `tools/call`, sessions in the `Mcp-Session-Id` header, DELETE to end one. Each call

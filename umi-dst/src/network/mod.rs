@@ -253,8 +253,14 @@ impl SimNetwork {
         self
     }
 
-    /// The sessions the MCP server at `url` has now.
-    pub(crate) fn mcp_sessions(&self, url: &str) -> Option<Sessions> {
+    /// The MCP server at `url` (its query aside), if there is one.
+    fn mcp_host(&self, url: &str) -> Option<&Arc<McpHost>> {
+        let path = url.split('?').next().unwrap_or("");
+        self.mcp.iter().find(|host| host.url == path)
+    }
+
+    /// The sessions the MCP server at `url` has now (`None`: no server there).
+    pub fn mcp_sessions(&self, url: &str) -> Option<Sessions> {
         self.mcp
             .iter()
             .find(|host| host.url == url)
@@ -490,12 +496,7 @@ impl SimNetwork {
 #[async_trait]
 impl Transport for SimNetwork {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
-        let path = request.url.split('?').next().unwrap_or("");
-        if let Some(host) = self.mcp.iter().find(|host| host.url == path) {
-            self.trace.record(
-                "net.request",
-                format_args!("{} {} (mcp)", request.method, request.url),
-            );
+        if let Some(host) = self.mcp_host(&request.url) {
             return host.serve(request).await;
         }
         let served = self

@@ -204,21 +204,8 @@ impl SimToolHandler {
     pub(crate) async fn run(&self, invocation: &ToolInvocation) -> Called {
         let name = &self.tool.definition.name;
         let env = self.sim.env();
-        if let Err(violation) = umi_core::llm::structured::validate(
-            &self.tool.definition.parameters,
-            &invocation.arguments,
-        ) {
-            env.record(
-                "tool.invalid_params",
-                format_args!(
-                    "{name} {} at {}: {}",
-                    invocation.call_id, violation.path, violation.reason
-                ),
-            );
-            return Called::InvalidParams {
-                path: violation.path.to_string(),
-                reason: violation.reason.to_string(),
-            };
+        if let Some(refused) = self.refused(invocation) {
+            return refused;
         }
         let fault = self.sim.fault_qualified(&TOOL_CALL, name);
         let outcome = outcome_of(fault);
@@ -256,6 +243,38 @@ impl SimToolHandler {
             env.sleep(Duration::from_millis(latency_ms)).await;
         }
         self.sim.interleave("tool.call.end").await;
+        self.called(outcome, answer, &mut rng)
+    }
+
+    /// Arguments the input schema refuses, as JSON-RPC's invalid params (and the trace
+    /// naming the JSON path).
+    fn refused(&self, invocation: &ToolInvocation) -> Option<Called> {
+        let violation = umi_core::llm::structured::validate(
+            &self.tool.definition.parameters,
+            &invocation.arguments,
+        )
+        .err()?;
+        self.sim.env().record(
+            "tool.invalid_params",
+            format_args!(
+                "{} {} at {}: {}",
+                self.tool.definition.name, invocation.call_id, violation.path, violation.reason
+            ),
+        );
+        Some(Called::InvalidParams {
+            path: violation.path.to_string(),
+            reason: violation.reason.to_string(),
+        })
+    }
+
+    /// What a call came to, from its outcome and the tool's answer (when it ran).
+    fn called(
+        &self,
+        outcome: Outcome,
+        answer: Option<Result<Value, String>>,
+        rng: &mut DeterministicRng,
+    ) -> Called {
+        let name = &self.tool.definition.name;
         match (outcome, answer) {
             (Outcome::Stall, _) => Called::Stalled,
             (Outcome::TransportError, _) => Called::TransportError(format!(
@@ -265,7 +284,7 @@ impl SimToolHandler {
                 Called::ErrorResult(format!("{name} failed: internal error"))
             }
             (_, Some(Ok(value))) => {
-                let text = self.written(outcome, &value, &mut rng);
+                let text = self.written(outcome, &value, rng);
                 let value =
                     (outcome != Outcome::Malformed && outcome != Outcome::Empty).then_some(value);
                 Called::Answered { text, value }
