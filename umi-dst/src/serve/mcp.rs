@@ -125,7 +125,7 @@ pub(crate) fn mcp_hash(request: &HttpRequest) -> [u8; 32] {
 }
 
 /// The run seed of one MCP request.
-fn run_seed(seed: u64, hash: &[u8; 32], occurrence: u64) -> u64 {
+pub(crate) fn run_seed(seed: u64, hash: &[u8; 32], occurrence: u64) -> u64 {
     let digest = Sha256::new()
         .chain_update(b"umi.serve.mcp.seed.v1")
         .chain_update(seed.to_le_bytes())
@@ -141,7 +141,7 @@ fn run_seed(seed: u64, hash: &[u8; 32], occurrence: u64) -> u64 {
 
 /// Answers `request` in a simulation of `run_seed`, the server holding `sessions`;
 /// returns the record and the sessions it ended with.
-fn answer(
+pub(crate) fn answer(
     config: &ServeConfig,
     run_seed: u64,
     request: &HttpRequest,

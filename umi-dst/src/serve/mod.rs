@@ -38,6 +38,7 @@ mod own;
 mod pool;
 mod read;
 mod session;
+mod stdio;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -53,6 +54,7 @@ pub use config::{
     profile_serving,
 };
 pub use mcp_tools::{MCP_TOOLS_FILE_BYTES_MAX, MCP_TOOLS_MAX, McpToolSpec, McpToolsSpec};
+pub use stdio::{StdioReply, StdioServer};
 
 /// How long shutdown waits for in-flight responses before it drops them.
 pub const SHUTDOWN_GRACE_MS: u64 = 30_000;

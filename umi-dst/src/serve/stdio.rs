@@ -1,0 +1,254 @@
+//! The simulated MCP server over stdio, for agents that spawn their MCP servers
+//! (`dst mcp`): one JSON-RPC message per line on stdin, one per line on stdout (MCP
+//! 2025-11-25, `basic/transports.mdx`, stdio: "Messages are delimited by newlines, and
+//! MUST NOT contain embedded newlines").
+//!
+//! Each line is answered as `dst serve` answers a POST to `/mcp` (the same host, in a
+//! simulation of its own seeded by the seed, the message and its occurrence), and the
+//! HTTP answer is turned into lines: a JSON object or each event of an SSE stream is a
+//! line; a refusal is its JSON-RPC error with the request's id; a stream the simulation
+//! cut is a server that dies mid-message (half a line, then exit), as a crashing stdio
+//! server does; a stall is silence. stdio has no sessions: the process is one.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use umi_core::llm::transport::HttpRequest;
+use umi_core::llm::wire::sse::SseDecoder;
+
+use super::answer::{End, Recorded};
+use super::config::ServeConfig;
+use super::mcp::{answer, mcp_hash, run_seed};
+use crate::mcp::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, Sessions};
+
+/// What to do with one line of stdin.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StdioReply {
+    /// Lines to write to stdout, in order (each without its newline).
+    pub lines: Vec<String>,
+    /// Bytes to write with no newline after them (a message cut off), then exit.
+    pub died_mid_message: Option<String>,
+}
+
+/// A `dst mcp` process's state: its seed and tools, the session it runs in, and how
+/// many times each message was seen.
+#[derive(Debug)]
+pub struct StdioServer {
+    config: ServeConfig,
+    sessions: Sessions,
+    session: Option<String>,
+    protocol_version: Option<String>,
+    occurrences: BTreeMap<[u8; 32], u64>,
+}
+
+impl StdioServer {
+    /// A server answering with `config`'s seed, faults and MCP tools.
+    pub fn new(config: ServeConfig) -> Self {
+        Self {
+            config,
+            sessions: Sessions::default(),
+            session: None,
+            protocol_version: None,
+            occurrences: BTreeMap::new(),
+        }
+    }
+
+    /// Answers one line of stdin.
+    pub fn answer_line(&mut self, line: &str) -> StdioReply {
+        let request_id = serde_json::from_str::<Value>(line)
+            .ok()
+            .and_then(|message| message.get("id").cloned());
+        let http = self.request(line);
+        let hash = mcp_hash(&http);
+        let occurrence = {
+            let count = self.occurrences.entry(hash).or_insert(0);
+            *count += 1;
+            *count - 1
+        };
+        let seed = run_seed(self.config.seed, &hash, occurrence);
+        let only = self.sessions.only(self.session.as_deref());
+        let (recorded, after) = answer(&self.config, seed, &http, &only);
+        self.sessions.merge(self.session.as_deref(), &after);
+        if let Some(session) = header(&recorded, SESSION_HEADER) {
+            self.session = Some(session.to_owned());
+        }
+        let reply = lines_of(&recorded, request_id.as_ref());
+        if let Some(version) = reply.lines.iter().find_map(|line| negotiated(line)) {
+            self.protocol_version = Some(version);
+        }
+        reply
+    }
+
+    /// The line as the POST the HTTP transport would carry.
+    fn request(&self, line: &str) -> HttpRequest {
+        let mut headers = vec![
+            (
+                "accept".to_owned(),
+                "application/json, text/event-stream".to_owned(),
+            ),
+            ("content-type".to_owned(), "application/json".to_owned()),
+        ];
+        if let Some(session) = &self.session {
+            headers.push((SESSION_HEADER.to_owned(), session.clone()));
+        }
+        if let Some(version) = &self.protocol_version {
+            headers.push((PROTOCOL_VERSION_HEADER.to_owned(), version.clone()));
+        }
+        HttpRequest {
+            method: "POST",
+            url: String::new(),
+            headers,
+            body: line.as_bytes().to_vec(),
+        }
+    }
+}
+
+fn header<'a>(recorded: &'a Recorded, name: &str) -> Option<&'a str> {
+    recorded
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// The protocol version an `initialize` result agreed, if `line` is one.
+fn negotiated(line: &str) -> Option<String> {
+    let message: Value = serde_json::from_str(line).ok()?;
+    let version = message.get("result")?.get("protocolVersion")?.as_str()?;
+    Some(version.to_owned())
+}
+
+/// The lines an HTTP answer comes to on stdio.
+fn lines_of(recorded: &Recorded, request_id: Option<&Value>) -> StdioReply {
+    let body: Vec<u8> = recorded
+        .pieces
+        .iter()
+        .flat_map(|(_, bytes)| bytes.clone())
+        .collect();
+    let text = String::from_utf8_lossy(&body).into_owned();
+    let Some(status) = recorded.status else {
+        // The connection broke before any answer (a tool whose call never arrived): on
+        // stdio, the server died.
+        return StdioReply {
+            lines: Vec::new(),
+            died_mid_message: Some(String::new()),
+        };
+    };
+    if status == 202 || recorded.end == End::Stall && body.is_empty() {
+        return StdioReply::default();
+    }
+    let sse = header(recorded, "content-type").is_some_and(|t| t.starts_with("text/event-stream"));
+    let mut reply = StdioReply::default();
+    if sse {
+        let mut decoder = SseDecoder::new();
+        let mut events = Vec::new();
+        let _ = decoder.feed(&body, &mut events);
+        reply.lines = events
+            .into_iter()
+            .map(|e| e.data)
+            .filter(|d| !d.is_empty())
+            .collect();
+    } else if recorded.end == End::Complete {
+        reply.lines.push(with_id(&text, status, request_id));
+    }
+    if recorded.end == End::Reset {
+        let partial = if sse { String::new() } else { text };
+        reply.died_mid_message = Some(partial);
+    }
+    reply
+}
+
+/// A refusal's error (written with `id: null` over HTTP) with the request's id: on stdio
+/// there is no status to carry it, only the message.
+fn with_id(text: &str, status: u16, request_id: Option<&Value>) -> String {
+    if status < 400 {
+        return text.to_owned();
+    }
+    match (serde_json::from_str::<Value>(text), request_id) {
+        (Ok(mut message), Some(id)) if message.get("error").is_some() => {
+            message["id"] = id.clone();
+            umi_core::canonical_json::to_string(&message)
+        }
+        _ => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn say(server: &mut StdioServer, line: &str) -> Vec<Value> {
+        let reply = server.answer_line(line);
+        assert_eq!(reply.died_mid_message, None, "{line}");
+        reply
+            .lines
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// A session over stdio: initialize, the notification (no line back), the tools, a
+    /// call; and a second process with the same seed says the same.
+    #[test]
+    fn a_stdio_session_initializes_lists_calls_and_replays() {
+        let session = |seed: u64| {
+            let mut config = ServeConfig::default();
+            config.seed = seed;
+            let mut server = StdioServer::new(config);
+            let mut seen = say(
+                &mut server,
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            );
+            assert!(
+                say(
+                    &mut server,
+                    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+                )
+                .is_empty()
+            );
+            seen.extend(say(
+                &mut server,
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            ));
+            seen.extend(say(
+                &mut server,
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Oslo"}}}"#,
+            ));
+            seen.extend(say(
+                &mut server,
+                r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope"}}"#,
+            ));
+            seen
+        };
+        let seen = session(4);
+        assert_eq!(seen[0]["result"]["protocolVersion"], "2025-06-18");
+        assert_eq!(seen[1]["result"]["tools"].as_array().unwrap().len(), 3);
+        assert_eq!(seen[2]["id"], 2);
+        assert!(
+            seen[2]["result"]["structuredContent"]["celsius"].is_i64(),
+            "{}",
+            seen[2]
+        );
+        assert_eq!(
+            (&seen[3]["id"], &seen[3]["error"]["code"]),
+            (&Value::from(3), &Value::from(-32602))
+        );
+        assert_eq!(session(4), seen, "the same seed, the same lines");
+        assert_ne!(session(5)[2], seen[2], "another seed, another answer");
+    }
+
+    #[test]
+    fn refusals_carry_the_requests_id_on_stdio() {
+        let mut server = StdioServer::new(ServeConfig::default());
+        // Before initialize, a request has no session: the HTTP refusal, with its id.
+        let lines = say(
+            &mut server,
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/list"}"#,
+        );
+        assert_eq!(lines[0]["id"], "a");
+        assert_eq!(lines[0]["error"]["code"], -32000);
+        let garbage = server.answer_line("{not json");
+        assert_eq!(garbage.lines.len(), 1, "{garbage:?}");
+        assert!(garbage.lines[0].contains("-32700"));
+    }
+}
