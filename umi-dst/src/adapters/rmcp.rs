@@ -725,7 +725,6 @@ mod tests {
             Some("t".into()),
             custom,
         )
-        .ok()
         .expect("no reserved header");
         let names: Vec<&str> = sent.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
