@@ -3,8 +3,8 @@
 #   make sweep                 the main job: every scenario over the default seeds, with the report
 #                              (SEEDS=1000 SEED_START=1 JOBS=<cores> SCENARIO="a b" SWARM=1 DETERMINISM=0)
 #   make test                  every test (simulations replay their seed corpus and default seeds),
-#                              umi-dst's again in a build with rig (seeds must mean the same
-#                              there), then the Python clients and the TypeScript SDKs
+#                              umi-dst's again in a build with rig and rmcp (seeds must mean
+#                              the same there), then the Python clients and the TypeScript SDKs
 #                              against `dst serve` (needs python3 and node 20; see tests/python, ts/)
 #   make serve                 `dst serve` on 127.0.0.1:8080 (ARGS="--seed 7 --endpoint anthropic ...")
 #   make lint                  fmt, clippy, rustdoc and the determinism checks, warnings as errors;
@@ -36,16 +36,18 @@ DST := $(CARGO) run --quiet --profile sim -p umi-scenarios --bin dst --
 help:
 	@sed -n 's/^#   //p' Makefile
 
-# The rig adapter's tests build on their own (rig-core is slow to compile, so `rig` is
-# never unified into the workspace build). rig-core turns on serde_json's
-# `preserve_order`; seeded paths go through umi_core::canonical_json, so a seed must mean
-# the same in that build: the whole umi-dst binary runs there too, golden files included.
-RIG := -p umi-dst --features rig
+# The rig and rmcp adapters' tests build on their own (rig-core is slow to compile, so
+# `rig` is never unified into the workspace build; rmcp rides along in the same build).
+# rig-core turns on serde_json's `preserve_order`; seeded paths go through
+# umi_core::canonical_json, so a seed must mean the same in that build: the whole umi-dst
+# binary runs there too, golden files included.
+RIG := -p umi-dst --features rig,rmcp
 
 test:
 	$(CARGO) test --workspace
 	$(CARGO) test $(RIG) --test main
 	$(CARGO) test $(RIG) --doc adapters::rig
+	$(CARGO) test $(RIG) --doc adapters::rmcp
 	scripts/python-tests.sh --wheel
 	scripts/ts-tests.sh
 

@@ -1,6 +1,6 @@
 //! Third-party code inside a simulation, and what the determinism check says about it.
 //!
-//! An adapter lets a client Umi did not write (async-openai, rig) run inside a
+//! An adapter lets a client Umi did not write (async-openai, rig, rmcp) run inside a
 //! simulation. Such a client may keep its own clock or randomness: retry jitter drawn
 //! from OS entropy, a request id from a UUID, a deadline from `Instant::now`. Umi cannot
 //! seed those; what it can do is know them. Each adapter describes its client as a

@@ -75,3 +75,8 @@ mod test_macro;
 /// rig, unmodified, over SimNetwork through `umi_dst::adapters::rig` (feature `rig`).
 #[cfg(feature = "rig")]
 mod rig_adapter;
+
+/// rmcp, the official Rust MCP SDK, unmodified, over SimNetwork's MCP servers through
+/// `umi_dst::adapters::rmcp` (feature `rmcp`).
+#[cfg(feature = "rmcp")]
+mod rmcp_adapter;

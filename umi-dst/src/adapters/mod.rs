@@ -5,6 +5,7 @@
 //! | --- | --- | --- |
 //! | async-openai | `Client::with_http_service` (a tower service; its `middleware` feature) | `adapters::async_openai` (feature `async-openai`) |
 //! | rig (rig-core 0.44) | `HttpClientExt`, taken by every provider configuration's `connect` and a client's `with_http` | `adapters::rig` (feature `rig`) |
+//! | rmcp (the official Rust MCP SDK, 3.11) | `StreamableHttpClient`, taken by `StreamableHttpClientTransport::with_client` | `adapters::rmcp` (feature `rmcp`), for SimNetwork's MCP servers (`with_mcp`) |
 //! | the `openai`/`anthropic`/`ollama` packages, other languages, anything else | none Umi can reach in-process | `dst serve` (real HTTP) |
 //!
 //! An adapter only moves bytes: the client's requests go to SimNetwork, which answers in
@@ -17,3 +18,5 @@ pub mod async_openai;
 mod http_bridge;
 #[cfg(feature = "rig")]
 pub mod rig;
+#[cfg(feature = "rmcp")]
+pub mod rmcp;
