@@ -15,15 +15,18 @@ server answers, and falls back).
   ends in results, an `MCPError` or a transport error, never another exception or a hang;
 * an expired session (404) must be answered by a new `initialize` (MCP 2025-11-25,
   transports, session management, rule 4); a client that gives up instead is an Umi
-  finding, an xfail naming the 404.
+  finding, an xfail naming the 404;
+* over stdio (`dst mcp`, spawned as agents spawn their servers) the same session works,
+  and a process started again with the same seed answers the same.
 """
 
 import asyncio
+import os
 import pathlib
 
 import httpx2
 import pytest
-from mcp import Client, MCPError
+from mcp import Client, MCPError, StdioServerParameters
 
 from umi_dst import Server
 
@@ -147,3 +150,32 @@ def test_an_expired_session_is_followed_by_a_new_initialize(umi):
     assert expired, "the session failed without a 404"
     pytest.xfail(f"mcp (python) did not initialize again after a 404 on {len(expired)} request(s) "
                  f"({found[0]}): MCP 2025-11-25 says a client MUST start a new session")
+
+
+def stdio_session(seed, mode, faults=None):
+    args = ["mcp", "--seed", str(seed)] + (["--faults", faults] if faults else [])
+    server = StdioServerParameters(command=os.environ["UMI_DST"], args=args)
+    return asyncio.run(_session(server, mode, CALLS, 10))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_over_stdio_a_spawned_server_answers_and_replays(mode):
+    first = stdio_session(11, mode)
+    assert first[0][:2] == ("version", "2025-11-25")
+    assert first[1] == ("tools", ["get_weather", "search_docs", "send_payment"])
+    assert first[2][2] is False and first[2][4]["sky"] in ("clear", "cloudy", "rain", "snow")
+    assert first[5][2] is True and "amount_cents" in first[5][3][0]
+    assert stdio_session(11, mode) == first, "a process started again with the same seed"
+    assert stdio_session(12, mode) != first, "another seed, other results"
+
+
+def test_over_stdio_a_cut_stream_is_a_server_that_dies():
+    """`tool.mcp_stream_cut` on stdio: the server dies mid-message; the session fails with
+    the SDK's own error (never a hang), and the same seed dies at the same message."""
+    def died():
+        try:
+            stdio_session(3, "legacy", faults="tool.mcp_stream_cut=1.0")
+        except BaseException as error:  # noqa: B036
+            return [type(leaf).__name__ for leaf in leaves(error)]
+        raise AssertionError("the session outlived a server that died")
+    assert died() == died()

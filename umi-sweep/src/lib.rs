@@ -28,6 +28,8 @@ pub mod find;
 pub mod groups;
 mod junit;
 mod limit_in_force;
+#[cfg(feature = "serve")]
+pub mod mcp_cli;
 pub mod memory_limit;
 pub mod merge_check;
 pub mod minimize;

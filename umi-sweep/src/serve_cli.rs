@@ -84,7 +84,11 @@ pub struct ServeArgs {
     mcp_tools: Option<std::path::PathBuf>,
 }
 
-fn faults_of(text: &str, scenarios: &[Arc<dyn Scenario>]) -> Result<Vec<FaultConfig>, ServeError> {
+/// `--faults`: `kind=probability,...`, or a scenario's name for its fault profile.
+pub(crate) fn faults_of(
+    text: &str,
+    scenarios: &[Arc<dyn Scenario>],
+) -> Result<Vec<FaultConfig>, ServeError> {
     if let Some(scenario) = scenarios.iter().find(|s| s.name() == text) {
         return Ok(scenario.faults());
     }

@@ -192,8 +192,10 @@ mod tests {
     #[test]
     fn a_stdio_session_initializes_lists_calls_and_replays() {
         let session = |seed: u64| {
-            let mut config = ServeConfig::default();
-            config.seed = seed;
+            let config = ServeConfig {
+                seed,
+                ..ServeConfig::default()
+            };
             let mut server = StdioServer::new(config);
             let mut seen = say(
                 &mut server,

@@ -57,6 +57,10 @@ enum Command {
     /// formats in any profile), seeded per request, for agents in any language.
     #[cfg(feature = "serve")]
     Serve(crate::serve_cli::ServeArgs),
+    /// Serve a simulated MCP server over stdin/stdout (for agents that spawn theirs),
+    /// seeded per message.
+    #[cfg(feature = "serve")]
+    Mcp(crate::mcp_cli::McpArgs),
     /// A sweep's worker process (started by `dst sweep` itself; not for people).
     #[command(name = "__sweep-worker", hide = true)]
     SweepWorker(crate::process_worker::WorkerArgs),
@@ -119,6 +123,8 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
         Command::Find(args) => crate::find::run(&scenarios, &args, &program),
         #[cfg(feature = "serve")]
         Command::Serve(args) => crate::serve_cli::run(&args, &scenarios),
+        #[cfg(feature = "serve")]
+        Command::Mcp(args) => crate::mcp_cli::run(&args, &scenarios),
         Command::SweepWorker(args) => crate::process_worker::serve(&scenarios, &args),
     }
 }
