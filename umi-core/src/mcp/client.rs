@@ -73,6 +73,9 @@ pub struct ToolCallResult {
 
 #[derive(Debug, Default)]
 struct State {
+    /// Whether a session began (a server may give no session id: MCP 2025-11-25,
+    /// transports, session management, rule 1).
+    connected: bool,
     session: Option<String>,
     protocol_version: Option<String>,
     next_id: u64,
@@ -80,13 +83,21 @@ struct State {
 }
 
 /// A client of one MCP server.
-#[derive(Debug)]
 pub struct McpClient {
     transport: Arc<dyn Transport>,
     env: Env,
     url: String,
     config: McpClientConfig,
     state: Mutex<State>,
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient")
+            .field("url", &self.shown_url())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Whether a POST was refused because its session is gone.
@@ -133,6 +144,7 @@ impl McpClient {
     pub async fn connect(&self) -> Result<(), McpError> {
         {
             let mut state = self.state();
+            state.connected = false;
             state.session = None;
             state.protocol_version = None;
         }
@@ -151,13 +163,14 @@ impl McpClient {
             .ok_or_else(|| self.malformed("initialize", "$.result.protocolVersion is missing"))?;
         if !PROTOCOL_VERSIONS.contains(&version) {
             return Err(McpError::Version {
-                url: self.url.clone(),
+                url: self.shown_url(),
                 version: version.to_owned(),
                 supported: PROTOCOL_VERSIONS.join(", "),
             });
         }
         {
             let mut state = self.state();
+            state.connected = true;
             state.session = session;
             state.protocol_version = Some(version.to_owned());
         }
@@ -237,21 +250,50 @@ impl McpClient {
         };
         let request = HttpRequest {
             method: "DELETE",
-            url: self.url.clone(),
+            url: self.shown_url(),
             headers: self.headers(Some(&session)),
             body: Vec::new(),
         };
-        let response = self.send("DELETE", request).await?;
-        match response.status {
-            200..=299 | 404 | 405 => Ok(()),
-            status => Err(self.http_error("DELETE", status, response).await),
+        let exchange = async {
+            let response = self.send("DELETE", request).await?;
+            match response.status {
+                200..=299 | 404 | 405 => Ok(()),
+                status => Err(self.http_error("DELETE", status, response).await),
+            }
+        };
+        self.timed("DELETE", exchange).await
+    }
+
+    /// `exchange`, or [`McpError::Timeout`] past the request timeout.
+    async fn timed<T>(
+        &self,
+        method: &str,
+        exchange: impl std::future::Future<Output = Result<T, McpError>>,
+    ) -> Result<T, McpError> {
+        match self
+            .env
+            .timeout(self.config.request_timeout, exchange)
+            .await
+        {
+            Ok(done) => done,
+            Err(_) => Err(McpError::Timeout {
+                url: self.shown_url(),
+                method: method.to_owned(),
+                timeout_ms: u64::try_from(self.config.request_timeout.as_millis())
+                    .unwrap_or(u64::MAX),
+            }),
         }
+    }
+
+    /// The URL as errors and traces show it: credentials in it redacted.
+    fn shown_url(&self) -> String {
+        crate::llm::secrets::redact_url(&self.url)
     }
 
     /// A request in the session (one begun first if there is none), begun again once
     /// after a 404.
     async fn request(&self, method: &str, params: Value) -> Result<Value, McpError> {
-        if self.state().session.is_none() {
+        if !self.state().connected {
             self.connect().await?;
         }
         for attempt in 0..=REINITIALIZE_MAX {
@@ -262,17 +304,20 @@ impl McpClient {
             {
                 (Sent::Answer(result), _) => return Ok(result),
                 (Sent::SessionGone, _) => {
-                    self.env.cover("mcp.client_reinitialized");
                     self.env.record(
                         "mcp.session_gone",
-                        format_args!("{} at {method} (attempt {attempt})", self.url),
+                        format_args!("{} at {method} (attempt {attempt})", self.shown_url()),
                     );
-                    self.connect().await?;
+                    // A new session only when the request will be sent in it.
+                    if attempt < REINITIALIZE_MAX {
+                        self.env.cover("mcp.client_reinitialized");
+                        self.connect().await?;
+                    }
                 }
             }
         }
         Err(McpError::SessionExpired {
-            url: self.url.clone(),
+            url: self.shown_url(),
             attempts: REINITIALIZE_MAX,
         })
     }
@@ -282,11 +327,14 @@ impl McpClient {
         let session = self.state().session.clone();
         let body = json!({"jsonrpc": "2.0", "method": method});
         let request = self.post(&body, session.as_deref());
-        let response = self.send(method, request).await?;
-        match response.status {
-            200..=299 => Ok(()),
-            status => Err(self.http_error(method, status, response).await),
-        }
+        let exchange = async {
+            let response = self.send(method, request).await?;
+            match response.status {
+                200..=299 => Ok(()),
+                status => Err(self.http_error(method, status, response).await),
+            }
+        };
+        self.timed(method, exchange).await
     }
 
     /// POSTs request `method` and reads its result (and the session id a response to
@@ -328,31 +376,19 @@ impl McpClient {
                 self.env.cover("mcp.client_saw_list_changed");
             }
             let response = answer.response.ok_or_else(|| McpError::NoResponse {
-                url: self.url.clone(),
+                url: self.shown_url(),
                 method: method.to_owned(),
             })?;
             Ok((Sent::Answer(self.result_of(method, response)?), session_id))
         };
-        match self
-            .env
-            .timeout(self.config.request_timeout, exchange)
-            .await
-        {
-            Ok(sent) => sent,
-            Err(_) => Err(McpError::Timeout {
-                url: self.url.clone(),
-                method: method.to_owned(),
-                timeout_ms: u64::try_from(self.config.request_timeout.as_millis())
-                    .unwrap_or(u64::MAX),
-            }),
-        }
+        self.timed(method, exchange).await
     }
 
     /// The `result` of a response, or its error.
     fn result_of(&self, method: &str, response: Value) -> Result<Value, McpError> {
         if let Some(error) = response.get("error") {
             return Err(McpError::Rpc {
-                url: self.url.clone(),
+                url: self.shown_url(),
                 method: method.to_owned(),
                 code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
                 message: error
@@ -391,7 +427,7 @@ impl McpClient {
     fn post(&self, body: &Value, session: Option<&str>) -> HttpRequest {
         HttpRequest {
             method: "POST",
-            url: self.url.clone(),
+            url: self.shown_url(),
             headers: self.headers(session),
             body: crate::canonical_json::to_string(body).into_bytes(),
         }
@@ -402,7 +438,7 @@ impl McpClient {
             .send(request)
             .await
             .map_err(|source| McpError::Transport {
-                url: self.url.clone(),
+                url: self.shown_url(),
                 source,
             })
             .inspect_err(|error| {
@@ -414,7 +450,7 @@ impl McpClient {
     async fn http_error(&self, method: &str, status: u16, response: HttpResponse) -> McpError {
         let body = read::prefix(response.body, HTTP_ERROR_BODY_BYTES_MAX).await;
         McpError::Http {
-            url: self.url.clone(),
+            url: self.shown_url(),
             method: method.to_owned(),
             status,
             body,
@@ -424,7 +460,7 @@ impl McpClient {
     fn read_error(&self, method: &str, error: ReadError) -> McpError {
         match error {
             ReadError::Transport(source) => McpError::Transport {
-                url: self.url.clone(),
+                url: self.shown_url(),
                 source,
             },
             ReadError::Malformed(reason) => self.malformed(method, &reason),
@@ -433,9 +469,71 @@ impl McpClient {
 
     fn malformed(&self, method: &str, reason: &str) -> McpError {
         McpError::Malformed {
-            url: self.url.clone(),
+            url: self.shown_url(),
             method: method.to_owned(),
             reason: reason.to_owned(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use async_trait::async_trait;
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::env::SystemEnvironment;
+    use crate::llm::transport::TransportError;
+
+    /// A server that gives no session id (the spec's "MAY"): it counts `initialize`s.
+    #[derive(Debug, Default)]
+    struct Sessionless {
+        initializes: AtomicU32,
+    }
+
+    #[async_trait]
+    impl Transport for Sessionless {
+        async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
+            let message: Value = serde_json::from_slice(&request.body).unwrap();
+            let (status, body) = match message["method"].as_str() {
+                Some("initialize") => {
+                    self.initializes.fetch_add(1, Ordering::Relaxed);
+                    (
+                        200,
+                        json!({"jsonrpc": "2.0", "id": message["id"], "result": {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}}),
+                    )
+                }
+                Some("tools/list") => (
+                    200,
+                    json!({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}}),
+                ),
+                _ => (202, Value::Null),
+            };
+            let bytes = if body.is_null() {
+                Vec::new()
+            } else {
+                serde_json::to_vec(&body).unwrap()
+            };
+            Ok(HttpResponse {
+                status,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: futures::stream::iter([Ok(bytes)]).boxed(),
+            })
+        }
+    }
+
+    /// A server without sessions once got an `initialize` before every request: the
+    /// client took "no session id" for "not connected".
+    #[tokio::test]
+    async fn a_server_without_sessions_is_initialized_once() {
+        let server = Arc::new(Sessionless::default());
+        let env: Env = Arc::new(SystemEnvironment::new());
+        let client = McpClient::new(server.clone(), env, "http://user:secret@tools.example/mcp");
+        client.list_tools().await.unwrap();
+        client.list_tools().await.unwrap();
+        assert_eq!(server.initializes.load(Ordering::Relaxed), 1);
+        assert!(!format!("{client:?}").contains("secret"), "{client:?}");
     }
 }

@@ -92,13 +92,18 @@ pub enum McpError {
 }
 
 impl McpError {
-    /// Whether the request may have been carried out (a broken stream, no response):
-    /// the cases a caller must not simply resend a call with side effects after.
+    /// Whether the request may have been carried out: the cases a caller must not simply
+    /// resend a call with side effects after. A broken stream, no response, an answer
+    /// that could not be read, a 5xx (a gateway's, or the server's own after it ran), an
+    /// internal error (-32603): the server may have done it. A refused connection, a 4xx,
+    /// invalid params, an unknown method or a version refused: it did not.
     pub fn maybe_applied(&self) -> bool {
         match self {
             Self::Transport { source, .. } => !matches!(source, TransportError::Connect { .. }),
-            Self::Timeout { .. } | Self::NoResponse { .. } => true,
-            _ => false,
+            Self::Timeout { .. } | Self::NoResponse { .. } | Self::Malformed { .. } => true,
+            Self::Http { status, .. } => *status >= 500,
+            Self::Rpc { code, .. } => *code == -32_603,
+            Self::Version { .. } | Self::SessionExpired { .. } => false,
         }
     }
 }

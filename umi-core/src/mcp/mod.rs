@@ -7,7 +7,7 @@
 //! `initialize` with version negotiation, `notifications/initialized`, `tools/list`
 //! (every page, by `nextCursor`), `tools/call`, and the session in the `Mcp-Session-Id`
 //! header, with DELETE to end it. A server may answer a request with one JSON object or
-//! an SSE stream; both are read. What the spec asks of a client is done:
+//! an SSE stream; both are read. It does, of what the spec asks of a client:
 //!
 //! - a 404 on a request carrying a session means the server forgot it: the client
 //!   initializes again and sends the request again (once; a 404 means the request was not
@@ -15,7 +15,13 @@
 //! - a server that answers `initialize` with a version this client does not speak is
 //!   refused ([`McpError::Version`]), as the lifecycle says a client should disconnect;
 //! - `notifications/tools/list_changed` marks the tool list stale
-//!   ([`McpClient::tools_changed`]).
+//!   ([`McpClient::tools_changed`]);
+//! - a server that gives no session id is served without one.
+//!
+//! Not (yet): `notifications/cancelled` after a timeout (a SHOULD of the lifecycle),
+//! resuming an SSE stream by `Last-Event-ID` (a stream that ends without the response is
+//! [`McpError::NoResponse`]), and a DELETE of the session a refused version began.
+//! Errors and `Debug` show the URL with credentials redacted.
 //!
 //! A broken stream or no response is an error, never retried here: a `tools/call` the
 //! server may have run is the agent's to decide about. [`McpTools`] makes an agent's

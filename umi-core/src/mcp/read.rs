@@ -10,6 +10,9 @@ use super::MCP_RESPONSE_BYTES_MAX;
 use crate::llm::transport::{BodyStream, TransportError};
 use crate::llm::wire::sse::SseDecoder;
 
+/// Notifications kept from one response at most (the rest are read and dropped).
+pub(crate) const NOTIFICATIONS_KEPT_MAX: usize = 64;
+
 /// What a response body held: the server's notifications, and the response to the
 /// request when it came.
 #[derive(Debug, Default)]
@@ -33,9 +36,11 @@ pub(crate) async fn answer(mut body: BodyStream, sse: bool, id: u64) -> Result<A
     let mut bytes: Vec<u8> = Vec::new();
     let mut decoder = SseDecoder::new();
     let mut events = Vec::new();
+    let mut read_bytes = 0usize;
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(ReadError::Transport)?;
-        if bytes.len() + chunk.len() > MCP_RESPONSE_BYTES_MAX {
+        read_bytes += chunk.len();
+        if read_bytes > MCP_RESPONSE_BYTES_MAX {
             return Err(ReadError::Malformed(format!(
                 "the response is over {MCP_RESPONSE_BYTES_MAX} bytes"
             )));
@@ -93,7 +98,7 @@ fn take(answer: &mut Answer, data: &str, id: u64) -> Result<(), ReadError> {
     let message: Value = serde_json::from_str(data)
         .map_err(|error| ReadError::Malformed(format!("a message is not JSON: {error}")))?;
     if let Some(method) = message.get("method").and_then(Value::as_str) {
-        if message.get("id").is_none() {
+        if message.get("id").is_none() && answer.notifications.len() < NOTIFICATIONS_KEPT_MAX {
             answer.notifications.push(method.to_owned());
         }
         // A request of the server's (sampling, elicitation): this client offers none of

@@ -135,8 +135,9 @@ fault_kinds! {
     /// request carrying its id gets 404, and the client must initialize again (MCP
     /// 2025-11-25, transports, session management, rules 3 and 4).
     McpSessionExpired => (Tool, "tool.mcp_session_expired"),
-    /// The SSE stream of an MCP response is cut before the response: the request is lost
-    /// (a `tools/call` may have run) and the client must send it again.
+    /// An MCP response is cut before it is whole (an SSE stream before its response, a
+    /// JSON body halfway): the answer is lost, and a `tools/call` may have run, so a
+    /// client that sends it again may do it twice.
     McpStreamCut => (Tool, "tool.mcp_stream_cut"),
     /// The MCP server answers with a JSON-RPC error: -32603, internal error.
     McpInternalError => (Tool, "tool.mcp_internal_error"),

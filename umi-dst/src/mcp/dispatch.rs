@@ -75,10 +75,10 @@ pub(crate) struct RequestFaults {
     pub(crate) silence: bool,
 }
 
-/// Answers request `id` (`method`, `params`) in `session`.
+/// Answers request `id` (`method`, `params`) in the session `session_id`.
 pub(crate) async fn request(
     server: &SimMcpServer,
-    session: &mut McpSession,
+    (session_id, session): (&str, &mut McpSession),
     (id, method, params): (&Value, &str, &Map<String, Value>),
     faults: RequestFaults,
     rng: &mut DeterministicRng,
@@ -100,7 +100,7 @@ pub(crate) async fn request(
     let mut answered = match method {
         "ping" => Answered::message(jsonrpc::result(id, json!({}))),
         "tools/list" => Answered::message(list(server, session, id, params)),
-        "tools/call" => call(server, session, id, params).await,
+        "tools/call" => call(server, (session_id, session), id, params).await,
         other => Answered::message(jsonrpc::error(
             Some(id),
             METHOD_NOT_FOUND,
@@ -196,7 +196,7 @@ fn listed(tool: &crate::tools::SimTool) -> Value {
 /// Runs `tools/call`.
 async fn call(
     server: &SimMcpServer,
-    session: &McpSession,
+    (session_id, session): (&str, &McpSession),
     id: &Value,
     params: &Map<String, Value>,
 ) -> Answered {
@@ -233,7 +233,7 @@ async fn call(
         .get("_meta")
         .and_then(|meta| meta.get(CALL_ID_META_KEY))
         .and_then(Value::as_str)
-        .map_or_else(|| format!("mcp:{id}"), str::to_owned);
+        .map_or_else(|| fallback_call_id(session_id, id), str::to_owned);
     let invocation = ToolInvocation {
         call_id,
         name: name.to_owned(),
@@ -262,6 +262,16 @@ async fn call(
     }
 }
 
+/// The logical call of a `tools/call` without the model's call id in `_meta`: its
+/// JSON-RPC id within its session (clients number requests per session, so the id alone
+/// would merge two sessions' calls).
+fn fallback_call_id(session_id: &str, id: &Value) -> String {
+    match id {
+        Value::String(text) => format!("mcp:{session_id}:{text}"),
+        other => format!("mcp:{session_id}:{other}"),
+    }
+}
+
 /// A successful call's result: the text, and the structured value when the tool
 /// declares an output schema (a malformed answer's parsed text, or none when it does
 /// not parse: what a buggy server sends).
@@ -272,7 +282,9 @@ fn answered(text: String, value: Option<Value>, has_output_schema: bool) -> Valu
     };
     let mut result = json!({"content": [{"type": "text"}], "isError": false});
     result["content"][0]["text"] = Value::String(text);
-    if let (true, Some(structured)) = (has_output_schema, structured) {
+    // `structuredContent` is an object (2025-11-25 schema, `CallToolResult`): a
+    // malformed answer of another type goes in the text alone.
+    if let (true, Some(structured @ Value::Object(_))) = (has_output_schema, structured) {
         result["structuredContent"] = structured;
     }
     result
@@ -304,16 +316,19 @@ mod tests {
         let typed = answered("{\"c\":3}".into(), Some(json!({"c": 3})), true);
         assert_eq!(typed["structuredContent"], json!({"c": 3}));
         assert_eq!(typed["isError"], json!(false));
-        // A malformed answer: cut JSON has no structure; a wrong type is sent as it is.
+        // A malformed answer: cut JSON has no structure, nor has a value of another type.
         assert!(
             answered("{\"c\":".into(), None, true)
                 .get("structuredContent")
                 .is_none()
         );
-        assert_eq!(
-            answered("\"unexpected\"".into(), None, true)["structuredContent"],
-            json!("unexpected")
+        assert!(
+            answered("\"unexpected\"".into(), None, true)
+                .get("structuredContent")
+                .is_none()
         );
+        assert_eq!(fallback_call_id("s1", &json!(7)), "mcp:s1:7");
+        assert_eq!(fallback_call_id("s1", &json!("a")), "mcp:s1:a");
         assert_eq!(error_result("no")["isError"], json!(true));
     }
 }

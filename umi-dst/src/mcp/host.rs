@@ -48,14 +48,17 @@ impl std::fmt::Debug for McpHost {
 }
 
 impl McpHost {
-    /// `server` at `url`, with the sessions it already has, its stream `rng`.
+    /// `server` at `url`, with the sessions it already has, its stream `rng`, and how it
+    /// answers (drawn from `rng` when not given: `dst serve` fixes it per server).
     pub(crate) fn new(
         url: &str,
         server: SimMcpServer,
         sessions: Sessions,
         mut rng: DeterministicRng,
+        sse: Option<bool>,
     ) -> Self {
-        let sse = rng.bool_with(MCP_SSE_PROBABILITY);
+        let drawn = rng.bool_with(MCP_SSE_PROBABILITY);
+        let sse = sse.unwrap_or(drawn);
         Self {
             url: url.to_owned(),
             sim: server.tools.sim.clone(),
@@ -157,7 +160,9 @@ impl McpHost {
             "mcp.initialize",
             format_args!("session={session} version={version} asked={requested:?}"),
         );
-        let capabilities = json!({"tools": {"listChanged": true}});
+        // `listChanged` only where the notification can be delivered: this server has
+        // no GET stream, so only on a POST's SSE stream.
+        let capabilities = json!({"tools": {"listChanged": self.sse}});
         let mut result = json!({
             "protocolVersion": version,
             "capabilities": capabilities,
@@ -219,7 +224,7 @@ impl McpHost {
         let mut rng = self.request_rng();
         let answered = dispatch::request(
             &self.server,
-            &mut state,
+            (session, &mut state),
             (id, method, params),
             faults,
             &mut rng,

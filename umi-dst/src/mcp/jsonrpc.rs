@@ -59,7 +59,8 @@ pub fn classify(value: &Value) -> Result<Incoming, String> {
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err("`jsonrpc` must be \"2.0\"".into());
     }
-    let id = object.get("id").filter(|id| !id.is_null());
+    // MCP forbids a null id (2025-11-25, basic: "the ID MUST NOT be null").
+    let id = object.get("id");
     if id.is_some_and(|id| !id.is_string() && !id.is_i64() && !id.is_u64()) {
         return Err("`id` must be a string or an integer".into());
     }
@@ -136,6 +137,10 @@ mod tests {
             ),
             (json!({"jsonrpc": "2.0", "id": 1, "method": 7}), "`method`"),
             (json!({"jsonrpc": "2.0"}), "a message has"),
+            (
+                json!({"jsonrpc": "2.0", "id": null, "method": "tools/call"}),
+                "`id`",
+            ),
         ];
         for (message, named) in table {
             let error = classify(&message).unwrap_err();

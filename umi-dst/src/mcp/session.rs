@@ -21,7 +21,8 @@ pub const SESSIONS_MAX: usize = 1_024;
 pub struct McpSession {
     /// The protocol version the server answered `initialize` with.
     pub protocol_version: String,
-    /// Whether the client sent `notifications/initialized`.
+    /// Whether the client sent `notifications/initialized` (kept for the trace and for
+    /// tests; the server answers requests before it, as the spec's servers may).
     pub initialized: bool,
     /// The tool the server does not list (or run) right now, after its list changed.
     pub hidden_tool: Option<String>,
@@ -111,8 +112,12 @@ impl Sessions {
     pub fn merge(&mut self, id: Option<&str>, after: &Sessions) {
         if let Some(id) = id {
             match after.by_id.get(id) {
+                // Only a session still here is updated: one ended meanwhile (a DELETE or
+                // an eviction merged first) stays ended, and its id keeps getting 404.
                 Some(session) => {
-                    self.by_id.insert(id.to_owned(), session.clone());
+                    if let Some(kept) = self.by_id.get_mut(id) {
+                        *kept = session.clone();
+                    }
                 }
                 None => {
                     self.by_id.remove(id);
@@ -168,5 +173,11 @@ mod tests {
         served.merge(Some("b"), &after);
         assert!(served.get("b").is_none());
         assert_eq!(served.len(), 2);
+        // A request in session a that was in flight while a DELETE ended a: a stays ended
+        // (it once came back, and a full table then grew past its limit).
+        let in_flight = served.only(Some("a"));
+        assert!(served.end("a"));
+        served.merge(Some("a"), &in_flight);
+        assert!(served.get("a").is_none(), "an ended session came back");
     }
 }

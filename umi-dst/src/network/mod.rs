@@ -231,17 +231,21 @@ impl SimNetwork {
 
     /// Serves `server` at the MCP endpoint `url` (`http://tools.sim/mcp`): requests to
     /// exactly that URL reach it over MCP's Streamable HTTP transport ([`crate::mcp`]).
+    /// Its faults are MCP's and its tools' (`tool.*`): the network's own (`network.*`,
+    /// [`SimNetwork::take_down`]) and the capture are the model endpoints' only.
     pub fn with_mcp(self, url: &str, server: SimMcpServer) -> Self {
-        self.with_mcp_sessions(url, server, Sessions::default())
+        self.with_mcp_sessions(url, server, Sessions::default(), None)
     }
 
-    /// Like [`SimNetwork::with_mcp`], for a server that already has `sessions` (`dst
-    /// serve` carries them from one request's simulation to the next).
+    /// Like [`SimNetwork::with_mcp`], for a server that already has `sessions` and,
+    /// when `sse` says, answers in SSE or JSON (`dst serve` carries both from one
+    /// request's simulation to the next).
     pub(crate) fn with_mcp_sessions(
         mut self,
         url: &str,
         server: SimMcpServer,
         sessions: Sessions,
+        sse: Option<bool>,
     ) -> Self {
         assert!(
             self.mcp.iter().all(|host| host.url != url),
@@ -249,7 +253,7 @@ impl SimNetwork {
         );
         let rng = self.root.fork_parts(&[b"mcp", url.as_bytes()]);
         self.mcp
-            .push(Arc::new(McpHost::new(url, server, sessions, rng)));
+            .push(Arc::new(McpHost::new(url, server, sessions, rng, sse)));
         self
     }
 

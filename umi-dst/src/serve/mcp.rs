@@ -71,7 +71,7 @@ pub(super) async fn handle(
     let worker = state.clone();
     let answered = state
         .simulations
-        .run(move || answer(&worker.config, run_seed, &http, &sessions))
+        .run(move || answer(&worker.config, (seed, run_seed), &http, &sessions))
         .await;
     let (mut recorded, after) = match answered {
         Ok(answered) => answered,
@@ -139,11 +139,19 @@ pub(crate) fn run_seed(seed: u64, hash: &[u8; 32], occurrence: u64) -> u64 {
     )
 }
 
-/// Answers `request` in a simulation of `run_seed`, the server holding `sessions`;
-/// returns the record and the sessions it ended with.
+/// Whether the server of `seed` answers with SSE streams (else single JSON objects):
+/// one way for every request of the seed, as a real server is configured.
+pub(crate) fn sse_for(seed: u64) -> bool {
+    crate::rng::DeterministicRng::new(seed)
+        .fork("mcp.response_mode")
+        .bool_with(crate::mcp::MCP_SSE_PROBABILITY)
+}
+
+/// Answers `request` in a simulation of `run_seed`, the server of `seed` holding
+/// `sessions`; returns the record and the sessions it ended with.
 pub(crate) fn answer(
     config: &ServeConfig,
-    run_seed: u64,
+    (seed, run_seed): (u64, u64),
     request: &HttpRequest,
     sessions: &Sessions,
 ) -> (Recorded, Sessions) {
@@ -158,7 +166,12 @@ pub(crate) fn answer(
         let sessions = sessions.clone();
         async move {
             let server = config.mcp.server(&sim);
-            let network = SimNetwork::new(&sim).with_mcp_sessions(SIM_MCP_URL, server, sessions);
+            let network = SimNetwork::new(&sim).with_mcp_sessions(
+                SIM_MCP_URL,
+                server,
+                sessions,
+                Some(sse_for(seed)),
+            );
             let record = exchange(&sim, &network, request).await;
             let after = network
                 .mcp_sessions(SIM_MCP_URL)

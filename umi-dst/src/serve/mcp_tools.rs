@@ -187,6 +187,15 @@ impl McpToolsSpec {
                     "{at}: input_schema: MCP tools take an object (\"type\": \"object\")"
                 ));
             }
+            if tool
+                .output_schema
+                .as_ref()
+                .is_some_and(|schema| schema.get("type").and_then(Value::as_str) != Some("object"))
+            {
+                return Err(format!(
+                    "{at}: output_schema: MCP structured results are objects (\"type\": \"object\")"
+                ));
+            }
             if let Some([low, high]) = tool.latency_ms
                 && low > high
             {

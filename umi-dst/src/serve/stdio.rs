@@ -55,9 +55,11 @@ impl StdioServer {
 
     /// Answers one line of stdin.
     pub fn answer_line(&mut self, line: &str) -> StdioReply {
-        let request_id = serde_json::from_str::<Value>(line)
-            .ok()
-            .and_then(|message| message.get("id").cloned());
+        let message = serde_json::from_str::<Value>(line).ok();
+        let request_id = message.as_ref().and_then(|m| m.get("id")).cloned();
+        let notification = message
+            .as_ref()
+            .is_some_and(|m| m.get("method").is_some() && m.get("id").is_none());
         let http = self.request(line);
         let hash = mcp_hash(&http);
         let occurrence = {
@@ -67,12 +69,12 @@ impl StdioServer {
         };
         let seed = run_seed(self.config.seed, &hash, occurrence);
         let only = self.sessions.only(self.session.as_deref());
-        let (recorded, after) = answer(&self.config, seed, &http, &only);
+        let (recorded, after) = answer(&self.config, (self.config.seed, seed), &http, &only);
         self.sessions.merge(self.session.as_deref(), &after);
         if let Some(session) = header(&recorded, SESSION_HEADER) {
             self.session = Some(session.to_owned());
         }
-        let reply = lines_of(&recorded, request_id.as_ref());
+        let reply = lines_of(&recorded, request_id.as_ref(), notification);
         if let Some(version) = reply.lines.iter().find_map(|line| negotiated(line)) {
             self.protocol_version = Some(version);
         }
@@ -119,13 +121,17 @@ fn negotiated(line: &str) -> Option<String> {
 }
 
 /// The lines an HTTP answer comes to on stdio.
-fn lines_of(recorded: &Recorded, request_id: Option<&Value>) -> StdioReply {
+fn lines_of(recorded: &Recorded, request_id: Option<&Value>, notification: bool) -> StdioReply {
     let body: Vec<u8> = recorded
         .pieces
         .iter()
         .flat_map(|(_, bytes)| bytes.clone())
         .collect();
     let text = String::from_utf8_lossy(&body).into_owned();
+    if recorded.end == End::Stall && body.is_empty() {
+        // No answer, ever: on stdio, silence (the client's own timeout must fire).
+        return StdioReply::default();
+    }
     let Some(status) = recorded.status else {
         // The connection broke before any answer (a tool whose call never arrived): on
         // stdio, the server died.
@@ -134,7 +140,7 @@ fn lines_of(recorded: &Recorded, request_id: Option<&Value>) -> StdioReply {
             died_mid_message: Some(String::new()),
         };
     };
-    if status == 202 || recorded.end == End::Stall && body.is_empty() {
+    if status == 202 {
         return StdioReply::default();
     }
     let sse = header(recorded, "content-type").is_some_and(|t| t.starts_with("text/event-stream"));
@@ -148,7 +154,8 @@ fn lines_of(recorded: &Recorded, request_id: Option<&Value>) -> StdioReply {
             .map(|e| e.data)
             .filter(|d| !d.is_empty())
             .collect();
-    } else if recorded.end == End::Complete {
+    } else if recorded.end == End::Complete && !(status >= 400 && notification) {
+        // A refused notification gets no line: JSON-RPC answers no notification.
         reply.lines.push(with_id(&text, status, request_id));
     }
     if recorded.end == End::Reset {
@@ -237,6 +244,35 @@ mod tests {
         );
         assert_eq!(session(4), seen, "the same seed, the same lines");
         assert_ne!(session(5)[2], seen[2], "another seed, another answer");
+    }
+
+    /// A server that never answers is silence on stdio, never a death: the stall of a
+    /// JSON-mode server once came out as no status, and `dst mcp` exited.
+    #[test]
+    fn a_stall_is_silence_and_the_server_lives_on() {
+        for seed in 1..=8 {
+            let config = ServeConfig {
+                seed,
+                faults: vec![crate::FaultConfig::chance(
+                    crate::FaultKind::McpNoResponse,
+                    1.0,
+                )],
+                ..ServeConfig::default()
+            };
+            let mut server = StdioServer::new(config);
+            let reply = server.answer_line(
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+            );
+            assert_eq!(reply, StdioReply::default(), "seed {seed}");
+        }
+        let mut server = StdioServer::new(ServeConfig::default());
+        let refused =
+            server.answer_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        assert_eq!(
+            refused,
+            StdioReply::default(),
+            "a refused notification is not answered"
+        );
     }
 
     #[test]

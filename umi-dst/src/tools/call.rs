@@ -175,7 +175,8 @@ pub enum Called {
     },
     /// The tool ran, or tried to, and failed (MCP's `isError: true`).
     ErrorResult(String),
-    /// The arguments break the input schema: JSON-RPC's invalid params.
+    /// The arguments break the input schema (in process: JSON-RPC's invalid params; over
+    /// MCP: a tool execution error, `isError`, as 2025-11-25 files input validation).
     InvalidParams {
         /// Where, as a JSON path (`$.amount`).
         path: String,
