@@ -154,8 +154,12 @@ impl McpHost {
         };
         let mut rng = self.request_rng();
         let session = hex(&rng.bytes(16));
-        self.lock_sessions()
-            .begin(session.clone(), version.to_owned());
+        // A server that failed its initialize began no session.
+        let begun = fault != Some(FaultKind::McpInternalError);
+        if begun {
+            self.lock_sessions()
+                .begin(session.clone(), version.to_owned());
+        }
         env.record(
             "mcp.initialize",
             format_args!("session={session} version={version} asked={requested:?}"),
@@ -185,7 +189,8 @@ impl McpHost {
             before: Vec::new(),
             reply,
         };
-        self.deliver(answered, Some(&session)).await
+        self.deliver(answered, begun.then_some(session.as_str()))
+            .await
     }
 
     /// A request in `session`.
