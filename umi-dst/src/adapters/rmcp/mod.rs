@@ -82,21 +82,23 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use futures::StreamExt;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
-use rmcp::model::{
-    ClientJsonRpcMessage, ClientRequest, ErrorData, JsonRpcMessage, ServerJsonRpcMessage,
-};
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
-    AuthRequiredError, HttpStatusError, InsufficientScopeError, SseError, StreamableHttpClient,
-    StreamableHttpClientTransport, StreamableHttpClientTransportConfig, StreamableHttpError,
-    StreamableHttpPostResponse, StreamableHttpResponseLimits,
+    HttpStatusError, SseError, StreamableHttpClient, StreamableHttpClientTransport,
+    StreamableHttpClientTransportConfig, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
 };
-use sse_stream::{Sse, SseStream};
+use sse_stream::Sse;
 use umi_core::llm::secrets::redact_url;
-use umi_core::llm::transport::{BodyStream, HttpRequest, HttpResponse, Transport, TransportError};
+use umi_core::llm::transport::{HttpRequest, HttpResponse, Transport, TransportError};
+
+mod response;
+
+use response::{
+    auth_error, json_post_response, media_type_is, post_failure, retry_after, sse_events,
+};
 
 /// The MIME types of MCP's Streamable HTTP transport (2025-11-25, transports,
 /// "sending messages to the server").
@@ -257,202 +259,9 @@ fn headers(
     Ok(headers)
 }
 
-/// Whether a `Content-Type` value names `expected`: its type/subtype, parameters aside,
-/// case-insensitively (RFC 9110 §8.3.1; rmcp's `media_type_is`).
-fn media_type_is(value: &str, expected: &str) -> bool {
-    value
-        .split(';')
-        .next()
-        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case(expected))
-}
-
-/// The longest prefix of `text` of at most `bytes_max` bytes that ends on a character.
-fn prefix(text: &str, bytes_max: usize) -> &str {
-    let end = (0..=bytes_max.min(text.len()))
-        .rev()
-        .find(|end| text.is_char_boundary(*end))
-        .unwrap_or(0);
-    &text[..end]
-}
-
-/// Why a body could not be read whole.
-enum BodyRead {
-    TooLarge,
-    Broken(TransportError),
-}
-
-/// The body, read to its end; over `bytes_max` it is `TooLarge` (when `truncate`, cut
-/// at `bytes_max` instead).
-async fn read_body(
-    mut body: BodyStream,
-    bytes_max: usize,
-    truncate: bool,
-) -> Result<Vec<u8>, BodyRead> {
-    let mut bytes = Vec::new();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(BodyRead::Broken)?;
-        if bytes.len() + chunk.len() > bytes_max {
-            if !truncate {
-                return Err(BodyRead::TooLarge);
-            }
-            let room = bytes_max - bytes.len();
-            bytes.extend_from_slice(&chunk[..room]);
-            break;
-        }
-        bytes.extend_from_slice(&chunk);
-    }
-    Ok(bytes)
-}
-
-/// The `Retry-After` value as rmcp keeps it: raw, when short enough.
-fn retry_after(response: &HttpResponse) -> Option<String> {
-    response
-        .header("retry-after")
-        .filter(|value| value.len() <= RETRY_AFTER_BYTES_MAX)
-        .map(str::to_owned)
-}
-
-/// rmcp's errors for a 401 or 403 that carries a challenge (RFC 6750 §3), as its reqwest
-/// client reports them.
-fn auth_error(response: &HttpResponse) -> Option<Error> {
-    let challenge = response.header("www-authenticate")?.to_owned();
-    match response.status {
-        401 => Some(StreamableHttpError::AuthRequired(AuthRequiredError::new(
-            challenge,
-        ))),
-        // The challenge is handed over whole; its `scope` is not parsed out (no
-        // simulated server sends one).
-        403 => Some(StreamableHttpError::InsufficientScope(
-            InsufficientScopeError::new(challenge, None),
-        )),
-        _ => None,
-    }
-}
-
-/// The SSE events of `body` (the parser rmcp's own clients use), each event's data held
-/// to `max_event_size`; the stream ends after its first error.
-fn sse_events(
-    body: BodyStream,
-    max_event_size: usize,
-) -> BoxStream<'static, Result<Sse, SseError>> {
-    let bytes = body.map(|chunk| chunk.map(Bytes::from));
-    SseStream::from_bytes_stream(bytes)
-        .map(move |event| match event {
-            Ok(event) if event.data.as_ref().map_or(0, String::len) > max_event_size => Err(
-                SseError::Body(Box::new(SimMcpHttpError::SseEventTooLarge {
-                    bytes: event.data.as_ref().map_or(0, String::len),
-                    max_size: max_event_size,
-                })),
-            ),
-            other => other,
-        })
-        .scan(false, |failed, event| {
-            if *failed {
-                return std::future::ready(None);
-            }
-            *failed = event.is_err();
-            std::future::ready(Some(event))
-        })
-        .boxed()
-}
-
-/// A `server/discover` probe refused with a 4xx by a server of the handshake era, as
-/// rmcp's `legacy_discover_response` (`src/transport/streamable_http_client.rs`) turns
-/// it into a JSON-RPC error correlated with the probe, so rmcp's `Auto` lifecycle falls
-/// back to `initialize` as with its own clients.
-fn refused_discover(
-    message: &ClientJsonRpcMessage,
-    session_was_attached: bool,
-    status: u16,
-    body: &str,
-) -> Option<StreamableHttpPostResponse> {
-    if session_was_attached || !(400..500).contains(&status) || status == 401 || status == 403 {
-        return None;
-    }
-    let JsonRpcMessage::Request(request) = message else {
-        return None;
-    };
-    if !matches!(request.request, ClientRequest::DiscoverRequest(_)) {
-        return None;
-    }
-    let error = match serde_json::from_str::<ServerJsonRpcMessage>(body) {
-        Ok(JsonRpcMessage::Error(error)) => error.error,
-        _ => ErrorData::invalid_request(
-            format!("server/discover rejected with HTTP {status}: {body}"),
-            None,
-        ),
-    };
-    Some(StreamableHttpPostResponse::Json(
-        ServerJsonRpcMessage::error(error, Some(request.id.clone())),
-        None,
-    ))
-}
-
 impl SimMcpHttpClient {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, Error> {
         self.transport.send(request).await.map_err(client_error)
-    }
-
-    /// A non-success answer to a POST, as rmcp's reqwest client reads it.
-    async fn post_failure(
-        message: &ClientJsonRpcMessage,
-        session_was_attached: bool,
-        response: HttpResponse,
-        limits: StreamableHttpResponseLimits,
-    ) -> Result<StreamableHttpPostResponse, Error> {
-        let status = response.status;
-        let is_json = response
-            .header("content-type")
-            .is_some_and(|ct| media_type_is(ct, JSON_MIME_TYPE));
-        let status_error = (status == 429 || (500..600).contains(&status))
-            .then(|| HttpStatusError::new(status, retry_after(&response)));
-        if let Some(error) = status_error.as_ref().filter(|_| !is_json || status == 429) {
-            return Err(StreamableHttpError::HttpStatus(HttpStatusError::new(
-                error.status,
-                error.retry_after.clone(),
-            )));
-        }
-        let is_auth_failure = status == 401 || status == 403;
-        let body = if is_json && !is_auth_failure {
-            match read_body(response.body, limits.max_json_response_size, false).await {
-                Ok(body) => body,
-                Err(BodyRead::TooLarge) => {
-                    return Err(status_error.map_or(
-                        StreamableHttpError::ResponseBodyTooLarge {
-                            max_size: limits.max_json_response_size,
-                        },
-                        StreamableHttpError::HttpStatus,
-                    ));
-                }
-                Err(BodyRead::Broken(error)) => return Err(client_error(error)),
-            }
-        } else {
-            match read_body(response.body, limits.max_error_response_size, true).await {
-                Ok(body) => body,
-                Err(BodyRead::TooLarge) => Vec::new(),
-                Err(BodyRead::Broken(error)) => return Err(client_error(error)),
-            }
-        };
-        let text = String::from_utf8_lossy(&body).into_owned();
-        if let Some(refused) = refused_discover(message, session_was_attached, status, &text) {
-            return Ok(refused);
-        }
-        if is_json
-            && !is_auth_failure
-            && let Ok(error @ JsonRpcMessage::Error(_)) =
-                serde_json::from_slice::<ServerJsonRpcMessage>(&body)
-        {
-            return Ok(StreamableHttpPostResponse::Json(error, None));
-        }
-        if let Some(error) = status_error {
-            return Err(StreamableHttpError::HttpStatus(error));
-        }
-        Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-            format!(
-                "HTTP {status}: {}",
-                prefix(&text, limits.max_error_response_size)
-            ),
-        )))
     }
 }
 
@@ -547,7 +356,7 @@ impl StreamableHttpClient for SimMcpHttpClient {
             return Err(StreamableHttpError::SessionExpired);
         }
         if !(200..300).contains(&status) {
-            return Self::post_failure(&message, session_was_attached, response, limits).await;
+            return post_failure(&message, session_was_attached, response, limits).await;
         }
         let new_session = response.header(SESSION_HEADER).map(str::to_owned);
         let content_type = response.header("content-type").map(str::to_owned);
@@ -562,26 +371,7 @@ impl StreamableHttpClient for SimMcpHttpClient {
                 ))
             }
             Some(ct) if media_type_is(ct, JSON_MIME_TYPE) => {
-                let body =
-                    match read_body(response.body, limits.max_json_response_size, false).await {
-                        Ok(body) => body,
-                        Err(BodyRead::TooLarge) => {
-                            return Err(StreamableHttpError::ResponseBodyTooLarge {
-                                max_size: limits.max_json_response_size,
-                            });
-                        }
-                        Err(BodyRead::Broken(error)) => return Err(client_error(error)),
-                    };
-                match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
-                    Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, new_session)),
-                    Err(_) if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
-                    Err(error) => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                        format!(
-                            "could not parse JSON response as ServerJsonRpcMessage: {error}: {}",
-                            String::from_utf8_lossy(&body)
-                        ),
-                    ))),
-                }
+                json_post_response(response.body, &limits, new_session, awaits_no_response).await
             }
             _ if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
             _ => Err(StreamableHttpError::UnexpectedContentType(content_type)),
