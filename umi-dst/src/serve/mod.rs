@@ -18,7 +18,9 @@
 //! `GET /umi/trace` returns the session's log (one JSON line per answered request, in
 //! key order) and its trace hash (`?scope=S`: one scope's); `POST /umi/reset` forgets
 //! every occurrence. With no endpoints named, every format is served at its standard
-//! path, and any model name is answered.
+//! path, and any model name is answered. `/mcp` is a simulated MCP server (the tools of
+//! `ServeConfig::mcp`), seeded and scoped the same way (`mcp.rs`); `dst mcp` serves the
+//! same over stdio (`stdio.rs`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), umi_dst::serve::ServeError> {
