@@ -29,6 +29,9 @@ mod workers;
 /// --require-complete` equal the unsharded sweep, seed for seed.
 mod distributed;
 
+/// What the `dst serve` tests share (their runtime).
+mod support;
+
 /// `dst serve` over real HTTP: order-independent answers, envelopes, limits, and
 /// umi-core's own clients as its users.
 mod serve;

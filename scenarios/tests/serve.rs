@@ -14,13 +14,7 @@ use umi_dst::serve::{EndpointSpec, RunningServer, ServeConfig, Server};
 
 const MODEL: &str = "umi-sim";
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use crate::support::runtime;
 
 fn config(seed: u64) -> ServeConfig {
     let mut config = ServeConfig::default();

@@ -12,13 +12,7 @@ use umi_core::mcp::{McpClient, McpError, ToolCallResult};
 use umi_dst::fault::{FaultConfig, FaultKind};
 use umi_dst::serve::{McpToolsSpec, ServeConfig, Server};
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use crate::support::runtime;
 
 fn client(url: &str) -> McpClient {
     let transport: Arc<dyn Transport> = Arc::new(ReqwestTransport::new().unwrap());

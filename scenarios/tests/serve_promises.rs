@@ -11,13 +11,7 @@ use umi_core::llm::{CompletionResponse, FinishReason, ToolCall};
 use umi_dst::network::WireFormat;
 use umi_dst::serve::{RunningServer, ServeConfig, Server};
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use crate::support::runtime;
 
 /// A raw exchange: status, the body, and the `x-umi-*` headers.
 #[derive(Debug, Clone, PartialEq)]

@@ -104,19 +104,30 @@ pub(crate) fn conversation_hash(
             hasher.update(b"umi.serve.request.v1");
             hasher.update((path.len() as u64).to_le_bytes());
             hasher.update(path.as_bytes());
-            match serde_json::from_slice::<serde_json::Value>(&request.body) {
-                Ok(value) => {
-                    hasher.update([1]);
-                    crate::llm::canonical_json(&mut hasher, &value);
-                }
-                Err(_) => {
-                    hasher.update([0]);
-                    hasher.update(&request.body);
-                }
-            }
+            let parsed = serde_json::from_slice::<serde_json::Value>(&request.body).ok();
+            hash_json_or_bytes(&mut hasher, parsed.as_ref(), &request.body);
         }
     }
     hasher.finalize().into()
+}
+
+/// Hashes a body as its canonical JSON when it parsed (`parsed`), else as its bytes,
+/// each behind its own tag byte so the two never collide.
+pub(crate) fn hash_json_or_bytes(
+    hasher: &mut Sha256,
+    parsed: Option<&serde_json::Value>,
+    raw: &[u8],
+) {
+    match parsed {
+        Some(value) => {
+            hasher.update([1]);
+            crate::llm::canonical_json(hasher, value);
+        }
+        None => {
+            hasher.update([0]);
+            hasher.update(raw);
+        }
+    }
 }
 
 /// The run seed of one request.

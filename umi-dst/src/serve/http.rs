@@ -132,7 +132,7 @@ pub(crate) async fn handle(
         return Ok(no_such_path(&state.config, endpoint, &rest));
     }
     let Ok(permit) = state.permits.clone().try_acquire_owned() else {
-        return Ok(at_capacity(&state.config, format));
+        return Ok(at_capacity(&state.config, Some(format)));
     };
     let http = match read::request(request, state.config.body_bytes_max).await {
         Ok(http) => http,
@@ -145,7 +145,7 @@ pub(crate) async fn handle(
         .session
         .next_occurrence(&address.scope, seed, &endpoint_key, hash);
     let key = (address.scope, seed, endpoint_key, hash, occurrence);
-    let mut recorded = match simulate(&state, endpoint, &key, &rest, http).await {
+    let recorded = match simulate(&state, endpoint, &key, &rest, http).await {
         Ok(recorded) => recorded,
         Err(error) => {
             return Ok(own_error(
@@ -156,12 +156,24 @@ pub(crate) async fn handle(
             ));
         }
     };
-    let entry = Entry::new(&key, &rest, &mut recorded);
+    log_and_play(&state, key, &rest, recorded, permit).await
+}
+
+/// Logs a recorded answer under `key` (scope, seed, endpoint, hash, occurrence) and plays
+/// it back: the last steps of every simulated request, model or MCP.
+pub(crate) async fn log_and_play(
+    state: &State,
+    key: Key,
+    path: &str,
+    mut recorded: Recorded,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> Result<Response<Body>, io::Error> {
+    let entry = Entry::new(&key, path, &mut recorded);
     let played = Played {
-        seed,
+        seed: key.1,
         scope: key.0.clone(),
-        hash,
-        occurrence,
+        hash: key.3,
+        occurrence: key.4,
     };
     state.session.record(key, entry);
     play(&state.config, &played, recorded, permit).await
@@ -321,14 +333,14 @@ fn scale_retry_headers(headers: &mut [(String, String)], scale: f64) {
 /// The permit is held until the body ends, so `--concurrency-max` bounds the streams in
 /// flight too.
 /// What a played response says about where its answer came from.
-pub(crate) struct Played {
-    pub(crate) seed: u64,
-    pub(crate) scope: String,
-    pub(crate) hash: [u8; 32],
-    pub(crate) occurrence: u64,
+struct Played {
+    seed: u64,
+    scope: String,
+    hash: [u8; 32],
+    occurrence: u64,
 }
 
-pub(crate) async fn play(
+async fn play(
     config: &ServeConfig,
     played: &Played,
     mut recorded: Recorded,

@@ -24,10 +24,9 @@ use umi_core::llm::transport::HttpRequest;
 use super::address::Address;
 use super::answer::{Recorded, exchange, failed_run, finish_record, simulation_for};
 use super::config::ServeConfig;
-use super::http::{Body, Played, State, play};
-use super::own::own_error;
+use super::http::{Body, State, log_and_play};
+use super::own::{at_capacity, own_error};
 use super::read;
-use super::session::Entry;
 use crate::mcp::{SESSION_HEADER, Sessions};
 use crate::network::SimNetwork;
 
@@ -47,12 +46,7 @@ pub(super) async fn handle(
     address: Address,
 ) -> Result<Response<Body>, io::Error> {
     let Ok(permit) = state.permits.clone().try_acquire_owned() else {
-        let message = format!(
-            "the server is at its limit of {} requests in flight; retry shortly",
-            state.config.concurrency_max
-        );
-        let retry_after = vec![("retry-after".into(), "1".into())];
-        return Ok(own_error(None, 503, &message, retry_after));
+        return Ok(at_capacity(&state.config, None));
     };
     let http = match read::request(request, state.config.body_bytes_max).await {
         Ok(http) => http,
@@ -73,7 +67,7 @@ pub(super) async fn handle(
         .simulations
         .run(move || answer(&worker.config, (seed, run_seed), &http, &sessions))
         .await;
-    let (mut recorded, after) = match answered {
+    let (recorded, after) = match answered {
         Ok(answered) => answered,
         Err(error) => return Ok(own_error(None, 500, &format!("umi: {error}"), Vec::new())),
     };
@@ -87,15 +81,7 @@ pub(super) async fn handle(
         hash,
         occurrence,
     );
-    let entry = Entry::new(&key, MCP_PATH, &mut recorded);
-    let played = Played {
-        seed,
-        scope: key.0.clone(),
-        hash,
-        occurrence,
-    };
-    state.session.record(key, entry);
-    play(&state.config, &played, recorded, permit).await
+    log_and_play(&state, key, MCP_PATH, recorded, permit).await
 }
 
 /// What an MCP request is seeded by: its HTTP method and its message without `id` and
@@ -105,22 +91,16 @@ pub(crate) fn mcp_hash(request: &HttpRequest) -> [u8; 32] {
     hasher.update(b"umi.serve.mcp.v1");
     hasher.update(request.method.as_bytes());
     hasher.update([0]);
-    match serde_json::from_slice::<serde_json::Value>(&request.body) {
-        Ok(mut value) => {
-            if let Some(object) = value.as_object_mut() {
-                object.remove("id");
-                if let Some(params) = object.get_mut("params").and_then(|p| p.as_object_mut()) {
-                    params.remove("_meta");
-                }
+    let parsed = serde_json::from_slice::<serde_json::Value>(&request.body).map(|mut value| {
+        if let Some(object) = value.as_object_mut() {
+            object.remove("id");
+            if let Some(params) = object.get_mut("params").and_then(|p| p.as_object_mut()) {
+                params.remove("_meta");
             }
-            hasher.update([1]);
-            crate::llm::canonical_json(&mut hasher, &value);
         }
-        Err(_) => {
-            hasher.update([0]);
-            hasher.update(&request.body);
-        }
-    }
+        value
+    });
+    super::answer::hash_json_or_bytes(&mut hasher, parsed.ok().as_ref(), &request.body);
     hasher.finalize().into()
 }
 

@@ -146,14 +146,15 @@ pub(super) fn unrouted_hint(config: &ServeConfig, path: &str) -> String {
     String::new()
 }
 
-/// The 503 (with `retry-after: 1`) for a request past `--concurrency-max`.
-pub(super) fn at_capacity(config: &ServeConfig, format: WireFormat) -> Response<Body> {
+/// The 503 (with `retry-after: 1`) for a request past `--concurrency-max`, in `format`'s
+/// envelope (none: the server's own, as for `/mcp`).
+pub(super) fn at_capacity(config: &ServeConfig, format: Option<WireFormat>) -> Response<Body> {
     let message = format!(
         "the server is at its limit of {} requests in flight; retry shortly",
         config.concurrency_max
     );
     let retry_after = vec![("retry-after".into(), "1".into())];
-    own_error(Some(format), 503, &message, retry_after)
+    own_error(format, 503, &message, retry_after)
 }
 
 /// The 404 for a path under `endpoint`'s prefix that no endpoint there serves: the flag
