@@ -20,6 +20,8 @@
 //! - [`storage`]: the memory's storage trait, SQLite and in-memory backends, and the
 //!   storage conformance suite.
 //! - [`agent`]: a tool-using agent loop with loop detection and context trimming.
+//! - [`cassette`]: recorded provider traffic (a file of exchanges), the recording
+//!   transport that writes it, HAR import and the request matching a replay uses.
 //! - [`portable_math`]: `ln` and fractional powers with the same bits on every
 //!   platform, for seeded paths (the standard library's are platform-dependent).
 //! - [`canonical_json`]: JSON serialized and iterated with its object keys sorted, so a
@@ -30,6 +32,7 @@
 
 pub mod agent;
 pub mod canonical_json;
+pub mod cassette;
 pub mod constants;
 pub mod env;
 pub mod llm;

@@ -1,0 +1,260 @@
+//! What a replay matches a live request on, and how it explains a request it does not
+//! hold.
+//!
+//! Two requests match when their [`RequestKey`]s are equal: the method, the path and
+//! query, and the body as canonical JSON (sorted keys), after three edits made to both
+//! sides alike:
+//!
+//! - the fields the user said to ignore ([`IgnoreRules`]: a `user` id, `metadata`, a
+//!   `messages.*.name`) are removed;
+//! - text that looks like a credential is redacted, as the recorder redacted it;
+//! - nothing else: a changed prompt, model or temperature is a different request.
+//!
+//! When a live request matches nothing, [`diff_paths`] names the JSON paths where it
+//! differs from the closest recorded one (the reason a cassette stops matching is
+//! almost always a field the user did not expect to change).
+
+use serde_json::Value;
+
+use crate::llm::secrets::redact_patterns;
+
+/// Most differing paths an explanation lists.
+pub const DIFF_PATHS_MAX: usize = 12;
+
+/// Fields removed from both sides before two request bodies are compared: dotted paths
+/// where `*` stands for any array index or object key (`user`, `metadata`,
+/// `messages.*.name`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IgnoreRules {
+    paths: Vec<Vec<String>>,
+}
+
+impl IgnoreRules {
+    /// Ignores nothing.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Also ignores the field at dotted `path`.
+    pub fn with_path(mut self, path: &str) -> Self {
+        let segments = path.split('.').map(str::to_owned).collect();
+        self.paths.push(segments);
+        self
+    }
+
+    /// Removes the ignored fields from `value`.
+    pub fn strip(&self, value: &mut Value) {
+        for path in &self.paths {
+            strip_path(value, path);
+        }
+    }
+}
+
+fn strip_path(value: &mut Value, path: &[String]) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    match value {
+        Value::Object(map) if rest.is_empty() => {
+            if first == "*" {
+                map.clear();
+            } else {
+                map.remove(first);
+            }
+        }
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                if first == "*" || first == key {
+                    strip_path(child, rest);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let index = first.parse::<usize>().ok();
+            for (at, child) in items.iter_mut().enumerate() {
+                if first == "*" || index == Some(at) {
+                    if rest.is_empty() {
+                        *child = Value::Null;
+                    } else {
+                        strip_path(child, rest);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What a replay matches a request on: method, path and query, and the body as
+/// canonical JSON with the ignored fields removed and credentials redacted.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestKey {
+    /// The method.
+    pub method: String,
+    /// The path and query, credentials redacted.
+    pub path: String,
+    /// The body as compared (canonical JSON, or the text of a body that is not JSON).
+    pub body: String,
+}
+
+impl RequestKey {
+    /// The key of a request with `method`, `path` (below the server root) and `body`.
+    pub fn new(
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+        text: Option<&str>,
+        ignore: &IgnoreRules,
+    ) -> Self {
+        let body = match (body, text) {
+            (Some(value), _) => crate::canonical_json::to_string(&comparable(value, ignore)),
+            (None, Some(text)) => redact_patterns(text),
+            (None, None) => String::new(),
+        };
+        Self {
+            method: method.to_ascii_uppercase(),
+            path: redact_patterns(path),
+            body,
+        }
+    }
+
+    /// The key of a live request: `body` is parsed as JSON when it is JSON.
+    pub fn of_bytes(method: &str, path: &str, body: &[u8], ignore: &IgnoreRules) -> Self {
+        match serde_json::from_slice::<Value>(body) {
+            Ok(value) => Self::new(method, path, Some(&value), None, ignore),
+            Err(_) if body.is_empty() => Self::new(method, path, None, None, ignore),
+            Err(_) => Self::new(
+                method,
+                path,
+                None,
+                Some(&String::from_utf8_lossy(body)),
+                ignore,
+            ),
+        }
+    }
+
+    /// The key of a recorded request.
+    pub fn of_recorded(request: &super::RecordedRequest, ignore: &IgnoreRules) -> Self {
+        Self::new(
+            &request.method,
+            &request.path,
+            request.body.as_ref(),
+            request.body_text.as_deref(),
+            ignore,
+        )
+    }
+}
+
+/// `value` as a replay compares it: ignored fields removed, credential-like text in its
+/// strings redacted.
+pub fn comparable(value: &Value, ignore: &IgnoreRules) -> Value {
+    let mut value = redact_strings(value);
+    ignore.strip(&mut value);
+    value
+}
+
+fn redact_strings(value: &Value) -> Value {
+    match value {
+        Value::String(text) => Value::String(redact_patterns(text)),
+        Value::Array(items) => Value::Array(items.iter().map(redact_strings).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, child)| (key.clone(), redact_strings(child)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The JSON paths (`$.messages[2].content`) where `a` and `b` differ, in document order
+/// of `a` then of `b`, at most [`DIFF_PATHS_MAX`]; a path is listed where the two stop
+/// being alike (a changed type or value, a key or item only one side has).
+pub fn diff_paths(a: &Value, b: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    walk_diff(a, b, "$", &mut out);
+    out
+}
+
+fn walk_diff(a: &Value, b: &Value, at: &str, out: &mut Vec<String>) {
+    if out.len() >= DIFF_PATHS_MAX || a == b {
+        return;
+    }
+    match (a, b) {
+        (Value::Object(left), Value::Object(right)) => {
+            let mut keys: Vec<&String> = left.keys().chain(right.keys()).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            for key in keys {
+                let path = format!("{at}.{key}");
+                match (left.get(key), right.get(key)) {
+                    (Some(l), Some(r)) => walk_diff(l, r, &path, out),
+                    _ => push(out, path),
+                }
+            }
+        }
+        (Value::Array(left), Value::Array(right)) => {
+            for index in 0..left.len().max(right.len()) {
+                let path = format!("{at}[{index}]");
+                match (left.get(index), right.get(index)) {
+                    (Some(l), Some(r)) => walk_diff(l, r, &path, out),
+                    _ => push(out, path),
+                }
+            }
+        }
+        _ => push(out, at.to_owned()),
+    }
+}
+
+fn push(out: &mut Vec<String>, path: String) {
+    if out.len() < DIFF_PATHS_MAX {
+        out.push(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn ignored_fields_do_not_change_the_key() {
+        let ignore = IgnoreRules::none()
+            .with_path("user")
+            .with_path("metadata")
+            .with_path("messages.*.name");
+        let a = json!({"model": "m", "user": "u1", "metadata": {"t": 1},
+            "messages": [{"role": "user", "content": "hi", "name": "ann"}]});
+        let b = json!({"model": "m", "user": "u2",
+            "messages": [{"role": "user", "content": "hi", "name": "bob"}]});
+        let key = |v: &Value| RequestKey::new("POST", "/v1/x", Some(v), None, &ignore);
+        assert_eq!(key(&a), key(&b));
+        let c = json!({"model": "m", "messages": [{"role": "user", "content": "ho"}]});
+        assert_ne!(key(&a), key(&c));
+        assert_ne!(
+            RequestKey::new("POST", "/v1/y", Some(&a), None, &ignore),
+            key(&a)
+        );
+    }
+
+    #[test]
+    fn diff_paths_name_where_two_bodies_part() {
+        let a = json!({"model": "m", "messages": [{"content": "hi"}, {"content": "x"}], "n": 1});
+        let b = json!({"model": "m", "messages": [{"content": "ho"}], "n": "1", "extra": true});
+        assert_eq!(
+            diff_paths(&a, &b),
+            vec!["$.extra", "$.messages[0].content", "$.messages[1]", "$.n"]
+        );
+        assert!(diff_paths(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn a_credential_in_a_prompt_matches_its_redacted_recording() {
+        let live =
+            json!({"messages": [{"content": "send Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345"}]});
+        let recorded = comparable(&live, &IgnoreRules::none());
+        assert_ne!(live, recorded);
+        let key = |v: &Value| RequestKey::new("POST", "/v1/x", Some(v), None, &IgnoreRules::none());
+        assert_eq!(key(&live), key(&recorded));
+    }
+}
