@@ -72,6 +72,10 @@ mod secrets_over_http;
 
 mod test_macro;
 
+/// Cassettes: every profile recorded and replayed byte for byte under other seeds,
+/// faults over recorded exchanges, misses explained, recorded time in simulated time.
+mod cassette;
+
 /// rig, unmodified, over SimNetwork through `umi_dst::adapters::rig` (feature `rig`).
 #[cfg(feature = "rig")]
 mod rig_adapter;

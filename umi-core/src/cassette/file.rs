@@ -360,7 +360,10 @@ mod tests {
                 "[[0,3],[2,1]]",
                 "cassette c.jsonl:2: at response.pieces[1]: arrives at 1 ms",
             ),
-            ("\"x\"", "cassette c.jsonl:2: at response.pieces: invalid type"),
+            (
+                "\"x\"",
+                "cassette c.jsonl:2: at response.pieces: invalid type",
+            ),
         ];
         for (pieces, expected) in table {
             let text = format!("{HEADER}\n{}\n", exchange_line(pieces));
@@ -370,7 +373,10 @@ mod tests {
         let cut = exchange_line("[]");
         let text = format!("{HEADER}\n{}\n{}\n", cut, &cut[..40]);
         let error = Cassette::parse(&text, Path::new("c.jsonl")).unwrap_err();
-        assert!(error.to_string().starts_with("cassette c.jsonl:3: "), "{error}");
+        assert!(
+            error.to_string().starts_with("cassette c.jsonl:3: "),
+            "{error}"
+        );
     }
 
     #[test]

@@ -250,8 +250,7 @@ mod tests {
 
     #[test]
     fn a_credential_in_a_prompt_matches_its_redacted_recording() {
-        let live =
-            json!({"messages": [{"content": "send Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345"}]});
+        let live = json!({"messages": [{"content": "send Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345"}]});
         let recorded = comparable(&live, &IgnoreRules::none());
         assert_ne!(live, recorded);
         let key = |v: &Value| RequestKey::new("POST", "/v1/x", Some(v), None, &IgnoreRules::none());

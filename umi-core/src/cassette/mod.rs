@@ -178,6 +178,9 @@ pub enum BodyEnd {
     Reset,
     /// The server fell silent after the last piece (the recorder's idle timeout fired).
     Timeout,
+    /// The client stopped reading after the last piece (an OpenAI client stops at
+    /// `data: [DONE]`); what came after is not known, and a replay ends the body there.
+    Dropped,
 }
 
 fn serialize_optional_json<S: serde::Serializer>(

@@ -6,9 +6,10 @@
 //! simulation has simulated times), and writes the exchange, redacted, as one line when
 //! the body ends: cleanly, with a reset (recorded as it happened), or when no byte came
 //! for the idle timeout (recorded as the server falling silent). A request that got no
-//! response (the upstream is down) writes nothing and returns the error; a body the
-//! client dropped before its end writes nothing either (the cassette would hold a body
-//! the server never ended), and is counted in [`RecordingTransport::abandoned`].
+//! response (the upstream is down) writes nothing and returns the error. A body the
+//! client dropped before its end (OpenAI's clients stop reading at `data: [DONE]`) is
+//! written when it is dropped, with what was read and [`BodyEnd::Dropped`], and counted
+//! in [`RecordingTransport::abandoned`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,7 +84,7 @@ impl<T: Transport> RecordingTransport<T> {
         self.shared.written.load(Ordering::Relaxed)
     }
 
-    /// Bodies the client dropped before they ended (not written).
+    /// Bodies the client dropped before they ended (written as [`BodyEnd::Dropped`]).
     pub fn abandoned(&self) -> u64 {
         self.shared.abandoned.load(Ordering::Relaxed)
     }
@@ -174,10 +175,7 @@ impl Drop for Pending {
     fn drop(&mut self) {
         if !self.done {
             self.shared.abandoned.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(
-                path = %super::redact::path_below(&self.request.url, &self.shared.root),
-                "the client stopped reading before the body ended; the exchange was not recorded"
-            );
+            self.finish(BodyEnd::Dropped);
         }
     }
 }

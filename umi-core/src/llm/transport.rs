@@ -116,6 +116,14 @@ pub trait Transport: Send + Sync + fmt::Debug {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError>;
 }
 
+/// A shared transport is a transport (a recorder can wrap the one a test keeps).
+#[async_trait]
+impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportError> {
+        (**self).send(request).await
+    }
+}
+
 #[cfg(feature = "http")]
 pub use reqwest_transport::{ReqwestTransport, install_crypto_provider};
 

@@ -37,6 +37,7 @@ mod json;
 mod ollama;
 pub mod profile;
 pub mod reads;
+pub mod replay;
 mod responses;
 mod stamps;
 mod stream_body;
@@ -48,6 +49,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
+use umi_core::cassette::Cassette;
 use umi_core::env::Env;
 use umi_core::llm::transport::{BodyStream, HttpRequest, HttpResponse, Transport, TransportError};
 use umi_core::llm::{LanguageModel, LlmError};
@@ -63,6 +65,9 @@ pub(crate) use format::server_format;
 pub use format::{Parsed, RequestError};
 pub use ollama::OLLAMA_MARKS;
 pub use profile::{Profile, WireFormat};
+pub use replay::{
+    CassetteMiss, CassetteReport, OnMiss, PastLast, Replay, ReplayOptions, ReplayTiming,
+};
 pub use responses::RESPONSES_MARKS;
 
 use crate::clock::SimClock;
@@ -90,6 +95,7 @@ pub struct Endpoint {
     model: Arc<dyn LanguageModel>,
     api_key: Option<String>,
     gateway: bool,
+    replay: Option<Arc<Replay>>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -111,6 +117,7 @@ impl Endpoint {
             model,
             api_key: None,
             gateway: false,
+            replay: None,
         }
     }
 
@@ -162,6 +169,13 @@ impl Endpoint {
         self
     }
 
+    /// Answers from `cassette` ([`replay`]): the recorded bytes, under the seed's
+    /// reads, timing and faults; the model answers only the misses `options` send to it.
+    pub fn with_cassette(mut self, cassette: Arc<Cassette>, options: ReplayOptions) -> Self {
+        self.replay = Some(Arc::new(Replay::new(cassette, options)));
+        self
+    }
+
     /// The base URL.
     pub fn base_url(&self) -> &str {
         &self.base_url
@@ -196,6 +210,8 @@ pub struct SimNetwork {
     occurrences: Mutex<BTreeMap<[u8; 32], u64>>,
     capture: Option<Arc<Mutex<Vec<Exchange>>>>,
     mcp: Vec<Arc<McpHost>>,
+    /// Each cassette endpoint's replay state, by base URL.
+    replays: Mutex<BTreeMap<String, replay::ReplayState>>,
 }
 
 impl std::fmt::Debug for SimNetwork {
@@ -226,6 +242,7 @@ impl SimNetwork {
             occurrences: Mutex::new(BTreeMap::new()),
             capture: None,
             mcp: Vec::new(),
+            replays: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -550,13 +567,28 @@ impl Transport for SimNetwork {
         let mut rng = self.response_rng(&endpoint.base_url, &request_hash);
         let served_model = endpoint.model.model_ref().model.clone();
         let created_s = self.server_now_ms(&served) / 1_000;
-        let responder = format.responder(
+        let mut responder = format.responder(
             endpoint.profile,
             served.server.clone(),
             rng.substream(1),
             created_s,
             &served_model,
         );
+        if let Some(replay) = &endpoint.replay {
+            let replayed = self
+                .replay(&served, replay, &request, responder, rng.substream(8))
+                .await;
+            if let replay::Replayed::Response(response) = replayed {
+                return Ok(self.finish(response, exchange));
+            }
+            responder = format.responder(
+                endpoint.profile,
+                served.server.clone(),
+                rng.substream(1),
+                created_s,
+                &served_model,
+            );
+        }
         let (parsed, responder) = match self.admit(&served, &request, format, responder, &mut rng) {
             Ok(admitted) => admitted,
             Err(refused) => return Ok(self.finish(refused, exchange)),
