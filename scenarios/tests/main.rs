@@ -44,5 +44,9 @@ mod serve_promises;
 /// a fresh scope, MCP's faults as typed errors, the transport's refusals.
 mod serve_mcp;
 
+/// `dst serve --cassette`: a recording of `dst serve` served back byte for byte under
+/// other seeds, faults and misses in the providers' envelopes.
+mod serve_cassette;
+
 /// No library function past 70 lines, but for an allow-list that only shrinks.
 mod tidy;

@@ -82,6 +82,70 @@ pub struct ServeArgs {
     /// guide). Default: `get_weather`, `search_docs` and `send_payment`.
     #[arg(long, value_name = "FILE")]
     mcp_tools: Option<std::path::PathBuf>,
+    /// Answer from a cassette (`dst record` writes one): the recorded bytes, under the
+    /// seed's reads, latency and faults. Paths are matched below each endpoint's prefix.
+    #[arg(long, value_name = "FILE")]
+    cassette: Option<std::path::PathBuf>,
+    /// A request body field the cassette's matching ignores (dotted, `*` for any index
+    /// or key: `user`, `metadata`, `messages.*.name`); repeatable.
+    #[arg(long, value_name = "PATH", requires = "cassette")]
+    cassette_ignore: Vec<String>,
+    /// What a request the cassette does not hold gets: `refuse` (the provider's 400,
+    /// naming the closest recorded request), `model` (SimLLM answers) or `fail` (a 500).
+    #[arg(
+        long,
+        value_name = "RULE",
+        default_value = "refuse",
+        requires = "cassette"
+    )]
+    cassette_on_miss: OnMissArg,
+    /// What an identical request past the last recorded one gets: `repeat` (the last
+    /// answer again) or `miss`.
+    #[arg(
+        long,
+        value_name = "RULE",
+        default_value = "repeat",
+        requires = "cassette"
+    )]
+    cassette_past_last: PastLastArg,
+}
+
+/// `--cassette-on-miss`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum OnMissArg {
+    Refuse,
+    Model,
+    Fail,
+}
+
+/// `--cassette-past-last`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum PastLastArg {
+    Repeat,
+    Miss,
+}
+
+/// The replay `--cassette` and its flags describe.
+fn replay_of(args: &ServeArgs) -> Result<Option<Arc<umi_dst::network::Replay>>, ServeError> {
+    use umi_dst::network::{OnMiss, PastLast, Replay, ReplayOptions};
+    let Some(path) = &args.cassette else {
+        return Ok(None);
+    };
+    let cassette = umi_core::cassette::Cassette::load(path)?;
+    let mut options = ReplayOptions::default();
+    for field in &args.cassette_ignore {
+        options.ignore = options.ignore.with_path(field);
+    }
+    options.on_miss = match args.cassette_on_miss {
+        OnMissArg::Refuse => OnMiss::Refuse,
+        OnMissArg::Model => OnMiss::Model,
+        OnMissArg::Fail => OnMiss::FailRun,
+    };
+    options.past_last = match args.cassette_past_last {
+        PastLastArg::Repeat => PastLast::RepeatLast,
+        PastLastArg::Miss => PastLast::Miss,
+    };
+    Ok(Some(Arc::new(Replay::new(Arc::new(cassette), options))))
 }
 
 /// `--faults`: `kind=probability,...`, or a scenario's name for its fault profile.
@@ -147,6 +211,7 @@ pub fn config_of(
     if let Some(path) = &args.mcp_tools {
         config.mcp = umi_dst::serve::McpToolsSpec::load(path)?;
     }
+    config.cassette = replay_of(args)?;
     if args.swarm {
         if config.faults.is_empty() {
             return Err(ServeError::Flag {

@@ -176,6 +176,12 @@ impl Endpoint {
         self
     }
 
+    /// Answers from an indexed cassette, shared (`dst serve` indexes its once).
+    pub fn with_replay(mut self, replay: Arc<Replay>) -> Self {
+        self.replay = Some(replay);
+        self
+    }
+
     /// The base URL.
     pub fn base_url(&self) -> &str {
         &self.base_url
@@ -212,6 +218,8 @@ pub struct SimNetwork {
     mcp: Vec<Arc<McpHost>>,
     /// Each cassette endpoint's replay state, by base URL.
     replays: Mutex<BTreeMap<String, replay::ReplayState>>,
+    /// Identical requests a cassette served before this network existed.
+    replay_offset: usize,
 }
 
 impl std::fmt::Debug for SimNetwork {
@@ -243,6 +251,7 @@ impl SimNetwork {
             capture: None,
             mcp: Vec::new(),
             replays: Mutex::new(BTreeMap::new()),
+            replay_offset: 0,
         }
     }
 
@@ -304,6 +313,14 @@ impl SimNetwork {
             skew_ms,
             server,
         });
+        self
+    }
+
+    /// Counts `served` identical requests as answered before each request (`dst serve`
+    /// answers each request in a network of its own, and knows how many times its scope
+    /// asked the same before).
+    pub(crate) fn with_replay_offset(mut self, served: u64) -> Self {
+        self.replay_offset = usize::try_from(served).unwrap_or(usize::MAX);
         self
     }
 

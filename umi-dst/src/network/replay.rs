@@ -281,6 +281,7 @@ impl SimNetwork {
                 .get(base_url)
                 .and_then(|state| state.served_per_key.get(&key).copied())
                 .unwrap_or(0)
+                .saturating_add(self.replay_offset)
         };
         let Some(at) = replay.pick(&key, served_before) else {
             return self.miss(served, replay, request, &path, responder, &mut rng);

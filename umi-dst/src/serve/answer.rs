@@ -180,6 +180,7 @@ pub(crate) fn answer(
     config: &ServeConfig,
     endpoint: &EndpointSpec,
     run_seed: u64,
+    occurrence: u64,
     path: &str,
     request: &HttpRequest,
 ) -> Recorded {
@@ -198,11 +199,26 @@ pub(crate) fn answer(
         let api_key = config.api_key.clone();
         async move {
             let llm = Arc::new(SimLlm::with_config(&sim, served_llm(endpoint, &model))?);
-            let mut served = Endpoint::openai(&base, llm).with_profile(endpoint.profile);
-            if let Some(key) = &api_key {
-                served = served.with_api_key(key.expose());
-            }
-            let network = SimNetwork::new(&sim).with_endpoint(served);
+            let network = match &config.cassette {
+                Some(replay) => {
+                    // A cassette's paths are below the server's root (what the client
+                    // sent after the endpoint's prefix), as `dst record` records them.
+                    let root = format!("{SIM_HOST}{}", endpoint.prefix);
+                    let served = Endpoint::openai(&root, llm)
+                        .with_profile(endpoint.profile)
+                        .with_replay(replay.clone());
+                    SimNetwork::new(&sim)
+                        .with_endpoint(served)
+                        .with_replay_offset(occurrence)
+                }
+                None => {
+                    let mut served = Endpoint::openai(&base, llm).with_profile(endpoint.profile);
+                    if let Some(key) = &api_key {
+                        served = served.with_api_key(key.expose());
+                    }
+                    SimNetwork::new(&sim).with_endpoint(served)
+                }
+            };
             let record = exchange(&sim, &network, request).await;
             *recorded.lock().unwrap_or_else(PoisonError::into_inner) = Some(record);
             Ok(())

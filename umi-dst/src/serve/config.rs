@@ -3,6 +3,7 @@
 //! with an error naming the flag and the value.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use crate::fault::FaultConfig;
 use crate::network::{Profile, WireFormat};
@@ -117,6 +118,10 @@ pub struct ServeConfig {
     pub api_key: Option<umi_core::llm::secrets::ApiKey>,
     /// The simulated MCP server at `/mcp` (`--mcp-tools FILE`; a built-in set by default).
     pub mcp: super::mcp_tools::McpToolsSpec,
+    /// A cassette to answer from (`--cassette FILE`): each endpoint replays it, paths
+    /// matched below the endpoint's prefix, the n-th identical request in a scope getting
+    /// the n-th recorded answer ([`crate::network::replay`]).
+    pub cassette: Option<Arc<crate::network::Replay>>,
 }
 
 impl Default for ServeConfig {
@@ -139,6 +144,7 @@ impl Default for ServeConfig {
             body_bytes_max: BODY_BYTES_MAX_DEFAULT,
             api_key: None,
             mcp: super::mcp_tools::McpToolsSpec::default(),
+            cassette: None,
         }
     }
 }
@@ -215,6 +221,9 @@ pub enum ServeError {
         /// What is wrong.
         reason: String,
     },
+    /// The cassette cannot be loaded.
+    #[error(transparent)]
+    Cassette(#[from] umi_core::cassette::CassetteError),
     /// The address cannot be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {

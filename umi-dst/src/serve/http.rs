@@ -188,13 +188,22 @@ async fn simulate(
     rest: &str,
     http: HttpRequest,
 ) -> Result<Recorded, String> {
-    let run_seed = answer::run_seed(key.1, endpoint, &key.3, key.4);
+    let (run_seed, occurrence) = (answer::run_seed(key.1, endpoint, &key.3, key.4), key.4);
     let worker = state.clone();
     let endpoint = endpoint.clone();
     let rest = rest.to_owned();
     state
         .simulations
-        .run(move || answer::answer(&worker.config, &endpoint, run_seed, &rest, &http))
+        .run(move || {
+            answer::answer(
+                &worker.config,
+                &endpoint,
+                run_seed,
+                occurrence,
+                &rest,
+                &http,
+            )
+        })
         .await
         .map_err(|error| error.to_string())
 }
