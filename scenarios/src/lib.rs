@@ -15,8 +15,8 @@
 //!   [`memory_no_data_loss`], [`sqlite_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
 //!   [`router_fallback_chain`], [`context_overflow_recovery`], [`streaming_tool_calls`],
 //!   [`wire_faults`], [`wire_shapes`], [`mixed_formats`], [`agent_loop_under_faults`],
-//!   [`tool_effects`], [`mcp_agent`], and the canaries [`canary`], [`canary_lost_link`],
-//!   [`canary_double_charge`], [`canary_lost_update`] and [`canary_mcp_resend`].
+//!   [`tool_effects`], [`mcp_agent`], [`cassette_agent`], and the canaries [`canary`], [`canary_lost_link`],
+//!   [`canary_double_charge`], [`canary_lost_update`], [`canary_mcp_resend`] and [`canary_cassette_drift`].
 //! - [`all`]: every scenario, for the `dst` binary and the tests.
 //! - [`planted_crashes`]: seeds that abort, overflow the stack, exit, allocate without
 //!   bound or busy-loop, to test the harness; in the `dst` binary ([`with_planted`]),
@@ -24,10 +24,12 @@
 
 pub mod agent_loop_under_faults;
 pub mod canary;
+pub mod canary_cassette_drift;
 pub mod canary_double_charge;
 pub mod canary_lost_link;
 pub mod canary_lost_update;
 pub mod canary_mcp_resend;
+pub mod cassette_agent;
 pub mod common;
 pub mod context_overflow_recovery;
 pub mod mcp_agent;
@@ -63,11 +65,13 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(agent_loop_under_faults::AgentLoopUnderFaults),
         Arc::new(tool_effects::ToolEffects),
         Arc::new(mcp_agent::McpAgent),
+        Arc::new(cassette_agent::CassetteAgent),
         Arc::new(canary::Canary),
         Arc::new(canary_lost_link::CanaryLostLink),
         Arc::new(canary_double_charge::CanaryDoubleCharge),
         Arc::new(canary_lost_update::CanaryLostUpdate),
         Arc::new(canary_mcp_resend::CanaryMcpResend),
+        Arc::new(canary_cassette_drift::CanaryCassetteDrift),
     ]
 }
 

@@ -79,6 +79,51 @@ fn mcp_agent() {
     replay(&umi_scenarios::mcp_agent::McpAgent);
 }
 
+/// Scenario `cassette_agent`: its recorded seeds and default range.
+#[test]
+fn cassette_agent() {
+    replay(&umi_scenarios::cassette_agent::CassetteAgent);
+}
+
+/// The checked-in cassette of `cassette_agent` is what recording its workload gives
+/// today (fault-free, on `RECORDING_SEED`): a change to the agent, the client or SimLLM
+/// that changes the conversation shows here, not as misses in a sweep.
+/// `UMI_UPDATE_CASSETTES=1` writes the fresh recording over it.
+#[test]
+fn cassette_agent_cassette_is_a_fresh_recording() {
+    use umi_scenarios::cassette_agent::{CASSETTE, CASSETTE_PATH, RECORDING_SEED, record};
+    let fresh = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("agent_tools.jsonl");
+    Simulation::new(umi_dst::SimConfig::new(RECORDING_SEED)).run(|sim| record(sim, &fresh));
+    let text = std::fs::read_to_string(&fresh).unwrap();
+    let cassette = umi_core::cassette::Cassette::parse(&text, &fresh).unwrap();
+    assert!(
+        cassette.exchanges.len() >= 4,
+        "a multi-turn conversation: {}",
+        cassette.exchanges.len()
+    );
+    assert!(text.contains("tool_calls"), "the recording has tool calls");
+    if std::env::var_os("UMI_UPDATE_CASSETTES").is_some() {
+        let checked_in = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(CASSETTE_PATH);
+        std::fs::write(checked_in, &text).unwrap();
+    } else {
+        assert_eq!(
+            CASSETTE, text,
+            "{CASSETTE_PATH} is stale: run with UMI_UPDATE_CASSETTES=1"
+        );
+    }
+}
+
+/// The cassette drift canary (a retry that stamps its attempt into the body) is found
+/// within `CANARY_SEEDS_MAX` seeds as a miss of the recorded conversation at
+/// `$.metadata`, under a fault.
+#[test]
+fn canary_cassette_drift() {
+    find_canary(
+        &umi_scenarios::canary_cassette_drift::CanaryCassetteDrift,
+        "differs at $.metadata",
+    );
+}
+
 /// The MCP resend canary (a call resent after its stream broke, when the server had
 /// already paid) is found within `CANARY_SEEDS_MAX` seeds, by the effect ledger's checker.
 #[test]

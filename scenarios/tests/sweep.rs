@@ -96,6 +96,45 @@ fn shards_partition_the_seeds_with_identical_results() {
     }
 }
 
+/// `dst minimize` over a cassette as over SimLLM: the cassette drift canary's failing
+/// seed shrinks to a smaller schedule that still fails, and without its faults the
+/// recorded conversation is kept (the planted bug needs a retry).
+#[test]
+fn minimizing_a_failure_over_a_cassette_keeps_a_failing_smaller_schedule() {
+    use umi_scenarios::canary_cassette_drift::CanaryCassetteDrift;
+    let seed = (1..=100)
+        .find(|&seed| {
+            run_one(&CanaryCassetteDrift, seed, false, |c| c)
+                .failure
+                .is_some()
+        })
+        .expect("the cassette drift canary is found within 100 seeds");
+    let found = minimize(&CanaryCassetteDrift, seed, false).unwrap();
+    assert!(
+        found.message.contains("differs at $.metadata"),
+        "{}",
+        found.message
+    );
+    assert!(
+        !found.minimal.is_empty() && found.minimal.len() <= found.original.len(),
+        "{found:?}"
+    );
+    let only = found.minimal.clone();
+    let replayed = run_one(&CanaryCassetteDrift, seed, false, move |mut config| {
+        config.only_injections = Some(only);
+        config
+    });
+    assert_eq!(replayed.failure.map(|(class, _)| class), Some(found.class));
+    let without = run_one(&CanaryCassetteDrift, seed, false, |mut config| {
+        config.only_injections = Some(Vec::new());
+        config
+    });
+    assert!(
+        without.failure.is_none(),
+        "fault-free, the recording is followed"
+    );
+}
+
 fn first_failing_canary_seed() -> u64 {
     (1..=100)
         .find(|&seed| run_one(&Canary, seed, false, |c| c).failure.is_some())

@@ -319,6 +319,7 @@ impl SimNetwork {
     /// Counts `served` identical requests as answered before each request (`dst serve`
     /// answers each request in a network of its own, and knows how many times its scope
     /// asked the same before).
+    #[cfg(feature = "serve")]
     pub(crate) fn with_replay_offset(mut self, served: u64) -> Self {
         self.replay_offset = usize::try_from(served).unwrap_or(usize::MAX);
         self
@@ -518,6 +519,31 @@ impl SimNetwork {
         reads::cut(body, left, kind)
     }
 
+    /// Traces a request with the hash of what its response depends on (the determinism
+    /// check compares it: a body that differs between two runs of a seed is named as the
+    /// cause), and returns that hash.
+    fn trace_request(&self, request: &HttpRequest, endpoint: &Endpoint) -> [u8; 32] {
+        let request_hash: [u8; 32] = Sha256::new()
+            .chain_update(request.url.as_bytes())
+            .chain_update(&request.body)
+            .finalize()
+            .into();
+        self.trace.record(
+            "net.request",
+            format_args!(
+                "{} {} ({}) body={:02x}{:02x}{:02x}{:02x}",
+                request.method,
+                request.url,
+                endpoint.profile,
+                request_hash[0],
+                request_hash[1],
+                request_hash[2],
+                request_hash[3]
+            ),
+        );
+        request_hash
+    }
+
     fn finish(&self, response: HttpResponse, exchange: Option<Exchange>) -> HttpResponse {
         match (&self.capture, exchange) {
             (Some(log), Some(mut exchange)) => {
@@ -546,26 +572,7 @@ impl Transport for SimNetwork {
                 reason: format!("no route to {} (simulated)", request.url),
             })?;
         let endpoint = &served.endpoint;
-        // What the response depends on (and the determinism check compares: a body
-        // that differs between two runs of a seed is named as the cause).
-        let request_hash: [u8; 32] = Sha256::new()
-            .chain_update(request.url.as_bytes())
-            .chain_update(&request.body)
-            .finalize()
-            .into();
-        self.trace.record(
-            "net.request",
-            format_args!(
-                "{} {} ({}) body={:02x}{:02x}{:02x}{:02x}",
-                request.method,
-                request.url,
-                endpoint.profile,
-                request_hash[0],
-                request_hash[1],
-                request_hash[2],
-                request_hash[3]
-            ),
-        );
+        let request_hash = self.trace_request(&request, endpoint);
         if self.is_down(&endpoint.base_url) {
             self.trace
                 .record("net.down", format_args!("{}", endpoint.base_url));

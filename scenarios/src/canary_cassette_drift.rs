@@ -1,0 +1,81 @@
+//! Canary `canary_cassette_drift`: `cassette_agent`'s workload with a planted bug that
+//! only a retry shows: a transport that stamps the attempt number into the body of a
+//! request it has sent before (`"metadata": {"attempt": 2}`), as a hand-rolled retry
+//! wrapper might. A fault-free run never resends, so it matches the cassette; the first
+//! 429 or cut turn makes the agent's retry leave the recorded conversation, and
+//! invariant 1 of `cassette_agent` (no request misses the cassette) must catch it, with
+//! the miss naming `$.metadata` as the path where the request parted from the
+//! recording. `dst minimize` shrinks a failing seed's faults to the one that caused the
+//! retry.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use futures::future::LocalBoxFuture;
+use umi_core::llm::transport::{HttpRequest, HttpResponse, Transport, TransportError};
+use umi_dst::{FaultConfig, Scenario, SimEnvironment, Violation};
+
+use crate::cassette_agent::{CassetteAgent, run_over};
+
+/// The canary.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CanaryCassetteDrift;
+
+impl Scenario for CanaryCassetteDrift {
+    fn name(&self) -> &'static str {
+        "canary_cassette_drift"
+    }
+
+    fn goal(&self) -> &'static str {
+        "a retry that changes its request is caught as a miss of the recorded conversation"
+    }
+
+    fn faults(&self) -> Vec<FaultConfig> {
+        CassetteAgent.faults()
+    }
+
+    fn is_canary(&self) -> bool {
+        true
+    }
+
+    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        Box::pin(run_over(sim, |inner| Arc::new(AttemptStamping::new(inner))))
+    }
+}
+
+/// The planted bug: a request sent again carries its attempt number in its body.
+#[derive(Debug)]
+struct AttemptStamping {
+    inner: Arc<dyn Transport>,
+    /// Times each body was sent, by its bytes.
+    sent: Mutex<BTreeMap<Vec<u8>, u64>>,
+}
+
+impl AttemptStamping {
+    fn new(inner: Arc<dyn Transport>) -> Self {
+        Self {
+            inner,
+            sent: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+#[async_trait]
+impl Transport for AttemptStamping {
+    async fn send(&self, mut request: HttpRequest) -> Result<HttpResponse, TransportError> {
+        let attempt = {
+            let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
+            let count = sent.entry(request.body.clone()).or_insert(0);
+            *count += 1;
+            *count
+        };
+        if attempt > 1
+            && let Ok(mut body) = serde_json::from_slice::<serde_json::Value>(&request.body)
+        {
+            body["metadata"] = serde_json::json!({"attempt": attempt});
+            request.body = umi_core::canonical_json::to_vec(&body);
+        }
+        self.inner.send(request).await
+    }
+}
