@@ -23,6 +23,12 @@
 pub mod cli;
 mod collect;
 mod crash;
+#[cfg(feature = "serve")]
+pub mod cassette_check;
+#[cfg(feature = "serve")]
+pub mod cassette_cli;
+#[cfg(feature = "serve")]
+pub mod cassette_shape;
 pub mod engine;
 pub mod find;
 pub mod groups;
@@ -40,6 +46,8 @@ mod plan;
 pub mod process_pool;
 mod process_worker;
 mod progress;
+#[cfg(feature = "serve")]
+pub mod record_cli;
 pub mod replay_command;
 pub mod report;
 pub mod resume;
