@@ -45,8 +45,11 @@ struct Replay(RecordedResponse);
 impl Transport for Replay {
     async fn send(&self, _request: HttpRequest) -> Result<HttpResponse, TransportError> {
         let response = &self.0;
-        let mut reads: Vec<Result<Vec<u8>, TransportError>> =
-            response.reads().into_iter().map(|(bytes, _)| Ok(bytes)).collect();
+        let mut reads: Vec<Result<Vec<u8>, TransportError>> = response
+            .reads()
+            .into_iter()
+            .map(|(bytes, _)| Ok(bytes))
+            .collect();
         match response.end {
             BodyEnd::Clean => {}
             BodyEnd::Reset => reads.push(Err(TransportError::Reset {
@@ -109,10 +112,9 @@ pub async fn check(exchange: &Exchange, format: Option<WireFormat>) -> Verdict {
     let response = &exchange.response;
     let expected_error = response.status >= 400;
     match outcome {
-        Ok(()) if expected_error => Verdict::Failed(format!(
-            "status {} was read as a success",
-            response.status
-        )),
+        Ok(()) if expected_error => {
+            Verdict::Failed(format!("status {} was read as a success", response.status))
+        }
         Ok(()) => Verdict::Read,
         Err(error) if expected_error || response.end != BodyEnd::Clean => {
             Verdict::Classified(format!("{} ({error})", error.kind()))

@@ -140,9 +140,9 @@ fn import_har(
     if out.exists() {
         return Err(CassetteCliError::Exists(out.to_owned()));
     }
-    let redaction = fields
-        .iter()
-        .fold(Redaction::new(), |redaction, field| redaction.with_field(field));
+    let redaction = fields.iter().fold(Redaction::new(), |redaction, field| {
+        redaction.with_field(field)
+    });
     let exchanges = umi_core::cassette::har::import(&text, root, &redaction).map_err(|error| {
         CassetteCliError::Har {
             path: har.to_owned(),
@@ -155,7 +155,10 @@ fn import_har(
     let count = exchanges.len();
     let cassette = Cassette { header, exchanges };
     cassette.save(out)?;
-    println!("dst cassette: {count} exchanges imported into {}", out.display());
+    println!(
+        "dst cassette: {count} exchanges imported into {}",
+        out.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -181,11 +184,14 @@ fn load(path: &Path) -> Result<(Cassette, Vec<usize>), CassetteCliError> {
 fn run_check(path: &Path, endpoint: Option<&str>) -> Result<ExitCode, CassetteCliError> {
     let format = match endpoint {
         None => None,
-        Some(name) => Some(format_of_endpoint(name).ok_or_else(|| CassetteCliError::Flag {
-            flag: "--endpoint",
-            value: name.to_owned(),
-            reason: "not a `dst serve` profile (openai, openai_responses, anthropic, ollama, ...)"
-                .into(),
+        Some(name) => Some(format_of_endpoint(name).ok_or_else(|| {
+            CassetteCliError::Flag {
+                flag: "--endpoint",
+                value: name.to_owned(),
+                reason:
+                    "not a `dst serve` profile (openai, openai_responses, anthropic, ollama, ...)"
+                        .into(),
+            }
         })?),
     };
     let (cassette, lines) = load(path)?;
@@ -202,7 +208,9 @@ fn run_check(path: &Path, endpoint: Option<&str>) -> Result<ExitCode, CassetteCl
         let request = format!("{} {}", exchange.request.method, exchange.request.path);
         let (slot, said) = match &verdict {
             Verdict::Read => (0, "read".to_owned()),
-            Verdict::Classified(kind) => (1, format!("status {} → {kind}", exchange.response.status)),
+            Verdict::Classified(kind) => {
+                (1, format!("status {} → {kind}", exchange.response.status))
+            }
             Verdict::Skipped(why) => (2, format!("skipped: {why}")),
             Verdict::Failed(error) => (3, format!("NOT READABLE: {error}")),
         };
@@ -230,7 +238,10 @@ fn by_key(cassette: &Cassette, lines: &[usize]) -> BTreeMap<RequestKey, Vec<(usi
     let mut keyed: BTreeMap<RequestKey, Vec<(usize, Exchange)>> = BTreeMap::new();
     for (exchange, line) in cassette.exchanges.iter().zip(lines) {
         let key = RequestKey::of_recorded(&exchange.request, &IgnoreRules::none());
-        keyed.entry(key).or_default().push((*line, exchange.clone()));
+        keyed
+            .entry(key)
+            .or_default()
+            .push((*line, exchange.clone()));
     }
     keyed
 }
@@ -267,7 +278,10 @@ fn run_diff(a_path: &Path, b_path: &Path) -> Result<ExitCode, CassetteCliError> 
             let changes = response_changes(a_ex, b_ex);
             if !changes.is_empty() {
                 differences += 1;
-                println!("{a_name}:{a_line} ↔ {b_name}:{b_line}: {} {}", key.method, key.path);
+                println!(
+                    "{a_name}:{a_line} ↔ {b_name}:{b_line}: {} {}",
+                    key.method, key.path
+                );
                 for change in changes {
                     println!("  {change}");
                 }

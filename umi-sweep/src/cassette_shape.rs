@@ -31,7 +31,10 @@ fn type_name(value: &Value) -> &'static str {
 
 /// Adds `value`'s paths under `at` to `shape`.
 pub fn walk(value: &Value, at: &str, shape: &mut Shape) {
-    shape.entry(at.to_owned()).or_default().insert(type_name(value));
+    shape
+        .entry(at.to_owned())
+        .or_default()
+        .insert(type_name(value));
     match value {
         Value::Object(map) => {
             for (key, child) in map {
@@ -85,7 +88,10 @@ fn sse_shape(body: &[u8]) -> Option<Shape> {
     let mut shape = Shape::new();
     for event in &events {
         if let Some(name) = &event.event {
-            shape.entry(format!("event:{name}")).or_default().insert("event");
+            shape
+                .entry(format!("event:{name}"))
+                .or_default()
+                .insert("event");
         }
         match serde_json::from_str::<Value>(&event.data) {
             Ok(value) => walk(&value, "$", &mut shape),
@@ -184,7 +190,10 @@ mod tests {
         let sse = b"event: a\ndata: {\"x\":1}\n\nevent: b\ndata: {\"y\":\"s\"}\n\ndata: [DONE]\n\n";
         let shape = body_shape(Some("text/event-stream"), sse);
         let paths: Vec<&str> = shape.keys().map(String::as_str).collect();
-        assert_eq!(paths, ["$", "$.x", "$.y", "data:text", "event:a", "event:b"]);
+        assert_eq!(
+            paths,
+            ["$", "$.x", "$.y", "data:text", "event:a", "event:b"]
+        );
         let ndjson = b"{\"m\":{\"c\":\"a\"}}\n{\"done\":true}\n";
         let shape = body_shape(Some("application/x-ndjson"), ndjson);
         let paths: Vec<&str> = shape.keys().map(String::as_str).collect();

@@ -20,15 +20,15 @@
 //! - [`minimize`]: delta debugging over a failing seed's injected faults; [`find`]:
 //!   searching seeds for one that reaches a fault.
 //! - [`cli::main`]: the `dst` command, for your own binary.
-pub mod cli;
-mod collect;
-mod crash;
 #[cfg(feature = "serve")]
 pub mod cassette_check;
 #[cfg(feature = "serve")]
 pub mod cassette_cli;
 #[cfg(feature = "serve")]
 pub mod cassette_shape;
+pub mod cli;
+mod collect;
+mod crash;
 pub mod engine;
 pub mod find;
 pub mod groups;

@@ -84,9 +84,7 @@ pub enum RecordError {
         reason: String,
     },
     /// The cassette exists and `--append` was not given.
-    #[error(
-        "cassette {0}: the file exists (pass --append to add to it, or choose another file)"
-    )]
+    #[error("cassette {0}: the file exists (pass --append to add to it, or choose another file)")]
     Exists(PathBuf),
     /// The cassette could not be opened.
     #[error(transparent)]
@@ -97,7 +95,10 @@ pub enum RecordError {
 }
 
 /// The key header `endpoint`'s format sends `key` in (none for Ollama).
-fn credential_of(endpoint: Option<&str>, key: &str) -> Result<Option<(String, String)>, RecordError> {
+fn credential_of(
+    endpoint: Option<&str>,
+    key: &str,
+) -> Result<Option<(String, String)>, RecordError> {
     let Some(name) = endpoint else {
         return Ok(None);
     };
@@ -226,7 +227,10 @@ pub fn run(args: &RecordArgs) -> ExitCode {
             }
         };
         println!("dst record: listening on {}", proxy.base_url());
-        println!("dst record: forwarding to {upstream}, recording into {}", shown(&args.cassette));
+        println!(
+            "dst record: forwarding to {upstream}, recording into {}",
+            shown(&args.cassette)
+        );
         crate::serve_cli::wait_for_signal().await;
         eprintln!("dst record: stopping (in-flight responses finish first)");
         proxy.shutdown().await;

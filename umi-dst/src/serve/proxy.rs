@@ -72,8 +72,14 @@ impl std::fmt::Debug for ProxyConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProxyConfig")
             .field("bind", &self.bind)
-            .field("upstream", &umi_core::llm::secrets::redact_url(&self.upstream))
-            .field("credential", &self.credential.as_ref().map(|(name, _)| name))
+            .field(
+                "upstream",
+                &umi_core::llm::secrets::redact_url(&self.upstream),
+            )
+            .field(
+                "credential",
+                &self.credential.as_ref().map(|(name, _)| name),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -231,7 +237,11 @@ async fn forward(config: &ProxyConfig, request: Request<Incoming>) -> hyper::Res
             let message = config.redactor.redact(&error.to_string());
             let redacted_path = config.redactor.redact(&path);
             (config.on_failure)(&format!("{method} {redacted_path}: {message}"));
-            refusal(502, "upstream_unreachable", &format!("the upstream: {message}"))
+            refusal(
+                502,
+                "upstream_unreachable",
+                &format!("the upstream: {message}"),
+            )
         }
     }
 }
