@@ -163,8 +163,8 @@ mod tests {
             (
                 chat(json!(["hi"]), None),
                 vec![
-                    "+ $.choices[*].message.content[*] (string)",
                     "~ $.choices[*].message.content: string → array",
+                    "+ $.choices[*].message.content[*] (string)",
                 ],
             ),
             (
