@@ -410,6 +410,18 @@ fn no_planted_key_reaches_the_cassette() {
         !text.contains("\"ann\""),
         "a --redact-field value in the cassette:\n{text}"
     );
+    let checked = dst(&[
+        "cassette",
+        "check",
+        file.to_str().unwrap(),
+        "--endpoint",
+        "openai",
+    ]);
+    let said = String::from_utf8_lossy(&checked.stdout);
+    assert!(
+        said.contains("keys.jsonl:4: POST /v1/401?key=[REDACTED]: status 401 → auth"),
+        "an error status is classified: {said}"
+    );
     let _ = std::fs::remove_file(file);
 }
 
