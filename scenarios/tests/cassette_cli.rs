@@ -121,14 +121,16 @@ fn chat(stream: bool, text: &str) -> String {
 
 /// OpenAI chat streamed and whole, and Anthropic streamed, through `dst record` in front
 /// of a `dst serve` with `seed`; the cassette and what the client got.
-fn record_three(seed: u64, cassette: &Path) -> (Cassette, Vec<Got>, String) {
+fn record_three(seed: u64, cassette: &Path, extra: &[&str]) -> (Cassette, Vec<Got>, String) {
     let runtime = runtime();
     let server: RunningServer = runtime.block_on(async {
         let mut config = ServeConfig::default();
         config.seed = seed;
         Server::start(config).await.unwrap()
     });
-    let recorder = Recorder::start(&server.base_url(), cassette, &["--endpoint", "openai"]);
+    let mut args = vec!["--endpoint", "openai"];
+    args.extend_from_slice(extra);
+    let recorder = Recorder::start(&server.base_url(), cassette, &args);
     let base = recorder.base.clone();
     let got = runtime.block_on(async {
         let anthropic = serde_json::json!({"model": "claude", "max_tokens": 100, "stream": true,
@@ -166,7 +168,7 @@ fn record_three(seed: u64, cassette: &Path) -> (Cassette, Vec<Got>, String) {
 #[test]
 fn dst_record_writes_what_the_client_got_and_check_and_diff_read_it() {
     let a = temp("a.jsonl");
-    let (cassette, got, stdout) = record_three(7, &a);
+    let (cassette, got, stdout) = record_three(7, &a, &[]);
     assert!(
         stdout.contains("3 exchanges written, 0 abandoned"),
         "{stdout}"
@@ -223,11 +225,13 @@ fn dst_record_writes_what_the_client_got_and_check_and_diff_read_it() {
     // A second recording of the same requests, its values (ids, times, counts) changed:
     // no shape differs.
     let b = temp("b.jsonl");
-    let (mut other, _, _) = record_three(7, &b);
-    assert_eq!(
-        other.exchanges, cassette.exchanges,
-        "dst serve answers alike"
-    );
+    let (mut other, _, _) = record_three(7, &b, &[]);
+    for (one, two) in other.exchanges.iter().zip(&cassette.exchanges) {
+        assert_eq!(
+            one.response.body, two.response.body,
+            "dst serve answers alike"
+        );
+    }
     for exchange in &mut other.exchanges {
         let body = exchange.response.body.take().unwrap();
         exchange.response.body = Some(body.chars().map(other_digit).collect());
@@ -257,6 +261,29 @@ fn dst_record_writes_what_the_client_got_and_check_and_diff_read_it() {
     assert_eq!(changed.status.code(), Some(1), "{text}");
     assert!(text.contains("+ $.choices[*].finish_reazon"), "{text}");
     assert!(text.contains("- $.choices[*].finish_reason"), "{text}");
+    // --append adds to a cassette of this version, and refuses another by its version.
+    let (appended, _, stdout) = record_three(7, &b, &["--append"]);
+    assert!(stdout.contains("3 exchanges written"), "{stdout}");
+    assert_eq!(appended.exchanges.len(), 6);
+    std::fs::write(
+        &renamed,
+        "{\"recorded_by\":\"future\",\"umi_cassette\":7}\n",
+    )
+    .unwrap();
+    let refused = dst(&[
+        "record",
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--append",
+        "--cassette",
+        renamed.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("renamed.jsonl: format version 7"),
+        "{stderr}"
+    );
     for path in [a, b, corrupt, renamed] {
         let _ = std::fs::remove_file(path);
     }
