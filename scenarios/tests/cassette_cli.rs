@@ -298,10 +298,31 @@ fn other_digit(c: char) -> char {
     }
 }
 
+/// A body of one read; with `cut`, the connection breaks after it.
+fn echo_body(
+    text: String,
+    cut: bool,
+) -> futures::stream::BoxStream<'static, Result<hyper::body::Frame<bytes::Bytes>, std::io::Error>> {
+    let first =
+        futures::stream::once(
+            async move { Ok(hyper::body::Frame::data(bytes::Bytes::from(text))) },
+        );
+    if !cut {
+        return first.boxed();
+    }
+    let broken = futures::stream::once(async {
+        // A real server's pause in a test, outside any simulation: the read goes out first.
+        #[allow(clippy::disallowed_methods)]
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        Err(std::io::Error::other("cut mid-stream"))
+    });
+    first.chain(broken).boxed()
+}
+
 /// A server that echoes every planted key it was sent: in a header, a cookie, a 401's
 /// JSON error and an SSE event.
 async fn echo_server() -> (String, tokio::task::JoinHandle<()>) {
-    use http_body_util::{BodyExt, Full};
+    use http_body_util::{BodyExt, StreamBody};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let task = tokio::spawn(async move {
@@ -327,11 +348,12 @@ async fn echo_server() -> (String, tokio::task::JoinHandle<()>) {
                         (401, "application/json", serde_json::json!({"error": {"message": format!("Incorrect API key provided: {keys}")}}).to_string())
                     } else if String::from_utf8_lossy(&body).contains("\"stream\":true") {
                         let event = serde_json::json!({"choices": [{"delta": {"content": format!("your key is {keys}")}}]});
-                        (
-                            200,
-                            "text/event-stream",
-                            format!("data: {event}\n\ndata: [DONE]\n\n"),
-                        )
+                        let done = if path.ends_with("/reset") {
+                            ""
+                        } else {
+                            "data: [DONE]\n\n"
+                        };
+                        (200, "text/event-stream", format!("data: {event}\n\n{done}"))
                     } else {
                         (
                             200,
@@ -344,7 +366,7 @@ async fn echo_server() -> (String, tokio::task::JoinHandle<()>) {
                         .header("content-type", content_type)
                         .header("x-echo-key", keys.clone())
                         .header("set-cookie", format!("session={keys}"))
-                        .body(Full::new(bytes::Bytes::from(text)))
+                        .body(StreamBody::new(echo_body(text, path.ends_with("/reset"))))
                         .unwrap();
                     Ok::<_, std::convert::Infallible>(response)
                 },
@@ -410,6 +432,12 @@ fn no_planted_key_reaches_the_cassette() {
                 &in_body,
             )
             .await,
+            send(
+                format!("{base}/v1/reset"),
+                &[("authorization", &bearer)],
+                &chat(true, "hi"),
+            )
+            .await,
         ]
     });
     let (stdout, _) = recorder.stop();
@@ -429,9 +457,24 @@ fn no_planted_key_reaches_the_cassette() {
         echoed[2]
     );
     assert_eq!(got[2].0, 401);
-    assert!(stdout.contains("4 exchanges written"), "{stdout}");
+    assert!(
+        stdout.contains("5 exchanges written, 0 abandoned"),
+        "{stdout}"
+    );
     let text = std::fs::read_to_string(&file).unwrap();
-    assert_eq!(Cassette::load(&file).unwrap().exchanges.len(), 4);
+    let recorded = Cassette::load(&file).unwrap();
+    assert_eq!(recorded.exchanges.len(), 5);
+    let cut = &recorded.exchanges[4].response;
+    assert_eq!(
+        cut.end,
+        umi_core::cassette::BodyEnd::Reset,
+        "recorded as it happened"
+    );
+    assert!(
+        cut.body.as_deref().unwrap().starts_with("data: "),
+        "{cut:?}"
+    );
+    assert!(String::from_utf8_lossy(&got[4].2).starts_with("data: "));
     assert!(!text.contains("PLANTED"), "a key in the cassette:\n{text}");
     assert!(
         !text.contains("\"ann\""),
@@ -448,6 +491,10 @@ fn no_planted_key_reaches_the_cassette() {
     assert!(
         said.contains("keys.jsonl:4: POST /v1/401?key=[REDACTED]: status 401 → auth"),
         "an error status is classified: {said}"
+    );
+    assert!(
+        said.contains("keys.jsonl:6: POST /v1/reset: status 200 → connection"),
+        "a body cut mid-stream is classified: {said}"
     );
     let _ = std::fs::remove_file(file);
 }
