@@ -218,6 +218,17 @@ pub fn run(args: &RecordArgs) -> ExitCode {
         }
     };
     let upstream = umi_core::llm::secrets::redact_url(&args.upstream);
+    if !args.listen.ip().is_loopback() {
+        eprintln!(
+            "dst record: warning: listening on {} (not loopback): anyone who can reach it can use the upstream{}",
+            args.listen,
+            if args.key_env.is_some() {
+                " with your key"
+            } else {
+                ""
+            }
+        );
+    }
     runtime.block_on(async move {
         let proxy = match RunningProxy::start(config).await {
             Ok(proxy) => proxy,
