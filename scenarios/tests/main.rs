@@ -48,5 +48,10 @@ mod serve_mcp;
 /// other seeds, faults and misses in the providers' envelopes.
 mod serve_cassette;
 
+/// `dst record` and `dst cassette` run as users run them: a proxy recording real HTTP
+/// with every planted key removed, an upstream that is down, HAR import, `check` and
+/// `diff` on the files written.
+mod cassette_cli;
+
 /// No library function past 70 lines, but for an allow-list that only shrinks.
 mod tidy;

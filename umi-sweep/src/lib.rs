@@ -20,6 +20,12 @@
 //! - [`minimize`]: delta debugging over a failing seed's injected faults; [`find`]:
 //!   searching seeds for one that reaches a fault.
 //! - [`cli::main`]: the `dst` command, for your own binary.
+#[cfg(feature = "serve")]
+pub mod cassette_check;
+#[cfg(feature = "serve")]
+pub mod cassette_cli;
+#[cfg(feature = "serve")]
+pub mod cassette_shape;
 pub mod cli;
 mod collect;
 mod crash;
@@ -40,6 +46,8 @@ mod plan;
 pub mod process_pool;
 mod process_worker;
 mod progress;
+#[cfg(feature = "serve")]
+pub mod record_cli;
 pub mod replay_command;
 pub mod report;
 pub mod resume;

@@ -318,7 +318,8 @@ fn describe(config: &ServeConfig) -> String {
     )
 }
 
-async fn wait_for_signal() {
+/// Waits for SIGINT or SIGTERM (Ctrl-C only, off Unix).
+pub(crate) async fn wait_for_signal() {
     #[cfg(unix)]
     {
         let Ok(mut terminate) =

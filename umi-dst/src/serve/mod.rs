@@ -20,7 +20,8 @@
 //! every occurrence. With no endpoints named, every format is served at its standard
 //! path, and any model name is answered. `/mcp` is a simulated MCP server (the tools of
 //! `ServeConfig::mcp`), seeded and scoped the same way (`mcp.rs`); `dst mcp` serves the
-//! same over stdio (`stdio.rs`).
+//! same over stdio (`stdio.rs`). `dst record` forwards to a real provider through the same
+//! server (`proxy.rs`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), umi_dst::serve::ServeError> {
@@ -38,6 +39,7 @@ mod mcp;
 mod mcp_tools;
 mod own;
 mod pool;
+mod proxy;
 mod read;
 mod session;
 mod stdio;
@@ -56,6 +58,7 @@ pub use config::{
     profile_serving,
 };
 pub use mcp_tools::{MCP_TOOLS_FILE_BYTES_MAX, MCP_TOOLS_MAX, McpToolSpec, McpToolsSpec};
+pub use proxy::{FailureHook, PROXY_BODY_BYTES_MAX, ProxyConfig, RunningProxy};
 pub use stdio::{StdioReply, StdioServer};
 
 /// How long shutdown waits for in-flight responses before it drops them.

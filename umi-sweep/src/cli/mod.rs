@@ -61,6 +61,14 @@ enum Command {
     /// seeded per message.
     #[cfg(feature = "serve")]
     Mcp(crate::mcp_cli::McpArgs),
+    /// Record real provider traffic into a cassette, through a proxy in front of the
+    /// provider.
+    #[cfg(feature = "serve")]
+    Record(crate::record_cli::RecordArgs),
+    /// Work on cassettes: import a HAR capture, check that Umi's clients read every
+    /// exchange, diff two recordings' response shapes.
+    #[cfg(feature = "serve")]
+    Cassette(crate::cassette_cli::CassetteArgs),
     /// A sweep's worker process (started by `dst sweep` itself; not for people).
     #[command(name = "__sweep-worker", hide = true)]
     SweepWorker(crate::process_worker::WorkerArgs),
@@ -125,6 +133,10 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
         Command::Serve(args) => crate::serve_cli::run(&args, &scenarios),
         #[cfg(feature = "serve")]
         Command::Mcp(args) => crate::mcp_cli::run(&args, &scenarios),
+        #[cfg(feature = "serve")]
+        Command::Record(args) => crate::record_cli::run(&args),
+        #[cfg(feature = "serve")]
+        Command::Cassette(args) => crate::cassette_cli::run(&args),
         Command::SweepWorker(args) => crate::process_worker::serve(&scenarios, &args),
     }
 }

@@ -1,0 +1,247 @@
+//! A forwarding proxy: every request a client sends is passed to one upstream through a
+//! [`Transport`], and the upstream's response is streamed back read by read as it
+//! arrives. `dst record` runs it with a recording transport, so the cassette holds what
+//! the client really got.
+//!
+//! The proxy forwards the method, the path and query, the body and every header but the
+//! hop-by-hop ones, `host`, `content-length` (the transport sets its own) and
+//! `accept-encoding` (so the upstream answers uncompressed and the recorded bytes are
+//! the ones a client reads). When the client sends no credential header, the proxy adds
+//! the configured one (`--key-env`). An upstream that cannot be reached gets the client
+//! a 502 whose JSON body names the error (redacted), and the proxy's failure hook is told.
+//! It lives here, beside `dst serve`, because it is the same hyper server.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::Request;
+use hyper::body::{Frame, Incoming};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use umi_core::llm::secrets::Redactor;
+use umi_core::llm::transport::{HttpRequest, Transport};
+
+use super::config::{CLIENT_READ_TIMEOUT_MS, ServeError};
+use super::http::{Body, full, respond};
+use super::{SHUTDOWN_GRACE_MS, read};
+
+/// The largest request body the proxy forwards, in bytes (a larger one gets a 413).
+pub const PROXY_BODY_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+/// Headers that belong to one connection, never forwarded either way.
+const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+];
+
+/// Request headers that carry a client's own credential.
+const CREDENTIAL_HEADERS: [&str; 4] = ["authorization", "x-api-key", "api-key", "x-goog-api-key"];
+
+/// Told of each request the upstream did not answer (its line, redacted).
+pub type FailureHook = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What the proxy forwards to, and how.
+pub struct ProxyConfig {
+    /// Where to listen.
+    pub bind: SocketAddr,
+    /// The upstream's base URL; a request's path and query are appended to it.
+    pub upstream: String,
+    /// What carries the requests (a recording transport, in `dst record`).
+    pub transport: Arc<dyn Transport>,
+    /// The header (name, value) added to a request that carries no credential of its own.
+    pub credential: Option<(String, String)>,
+    /// Removes secrets from the error texts the proxy hands out.
+    pub redactor: Redactor,
+    /// Told of each request the upstream did not answer.
+    pub on_failure: FailureHook,
+}
+
+impl std::fmt::Debug for ProxyConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyConfig")
+            .field("bind", &self.bind)
+            .field(
+                "upstream",
+                &umi_core::llm::secrets::redact_url(&self.upstream),
+            )
+            .field(
+                "credential",
+                &self.credential.as_ref().map(|(name, _)| name),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// A proxy that is listening.
+#[derive(Debug)]
+pub struct RunningProxy {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningProxy {
+    /// Binds `config.bind` and forwards until [`RunningProxy::shutdown`]. Must be called
+    /// inside a multi-threaded tokio runtime.
+    pub async fn start(config: ProxyConfig) -> Result<Self, ServeError> {
+        let bind = config.bind;
+        let error = |source| ServeError::Bind { addr: bind, source };
+        let listener = TcpListener::bind(bind).await.map_err(error)?;
+        let addr = listener.local_addr().map_err(error)?;
+        let (stop, stopped) = oneshot::channel();
+        let task = tokio::spawn(accept_loop(listener, Arc::new(config), stopped));
+        Ok(Self {
+            addr,
+            stop: Some(stop),
+            task,
+        })
+    }
+
+    /// `http://<addr>`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets in-flight responses finish (for at most
+    /// [`SHUTDOWN_GRACE_MS`]), and returns.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    config: Arc<ProxyConfig>,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = &mut stopped => break,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((stream, _)) = accepted else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let config = config.clone();
+        let service = hyper::service::service_fn(move |request| {
+            let config = config.clone();
+            async move { Ok::<_, std::convert::Infallible>(forward(&config, request).await) }
+        });
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(Duration::from_millis(CLIENT_READ_TIMEOUT_MS))
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+    }
+    drop(listener);
+    #[allow(clippy::disallowed_methods)] // the real proxy's shutdown grace, outside any simulation
+    let _ = tokio::time::timeout(
+        Duration::from_millis(SHUTDOWN_GRACE_MS),
+        graceful.shutdown(),
+    )
+    .await;
+}
+
+/// The method as the transport names it, if it is one a provider API takes.
+fn method_of(method: &hyper::Method) -> Option<&'static str> {
+    Some(match *method {
+        hyper::Method::GET => "GET",
+        hyper::Method::POST => "POST",
+        hyper::Method::PUT => "PUT",
+        hyper::Method::PATCH => "PATCH",
+        hyper::Method::DELETE => "DELETE",
+        hyper::Method::HEAD => "HEAD",
+        hyper::Method::OPTIONS => "OPTIONS",
+        _ => return None,
+    })
+}
+
+/// A 502 (or any status) with a JSON body naming what went wrong.
+fn refusal(status: u16, kind: &str, message: &str) -> hyper::Response<Body> {
+    let body = serde_json::json!({"error": {"type": kind, "message": message}});
+    respond(
+        status,
+        vec![("content-type".into(), "application/json".into())],
+        full(body.to_string()),
+    )
+}
+
+/// The upstream request for the client's `request`.
+fn upstream_request(config: &ProxyConfig, mut request: HttpRequest, path: &str) -> HttpRequest {
+    request.url = format!("{}{path}", config.upstream.trim_end_matches('/'));
+    request.headers.retain(|(name, _)| {
+        let name = name.to_ascii_lowercase();
+        !HOP_BY_HOP.contains(&name.as_str()) && name != "host" && name != "accept-encoding"
+    });
+    let has_credential = request
+        .headers
+        .iter()
+        .any(|(name, _)| CREDENTIAL_HEADERS.contains(&name.to_ascii_lowercase().as_str()));
+    if !has_credential && let Some(credential) = &config.credential {
+        request.headers.push(credential.clone());
+    }
+    request
+}
+
+async fn forward(config: &ProxyConfig, request: Request<Incoming>) -> hyper::Response<Body> {
+    let Some(method) = method_of(request.method()) else {
+        let message = format!("method {} is not forwarded", request.method());
+        return refusal(405, "method_not_allowed", &message);
+    };
+    let path = request
+        .uri()
+        .path_and_query()
+        .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
+    let mut read = match read::request(request, PROXY_BODY_BYTES_MAX).await {
+        Ok(read) => read,
+        Err((status, message)) => return refusal(status, "bad_request", &message),
+    };
+    read.method = method;
+    let upstream = upstream_request(config, read, &path);
+    match config.transport.send(upstream).await {
+        Ok(response) => {
+            let headers = response
+                .headers
+                .into_iter()
+                .filter(|(name, _)| !HOP_BY_HOP.contains(&name.to_ascii_lowercase().as_str()))
+                .collect();
+            let body = response.body.map(|read| match read {
+                Ok(bytes) => Ok(Frame::data(Bytes::from(bytes))),
+                Err(error) => Err(std::io::Error::other(error.to_string())),
+            });
+            let body = BodyExt::boxed_unsync(StreamBody::new(body.boxed()));
+            respond(response.status, headers, body)
+        }
+        Err(error) => {
+            let message = config.redactor.redact(&error.to_string());
+            let redacted_path = config.redactor.redact(&path);
+            (config.on_failure)(&format!("{method} {redacted_path}: {message}"));
+            refusal(
+                502,
+                "upstream_unreachable",
+                &format!("the upstream: {message}"),
+            )
+        }
+    }
+}
