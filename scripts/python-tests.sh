@@ -46,4 +46,4 @@ case "$UMI_DST" in /*) ;; *) UMI_DST="$(pwd)/$UMI_DST" ;; esac
 export UMI_DST
 export PYTHONPATH="$(pwd)/python/src${PYTHONPATH:+:$PYTHONPATH}"
 "$venv/bin/python" -m pytest -p umi_dst.plugin -q --rootdir . \
-  tests/python examples/python-agent examples/python-mcp-agent python/tests "$@"
+  tests/python examples/python-agent examples/python-mcp-agent examples/python-cassette python/tests "$@"

@@ -51,7 +51,7 @@ impl Transport for Replay {
             .map(|(bytes, _)| Ok(bytes))
             .collect();
         match response.end {
-            BodyEnd::Clean => {}
+            BodyEnd::Clean | BodyEnd::Dropped => {}
             BodyEnd::Reset => reads.push(Err(TransportError::Reset {
                 reason: "recorded: the connection broke".into(),
             })),
@@ -116,7 +116,9 @@ pub async fn check(exchange: &Exchange, format: Option<WireFormat>) -> Verdict {
             Verdict::Failed(format!("status {} was read as a success", response.status))
         }
         Ok(()) => Verdict::Read,
-        Err(error) if expected_error || response.end != BodyEnd::Clean => {
+        Err(error)
+            if expected_error || !matches!(response.end, BodyEnd::Clean | BodyEnd::Dropped) =>
+        {
             Verdict::Classified(format!("{} ({error})", error.kind()))
         }
         Err(error) => Verdict::Failed(format!("{}: {error}", error.kind())),
