@@ -35,6 +35,10 @@ impl Scenario for CanaryCassetteDrift {
         CassetteAgent.faults()
     }
 
+    fn marks(&self) -> &'static [&'static str] {
+        &["cassette.replay", "cassette.miss"]
+    }
+
     fn is_canary(&self) -> bool {
         true
     }
