@@ -155,6 +155,7 @@ impl Replay {
     /// The recorded request closest to a live one: same method and path, fewest JSON
     /// paths apart; its index and those paths.
     pub fn closest(&self, method: &str, path: &str, body: &[u8]) -> Option<(usize, Vec<String>)> {
+        let path = umi_core::llm::secrets::redact_patterns(path);
         let live: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
         let live = umi_core::cassette::key::comparable(&live, &self.options.ignore);
         let mut best: Option<(usize, Vec<String>)> = None;
