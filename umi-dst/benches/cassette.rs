@@ -153,6 +153,15 @@ impl Bench {
         let cassette = self.record(profile, stream);
         let simulated = self.client(profile, self.network(profile, None));
         let replayed = self.client(profile, self.network(profile, Some(cassette)));
+        // For profiling: UMI_BENCH_ONLY=replay runs only the replay loops.
+        if std::env::var("UMI_BENCH_ONLY").as_deref() == Ok("replay") {
+            self.runtime.block_on(async {
+                for _ in 0..20_000 {
+                    self.ask(replayed.as_ref(), stream).await;
+                }
+            });
+            return;
+        }
         let sim_llm = self.per_request(simulated.as_ref(), stream);
         let replay = self.per_request(replayed.as_ref(), stream);
         let per_second = |d: Duration| 1.0 / d.as_secs_f64().max(1e-12);
