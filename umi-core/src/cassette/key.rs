@@ -273,6 +273,34 @@ mod tests {
     }
 
     #[test]
+    fn an_unredacted_key_equals_the_key_only_where_redaction_changes_nothing() {
+        let ignore = IgnoreRules::none().with_path("user");
+        let key = |body: &Value| {
+            let bytes = serde_json::to_vec(body).unwrap();
+            let unredacted =
+                RequestKey::of_json_unredacted("post", "/v1/x", &bytes, &ignore).unwrap();
+            (
+                unredacted,
+                RequestKey::of_bytes("post", "/v1/x", &bytes, &ignore),
+            )
+        };
+        let plain = json!({"user": "u1", "messages": [{"content": "hi"}], "n": 2});
+        let (unredacted, redacted) = key(&plain);
+        assert_eq!(unredacted, redacted);
+        assert!(redacted.is_redaction_fixed_point(&ignore));
+        let keyed =
+            json!({"messages": [{"content": "use Bearer abcdefghijklmnopqrstuvwxyz012345"}]});
+        let (unredacted, redacted) = key(&keyed);
+        assert_ne!(
+            unredacted, redacted,
+            "the credential is in the unredacted key"
+        );
+        assert!(redacted.is_redaction_fixed_point(&ignore));
+        assert!(!unredacted.is_redaction_fixed_point(&ignore));
+        assert!(RequestKey::of_json_unredacted("POST", "/v1/x", b"not json", &ignore).is_none());
+    }
+
+    #[test]
     fn diff_paths_name_where_two_bodies_part() {
         let a = json!({"model": "m", "messages": [{"content": "hi"}, {"content": "x"}], "n": 1});
         let b = json!({"model": "m", "messages": [{"content": "ho"}], "n": "1", "extra": true});
