@@ -114,6 +114,7 @@ impl RequestKey {
         Self::with_body(method, path, body)
     }
 
+    /// The key of `body` (already as compared), with the method and path normalized.
     fn with_body(method: &str, path: &str, body: String) -> Self {
         Self {
             method: method.to_ascii_uppercase(),

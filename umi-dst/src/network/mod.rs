@@ -319,6 +319,7 @@ impl SimNetwork {
     /// Counts `served` identical requests as answered before each request (`dst serve`
     /// answers each request in a network of its own, and knows how many times its scope
     /// asked the same before).
+    #[cfg(feature = "serve")]
     pub(crate) fn with_replay_offset(mut self, served: u64) -> Self {
         self.replay_offset = usize::try_from(served).unwrap_or(usize::MAX);
         self

@@ -125,6 +125,7 @@ struct Reads {
 }
 
 impl Reads {
+    /// `response`'s body, decoded into its reads.
     fn of(response: &umi_core::cassette::RecordedResponse) -> Self {
         let reads = response.reads();
         let body_len = reads.iter().map(|(bytes, _)| bytes.len()).sum();
