@@ -76,6 +76,11 @@ mod test_macro;
 /// faults over recorded exchanges, misses explained, recorded time in simulated time.
 mod cassette;
 
+/// async-openai, unmodified, parses a replayed cassette exactly as it parsed the
+/// recorded answers, whole and streamed (feature `async-openai`).
+#[cfg(feature = "async-openai")]
+mod async_openai_cassette;
+
 /// rig, unmodified, over SimNetwork through `umi_dst::adapters::rig` (feature `rig`).
 #[cfg(feature = "rig")]
 mod rig_adapter;

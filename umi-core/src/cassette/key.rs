@@ -111,6 +111,11 @@ impl RequestKey {
             (None, Some(text)) => redact_patterns(text),
             (None, None) => String::new(),
         };
+        Self::with_body(method, path, body)
+    }
+
+    /// The key of `body` (already as compared), with the method and path normalized.
+    fn with_body(method: &str, path: &str, body: String) -> Self {
         Self {
             method: method.to_ascii_uppercase(),
             path: redact_patterns(path),
@@ -118,10 +123,14 @@ impl RequestKey {
         }
     }
 
-    /// The key of a live request: `body` is parsed as JSON when it is JSON.
+    /// The key of a live request: `body` is parsed as JSON when it is JSON (and made
+    /// comparable in place, as [`RequestKey::new`] does on a copy).
     pub fn of_bytes(method: &str, path: &str, body: &[u8], ignore: &IgnoreRules) -> Self {
         match serde_json::from_slice::<Value>(body) {
-            Ok(value) => Self::new(method, path, Some(&value), None, ignore),
+            Ok(value) => {
+                let value = comparable_owned(value, ignore);
+                Self::with_body(method, path, crate::canonical_json::to_string(&value))
+            }
             Err(_) if body.is_empty() => Self::new(method, path, None, None, ignore),
             Err(_) => Self::new(
                 method,
@@ -131,6 +140,31 @@ impl RequestKey {
                 ignore,
             ),
         }
+    }
+
+    /// The key of a live JSON request as [`RequestKey::of_bytes`] makes it but with its
+    /// body's strings left unredacted (`None`: the body is not JSON). Redaction scans
+    /// every string; where this key equals a recorded key that redaction leaves as it is
+    /// (see `Replay`'s index), the redacted key is that same key, so the scan is skipped.
+    pub fn of_json_unredacted(
+        method: &str,
+        path: &str,
+        body: &[u8],
+        ignore: &IgnoreRules,
+    ) -> Option<Self> {
+        let mut value = serde_json::from_slice::<Value>(body).ok()?;
+        ignore.strip(&mut value);
+        let body = crate::canonical_json::to_string(&value);
+        Some(Self::with_body(method, path, body))
+    }
+
+    /// Whether redacting this key's body (and path) again would leave it as it is, so a
+    /// live body equal to it before redaction is equal to it after.
+    pub fn is_redaction_fixed_point(&self, ignore: &IgnoreRules) -> bool {
+        let Ok(value) = serde_json::from_str::<Value>(&self.body) else {
+            return false;
+        };
+        Self::new(&self.method, &self.path, Some(&value), None, ignore) == *self
     }
 
     /// The key of a recorded request.
@@ -148,21 +182,23 @@ impl RequestKey {
 /// `value` as a replay compares it: ignored fields removed, credential-like text in its
 /// strings redacted.
 pub fn comparable(value: &Value, ignore: &IgnoreRules) -> Value {
-    let mut value = redact_strings(value);
+    comparable_owned(value.clone(), ignore)
+}
+
+/// [`comparable`], editing `value` rather than a copy.
+fn comparable_owned(mut value: Value, ignore: &IgnoreRules) -> Value {
+    redact_strings(&mut value);
     ignore.strip(&mut value);
     value
 }
 
-fn redact_strings(value: &Value) -> Value {
+/// Redacts credential-like text in every string of `value` (keys are left alone).
+fn redact_strings(value: &mut Value) {
     match value {
-        Value::String(text) => Value::String(redact_patterns(text)),
-        Value::Array(items) => Value::Array(items.iter().map(redact_strings).collect()),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(key, child)| (key.clone(), redact_strings(child)))
-                .collect(),
-        ),
-        other => other.clone(),
+        Value::String(text) => *text = redact_patterns(text),
+        Value::Array(items) => items.iter_mut().for_each(redact_strings),
+        Value::Object(map) => map.values_mut().for_each(redact_strings),
+        _ => {}
     }
 }
 
@@ -235,6 +271,34 @@ mod tests {
             RequestKey::new("POST", "/v1/y", Some(&a), None, &ignore),
             key(&a)
         );
+    }
+
+    #[test]
+    fn an_unredacted_key_equals_the_key_only_where_redaction_changes_nothing() {
+        let ignore = IgnoreRules::none().with_path("user");
+        let key = |body: &Value| {
+            let bytes = serde_json::to_vec(body).unwrap();
+            let unredacted =
+                RequestKey::of_json_unredacted("post", "/v1/x", &bytes, &ignore).unwrap();
+            (
+                unredacted,
+                RequestKey::of_bytes("post", "/v1/x", &bytes, &ignore),
+            )
+        };
+        let plain = json!({"user": "u1", "messages": [{"content": "hi"}], "n": 2});
+        let (unredacted, redacted) = key(&plain);
+        assert_eq!(unredacted, redacted);
+        assert!(redacted.is_redaction_fixed_point(&ignore));
+        let keyed =
+            json!({"messages": [{"content": "use Bearer abcdefghijklmnopqrstuvwxyz012345"}]});
+        let (unredacted, redacted) = key(&keyed);
+        assert_ne!(
+            unredacted, redacted,
+            "the credential is in the unredacted key"
+        );
+        assert!(redacted.is_redaction_fixed_point(&ignore));
+        assert!(!unredacted.is_redaction_fixed_point(&ignore));
+        assert!(RequestKey::of_json_unredacted("POST", "/v1/x", b"not json", &ignore).is_none());
     }
 
     #[test]

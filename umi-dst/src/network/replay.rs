@@ -110,6 +110,27 @@ pub struct Replay {
     options: ReplayOptions,
     /// The recorded exchanges of each request key, in file order.
     index: BTreeMap<RequestKey, Vec<usize>>,
+    /// Each exchange's response body as reads, decoded once (not per request served).
+    reads: Vec<Reads>,
+    /// The JSON keys of the index that redaction leaves as they are: a live request whose
+    /// unredacted key is one of them has that key, and needs no redaction scan.
+    unchanged_by_redaction: BTreeSet<RequestKey>,
+}
+
+/// A recorded body as reads (each one's bytes and arrival in ms), and its length.
+#[derive(Debug)]
+struct Reads {
+    reads: Vec<(Vec<u8>, u64)>,
+    body_len: usize,
+}
+
+impl Reads {
+    /// `response`'s body, decoded into its reads.
+    fn of(response: &umi_core::cassette::RecordedResponse) -> Self {
+        let reads = response.reads();
+        let body_len = reads.iter().map(|(bytes, _)| bytes.len()).sum();
+        Self { reads, body_len }
+    }
 }
 
 impl Replay {
@@ -124,11 +145,36 @@ impl Replay {
             let key = RequestKey::of_recorded(&exchange.request, &options.ignore);
             index.entry(key).or_default().push(at);
         }
+        let reads = cassette
+            .exchanges
+            .iter()
+            .map(|exchange| Reads::of(&exchange.response))
+            .collect();
+        let unchanged_by_redaction = index
+            .keys()
+            .filter(|key| key.is_redaction_fixed_point(&options.ignore))
+            .cloned()
+            .collect();
         Self {
             cassette,
             options,
             index,
+            reads,
+            unchanged_by_redaction,
         }
+    }
+
+    /// The key of a live request, as [`RequestKey::of_bytes`] makes it: a JSON body
+    /// equal, before redaction, to a recorded key that redaction leaves unchanged has
+    /// that key (redacting it gives it back), so the redaction scan runs only for others.
+    pub fn key_of(&self, method: &str, path: &str, body: &[u8]) -> RequestKey {
+        let ignore = &self.options.ignore;
+        if let Some(key) = RequestKey::of_json_unredacted(method, path, body, ignore)
+            && self.unchanged_by_redaction.contains(&key)
+        {
+            return key;
+        }
+        RequestKey::of_bytes(method, path, body, ignore)
     }
 
     /// The cassette.
@@ -274,8 +320,7 @@ impl SimNetwork {
     ) -> Replayed {
         let base_url = &served.endpoint.base_url;
         let path = path_below(&request.url, base_url);
-        let key =
-            RequestKey::of_bytes(request.method, &path, &request.body, &replay.options.ignore);
+        let key = replay.key_of(request.method, &path, &request.body);
         let served_before = {
             let states = self.replays.lock().unwrap_or_else(PoisonError::into_inner);
             states
@@ -312,13 +357,19 @@ impl SimNetwork {
                 exchange.request.method,
                 exchange.request.path,
                 exchange.response.status,
-                exchange.response.body_bytes().len(),
+                replay.reads[at].body_len,
                 exchange.response.end
             ),
         );
         umi_core::env::Environment::cover(self.env.as_ref(), "cassette.replay");
         let response = self
-            .play(exchange, replay.options.timing, fault, &mut rng)
+            .play(
+                exchange,
+                &replay.reads[at],
+                replay.options.timing,
+                fault,
+                &mut rng,
+            )
             .await;
         Replayed::Response(response)
     }
@@ -374,18 +425,19 @@ impl SimNetwork {
     async fn play(
         &self,
         exchange: &Exchange,
+        decoded: &Reads,
         timing: ReplayTiming,
         fault: Option<FaultKind>,
         rng: &mut DeterministicRng,
     ) -> HttpResponse {
         let recorded = &exchange.response;
         let mut timing_rng = rng.substream(6);
-        let gaps = gaps_ms(recorded, timing, &mut timing_rng);
+        let gaps = gaps_ms(recorded.headers_ms, &decoded.reads, timing, &mut timing_rng);
         self.clock
             .sleep(Duration::from_millis(gaps.headers_ms))
             .await;
-        let reads = recorded.reads();
-        let body_len: usize = reads.iter().map(|(bytes, _)| bytes.len()).sum();
+        let body_len = decoded.body_len;
+        let reads = decoded.reads.clone();
         let body = timed_body(reads, gaps.read_ms, recorded.end, self.clock.clone());
         let body = match fault {
             Some(kind @ (FaultKind::LlmStreamCut | FaultKind::LlmInvalidResponse)) => {
@@ -452,10 +504,11 @@ struct Gaps {
     read_ms: Vec<u64>,
 }
 
-/// The recorded offsets as `timing` plays them (a scaled time is scaled from the
-/// request, not gap by gap, so rounding never adds up).
+/// The recorded offsets (the headers' and each of `reads`') as `timing` plays them (a
+/// scaled time is scaled from the request, not gap by gap, so rounding never adds up).
 fn gaps_ms(
-    recorded: &umi_core::cassette::RecordedResponse,
+    recorded_headers_ms: u64,
+    reads: &[(Vec<u8>, u64)],
     timing: ReplayTiming,
     rng: &mut DeterministicRng,
 ) -> Gaps {
@@ -473,10 +526,9 @@ fn gaps_ms(
         let (low, high) = REPLAY_JITTER_PERMILLE_RANGE;
         gap_ms.saturating_mul(rng.range_inclusive(low, high)) / 1_000
     };
-    let headers_ms = jitter(at(recorded.headers_ms));
-    let mut before = recorded.headers_ms;
-    let read_ms = recorded
-        .reads()
+    let headers_ms = jitter(at(recorded_headers_ms));
+    let mut before = recorded_headers_ms;
+    let read_ms = reads
         .iter()
         .map(|(_, at_ms)| {
             let at_ms = (*at_ms).max(before);

@@ -128,8 +128,11 @@ fn ends_value(byte: u8) -> bool {
 fn word_starts<'a>(text: &'a str, needle: &'a str) -> impl Iterator<Item = usize> + 'a {
     let bytes = text.as_bytes();
     let n = needle.len();
+    // The first byte alone rules out almost every position, cheaply.
+    let first = needle.as_bytes()[0];
     (0..bytes.len().saturating_sub(n - 1)).filter(move |&i| {
-        bytes[i..i + n].eq_ignore_ascii_case(needle.as_bytes())
+        bytes[i].eq_ignore_ascii_case(&first)
+            && bytes[i..i + n].eq_ignore_ascii_case(needle.as_bytes())
             && (i == 0 || !is_word_byte(bytes[i - 1]))
     })
 }
