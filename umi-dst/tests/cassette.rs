@@ -79,7 +79,11 @@ fn record(
     seed: u64,
     faults: &[FaultConfig],
 ) -> (Cassette, Vec<Outcome>, Vec<Vec<u8>>) {
-    let path = cassette_path(&format!("{profile}-{stream}-{seed}"));
+    // A file per recording: the tests run in parallel, and several record the same
+    // profile and seed.
+    static RECORDINGS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nth = RECORDINGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = cassette_path(&format!("{profile}-{stream}-{seed}-{nth}"));
     let got = Mutex::new((Vec::new(), Vec::new()));
     Simulation::new(SimConfig::new(seed))
         .with_faults(faults.iter().cloned())
