@@ -6,7 +6,7 @@
 //! sent it (status, headers, every body byte, where each read arrived and when, and how
 //! the body ended: cleanly, with a reset, or with the server falling silent). The file is
 //! one JSON header line, then one exchange per line in the order the exchanges completed,
-//! every object's keys sorted, so two recordings diff line by line ([`file`], ADR 0013).
+//! every object's keys sorted, so two recordings diff line by line ([`mod@file`], ADR 0013).
 //!
 //! The recording side is production code and lives here: [`RecordingTransport`] wraps
 //! any [`Transport`](crate::llm::transport::Transport) (the reqwest one in production or

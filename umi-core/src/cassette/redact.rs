@@ -3,7 +3,7 @@
 //!
 //! The rules are the clients' own ([`crate::llm::secrets`]), applied to everything:
 //!
-//! - request headers: only [`REQUEST_HEADERS_KEPT`](super::REQUEST_HEADERS_KEPT) are
+//! - request headers: only [`REQUEST_HEADERS_KEPT`] are
 //!   kept, and never a credential;
 //! - response headers: cookies, framing headers and every header whose name says key,
 //!   token, secret or auth are dropped; the rest are redacted by pattern;
