@@ -19,7 +19,7 @@ use umi_dst::serve::{ServeConfig, Server};
 use crate::support::runtime;
 
 /// The requests recorded: OpenAI chat whole and streamed (with a tool), Anthropic
-/// streamed, Ollama whole.
+/// streamed, Ollama whole, and OpenAI chat with a query.
 fn requests() -> Vec<(&'static str, serde_json::Value)> {
     let tools = serde_json::json!([{"type": "function", "function": {"name": "get_weather",
         "description": "Weather for a city.", "parameters": {"type": "object",
@@ -35,11 +35,16 @@ fn requests() -> Vec<(&'static str, serde_json::Value)> {
         ),
         (
             "/v1/messages",
-            serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 256, "stream": true, "messages": [{"role": "user", "content": "Say hello."}]}),
+            serde_json::json!({"model": "claude-haiku-4-5", "max_tokens": 256, "stream": true, "messages": [{"role": "user", "content": "Say hello."}]}),
         ),
         (
             "/api/chat",
             serde_json::json!({"model": "llama3", "stream": false, "messages": [{"role": "user", "content": "Say hello."}]}),
+        ),
+        // Azure's form: the query is part of what is matched.
+        (
+            "/v1/chat/completions?api-version=2024-10-21",
+            serde_json::json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "Say hello."}]}),
         ),
     ]
 }
@@ -134,7 +139,13 @@ fn replay(
 #[test]
 fn a_recording_of_dst_serve_is_served_back_byte_for_byte_under_any_seed() {
     let (cassette, recorded) = record(21);
-    assert_eq!(cassette.exchanges.len(), 4);
+    assert_eq!(cassette.exchanges.len(), 5);
+    assert!(
+        cassette.exchanges[4]
+            .request
+            .path
+            .ends_with("?api-version=2024-10-21")
+    );
     assert!(
         recorded.iter().all(|(status, _)| *status == 200),
         "{recorded:?}"
@@ -156,7 +167,7 @@ fn faults_and_misses_over_a_served_cassette_speak_the_providers_envelopes() {
     );
     let statuses: Vec<u16> = limited.iter().map(|(status, _)| *status).collect();
     // Ollama answers a rate limit as its server does: 503 "server busy".
-    assert_eq!(statuses, vec![429, 429, 429, 503], "{limited:?}");
+    assert_eq!(statuses, vec![429, 429, 429, 503, 429], "{limited:?}");
     let cut = replay(
         &cassette,
         1,

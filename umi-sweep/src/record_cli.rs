@@ -55,7 +55,7 @@ pub struct RecordArgs {
     #[arg(long, default_value = "127.0.0.1:8090", value_name = "ADDR")]
     listen: SocketAddr,
     /// The environment variable holding the API key sent when a client sends none.
-    #[arg(long, value_name = "VAR")]
+    #[arg(long, value_name = "VAR", requires = "endpoint")]
     key_env: Option<String>,
     /// A JSON body field to replace with `[REDACTED]` (dotted path, `*` for any key or
     /// index). Repeatable.

@@ -16,7 +16,7 @@
 
 use serde_json::Value;
 
-use crate::llm::secrets::redact_patterns;
+use crate::llm::secrets::{REDACTED, is_secret_header, redact_patterns};
 
 /// Most differing paths an explanation lists.
 pub const DIFF_PATHS_MAX: usize = 12;
@@ -118,7 +118,7 @@ impl RequestKey {
     fn with_body(method: &str, path: &str, body: String) -> Self {
         Self {
             method: method.to_ascii_uppercase(),
-            path: redact_patterns(path),
+            path: redact_path(path),
             body,
         }
     }
@@ -192,14 +192,73 @@ fn comparable_owned(mut value: Value, ignore: &IgnoreRules) -> Value {
     value
 }
 
-/// Redacts credential-like text in every string of `value` (keys are left alone).
+/// Redacts credential-like text in every string of `value`, and the whole value of a
+/// field whose name says it holds a credential ([`is_secret_field`]).
 fn redact_strings(value: &mut Value) {
     match value {
         Value::String(text) => *text = redact_patterns(text),
         Value::Array(items) => items.iter_mut().for_each(redact_strings),
-        Value::Object(map) => map.values_mut().for_each(redact_strings),
+        Value::Object(map) => {
+            for (name, child) in map.iter_mut() {
+                if is_secret_field(name) && !child.is_null() {
+                    *child = Value::String(REDACTED.to_owned());
+                } else {
+                    redact_strings(child);
+                }
+            }
+        }
         _ => {}
     }
+}
+
+/// The JSON field names that hold credentials: the well-known ones (`api_key`,
+/// `authorization`, `password`, `client_secret`, ...) and any ending in `_token`,
+/// `_secret`, `_password` or `api_key` (never `max_tokens` or `prompt_cache_key`).
+pub fn is_secret_field(name: &str) -> bool {
+    const EXACT: [&str; 12] = [
+        "api-key",
+        "api_key",
+        "apikey",
+        "authorization",
+        "cookie",
+        "credential",
+        "credentials",
+        "password",
+        "secret",
+        "token",
+        "x-api-key",
+        "x-goog-api-key",
+    ];
+    let name = name.to_ascii_lowercase();
+    EXACT.contains(&name.as_str())
+        || name.starts_with("authorization")
+        || [
+            "_token",
+            "-token",
+            "_secret",
+            "_password",
+            "api_key",
+            "apikey",
+        ]
+        .iter()
+        .any(|end| name.ends_with(end))
+}
+
+/// `path` (a path and query, or a whole URL) with every query value whose parameter's
+/// name says it holds a credential (`subscription-key`, `auth`, `session_token`: the
+/// header rule, [`is_secret_header`]) replaced, then credentials found by pattern.
+pub fn redact_path(path: &str) -> String {
+    let Some((before, query)) = path.split_once('?') else {
+        return redact_patterns(path);
+    };
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _)) if is_secret_header(name) => format!("{name}={REDACTED}"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    redact_patterns(&format!("{before}?{}", pairs.join("&")))
 }
 
 /// The JSON paths (`$.messages[2].content`) where `a` and `b` differ, in document order
@@ -299,6 +358,32 @@ mod tests {
         assert!(redacted.is_redaction_fixed_point(&ignore));
         assert!(!unredacted.is_redaction_fixed_point(&ignore));
         assert!(RequestKey::of_json_unredacted("POST", "/v1/x", b"not json", &ignore).is_none());
+    }
+
+    #[test]
+    fn secret_fields_and_query_values_are_redacted_and_the_rest_kept() {
+        let body = json!({"api_key": "abc", "max_tokens": 9, "prompt_cache_key": "k",
+            "mcp_servers": [{"authorization_token": "t0k"}], "auth": {"password": "p"},
+            "messages": [{"content": "plain"}]});
+        let key = RequestKey::new("POST", "/v1/x", Some(&body), None, &IgnoreRules::none());
+        for secret in ["abc", "t0k", "\"p\""] {
+            assert!(!key.body.contains(secret), "{secret} in {}", key.body);
+        }
+        for kept in ["\"max_tokens\":9", "\"prompt_cache_key\":\"k\"", "plain"] {
+            assert!(key.body.contains(kept), "{kept} not in {}", key.body);
+        }
+        let table = [
+            (
+                "/v1/x?subscription-key=s3cret&api-version=2024",
+                "/v1/x?subscription-key=[REDACTED]&api-version=2024",
+            ),
+            ("/v1/x?session_token=abc", "/v1/x?session_token=[REDACTED]"),
+            ("/v1/x?alt=sse", "/v1/x?alt=sse"),
+            ("/v1/x", "/v1/x"),
+        ];
+        for (path, expected) in table {
+            assert_eq!(redact_path(path), expected);
+        }
     }
 
     #[test]

@@ -87,7 +87,7 @@ impl Header {
         Self {
             umi_cassette: CASSETTE_VERSION,
             recorded_by: recorded_by.to_owned(),
-            upstream: upstream.map(crate::llm::secrets::redact_url),
+            upstream: upstream.map(key::redact_path),
             redacted_fields: Vec::new(),
         }
     }
@@ -210,20 +210,29 @@ impl RecordedResponse {
     /// headers' time for a body recorded without pieces).
     pub fn reads(&self) -> Vec<(Vec<u8>, u64)> {
         let body = self.body_bytes();
-        if self.pieces.is_empty() {
-            return if body.is_empty() {
-                Vec::new()
-            } else {
-                vec![(body, self.headers_ms)]
-            };
-        }
-        let mut reads = Vec::with_capacity(self.pieces.len());
+        let mut reads = Vec::with_capacity(self.pieces.len().max(1));
+        let mut start = 0;
+        // Total over any pieces (a cassette built in code is not checked as a loaded one
+        // is): every byte is delivered once, in order; a piece out of range or out of
+        // order joins the read before it.
         for (index, piece) in self.pieces.iter().enumerate() {
-            let end = self
+            let next = self
                 .pieces
                 .get(index + 1)
-                .map_or(body.len(), |next| next.offset());
-            reads.push((body[piece.offset()..end].to_vec(), piece.at_ms()));
+                .map_or(body.len(), |n| n.offset());
+            let end = if index + 1 == self.pieces.len() {
+                body.len()
+            } else {
+                next.clamp(start, body.len())
+            };
+            if end > start {
+                reads.push((body[start..end].to_vec(), piece.at_ms()));
+                start = end;
+            }
+        }
+        if start < body.len() {
+            let at_ms = self.pieces.last().map_or(self.headers_ms, |p| p.at_ms());
+            reads.push((body[start..].to_vec(), at_ms));
         }
         reads
     }

@@ -98,7 +98,14 @@ fn redact_strings(value: &Value, redactor: &Redactor) -> Value {
         ),
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(key, child)| (key.clone(), redact_strings(child, redactor)))
+                .map(|(key, child)| {
+                    let child = if super::key::is_secret_field(key) && !child.is_null() {
+                        Value::String(REDACTED.to_owned())
+                    } else {
+                        redact_strings(child, redactor)
+                    };
+                    (key.clone(), child)
+                })
                 .collect(),
         ),
         other => other.clone(),
@@ -181,7 +188,7 @@ impl Redaction {
         };
         RecordedRequest {
             method: request.method.to_owned(),
-            path: redactor.redact(&path_below(&request.url, root)),
+            path: redactor.redact(&super::key::redact_path(&path_below(&request.url, root))),
             headers,
             body,
             body_text,
@@ -195,7 +202,8 @@ impl Redaction {
             .iter()
             .filter(|(name, _)| {
                 let name = name.to_ascii_lowercase();
-                !RESPONSE_HEADERS_DROPPED.contains(&name.as_str()) && !is_secret_header(&name)
+                !RESPONSE_HEADERS_DROPPED.contains(&name.as_str())
+                    && (!is_secret_header(&name) || is_rate_limit_header(&name))
             })
             .map(|(name, value)| (name.to_ascii_lowercase(), redactor.redact(value)))
             .collect();
@@ -264,6 +272,15 @@ fn remap_pieces(body: &[u8], redacted: &str, pieces: &[Piece], redactor: &Redact
         }
     }
     out
+}
+
+/// Whether a response header is a rate-limit report (`x-ratelimit-remaining-tokens`,
+/// `anthropic-ratelimit-input-tokens-limit`): clients back off by them, and their names
+/// say "token" without holding one.
+fn is_rate_limit_header(name: &str) -> bool {
+    ["x-ratelimit-", "anthropic-ratelimit-", "ratelimit-"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
 }
 
 /// A response as it came off the wire, before redaction.

@@ -201,7 +201,7 @@ impl Replay {
     /// The recorded request closest to a live one: same method and path, fewest JSON
     /// paths apart; its index and those paths.
     pub fn closest(&self, method: &str, path: &str, body: &[u8]) -> Option<(usize, Vec<String>)> {
-        let path = umi_core::llm::secrets::redact_patterns(path);
+        let path = umi_core::cassette::key::redact_path(path);
         let live: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
         let live = umi_core::cassette::key::comparable(&live, &self.options.ignore);
         let mut best: Option<(usize, Vec<String>)> = None;
@@ -392,7 +392,11 @@ impl SimNetwork {
         rng: &mut DeterministicRng,
     ) -> Replayed {
         let miss = CassetteMiss {
-            request: format!("{} {path}", request.method),
+            request: format!(
+                "{} {}",
+                request.method,
+                umi_core::cassette::key::redact_path(path)
+            ),
             closest: replay.closest(request.method, path, &request.body),
         };
         self.trace.record("cassette.miss", format_args!("{miss}"));

@@ -103,6 +103,8 @@ pub(crate) async fn handle(
     state: Arc<State>,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, io::Error> {
+    // A cassette matches on the query too (`?api-version=`, `?alt=sse`).
+    let query = request.uri().query().map(str::to_owned);
     let address = match address(
         request.uri().path(),
         header(&request, "x-umi-seed"),
@@ -145,7 +147,11 @@ pub(crate) async fn handle(
         .session
         .next_occurrence(&address.scope, seed, &endpoint_key, hash);
     let key = (address.scope, seed, endpoint_key, hash, occurrence);
-    let recorded = match simulate(&state, endpoint, &key, &rest, http).await {
+    let asked = match (&state.config.cassette, query) {
+        (Some(_), Some(query)) => format!("{rest}?{query}"),
+        _ => rest.to_string(),
+    };
+    let recorded = match simulate(&state, endpoint, &key, &asked, http).await {
         Ok(recorded) => recorded,
         Err(error) => {
             return Ok(own_error(
