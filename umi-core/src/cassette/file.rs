@@ -294,13 +294,16 @@ impl CassetteWriter {
             return Self::create(path, header);
         }
         Cassette::load(path)?;
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|source| CassetteError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
+        let io = |source| CassetteError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let ends_in_newline = std::fs::read(path).map_err(io)?.last() == Some(&b'\n');
+        let mut file = OpenOptions::new().append(true).open(path).map_err(io)?;
+        if !ends_in_newline {
+            // A hand-edited last line without its newline: the next line must not join it.
+            file.write_all(b"\n").map_err(io)?;
+        }
         Ok(Self {
             path: path.to_owned(),
             file: Mutex::new(file),
@@ -377,6 +380,20 @@ mod tests {
             error.to_string().starts_with("cassette c.jsonl:3: "),
             "{error}"
         );
+    }
+
+    #[test]
+    fn appending_to_a_file_without_a_final_newline_keeps_the_lines_apart() {
+        let path = std::env::temp_dir().join(format!("umi-append-{}.jsonl", std::process::id()));
+        let first = exchange_line("[]");
+        std::fs::write(&path, format!("{HEADER}\n{first}")).unwrap();
+        let header: Header = serde_json::from_str(HEADER).unwrap();
+        let writer = CassetteWriter::append_to(&path, &header).unwrap();
+        let exchange = Cassette::load(&path).unwrap().exchanges.remove(0);
+        writer.append(&exchange).unwrap();
+        let loaded = Cassette::load(&path).unwrap();
+        assert_eq!(loaded.exchanges.len(), 2);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
