@@ -101,7 +101,8 @@ impl Server {
             session: session::Session::default(),
         });
         let (stop, stopped) = oneshot::channel();
-        let task = tokio::spawn(accept_loop(listener, state, stopped));
+        let handle = move |request| http::handle(state.clone(), request);
+        let task = tokio::spawn(accept_loop(listener, handle, stopped));
         Ok(RunningServer {
             addr,
             stop: Some(stop),
@@ -131,11 +132,19 @@ impl RunningServer {
     }
 }
 
-async fn accept_loop(
+/// Accepts connections until `stopped`, serving each request with `handle` (the
+/// simulated model's server, or `dst record`'s proxy), then lets in-flight responses
+/// finish for at most [`SHUTDOWN_GRACE_MS`].
+pub(crate) async fn accept_loop<H, F>(
     listener: TcpListener,
-    state: Arc<http::State>,
+    handle: H,
     mut stopped: oneshot::Receiver<()>,
-) {
+) where
+    H: Fn(hyper::Request<hyper::body::Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: std::future::Future<Output = Result<hyper::Response<http::Body>, std::io::Error>>
+        + Send
+        + 'static,
+{
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
         let accepted = tokio::select! {
@@ -150,9 +159,8 @@ async fn accept_loop(
         // Streams are many small writes: without this, Nagle's algorithm and the
         // client's delayed ACKs hold each one for tens of milliseconds.
         let _ = stream.set_nodelay(true);
-        let state = state.clone();
-        let service =
-            hyper::service::service_fn(move |request| http::handle(state.clone(), request));
+        let handle = handle.clone();
+        let service = hyper::service::service_fn(handle);
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(Duration::from_millis(CLIENT_READ_TIMEOUT_MS))

@@ -13,22 +13,20 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::Request;
 use hyper::body::{Frame, Incoming};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use umi_core::llm::secrets::Redactor;
 use umi_core::llm::transport::{HttpRequest, Transport};
 
-use super::config::{CLIENT_READ_TIMEOUT_MS, ServeError};
+use super::config::ServeError;
 use super::http::{Body, full, respond};
-use super::{SHUTDOWN_GRACE_MS, read};
+use super::read;
 
 /// The largest request body the proxy forwards, in bytes (a larger one gets a 413).
 pub const PROXY_BODY_BYTES_MAX: usize = 64 * 1024 * 1024;
@@ -101,7 +99,12 @@ impl RunningProxy {
         let listener = TcpListener::bind(bind).await.map_err(error)?;
         let addr = listener.local_addr().map_err(error)?;
         let (stop, stopped) = oneshot::channel();
-        let task = tokio::spawn(accept_loop(listener, Arc::new(config), stopped));
+        let config = Arc::new(config);
+        let handle = move |request| {
+            let config = config.clone();
+            async move { Ok::<_, std::io::Error>(forward(&config, request).await) }
+        };
+        let task = tokio::spawn(super::accept_loop(listener, handle, stopped));
         Ok(Self {
             addr,
             stop: Some(stop),
@@ -115,52 +118,13 @@ impl RunningProxy {
     }
 
     /// Stops accepting, lets in-flight responses finish (for at most
-    /// [`SHUTDOWN_GRACE_MS`]), and returns.
+    /// [`SHUTDOWN_GRACE_MS`](super::SHUTDOWN_GRACE_MS)), and returns.
     pub async fn shutdown(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         let _ = (&mut self.task).await;
     }
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    config: Arc<ProxyConfig>,
-    mut stopped: oneshot::Receiver<()>,
-) {
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    loop {
-        let accepted = tokio::select! {
-            biased;
-            _ = &mut stopped => break,
-            accepted = listener.accept() => accepted,
-        };
-        let Ok((stream, _)) = accepted else {
-            continue;
-        };
-        let _ = stream.set_nodelay(true);
-        let config = config.clone();
-        let service = hyper::service::service_fn(move |request| {
-            let config = config.clone();
-            async move { Ok::<_, std::convert::Infallible>(forward(&config, request).await) }
-        });
-        let connection = hyper::server::conn::http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(Duration::from_millis(CLIENT_READ_TIMEOUT_MS))
-            .serve_connection(TokioIo::new(stream), service);
-        let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-    }
-    drop(listener);
-    #[allow(clippy::disallowed_methods)] // the real proxy's shutdown grace, outside any simulation
-    let _ = tokio::time::timeout(
-        Duration::from_millis(SHUTDOWN_GRACE_MS),
-        graceful.shutdown(),
-    )
-    .await;
 }
 
 /// The method as the transport names it, if it is one a provider API takes.
