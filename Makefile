@@ -1,7 +1,8 @@
 # Umi's everyday commands. `make help` lists them.
 #
 #   make sweep                 the main job: every scenario over the default seeds, with the report
-#                              (SEEDS=1000 SEED_START=1 JOBS=<cores> SCENARIO="a b" SWARM=1 DETERMINISM=0)
+#                              (SEEDS=1000 SEED_START=1 JOBS=<cores> SCENARIO="a b" SWARM=1 DETERMINISM=0
+#                              PRICES=scenarios/prices.toml TRIALS=k for pass^k)
 #   make test                  every test (simulations replay their seed corpus and default seeds),
 #                              umi-dst's again in a build with rig and rmcp (seeds must mean
 #                              the same there), then the Python clients and the TypeScript SDKs
@@ -27,6 +28,8 @@ JOBS ?=
 SCENARIO ?=
 SWARM ?=
 DETERMINISM ?= 1
+PRICES ?= scenarios/prices.toml
+TRIALS ?=
 REPORT ?= target/dst/report.json
 
 DST := $(CARGO) run --quiet --profile sim -p umi-scenarios --bin dst --
@@ -71,6 +74,7 @@ doc:
 sweep:
 	@mkdir -p $(dir $(REPORT))
 	$(DST) sweep --seeds $(SEEDS) --seed-start $(SEED_START) --report $(REPORT) \
+	  $(if $(PRICES),--prices $(PRICES),) $(if $(TRIALS),--trials $(TRIALS),) \
 	  $(if $(JOBS),--jobs $(JOBS),) $(foreach s,$(SCENARIO),--scenario $(s)) \
 	  $(if $(filter 1,$(SWARM)),--swarm,) $(if $(filter 1,$(DETERMINISM)),--check-determinism,)
 

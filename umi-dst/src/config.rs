@@ -79,6 +79,11 @@ pub struct SimConfig {
     /// runtime's FIFO never chooses. Off by default (a seed's meaning is kept); on in
     /// swarm mode ([`SimConfig::interleaving`]). See docs/adr/0001-determinism.md.
     pub interleave: bool,
+    /// What one run may spend, checked when it ends ([`crate::usage::Budget`]; none by
+    /// default).
+    pub budget: crate::usage::Budget,
+    /// The prices the budget's cost limit and the reports' cost use.
+    pub prices: Option<std::sync::Arc<crate::usage::PriceTable>>,
 }
 
 impl SimConfig {
@@ -97,7 +102,21 @@ impl SimConfig {
             trace_tail_events: TRACE_TAIL_EVENTS_DEFAULT,
             trace_full: false,
             interleave: false,
+            budget: crate::usage::Budget::new(),
+            prices: None,
         }
+    }
+
+    /// Sets what one run may spend (see [`crate::usage::Budget`]).
+    pub fn with_budget(mut self, budget: crate::usage::Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Sets the price table a cost budget and the reports use.
+    pub fn with_prices(mut self, prices: std::sync::Arc<crate::usage::PriceTable>) -> Self {
+        self.prices = Some(prices);
+        self
     }
 
     /// Turns seeded interleavings on (see [`SimConfig::interleave`]).

@@ -50,6 +50,10 @@ struct SimInner {
     /// makes no reference cycle.
     llm: OnceLock<Arc<dyn Any + Send + Sync>>,
     marks: Mutex<BTreeMap<&'static str, u64>>,
+    /// What the run spent (SimLLM writes to it).
+    usage: Arc<crate::usage::UsageLedger>,
+    /// How many times [`SimEnvironment::task_rng`] has handed out each label's stream.
+    task_rng_calls: Mutex<BTreeMap<String, u64>>,
 }
 
 impl SimEnvironment {
@@ -104,6 +108,8 @@ impl SimEnvironment {
                 clock_faults,
                 llm: OnceLock::new(),
                 marks: Mutex::new(BTreeMap::new()),
+                usage: Arc::new(crate::usage::UsageLedger::default()),
+                task_rng_calls: Mutex::new(BTreeMap::new()),
             }),
         })
     }
@@ -128,21 +134,33 @@ impl SimEnvironment {
     /// calls never replay the same numbers (the first call's stream is the label's fork,
     /// the n-th is forked from the label and n).
     pub fn rng(&self, label: &str) -> DeterministicRng {
-        let mut calls = self
-            .inner
-            .rng_calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let call = calls.entry(label.to_owned()).or_insert(0);
-        let rng = match *call {
-            0 => self.inner.root.fork(label),
-            n => self
-                .inner
-                .root
-                .fork_parts(&[b"rng", label.as_bytes(), &n.to_le_bytes()]),
-        };
-        *call += 1;
-        rng
+        counted_fork(&self.inner.root, &self.inner.rng_calls, label)
+    }
+
+    /// An RNG for `label` drawn from the seed's *task* alone: what a scenario that
+    /// separates its task from its trial draws its workload from (what the agent is
+    /// asked), so the k trials of one task ask the same and differ in the model's
+    /// variation and the faults ([`crate::usage::split_seed`]). For a seed that is not a
+    /// trial seed this is exactly [`SimEnvironment::rng`]: no ordinary seed changes
+    /// meaning, and task `t`'s trials ask what seed `t` asks.
+    pub fn task_rng(&self, label: &str) -> DeterministicRng {
+        let split = crate::usage::split_seed(self.seed());
+        if split.trial.is_none() {
+            return self.rng(label);
+        }
+        let root = DeterministicRng::new(split.task);
+        counted_fork(&root, &self.inner.task_rng_calls, label)
+    }
+
+    /// The run's usage ledger (model calls, tokens, tool calls; see [`crate::usage`]).
+    pub fn usage(&self) -> &Arc<crate::usage::UsageLedger> {
+        &self.inner.usage
+    }
+
+    /// Names the class of the task this run tries (`refund`, `faq`): the sweep reports
+    /// pass^k per class too.
+    pub fn set_task_class(&self, class: &str) {
+        self.inner.usage.set_task_class(class);
     }
 
     /// The RNG stream of `label`, the same at every call: for a simulator that derives
@@ -233,6 +251,23 @@ impl SimEnvironment {
     pub fn env(&self) -> Env {
         self.inner.clone()
     }
+}
+
+/// The stream of `label` from `root`: the first call's stream is the label's fork, the
+/// n-th is forked from the label and n (`calls` counts per label).
+fn counted_fork(
+    root: &DeterministicRng,
+    calls: &Mutex<BTreeMap<String, u64>>,
+    label: &str,
+) -> DeterministicRng {
+    let mut calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
+    let call = calls.entry(label.to_owned()).or_insert(0);
+    let rng = match *call {
+        0 => root.fork(label),
+        n => root.fork_parts(&[b"rng", label.as_bytes(), &n.to_le_bytes()]),
+    };
+    *call += 1;
+    rng
 }
 
 impl SimInner {

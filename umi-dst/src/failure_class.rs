@@ -21,6 +21,10 @@ use serde::Serialize;
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum FailureClass {
+    /// The run spent more than its budget allows (tokens, cost, calls, time, growth
+    /// under faults; see [`crate::usage::Budget`]): the least severe, since the answer
+    /// may well be right.
+    Budget,
     /// An invariant was violated: the body returned an error.
     Correctness,
     /// The run did not finish within its simulated-time or step bound.
@@ -46,7 +50,8 @@ pub const EXIT_CODE_ERROR: i32 = 1;
 
 impl FailureClass {
     /// Every class, least severe first.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
+        Self::Budget,
         Self::Correctness,
         Self::Liveness,
         Self::Crash,
@@ -56,6 +61,7 @@ impl FailureClass {
     /// The class's name.
     pub const fn name(self) -> &'static str {
         match self {
+            Self::Budget => "budget",
             Self::Crash => "crash",
             Self::Correctness => "correctness",
             Self::Liveness => "liveness",
@@ -69,10 +75,11 @@ impl FailureClass {
     }
 
     /// The process exit code a command-line run uses for this class: the one place the
-    /// codes 10 to 13 are written (with [`EXIT_CODE_BAD_ARGUMENTS`] and
+    /// codes 10 to 14 are written (with [`EXIT_CODE_BAD_ARGUMENTS`] and
     /// [`EXIT_CODE_CANARY_NOT_FOUND`] beside it).
     pub const fn exit_code(self) -> i32 {
         match self {
+            Self::Budget => 14,
             Self::Correctness => 10,
             Self::Crash => 11,
             Self::Liveness => 12,
@@ -100,6 +107,7 @@ mod tests {
     fn classes_are_ordered_by_severity_and_own_their_exit_codes() {
         // Least severe first, each with its code; `ALL` is in the same order.
         let table = [
+            (FailureClass::Budget, "budget", 14),
             (FailureClass::Correctness, "correctness", 10),
             (FailureClass::Liveness, "liveness", 12),
             (FailureClass::Crash, "crash", 11),

@@ -81,6 +81,7 @@ pub mod storage;
 
 pub mod tools;
 pub mod trace;
+pub mod usage;
 pub mod watchdog;
 
 pub use clock::SimClock;

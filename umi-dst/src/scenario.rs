@@ -42,13 +42,29 @@ pub trait Scenario: Send + Sync {
         false
     }
 
-    /// The config of one seed: the fault profile, and in swarm mode the profile's own
-    /// rules switched on and off and scaled by the seed (filters kept).
+    /// What one run may spend (tokens, cost, calls, time, growth under faults): a run
+    /// over it fails as [`FailureClass::Budget`](crate::FailureClass::Budget). Unlimited
+    /// by default.
+    fn budget(&self) -> crate::usage::Budget {
+        crate::usage::Budget::new()
+    }
+
+    /// The prices its runs' cost is computed with (for a cost budget and the reports),
+    /// unless the sweep is given its own.
+    fn prices(&self) -> Option<std::sync::Arc<crate::usage::PriceTable>> {
+        None
+    }
+
+    /// The config of one seed: the fault profile, the budget and prices, and in swarm
+    /// mode the profile's own rules switched on and off and scaled by the seed (filters
+    /// kept).
     fn config(&self, seed: u64, swarm: bool) -> SimConfig {
-        let config = self
+        let mut config = self
             .faults()
             .into_iter()
-            .fold(SimConfig::new(seed), SimConfig::with_fault);
+            .fold(SimConfig::new(seed), SimConfig::with_fault)
+            .with_budget(self.budget());
+        config.prices = self.prices();
         if swarm { config.with_swarm() } else { config }
     }
 

@@ -13,7 +13,7 @@
     reason = "the sweep engine measures wall time and runs worker threads, outside every simulation"
 )]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -59,6 +59,18 @@ pub(crate) struct Collector {
     recordings: Vec<Recording>,
     /// Whether a failed periodic report write was reported (it is, once).
     write_failure_said: bool,
+    /// Tasks of a `--trials` sweep with trials still running, by (scenario, task);
+    /// bounded by the runs in flight (a task's trials are numbered together).
+    trials_pending: BTreeMap<(usize, u64), PendingTask>,
+}
+
+/// A task whose trials have not all reported.
+#[derive(Default)]
+struct PendingTask {
+    done: u64,
+    passed: u64,
+    failed_seeds: Vec<u64>,
+    class: Option<String>,
 }
 
 impl Collector {
@@ -94,6 +106,7 @@ impl Collector {
             report,
             recordings,
             write_failure_said: false,
+            trials_pending: BTreeMap::new(),
         }
     }
 
@@ -111,9 +124,13 @@ impl Collector {
         entry.seeds_run += 1;
         entry.wall_us += u64::try_from(wall.as_micros()).unwrap_or(u64::MAX);
         let mut injected = None;
+        let mut task_class = None;
         let failure = match run {
             RunEnd::Finished(run) => {
-                fold_run(entry, &run);
+                let scenario = selected[scenario_index].as_ref();
+                let prices = options.prices.clone().or_else(|| scenario.prices());
+                fold_run(entry, &run, prices.as_deref());
+                task_class.clone_from(&run.usage.task_class);
                 let hash = run.trace_hash.to_string();
                 fold_digest(&mut self.digests[scenario_index], seed, &hash);
                 if options.keep_hashes {
@@ -127,6 +144,9 @@ impl Collector {
                 .unfinished_failure()
                 .map(|(class, message)| (class.name().to_owned(), message)),
         };
+        if options.trials.is_some() {
+            self.count_trial(scenario_index, seed, failure.is_none(), task_class);
+        }
         if let Some((class, message)) = failure {
             let scenario = selected[scenario_index].as_ref();
             self.fail(scenario_index, scenario, seed, &class, &message, options);
@@ -140,6 +160,42 @@ impl Collector {
             );
         }
         self.report.runs_done += 1;
+    }
+
+    /// Counts one trial of a `--trials` sweep; when its task's last trial is in, adds the
+    /// task to the scenario's pass^k.
+    fn count_trial(
+        &mut self,
+        scenario_index: usize,
+        seed: u64,
+        passed: bool,
+        class: Option<String>,
+    ) {
+        let entry = &mut self.report.scenarios[scenario_index];
+        let Some(trials) = entry.trials.as_mut() else {
+            return;
+        };
+        let task = umi_dst::usage::split_seed(seed).task;
+        let pending = self
+            .trials_pending
+            .entry((scenario_index, task))
+            .or_default();
+        pending.done += 1;
+        if passed {
+            pending.passed += 1;
+        } else {
+            pending.failed_seeds.push(seed);
+        }
+        if pending.class.is_none() {
+            pending.class = class;
+        }
+        if pending.done < trials.k {
+            return;
+        }
+        if let Some(mut done) = self.trials_pending.remove(&(scenario_index, task)) {
+            done.failed_seeds.sort_unstable();
+            trials.add_task(task, done.passed, done.failed_seeds, done.class);
+        }
     }
 
     /// Counts a failure: its class, its group, the list (if among the smallest seeds),
@@ -281,7 +337,12 @@ impl Collector {
 }
 
 /// Adds a run's faults, marks, rule reach and simulated time to its scenario.
-fn fold_run(entry: &mut ScenarioReport, run: &umi_dst::simulation::SeedRun) {
+fn fold_run(
+    entry: &mut ScenarioReport,
+    run: &umi_dst::simulation::SeedRun,
+    prices: Option<&umi_dst::usage::PriceTable>,
+) {
+    entry.usage.fold(&run.usage, prices);
     for (kind, count) in &run.fault_stats.injected_by_kind {
         *entry
             .faults_injected

@@ -73,7 +73,8 @@ pub fn run(
         options.seeds,
         options.shard,
         selected.len(),
-    );
+    )
+    .with_trials(options.trials);
     let total = plan.total();
     let shared = Arc::new(Shared {
         plan,
@@ -198,7 +199,10 @@ impl Running<'_> {
         report.completed = report.runs_done == self.total as u64;
         if !report.completed {
             report.stopped = stopped.map(StopReason::describe);
-            report.resume = resume_command(self.options, self.selected.len(), report.runs_done);
+            // A trials sweep resumes task by task, which the command does not yet say.
+            if self.options.trials.is_none() {
+                report.resume = resume_command(self.options, self.selected.len(), report.runs_done);
+            }
         }
         if let Some(path) = &self.options.report_path
             && let Err(error) = write_report(path, &report)
@@ -234,7 +238,26 @@ fn validate(options: &SweepOptions, scenarios: usize) -> Result<(), SweepError> 
             reason: "--seed-timeout 0 makes every seed a hang; give at least 1ms".into(),
         });
     }
-    let planned = options.seeds.saturating_mul(scenarios as u64);
+    if let Some(k) = options.trials {
+        let last_task = options.seed_start + (options.seeds - 1);
+        if k == 0 || k > umi_dst::usage::TRIALS_MAX {
+            return Err(SweepError::Invalid {
+                reason: format!("--trials {k} is outside 1..={}", umi_dst::usage::TRIALS_MAX),
+            });
+        }
+        if last_task >= umi_dst::usage::TASKS_MAX {
+            return Err(SweepError::Invalid {
+                reason: format!(
+                    "with --trials the seed range names tasks, and task {last_task} is past the last task a trial seed can hold ({})",
+                    umi_dst::usage::TASKS_MAX - 1
+                ),
+            });
+        }
+    }
+    let planned = options
+        .seeds
+        .saturating_mul(scenarios as u64)
+        .saturating_mul(options.trials.unwrap_or(1));
     if planned > SWEEP_RUNS_MAX {
         return Err(SweepError::Invalid {
             reason: format!("{planned} runs, over the limit of {SWEEP_RUNS_MAX}"),
@@ -300,6 +323,14 @@ fn empty_report(
     total: usize,
 ) -> SweepReport {
     SweepReport {
+        schema: crate::report::REPORT_SCHEMA,
+        umi_version: env!("CARGO_PKG_VERSION").to_owned(),
+        prices: options.prices.as_ref().map(|p| {
+            p.source
+                .as_ref()
+                .map_or_else(|| "(given)".to_owned(), |s| s.display().to_string())
+        }),
+        trials: options.trials,
         commit: current_commit(),
         seed_start: options.seed_start,
         seeds: options.seeds,
@@ -329,6 +360,7 @@ fn empty_report(
                 rules: s.faults().iter().map(ToString::to_string).collect(),
                 rule_reach: vec![0; s.faults().len()],
                 trace_digest: "0".repeat(64),
+                trials: options.trials.map(crate::pass_k::TrialsReport::new),
                 ..ScenarioReport::default()
             })
             .collect(),

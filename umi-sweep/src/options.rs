@@ -71,6 +71,11 @@ pub struct SweepOptions {
     /// Where seeds run: worker threads in this process (the default for the library,
     /// `cargo test`, and `dst sweep --in-process`) or worker processes (`dst sweep`).
     pub isolation: Isolation,
+    /// The price table run costs are computed with (else each scenario's own, if any).
+    pub prices: Option<Arc<umi_dst::usage::PriceTable>>,
+    /// Run each task of the seed range this many times, each with its own trial seed
+    /// ([`umi_dst::usage::trial_seed`]), and report pass@1, pass@k and pass^k.
+    pub trials: Option<u64>,
 }
 
 /// Where a sweep's seeds run.
@@ -105,6 +110,8 @@ impl Default for SweepOptions {
             program: "dst".into(),
             interrupt: None,
             isolation: Isolation::Threads,
+            prices: None,
+            trials: None,
         }
     }
 }
@@ -173,6 +180,18 @@ impl SweepOptions {
     /// Sets where seeds run.
     pub fn with_isolation(mut self, isolation: Isolation) -> Self {
         self.isolation = isolation;
+        self
+    }
+
+    /// Computes run costs with `prices`.
+    pub fn with_prices(mut self, prices: Arc<umi_dst::usage::PriceTable>) -> Self {
+        self.prices = Some(prices);
+        self
+    }
+
+    /// Runs each task `k` times (see [`SweepOptions::trials`]).
+    pub const fn with_trials(mut self, k: u64) -> Self {
+        self.trials = Some(k);
         self
     }
 

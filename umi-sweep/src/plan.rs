@@ -40,13 +40,17 @@ impl Shard {
 }
 
 /// The runs of a sweep, numbered seed-major without being stored: run `i` is scenario
-/// `i % scenarios` on the `i / scenarios`-th seed this shard owns.
+/// `i % scenarios` on the `i / scenarios`-th seed this shard owns. With `trials` k, the
+/// range's seeds are tasks and each runs k times in a row (trial-major within the task,
+/// so a task's trials are on one shard and finish close together), each on its trial
+/// seed.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Plan {
     seed_first: u64,
     seed_stride: u64,
     seeds: u64,
     scenarios: usize,
+    trials: Option<u64>,
 }
 
 impl Plan {
@@ -67,22 +71,57 @@ impl Plan {
             seed_stride: shard.count,
             seeds,
             scenarios,
+            trials: None,
         }
     }
 
+    /// The same plan with each seed a task run `k` times.
+    pub(crate) fn with_trials(mut self, k: Option<u64>) -> Self {
+        self.trials = k;
+        self
+    }
+
     pub(crate) fn total(&self) -> usize {
-        usize::try_from(self.seeds)
+        usize::try_from(self.seeds.saturating_mul(self.trials.unwrap_or(1)))
             .unwrap_or(usize::MAX)
             .saturating_mul(self.scenarios)
     }
 
-    /// Run `index`: (scenario index, seed).
+    /// Run `index`: (scenario index, seed): the trial seed in a trials plan.
     pub(crate) fn item(&self, index: usize) -> Option<(usize, u64)> {
-        (index < self.total()).then(|| {
-            (
-                index % self.scenarios,
-                self.seed_first + (index / self.scenarios) as u64 * self.seed_stride,
-            )
-        })
+        if index >= self.total() {
+            return None;
+        }
+        let scenario = index % self.scenarios;
+        let slot = (index / self.scenarios) as u64;
+        let Some(k) = self.trials else {
+            return Some((scenario, self.seed_first + slot * self.seed_stride));
+        };
+        let task = self.seed_first + (slot / k) * self.seed_stride;
+        // The options checked every task fits a trial seed.
+        umi_dst::usage::trial_seed(task, slot % k).map(|seed| (scenario, seed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use umi_dst::usage::split_seed;
+
+    #[test]
+    fn a_trials_plan_runs_each_task_k_times_on_its_shard() {
+        let plan = Plan::new(5, 4, Some(Shard { index: 1, count: 2 }), 2).with_trials(Some(3));
+        assert_eq!(plan.total(), 2 * 3 * 2);
+        let runs: Vec<(usize, String)> = (0..plan.total())
+            .map(|i| {
+                let (scenario, seed) = plan.item(i).unwrap();
+                (scenario, split_seed(seed).to_string())
+            })
+            .collect();
+        assert_eq!(runs[0], (0, "task 6 trial 0".to_owned()));
+        assert_eq!(runs[1], (1, "task 6 trial 0".to_owned()));
+        assert_eq!(runs[5], (1, "task 6 trial 2".to_owned()));
+        assert_eq!(runs[6], (0, "task 8 trial 0".to_owned()));
+        assert_eq!(plan.item(plan.total()), None);
     }
 }

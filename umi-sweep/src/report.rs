@@ -12,8 +12,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::groups::{FailureGroup, add_group};
+use crate::pass_k::TrialsReport;
 pub(crate) use crate::table::first_line;
 pub use crate::table::{human_ms, human_us, truncation_note};
+use crate::usage_report::UsageReport;
 use umi_dst::simulation::report::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
 
 /// Failures listed per scenario in a report (the counts and groups cover all of them).
@@ -87,6 +89,12 @@ pub struct ScenarioReport {
     /// Per-seed trace hashes, when asked for (`--hashes`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub trace_hashes: BTreeMap<u64, String>,
+    /// What its runs spent: a distribution per counted quantity.
+    #[serde(default)]
+    pub usage: UsageReport,
+    /// pass@1, pass@k and pass^k, when the sweep ran `--trials`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<TrialsReport>,
 }
 
 impl ScenarioReport {
@@ -99,6 +107,7 @@ impl ScenarioReport {
             marks_required: self.marks_required.clone(),
             rules: self.rules.clone(),
             rule_reach: vec![0; self.rule_reach.len()],
+            trials: self.trials.as_ref().map(|t| TrialsReport::new(t.k)),
             ..ScenarioReport::default()
         }
     }
@@ -134,6 +143,12 @@ impl ScenarioReport {
         self.wall_us += other.wall_us;
         self.trace_hashes
             .extend(other.trace_hashes.iter().map(|(k, v)| (*k, v.clone())));
+        self.usage.merge(&other.usage);
+        match (&mut self.trials, &other.trials) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (None, Some(theirs)) => self.trials = Some(theirs.clone()),
+            _ => {}
+        }
     }
 
     /// Marks required but not hit.
@@ -196,9 +211,30 @@ fn parse_digest(hex: &str) -> [u8; 32] {
     out
 }
 
+/// The report format's version: 2 added `schema`, `umi_version`, usage distributions,
+/// prices and trials. A report without the field is version 1.
+pub const REPORT_SCHEMA: u32 = 2;
+
+fn schema_v1() -> u32 {
+    1
+}
+
 /// A whole sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct SweepReport {
+    /// The report format's version ([`REPORT_SCHEMA`] when written by this build).
+    #[serde(default = "schema_v1")]
+    pub schema: u32,
+    /// The Umi version that wrote it.
+    #[serde(default)]
+    pub umi_version: String,
+    /// The price table costs were computed with, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<String>,
+    /// Trials per task, when the sweep ran `--trials` (its seed range is then a range of
+    /// tasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<u64>,
     /// The commit the sweep ran on, if known.
     pub commit: Option<String>,
     /// The first seed of the range.
@@ -283,6 +319,12 @@ impl SweepReport {
     /// the most jobs kept, completeness and-ed, modes or-ed.
     fn absorb_run(&mut self, report: &SweepReport) {
         self.commit = self.commit.take().or_else(|| report.commit.clone());
+        self.schema = self.schema.max(report.schema);
+        if self.umi_version.is_empty() {
+            self.umi_version.clone_from(&report.umi_version);
+        }
+        self.prices = self.prices.take().or_else(|| report.prices.clone());
+        self.trials = self.trials.or(report.trials);
         self.seed_start = report.seed_start;
         self.seeds = self.seeds.max(report.seeds);
         self.shards.extend(report.shards.iter().cloned());

@@ -70,6 +70,9 @@ pub(crate) struct RunSummary {
     pub(crate) faults: Vec<String>,
     pub(crate) marks: BTreeMap<String, u64>,
     pub(crate) rule_reach: Vec<u64>,
+    /// What the run spent, without its call-by-call list (the collector folds totals).
+    #[serde(default)]
+    pub(crate) usage: umi_dst::usage::RunUsage,
 }
 
 impl RunSummary {
@@ -93,6 +96,10 @@ impl RunSummary {
             faults: run.faults.clone(),
             marks: run.marks.clone(),
             rule_reach: run.rule_reach.clone(),
+            usage: umi_dst::usage::RunUsage {
+                calls: Vec::new(),
+                ..run.usage.clone()
+            },
         }
     }
 
@@ -128,6 +135,7 @@ impl RunSummary {
             full_trace: None,
             marks: self.marks,
             rule_reach: self.rule_reach,
+            usage: self.usage,
         })
     }
 }

@@ -30,6 +30,20 @@ pub fn request_hash(request: &CompletionRequest) -> [u8; 32] {
     let mut hasher = Sha256::new();
     hasher.update(b"umi.simllm.request.v2");
     str_field(&mut hasher, &request.model);
+    hash_body(hasher, request)
+}
+
+/// SHA-256 of `request` in canonical form without its model: the conversation, which a
+/// retry sends again to the same model and a fallback to another
+/// ([`crate::usage::UsageLedger::call`]).
+pub fn conversation_hash(request: &CompletionRequest) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"umi.simllm.conversation.v1");
+    hash_body(hasher, request)
+}
+
+/// Everything [`request_hash`] hashes after the model.
+fn hash_body(mut hasher: Sha256, request: &CompletionRequest) -> [u8; 32] {
     hasher.update((request.messages.len() as u64).to_le_bytes());
     for message in &request.messages {
         str_field(&mut hasher, message.role());

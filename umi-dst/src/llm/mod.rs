@@ -46,9 +46,9 @@ use umi_core::llm::{
     CompletionRequest, CompletionResponse, EventStream, LanguageModel, LlmError, ModelRef,
 };
 
-pub use canonical::request_hash;
 #[cfg(feature = "serve")]
 pub(crate) use canonical::value as canonical_json;
+pub use canonical::{conversation_hash, request_hash};
 pub use config::{LatencyModel, RateLimitModel, SimLlmConfig, SimLlmConfigError, TimeoutMode};
 use plan::CallPlan;
 use rate_limit::RateWindow;
@@ -83,6 +83,8 @@ pub struct SimLlm {
     /// What was wrong with the tool results of the requests it got, one line each
     /// ([`crate::checkers::tool_results`]), at most `TOOL_RESULT_PROBLEMS_MAX`.
     tool_result_problems: Mutex<Vec<String>>,
+    /// The run's usage ledger: every call and answer is counted there.
+    usage: Arc<crate::usage::UsageLedger>,
 }
 
 /// Problems with tool results a SimLLM keeps at most (the first few say it all).
@@ -135,6 +137,7 @@ impl SimLlm {
             untagged_warned: std::sync::atomic::AtomicBool::new(false),
             tool_calls_made: Mutex::new(Vec::new()),
             tool_result_problems: Mutex::new(Vec::new()),
+            usage: sim.usage().clone(),
             config,
         })
     }

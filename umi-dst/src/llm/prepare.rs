@@ -24,6 +24,10 @@ struct Call {
     route_name: String,
     /// The prompt's size by umi-core's shared estimator.
     prompt_tokens: u32,
+    /// The model the request asked for (the config's when it names none).
+    model: String,
+    /// The call's number in the run's usage ledger.
+    ledger_call: u64,
 }
 
 /// A fault that ends the call before anything is generated (step 5), as a decision: the
@@ -83,7 +87,7 @@ impl SimLlm {
         self.break_answer(&mut shaped, structured, fault, request, &mut fault_rng);
         // 8. Events, chunking and latency.
         let plan = self.plan(shaped, &call, fault, &mut fault_rng);
-        self.record_answer(&plan);
+        self.record_answer(&plan, &call);
         Ok(plan)
     }
 
@@ -112,6 +116,13 @@ impl SimLlm {
             None => LLM_CALL.name().to_owned(),
         };
         let prompt_tokens = estimate_request_tokens(request);
+        let model = if request.model.is_empty() {
+            self.config.model_ref.model.clone()
+        } else {
+            request.model.clone()
+        };
+        let conversation = super::canonical::conversation_hash(request);
+        let ledger_call = self.usage.call(&model, conversation, self.clock.now());
         self.trace.record(
             "llm.call",
             format_args!(
@@ -129,6 +140,8 @@ impl SimLlm {
             chosen,
             route_name,
             prompt_tokens,
+            model,
+            ledger_call,
         }
     }
 
@@ -290,7 +303,14 @@ impl SimLlm {
     }
 
     /// The `llm.answer` trace event.
-    fn record_answer(&self, plan: &CallPlan) {
+    fn record_answer(&self, plan: &CallPlan, call: &Call) {
+        self.usage.answer(
+            call.ledger_call,
+            &call.model,
+            &plan.shaped.usage,
+            plan.shaped.tool_calls.len() as u64,
+            self.clock.now() + plan.total_delay(),
+        );
         self.tool_calls_made
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -67,6 +67,8 @@ pub struct SeedRun {
     /// For each fault rule, in config order, the operations it reached (see
     /// [`crate::fault::FaultInjector::rule_reach`]).
     pub rule_reach: Vec<u64>,
+    /// What the run spent: tokens by model, calls, retries, fallbacks, tool calls.
+    pub usage: crate::usage::RunUsage,
 }
 
 impl SeedRun {
@@ -105,13 +107,52 @@ where
     }));
     let failure = failure_of(outcome, &env, config);
     let foreign = notes.finish();
-    let run = seed_run(config, &env, foreign, failure);
+    let mut run = seed_run(config, &env, foreign, failure);
     drop(env);
     drop(entered);
     // Tasks the body left behind are dropped with the runtime; a destructor that panics
     // must not take the harness down.
     let _ = catch_unwind(AssertUnwindSafe(move || drop(runtime)));
+    if run.failure.is_none() && config.budget.is_limited() {
+        run.failure = budget_failure(config, &run, body, log);
+    }
     run
+}
+
+/// The budget check of a run that passed its invariants: a breach is a
+/// [`FailureClass::Budget`] failure naming the call that pushed it over. A growth limit
+/// runs the same seed again with its faults off (outside the first run's runtime) when
+/// any fault was injected; with none, the run is its own fault-free run.
+fn budget_failure<F, Fut>(
+    config: &SimConfig,
+    run: &SeedRun,
+    body: &F,
+    log: &LogFilter,
+) -> Option<(FailureClass, String)>
+where
+    F: Fn(SimEnvironment) -> Fut,
+    Fut: Future<Output = Result<(), Violation>>,
+{
+    let fault_free = match config.budget.fault_growth_percent_max {
+        Some(_) if !run.injections.is_empty() => {
+            let mut clean = config.clone();
+            clean.faults.clear();
+            clean.swarm = false;
+            clean.trace_full = false;
+            clean.budget.fault_growth_percent_max = None;
+            Some(run_seed(&clean, body, log).usage)
+        }
+        Some(_) => Some(run.usage.clone()),
+        None => None,
+    };
+    crate::usage::check_budget(
+        &config.budget,
+        config.prices.as_deref(),
+        &run.usage,
+        fault_free.as_ref(),
+    )
+    .err()
+    .map(|breach| (FailureClass::Budget, breach.to_string()))
 }
 
 /// How a seed's body ended, as the runner saw it: a panic (`Err`), the step guard
@@ -175,6 +216,7 @@ fn seed_run(
             .collect(),
         swarm: env.swarm_draws().to_vec(),
         rule_reach: env.faults().rule_reach(),
+        usage: env.usage().usage(),
         tail: env.trace().tail(),
         full_trace: env.trace().events(),
         marks: env

@@ -102,6 +102,16 @@ pub(super) struct SweepArgs {
     /// debugging: an abort, a stack overflow or `exit` in a seed then ends the sweep).
     #[arg(long)]
     in_process: bool,
+    /// The price table run costs are computed with (TOML; see the guide's "Cost and
+    /// budgets"): each scenario's cost distribution, and models no price covers, in the
+    /// reports. Without it, a scenario's own table, if it has one.
+    #[arg(long)]
+    prices: Option<PathBuf>,
+    /// Treat the seed range as tasks and run each task K times, each trial with its own
+    /// trial seed (the same workload, fresh model variation and faults); the reports
+    /// give pass@1, pass@K and pass^K per scenario and task class, and the flaky tasks.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=umi_dst::usage::TRIALS_MAX))]
+    trials: Option<u64>,
     /// No progress output.
     #[arg(long)]
     quiet: bool,
@@ -177,7 +187,15 @@ fn options(
         }
         dir
     };
+    let prices = match &args.prices {
+        Some(path) => Some(Arc::new(
+            umi_dst::usage::PriceTable::load(path).map_err(|error| format!("--prices: {error}"))?,
+        )),
+        None => None,
+    };
     Ok(SweepOptions {
+        prices,
+        trials: args.trials,
         seed_start,
         seeds: args.seeds,
         jobs: args.jobs.unwrap_or_else(|| SweepOptions::default().jobs),
