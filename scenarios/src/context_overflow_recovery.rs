@@ -103,7 +103,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let agent = Agent::new(recording.clone(), sim.env())
         .with_tools(tool_registry(&sim, &log, 0.0))
         .with_config(config);
-    let messages = conversation(&mut sim.rng("workload.conversation"));
+    let messages = conversation(&mut sim.task_rng("workload.conversation"));
     let over_window = estimate_request_tokens(
         &CompletionRequest::new(messages.clone()).with_tools(tool_definitions()),
     ) > WINDOW_TOKENS;

@@ -134,7 +134,7 @@ impl MemoryWorkload {
     pub fn new(sim: &SimEnvironment) -> Self {
         Self {
             facts: facts(sim, "workload.facts", FACTS_PER_SEED),
-            questions: sim.rng("workload.questions"),
+            questions: sim.task_rng("workload.questions"),
             env: sim.env(),
             step: 0,
             model: MemoryModel::new(),

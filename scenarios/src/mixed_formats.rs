@@ -185,7 +185,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let log = RouterLog::new();
     let (router, windows) = stack(&sim, &log)?;
     let config = RouterConfig::from_toml(CONFIG, "mixed.toml").expect("parsed above");
-    let mut calls = sim.rng("workload.calls");
+    let mut calls = sim.task_rng("workload.calls");
     let large = "the full transcript follows. ".repeat(3_000);
     for index in 0..CALLS_PER_SEED {
         let text = if calls.bool_with(0.125) {

@@ -81,7 +81,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         })?;
         stored.extend(outcome.entities.into_iter().map(|e| (e.id.clone(), e)));
     }
-    let mut questions = sim.rng("workload.questions");
+    let mut questions = sim.task_rng("workload.questions");
     for _ in 0..QUERIES_PER_SEED {
         let query = question(&mut questions);
         let limit = 1 + (questions.next_u64() % 8) as usize;

@@ -78,7 +78,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let cooldown = CooldownPolicy::new(2, 15_000);
     let stack = RouterStack::build(&sim, retry, cooldown, |_, config| config);
     let env = sim.env();
-    let mut workload = sim.rng("workload.outage");
+    let mut workload = sim.task_rng("workload.outage");
     let down_from = Duration::from_millis(workload.range_inclusive(0, 20_000));
     let down_until = down_from + Duration::from_millis(workload.range_inclusive(20_000, 90_000));
     stack
@@ -93,7 +93,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     }
     let bound = Duration::from_millis(retry.deadline_ms + retry.request_timeout_ms);
     let large = "the full transcript follows. ".repeat(5_000);
-    let mut calls = sim.rng("workload.calls");
+    let mut calls = sim.task_rng("workload.calls");
     for index in 0..CALLS_PER_SEED {
         let text = if calls.bool_with(0.1) {
             format!("{large} summarize call {index}")

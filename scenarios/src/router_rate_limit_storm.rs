@@ -75,7 +75,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         })
     });
     let env = sim.env();
-    let mut workload = sim.rng("workload.calls");
+    let mut workload = sim.task_rng("workload.calls");
     let outcomes = RefCell::new(Vec::new());
     for wave in 0..WAVES {
         let calls = (0..CALLS_PER_WAVE).map(|index| {

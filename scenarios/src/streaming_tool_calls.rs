@@ -59,7 +59,7 @@ impl Scenario for StreamingToolCalls {
 }
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
-    let chunk_chars_max = sim.rng("workload.chunking").range_inclusive(1, 8) as usize;
+    let chunk_chars_max = sim.task_rng("workload.chunking").range_inclusive(1, 8) as usize;
     let llm = sim_model(&sim, "sim", "sim-tools", 32_768, |mut config| {
         config.chunk_chars_max = chunk_chars_max;
         config.tool_call_probability = 0.9;

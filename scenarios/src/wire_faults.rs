@@ -139,7 +139,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         Arc::new(OllamaClient::new(ollama, transport, sim.env())),
     ];
     let env = sim.env();
-    let mut workload = sim.rng("workload.calls");
+    let mut workload = sim.task_rng("workload.calls");
     for index in 0..CALLS_PER_SEED {
         let client = &clients[index % 2];
         let mut request = chat(&format!("call {index}: plan my week"), "wire");

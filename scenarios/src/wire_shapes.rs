@@ -214,8 +214,8 @@ fn targets(sim: &SimEnvironment) -> (Arc<SimNetwork>, Vec<Target>) {
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let (network, targets) = targets(&sim);
-    let mut workload = sim.rng("workload.calls");
-    let mut splits = sim.rng("workload.splits");
+    let mut workload = sim.task_rng("workload.calls");
+    let mut splits = sim.task_rng("workload.splits");
     for (index, target) in targets.iter().enumerate() {
         let label = format!(
             "call {index} ({} via {})",
@@ -348,7 +348,7 @@ fn check_call(
 
 /// Invariant 5: a router over a chain of three providers, drawn per seed.
 async fn routed(sim: &SimEnvironment, targets: &[Target]) -> Result<(), Violation> {
-    let mut rng = sim.rng("workload.chain");
+    let mut rng = sim.task_rng("workload.chain");
     let mut picked: Vec<usize> = (0..targets.len()).collect();
     rng.shuffle(&mut picked);
     picked.truncate(3);

@@ -93,7 +93,71 @@ fn shards_partition_the_seeds_with_identical_results() {
             "{}",
             a.name
         );
+        // The spend merges exactly: every percentile of the merged report is the whole
+        // sweep's, not an average of the shards'.
+        assert_eq!(a.usage, b.usage, "{}: usage distributions", a.name);
     }
+    let tokens = whole.scenarios[0]
+        .usage
+        .get("tokens")
+        .expect("tokens counted");
+    assert_eq!(tokens.count, SEEDS);
+}
+
+/// A `--trials` sweep runs each task k times on its shard; the shards' pass^k counts,
+/// per class and flaky tasks merge into the unsharded sweep's; the flaky tasks' failing
+/// trial seeds replay as failures.
+#[test]
+fn trials_give_pass_k_that_merges_across_shards() {
+    let scenarios = umi_scenarios::all();
+    let trials = |shard: Option<Shard>| {
+        let mut options = options(2)
+            .with_seeds(12)
+            .with_trials(4)
+            .with_scenarios(vec![
+                "router_rate_limit_storm".into(),
+                "canary_lost_update".into(),
+            ]);
+        if let Some(shard) = shard {
+            options = options.with_shard(shard);
+        }
+        run(&scenarios, &options).unwrap()
+    };
+    let whole = trials(None);
+    assert_eq!(whole.runs_done, 12 * 4 * 2);
+    let merged = SweepReport::merge(&[
+        trials(Some(Shard::parse("1/2").unwrap())),
+        trials(Some(Shard::parse("2/2").unwrap())),
+    ]);
+    for (a, b) in merged.scenarios.iter().zip(&whole.scenarios) {
+        assert_eq!(a.trials, b.trials, "{}", a.name);
+        let report = b.trials.as_ref().expect("a trials report");
+        assert_eq!((report.k, report.all.tasks()), (4, 12), "{}", b.name);
+    }
+    // The canary fails in some trials of some tasks: those are flaky and replay as failures.
+    let canary = whole
+        .scenarios
+        .iter()
+        .find(|s| s.name == "canary_lost_update")
+        .unwrap();
+    let report = canary.trials.as_ref().unwrap();
+    assert!(
+        report.all.pass_hat(4) < report.all.pass_at(4),
+        "{}",
+        report.summary()
+    );
+    let flaky = report.flaky.first().expect("a flaky task");
+    let seed = flaky.failed_seeds[0];
+    assert_eq!(umi_dst::usage::split_seed(seed).task, flaky.task);
+    let scenario = scenarios
+        .iter()
+        .find(|s| s.name() == "canary_lost_update")
+        .unwrap();
+    assert!(
+        run_one(scenario.as_ref(), seed, false, |c| c)
+            .failure
+            .is_some()
+    );
 }
 
 /// `dst minimize` over a cassette as over SimLLM: the cassette drift canary's failing
@@ -399,7 +463,44 @@ fn dst_refuses_arguments_that_cannot_work() {
             "7:99 is not an injection",
         ),
     ];
-    for (args, named) in refused {
+    let bad_prices =
+        std::env::temp_dir().join(format!("umi-bad-prices-{}.toml", std::process::id()));
+    std::fs::write(
+        &bad_prices,
+        "[models.m]\ninput = 1\ncached_input = 1\noutput = -2\nreasoning = 1\n",
+    )
+    .unwrap();
+    let bad_prices_arg = bad_prices.display().to_string();
+    let refused_prices: &[(&[&str], &str)] = &[
+        (
+            &["sweep", "--prices", &bad_prices_arg, "--no-record"],
+            ":4: models.\"m\".output: -2 is negative",
+        ),
+        (
+            &[
+                "sweep",
+                "--prices",
+                "/nonexistent/prices.toml",
+                "--no-record",
+            ],
+            "--prices: price table /nonexistent/prices.toml: cannot read it",
+        ),
+        (&["sweep", "--trials", "0", "--no-record"], "--trials"),
+        (
+            &[
+                "sweep",
+                "--trials",
+                "2",
+                "--seed-start",
+                "0x7fffffffffff",
+                "--seeds",
+                "2",
+                "--no-record",
+            ],
+            "past the last task",
+        ),
+    ];
+    for (args, named) in refused.iter().chain(refused_prices) {
         let (code, stderr) = dst(args);
         assert_eq!(code, Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(named), "{args:?} names {named}: {stderr}");

@@ -28,6 +28,10 @@ mod doubles;
 /// tool arguments, natural limits, latency, stream shapes, faults and routes.
 mod sim_llm;
 
+/// What a run spent: the ledger against the answers, retries and fallbacks, budgets
+/// (the call that pushed a run over, growth under faults), task and trial seeds.
+mod usage;
+
 /// SimStorage (conformance, faults) and the memory under LLM and storage faults, checked
 /// by the memory checkers; the checkers catching planted bugs.
 mod memory_sim;

@@ -90,7 +90,40 @@ fn suite(s: &ScenarioReport) -> TestSuite {
         usize::try_from(s.seeds_failed).unwrap_or(usize::MAX)
     };
     suite.set_time(Duration::from_micros(s.wall_us));
+    add_usage_properties(&mut suite, s);
     suite
+}
+
+/// The scenario's spend as suite properties (`usage.tokens.p95` = `1234`), and its
+/// pass^k (`trials.pass_hat_k`) when the sweep ran trials.
+fn add_usage_properties(suite: &mut TestSuite, s: &ScenarioReport) {
+    for (name, distribution) in &s.usage.quantities {
+        let points = [
+            ("p50", distribution.percentile(500)),
+            ("p95", distribution.percentile(950)),
+            ("p99", distribution.percentile(990)),
+            ("max", Some(distribution.max)),
+        ];
+        for (point, value) in points {
+            if let Some(value) = value {
+                suite.add_property((format!("usage.{name}.{point}"), value.to_string()));
+            }
+        }
+    }
+    if let Some(trials) = &s.trials {
+        let k = trials.k;
+        let estimates = [
+            ("pass_at_1", trials.all.pass_at_1()),
+            ("pass_at_k", trials.all.pass_at(k)),
+            ("pass_hat_k", trials.all.pass_hat(k)),
+        ];
+        suite.add_property(("trials.k".to_owned(), k.to_string()));
+        for (name, value) in estimates {
+            if let Some(value) = value {
+                suite.add_property((format!("trials.{name}"), format!("{value:.4}")));
+            }
+        }
+    }
 }
 
 #[cfg(test)]

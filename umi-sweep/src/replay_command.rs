@@ -64,7 +64,9 @@ impl fmt::Display for ReplayCommand<'_> {
         write!(
             f,
             "{} replay --scenario {} --seed {}",
-            self.program, self.scenario, self.seed
+            self.program,
+            self.scenario,
+            seed_text(self.seed)
         )?;
         if self.swarm {
             f.write_str(" --swarm")?;
@@ -81,6 +83,16 @@ impl fmt::Display for ReplayCommand<'_> {
     }
 }
 
+/// A seed as a command takes it: decimal, or hex for a trial seed (its task and trial
+/// read off the digits: `0x8000000000070004` is task 7, trial 4).
+fn seed_text(seed: u64) -> String {
+    if umi_dst::usage::split_seed(seed).trial.is_some() {
+        format!("{seed:#x}")
+    } else {
+        seed.to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +104,10 @@ mod tests {
             (
                 ReplayCommand::new("dst", "wire_faults", 7),
                 "dst replay --scenario wire_faults --seed 7",
+            ),
+            (
+                ReplayCommand::new("dst", "s", 0x8000_0000_0007_0004),
+                "dst replay --scenario s --seed 0x8000000000070004",
             ),
             (
                 ReplayCommand::new("dst", "wire_faults", 7).swarm(true),

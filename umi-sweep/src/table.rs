@@ -135,6 +135,7 @@ fn table_notes(out: &mut String, s: &ScenarioReport) {
         return;
     }
     table_failures(out, s);
+    table_usage(out, s);
     let missing = s.marks_missing();
     if !missing.is_empty() && s.seeds_run > 0 {
         let _ = writeln!(out, "  {}: marks not hit: {}", s.name, missing.join(", "));
@@ -145,6 +146,78 @@ fn table_notes(out: &mut String, s: &ScenarioReport) {
             "  warning: {}: {rule} reached no operation in {} seeds, so it never fired",
             s.name, s.seeds_run
         );
+    }
+}
+
+/// A scenario's spend (p50/p95/p99/max of each counted quantity), the models no price
+/// covered, and its pass^k when the sweep ran trials.
+fn table_usage(out: &mut String, s: &ScenarioReport) {
+    let shown: Vec<String> = crate::usage_report::USAGE_QUANTITIES
+        .iter()
+        .filter(|name| **name != "models_used")
+        .filter_map(|name| {
+            let distribution = s.usage.get(name)?;
+            (distribution.max > 0).then(|| format!("{name} {}", distribution.summary()))
+        })
+        .collect();
+    if !shown.is_empty() {
+        let _ = writeln!(
+            out,
+            "  {}: per run p50/p95/p99/max: {}",
+            s.name,
+            shown.join(" · ")
+        );
+    }
+    if !s.usage.unpriced_models.is_empty() {
+        let models: Vec<String> = s
+            .usage
+            .unpriced_models
+            .iter()
+            .map(|(model, runs)| format!("{model} ({runs} runs)"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  warning: {}: not in the price table, so those runs have no cost: {}",
+            s.name,
+            models.join(", ")
+        );
+    }
+    if let Some(trials) = &s.trials {
+        let _ = writeln!(out, "  {}: {}", s.name, trials.summary());
+        for (class, counts) in &trials.by_class {
+            let _ = writeln!(
+                out,
+                "    class {class}: {} tasks · pass@1 {} · pass^{} {}",
+                counts.tasks(),
+                counts
+                    .pass_at_1()
+                    .map_or("-".to_owned(), |p| format!("{p:.3}")),
+                trials.k,
+                counts
+                    .pass_hat(trials.k)
+                    .map_or("-".to_owned(), |p| format!("{p:.3}")),
+            );
+        }
+        for flaky in trials.flaky.iter().take(TABLE_GROUPS_SHOWN_MAX) {
+            let _ = writeln!(
+                out,
+                "    flaky task {}{}: passed {} of {} (failing trial seeds: {})",
+                flaky.task,
+                flaky
+                    .class
+                    .as_deref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default(),
+                flaky.passed,
+                trials.k,
+                flaky
+                    .failed_seeds
+                    .iter()
+                    .map(|seed| format!("{seed:#x}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
     }
 }
 

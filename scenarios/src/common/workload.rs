@@ -35,7 +35,7 @@ const VERBS: [&str; 7] = [
 
 /// `count` short facts about people and places, drawn from `stream`.
 pub fn facts(sim: &SimEnvironment, stream: &str, count: usize) -> Vec<String> {
-    let mut rng = sim.rng(stream);
+    let mut rng = sim.task_rng(stream);
     (0..count)
         .map(|_| {
             let who = rng.choose(&PEOPLE).copied().unwrap_or("Alice");

@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 fn main() -> ExitCode {
-    umi_sweep::cli::main(vec![Arc::new(
-        umi_example_support_bot::scenario::SupportBotScenario,
-    )])
+    use umi_example_support_bot::scenario::{SupportBotAnswersScenario, SupportBotScenario};
+    umi_sweep::cli::main(vec![
+        Arc::new(SupportBotScenario),
+        Arc::new(SupportBotAnswersScenario),
+    ])
 }
