@@ -59,3 +59,99 @@ fn the_scenario_sweeps_clean() {
     .unwrap();
     assert_eq!(report.exit_code(), 0, "{}", report.table());
 }
+
+/// The support bot under a budget far below what it spends.
+struct TightBudget;
+
+impl umi_dst::Scenario for TightBudget {
+    fn name(&self) -> &'static str {
+        "support_bot_tight_budget"
+    }
+    fn goal(&self) -> &'static str {
+        "the support bot within 1,000 tokens (it needs about 2,300)"
+    }
+    fn faults(&self) -> Vec<FaultConfig> {
+        umi_dst::Scenario::faults(&SupportBotScenario)
+    }
+    fn budget(&self) -> umi_dst::usage::Budget {
+        umi_dst::usage::Budget::new().tokens_max(1_000)
+    }
+    fn run(
+        &self,
+        sim: SimEnvironment,
+    ) -> futures::future::LocalBoxFuture<'static, Result<(), Violation>> {
+        Box::pin(umi_example_support_bot::scenario::run(sim))
+    }
+}
+
+/// A budget is an invariant: every seed over it fails as `budget` (exit 14), naming the
+/// call that pushed it over; the real budget holds over the same seeds, and the report
+/// prices every run with the scenario's table.
+#[test]
+fn a_budget_fails_runs_that_spend_past_it() {
+    let options = SweepOptions::default()
+        .with_seeds(20)
+        .with_jobs(2)
+        .with_progress(ProgressStyle::Quiet);
+    let tight = run(
+        &[Arc::new(TightBudget) as Arc<dyn umi_dst::Scenario>],
+        &options,
+    )
+    .unwrap();
+    let scenario = &tight.scenarios[0];
+    assert_eq!(
+        scenario.failures_by_class.get("budget"),
+        Some(&20),
+        "{}",
+        tight.table()
+    );
+    assert_eq!(tight.exit_code(), 14);
+    assert!(
+        scenario.failures[0].message.contains("over budget: tokens")
+            && scenario.failures[0]
+                .message
+                .contains("pushed over by model call #"),
+        "{}",
+        scenario.failures[0].message
+    );
+    let real = run(
+        &[Arc::new(SupportBotScenario) as Arc<dyn umi_dst::Scenario>],
+        &options,
+    )
+    .unwrap();
+    assert_eq!(real.exit_code(), 0, "{}", real.table());
+    let cost = real.scenarios[0].usage.get("cost_micros").expect("priced");
+    assert_eq!(cost.count, 20);
+    assert!(real.scenarios[0].usage.unpriced_models.is_empty());
+}
+
+/// pass^k on the task as a customer sees it: every customer is answered in some trial,
+/// not every customer in every trial, and the flaky ones are listed with the trial
+/// seeds that replay their failures.
+#[test]
+fn pass_k_finds_the_customers_answered_only_sometimes() {
+    use umi_example_support_bot::scenario::SupportBotAnswersScenario;
+    let options = SweepOptions::default()
+        .with_seeds(10)
+        .with_trials(6)
+        .with_jobs(2)
+        .with_scenarios(vec!["support_bot_answers".into()])
+        .with_progress(ProgressStyle::Quiet);
+    let report = run(
+        &[Arc::new(SupportBotAnswersScenario) as Arc<dyn umi_dst::Scenario>],
+        &options,
+    )
+    .unwrap();
+    let trials = report.scenarios[0].trials.as_ref().expect("a trials sweep");
+    assert_eq!(trials.all.tasks(), 10);
+    let (at_k, hat_k) = (
+        trials.all.pass_at(6).unwrap(),
+        trials.all.pass_hat(6).unwrap(),
+    );
+    assert!(
+        hat_k < at_k,
+        "pass^6 {hat_k} < pass@6 {at_k}: {}",
+        trials.summary()
+    );
+    assert!(!trials.flaky.is_empty() && !trials.by_class.is_empty());
+}
