@@ -151,7 +151,7 @@ fn run(scenarios: &[Arc<dyn Scenario>], request: &RunRequest) -> RunReply {
         }))
         .map_or_else(
             |payload| ReplyEnd::Panicked(panic_message(&*payload)),
-            |run| ReplyEnd::Finished(RunSummary::of(&run)),
+            |run| ReplyEnd::Finished(Box::new(RunSummary::of(&run))),
         ),
     };
     RunReply {

@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn every_flag_in_its_place() {
         let ids: Vec<InjectionId> = vec!["0:1".parse().unwrap(), "2:3".parse().unwrap()];
-        let cases: [(ReplayCommand<'_>, &str); 5] = [
+        let cases: [(ReplayCommand<'_>, &str); 6] = [
             (
                 ReplayCommand::new("dst", "wire_faults", 7),
                 "dst replay --scenario wire_faults --seed 7",
@@ -125,7 +125,7 @@ mod tests {
                 ReplayCommand::new("x --", "s", u64::MAX)
                     .swarm(true)
                     .check_determinism(true),
-                "x -- replay --scenario s --seed 18446744073709551615 --swarm --check-determinism",
+                "x -- replay --scenario s --seed 0xffffffffffffffff --swarm --check-determinism",
             ),
         ];
         for (command, expected) in cases {

@@ -50,7 +50,7 @@ pub(crate) struct RunReply {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) enum ReplyEnd {
     /// The seed reached its verdict.
-    Finished(RunSummary),
+    Finished(Box<RunSummary>),
     /// The harness panicked (outside the seed's own guards), with the message.
     Panicked(String),
 }
@@ -239,6 +239,19 @@ mod tests {
             faults: vec!["a rule".into()],
             marks: BTreeMap::from([("mark".into(), 3)]),
             rule_reach: vec![4],
+            usage: umi_dst::usage::RunUsage {
+                model_calls: 3,
+                retries: 1,
+                task_class: Some("billing".into()),
+                models: BTreeMap::from([(
+                    "m".into(),
+                    umi_dst::usage::TokenCounts {
+                        input: 10,
+                        ..Default::default()
+                    },
+                )]),
+                ..Default::default()
+            },
         }
     }
 
@@ -247,7 +260,7 @@ mod tests {
         let reply = RunReply {
             index: 12,
             wall_us: 5,
-            end: ReplyEnd::Finished(summary()),
+            end: ReplyEnd::Finished(Box::new(summary())),
         };
         let line = reply_line(&reply);
         assert!(line.ends_with('\n') && line.matches('\n').count() == 1);
@@ -268,7 +281,7 @@ mod tests {
             run.failure,
             Some((FailureClass::Correctness, "lost write\nof note 3".into()))
         );
-        assert_eq!(RunSummary::of(&run), summary);
+        assert_eq!(RunSummary::of(&run), *summary);
     }
 
     #[test]

@@ -99,14 +99,15 @@ pub enum PriceError {
     },
 }
 
+/// One model's entry as the file has it: token kinds to values, checked after parsing.
+type RawEntry = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTable {
     #[serde(default)]
     currency: Option<String>,
-    models: Spanned<
-        BTreeMap<Spanned<String>, Spanned<BTreeMap<Spanned<String>, Spanned<toml::Value>>>>,
-    >,
+    models: Spanned<BTreeMap<Spanned<String>, Spanned<RawEntry>>>,
 }
 
 impl PriceTable {
@@ -184,10 +185,7 @@ impl PriceTable {
 /// else. An error carries the span to blame (None: the entry's), the field and why.
 type EntryError = (Option<Range<usize>>, String, String);
 
-fn model_prices(
-    entry: &BTreeMap<Spanned<String>, Spanned<toml::Value>>,
-    field: &str,
-) -> Result<ModelPrices, EntryError> {
+fn model_prices(entry: &RawEntry, field: &str) -> Result<ModelPrices, EntryError> {
     let mut found: [Option<u64>; 4] = [None; 4];
     for (kind, value) in entry {
         let kind_field = format!("{field}.{}", kind.get_ref());

@@ -244,7 +244,8 @@ fn fresh_seed_start(seeds: u64) -> u64 {
         .map_or(0, |d| d.as_nanos() as u64);
     let fresh = umi_dst::rng::DeterministicRng::new(nanos ^ u64::from(std::process::id()))
         .next_u64()
-        % (u64::MAX - seeds.min(engine::SWEEP_RUNS_MAX));
+        // Below 2⁶³: a seed with the top bit is a trial seed (its workload is its task's).
+        % ((1 << 63) - seeds.min(engine::SWEEP_RUNS_MAX));
     eprintln!("dst: random seed start {fresh} (repeat with --seed-start {fresh})");
     fresh
 }
