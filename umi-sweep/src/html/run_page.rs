@@ -426,6 +426,40 @@ mod tests {
         assert!(html.contains("7 event(s) left out"), "the note is missing");
     }
 
+    /// A run of 10,000 events over every lane: a mark each, and a page whose size grows
+    /// by well under a kilobyte per event.
+    #[test]
+    fn ten_thousand_events_make_a_page_of_bounded_size() {
+        const KINDS: [&str; 8] = [
+            "llm.call",
+            "net.request",
+            "tool.call",
+            "mcp.request",
+            "storage.write",
+            "router.fallback",
+            "fault",
+            "sleep",
+        ];
+        let events: Vec<TraceEvent> = (0..10_000u64)
+            .map(|i| {
+                event(
+                    i,
+                    KINDS[(i % 8) as usize],
+                    "op=write key=k value=v latency_ms=12",
+                )
+            })
+            .collect();
+        let html = render_run(&run_of(events, Some("lost write")), None);
+        assert_eq!(html.matches("data-lane=").count(), 10_000);
+        for lane in Lane::ALL {
+            let marks = html
+                .matches(&format!("data-lane=\"{}\"", lane.name()))
+                .count();
+            assert_eq!(marks, 1_250, "{lane:?}");
+        }
+        assert!(html.len() < 10_000 * 800, "{} bytes", html.len());
+    }
+
     #[test]
     fn a_divergence_is_shown_side_by_side_from_its_first_event() {
         let first = run_of(sample_events(), None);
