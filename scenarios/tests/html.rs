@@ -1,6 +1,7 @@
 //! `dst replay --html` and `dst sweep --html` through the built binary: a failing canary
 //! seed's page draws one mark per event of its full trace, each in its lane, with the
-//! failure marker; the sweep page lists the command that renders each failure's page;
+//! failure marker; the sweep page (and `dst merge --html`'s) lists the command that
+//! renders each failure's page;
 //! an unwritable path is a usage error naming it.
 
 use std::collections::BTreeMap;
@@ -153,6 +154,7 @@ fn a_passing_seed_has_no_failure_marker() {
 fn the_sweep_page_lists_the_command_that_renders_each_failure() {
     let dir = scratch("sweep");
     let page = dir.join("sweep.html");
+    let json = dir.join("sweep.json");
     let output = dst(&[
         "sweep",
         "--scenario",
@@ -163,6 +165,8 @@ fn the_sweep_page_lists_the_command_that_renders_each_failure() {
         "2",
         "--no-record",
         "--quiet",
+        "--report",
+        json.to_str().unwrap(),
         "--html",
         page.to_str().unwrap(),
     ]);
@@ -170,6 +174,18 @@ fn the_sweep_page_lists_the_command_that_renders_each_failure() {
     assert!(
         output.status.success(),
         "the canary's failures are expected: {stdout}"
+    );
+    let merged_page = dir.join("merged.html");
+    let output = dst(&[
+        "merge",
+        json.to_str().unwrap(),
+        "--html",
+        merged_page.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
     );
     let html = std::fs::read_to_string(&page).unwrap();
     let report = embedded(&html, "report");
@@ -182,6 +198,25 @@ fn the_sweep_page_lists_the_command_that_renders_each_failure() {
     }
     assert_eq!(html.matches("class=\"bar canary\"").count(), 1);
     assert_nothing_from_the_web(&html);
+    let merged = std::fs::read_to_string(&merged_page).unwrap();
+    assert_eq!(
+        embedded(&merged, "report")["scenarios"][0]["failures"],
+        report["scenarios"][0]["failures"],
+        "dst merge --html renders the same failures"
+    );
+    assert!(merged.contains(&format!("--html replay-{SCENARIO}-")));
+    let refused = dst(&[
+        "merge",
+        json.to_str().unwrap(),
+        "--html",
+        "/nonexistent-umi-dir/m.html",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--html /nonexistent-umi-dir/m.html"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -126,34 +126,7 @@ fn header(page_of: &RunPage<'_>) -> String {
         ),
     };
     header_row(&mut out, "result", &result);
-    let faults = if run.faults.is_empty() {
-        "none".to_owned()
-    } else {
-        run.faults
-            .iter()
-            .map(|f| escape(f))
-            .collect::<Vec<_>>()
-            .join("<br>")
-    };
-    header_row(&mut out, "faults in force", &faults);
-    if !run.swarm.is_empty() {
-        let drawn: Vec<String> = run.swarm.iter().map(|d| escape(&d.to_string())).collect();
-        header_row(&mut out, "swarm", &drawn.join(" "));
-    }
-    let injections: Vec<String> = run
-        .injections
-        .iter()
-        .map(|i| escape(i.to_string().trim()))
-        .collect();
-    header_row(
-        &mut out,
-        "injected",
-        &format!(
-            "{} fault(s)<br>{}",
-            injections.len(),
-            injections.join("<br>")
-        ),
-    );
+    fault_rows(&mut out, run);
     header_row(
         &mut out,
         "trace hash",
@@ -164,9 +137,7 @@ fn header(page_of: &RunPage<'_>) -> String {
         "simulated",
         &format!(
             "{} ({} steps, {} events)",
-            escape(&seconds_text(
-                u64::try_from(run.sim_elapsed.as_micros()).unwrap_or(u64::MAX)
-            )),
+            escape(&seconds_text(sim_elapsed_us(run))),
             run.steps,
             run.events
         ),
@@ -180,6 +151,43 @@ fn header(page_of: &RunPage<'_>) -> String {
     out
 }
 
+/// The faults in force, what swarm mode drew, and the injections that fired.
+fn fault_rows(out: &mut String, run: &SeedRun) {
+    let faults = if run.faults.is_empty() {
+        "none".to_owned()
+    } else {
+        run.faults
+            .iter()
+            .map(|f| escape(f))
+            .collect::<Vec<_>>()
+            .join("<br>")
+    };
+    header_row(out, "faults in force", &faults);
+    if !run.swarm.is_empty() {
+        let drawn: Vec<String> = run.swarm.iter().map(|d| escape(&d.to_string())).collect();
+        header_row(out, "swarm", &drawn.join(" "));
+    }
+    let injections: Vec<String> = run
+        .injections
+        .iter()
+        .map(|i| escape(i.to_string().trim()))
+        .collect();
+    header_row(
+        out,
+        "injected",
+        &format!(
+            "{} fault(s)<br>{}",
+            injections.len(),
+            injections.join("<br>")
+        ),
+    );
+}
+
+/// The run's simulated duration in microseconds.
+fn sim_elapsed_us(run: &SeedRun) -> u64 {
+    u64::try_from(run.sim_elapsed.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// The timeline, with a note when events were left out.
 fn timeline_section(run: &SeedRun, drawn: &[TraceEvent], kept: &[TraceEvent]) -> String {
     let failure_at_us = kept.last().map_or(0, at_us);
@@ -188,7 +196,7 @@ fn timeline_section(run: &SeedRun, drawn: &[TraceEvent], kept: &[TraceEvent]) ->
         events: drawn,
         injections: &run.injections,
         failure: failure_text.as_deref().map(|text| (text, failure_at_us)),
-        sim_elapsed_us: u64::try_from(run.sim_elapsed.as_micros()).unwrap_or(u64::MAX),
+        sim_elapsed_us: sim_elapsed_us(run),
     });
     let mut out = String::from("<h2>Timeline (simulated time)</h2>\n");
     let _ = writeln!(
