@@ -4,7 +4,8 @@
 # pytest plugin's own tests (python/tests). A virtual environment with the pinned
 # packages of tests/python/requirements.txt under target/pyenv (created once, refreshed
 # when requirements.txt changes), the `dst` binary built (unless UMI_DST names one), the
-# plugin loaded from python/src, then pytest. Part of `make test`.
+# plugin loaded from python/src, Debian's chromium installed if missing (apt-get, as root
+# or through `sudo -n`), then pytest. Part of `make test`.
 #
 #   scripts/python-tests.sh [--wheel] [pytest args...]
 #   --wheel   also build the umi-dst wheel with maturin and install it into a fresh venv
@@ -25,6 +26,18 @@ fi
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   echo "python-tests: $("$PYTHON" --version) is too old; pydantic-ai needs Python 3.11 or later (or set PYTHON)" >&2
   exit 1
+fi
+# Debian's Chromium for the HTML report pages' browser test (tests/python/
+# test_html_report.py drives it through playwright; never `playwright install`, which
+# downloads a browser). Installed here when missing; the test fails, naming the path,
+# if it still is.
+CHROMIUM=/usr/bin/chromium
+if [ ! -x "$CHROMIUM" ]; then
+  echo "== python-tests: installing chromium (for tests/python/test_html_report.py)"
+  if [ "$(id -u)" = 0 ]; then apt=(apt-get); else apt=(sudo -n apt-get); fi
+  "${apt[@]}" install -y --no-install-recommends chromium \
+    || { "${apt[@]}" update && "${apt[@]}" install -y --no-install-recommends chromium; } \
+    || echo "python-tests: could not install chromium; test_html_report.py will fail" >&2
 fi
 venv=target/pyenv
 stamp="$venv/.requirements"

@@ -29,6 +29,11 @@ mod workers;
 /// --require-complete` equal the unsharded sweep, seed for seed.
 mod distributed;
 
+/// `dst replay --html` and `dst sweep --html`: a failing canary seed's page draws one
+/// mark per event in its lane with the failure marker; the sweep page names the command
+/// that renders each failure's page; an unwritable path is a usage error.
+mod html;
+
 /// What the `dst serve` tests share (their runtime).
 mod support;
 

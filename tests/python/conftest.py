@@ -58,3 +58,21 @@ def serve():
     yield start
     for served in started.values():
         served.stop()
+
+
+# Figures a test measured (not asserted), printed in the session's summary so they show
+# under `pytest -q` without `-s` (test_html_report.py's page load times).
+_MEASURED = []
+
+
+@pytest.fixture(scope="session")
+def measured():
+    """Call with one line of text; it is printed at the end of the session."""
+    return _MEASURED.append
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _MEASURED:
+        terminalreporter.section("measured")
+        for line in _MEASURED:
+            terminalreporter.write_line(line)

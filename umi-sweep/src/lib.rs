@@ -19,6 +19,8 @@
 //!   command that runs the rest of its range.
 //! - [`minimize`]: delta debugging over a failing seed's injected faults; [`find`]:
 //!   searching seeds for one that reaches a fault.
+//! - [`html`]: self-contained HTML pages of a run (`dst replay --html`: a timeline on
+//!   simulated time by part of the system) and of a sweep report (`--html`).
 //! - [`cli::main`]: the `dst` command, for your own binary.
 #[cfg(feature = "serve")]
 pub mod cassette_check;
@@ -33,6 +35,7 @@ pub mod distribution;
 pub mod engine;
 pub mod find;
 pub mod groups;
+pub mod html;
 mod junit;
 mod limit_in_force;
 #[cfg(feature = "serve")]

@@ -10,7 +10,7 @@ use clap::Args;
 use umi_dst::corpus::{SeedCorpus, SeedMeaning, corpus_path};
 use umi_dst::simulation::report::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
 
-use super::{default_seeds_dir, exit, fail, write_junit};
+use super::{default_seeds_dir, exit, fail, write_html, write_junit};
 use crate::report::SweepReport;
 
 /// `dst merge`'s flags.
@@ -25,6 +25,9 @@ pub(super) struct MergeArgs {
     /// Write a JUnit XML report here.
     #[arg(long)]
     junit: Option<PathBuf>,
+    /// Write the merged report as one self-contained HTML page here.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Fail only on failures whose seeds are not already in the seed corpus.
     #[arg(long)]
     fail_on_new: bool,
@@ -101,7 +104,7 @@ fn load(paths: &[PathBuf]) -> Result<Vec<SweepReport>, String> {
         .collect()
 }
 
-/// Writes the merged JSON (`--output`) and JUnit (`--junit`) reports.
+/// Writes the merged JSON (`--output`), JUnit (`--junit`) and HTML (`--html`) reports.
 fn write(merged: &SweepReport, args: &MergeArgs) -> Result<(), String> {
     if let Some(path) = &args.output {
         let json = serde_json::to_string_pretty(merged)
@@ -110,6 +113,9 @@ fn write(merged: &SweepReport, args: &MergeArgs) -> Result<(), String> {
     }
     if let Some(path) = &args.junit {
         write_junit(path, merged).map_err(|error| format!("{}: {error}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        write_html(path, merged).map_err(|error| format!("--html {error}"))?;
     }
     Ok(())
 }

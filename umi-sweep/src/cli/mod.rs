@@ -166,3 +166,10 @@ fn write_junit(path: &std::path::Path, report: &SweepReport) -> Result<(), Strin
     let xml = report.junit().map_err(|error| error.to_string())?;
     std::fs::write(path, xml).map_err(|error| error.to_string())
 }
+
+/// Writes `report` as an HTML page to `path`; the error names the path.
+fn write_html(path: &std::path::Path, report: &SweepReport) -> Result<(), String> {
+    let html = crate::html::sweep_page::render(report)
+        .map_err(|error| format!("{}: {error}", path.display()))?;
+    crate::html::write_page(path, &html)
+}

@@ -3,6 +3,7 @@
 #![allow(clippy::print_stdout, reason = "a command's output")]
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -32,6 +33,20 @@ pub(super) struct ReplayArgs {
     /// (exit 13) and the first differing events are printed.
     #[arg(long)]
     check_determinism: bool,
+    /// Also write the run as one self-contained HTML page here: its timeline on
+    /// simulated time by part of the system, the failure where it was seen, every event
+    /// (the full trace is kept), and with --check-determinism the two runs side by side.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+}
+
+/// What a replay ran: the scenario, the run, the determinism check's second run, and
+/// the `--only` ids it allowed.
+struct Replayed {
+    scenario: Arc<dyn Scenario>,
+    run: SeedRun,
+    second: Option<SeedRun>,
+    only: Option<Vec<InjectionId>>,
 }
 
 /// Runs `dst replay`: a recorded hanging seed fails with its name, not hang the replay.
@@ -55,18 +70,48 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &
     });
     match replay(scenarios, args) {
         Err(error) => fail(&error),
-        Ok((scenario, run)) => {
-            print_run(&run, scenario.as_ref(), args, program);
-            exit(run.failure.map_or(0, |(class, _)| class.exit_code()))
+        Ok(replayed) => {
+            print_run(&replayed.run, replayed.scenario.as_ref(), args, program);
+            if let Some(path) = &args.html {
+                if let Err(error) = write_html(path, &replayed, args, program) {
+                    return fail(&format!("--html {error}"));
+                }
+                println!("html:     {}", path.display());
+            }
+            exit(
+                replayed
+                    .run
+                    .failure
+                    .map_or(0, |(class, _)| class.exit_code()),
+            )
         }
     }
 }
 
-/// Checks the arguments and runs the seed (twice with `--check-determinism`).
-fn replay(
-    scenarios: &[Arc<dyn Scenario>],
+/// Writes the run's page to `path`; the error names the path.
+fn write_html(
+    path: &Path,
+    replayed: &Replayed,
     args: &ReplayArgs,
-) -> Result<(Arc<dyn Scenario>, SeedRun), String> {
+    program: &str,
+) -> Result<(), String> {
+    let command = ReplayCommand::new(program, replayed.scenario.name(), args.run.seed)
+        .swarm(args.run.swarm)
+        .only(replayed.only.as_deref())
+        .check_determinism(args.check_determinism)
+        .to_string();
+    let html = crate::html::run_page::render(&crate::html::run_page::RunPage {
+        scenario: replayed.scenario.name(),
+        run: &replayed.run,
+        replay_command: &command,
+        second: replayed.second.as_ref(),
+    })
+    .map_err(|error| format!("{}: {error}", path.display()))?;
+    crate::html::write_page(path, &html)
+}
+
+/// Checks the arguments and runs the seed (twice with `--check-determinism`).
+fn replay(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs) -> Result<Replayed, String> {
     let selected = select(scenarios, std::slice::from_ref(&args.run.scenario))
         .map_err(|error| error.to_string())?;
     let scenario = Arc::clone(&selected[0]);
@@ -77,18 +122,26 @@ fn replay(
         check_only_known(ids, &full, args.run.seed)?;
     }
     let edit = |mut config: umi_dst::SimConfig| {
-        config.trace_full = args.trace || args.check_determinism;
+        config.trace_full = args.trace || args.check_determinism || args.html.is_some();
         config.only_injections.clone_from(&only);
         config
     };
     let mut run = run_one(scenario.as_ref(), args.run.seed, args.run.swarm, edit);
+    let mut second = None;
     if args.check_determinism {
         let again = run_one(scenario.as_ref(), args.run.seed, args.run.swarm, edit);
         if let Some(found) = umi_dst::simulation::determinism::compare_runs(&run, &again) {
             run.failure = Some((FailureClass::Nondeterminism, found.describe()));
         }
+        // Kept for the page, which shows the two traces side by side.
+        second = Some(again);
     }
-    Ok((scenario, run))
+    Ok(Replayed {
+        scenario,
+        run,
+        second,
+        only,
+    })
 }
 
 /// `--only 0:1,2:3` (empty parts ignored).
@@ -156,7 +209,12 @@ fn print_run(run: &SeedRun, scenario: &dyn Scenario, args: &ReplayArgs, program:
         run.events,
         run.trace_hash
     );
-    let events = run.full_trace.as_ref().unwrap_or(&run.tail);
+    // The whole trace only when asked for: --html and --check-determinism keep it too,
+    // and print the tail.
+    let events = match &run.full_trace {
+        Some(full) if args.trace => full,
+        _ => &run.tail,
+    };
     let which = if args.trace { "all " } else { "last " };
     println!("trace ({which}{} events):", events.len());
     for event in events {

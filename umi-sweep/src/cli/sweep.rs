@@ -1,5 +1,5 @@
 //! `dst sweep`: its flags, the options they make, and what it prints and writes at the
-//! end (table, JSON, JUnit, where seeds went, the command that resumes the rest).
+//! end (table, JSON, JUnit, HTML, where seeds went, the command that resumes the rest).
 #![allow(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -17,7 +17,7 @@ use clap::Args;
 use umi_dst::duration_text::{duration_arg, positive_duration_arg};
 use umi_dst::scenario::Scenario;
 
-use super::{default_seeds_dir, exit, fail, seed_arg, write_junit};
+use super::{default_seeds_dir, exit, fail, seed_arg, write_html, write_junit};
 use crate::engine::{self, ProgressStyle, Shard, SweepOptions};
 use crate::report::SweepReport;
 
@@ -76,6 +76,10 @@ pub(super) struct SweepArgs {
     /// Write a JUnit XML report here.
     #[arg(long)]
     junit: Option<PathBuf>,
+    /// Write the report as one self-contained HTML page here (pass rates, failures by
+    /// class and group, each failure's replay command and the one that renders its page).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Where failing seeds are recorded (default: the workspace's seeds/).
     #[arg(long)]
     seeds_dir: Option<PathBuf>,
@@ -129,13 +133,18 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: Str
         }
     };
     let junit = args.junit.clone();
+    let html = args.html.clone();
     let no_record = args.no_record;
     let options = match options(args, program, interrupt.clone()) {
         Ok(options) => options,
         Err(error) => return fail(&error),
     };
     // A report that cannot be written is refused now, not after the whole sweep.
-    for (flag, path) in [("--report", &options.report_path), ("--junit", &junit)] {
+    for (flag, path) in [
+        ("--report", &options.report_path),
+        ("--junit", &junit),
+        ("--html", &html),
+    ] {
         let Some(path) = path else { continue };
         if let Err(error) = std::fs::OpenOptions::new()
             .create(true)
@@ -150,7 +159,12 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: Str
         Err(error) => return fail(&error.to_string()),
     };
     print!("{}", report.table());
-    let write_errors = write_reports(&report, options.report_path.as_ref(), junit.as_ref());
+    let write_errors = write_reports(
+        &report,
+        options.report_path.as_ref(),
+        junit.as_ref(),
+        html.as_ref(),
+    );
     print_seeds_and_resume(&report, no_record);
     if !write_errors.is_empty() {
         return fail(&write_errors.join("; "));
@@ -276,11 +290,12 @@ fn isolation(args: &SweepArgs) -> Result<engine::Isolation, String> {
     )))
 }
 
-/// Writes the JSON and JUnit reports asked for; what could not be written, by flag.
+/// Writes the JSON, JUnit and HTML reports asked for; what could not be written, by flag.
 fn write_reports(
     report: &SweepReport,
     json: Option<&PathBuf>,
     junit: Option<&PathBuf>,
+    html: Option<&PathBuf>,
 ) -> Vec<String> {
     let mut errors = Vec::new();
     if let Some(path) = json
@@ -292,6 +307,11 @@ fn write_reports(
         && let Err(error) = write_junit(path, report)
     {
         errors.push(format!("--junit {}: {error}", path.display()));
+    }
+    if let Some(path) = html
+        && let Err(error) = write_html(path, report)
+    {
+        errors.push(format!("--html {error}"));
     }
     errors
 }
