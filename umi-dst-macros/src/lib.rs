@@ -29,6 +29,8 @@ use syn::{Expr, FnArg, ItemFn, LitStr, Token};
 /// - `seeds = 1..=200`: the seed range (any `IntoIterator<Item = u64>`); `DST_SEED`,
 ///   `DST_SEEDS` and `DST_SEED_START` still win, as for `Simulation::with_seeds`;
 /// - `faults = [a, b]`: `FaultConfig`s the run injects;
+/// - `budget = Budget::new().tokens_max(5_000)`: what one run may spend; a run over it
+///   fails as `budget`, naming the call that pushed it over (`umi_dst::usage::Budget`);
 /// - `corpus = "name"`: replay the seeds kept in `seeds/name.seeds` (default: the test
 ///   function's name; a missing file is an empty corpus).
 ///
@@ -48,6 +50,7 @@ pub fn test(arguments: TokenStream, item: TokenStream) -> TokenStream {
 struct TestArguments {
     seeds: Option<Expr>,
     faults: Option<Expr>,
+    budget: Option<Expr>,
     corpus: Option<LitStr>,
 }
 
@@ -73,6 +76,7 @@ impl Parse for TestArguments {
             let Argument { name, value } = argument;
             let slot_taken = match name.to_string().as_str() {
                 "seeds" => parsed.seeds.replace(value).is_some(),
+                "budget" => parsed.budget.replace(value).is_some(),
                 "faults" => {
                     if !matches!(value, Expr::Array(_)) {
                         return Err(syn::Error::new(
@@ -101,7 +105,7 @@ impl Parse for TestArguments {
                         name.span(),
                         format!(
                             "unknown argument `{other}`: #[umi_dst::test] takes `seeds`, \
-                             `faults` and `corpus`"
+                             `faults`, `budget` and `corpus`"
                         ),
                     ));
                 }
@@ -151,6 +155,9 @@ fn expand(arguments: &TestArguments, function: &ItemFn) -> syn::Result<TokenStre
     let faults = arguments.faults.as_ref().map(|faults| {
         quote_spanned! {faults.span()=> let simulation = simulation.with_faults(#faults); }
     });
+    let budget = arguments.budget.as_ref().map(|budget| {
+        quote_spanned! {budget.span()=> let simulation = simulation.with_budget(#budget); }
+    });
     let corpus = match &arguments.corpus {
         Some(corpus) => corpus.value(),
         None => name.to_string(),
@@ -163,6 +170,7 @@ fn expand(arguments: &TestArguments, function: &ItemFn) -> syn::Result<TokenStre
             let simulation = ::umi_dst::Simulation::from_env();
             #seeds
             #faults
+            #budget
             let simulation = simulation.with_corpus(
                 ::umi_dst::corpus::test_corpus_path(env!("CARGO_MANIFEST_DIR"), #corpus),
             );

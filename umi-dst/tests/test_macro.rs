@@ -62,3 +62,18 @@ async fn the_corpus_is_replayed(sim: SimEnvironment) -> Result<(), Violation> {
     ensure!(sim.seed() != 77, "seed 77 came from the corpus");
     Ok(())
 }
+
+/// `budget` is an invariant: three model calls against a budget of two fail the seed as
+/// `budget`, naming the third call.
+#[umi_dst::test(seeds = 1..=1, budget = umi_dst::usage::Budget::new().model_calls_max(2))]
+#[should_panic(expected = "over budget: model_calls 3 > 2 max; pushed over by model call #3")]
+async fn a_run_over_its_budget_fails(sim: SimEnvironment) -> Result<(), Violation> {
+    use umi_core::llm::{CompletionRequest, LanguageModel, Message};
+    let llm = sim.llm();
+    for question in ["one?", "two?", "three?"] {
+        let _ = llm
+            .complete(&CompletionRequest::new(vec![Message::user(question)]))
+            .await;
+    }
+    Ok(())
+}

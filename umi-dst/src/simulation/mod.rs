@@ -197,6 +197,13 @@ impl Simulation {
         self
     }
 
+    /// Sets what one run may spend (see [`crate::usage::Budget`]): a run over it fails as
+    /// [`FailureClass::Budget`](crate::FailureClass::Budget).
+    pub fn with_budget(mut self, budget: crate::usage::Budget) -> Self {
+        self.template.budget = budget;
+        self
+    }
+
     /// Turns swarm mode on over the fault rules (see [`SimConfig::with_swarm`]).
     pub fn with_swarm(mut self) -> Self {
         self.template.swarm = true;
