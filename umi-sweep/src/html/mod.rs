@@ -13,6 +13,7 @@
 //!   determinism check's two traces side by side);
 //! - [`sweep_page`]: a sweep report's page, one function per section.
 
+pub mod outcome_sections;
 pub mod run_page;
 pub mod sweep_page;
 pub mod timeline;

@@ -142,6 +142,7 @@ fn header(page_of: &RunPage<'_>) -> String {
             run.events
         ),
     );
+    header_row(&mut out, "spent", &escape(&spent_text(&run.usage)));
     header_row(
         &mut out,
         "replay",
@@ -149,6 +150,29 @@ fn header(page_of: &RunPage<'_>) -> String {
     );
     out.push_str("</dl>\n");
     out
+}
+
+/// What the run spent, in one line: tokens by model, calls, retries, fallbacks, tools.
+fn spent_text(usage: &umi_dst::usage::RunUsage) -> String {
+    let models: Vec<String> = usage
+        .models
+        .iter()
+        .map(|(model, tokens)| format!("{model} {}+{}", tokens.input, tokens.output))
+        .collect();
+    format!(
+        "{} tokens ({}) over {} model calls ({} retries, {} fallbacks); {} tool calls; last answer at {} ms",
+        usage.tokens().total(),
+        if models.is_empty() {
+            "none".to_owned()
+        } else {
+            models.join(", ")
+        },
+        usage.model_calls,
+        usage.retries,
+        usage.fallbacks,
+        usage.tool_calls,
+        usage.answer_ms
+    )
 }
 
 /// The faults in force, what swarm mode drew, and the injections that fired.
@@ -341,6 +365,7 @@ mod tests {
             full_trace: Some(events),
             marks: Default::default(),
             rule_reach: Vec::new(),
+            usage: Default::default(),
         }
     }
 

@@ -1,7 +1,8 @@
 //! A sweep report's page (`dst sweep --html FILE`, `dst merge --html FILE`): the run as a
 //! whole, each scenario's pass rate as a bar (the canary's marked: its failures are the
-//! point), its failures by class, its failure groups with their replay commands, and for
-//! each listed failure the command that renders that run's own page.
+//! point), its failures by class, its pass^k and what its runs spent
+//! (`outcome_sections.rs`), its failure groups with their replay commands, and for each
+//! listed failure the command that renders that run's own page.
 //!
 //! Every section is a function of the report (or of one scenario's report) returning
 //! HTML, listed in [`REPORT_SECTIONS`] and [`SCENARIO_SECTIONS`]: a new section is a new
@@ -25,6 +26,8 @@ pub const REPORT_SECTIONS: &[ReportSection] = &[summary, pass_rates];
 pub const SCENARIO_SECTIONS: &[ScenarioSection] = &[
     scenario_heading,
     failures_by_class,
+    super::outcome_sections::pass_k,
+    super::outcome_sections::usage_distributions,
     failure_groups,
     failure_list,
 ];
