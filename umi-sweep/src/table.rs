@@ -183,41 +183,46 @@ fn table_usage(out: &mut String, s: &ScenarioReport) {
         );
     }
     if let Some(trials) = &s.trials {
-        let _ = writeln!(out, "  {}: {}", s.name, trials.summary());
-        for (class, counts) in &trials.by_class {
-            let _ = writeln!(
-                out,
-                "    class {class}: {} tasks · pass@1 {} · pass^{} {}",
-                counts.tasks(),
-                counts
-                    .pass_at_1()
-                    .map_or("-".to_owned(), |p| format!("{p:.3}")),
-                trials.k,
-                counts
-                    .pass_hat(trials.k)
-                    .map_or("-".to_owned(), |p| format!("{p:.3}")),
-            );
-        }
-        for flaky in trials.flaky.iter().take(TABLE_GROUPS_SHOWN_MAX) {
-            let _ = writeln!(
-                out,
-                "    flaky task {}{}: passed {} of {} (failing trial seeds: {})",
-                flaky.task,
-                flaky
-                    .class
-                    .as_deref()
-                    .map(|c| format!(" ({c})"))
-                    .unwrap_or_default(),
-                flaky.passed,
-                trials.k,
-                flaky
-                    .failed_seeds
-                    .iter()
-                    .map(|seed| format!("{seed:#x}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
+        table_trials(out, &s.name, trials);
+    }
+}
+
+/// A `--trials` sweep's pass^k for one scenario: the summary, per class, flaky tasks.
+fn table_trials(out: &mut String, name: &str, trials: &crate::pass_k::TrialsReport) {
+    let _ = writeln!(out, "  {name}: {}", trials.summary());
+    for (class, counts) in &trials.by_class {
+        let _ = writeln!(
+            out,
+            "    class {class}: {} tasks · pass@1 {} · pass^{} {}",
+            counts.tasks(),
+            counts
+                .pass_at_1()
+                .map_or("-".to_owned(), |p| format!("{p:.3}")),
+            trials.k,
+            counts
+                .pass_hat(trials.k)
+                .map_or("-".to_owned(), |p| format!("{p:.3}")),
+        );
+    }
+    for flaky in trials.flaky.iter().take(TABLE_GROUPS_SHOWN_MAX) {
+        let _ = writeln!(
+            out,
+            "    flaky task {}{}: passed {} of {} (failing trial seeds: {})",
+            flaky.task,
+            flaky
+                .class
+                .as_deref()
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default(),
+            flaky.passed,
+            trials.k,
+            flaky
+                .failed_seeds
+                .iter()
+                .map(|seed| format!("{seed:#x}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
 }
 
