@@ -78,6 +78,15 @@ fn main() {
             ledger = UsageLedger::default();
         }
     });
+    let hashing = support::measure(20_000, |_| {
+        black_box(conversation_hash(black_box(&request)));
+    });
+    support::report(
+        "  of which the conversation hash",
+        hashing,
+        "SimLLM complete, 1 KB (no latency)",
+        complete,
+    );
     support::report(
         "counting per model call",
         counting,

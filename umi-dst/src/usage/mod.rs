@@ -144,13 +144,14 @@ struct LedgerState {
     usage: RunUsage,
     /// For each conversation (a request's hash without its model), the models it was
     /// sent to.
-    conversations: BTreeMap<[u8; 32], BTreeSet<String>>,
+    conversations: BTreeMap<u64, BTreeSet<String>>,
 }
 
 impl UsageLedger {
-    /// A call to `model` with the conversation whose model-free hash is `conversation`,
+    /// A call to `model` with the conversation whose model-free key is `conversation`
+    /// ([`crate::llm::conversation_hash`]),
     /// at `at` in simulated time; returns its number (for [`UsageLedger::answer`]).
-    pub fn call(&self, model: &str, conversation: [u8; 32], at: Duration) -> u64 {
+    pub fn call(&self, model: &str, conversation: u64, at: Duration) -> u64 {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let state = &mut *state;
         state.usage.model_calls += 1;
@@ -244,11 +245,11 @@ mod tests {
     #[test]
     fn repeats_are_retries_and_other_models_are_fallbacks() {
         let ledger = UsageLedger::default();
-        let first = ledger.call("a", [1; 32], Duration::from_millis(5));
+        let first = ledger.call("a", 1, Duration::from_millis(5));
         ledger.answer(first, "a", &usage(10, 2), 1, Duration::from_millis(40));
-        ledger.call("a", [1; 32], Duration::from_millis(50));
-        ledger.call("b", [1; 32], Duration::from_millis(60));
-        let fourth = ledger.call("b", [2; 32], Duration::from_millis(70));
+        ledger.call("a", 1, Duration::from_millis(50));
+        ledger.call("b", 1, Duration::from_millis(60));
+        let fourth = ledger.call("b", 2, Duration::from_millis(70));
         ledger.answer(fourth, "b", &usage(7, 3), 0, Duration::from_millis(90));
         let run = ledger.usage();
         assert_eq!(run.model_calls, 4);
