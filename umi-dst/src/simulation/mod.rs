@@ -198,7 +198,7 @@ impl Simulation {
     }
 
     /// Sets what one run may spend (see [`crate::usage::Budget`]): a run over it fails as
-    /// [`FailureClass::Budget`](crate::FailureClass::Budget).
+    /// [`FailureClass::Budget`].
     pub fn with_budget(mut self, budget: crate::usage::Budget) -> Self {
         self.template.budget = budget;
         self
