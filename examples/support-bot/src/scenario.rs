@@ -54,12 +54,18 @@ pub fn support_bot_budget() -> umi_dst::usage::Budget {
         .fault_growth_percent_max(300)
 }
 
-/// The scenario's price table.
+/// The scenario's price table, parsed once (an immutable table, shared by every seed).
 pub fn support_bot_prices() -> Arc<umi_dst::usage::PriceTable> {
-    Arc::new(
-        umi_dst::usage::PriceTable::parse(PRICES_TOML, "examples/support-bot/prices.toml")
-            .expect("the checked-in price table parses (a unit test checks it)"),
-    )
+    static PRICES: std::sync::OnceLock<Arc<umi_dst::usage::PriceTable>> =
+        std::sync::OnceLock::new();
+    PRICES
+        .get_or_init(|| {
+            Arc::new(
+                umi_dst::usage::PriceTable::parse(PRICES_TOML, "examples/support-bot/prices.toml")
+                    .expect("the checked-in price table parses (the budget test prices with it)"),
+            )
+        })
+        .clone()
 }
 
 /// The task of `sim`'s seed: the customer's questions and their class.
