@@ -239,6 +239,7 @@ mod tests {
             faults: vec!["a rule".into()],
             marks: BTreeMap::from([("mark".into(), 3)]),
             rule_reach: vec![4],
+            usage: umi_dst::usage::RunUsage::default(),
         }
     }
 
