@@ -32,6 +32,7 @@ use crate::distribution::Distribution;
 #[serde(rename_all = "snake_case")]
 pub enum TestUsed {
     /// McNemar's exact test on the seeds that failed in one report only.
+    #[serde(rename = "mcnemar")]
     McNemar,
     /// Fisher's exact test on the 2×2 table of passes and failures.
     Fisher,

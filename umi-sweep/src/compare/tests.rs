@@ -74,6 +74,8 @@ fn the_same_report_passes_with_no_change() {
             .table()
             .contains("no change larger than the noise")
     );
+    let json = serde_json::to_string(&comparison).unwrap();
+    assert!(json.contains("\"test\":\"mcnemar\""), "{json}");
 }
 
 #[test]
