@@ -29,6 +29,10 @@ mod workers;
 /// --require-complete` equal the unsharded sweep, seed for seed.
 mod distributed;
 
+/// `dst compare` on reports the `dst` binary wrote: the same sweep twice is no change,
+/// a doctored pass rate is a regression naming its scenario, other seeds are refused.
+mod compare;
+
 /// What the `dst serve` tests share (their runtime).
 mod support;
 
