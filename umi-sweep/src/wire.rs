@@ -48,6 +48,10 @@ pub(crate) struct RunReply {
 
 /// How the run ended in the worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one reply per run, moved once into the collector: boxing saves nothing that matters"
+)]
 pub(crate) enum ReplyEnd {
     /// The seed reached its verdict.
     Finished(RunSummary),

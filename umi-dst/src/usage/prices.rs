@@ -99,14 +99,15 @@ pub enum PriceError {
     },
 }
 
+/// One model's prices as written: each field with where it is in the file.
+type RawModel = Spanned<BTreeMap<Spanned<String>, Spanned<toml::Value>>>;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTable {
     #[serde(default)]
     currency: Option<String>,
-    models: Spanned<
-        BTreeMap<Spanned<String>, Spanned<BTreeMap<Spanned<String>, Spanned<toml::Value>>>>,
-    >,
+    models: Spanned<BTreeMap<Spanned<String>, RawModel>>,
 }
 
 impl PriceTable {
