@@ -266,7 +266,10 @@ mod tests {
         }
     }
 
-    fn refusal(change: impl Fn(&mut SweepReport)) -> String {
+    /// An edit of a report.
+    type Change = dyn Fn(&mut SweepReport);
+
+    fn refusal(change: &Change) -> String {
         let mut after = report();
         change(&mut after);
         check_comparable(&report(), &after)
@@ -276,7 +279,7 @@ mod tests {
 
     #[test]
     fn each_field_of_the_sweep_is_checked_and_named_with_both_values() {
-        let table: [(&str, &dyn Fn(&mut SweepReport)); 9] = [
+        let table: [(&str, &Change); 9] = [
             ("report schema 2 vs 1", &|r| r.schema = 1),
             ("seed_start: 1 in BEFORE, 7 in AFTER", &|r| r.seed_start = 7),
             ("seeds: 100 in BEFORE, 40 in AFTER", &|r| r.seeds = 40),
@@ -285,7 +288,7 @@ mod tests {
                 r.check_determinism = true;
             }),
             ("trials: none in BEFORE, 4 in AFTER", &|r| {
-                r.trials = Some(4)
+                r.trials = Some(4);
             }),
             ("only in BEFORE: b; only in AFTER: c", &|r| {
                 r.scenarios[1].name = "c".into();
@@ -311,7 +314,7 @@ mod tests {
                 "{message}\nexpected: {expected}"
             );
         }
-        assert!(refusal(|r| r.schema = 1).contains("rerun the older sweep with this build"));
+        assert!(refusal(&|r| r.schema = 1).contains("rerun the older sweep with this build"));
     }
 
     #[test]
