@@ -346,7 +346,11 @@ mod tests {
                 Ok(()) => assert!(call.is_none(), "{budget:?} should break"),
                 Err(breach) => {
                     assert_eq!(breach.limit, limit);
-                    assert_eq!(breach.pushed_by.map(|(n, _, _)| n), call, "{breach}");
+                    assert_eq!(
+                        breach.pushed_by.as_ref().map(|(n, _, _)| *n),
+                        call,
+                        "{breach}"
+                    );
                 }
             }
         }
