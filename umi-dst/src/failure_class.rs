@@ -45,7 +45,9 @@ pub const EXIT_CODE_CANARY_NOT_FOUND: i32 = 20;
 
 /// The exit code of a command that could not do what it was asked for, for a reason other
 /// than its arguments or a failing seed (`dst find` over a range where no seed injects the
-/// faults asked for, `dst serve` unable to start its server).
+/// faults asked for, `dst serve` unable to start its server), and of `dst compare` when
+/// the second sweep regressed beyond its thresholds (the comparison itself worked; the
+/// change is what failed).
 pub const EXIT_CODE_ERROR: i32 = 1;
 
 impl FailureClass {

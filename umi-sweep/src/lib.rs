@@ -15,6 +15,8 @@
 //!   typed (`outcome`).
 //! - [`report`]: tables (failures grouped by message, [`groups`]), JSON, JUnit XML,
 //!   merging shard reports ([`merge_check`]), exit codes by class.
+//! - [`compare`]: two sweeps of the same seeds compared (`dst compare`): which changes
+//!   are larger than the noise, and a gate on regressions past thresholds.
 //! - [`resume`]: why a sweep stopped early (time budget, SIGINT, SIGTERM) and the
 //!   command that runs the rest of its range.
 //! - [`minimize`]: delta debugging over a failing seed's injected faults; [`find`]:
@@ -30,6 +32,7 @@ pub mod cassette_cli;
 pub mod cassette_shape;
 pub mod cli;
 mod collect;
+pub mod compare;
 mod crash;
 pub mod distribution;
 pub mod engine;

@@ -1,6 +1,6 @@
-//! The `dst` command: `list`, `sweep`, `replay`, `minimize`, `merge`, `find` and `serve`
-//! (a file each), as a library function so your own project gets its own `dst` in three
-//! lines:
+//! The `dst` command: `list`, `sweep`, `replay`, `minimize`, `merge`, `compare`, `find`
+//! and `serve` (a file each), as a library function so your own project gets its own
+//! `dst` in three lines:
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
@@ -13,6 +13,7 @@
     reason = "a command-line front end prints"
 )]
 
+mod compare;
 mod merge;
 mod minimize;
 mod replay;
@@ -32,7 +33,7 @@ use crate::report::SweepReport;
 
 #[derive(Parser)]
 #[command(
-    about = "Deterministic simulation sweeps: run scenarios over many seeds, replay one seed, minimize its faults, merge shard reports, serve the simulated model over HTTP."
+    about = "Deterministic simulation sweeps: run scenarios over many seeds, replay one seed, minimize its faults, merge shard reports, compare two sweeps, serve the simulated model over HTTP."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -51,6 +52,10 @@ enum Command {
     Minimize(RunArgs),
     /// Combine the JSON reports of several shards.
     Merge(merge::MergeArgs),
+    /// Compare two sweeps of the same seeds (before and after a change): per scenario,
+    /// which changes are larger than the noise; exit 1 on a regression past the
+    /// thresholds.
+    Compare(compare::CompareArgs),
     /// Find a seed whose run injects given fault kinds (to replace a stale kept seed).
     Find(crate::find::FindArgs),
     /// Serve the simulated model over real HTTP (OpenAI, Responses, Anthropic, Ollama
@@ -128,6 +133,7 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
         Command::Replay(args) => replay::run(&scenarios, &args, &program),
         Command::Minimize(args) => minimize::run(&scenarios, &args, &program),
         Command::Merge(args) => merge::run(&args),
+        Command::Compare(args) => compare::run(&args),
         Command::Find(args) => crate::find::run(&scenarios, &args, &program),
         #[cfg(feature = "serve")]
         Command::Serve(args) => crate::serve_cli::run(&args, &scenarios),
