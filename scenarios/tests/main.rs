@@ -29,13 +29,13 @@ mod workers;
 /// --require-complete` equal the unsharded sweep, seed for seed.
 mod distributed;
 
+/// `dst compare` on reports the `dst` binary wrote: the same sweep twice is no change,
+/// a doctored pass rate is a regression naming its scenario, other seeds are refused.
+mod compare;
 /// `dst replay --html` and `dst sweep --html`: a failing canary seed's page draws one
 /// mark per event in its lane with the failure marker; the sweep page names the command
 /// that renders each failure's page; an unwritable path is a usage error.
 mod html;
-/// `dst compare` on reports the `dst` binary wrote: the same sweep twice is no change,
-/// a doctored pass rate is a regression naming its scenario, other seeds are refused.
-mod compare;
 
 /// What the `dst serve` tests share (their runtime).
 mod support;
