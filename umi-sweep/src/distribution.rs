@@ -73,10 +73,11 @@ impl Distribution {
             self.min.min(other.min)
         };
         self.max = self.max.max(other.max);
-        self.count += other.count;
+        self.count = self.count.saturating_add(other.count);
         self.sum = self.sum.saturating_add(other.sum);
         for (bucket, n) in &other.buckets {
-            *self.buckets.entry(*bucket).or_insert(0) += n;
+            let slot = self.buckets.entry(*bucket).or_insert(0);
+            *slot = slot.saturating_add(*n);
         }
     }
 

@@ -145,6 +145,21 @@ fn same_sweep(
         ),
         differs("mode", mode(first).to_owned(), mode(report).to_owned()),
         differs("scenario list", scenarios(first), scenarios(report)),
+        differs(
+            "trials per task",
+            format!("{:?}", first.trials),
+            format!("{:?}", report.trials),
+        ),
+        differs(
+            "price table",
+            format!("{:?}", first.prices),
+            format!("{:?}", report.prices),
+        ),
+        differs(
+            "report schema",
+            first.schema.to_string(),
+            report.schema.to_string(),
+        ),
     ];
     match checks.into_iter().flatten().next() {
         Some(error) => Err(error),
@@ -190,6 +205,24 @@ mod tests {
             seeds: 100,
             shards: vec![label.to_owned()],
             ..SweepReport::default()
+        }
+    }
+
+    /// Shards of another k (review: merging them added pass counts of different lengths),
+    /// another price table or another report schema are not the same sweep.
+    #[test]
+    fn shards_of_other_trials_prices_or_schemas_are_refused() {
+        type Change = fn(&mut SweepReport);
+        let cases: [(&str, Change); 3] = [
+            ("trials per task", |r| r.trials = Some(8)),
+            ("price table", |r| r.prices = Some("other.toml".into())),
+            ("report schema", |r| r.schema = 1),
+        ];
+        for (field, change) in cases {
+            let mut other = shard("2/2");
+            change(&mut other);
+            let error = check_shards(&[shard("1/2"), other]).unwrap_err();
+            assert!(error.to_string().contains(field), "{field}: {error}");
         }
     }
 

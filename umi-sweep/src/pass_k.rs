@@ -60,7 +60,9 @@ impl PassCounts {
 
     /// Tasks counted.
     pub fn tasks(&self) -> u64 {
-        self.tasks_by_passes.iter().sum()
+        self.tasks_by_passes
+            .iter()
+            .fold(0, |sum, n| sum.saturating_add(*n))
     }
 
     /// Adds a task that passed `passed` of its trials.
@@ -73,19 +75,20 @@ impl PassCounts {
         self.tasks_by_passes[slot] += 1;
     }
 
-    /// Adds another shard's counts (same `k`; a different `k` is refused by the merge).
+    /// Adds another shard's counts (same `k`: `dst merge` refuses shards whose trials
+    /// differ).
     pub fn merge(&mut self, other: &PassCounts) {
         if self.tasks_by_passes.len() < other.tasks_by_passes.len() {
             self.tasks_by_passes.resize(other.tasks_by_passes.len(), 0);
         }
         for (total, n) in self.tasks_by_passes.iter_mut().zip(&other.tasks_by_passes) {
-            *total += n;
+            *total = total.saturating_add(*n);
         }
     }
 
     /// pass@1: trials passed over trials run.
     pub fn pass_at_1(&self) -> Option<f64> {
-        let trials = self.tasks() * self.k();
+        let trials = self.tasks().saturating_mul(self.k());
         let passed: u64 = self
             .tasks_by_passes
             .iter()
@@ -133,7 +136,7 @@ impl PassCounts {
 
     /// The 95% Wilson interval of pass@1, over trials.
     pub fn pass_at_1_interval(&self) -> Option<(f64, f64)> {
-        let trials = self.tasks() * self.k();
+        let trials = self.tasks().saturating_mul(self.k());
         let passed: u64 = self
             .tasks_by_passes
             .iter()

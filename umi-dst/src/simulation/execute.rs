@@ -137,6 +137,9 @@ where
         Some(_) if !run.injections.is_empty() => {
             let mut clean = config.clone();
             clean.faults.clear();
+            // Swarm mode seeds interleavings too: keep them, so the baseline differs
+            // from the run only in its faults.
+            clean.interleave = config.interleaving();
             clean.swarm = false;
             clean.trace_full = false;
             clean.budget.fault_growth_percent_max = None;

@@ -204,6 +204,12 @@ impl Simulation {
         self
     }
 
+    /// Sets the price table a cost budget uses (see [`crate::usage::PriceTable`]).
+    pub fn with_prices(mut self, prices: std::sync::Arc<crate::usage::PriceTable>) -> Self {
+        self.template.prices = Some(prices);
+        self
+    }
+
     /// Turns swarm mode on over the fault rules (see [`SimConfig::with_swarm`]).
     pub fn with_swarm(mut self) -> Self {
         self.template.swarm = true;

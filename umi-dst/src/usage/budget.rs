@@ -241,7 +241,7 @@ fn first_crossing(
     measure: impl Fn(&RunUsage) -> u64,
 ) -> Option<(u64, String, u64)> {
     let mut so_far = RunUsage::default();
-    for record in &usage.calls {
+    for record in usage.calls.iter().filter(|record| record.answered) {
         so_far
             .models
             .entry(record.model.clone())
@@ -271,11 +271,14 @@ fn growth(
     usage: &RunUsage,
     base: &RunUsage,
 ) -> Result<(), BudgetBreach> {
-    let measure = |u: &RunUsage| match prices {
-        Some(prices) => u.cost_micros(prices).unwrap_or(u.tokens().total()),
-        None => u.tokens().total(),
-    };
-    let (faulted, clean) = (measure(usage), measure(base));
+    // One unit for both runs: cost when the table prices both, else tokens.
+    let costs = prices.and_then(|prices| {
+        usage
+            .cost_micros(prices)
+            .ok()
+            .zip(base.cost_micros(prices).ok())
+    });
+    let (faulted, clean) = costs.unwrap_or((usage.tokens().total(), base.tokens().total()));
     // faulted / clean > max% ⇔ faulted × 100 > max × clean (exact, no division).
     let breaks = u128::from(faulted) * 100 > u128::from(max_percent) * u128::from(clean.max(1));
     if !breaks {
@@ -283,7 +286,7 @@ fn growth(
     }
     let reached =
         u64::try_from(u128::from(faulted) * 100 / u128::from(clean.max(1))).unwrap_or(u64::MAX);
-    let unit = if prices.is_some() {
+    let unit = if costs.is_some() {
         "cost_micros"
     } else {
         "tokens"
@@ -380,6 +383,54 @@ mod tests {
         let breach = check_budget(&budget, Some(&table), &run, None).unwrap_err();
         assert_eq!((breach.limit, breach.reached), (BudgetLimit::Cost, 20));
         assert_eq!(breach.pushed_by.map(|(n, _, _)| n), Some(1));
+    }
+
+    /// A refused call to an unpriced model is not what pushed a run over (review: it was
+    /// named, its model being unpriced read as an infinite cost); and growth measures both
+    /// runs in one unit (tokens when either is unpriced).
+    #[test]
+    fn refused_calls_are_never_blamed_and_growth_has_one_unit() {
+        let mut run = usage(&[(100, 0), (100, 0)]);
+        run.calls.insert(
+            0,
+            CallRecord {
+                call: 0,
+                at_ms: 0,
+                model: "unpriced".into(),
+                tokens: TokenCounts::default(),
+                tool_calls: 0,
+                answered: false,
+            },
+        );
+        let table = PriceTable::parse(
+            "[models.m]\ninput = 1000000\ncached_input = 0\noutput = 0\nreasoning = 0\n",
+            "p.toml",
+        )
+        .unwrap();
+        let breach = check_budget(
+            &Budget::new().cost_micros_max(150),
+            Some(&table),
+            &run,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(breach.pushed_by.as_ref().map(|(n, _, _)| *n), Some(2), "{breach}");
+        let mut faulted = usage(&[(100, 0), (100, 0)]);
+        faulted
+            .models
+            .insert("unpriced".into(), TokenCounts::default());
+        let clean = usage(&[(100, 0)]);
+        let breach = check_budget(
+            &Budget::new().fault_growth_percent_max(150),
+            Some(&table),
+            &faulted,
+            Some(&clean),
+        )
+        .unwrap_err();
+        assert!(
+            breach.note.contains("200 tokens under faults against 100"),
+            "{breach}"
+        );
     }
 
     #[test]

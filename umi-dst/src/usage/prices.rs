@@ -164,7 +164,7 @@ impl PriceTable {
     }
 
     /// The cost of `tokens` by model, in micro-units (rounded down once, at the end), or
-    /// the models used (with a non-zero count) that the table does not price.
+    /// the models used (any answered call) that the table does not price.
     pub fn cost_micros(&self, tokens: &BTreeMap<String, TokenCounts>) -> Result<u64, Vec<String>> {
         let mut scaled: u128 = 0;
         let mut unpriced = Vec::new();

@@ -184,7 +184,7 @@ fn options(
 ) -> Result<SweepOptions, String> {
     let shard = shard(args.shard.as_deref())?;
     let seed_start = if args.random {
-        fresh_seed_start(args.seeds)
+        fresh_seed_start(args.seeds, args.trials.is_some())
     } else {
         args.seed_start
     };
@@ -252,14 +252,15 @@ fn shard(text: Option<&str>) -> Result<Option<Shard>, String> {
 
 /// A seed start from the wall clock and the process id (printed, so it can be repeated),
 /// leaving room for `seeds` seeds.
-fn fresh_seed_start(seeds: u64) -> u64 {
+fn fresh_seed_start(seeds: u64, tasks: bool) -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let fresh = umi_dst::rng::DeterministicRng::new(nanos ^ u64::from(std::process::id()))
         .next_u64()
-        // Below 2⁶³: a seed with the top bit is a trial seed (its workload is its task's).
-        % ((1 << 63) - seeds.min(engine::SWEEP_RUNS_MAX));
+        // Below 2⁶³: a seed with the top bit is a trial seed (its workload is its task's);
+        // with --trials the range is of tasks, which a trial seed holds below TASKS_MAX.
+        % (if tasks { umi_dst::usage::TASKS_MAX } else { 1 << 63 } - seeds.min(engine::SWEEP_RUNS_MAX));
     eprintln!("dst: random seed start {fresh} (repeat with --seed-start {fresh})");
     fresh
 }

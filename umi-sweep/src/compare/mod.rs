@@ -487,7 +487,11 @@ fn judge_cost(comparison: &ScenarioComparison, thresholds: &Thresholds, found: &
     let Some(cost) = cost_quantity(comparison).filter(|q| q.significant) else {
         return;
     };
-    let rise_percent = cost.p95_change_percent.unwrap_or(0.0);
+    // From nothing to something is an unbounded rise.
+    let rise_percent = match (cost.before.p95, cost.after.p95) {
+        (Some(0), Some(after)) if after > 0 => f64::INFINITY,
+        _ => cost.p95_change_percent.unwrap_or(0.0),
+    };
     let line = format!(
         "{} p95 {} → {} ({}, KS p {})",
         cost.quantity,

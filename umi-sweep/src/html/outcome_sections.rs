@@ -15,6 +15,8 @@ use super::escape;
 const CURVE_WIDTH_PX: f64 = 320.0;
 /// Height of the pass^k curve, in px.
 const CURVE_HEIGHT_PX: f64 = 120.0;
+/// Points drawn per curve (each estimate costs O(k·j): a large k is sampled).
+const CURVE_POINTS_MAX: u64 = 100;
 
 /// Each counted quantity's percentiles, as numbers and as a bar per percentile.
 pub fn usage_distributions(scenario: &ScenarioReport) -> String {
@@ -96,7 +98,9 @@ fn curve(trials: &TrialsReport) -> String {
     let x = |j: u64| 30.0 + (j - 1) as f64 * (CURVE_WIDTH_PX - 40.0) / (k.max(2) - 1) as f64;
     let y = |p: f64| 10.0 + (1.0 - p) * (CURVE_HEIGHT_PX - 30.0);
     let points = |estimate: &dyn Fn(u64) -> Option<f64>| -> String {
+        let step = k.div_ceil(CURVE_POINTS_MAX).max(1);
         (1..=k)
+            .filter(|j| (j - 1) % step == 0 || *j == k)
             .filter_map(|j| estimate(j).map(|p| format!("{:.1},{:.1}", x(j), y(p))))
             .collect::<Vec<_>>()
             .join(" ")
