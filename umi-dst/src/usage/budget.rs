@@ -414,7 +414,11 @@ mod tests {
             None,
         )
         .unwrap_err();
-        assert_eq!(breach.pushed_by.as_ref().map(|(n, _, _)| *n), Some(2), "{breach}");
+        assert_eq!(
+            breach.pushed_by.as_ref().map(|(n, _, _)| *n),
+            Some(2),
+            "{breach}"
+        );
         let mut faulted = usage(&[(100, 0), (100, 0)]);
         faulted
             .models
