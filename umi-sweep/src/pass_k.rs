@@ -86,15 +86,21 @@ impl PassCounts {
         }
     }
 
-    /// pass@1: trials passed over trials run.
-    pub fn pass_at_1(&self) -> Option<f64> {
-        let trials = self.tasks().saturating_mul(self.k());
-        let passed: u64 = self
+    /// Trials run and trials passed, over every task.
+    fn trials_run_and_passed(&self) -> (u64, u64) {
+        let passed = self
             .tasks_by_passes
             .iter()
             .enumerate()
-            .map(|(c, n)| c as u64 * n)
-            .sum();
+            .fold(0u64, |sum, (c, n)| {
+                sum.saturating_add((c as u64).saturating_mul(*n))
+            });
+        (self.tasks().saturating_mul(self.k()), passed)
+    }
+
+    /// pass@1: trials passed over trials run.
+    pub fn pass_at_1(&self) -> Option<f64> {
+        let (trials, passed) = self.trials_run_and_passed();
         (trials > 0).then(|| passed as f64 / trials as f64)
     }
 
@@ -136,13 +142,7 @@ impl PassCounts {
 
     /// The 95% Wilson interval of pass@1, over trials.
     pub fn pass_at_1_interval(&self) -> Option<(f64, f64)> {
-        let trials = self.tasks().saturating_mul(self.k());
-        let passed: u64 = self
-            .tasks_by_passes
-            .iter()
-            .enumerate()
-            .map(|(c, n)| c as u64 * n)
-            .sum();
+        let (trials, passed) = self.trials_run_and_passed();
         wilson(passed, trials)
     }
 }
