@@ -37,6 +37,10 @@ pub fn decode_as_client<'a>(
         WireFormat::Ollama => with(NdjsonDecoder::new(), reads),
         WireFormat::AnthropicMessages => with(EventDecoder::new(), reads),
         WireFormat::OpenAiResponses => with(ResponsesEvents::new(), reads),
+        // TEMPORARY (gemini-server): umi-core's `GeminiDecoder` arrives with the
+        // gemini-client merge; until then no Gemini stream is decoded (and no sweep
+        // serves one: Gemini is not in `Profile::ALL`).
+        WireFormat::Gemini => with(NdjsonDecoder::new(), std::iter::empty::<&[u8]>()),
     }
 }
 

@@ -23,18 +23,20 @@ impl SimNetwork {
         rng: &mut DeterministicRng,
     ) -> Result<(Parsed, Box<dyn Responder>), HttpResponse> {
         let endpoint = &served.endpoint;
-        let path = request.url[endpoint.base_url.len()..]
-            .split('?')
-            .next()
-            .unwrap_or("");
-        if path != format.path() {
+        let below = &request.url[endpoint.base_url.len()..];
+        let (path, query) = match below.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (below, None),
+        };
+        let Some(route) = format.route(path, query) else {
             let message = format!("{} {path}", request.method);
             let error = LlmError::BadRequest {
                 status: Some(404),
                 message,
             };
             return Err(self.refusal(served, responder, &error, None, rng).0);
-        }
+        };
+        responder.routed(&route);
         if let Some(key) = &endpoint.api_key
             && !headers::key_matches(request, key)
         {

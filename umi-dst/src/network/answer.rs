@@ -22,6 +22,19 @@ impl SimNetwork {
         mut rng: DeterministicRng,
         exchange: Option<&mut Exchange>,
     ) -> HttpResponse {
+        if let Some(body) = responder.own_answer(parsed) {
+            // Answered by the server itself (Gemini's token count): no model, no stream.
+            let mut header_rng = rng.substream(2);
+            let headers =
+                self.response_headers(served, responder.as_mut(), 200, false, &mut header_rng);
+            self.cover_all(responder.marks());
+            let body = reads::split(whole_body(body), rng.substream(3), &self.env);
+            return HttpResponse {
+                status: 200,
+                headers,
+                body: self.body_faults(body),
+            };
+        }
         let model = &served.endpoint.model;
         let answer = if parsed.stream {
             model.stream(&parsed.request).await.map(Ok)

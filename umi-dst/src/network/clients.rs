@@ -73,7 +73,10 @@ pub fn client_for(
             }
             Arc::new(ResponsesClient::new(config, transport, env))
         }
-        WireFormat::OpenAiChat => {
+        // TEMPORARY (gemini-server): umi-core's Gemini client is on its way (branch
+        // gemini-client); until it is merged no sweep builds a Gemini client (Gemini is
+        // not in `Profile::ALL`), and this arm only keeps the match whole.
+        WireFormat::OpenAiChat | WireFormat::Gemini => {
             let config = OpenAiConfig::new(connection, model_ref);
             Arc::new(OpenAiClient::new(config, transport, env))
         }
@@ -81,11 +84,13 @@ pub fn client_for(
 }
 
 /// A base URL for `profile`'s server on host `host`, as its clients expect it: with
-/// `/v1` for the OpenAI formats, without for Ollama's native API and Anthropic's (whose
-/// clients add their own paths).
+/// `/v1` for the OpenAI formats, without for Ollama's native API, Anthropic's and
+/// Gemini's (whose clients add their own paths, Gemini's with its API version).
 pub fn base_url_for(profile: Profile, host: &str) -> String {
     match profile.format() {
-        WireFormat::Ollama | WireFormat::AnthropicMessages => format!("https://{host}"),
+        WireFormat::Ollama | WireFormat::AnthropicMessages | WireFormat::Gemini => {
+            format!("https://{host}")
+        }
         WireFormat::OpenAiChat | WireFormat::OpenAiResponses => format!("https://{host}/v1"),
     }
 }

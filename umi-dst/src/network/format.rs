@@ -26,6 +26,23 @@ pub struct Parsed {
     pub reasoning_requested: bool,
 }
 
+/// What a request's path (and query) says, for the format that owns it: every format
+/// owns its one path (`/chat/completions`) and reads nothing from it; Gemini's paths
+/// carry the model and the method (`/v1beta/models/{model}:streamGenerateContent`) and
+/// its query the stream's framing (`?alt=sse`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Route {
+    /// The model the path names (`None`: the body names it).
+    pub model: Option<String>,
+    /// Whether the path asks for a stream (`None`: the body says).
+    pub stream: Option<bool>,
+    /// Whether the query asks for SSE framing (`alt=sse`) rather than the format's own.
+    pub sse: bool,
+    /// Whether the path asks only for a token count (Gemini's `:countTokens`), which the
+    /// server answers without the model.
+    pub count_tokens: bool,
+}
+
 /// A request the server refuses (HTTP 400 in the provider's envelope).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestError {
@@ -97,12 +114,31 @@ pub(crate) trait Responder: Send {
     fn refuses_in_stream(&self) -> bool {
         false
     }
+    /// Told what the request's path says, before any refusal is written (Gemini wraps a
+    /// JSON-array stream's refusal in an array).
+    fn routed(&mut self, _route: &Route) {}
+    /// The body of an answer the server writes without the model (Gemini's token
+    /// count), if this request gets one.
+    fn own_answer(&mut self, _parsed: &Parsed) -> Option<Vec<u8>> {
+        None
+    }
+}
+
+/// The route of a format that owns the one path `own`.
+pub(crate) fn one_path(own: &str, path: &str) -> Option<Route> {
+    (path == own).then(Route::default)
 }
 
 /// One wire format, as a server speaks it.
 pub(crate) trait ServerFormat: Send + Sync {
-    /// The path under the endpoint's base URL (`/chat/completions`).
-    fn path(&self) -> &'static str;
+    /// What `path` (under the endpoint's base URL) and `query` say, when this format's
+    /// server serves that path (`None`: a 404). Most formats own one path.
+    fn route(&self, path: &str, query: Option<&str>) -> Option<Route>;
+    /// Whether the query string carries meaning (a key, the framing), so a server in
+    /// front must pass it on.
+    fn reads_query(&self) -> bool {
+        false
+    }
     /// Parses a request (its body, and the headers a server requires) as `profile`'s
     /// server does.
     fn parse(&self, request: &HttpRequest, profile: Profile) -> Result<Parsed, RequestError>;
@@ -126,5 +162,6 @@ pub(crate) fn server_format(format: WireFormat) -> &'static dyn ServerFormat {
         WireFormat::Ollama => &super::ollama::OllamaFormat,
         WireFormat::AnthropicMessages => &super::anthropic::AnthropicFormat,
         WireFormat::OpenAiResponses => &super::responses::ResponsesFormat,
+        WireFormat::Gemini => &super::gemini::GeminiFormat,
     }
 }

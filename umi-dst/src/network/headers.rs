@@ -197,14 +197,16 @@ pub(crate) fn proxy_page(profile: Profile, choice: u64) -> ProxyPage {
 }
 
 /// The API key a request presents (`Authorization: Bearer`, Azure's `api-key`,
-/// Anthropic's `x-api-key`).
+/// Anthropic's `x-api-key`, Gemini's `x-goog-api-key` or `?key=`).
 pub(crate) fn presented_key(request: &HttpRequest) -> Option<String> {
     request
         .header("authorization")
         .and_then(|value| value.strip_prefix("Bearer "))
         .or_else(|| request.header("api-key"))
         .or_else(|| request.header("x-api-key"))
+        .or_else(|| request.header("x-goog-api-key"))
         .map(str::to_owned)
+        .or_else(|| super::gemini::query_key(&request.url))
 }
 
 /// Whether the request presents `key`.

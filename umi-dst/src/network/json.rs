@@ -95,6 +95,17 @@ impl Json {
                 )
                 .map(|()| out.push(b'\n'))
             }
+            Spacing::Indented2 => {
+                let formatter = PrettyFormatter::with_indent(b"  ");
+                serde::Serialize::serialize(
+                    self,
+                    &mut serde_json::Serializer::with_formatter(&mut out, formatter),
+                )
+            }
+            Spacing::ColonSpace => serde::Serialize::serialize(
+                self,
+                &mut serde_json::Serializer::with_formatter(&mut out, ColonSpaceFormatter),
+            ),
         };
         // Writing to a Vec cannot fail, and every value here is valid JSON.
         written.expect("serializing built JSON into memory cannot fail");
@@ -187,6 +198,23 @@ pub(crate) enum Spacing {
     Python,
     /// Four-space indentation and a final newline (OpenAI's error bodies).
     Indented4,
+    /// Two-space indentation, no final newline (Google's front end: Gemini's bodies).
+    Indented2,
+    /// `": "` after keys and a bare `,` between items (`{"a": 1,"b": [1,2]}`): Google's
+    /// front end writing one event per line (Gemini's SSE data).
+    ColonSpace,
+}
+
+/// Google's one-line separators: `": "` after keys, `,` alone between items.
+struct ColonSpaceFormatter;
+
+impl Formatter for ColonSpaceFormatter {
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+    ) -> std::io::Result<()> {
+        writer.write_all(b": ")
+    }
 }
 
 /// `json.dumps`'s separators: `", "` between items and `": "` after keys.
@@ -259,7 +287,21 @@ mod tests {
             "{indented}"
         );
         assert!(indented.ends_with("}\n"));
-        for spacing in [Spacing::Compact, Spacing::Python, Spacing::Indented4] {
+        assert_eq!(
+            body.to_text(Spacing::ColonSpace),
+            r#"{"id": "x","object": "chunk","choices": [{"a": [1,2],"b": 1}]}"#
+        );
+        assert!(
+            body.to_text(Spacing::Indented2)
+                .starts_with("{\n  \"id\": \"x\",\n")
+        );
+        for spacing in [
+            Spacing::Compact,
+            Spacing::Python,
+            Spacing::Indented4,
+            Spacing::Indented2,
+            Spacing::ColonSpace,
+        ] {
             let parsed: Value = serde_json::from_slice(&body.to_bytes(spacing)).unwrap();
             assert_eq!(parsed["choices"][0]["a"], json!([1, 2]));
         }

@@ -31,6 +31,7 @@ pub mod capture;
 pub mod chat;
 pub mod clients;
 mod format;
+pub(crate) mod gemini;
 mod headers;
 mod ids;
 mod json;
@@ -62,7 +63,8 @@ pub use capture::{BodyEnd, Exchange};
 pub use chat::shapes::ChatShapes;
 pub use clients::{ClientOptions, base_url_for, client_for};
 pub(crate) use format::server_format;
-pub use format::{Parsed, RequestError};
+pub use format::{Parsed, RequestError, Route};
+pub use gemini::GEMINI_MARKS;
 pub use ollama::OLLAMA_MARKS;
 pub use profile::{Profile, WireFormat};
 pub use replay::{
@@ -523,17 +525,20 @@ impl SimNetwork {
     /// check compares it: a body that differs between two runs of a seed is named as the
     /// cause), and returns that hash.
     fn trace_request(&self, request: &HttpRequest, endpoint: &Endpoint) -> [u8; 32] {
+        let hashed_url = gemini::redact_url(&request.url);
         let request_hash: [u8; 32] = Sha256::new()
-            .chain_update(request.url.as_bytes())
+            .chain_update(hashed_url.as_deref().unwrap_or(&request.url).as_bytes())
             .chain_update(&request.body)
             .finalize()
             .into();
+        // A key in the query (Gemini's `?key=`) is masked before anything records the URL.
+        let url = gemini::redact_url(&request.url);
         self.trace.record(
             "net.request",
             format_args!(
                 "{} {} ({}) body={:02x}{:02x}{:02x}{:02x}",
                 request.method,
-                request.url,
+                url.as_deref().unwrap_or(&request.url),
                 endpoint.profile,
                 request_hash[0],
                 request_hash[1],

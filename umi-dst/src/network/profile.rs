@@ -32,6 +32,11 @@
 //! | LLAMA | ggml-org/llama.cpp `tools/server/{server-task,server-common,server-http}.cpp`, `examples/server/server.cpp` (@00efb3e1, @006639c3, @aa6192d3, @61e588ab) |
 //! | OLLAMA | ollama/ollama `openai/openai.go`, `middleware/openai.go`, `server/routes.go`, `api/types.go` (@fb307609; v0.12.0 @9f3a37fd; v0.32.6 @c82ebbd5) |
 //! | TGI | huggingface/text-generation-inference `router/src/{lib,server}.rs` at v2.0.0 (@c38a7d7d), v2.0.1 (@2d0a7173) to v2.0.4; axum 0.6.20 `axum/src/response/sse.rs` |
+//! | GEMINI-REST | ai.google.dev/api/generate-content, /api/tokens, /api/models (the REST reference: request and response fields, `alt=sse`, `countTokens`, `Model`) |
+//! | GEMINI-TROUBLE | ai.google.dev/gemini-api/docs/troubleshooting (status names and codes: INVALID_ARGUMENT 400, PERMISSION_DENIED 403, NOT_FOUND 404, RESOURCE_EXHAUSTED 429, INTERNAL 500, UNAVAILABLE 503, DEADLINE_EXCEEDED 504) |
+//! | GEMINI-VERCEL | vercel/ai `packages/google/src/__fixtures__/`, live recordings: `google-text.chunks.txt` @9ce09a36, `google-reasoning.chunks.txt` @310cf86c, `google-tool-call.json` @1d7f3ec2, `google-429-retry-info.json` @52173efe |
+//! | GEMINI-CAPTURES | raw bodies quoted in issue threads and tests: continuedev/continue #8516 (API_KEY_INVALID, an array-wrapped stream error), google-gemini/gemini-cli #4118 and #6678 (context overflow), #5191 (503 overloaded), #8437 and browserbase/mcp-server-browserbase #129 (429 details), lobehub/lobehub #9728; SSE events in Google's one-line spacing with `safetyRatings` (gemini-1.5) and with `responseId` and `finishMessage` (gemini-2.5) quoted in client tests |
+//! | GEMINI-JSGENAI | googleapis/js-genai and google-gemini/generative-ai-js: `responseLineRE = /^data: (.*)(?:\n\n\|\r\r\|\r\n\r\n)/`, the SDKs' reader for the server's CRLF-framed events |
 //! | XINF | xorbitsai/inference `xinference/{api/restful_api.py,core/model.py,model/llm/utils.py}` (@7ecec16b); sysid/sse-starlette `sse_starlette/{event,sse}.py` (@d45e4829) |
 
 use super::chat::shapes::{
@@ -52,6 +57,9 @@ pub enum WireFormat {
     AnthropicMessages,
     /// OpenAI's Responses API (`/responses`, named SSE events with sequence numbers).
     OpenAiResponses,
+    /// Google's Gemini API (`/v1beta/models/{model}:generateContent`, a JSON array
+    /// streamed, or SSE with `?alt=sse`).
+    Gemini,
 }
 
 /// A provider whose wire shapes SimNetwork reproduces.
@@ -89,6 +97,8 @@ pub enum Profile {
     Anthropic,
     /// OpenAI's Responses API.
     OpenAiResponses,
+    /// Google's Gemini API (AI Studio, generativelanguage.googleapis.com).
+    Gemini,
 }
 
 impl Profile {
@@ -111,6 +121,29 @@ impl Profile {
         Profile::OpenAiResponses,
     ];
 
+    /// Every profile `dst serve` can serve: [`Profile::ALL`] and Gemini.
+    ///
+    /// TEMPORARY (gemini-server): Gemini joins [`Profile::ALL`] (which the sweeps, the
+    /// formats test and `client_for` cover) when umi-core's Gemini client is merged.
+    pub const SERVED: [Profile; 16] = [
+        Profile::OpenAi,
+        Profile::AzureOpenAi,
+        Profile::DeepSeekChat,
+        Profile::DeepSeekReasoner,
+        Profile::DashScope,
+        Profile::Glm,
+        Profile::OpenRouter,
+        Profile::Vllm,
+        Profile::LlamaCpp,
+        Profile::OllamaV1,
+        Profile::Ollama,
+        Profile::Tgi,
+        Profile::Xinference,
+        Profile::Anthropic,
+        Profile::OpenAiResponses,
+        Profile::Gemini,
+    ];
+
     /// The profile's name (`deepseek_reasoner`), as configs and marks spell it.
     pub const fn name(self) -> &'static str {
         match self {
@@ -129,12 +162,13 @@ impl Profile {
             Self::Xinference => "xinference",
             Self::Anthropic => "anthropic",
             Self::OpenAiResponses => "openai_responses",
+            Self::Gemini => "gemini",
         }
     }
 
     /// The profile named `name`.
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|p| p.name() == name)
+        Self::SERVED.into_iter().find(|p| p.name() == name)
     }
 
     /// The wire format it speaks.
@@ -143,6 +177,7 @@ impl Profile {
             Self::Ollama => WireFormat::Ollama,
             Self::Anthropic => WireFormat::AnthropicMessages,
             Self::OpenAiResponses => WireFormat::OpenAiResponses,
+            Self::Gemini => WireFormat::Gemini,
             _ => WireFormat::OpenAiChat,
         }
     }
@@ -161,7 +196,7 @@ impl Profile {
     pub const fn rate_limits(self) -> bool {
         match self.chat_shapes() {
             Some(shapes) => !shapes.retry_after.is_empty(),
-            None => matches!(self, Self::Anthropic | Self::OpenAiResponses),
+            None => matches!(self, Self::Anthropic | Self::OpenAiResponses | Self::Gemini),
         }
     }
 
@@ -172,6 +207,7 @@ impl Profile {
             (Some(shapes), _) => shapes.marks(),
             (None, Self::Anthropic) => super::anthropic::ANTHROPIC_MARKS.to_vec(),
             (None, Self::OpenAiResponses) => super::responses::RESPONSES_MARKS.to_vec(),
+            (None, Self::Gemini) => super::gemini::GEMINI_MARKS.to_vec(),
             (None, _) => super::ollama::OLLAMA_MARKS.to_vec(),
         }
     }
@@ -191,7 +227,7 @@ impl Profile {
             Self::OllamaV1 => Some(&OLLAMA_V1),
             Self::Tgi => Some(&TGI),
             Self::Xinference => Some(&XINFERENCE),
-            Self::Ollama | Self::Anthropic | Self::OpenAiResponses => None,
+            Self::Ollama | Self::Anthropic | Self::OpenAiResponses | Self::Gemini => None,
         }
     }
 }

@@ -31,8 +31,8 @@ pub(crate) const STALL_MS: u64 = 600_000;
 const SIM_HOST: &str = "http://umi.serve";
 
 /// A context window and output limit for every served model.
-const CONTEXT_WINDOW_TOKENS: u32 = 131_072;
-const OUTPUT_TOKENS_MAX: u32 = 8_192;
+pub(crate) const CONTEXT_WINDOW_TOKENS: u32 = 131_072;
+pub(crate) const OUTPUT_TOKENS_MAX: u32 = 8_192;
 
 /// How the response ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,6 +92,18 @@ pub(crate) fn conversation_hash(
     request: &HttpRequest,
 ) -> [u8; 32] {
     let format = crate::network::server_format(endpoint.profile.format());
+    // A request read off the wire has no URL yet; a format whose path and query say
+    // what is asked (Gemini's model) reads them from there.
+    let with_url;
+    let request = if request.url.is_empty() && format.reads_query() {
+        with_url = HttpRequest {
+            url: format!("{SIM_HOST}{path}"),
+            ..request.clone()
+        };
+        &with_url
+    } else {
+        request
+    };
     let mut hasher = Sha256::new();
     match format.parse(request, endpoint.profile) {
         Ok(parsed) => {
@@ -153,8 +165,15 @@ pub(crate) fn run_seed(
     )
 }
 
-/// The model a request names, if its body says.
-fn requested_model(body: &[u8]) -> Option<String> {
+/// The model a request names: in its path for a format whose paths carry it (Gemini's),
+/// else in its body.
+fn requested_model(endpoint: &EndpointSpec, path: &str, body: &[u8]) -> Option<String> {
+    let format = crate::network::server_format(endpoint.profile.format());
+    let below = path.strip_prefix(endpoint.api_root()).unwrap_or(path);
+    let below = below.split('?').next().unwrap_or(below);
+    if let Some(model) = format.route(below, None).and_then(|route| route.model) {
+        return Some(model);
+    }
     let value: serde_json::Value = serde_json::from_slice(body).ok()?;
     value.get("model")?.as_str().map(str::to_owned)
 }
@@ -186,7 +205,7 @@ pub(crate) fn answer(
 ) -> Recorded {
     let recorded: Arc<Mutex<Option<Recorded>>> = Arc::new(Mutex::new(None));
     let simulation = simulation_for(config, run_seed);
-    let model = served_model(config, requested_model(&request.body));
+    let model = served_model(config, requested_model(endpoint, path, &request.body));
     let base = format!("{SIM_HOST}{}{}", endpoint.prefix, endpoint.api_root());
     let url = format!("{SIM_HOST}{}{path}", endpoint.prefix);
     let run = simulation.run_seed(run_seed, &|sim| {

@@ -38,8 +38,16 @@ impl EndpointSpec {
     pub fn api_root(&self) -> &'static str {
         match self.profile.format() {
             WireFormat::OpenAiChat | WireFormat::OpenAiResponses => "/v1",
-            WireFormat::Ollama | WireFormat::AnthropicMessages => "",
+            WireFormat::Ollama | WireFormat::AnthropicMessages | WireFormat::Gemini => "",
         }
+    }
+
+    /// Whether `rest` (a path under the prefix) is a path of this endpoint's format's
+    /// main operation, as the format routes it (Gemini's carry the model and method).
+    pub fn owns_path(&self, rest: &str) -> bool {
+        let format = crate::network::server_format(self.profile.format());
+        rest.strip_prefix(self.api_root())
+            .is_some_and(|below| format.route(below, None).is_some())
     }
 
     /// Parses `PROFILE` or `PROFILE@/PREFIX` (`deepseek_chat@/deepseek`).
@@ -53,7 +61,7 @@ impl EndpointSpec {
             value: text.to_owned(),
             reason: format!(
                 "unknown profile {name:?}; known: {}",
-                Profile::ALL.map(Profile::name).join(", ")
+                Profile::SERVED.map(Profile::name).join(", ")
             ),
         })?;
         let prefix = prefix.trim_end_matches('/');
@@ -235,20 +243,32 @@ pub enum ServeError {
 }
 
 /// The profile whose format's main path `path` ends with (the format's reference
-/// profile: `openai`, `openai_responses`, `anthropic`, `ollama`), if any.
+/// profile: `openai`, `openai_responses`, `anthropic`, `ollama`, `gemini`), if any.
 pub fn profile_serving(path: &str) -> Option<Profile> {
+    profile_and_prefix(path).map(|(profile, _)| profile)
+}
+
+/// The profile whose format's main path `path` ends with, and what comes before that
+/// path (the prefix a client's base URL had).
+pub(crate) fn profile_and_prefix(path: &str) -> Option<(Profile, &str)> {
+    if let Some(at) = crate::network::gemini::path_start(path) {
+        return Some((Profile::Gemini, &path[..at]));
+    }
     DEFAULT_PROFILES
         .into_iter()
         .find(|profile| path.ends_with(format_path(*profile)))
+        .map(|profile| (profile, &path[..path.len() - format_path(profile).len()]))
 }
 
 /// The endpoints served with no `--endpoint`: every format at its standard path, at the
-/// root (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`, `/api/chat`).
-pub const DEFAULT_PROFILES: [Profile; 4] = [
+/// root (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`, `/api/chat`,
+/// `/v1beta/models/{model}:generateContent`).
+pub const DEFAULT_PROFILES: [Profile; 5] = [
     Profile::OpenAi,
     Profile::OpenAiResponses,
     Profile::Anthropic,
     Profile::Ollama,
+    Profile::Gemini,
 ];
 
 /// The path of `profile`'s main operation (`/v1/chat/completions`).
@@ -258,6 +278,7 @@ pub fn format_path(profile: Profile) -> &'static str {
         WireFormat::OpenAiResponses => "/v1/responses",
         WireFormat::AnthropicMessages => "/v1/messages",
         WireFormat::Ollama => "/api/chat",
+        WireFormat::Gemini => crate::network::gemini::DISPLAY_PATH,
     }
 }
 
@@ -307,7 +328,7 @@ mod tests {
         config
             .endpoints
             .push(EndpointSpec::parse("deepseek_chat").unwrap());
-        assert_eq!(config.endpoints.len(), 5, "every format, then DeepSeek");
+        assert_eq!(config.endpoints.len(), 6, "every format, then DeepSeek");
         let error = config.validate().unwrap_err().to_string();
         assert!(
             error.contains("its path /v1/chat/completions is taken by openai"),

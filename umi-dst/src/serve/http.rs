@@ -22,7 +22,7 @@ use tokio::sync::Semaphore;
 
 use super::address::{Address, address, own_path_scope};
 use super::answer::{self, End, Recorded};
-use super::config::{EndpointSpec, ServeConfig, format_path};
+use super::config::{EndpointSpec, ServeConfig};
 use super::own::{
     at_capacity, belongs_elsewhere, models, models_path, no_such_path, own_error, unrouted,
 };
@@ -76,8 +76,7 @@ fn route<'a>(config: &'a ServeConfig, path: &str) -> Option<(&'a EndpointSpec, S
         if !(rest.is_empty() || rest.starts_with('/')) {
             continue;
         }
-        let owns =
-            rest == format_path(endpoint.profile) || rest == models_path(endpoint.profile.format());
+        let owns = endpoint.owns_path(rest) || rest == models_path(endpoint.profile.format());
         let longer = best.as_ref().is_none_or(|(b, _, b_owns)| {
             endpoint.prefix.len() > b.prefix.len()
                 || (endpoint.prefix.len() == b.prefix.len() && owns && !*b_owns)
@@ -147,8 +146,12 @@ pub(crate) async fn handle(
         .session
         .next_occurrence(&address.scope, seed, &endpoint_key, hash);
     let key = (address.scope, seed, endpoint_key, hash, occurrence);
+    // The query reaches the simulation when a cassette matches on it or the format
+    // reads it (Gemini's `?alt=sse`, `?key=`).
+    let reads_query = crate::network::server_format(format).reads_query();
     let asked = match (&state.config.cassette, query) {
         (Some(_), Some(query)) => format!("{rest}?{query}"),
+        (None, Some(query)) if reads_query => format!("{rest}?{query}"),
         _ => rest.to_string(),
     };
     let recorded = match simulate(&state, endpoint, &key, &asked, http).await {

@@ -6,7 +6,7 @@
 use serde_json::json;
 use sha2::Digest;
 
-use super::config::{EndpointSpec, MODEL_DEFAULT, ServeConfig, format_path, profile_serving};
+use super::config::{EndpointSpec, MODEL_DEFAULT, ServeConfig, format_path, profile_and_prefix};
 use super::http::{Body, full, respond};
 use super::session::hex;
 use crate::network::WireFormat;
@@ -33,6 +33,12 @@ pub(super) fn own_error(
             };
             json!({"type": "error", "error": {"type": kind, "message": message}})
         }
+        Some(WireFormat::Gemini) => {
+            let body = crate::network::gemini::own_error_body(status, message);
+            let mut headers = vec![("content-type".to_owned(), "application/json; charset=UTF-8".to_owned())];
+            headers.extend(extra);
+            return respond(status, headers, full(body));
+        }
         Some(WireFormat::OpenAiChat | WireFormat::OpenAiResponses) | None => {
             let kind = if status >= 500 {
                 "server_error"
@@ -55,6 +61,7 @@ pub(super) fn own_error(
 pub(super) fn models_path(format: WireFormat) -> &'static str {
     match format {
         WireFormat::Ollama => "/api/tags",
+        WireFormat::Gemini => crate::network::gemini::MODELS_PATH,
         WireFormat::OpenAiChat | WireFormat::OpenAiResponses | WireFormat::AnthropicMessages => {
             "/v1/models"
         }
@@ -73,6 +80,15 @@ fn listed(config: &ServeConfig) -> Vec<String> {
 /// The model list a client asks for before it starts, as `format`'s provider lists it.
 pub(super) fn models(config: &ServeConfig, format: WireFormat) -> Response<Body> {
     let names = listed(config);
+    if format == WireFormat::Gemini {
+        let body = crate::network::gemini::model_list_body(
+            &names,
+            super::answer::CONTEXT_WINDOW_TOKENS,
+            super::answer::OUTPUT_TOKENS_MAX,
+        );
+        let content_type = "application/json; charset=UTF-8".to_owned();
+        return respond(200, vec![("content-type".into(), content_type)], full(body));
+    }
     let body = match format {
         // Ollama's `GET /api/tags` (ollama/ollama docs/api.md, "List Local Models").
         WireFormat::Ollama => json!({"models": names.iter().map(|m| json!({
@@ -86,7 +102,7 @@ pub(super) fn models(config: &ServeConfig, format: WireFormat) -> Response<Body>
             "has_more": false, "first_id": names.first(), "last_id": names.last(),
         }),
         // OpenAI's `GET /v1/models` (platform.openai.com API reference, "List models").
-        WireFormat::OpenAiChat | WireFormat::OpenAiResponses => {
+        WireFormat::OpenAiChat | WireFormat::OpenAiResponses | WireFormat::Gemini => {
             json!({"object": "list", "data": names.iter().map(|m| json!({"id": m, "object": "model", "created": 1_704_067_200, "owned_by": "umi"})).collect::<Vec<_>>()})
         }
     };
@@ -116,12 +132,10 @@ pub(super) fn unrouted(config: &ServeConfig, path: &str) -> Response<Body> {
 /// What would serve `path`, for a path of a format Umi speaks: the `--endpoint` (at the
 /// prefix the path has) when no endpoint of that format is served, or the path that is
 /// served when one is (the base URL then has a segment too many or too few: the
-/// Anthropic SDK given a base URL ending `/v1` asks for `/v1/v1/messages`); a word on
-/// Gemini's paths; else nothing.
+/// Anthropic SDK given a base URL ending `/v1` asks for `/v1/v1/messages`); else
+/// nothing.
 pub(super) fn unrouted_hint(config: &ServeConfig, path: &str) -> String {
-    if let Some(profile) = profile_serving(path) {
-        let own_path = format_path(profile);
-        let prefix = &path[..path.len() - own_path.len()];
+    if let Some((profile, prefix)) = profile_and_prefix(path) {
         if let Some(served) = config
             .endpoints
             .iter()
@@ -139,9 +153,6 @@ pub(super) fn unrouted_hint(config: &ServeConfig, path: &str) -> String {
         } else {
             format!(" (serve it with `--endpoint {}@{prefix}`)", profile.name())
         };
-    }
-    if path.contains(":generateContent") || path.contains(":streamGenerateContent") {
-        return " (Google's Gemini API is not served yet)".to_owned();
     }
     String::new()
 }
@@ -229,7 +240,7 @@ mod tests {
             (
                 &only_chat,
                 "/v1beta/models/gemini-2.5-flash:generateContent",
-                " (Google's Gemini API is not served yet)",
+                " (serve it with `--endpoint gemini`)",
             ),
             (&only_chat, "/v2/whatever", ""),
         ];

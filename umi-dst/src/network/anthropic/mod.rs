@@ -30,7 +30,7 @@ use umi_core::llm::transport::HttpRequest;
 use umi_core::llm::{CompletionResponse, FinishReason, LlmError, TokenUsage};
 
 use super::chat::shapes::{HeaderSet, RetryAfterForm};
-use super::format::{Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
+use super::format::{Route, one_path, Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
 use super::ids;
 use super::json::{Json, Spacing};
 use super::profile::Profile;
@@ -106,8 +106,8 @@ impl Layout {
 pub(crate) struct AnthropicFormat;
 
 impl ServerFormat for AnthropicFormat {
-    fn path(&self) -> &'static str {
-        "/v1/messages"
+    fn route(&self, path: &str, _query: Option<&str>) -> Option<Route> {
+        one_path("/v1/messages", path)
     }
 
     fn parse(&self, http: &HttpRequest, _profile: Profile) -> Result<Parsed, RequestError> {

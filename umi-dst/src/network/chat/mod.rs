@@ -16,7 +16,7 @@ use umi_core::llm::{CompletionResponse, LlmError};
 
 use self::draw::Draw;
 use self::shapes::{HeaderSet, RetryAfterForm, ShapeMark};
-use super::format::{Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
+use super::format::{Route, one_path, Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
 use super::json::Spacing;
 use super::profile::Profile;
 use crate::rng::DeterministicRng;
@@ -44,8 +44,8 @@ pub(crate) fn openai_error(
 pub(crate) struct ChatFormat;
 
 impl ServerFormat for ChatFormat {
-    fn path(&self) -> &'static str {
-        "/chat/completions"
+    fn route(&self, path: &str, _query: Option<&str>) -> Option<Route> {
+        one_path("/chat/completions", path)
     }
 
     fn parse(

@@ -22,7 +22,7 @@ use umi_core::llm::{CompletionResponse, FinishReason, LlmError, StreamEvent, Tok
 use umi_core::llm::transport::HttpRequest;
 
 use super::chat::shapes::{HeaderSet, RetryAfterForm};
-use super::format::{Flow, Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
+use super::format::{Route, one_path, Flow, Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
 use super::json::{Json, Spacing};
 use super::profile::Profile;
 use crate::network::stamps::rfc3339;
@@ -63,8 +63,8 @@ pub const OLLAMA_MARKS: [&str; 5] = [
 ];
 
 impl ServerFormat for OllamaFormat {
-    fn path(&self) -> &'static str {
-        "/api/chat"
+    fn route(&self, path: &str, _query: Option<&str>) -> Option<Route> {
+        one_path("/api/chat", path)
     }
 
     fn parse(&self, request: &HttpRequest, _profile: Profile) -> Result<Parsed, RequestError> {

@@ -33,7 +33,7 @@ use umi_core::llm::{CompletionResponse, FinishReason, LlmError};
 
 use self::object::{Echo, Ids, Response, Status};
 use super::chat::shapes::{HeaderSet, RetryAfterForm};
-use super::format::{Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
+use super::format::{Route, one_path, Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
 use super::json::{Json, Spacing};
 use super::profile::Profile;
 use crate::rng::DeterministicRng;
@@ -72,8 +72,8 @@ impl Layout {
 pub(crate) struct ResponsesFormat;
 
 impl ServerFormat for ResponsesFormat {
-    fn path(&self) -> &'static str {
-        "/responses"
+    fn route(&self, path: &str, _query: Option<&str>) -> Option<Route> {
+        one_path("/responses", path)
     }
 
     fn parse(&self, http: &HttpRequest, _profile: Profile) -> Result<Parsed, RequestError> {
