@@ -100,7 +100,7 @@ pub(crate) trait Responder: Send {
 }
 
 /// One wire format, as a server speaks it.
-pub(crate) trait ServerFormat: Send + Sync {
+pub(crate) trait ServerFormat: super::surface::Surface + Send + Sync {
     /// The path under the endpoint's base URL (`/chat/completions`).
     fn path(&self) -> &'static str;
     /// Parses a request (its body, and the headers a server requires) as `profile`'s

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::fault::FaultConfig;
-use crate::network::{Profile, WireFormat};
+use crate::network::Profile;
 
 /// Requests in flight at once by default; more get a 503 with Retry-After.
 pub const CONCURRENCY_MAX_DEFAULT: usize = 64;
@@ -36,10 +36,7 @@ pub struct EndpointSpec {
 impl EndpointSpec {
     /// The paths its clients call, under the prefix (`/v1/chat/completions`).
     pub fn api_root(&self) -> &'static str {
-        match self.profile.format() {
-            WireFormat::OpenAiChat | WireFormat::OpenAiResponses => "/v1",
-            WireFormat::Ollama | WireFormat::AnthropicMessages => "",
-        }
+        self.profile.format().api_root()
     }
 
     /// Parses `PROFILE` or `PROFILE@/PREFIX` (`deepseek_chat@/deepseek`).
@@ -239,7 +236,7 @@ pub enum ServeError {
 pub fn profile_serving(path: &str) -> Option<Profile> {
     DEFAULT_PROFILES
         .into_iter()
-        .find(|profile| path.ends_with(format_path(*profile)))
+        .find(|profile| path.ends_with(&format_path(*profile)))
 }
 
 /// The endpoints served with no `--endpoint`: every format at its standard path, at the
@@ -252,13 +249,8 @@ pub const DEFAULT_PROFILES: [Profile; 4] = [
 ];
 
 /// The path of `profile`'s main operation (`/v1/chat/completions`).
-pub fn format_path(profile: Profile) -> &'static str {
-    match profile.format() {
-        WireFormat::OpenAiChat => "/v1/chat/completions",
-        WireFormat::OpenAiResponses => "/v1/responses",
-        WireFormat::AnthropicMessages => "/v1/messages",
-        WireFormat::Ollama => "/api/chat",
-    }
+pub fn format_path(profile: Profile) -> String {
+    profile.format().main_path()
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 mod errors;
 mod request;
 mod stream;
+mod surface;
 
 use sha2::{Digest, Sha256};
 use umi_core::llm::transport::HttpRequest;

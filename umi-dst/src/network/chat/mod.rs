@@ -10,6 +10,7 @@ mod request;
 pub mod shapes;
 mod stream;
 mod stream_error;
+pub(crate) mod surface;
 mod whole;
 
 use umi_core::llm::{CompletionResponse, LlmError};

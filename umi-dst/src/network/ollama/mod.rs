@@ -15,6 +15,7 @@
 //!   queue is a 503; an error after the 200 is one error line, and the stream ends.
 
 mod request;
+mod surface;
 
 use serde_json::{Value, json};
 use umi_core::llm::{CompletionResponse, FinishReason, LlmError, StreamEvent, TokenUsage};

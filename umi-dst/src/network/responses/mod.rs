@@ -27,6 +27,7 @@
 mod object;
 mod request;
 mod stream;
+mod surface;
 
 use umi_core::llm::transport::HttpRequest;
 use umi_core::llm::{CompletionResponse, FinishReason, LlmError};
