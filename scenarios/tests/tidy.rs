@@ -91,7 +91,7 @@ fn check(lengths: &Lengths, allowed: &[(&str, usize)]) -> Vec<String> {
 }
 
 /// Every `.rs` file under `dir`, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut pending = vec![dir.to_path_buf()];
     let mut files = Vec::new();
     while let Some(dir) = pending.pop() {
@@ -139,7 +139,7 @@ impl FunctionLengths<'_> {
 }
 
 /// Whether `attrs` hold `#[cfg(test)]`.
-fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+pub(crate) fn is_test_only(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|attr| {
         attr.path().is_ident("cfg")
             && attr

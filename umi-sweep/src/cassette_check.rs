@@ -15,14 +15,9 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use umi_core::cassette::{BodyEnd, Exchange, RecordedResponse};
 use umi_core::env::{Env, SystemEnvironment};
-use umi_core::llm::anthropic::AnthropicConfig;
-use umi_core::llm::client::WireClient;
-use umi_core::llm::ollama::OllamaConfig;
-use umi_core::llm::openai::OpenAiConfig;
-use umi_core::llm::responses::ResponsesConfig;
 use umi_core::llm::transport::{HttpRequest, HttpResponse, Transport, TransportError};
-use umi_core::llm::{CompletionRequest, LanguageModel, LlmError, Message, ModelRef};
-use umi_dst::network::{Profile, WireFormat};
+use umi_core::llm::{CompletionRequest, Connection, LlmError, Message, ModelRef};
+use umi_dst::network::{ClientOptions, Profile, WireFormat};
 
 /// What reading one exchange again came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,18 +69,7 @@ pub fn format_of_endpoint(name: &str) -> Option<WireFormat> {
 
 /// The format a request path belongs to.
 pub fn format_of_path(path: &str) -> Option<WireFormat> {
-    let path = path.split('?').next().unwrap_or_default();
-    if path.ends_with("/chat/completions") {
-        Some(WireFormat::OpenAiChat)
-    } else if path.ends_with("/messages") {
-        Some(WireFormat::AnthropicMessages)
-    } else if path.ends_with("/responses") {
-        Some(WireFormat::OpenAiResponses)
-    } else if path.ends_with("/api/chat") {
-        Some(WireFormat::Ollama)
-    } else {
-        None
-    }
+    WireFormat::of_request_path(path)
 }
 
 /// Reads `exchange` again with the client of `format` (or the one its path names).
@@ -107,7 +91,7 @@ pub async fn check(exchange: &Exchange, format: Option<WireFormat>) -> Verdict {
     let stream = body
         .and_then(|b| b.get("stream"))
         .and_then(serde_json::Value::as_bool)
-        .unwrap_or(format == WireFormat::Ollama);
+        .unwrap_or(format.streams_by_default());
     let outcome = read_with(format, model, stream, &exchange.response).await;
     let response = &exchange.response;
     let expected_error = response.status >= 400;
@@ -136,28 +120,11 @@ async fn read_with(
     let env: Env = Arc::new(SystemEnvironment::new());
     let base = "http://cassette.invalid";
     let model_ref = ModelRef::new("cassette", model, 1_000_000, 4_096);
-    let client: Box<dyn LanguageModel> = match format {
-        WireFormat::AnthropicMessages => Box::new(WireClient::new(
-            AnthropicConfig::new(base, model_ref),
-            transport,
-            env,
-        )),
-        WireFormat::OpenAiResponses => Box::new(WireClient::new(
-            ResponsesConfig::new(format!("{base}/v1"), model_ref),
-            transport,
-            env,
-        )),
-        WireFormat::Ollama => Box::new(WireClient::new(
-            OllamaConfig::new(base, model_ref),
-            transport,
-            env,
-        )),
-        _ => Box::new(WireClient::new(
-            OpenAiConfig::new(format!("{base}/v1"), model_ref),
-            transport,
-            env,
-        )),
-    };
+    let connection = Connection::new(format!("{base}{}", format.api_root()));
+    // The request is never sent (the transport replays the recording): no options.
+    let mut options = ClientOptions::default();
+    options.reasoning_summary = false;
+    let client = format.client(connection, model_ref, &options, transport, env);
     let request = CompletionRequest::new(vec![Message::user("check")]).with_model(model);
     if !stream {
         return client.complete(&request).await.map(|_| ());

@@ -26,7 +26,7 @@ use umi_core::env::SystemEnvironment;
 use umi_core::llm::secrets::Redactor;
 use umi_core::llm::transport::{ReqwestTransport, Transport};
 use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
-use umi_dst::network::{Profile, WireFormat};
+use umi_dst::network::Profile;
 use umi_dst::serve::{ProxyConfig, RunningProxy};
 
 /// `dst record`'s flags.
@@ -110,12 +110,7 @@ fn credential_of(
             Profile::ALL.map(Profile::name).join(", ")
         ),
     })?;
-    Ok(match profile.format() {
-        WireFormat::AnthropicMessages => Some(("x-api-key".into(), key.to_owned())),
-        WireFormat::Ollama => None,
-        _ if profile == Profile::AzureOpenAi => Some(("api-key".into(), key.to_owned())),
-        _ => Some(("authorization".into(), format!("Bearer {key}"))),
-    })
+    Ok(profile.credential(key))
 }
 
 /// The key of `--key-env`, if given.

@@ -9,11 +9,7 @@
 //! across reads wrongly, or that loses events decoded before an error in the same read,
 //! fails it.
 
-use umi_core::llm::anthropic::EventDecoder;
-use umi_core::llm::ollama::NdjsonDecoder;
-use umi_core::llm::openai::ChunkDecoder;
-use umi_core::llm::responses::EventDecoder as ResponsesEvents;
-use umi_core::llm::wire::reader::{Decoded, WireDecoder, decode_reads};
+use umi_core::llm::wire::reader::Decoded;
 
 use crate::network::reads::pieces;
 use crate::network::{BodyEnd, Exchange, WireFormat};
@@ -25,23 +21,8 @@ pub fn decode_as_client<'a>(
     format: WireFormat,
     reads: impl IntoIterator<Item = &'a [u8]>,
 ) -> Decoded {
-    fn with(
-        decoder: impl WireDecoder,
-        reads: impl IntoIterator<Item = impl AsRef<[u8]>>,
-    ) -> Decoded {
-        let reads: Vec<_> = reads.into_iter().collect();
-        decode_reads(decoder, reads.iter().map(AsRef::as_ref))
-    }
-    match format {
-        WireFormat::OpenAiChat => with(ChunkDecoder::new(), reads),
-        WireFormat::Ollama => with(NdjsonDecoder::new(), reads),
-        WireFormat::AnthropicMessages => with(EventDecoder::new(), reads),
-        WireFormat::OpenAiResponses => with(ResponsesEvents::new(), reads),
-        // TEMPORARY (gemini-server): umi-core's `GeminiDecoder` arrives with the
-        // gemini-client merge; until then no Gemini stream is decoded (and no sweep
-        // serves one: Gemini is not in `Profile::ALL`).
-        WireFormat::Gemini => with(NdjsonDecoder::new(), std::iter::empty::<&[u8]>()),
-    }
+    let reads: Vec<&[u8]> = reads.into_iter().collect();
+    format.decode_as_client(&reads)
 }
 
 /// Whether `exchange` is a streamed 200 whose every byte the client saw.

@@ -7,15 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use umi_core::env::Env;
-use umi_core::llm::anthropic::{AnthropicClient, AnthropicConfig};
-use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
-use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
-use umi_core::llm::responses::{ResponsesClient, ResponsesConfig};
 use umi_core::llm::secrets::ApiKey;
 use umi_core::llm::transport::Transport;
 use umi_core::llm::{Connection, LanguageModel, ModelRef};
 
-use super::profile::{Profile, WireFormat};
+use super::profile::Profile;
 
 /// How a client for a profile is set up.
 #[derive(Debug, Clone)]
@@ -55,44 +51,16 @@ pub fn client_for(
     if let Some(timeout) = options.timeout {
         connection = connection.with_timeout(timeout);
     }
-    match profile.format() {
-        WireFormat::Ollama => {
-            // Ollama's native API takes no key (see `ClientOptions::api_key`).
-            connection.api_key = None;
-            let config = OllamaConfig::new(connection, model_ref);
-            Arc::new(OllamaClient::new(config, transport, env))
-        }
-        WireFormat::AnthropicMessages => {
-            let config = AnthropicConfig::new(connection, model_ref);
-            Arc::new(AnthropicClient::new(config, transport, env))
-        }
-        WireFormat::OpenAiResponses => {
-            let mut config = ResponsesConfig::new(connection, model_ref);
-            if options.reasoning_summary {
-                config.reasoning_summary = Some("auto".to_owned());
-            }
-            Arc::new(ResponsesClient::new(config, transport, env))
-        }
-        // TEMPORARY (gemini-server): umi-core's Gemini client is on its way (branch
-        // gemini-client); until it is merged no sweep builds a Gemini client (Gemini is
-        // not in `Profile::ALL`), and this arm only keeps the match whole.
-        WireFormat::OpenAiChat | WireFormat::Gemini => {
-            let config = OpenAiConfig::new(connection, model_ref);
-            Arc::new(OpenAiClient::new(config, transport, env))
-        }
-    }
+    profile
+        .format()
+        .client(connection, model_ref, options, transport, env)
 }
 
 /// A base URL for `profile`'s server on host `host`, as its clients expect it: with
-/// `/v1` for the OpenAI formats, without for Ollama's native API, Anthropic's and
-/// Gemini's (whose clients add their own paths, Gemini's with its API version).
+/// `/v1` for the OpenAI formats, without for Ollama's native API and Anthropic's (whose
+/// clients add their own paths).
 pub fn base_url_for(profile: Profile, host: &str) -> String {
-    match profile.format() {
-        WireFormat::Ollama | WireFormat::AnthropicMessages | WireFormat::Gemini => {
-            format!("https://{host}")
-        }
-        WireFormat::OpenAiChat | WireFormat::OpenAiResponses => format!("https://{host}/v1"),
-    }
+    format!("https://{host}{}", profile.format().api_root())
 }
 
 #[cfg(test)]

@@ -130,15 +130,17 @@ pub(crate) fn one_path(own: &str, path: &str) -> Option<Route> {
 }
 
 /// One wire format, as a server speaks it.
-pub(crate) trait ServerFormat: Send + Sync {
+pub(crate) trait ServerFormat: super::surface::Surface + Send + Sync {
+    /// The path of its main operation under its API root, as people write it
+    /// (`/chat/completions`; Gemini's `/v1beta/models/{model}:generateContent`). Which
+    /// paths a server serves is [`ServerFormat::route`]'s to say.
+    fn path(&self) -> &'static str;
     /// What `path` (under the endpoint's base URL) and `query` say, when this format's
-    /// server serves that path (`None`: a 404). Most formats own one path.
+    /// server serves that path (`None`: a 404). Most formats own their one path.
     fn route(&self, path: &str, query: Option<&str>) -> Option<Route>;
     /// Whether the query string carries meaning (a key, the framing), so a server in
     /// front must pass it on.
-    fn reads_query(&self) -> bool {
-        false
-    }
+    fn reads_query(&self) -> bool;
     /// Parses a request (its body, and the headers a server requires) as `profile`'s
     /// server does.
     fn parse(&self, request: &HttpRequest, profile: Profile) -> Result<Parsed, RequestError>;

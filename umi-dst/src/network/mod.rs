@@ -42,6 +42,7 @@ pub mod replay;
 mod responses;
 mod stamps;
 mod stream_body;
+mod surface;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};

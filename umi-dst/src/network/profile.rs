@@ -178,7 +178,18 @@ impl Profile {
             Self::Anthropic => WireFormat::AnthropicMessages,
             Self::OpenAiResponses => WireFormat::OpenAiResponses,
             Self::Gemini => WireFormat::Gemini,
-            _ => WireFormat::OpenAiChat,
+            Self::OpenAi
+            | Self::AzureOpenAi
+            | Self::DeepSeekChat
+            | Self::DeepSeekReasoner
+            | Self::DashScope
+            | Self::Glm
+            | Self::OpenRouter
+            | Self::Vllm
+            | Self::LlamaCpp
+            | Self::OllamaV1
+            | Self::Tgi
+            | Self::Xinference => WireFormat::OpenAiChat,
         }
     }
 

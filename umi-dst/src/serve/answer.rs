@@ -31,8 +31,8 @@ pub(crate) const STALL_MS: u64 = 600_000;
 const SIM_HOST: &str = "http://umi.serve";
 
 /// A context window and output limit for every served model.
-pub(crate) const CONTEXT_WINDOW_TOKENS: u32 = 131_072;
-pub(crate) const OUTPUT_TOKENS_MAX: u32 = 8_192;
+const CONTEXT_WINDOW_TOKENS: u32 = 131_072;
+const OUTPUT_TOKENS_MAX: u32 = 8_192;
 
 /// How the response ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::fault::FaultConfig;
-use crate::network::{Profile, WireFormat};
+use crate::network::Profile;
 
 /// Requests in flight at once by default; more get a 503 with Retry-After.
 pub const CONCURRENCY_MAX_DEFAULT: usize = 64;
@@ -36,18 +36,13 @@ pub struct EndpointSpec {
 impl EndpointSpec {
     /// The paths its clients call, under the prefix (`/v1/chat/completions`).
     pub fn api_root(&self) -> &'static str {
-        match self.profile.format() {
-            WireFormat::OpenAiChat | WireFormat::OpenAiResponses => "/v1",
-            WireFormat::Ollama | WireFormat::AnthropicMessages | WireFormat::Gemini => "",
-        }
+        self.profile.format().api_root()
     }
 
     /// Whether `rest` (a path under the prefix) is a path of this endpoint's format's
     /// main operation, as the format routes it (Gemini's carry the model and method).
     pub fn owns_path(&self, rest: &str) -> bool {
-        let format = crate::network::server_format(self.profile.format());
-        rest.strip_prefix(self.api_root())
-            .is_some_and(|below| format.route(below, None).is_some())
+        self.profile.format().routes(rest)
     }
 
     /// Parses `PROFILE` or `PROFILE@/PREFIX` (`deepseek_chat@/deepseek`).
@@ -251,13 +246,10 @@ pub fn profile_serving(path: &str) -> Option<Profile> {
 /// The profile whose format's main path `path` ends with, and what comes before that
 /// path (the prefix a client's base URL had).
 pub(crate) fn profile_and_prefix(path: &str) -> Option<(Profile, &str)> {
-    if let Some(at) = crate::network::gemini::path_start(path) {
-        return Some((Profile::Gemini, &path[..at]));
-    }
-    DEFAULT_PROFILES
-        .into_iter()
-        .find(|profile| path.ends_with(format_path(*profile)))
-        .map(|profile| (profile, &path[..path.len() - format_path(profile).len()]))
+    DEFAULT_PROFILES.into_iter().find_map(|profile| {
+        let at = profile.format().operation_start(path)?;
+        Some((profile, &path[..at]))
+    })
 }
 
 /// The endpoints served with no `--endpoint`: every format at its standard path, at the
@@ -272,14 +264,8 @@ pub const DEFAULT_PROFILES: [Profile; 5] = [
 ];
 
 /// The path of `profile`'s main operation (`/v1/chat/completions`).
-pub fn format_path(profile: Profile) -> &'static str {
-    match profile.format() {
-        WireFormat::OpenAiChat => "/v1/chat/completions",
-        WireFormat::OpenAiResponses => "/v1/responses",
-        WireFormat::AnthropicMessages => "/v1/messages",
-        WireFormat::Ollama => "/api/chat",
-        WireFormat::Gemini => crate::network::gemini::DISPLAY_PATH,
-    }
+pub fn format_path(profile: Profile) -> String {
+    profile.format().main_path()
 }
 
 #[cfg(test)]

@@ -253,23 +253,26 @@ fn own_path(
     })
 }
 
-/// Whose model list a `GET /v1/models` gets: Anthropic's when the request carries
-/// `anthropic-version` (every Anthropic SDK sends it) and an Anthropic endpoint is at the
-/// same prefix, else that of the endpoint the path routed to.
+/// Whose model list a `GET` of a models path gets: that of a format at the same prefix
+/// whose clients' own header the request carries (every Anthropic SDK sends
+/// `anthropic-version`), else that of the endpoint the path routed to.
 fn listing_format(
     config: &ServeConfig,
     routed: &EndpointSpec,
     request: &Request<Incoming>,
 ) -> WireFormat {
-    let anthropic_here = config
+    config
         .endpoints
         .iter()
-        .any(|e| e.prefix == routed.prefix && e.profile.format() == WireFormat::AnthropicMessages);
-    if anthropic_here && request.headers().contains_key("anthropic-version") {
-        WireFormat::AnthropicMessages
-    } else {
-        routed.profile.format()
-    }
+        .filter(|e| e.prefix == routed.prefix)
+        .map(|e| e.profile.format())
+        .find(|format| {
+            format
+                .surface()
+                .listing_header()
+                .is_some_and(|name| request.headers().contains_key(name))
+        })
+        .unwrap_or(routed.profile.format())
 }
 
 /// The session's trace (one scope's, when named), one entry per line, with its hash in

@@ -3,12 +3,8 @@
 //! could not read, a bad seed or scope), each in the envelope of the provider whose
 //! endpoint the request reached, so a client's own error handling reads them.
 
-use serde_json::json;
-use sha2::Digest;
-
 use super::config::{EndpointSpec, MODEL_DEFAULT, ServeConfig, format_path, profile_and_prefix};
 use super::http::{Body, full, respond};
-use super::session::hex;
 use crate::network::WireFormat;
 use hyper::Response;
 
@@ -20,34 +16,10 @@ pub(super) fn own_error(
     message: &str,
     extra: Vec<(String, String)>,
 ) -> Response<Body> {
-    let body = match format {
-        // Ollama's `{"error": "..."}` (ollama/ollama server/routes.go).
-        Some(WireFormat::Ollama) => json!({"error": message}),
-        // Anthropic's error shapes and types (docs.anthropic.com, "Errors").
-        Some(WireFormat::AnthropicMessages) => {
-            let kind = match status {
-                413 => "request_too_large",
-                503 => "overloaded_error",
-                404 => "not_found_error",
-                _ => "invalid_request_error",
-            };
-            json!({"type": "error", "error": {"type": kind, "message": message}})
-        }
-        Some(WireFormat::Gemini) => {
-            let body = crate::network::gemini::own_error_body(status, message);
-            let mut headers = vec![("content-type".to_owned(), "application/json; charset=UTF-8".to_owned())];
-            headers.extend(extra);
-            return respond(status, headers, full(body));
-        }
-        Some(WireFormat::OpenAiChat | WireFormat::OpenAiResponses) | None => {
-            let kind = if status >= 500 {
-                "server_error"
-            } else {
-                "invalid_request_error"
-            };
-            json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
-        }
-    };
+    let body = format
+        .unwrap_or(WireFormat::UNROUTED_ENVELOPE)
+        .surface()
+        .own_error(status, message);
     let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
     headers.extend(extra);
     respond(
@@ -59,13 +31,7 @@ pub(super) fn own_error(
 
 /// Where `format` lists its models.
 pub(super) fn models_path(format: WireFormat) -> &'static str {
-    match format {
-        WireFormat::Ollama => "/api/tags",
-        WireFormat::Gemini => crate::network::gemini::MODELS_PATH,
-        WireFormat::OpenAiChat | WireFormat::OpenAiResponses | WireFormat::AnthropicMessages => {
-            "/v1/models"
-        }
-    }
+    format.surface().models_path()
 }
 
 /// The names listed: the served ones, or `umi-sim` when any name is answered.
@@ -79,33 +45,7 @@ fn listed(config: &ServeConfig) -> Vec<String> {
 
 /// The model list a client asks for before it starts, as `format`'s provider lists it.
 pub(super) fn models(config: &ServeConfig, format: WireFormat) -> Response<Body> {
-    let names = listed(config);
-    if format == WireFormat::Gemini {
-        let body = crate::network::gemini::model_list_body(
-            &names,
-            super::answer::CONTEXT_WINDOW_TOKENS,
-            super::answer::OUTPUT_TOKENS_MAX,
-        );
-        let content_type = "application/json; charset=UTF-8".to_owned();
-        return respond(200, vec![("content-type".into(), content_type)], full(body));
-    }
-    let body = match format {
-        // Ollama's `GET /api/tags` (ollama/ollama docs/api.md, "List Local Models").
-        WireFormat::Ollama => json!({"models": names.iter().map(|m| json!({
-            "name": m, "model": m, "modified_at": "2024-01-01T00:00:00Z", "size": 0,
-            "digest": hex(&sha2::Sha256::digest(m.as_bytes())),
-            "details": {"format": "gguf", "family": "umi", "parameter_size": "", "quantization_level": ""},
-        })).collect::<Vec<_>>()}),
-        // Anthropic's `GET /v1/models` (docs.anthropic.com, "List Models").
-        WireFormat::AnthropicMessages => json!({
-            "data": names.iter().map(|m| json!({"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"})).collect::<Vec<_>>(),
-            "has_more": false, "first_id": names.first(), "last_id": names.last(),
-        }),
-        // OpenAI's `GET /v1/models` (platform.openai.com API reference, "List models").
-        WireFormat::OpenAiChat | WireFormat::OpenAiResponses | WireFormat::Gemini => {
-            json!({"object": "list", "data": names.iter().map(|m| json!({"id": m, "object": "model", "created": 1_704_067_200, "owned_by": "umi"})).collect::<Vec<_>>()})
-        }
-    };
+    let body = format.surface().model_list(&listed(config));
     respond(
         200,
         vec![("content-type".into(), "application/json".into())],

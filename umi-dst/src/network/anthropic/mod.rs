@@ -24,13 +24,16 @@
 mod errors;
 mod request;
 mod stream;
+mod surface;
 
 use sha2::{Digest, Sha256};
 use umi_core::llm::transport::HttpRequest;
 use umi_core::llm::{CompletionResponse, FinishReason, LlmError, TokenUsage};
 
 use super::chat::shapes::{HeaderSet, RetryAfterForm};
-use super::format::{Route, one_path, Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
+use super::format::{
+    Parsed, RequestError, Responder, Route, ServerFormat, StreamEncoder, one_path,
+};
 use super::ids;
 use super::json::{Json, Spacing};
 use super::profile::Profile;
@@ -106,8 +109,16 @@ impl Layout {
 pub(crate) struct AnthropicFormat;
 
 impl ServerFormat for AnthropicFormat {
+    fn path(&self) -> &'static str {
+        "/v1/messages"
+    }
+
     fn route(&self, path: &str, _query: Option<&str>) -> Option<Route> {
-        one_path("/v1/messages", path)
+        one_path(self.path(), path)
+    }
+
+    fn reads_query(&self) -> bool {
+        false
     }
 
     fn parse(&self, http: &HttpRequest, _profile: Profile) -> Result<Parsed, RequestError> {

@@ -10,13 +10,16 @@ mod request;
 pub mod shapes;
 mod stream;
 mod stream_error;
+pub(crate) mod surface;
 mod whole;
 
 use umi_core::llm::{CompletionResponse, LlmError};
 
 use self::draw::Draw;
 use self::shapes::{HeaderSet, RetryAfterForm, ShapeMark};
-use super::format::{Route, one_path, Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
+use super::format::{
+    Parsed, RequestError, Responder, Route, ServerFormat, StreamEncoder, one_path,
+};
 use super::json::Spacing;
 use super::profile::Profile;
 use crate::rng::DeterministicRng;
@@ -44,8 +47,16 @@ pub(crate) fn openai_error(
 pub(crate) struct ChatFormat;
 
 impl ServerFormat for ChatFormat {
+    fn path(&self) -> &'static str {
+        "/chat/completions"
+    }
+
     fn route(&self, path: &str, _query: Option<&str>) -> Option<Route> {
-        one_path("/chat/completions", path)
+        one_path(self.path(), path)
+    }
+
+    fn reads_query(&self) -> bool {
+        false
     }
 
     fn parse(

@@ -4,7 +4,7 @@
 
 use umi_core::llm::LlmError;
 
-use super::{Era, whole_bytes};
+use super::Era;
 use crate::network::json::Json;
 
 /// The status name of an HTTP code (GEMINI-TROUBLE's table; `google.rpc.Code`).
@@ -39,12 +39,6 @@ fn envelope(status: u16, message: &str, details: Vec<Json>) -> Json {
     Json::object(vec![("error", error)])
 }
 
-/// `dst serve`'s own refusal (an unknown path, a full server, a body too large) in
-/// Google's envelope.
-pub(crate) fn own_error_body(status: u16, message: &str) -> Vec<u8> {
-    whole_bytes(&envelope(status, message, Vec::new()))
-}
-
 /// A rate limit's words and details (GEMINI-CAPTURES: browserbase/mcp-server-browserbase
 /// #129 for the message and the `Help`, `QuotaFailure`, `RetryInfo` order;
 /// GEMINI-VERCEL `google-429-retry-info.json` for `retryDelay` in seconds with a
@@ -53,14 +47,19 @@ pub(crate) fn own_error_body(status: u16, message: &str) -> Vec<u8> {
 fn rate_limit(era: &Era, retry_after_ms: Option<u64>) -> (String, Vec<Json>) {
     let metric = "generativelanguage.googleapis.com/generate_content_free_tier_requests";
     let mut message = "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits. To monitor your current usage, head to: https://ai.dev/usage?tab=rate-limit. ".to_owned();
-    message.push_str(&format!("\n* Quota exceeded for metric: {metric}, limit: 10"));
+    message.push_str(&format!(
+        "\n* Quota exceeded for metric: {metric}, limit: 10"
+    ));
     let help = Json::object(vec![
         ("@type", "type.googleapis.com/google.rpc.Help".into()),
         (
             "links",
             Json::Array(vec![Json::object(vec![
                 ("description", "Learn more about Gemini API quotas".into()),
-                ("url", "https://ai.google.dev/gemini-api/docs/rate-limits".into()),
+                (
+                    "url",
+                    "https://ai.google.dev/gemini-api/docs/rate-limits".into(),
+                ),
             ])]),
         ),
     ]);
@@ -70,12 +69,18 @@ fn rate_limit(era: &Era, retry_after_ms: Option<u64>) -> (String, Vec<Json>) {
     ]);
     let violation = Json::object(vec![
         ("quotaMetric", metric.into()),
-        ("quotaId", "GenerateRequestsPerMinutePerProjectPerModel-FreeTier".into()),
+        (
+            "quotaId",
+            "GenerateRequestsPerMinutePerProjectPerModel-FreeTier".into(),
+        ),
         ("quotaDimensions", dimensions),
         ("quotaValue", "10".into()),
     ]);
     let failure = Json::object(vec![
-        ("@type", "type.googleapis.com/google.rpc.QuotaFailure".into()),
+        (
+            "@type",
+            "type.googleapis.com/google.rpc.QuotaFailure".into(),
+        ),
         ("violations", Json::Array(vec![violation])),
     ]);
     let mut details = vec![help, failure];
@@ -104,7 +109,10 @@ pub(crate) fn duration_text(ms: u64) -> String {
 /// The `API_KEY_INVALID` details of a wrong key (GEMINI-CAPTURES continuedev/continue
 /// #8516: an `ErrorInfo`, then the message again as a `LocalizedMessage`).
 fn key_details(message: &str) -> Vec<Json> {
-    let metadata = Json::object(vec![("service", "generativelanguage.googleapis.com".into())]);
+    let metadata = Json::object(vec![(
+        "service",
+        "generativelanguage.googleapis.com".into(),
+    )]);
     vec![
         Json::object(vec![
             ("@type", "type.googleapis.com/google.rpc.ErrorInfo".into()),
@@ -113,7 +121,10 @@ fn key_details(message: &str) -> Vec<Json> {
             ("metadata", metadata),
         ]),
         Json::object(vec![
-            ("@type", "type.googleapis.com/google.rpc.LocalizedMessage".into()),
+            (
+                "@type",
+                "type.googleapis.com/google.rpc.LocalizedMessage".into(),
+            ),
             ("locale", "en-US".into()),
             ("message", message.into()),
         ]),

@@ -23,6 +23,7 @@
 mod errors;
 mod request;
 mod stream;
+mod surface;
 
 use umi_core::llm::transport::HttpRequest;
 use umi_core::llm::{CompletionResponse, FinishReason, LlmError, TokenUsage};
@@ -33,8 +34,6 @@ use super::ids;
 use super::json::{Json, Spacing};
 use super::profile::Profile;
 use crate::rng::DeterministicRng;
-
-pub(crate) use errors::{own_error_body, status_name};
 
 /// Every mark the format can hit with the requests Umi's client sends.
 pub const GEMINI_MARKS: [&str; 5] = [
@@ -48,12 +47,6 @@ pub const GEMINI_MARKS: [&str; 5] = [
 /// The API versions whose paths are served (`v1beta` is what the SDKs call; `v1` the
 /// stable surface, GEMINI-REST).
 const VERSIONS: [&str; 2] = ["/v1beta/models/", "/v1/models/"];
-
-/// Where the models are listed (GEMINI-REST `models.list`).
-pub(crate) const MODELS_PATH: &str = "/v1beta/models";
-
-/// The path of the main method, as `dst serve` names it to people.
-pub(crate) const DISPLAY_PATH: &str = "/v1beta/models/{model}:generateContent";
 
 /// Which era of the API the server is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +91,10 @@ pub(crate) struct Era {
 pub(crate) struct GeminiFormat;
 
 impl ServerFormat for GeminiFormat {
+    fn path(&self) -> &'static str {
+        "/v1beta/models/{model}:generateContent"
+    }
+
     fn route(&self, path: &str, query: Option<&str>) -> Option<Route> {
         route(path, query)
     }
@@ -250,7 +247,10 @@ pub(crate) fn safety_ratings(blocked: bool) -> Json {
                 let hit = blocked && *category == "HARM_CATEGORY_DANGEROUS_CONTENT";
                 let mut rating = Json::object(vec![
                     ("category", (*category).into()),
-                    ("probability", if hit { "HIGH" } else { "NEGLIGIBLE" }.into()),
+                    (
+                        "probability",
+                        if hit { "HIGH" } else { "NEGLIGIBLE" }.into(),
+                    ),
                 ]);
                 if hit {
                     rating.push("blocked", true);
@@ -293,7 +293,10 @@ impl Era {
     pub(crate) fn candidate(&self, parts: Vec<Json>, finish: Option<&str>, calls: bool) -> Json {
         let mut candidate = Json::object(Vec::new());
         if !parts.is_empty() {
-            let content = Json::object(vec![("parts", Json::Array(parts)), ("role", "model".into())]);
+            let content = Json::object(vec![
+                ("parts", Json::Array(parts)),
+                ("role", "model".into()),
+            ]);
             candidate.push("content", content);
         }
         if let Some(finish) = finish {
@@ -301,7 +304,9 @@ impl Era {
         }
         candidate.push("index", 0u32);
         match self.layout {
-            Layout::Y2024 => candidate.push("safetyRatings", safety_ratings(finish == Some("SAFETY"))),
+            Layout::Y2024 => {
+                candidate.push("safetyRatings", safety_ratings(finish == Some("SAFETY")))
+            }
             Layout::Y2025 if calls && finish.is_some() => {
                 candidate.push("finishMessage", "Model generated function call(s).");
             }
@@ -321,7 +326,10 @@ impl Era {
                     Layout::Y2024 => "SAFETY",
                     Layout::Y2025 => "PROHIBITED_CONTENT",
                 };
-                body.push("promptFeedback", Json::object(vec![("blockReason", reason.into())]));
+                body.push(
+                    "promptFeedback",
+                    Json::object(vec![("blockReason", reason.into())]),
+                );
             }
         }
         body.push("usageMetadata", self.usage(usage));
@@ -339,7 +347,10 @@ pub(crate) fn call_part(name: &str, arguments: &serde_json::Value) -> Option<Jso
     if !arguments.is_object() {
         return None;
     }
-    let call = Json::object(vec![("name", name.into()), ("args", arguments.clone().into())]);
+    let call = Json::object(vec![
+        ("name", name.into()),
+        ("args", arguments.clone().into()),
+    ]);
     Some(Json::object(vec![("functionCall", call)]))
 }
 
@@ -348,29 +359,6 @@ pub(crate) fn whole_bytes(json: &Json) -> Vec<u8> {
     let mut bytes = json.to_bytes(Spacing::Indented2);
     bytes.push(b'\n');
     bytes
-}
-
-/// The model list of `GET /v1beta/models` for `names` (GEMINI-REST `models.list`,
-/// `Model`): each `models/{name}` with its display name, limits and methods.
-pub(crate) fn model_list_body(names: &[String], input_tokens_max: u32, output_tokens_max: u32) -> Vec<u8> {
-    let models = names
-        .iter()
-        .map(|name| {
-            Json::object(vec![
-                ("name", format!("models/{name}").into()),
-                ("version", "001".into()),
-                ("displayName", name.as_str().into()),
-                ("description", "A model simulated by Umi.".into()),
-                ("inputTokenLimit", input_tokens_max.into()),
-                ("outputTokenLimit", output_tokens_max.into()),
-                (
-                    "supportedGenerationMethods",
-                    Json::Array(vec!["generateContent".into(), "countTokens".into()]),
-                ),
-            ])
-        })
-        .collect();
-    whole_bytes(&Json::object(vec![("models", Json::Array(models))]))
 }
 
 struct GeminiResponder {
@@ -385,7 +373,14 @@ impl Responder for GeminiResponder {
 
     fn refusal(&mut self, error: &LlmError, _param: Option<&str>) -> (u16, Vec<u8>) {
         let (status, body) = errors::refusal(&self.era, error);
-        if status == 429 && matches!(error, LlmError::RateLimit { retry_after_ms: Some(_) }) {
+        if status == 429
+            && matches!(
+                error,
+                LlmError::RateLimit {
+                    retry_after_ms: Some(_)
+                }
+            )
+        {
             self.marks.push("wire.shape.gemini.retry_info");
         }
         let bytes = if self.era.route.stream == Some(true) && !self.era.route.sse {
@@ -407,7 +402,10 @@ impl Responder for GeminiResponder {
         }
         let tokens = umi_core::llm::tokens::estimate_request_tokens(&parsed.request);
         // GEMINI-REST `CountTokensResponse`: `totalTokens`, then the details by modality.
-        let details = Json::object(vec![("modality", "TEXT".into()), ("tokenCount", tokens.into())]);
+        let details = Json::object(vec![
+            ("modality", "TEXT".into()),
+            ("tokenCount", tokens.into()),
+        ]);
         let body = Json::object(vec![
             ("totalTokens", tokens.into()),
             ("promptTokensDetails", Json::Array(vec![details])),

@@ -76,7 +76,9 @@ pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
         // `Invalid JSON payload received. Unknown name "…": Cannot find field.`).
         return Err(refuse(
             unknown,
-            format!("Invalid JSON payload received. Unknown name \"{unknown}\": Cannot find field."),
+            format!(
+                "Invalid JSON payload received. Unknown name \"{unknown}\": Cannot find field."
+            ),
         ));
     }
     let mut request = CompletionRequest::new(Vec::new());
@@ -88,9 +90,9 @@ pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
         }
     }
     let contents = body.get("contents").and_then(Value::as_array);
-    let contents = contents.filter(|c| !c.is_empty()).ok_or_else(|| {
-        violation("contents", "contents is not specified")
-    })?;
+    let contents = contents
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| violation("contents", "contents is not specified"))?;
     request.messages.extend(conversation(contents)?);
     request.tools = tools(body)?;
     request.tool_choice = tool_choice(body);
@@ -276,7 +278,12 @@ fn result_text(response: Option<&Value>) -> (String, bool) {
     if let Some(object) = response.as_object()
         && object.len() == 1
     {
-        for (key, success) in [("result", true), ("output", true), ("content", true), ("error", false)] {
+        for (key, success) in [
+            ("result", true),
+            ("output", true),
+            ("content", true),
+            ("error", false),
+        ] {
             if let Some(text) = object.get(key).and_then(Value::as_str) {
                 return (text.to_owned(), success);
             }
@@ -291,7 +298,10 @@ fn model_turn(parts: &[Value], call_number: &mut usize) -> Message {
     let text = parts_text(Some(&Value::Array(parts.to_vec())));
     let mut calls = Vec::new();
     for part in parts {
-        let Some(call) = part.get("functionCall").or_else(|| part.get("function_call")) else {
+        let Some(call) = part
+            .get("functionCall")
+            .or_else(|| part.get("function_call"))
+        else {
             continue;
         };
         let id = call
@@ -313,7 +323,11 @@ fn model_turn(parts: &[Value], call_number: &mut usize) -> Message {
 /// refused (`Name cannot be empty.`, quoted in agent threads).
 fn tools(body: &Map<String, Value>) -> Result<Vec<ToolDefinition>, RequestError> {
     let mut out = Vec::new();
-    let tools = body.get("tools").and_then(Value::as_array).into_iter().flatten();
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
     for (index, tool) in tools.enumerate() {
         let declarations = tool
             .get("functionDeclarations")
@@ -322,7 +336,10 @@ fn tools(body: &Map<String, Value>) -> Result<Vec<ToolDefinition>, RequestError>
             .into_iter()
             .flatten();
         for (at, declaration) in declarations.enumerate() {
-            let name = declaration.get("name").and_then(Value::as_str).unwrap_or("");
+            let name = declaration
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if name.is_empty() {
                 return Err(violation(
                     &format!("tools[{index}].function_declarations[{at}].name"),
@@ -418,7 +435,12 @@ fn apply_generation_config(body: &Map<String, Value>, request: &mut CompletionRe
         .map(|t| t as f32);
     request.stop = get("stopSequences", "stop_sequences")
         .and_then(Value::as_array)
-        .map(|s| s.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|s| {
+            s.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     request.seed = get("seed", "seed").and_then(Value::as_u64);
     let json_mime = get("responseMimeType", "response_mime_type").and_then(Value::as_str)

@@ -75,7 +75,11 @@ impl GeminiStream {
             out.extend(chunk.to_bytes(Spacing::ColonSpace));
             out.extend_from_slice(b"\r\n\r\n");
         } else {
-            out.extend_from_slice(if self.chunks_written == 0 { b"[" } else { b"\n,\r\n" });
+            out.extend_from_slice(if self.chunks_written == 0 {
+                b"["
+            } else {
+                b"\n,\r\n"
+            });
             out.extend(chunk.to_bytes(Spacing::Indented2));
         }
         self.chunks_written += 1;
@@ -144,8 +148,18 @@ impl GeminiStream {
         self.any_calls = true;
     }
 
-    fn call_delta(&mut self, index: u32, name: Option<&str>, fragment: Option<&str>, out: &mut Vec<u8>) {
-        if self.open_call.as_ref().is_some_and(|open| open.index != index) {
+    fn call_delta(
+        &mut self,
+        index: u32,
+        name: Option<&str>,
+        fragment: Option<&str>,
+        out: &mut Vec<u8>,
+    ) {
+        if self
+            .open_call
+            .as_ref()
+            .is_some_and(|open| open.index != index)
+        {
             self.close_call(out);
         }
         let open = self.open_call.get_or_insert_with(|| OpenCall {
@@ -202,7 +216,9 @@ impl StreamEncoder for GeminiStream {
     fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) -> Flow {
         match event {
             StreamEvent::TextDelta { text } if !text.is_empty() => self.text(text, false, out),
-            StreamEvent::ReasoningDelta { text } if self.reasoning_requested && !text.is_empty() => {
+            StreamEvent::ReasoningDelta { text }
+                if self.reasoning_requested && !text.is_empty() =>
+            {
                 self.text(text, true, out);
             }
             StreamEvent::TextDelta { .. } | StreamEvent::ReasoningDelta { .. } => {}

@@ -42,7 +42,11 @@ fn paths_carry_the_model_and_the_method() {
     assert!(sse.sse && sse.stream == Some(true));
     let array = route("/v1/models/m:streamGenerateContent", None).unwrap();
     assert!(!array.sse && array.stream == Some(true));
-    assert!(route("/v1beta/models/m:countTokens", None).unwrap().count_tokens);
+    assert!(
+        route("/v1beta/models/m:countTokens", None)
+            .unwrap()
+            .count_tokens
+    );
     for refused in [
         "/v1beta/models/m:embedContent",
         "/v1beta/models/:generateContent",
@@ -53,20 +57,27 @@ fn paths_carry_the_model_and_the_method() {
     ] {
         assert_eq!(route(refused, None), None, "{refused}");
     }
-    let below_prefix = route_of_url("http://umi.serve/g/v1beta/models/m:streamGenerateContent?alt=sse");
+    let below_prefix =
+        route_of_url("http://umi.serve/g/v1beta/models/m:streamGenerateContent?alt=sse");
     assert!(below_prefix.unwrap().sse);
 }
 
 #[test]
 fn a_key_in_the_query_is_read_and_never_recorded() {
     let url = "https://g.sim/v1beta/models/m:generateContent?alt=sse&key=AIzaSyDSNiWYH2IYvkiP9cVy";
-    assert_eq!(super::query_key(url).as_deref(), Some("AIzaSyDSNiWYH2IYvkiP9cVy"));
+    assert_eq!(
+        super::query_key(url).as_deref(),
+        Some("AIzaSyDSNiWYH2IYvkiP9cVy")
+    );
     let redacted = redact_url(url).unwrap();
     assert_eq!(
         redacted,
         "https://g.sim/v1beta/models/m:generateContent?alt=sse&key=AIzaSyDS***9cVy"
     );
-    assert_eq!(redact_url("https://g.sim/v1beta/models/m:generateContent?alt=sse"), None);
+    assert_eq!(
+        redact_url("https://g.sim/v1beta/models/m:generateContent?alt=sse"),
+        None
+    );
     let request = HttpRequest {
         headers: Vec::new(),
         ..http(&format!("{GENERATE}?key=AIza-query-key-12345"), "{}")
@@ -124,20 +135,30 @@ fn a_function_round_trip_parses_to_the_conversation_the_client_sent() {
       "generationConfig":{"maxOutputTokens":64,"temperature":0.5,"stopSequences":["END"],
         "responseMimeType":"application/json","responseSchema":{"type":"OBJECT","properties":{"a":{"type":"INTEGER"}}},
         "thinkingConfig":{"includeThoughts":true}}}"#;
-    let parsed = parse(&http("/v1beta/models/m:streamGenerateContent?alt=sse", body)).unwrap();
+    let parsed = parse(&http(
+        "/v1beta/models/m:streamGenerateContent?alt=sse",
+        body,
+    ))
+    .unwrap();
     let request = &parsed.request;
     assert!(parsed.stream && parsed.reasoning_requested);
     assert_eq!(request.model, "m");
     assert_eq!(request.max_tokens, Some(64));
     assert_eq!(request.stop, ["END"]);
-    assert_eq!(request.tool_choice, Some(ToolChoice::Tool("weather".into())));
+    assert_eq!(
+        request.tool_choice,
+        Some(ToolChoice::Tool("weather".into()))
+    );
     assert_eq!(
         request.tools[0].parameters,
         serde_json::json!({"type":"object","properties":{"city":{"type":"string"}}})
     );
     let schema = &request.output_schema.as_ref().unwrap().schema;
     assert_eq!(schema["properties"]["a"]["type"], "integer");
-    assert!(!request.json_output, "a schema is a structured output, not JSON mode");
+    assert!(
+        !request.json_output,
+        "a schema is a structured output, not JSON mode"
+    );
     assert_eq!(
         request.messages,
         vec![
@@ -145,7 +166,11 @@ fn a_function_round_trip_parses_to_the_conversation_the_client_sent() {
             Message::user("weather in Rome?"),
             Message::assistant_tool_calls(
                 "checking",
-                vec![ToolCall::new("call_0", "weather", serde_json::json!({"city":"Rome"}))]
+                vec![ToolCall::new(
+                    "call_0",
+                    "weather",
+                    serde_json::json!({"city":"Rome"})
+                )]
             ),
             Message::tool_result("call_0", "30 C", true),
         ]
@@ -186,21 +211,40 @@ fn whole_answers_are_googles_bytes() {
     ];
     let value: serde_json::Value = serde_json::from_slice(&y2025.whole(&calls)).unwrap();
     let candidate = &value["candidates"][0];
-    assert_eq!(candidate["content"]["parts"][1]["functionCall"]["args"]["city"], "Rome");
+    assert_eq!(
+        candidate["content"]["parts"][1]["functionCall"]["args"]["city"],
+        "Rome"
+    );
     assert_eq!(candidate["finishReason"], "STOP");
-    assert_eq!(candidate["finishMessage"], "Model generated function call(s).");
+    assert_eq!(
+        candidate["finishMessage"],
+        "Model generated function call(s)."
+    );
     calls.tool_calls[1].arguments = serde_json::json!("{\"city\": \"Ro");
     let value: serde_json::Value = serde_json::from_slice(&y2025.whole(&calls)).unwrap();
-    assert_eq!(value["candidates"][0]["finishReason"], "MALFORMED_FUNCTION_CALL");
+    assert_eq!(
+        value["candidates"][0]["finishReason"],
+        "MALFORMED_FUNCTION_CALL"
+    );
     assert!(value["candidates"][0].get("content").is_none());
     let blocked: serde_json::Value =
-        serde_json::from_slice(&y2025.whole(&text_response("", FinishReason::ContentFilter))).unwrap();
-    assert_eq!(blocked["promptFeedback"]["blockReason"], "PROHIBITED_CONTENT");
+        serde_json::from_slice(&y2025.whole(&text_response("", FinishReason::ContentFilter)))
+            .unwrap();
+    assert_eq!(
+        blocked["promptFeedback"]["blockReason"],
+        "PROHIBITED_CONTENT"
+    );
     let mut y2024 = responder(Layout::Y2024, Route::default());
     let old: serde_json::Value =
         serde_json::from_slice(&y2024.whole(&text_response("x", FinishReason::Length))).unwrap();
     assert_eq!(old["candidates"][0]["finishReason"], "MAX_TOKENS");
-    assert_eq!(old["candidates"][0]["safetyRatings"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        old["candidates"][0]["safetyRatings"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
     assert!(old.get("responseId").is_none());
 }
 
@@ -243,13 +287,19 @@ fn sse_events_are_one_line_and_crlf_framed_the_last_with_the_finish() {
     let body = run(Layout::Y2025, true, &[text("Hel"), text("lo"), done()]);
     let events: Vec<&str> = body.split("\r\n\r\n").collect();
     assert_eq!(events.len(), 3, "{body}");
-    assert_eq!(events[2], "", "the body ends with its last event's CRLF pair");
+    assert_eq!(
+        events[2], "",
+        "the body ends with its last event's CRLF pair"
+    );
     assert!(
         events[0].starts_with(r#"data: {"candidates": [{"content": {"parts": [{"text": "Hel"}],"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": "#),
         "{}",
         events[0]
     );
-    assert!(events[1].contains(r#"{"text": "lo"}],"role": "model"},"finishReason": "STOP","index": 0}"#));
+    assert!(
+        events[1]
+            .contains(r#"{"text": "lo"}],"role": "model"},"finishReason": "STOP","index": 0}"#)
+    );
     assert!(events[1].contains(r#""candidatesTokenCount": 4,"totalTokenCount": 13"#));
     assert!(events[1].ends_with(r#""responseId": "bH6LaZW8Fp_3nsEPqtaSwQ4"}"#));
 }
@@ -263,7 +313,10 @@ fn a_json_array_stream_is_written_as_the_model_goes() {
     let whole: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(whole.as_array().unwrap().len(), 2);
     assert_eq!(whole[1]["candidates"][0]["finishReason"], "STOP");
-    assert_eq!(whole[1]["candidates"][0]["content"]["parts"][0]["text"], "b");
+    assert_eq!(
+        whole[1]["candidates"][0]["content"]["parts"][0]["text"],
+        "b"
+    );
 }
 
 #[test]
@@ -290,7 +343,10 @@ fn calls_stream_whole_and_parallel_calls_share_a_chunk() {
         .map(|e| serde_json::from_str(e.strip_prefix("data: ").unwrap()).unwrap())
         .collect();
     assert_eq!(chunks.len(), 1, "{body}");
-    let parts = chunks[0]["candidates"][0]["content"]["parts"].as_array().unwrap().clone();
+    let parts = chunks[0]["candidates"][0]["content"]["parts"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(parts[0]["functionCall"]["args"]["city"], "Oslo");
     assert_eq!(parts[1]["functionCall"]["name"], "weather");
     assert_eq!(chunks[0]["candidates"][0]["finishReason"], "STOP");
@@ -298,7 +354,11 @@ fn calls_stream_whole_and_parallel_calls_share_a_chunk() {
 
 #[test]
 fn errors_after_the_200_break_the_connection() {
-    let mut stream = GeminiStream::new(era(Layout::Y2025, Route::default()), &parsed(true), Vec::new());
+    let mut stream = GeminiStream::new(
+        era(Layout::Y2025, Route::default()),
+        &parsed(true),
+        Vec::new(),
+    );
     let mut out = Vec::new();
     let error = LlmError::ServiceUnavailable {
         status: Some(503),
@@ -312,13 +372,65 @@ fn errors_after_the_200_break_the_connection() {
 fn every_fault_has_its_google_envelope() {
     let era = era(Layout::Y2025, Route::default());
     let cases: [(LlmError, u16, &str, &str); 7] = [
-        (LlmError::RateLimit { retry_after_ms: Some(34_400) }, 429, "RESOURCE_EXHAUSTED", "You exceeded your current quota"),
-        (LlmError::ContextOverflow { prompt_tokens: Some(200_000), limit: Some(131_072) }, 400, "INVALID_ARGUMENT", "The input token count (200000) exceeds the maximum number of tokens allowed (131072)."),
-        (LlmError::Auth { status: 401, message: "***".into() }, 400, "INVALID_ARGUMENT", "API key not valid. Please pass a valid API key."),
-        (LlmError::ModelNotFound { status: Some(404), message: "gemini-x".into() }, 404, "NOT_FOUND", "models/gemini-x is not found for API version v1beta"),
-        (LlmError::ServiceUnavailable { status: Some(503), message: String::new() }, 503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
-        (LlmError::ServerTimeout { status: Some(504), message: String::new() }, 504, "DEADLINE_EXCEEDED", "Deadline expired"),
-        (LlmError::StreamTruncated { reason: String::new() }, 500, "INTERNAL", "An internal error has occurred."),
+        (
+            LlmError::RateLimit {
+                retry_after_ms: Some(34_400),
+            },
+            429,
+            "RESOURCE_EXHAUSTED",
+            "You exceeded your current quota",
+        ),
+        (
+            LlmError::ContextOverflow {
+                prompt_tokens: Some(200_000),
+                limit: Some(131_072),
+            },
+            400,
+            "INVALID_ARGUMENT",
+            "The input token count (200000) exceeds the maximum number of tokens allowed (131072).",
+        ),
+        (
+            LlmError::Auth {
+                status: 401,
+                message: "***".into(),
+            },
+            400,
+            "INVALID_ARGUMENT",
+            "API key not valid. Please pass a valid API key.",
+        ),
+        (
+            LlmError::ModelNotFound {
+                status: Some(404),
+                message: "gemini-x".into(),
+            },
+            404,
+            "NOT_FOUND",
+            "models/gemini-x is not found for API version v1beta",
+        ),
+        (
+            LlmError::ServiceUnavailable {
+                status: Some(503),
+                message: String::new(),
+            },
+            503,
+            "UNAVAILABLE",
+            "The model is overloaded. Please try again later.",
+        ),
+        (
+            LlmError::ServerTimeout {
+                status: Some(504),
+                message: String::new(),
+            },
+            504,
+            "DEADLINE_EXCEEDED",
+            "Deadline expired",
+        ),
+        (
+            LlmError::StreamTruncated { events_received: 0 },
+            500,
+            "INTERNAL",
+            "An internal error has occurred.",
+        ),
     ];
     for (error, status, name, words) in cases {
         let (got, body) = errors::refusal(&era, &error);
@@ -329,13 +441,27 @@ fn every_fault_has_its_google_envelope() {
         let message = value["error"]["message"].as_str().unwrap();
         assert!(message.starts_with(words), "{message}");
     }
-    let (_, limited) = errors::refusal(&era, &LlmError::RateLimit { retry_after_ms: Some(34_400) });
+    let (_, limited) = errors::refusal(
+        &era,
+        &LlmError::RateLimit {
+            retry_after_ms: Some(34_400),
+        },
+    );
     let value: serde_json::Value = serde_json::from_slice(&super::whole_bytes(&limited)).unwrap();
     let details = value["error"]["details"].as_array().unwrap();
-    assert_eq!(details[2]["@type"], "type.googleapis.com/google.rpc.RetryInfo");
+    assert_eq!(
+        details[2]["@type"],
+        "type.googleapis.com/google.rpc.RetryInfo"
+    );
     assert_eq!(details[2]["retryDelay"], "34.4s");
     assert_eq!(errors::duration_text(38_000), "38s");
-    let (_, key) = errors::refusal(&era, &LlmError::Auth { status: 401, message: String::new() });
+    let (_, key) = errors::refusal(
+        &era,
+        &LlmError::Auth {
+            status: 401,
+            message: String::new(),
+        },
+    );
     let value: serde_json::Value = serde_json::from_slice(&super::whole_bytes(&key)).unwrap();
     assert_eq!(value["error"]["details"][0]["reason"], "API_KEY_INVALID");
 }
@@ -346,9 +472,17 @@ fn a_stream_requests_refusal_is_an_array_of_one_error() {
     let route = route("/v1beta/models/m:streamGenerateContent", None).unwrap();
     let mut responder = responder(Layout::Y2025, Route::default());
     responder.routed(&route);
-    let (status, body) = responder.refusal(&LlmError::RateLimit { retry_after_ms: None }, None);
+    let (status, body) = responder.refusal(
+        &LlmError::RateLimit {
+            retry_after_ms: None,
+        },
+        None,
+    );
     assert_eq!(status, 429);
     let text = String::from_utf8(body).unwrap();
-    assert!(text.starts_with("[{\n  \"error\": {\n    \"code\": 429,"), "{text}");
+    assert!(
+        text.starts_with("[{\n  \"error\": {\n    \"code\": 429,"),
+        "{text}"
+    );
     assert!(text.ends_with("}\n]"), "{text}");
 }

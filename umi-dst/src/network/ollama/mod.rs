@@ -15,6 +15,7 @@
 //!   queue is a 503; an error after the 200 is one error line, and the stream ends.
 
 mod request;
+mod surface;
 
 use serde_json::{Value, json};
 use umi_core::llm::{CompletionResponse, FinishReason, LlmError, StreamEvent, TokenUsage};
@@ -22,7 +23,9 @@ use umi_core::llm::{CompletionResponse, FinishReason, LlmError, StreamEvent, Tok
 use umi_core::llm::transport::HttpRequest;
 
 use super::chat::shapes::{HeaderSet, RetryAfterForm};
-use super::format::{Route, one_path, Flow, Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
+use super::format::{
+    Flow, Parsed, RequestError, Responder, Route, ServerFormat, StreamEncoder, one_path,
+};
 use super::json::{Json, Spacing};
 use super::profile::Profile;
 use crate::network::stamps::rfc3339;
@@ -63,8 +66,16 @@ pub const OLLAMA_MARKS: [&str; 5] = [
 ];
 
 impl ServerFormat for OllamaFormat {
+    fn path(&self) -> &'static str {
+        "/api/chat"
+    }
+
     fn route(&self, path: &str, _query: Option<&str>) -> Option<Route> {
-        one_path("/api/chat", path)
+        one_path(self.path(), path)
+    }
+
+    fn reads_query(&self) -> bool {
+        false
     }
 
     fn parse(&self, request: &HttpRequest, _profile: Profile) -> Result<Parsed, RequestError> {

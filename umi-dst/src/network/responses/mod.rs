@@ -27,13 +27,16 @@
 mod object;
 mod request;
 mod stream;
+mod surface;
 
 use umi_core::llm::transport::HttpRequest;
 use umi_core::llm::{CompletionResponse, FinishReason, LlmError};
 
 use self::object::{Echo, Ids, Response, Status};
 use super::chat::shapes::{HeaderSet, RetryAfterForm};
-use super::format::{Route, one_path, Parsed, RequestError, Responder, ServerFormat, StreamEncoder};
+use super::format::{
+    Parsed, RequestError, Responder, Route, ServerFormat, StreamEncoder, one_path,
+};
 use super::json::{Json, Spacing};
 use super::profile::Profile;
 use crate::rng::DeterministicRng;
@@ -72,8 +75,16 @@ impl Layout {
 pub(crate) struct ResponsesFormat;
 
 impl ServerFormat for ResponsesFormat {
+    fn path(&self) -> &'static str {
+        "/responses"
+    }
+
     fn route(&self, path: &str, _query: Option<&str>) -> Option<Route> {
-        one_path("/responses", path)
+        one_path(self.path(), path)
+    }
+
+    fn reads_query(&self) -> bool {
+        false
     }
 
     fn parse(&self, http: &HttpRequest, _profile: Profile) -> Result<Parsed, RequestError> {

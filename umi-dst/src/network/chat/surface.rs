@@ -1,0 +1,89 @@
+//! OpenAI chat completions' facts beyond request and response: its API under `/v1`,
+//! OpenAI's model list and error envelope (which the Responses API shares), the key as a
+//! bearer token (Azure's `api-key`), and umi-core's OpenAI client.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use umi_core::env::Env;
+use umi_core::llm::openai::{ChunkDecoder, OpenAiClient, OpenAiConfig};
+use umi_core::llm::transport::Transport;
+use umi_core::llm::wire::reader::Decoded;
+use umi_core::llm::{Connection, LanguageModel, ModelRef};
+
+use super::ChatFormat;
+use crate::network::clients::ClientOptions;
+use crate::network::profile::Profile;
+use crate::network::surface::{Surface, decode_with};
+
+/// OpenAI's `GET /v1/models` (platform.openai.com API reference, "List models").
+pub(crate) fn openai_model_list(names: &[String]) -> Value {
+    json!({"object": "list", "data": names.iter().map(|m| json!({
+        "id": m, "object": "model", "created": 1_704_067_200, "owned_by": "umi",
+    })).collect::<Vec<_>>()})
+}
+
+/// OpenAI's `{"error": {message, type, param, code}}` (OPENAI-SPEC `ErrorResponse`).
+pub(crate) fn openai_own_error(status: u16, message: &str) -> Value {
+    let kind = if status >= 500 {
+        "server_error"
+    } else {
+        "invalid_request_error"
+    };
+    json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
+}
+
+/// The key as a bearer token; Azure's own `api-key` header (AZ-DOC, "Authentication").
+pub(crate) fn openai_credential(profile: Profile, key: &str) -> Option<(String, String)> {
+    Some(if profile == Profile::AzureOpenAi {
+        ("api-key".to_owned(), key.to_owned())
+    } else {
+        ("authorization".to_owned(), format!("Bearer {key}"))
+    })
+}
+
+impl Surface for ChatFormat {
+    fn api_root(&self) -> &'static str {
+        "/v1"
+    }
+
+    fn models_path(&self) -> &'static str {
+        "/v1/models"
+    }
+
+    fn model_list(&self, names: &[String]) -> Value {
+        openai_model_list(names)
+    }
+
+    fn listing_header(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn own_error(&self, status: u16, message: &str) -> Value {
+        openai_own_error(status, message)
+    }
+
+    fn credential(&self, profile: Profile, key: &str) -> Option<(String, String)> {
+        openai_credential(profile, key)
+    }
+
+    fn streams_by_default(&self) -> bool {
+        false
+    }
+
+    fn client(
+        &self,
+        connection: Connection,
+        model_ref: ModelRef,
+        _options: &ClientOptions,
+        transport: Arc<dyn Transport>,
+        env: Env,
+    ) -> Arc<dyn LanguageModel> {
+        let config = OpenAiConfig::new(connection, model_ref);
+        Arc::new(OpenAiClient::new(config, transport, env))
+    }
+
+    fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {
+        decode_with(ChunkDecoder::new(), reads)
+    }
+}

@@ -1,0 +1,82 @@
+//! The Gemini API's facts beyond request and response: its paths from the root
+//! (`/v1beta/models/…`, no `/v1` root), Google's model list and error envelope, the key
+//! in `x-goog-api-key`, and umi-core's Gemini client.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use umi_core::env::Env;
+use umi_core::llm::openai::{ChunkDecoder, OpenAiClient, OpenAiConfig};
+use umi_core::llm::transport::Transport;
+use umi_core::llm::wire::reader::Decoded;
+use umi_core::llm::{Connection, LanguageModel, ModelRef};
+
+use super::GeminiFormat;
+use super::errors::status_name;
+use crate::network::clients::ClientOptions;
+use crate::network::profile::Profile;
+use crate::network::surface::{Surface, decode_with};
+
+impl Surface for GeminiFormat {
+    fn api_root(&self) -> &'static str {
+        ""
+    }
+
+    /// GEMINI-REST `models.list`.
+    fn models_path(&self) -> &'static str {
+        "/v1beta/models"
+    }
+
+    /// GEMINI-REST `ListModelsResponse` and `Model`: each `models/{name}` with its
+    /// display name and the methods it supports.
+    fn model_list(&self, names: &[String]) -> Value {
+        json!({
+            "models": names.iter().map(|name| json!({
+                "name": format!("models/{name}"),
+                "version": "001",
+                "displayName": name,
+                "description": "A model simulated by Umi.",
+                "supportedGenerationMethods": ["generateContent", "countTokens"],
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Gemini's models path is its own: no header is needed to tell its clients apart.
+    fn listing_header(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Google's envelope (GEMINI-TROUBLE): `{"error": {code, message, status}}`.
+    fn own_error(&self, status: u16, message: &str) -> Value {
+        json!({"error": {"code": status, "message": message, "status": status_name(status)}})
+    }
+
+    /// GEMINI-REST: the key in `x-goog-api-key` (what the SDKs send; `?key=` works too).
+    fn credential(&self, _profile: Profile, key: &str) -> Option<(String, String)> {
+        Some(("x-goog-api-key".to_owned(), key.to_owned()))
+    }
+
+    /// The method says (`:streamGenerateContent`), never the body.
+    fn streams_by_default(&self) -> bool {
+        false
+    }
+
+    // TEMPORARY (gemini-server): umi-core's Gemini client (`GeminiClient`,
+    // `GeminiDecoder`) arrives with the gemini-client merge. Until then Gemini is not in
+    // `Profile::ALL`, so no sweep builds this client or decodes with this decoder.
+    fn client(
+        &self,
+        connection: Connection,
+        model_ref: ModelRef,
+        _options: &ClientOptions,
+        transport: Arc<dyn Transport>,
+        env: Env,
+    ) -> Arc<dyn LanguageModel> {
+        let config = OpenAiConfig::new(connection, model_ref);
+        Arc::new(OpenAiClient::new(config, transport, env))
+    }
+
+    fn decode_as_client(&self, _reads: &[&[u8]]) -> Decoded {
+        decode_with(ChunkDecoder::new(), &[])
+    }
+}

@@ -1,0 +1,74 @@
+//! Ollama's native API's facts beyond request and response: its paths from the root
+//! (`/api/chat`, `/api/tags`), its `{"error": "..."}` envelope, no key, streaming by
+//! default, and umi-core's Ollama client.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use sha2::Digest;
+use umi_core::env::Env;
+use umi_core::llm::ollama::{NdjsonDecoder, OllamaClient, OllamaConfig};
+use umi_core::llm::transport::Transport;
+use umi_core::llm::wire::reader::Decoded;
+use umi_core::llm::{Connection, LanguageModel, ModelRef};
+
+use super::OllamaFormat;
+use crate::network::clients::ClientOptions;
+use crate::network::profile::Profile;
+use crate::network::surface::{Surface, decode_with};
+
+impl Surface for OllamaFormat {
+    fn api_root(&self) -> &'static str {
+        ""
+    }
+
+    fn models_path(&self) -> &'static str {
+        "/api/tags"
+    }
+
+    /// Ollama's `GET /api/tags` (ollama/ollama docs/api.md, "List Local Models").
+    fn model_list(&self, names: &[String]) -> Value {
+        json!({"models": names.iter().map(|m| json!({
+            "name": m, "model": m, "modified_at": "2024-01-01T00:00:00Z", "size": 0,
+            "digest": sha2::Sha256::digest(m.as_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            "details": {"format": "gguf", "family": "umi", "parameter_size": "", "quantization_level": ""},
+        })).collect::<Vec<_>>()})
+    }
+
+    fn listing_header(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Ollama's `{"error": "..."}` (ollama/ollama server/routes.go).
+    fn own_error(&self, _status: u16, message: &str) -> Value {
+        json!({"error": message})
+    }
+
+    /// Ollama's native API takes no key.
+    fn credential(&self, _profile: Profile, _key: &str) -> Option<(String, String)> {
+        None
+    }
+
+    /// `stream` defaults to true (ollama/ollama docs/api.md, "Generate a chat completion").
+    fn streams_by_default(&self) -> bool {
+        true
+    }
+
+    fn client(
+        &self,
+        mut connection: Connection,
+        model_ref: ModelRef,
+        _options: &ClientOptions,
+        transport: Arc<dyn Transport>,
+        env: Env,
+    ) -> Arc<dyn LanguageModel> {
+        // Ollama's native API takes no key (see `ClientOptions::api_key`).
+        connection.api_key = None;
+        let config = OllamaConfig::new(connection, model_ref);
+        Arc::new(OllamaClient::new(config, transport, env))
+    }
+
+    fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {
+        decode_with(NdjsonDecoder::new(), reads)
+    }
+}

@@ -1,0 +1,67 @@
+//! The Responses API's facts beyond request and response: OpenAI's (its API under
+//! `/v1`, the model list, the error envelope, the bearer key), with umi-core's
+//! Responses client, which asks for reasoning summaries when told to.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use umi_core::env::Env;
+use umi_core::llm::responses::{EventDecoder, ResponsesClient, ResponsesConfig};
+use umi_core::llm::transport::Transport;
+use umi_core::llm::wire::reader::Decoded;
+use umi_core::llm::{Connection, LanguageModel, ModelRef};
+
+use super::ResponsesFormat;
+use crate::network::chat::surface::{openai_credential, openai_model_list, openai_own_error};
+use crate::network::clients::ClientOptions;
+use crate::network::profile::Profile;
+use crate::network::surface::{Surface, decode_with};
+
+impl Surface for ResponsesFormat {
+    fn api_root(&self) -> &'static str {
+        "/v1"
+    }
+
+    fn models_path(&self) -> &'static str {
+        "/v1/models"
+    }
+
+    fn model_list(&self, names: &[String]) -> Value {
+        openai_model_list(names)
+    }
+
+    fn listing_header(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn own_error(&self, status: u16, message: &str) -> Value {
+        openai_own_error(status, message)
+    }
+
+    fn credential(&self, profile: Profile, key: &str) -> Option<(String, String)> {
+        openai_credential(profile, key)
+    }
+
+    fn streams_by_default(&self) -> bool {
+        false
+    }
+
+    fn client(
+        &self,
+        connection: Connection,
+        model_ref: ModelRef,
+        options: &ClientOptions,
+        transport: Arc<dyn Transport>,
+        env: Env,
+    ) -> Arc<dyn LanguageModel> {
+        let mut config = ResponsesConfig::new(connection, model_ref);
+        if options.reasoning_summary {
+            config.reasoning_summary = Some("auto".to_owned());
+        }
+        Arc::new(ResponsesClient::new(config, transport, env))
+    }
+
+    fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {
+        decode_with(EventDecoder::new(), reads)
+    }
+}
