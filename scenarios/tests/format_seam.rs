@@ -31,7 +31,12 @@ const REGISTRY_FILES: [&str; 5] = [
 ];
 
 /// The library source trees (and the code users copy).
-const SOURCE_DIRS: [&str; 4] = ["umi-core/src", "umi-dst/src", "umi-sweep/src", "scenarios/src"];
+const SOURCE_DIRS: [&str; 4] = [
+    "umi-core/src",
+    "umi-dst/src",
+    "umi-sweep/src",
+    "scenarios/src",
+];
 
 #[test]
 fn no_library_code_outside_the_registries_names_a_format() {
@@ -44,8 +49,8 @@ fn no_library_code_outside_the_registries_names_a_format() {
             if REGISTRY_FILES.contains(&name.as_str()) || name.ends_with("/tests.rs") {
                 continue;
             }
-            let text = std::fs::read_to_string(&file)
-                .unwrap_or_else(|error| panic!("{name}: {error}"));
+            let text =
+                std::fs::read_to_string(&file).unwrap_or_else(|error| panic!("{name}: {error}"));
             let parsed = syn::parse_file(&text).unwrap_or_else(|error| panic!("{name}: {error}"));
             let mut visitor = VariantNames {
                 file: &name,

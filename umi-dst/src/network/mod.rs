@@ -39,6 +39,7 @@ pub mod profile;
 pub mod reads;
 pub mod replay;
 mod responses;
+pub mod shapes;
 mod stamps;
 mod stream_body;
 mod surface;
@@ -482,7 +483,7 @@ impl SimNetwork {
             } = error
         {
             let form = if served.endpoint.gateway {
-                Some(chat::shapes::RetryAfterForm::HttpDate)
+                Some(shapes::RetryAfterForm::HttpDate)
             } else {
                 responder.retry_after()
             };
