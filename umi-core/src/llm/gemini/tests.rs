@@ -48,6 +48,12 @@ fn model_ref() -> ModelRef {
 const RECORDED: &str = "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"fixture ok\"}],\"role\": \"model\"},\"index\": 0}],\"usageMetadata\": {\"promptTokenCount\": 7,\"candidatesTokenCount\": 2,\"totalTokenCount\": 103,\"promptTokensDetails\": [{\"modality\": \"TEXT\",\"tokenCount\": 7}],\"thoughtsTokenCount\": 94,\"serviceTier\": \"standard\"},\"modelVersion\": \"gemini-3.7-flash\",\"responseId\": \"WQuqavG5KbfUjMcPuP_n6QI\"}\n\n\
 data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"\",\"thoughtSignature\": \"EqkECqYEARFNMg+gQi3aPkE2hRW/Bg4A\"}],\"role\": \"model\"},\"finishReason\": \"STOP\",\"index\": 0}],\"usageMetadata\": {\"promptTokenCount\": 7,\"candidatesTokenCount\": 2,\"totalTokenCount\": 103,\"promptTokensDetails\": [{\"modality\": \"TEXT\",\"tokenCount\": 7}],\"thoughtsTokenCount\": 94,\"serviceTier\": \"standard\"},\"modelVersion\": \"gemini-3.7-flash\",\"responseId\": \"WQuqavG5KbfUjMcPuP_n6QI\"}\n\n";
 
+/// The first chunk of [`RECORDED`], with its blank line: a stream cut before its end.
+fn first_chunk() -> &'static str {
+    let second = RECORDED[1..].find("data: ").map_or(RECORDED.len(), |i| i + 1);
+    &RECORDED[..second]
+}
+
 #[test]
 fn a_recorded_stream_collects_with_its_thinking_tokens() {
     let decoded = decode(RECORDED);
@@ -102,7 +108,7 @@ fn an_error_chunk_keeps_what_came_before_and_is_typed() {
     let error = r#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}]}}"#;
     let bytes = format!(
         "{}{}",
-        &RECORDED[..RECORDED.find("data: ", 10).unwrap()],
+        first_chunk(),
         sse(&[error])
     );
     let decoded = decode(&bytes);
@@ -120,7 +126,7 @@ fn an_error_chunk_keeps_what_came_before_and_is_typed() {
 
 #[test]
 fn a_stream_without_a_finish_reason_is_truncated_and_a_blocked_prompt_is_filtered() {
-    let cut = &RECORDED[..RECORDED.find("data: ", 10).unwrap()];
+    let cut = first_chunk();
     assert!(matches!(
         decode(cut).error,
         Some(LlmError::StreamTruncated { events_received: 1 })
