@@ -50,7 +50,9 @@ data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"\",\"thoughtSign
 
 /// The first chunk of [`RECORDED`], with its blank line: a stream cut before its end.
 fn first_chunk() -> &'static str {
-    let second = RECORDED[1..].find("data: ").map_or(RECORDED.len(), |i| i + 1);
+    let second = RECORDED[1..]
+        .find("data: ")
+        .map_or(RECORDED.len(), |i| i + 1);
     &RECORDED[..second]
 }
 
@@ -106,11 +108,7 @@ fn an_error_chunk_keeps_what_came_before_and_is_typed() {
     // PYTHON-GENAI `_api_client.py` raises a chunk starting `{"error":` by its code;
     // the envelope is Google's (VERCEL-FIXTURES `google-429-retry-info.json`).
     let error = r#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}]}}"#;
-    let bytes = format!(
-        "{}{}",
-        first_chunk(),
-        sse(&[error])
-    );
+    let bytes = format!("{}{}", first_chunk(), sse(&[error]));
     let decoded = decode(&bytes);
     assert_eq!(
         decoded.events,
