@@ -335,6 +335,17 @@ impl Said {
         self.code.contains(needle) || self.kind.contains(needle)
     }
 
+    /// Whether the error says the credentials were refused: HTTP 401 or 403, an
+    /// authentication or permission kind, or Google's `API_KEY_INVALID` (sent as a 400).
+    fn auth_refused(&self, status: Option<u16>) -> bool {
+        matches!(status, Some(401 | 403))
+            || self.has("authentication")
+            || self.has("permission")
+            || self.has("invalid_api_key")
+            || self.kind == "unauthenticated"
+            || self.reasons.contains("api_key_invalid")
+    }
+
     /// Whether the error says the model (or deployment) asked for does not exist.
     fn model_missing(&self, status: Option<u16>) -> bool {
         let lower = &self.lower;
@@ -401,13 +412,7 @@ fn classify(
             limit,
         };
     }
-    if matches!(status, Some(401 | 403))
-        || said.has("authentication")
-        || said.has("permission")
-        || said.has("invalid_api_key")
-        || said.kind == "unauthenticated"
-        || said.reasons.contains("api_key_invalid")
-    {
+    if said.auth_refused(status) {
         return LlmError::Auth {
             status: status.unwrap_or(401),
             message,
