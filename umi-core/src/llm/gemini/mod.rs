@@ -14,7 +14,7 @@
 //!
 //! - Function calls usually carry no id. A call without one gets a deterministic id,
 //!   `gemini-call-{n}` (`n` its position among the answer's calls), because the neutral
-//!   [`crate::llm::message::ToolCall`] needs one to tie a result to its call. Such ids
+//!   [`crate::llm::ToolCall`] needs one to tie a result to its call. Such ids
 //!   are never sent back (the API matches a response to its call by name); an id the
 //!   API did send is.
 //! - A function response names its function, not a call id: a tool result's name is
