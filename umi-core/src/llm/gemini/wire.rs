@@ -39,7 +39,9 @@ pub const SYNTHETIC_CALL_ID_PREFIX: &str = "gemini-call-";
 
 /// The signature Google documents for a function call whose own signature is not at
 /// hand (ai.google.dev/gemini-api/docs/thought-signatures): Gemini 3 refuses a step
-/// whose first function call comes back without one (HTTP 400).
+/// whose first function call comes back without one (HTTP 400). vercel/ai#15560 sends
+/// it to Gemini 3 models only; strands-agents/sdk-python#1298 to every Gemini model,
+/// which is what this client does (the body does not know the model's generation).
 const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
 
 /// The id of call number `position` of an answer: the one sent, or a synthetic one.
