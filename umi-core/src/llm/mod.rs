@@ -12,6 +12,7 @@ mod connection;
 mod error;
 mod event;
 pub mod event_replay;
+pub mod gemini;
 mod message;
 mod model_id;
 pub mod ollama;
