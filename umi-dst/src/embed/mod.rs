@@ -33,6 +33,7 @@
 //! shared features, so texts that share words are nearer than texts that do not (the
 //! property test in this module's tests).
 
+pub mod conformance;
 #[cfg(test)]
 mod tests;
 
