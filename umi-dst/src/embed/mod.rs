@@ -15,12 +15,14 @@
 //! 2. **Features.** Each word is a feature of weight 2, each pair of adjacent words (a
 //!    bigram) one of weight 1: texts that share words share features, and texts that
 //!    share phrases share more.
-//! 3. **Hashing.** Each feature is hashed with FNV-1a 64 (offset basis
-//!    `0xcbf29ce484222325`, prime `0x100000001b3`) over the model name, a `0xff` byte,
-//!    the feature's kind byte (`1` word, `2` bigram) and its bytes (a bigram's two words
-//!    joined by `0x00`), then mixed with SplitMix64's finalizer. The mixed value's top bit
-//!    is the sign, the rest modulo `dimensions` the bucket: the counts are integers, added
-//!    exactly.
+//! 3. **Hashing.** Each word is hashed with FNV-1a 64 (offset basis
+//!    `0xcbf29ce484222325`, prime `0x100000001b3`) over the model name, a `0xff` byte
+//!    and the word's (lowercased) bytes. A word's feature key is that hash mixed with
+//!    SplitMix64's finalizer; a bigram's is the finalizer of `h1 ^ rotl(h2, 32) ^
+//!    0x9e3779b97f4a7c15` (`h1`, `h2` its words' hashes). A key's lowest bit is the sign,
+//!    its bucket `(key * dimensions) >> 64` (128-bit product): the counts are integers,
+//!    added exactly. Every byte of the text is hashed once, so embedding costs about
+//!    what hashing the text does (`benches/embed.rs`).
 //! 4. **Normalization.** The vector is the counts divided by their L2 norm, computed in
 //!    `f64` (the sum of the integer counts' squares is below 2^36, so exact; `sqrt` and division are
 //!    correctly rounded by IEEE 754) and rounded once to `f32`. No `exp`, `ln` or
@@ -42,11 +44,10 @@ pub const EMBED_WORDS_MAX: usize = 65_536;
 
 const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+const BIGRAM_TAG: u64 = 0x9e37_79b9_7f4a_7c15;
+const EMPTY_TAG: u64 = 0x5bd1_e995_5bd1_e995;
 const WORD_WEIGHT: i64 = 2;
 const BIGRAM_WEIGHT: i64 = 1;
-const KIND_WORD: u8 = 1;
-const KIND_BIGRAM: u8 = 2;
-const KIND_EMPTY: u8 = 3;
 
 /// One simulated embedding model: its name and limits, as the provider it imitates has
 /// them.
@@ -112,11 +113,14 @@ pub fn embed_model(name: &str) -> Option<&'static EmbedModel> {
     EMBED_MODELS.iter().find(|model| model.name == base)
 }
 
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b >= 0x80
+}
+
 /// The words of `text` (see the module docs), at most [`EMBED_WORDS_MAX`].
 pub fn words(text: &str) -> Vec<Vec<u8>> {
-    let is_word = |b: u8| b.is_ascii_alphanumeric() || b >= 0x80;
     text.as_bytes()
-        .split(|b| !is_word(*b))
+        .split(|b| !is_word_byte(*b))
         .filter(|word| !word.is_empty())
         .take(EMBED_WORDS_MAX)
         .map(<[u8]>::to_ascii_lowercase)
@@ -136,19 +140,31 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn add_feature(counts: &mut [i64], model: &str, kind: u8, parts: &[&[u8]], weight: i64) {
-    let mut hash = fnv1a(FNV_OFFSET_BASIS, model.as_bytes());
-    hash = fnv1a(hash, &[0xff, kind]);
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            hash = fnv1a(hash, &[0]);
+fn add_feature(counts: &mut [i64], key: u64, weight: i64) {
+    let bucket = ((u128::from(key) * counts.len() as u128) >> 64) as usize;
+    counts[bucket] += if key & 1 == 1 { -weight } else { weight };
+}
+
+/// The FNV-1a hash of each word of `text` (lowercased), from `start`, handed to `each`
+/// in order; at most [`EMBED_WORDS_MAX`] words.
+fn word_hashes(text: &str, start: u64, mut each: impl FnMut(u64)) {
+    let (mut hash, mut in_word, mut seen) = (start, false, 0_usize);
+    for &b in text.as_bytes() {
+        if is_word_byte(b) {
+            hash = (hash ^ u64::from(b.to_ascii_lowercase())).wrapping_mul(FNV_PRIME);
+            in_word = true;
+        } else if in_word {
+            each(hash);
+            (hash, in_word) = (start, false);
+            seen += 1;
+            if seen == EMBED_WORDS_MAX {
+                return;
+            }
         }
-        hash = fnv1a(hash, part);
     }
-    let mixed = mix(hash);
-    let bucket = ((mixed & !(1 << 63)) % counts.len() as u64) as usize;
-    let signed = if mixed >> 63 == 1 { -weight } else { weight };
-    counts[bucket] += signed;
+    if in_word {
+        each(hash);
+    }
 }
 
 /// The vector of `text` under `model` with `dimensions` numbers (see the module docs):
@@ -158,17 +174,19 @@ pub fn embed_text(model: &str, text: &str, dimensions: u32) -> Vec<f32> {
         return Vec::new();
     }
     let mut counts = vec![0_i64; dimensions as usize];
-    let words = words(text);
-    for (i, word) in words.iter().enumerate() {
-        add_feature(&mut counts, model, KIND_WORD, &[word], WORD_WEIGHT);
-        if let Some(next) = words.get(i + 1) {
-            add_feature(&mut counts, model, KIND_BIGRAM, &[word, next], BIGRAM_WEIGHT);
+    let start = fnv1a(fnv1a(FNV_OFFSET_BASIS, model.as_bytes()), &[0xff]);
+    let mut previous: Option<u64> = None;
+    word_hashes(text, start, |hash| {
+        add_feature(&mut counts, mix(hash), WORD_WEIGHT);
+        if let Some(before) = previous {
+            let key = mix(before ^ hash.rotate_left(32) ^ BIGRAM_TAG);
+            add_feature(&mut counts, key, BIGRAM_WEIGHT);
         }
-    }
+        previous = Some(hash);
+    });
     if counts.iter().all(|c| *c == 0) {
         // No words, or features that cancelled out: the fixed "no words" feature.
-        counts.iter_mut().for_each(|c| *c = 0);
-        add_feature(&mut counts, model, KIND_EMPTY, &[], 1);
+        add_feature(&mut counts, mix(start ^ EMPTY_TAG), 1);
     }
     // Exact: the counts' absolute sum is below 3 * 2^16 (weights 2 and 1 over at most
     // 2^16 words), so the sum of their squares is below 2^36, well inside f64's 2^53.
