@@ -68,7 +68,7 @@ pub async fn check_embedder(embedder: &dyn Embedder, model: &str) -> Result<(), 
     }
     let native = forward.first().map_or(0, Vec::len) as u32;
     for (text, batched) in CONFORMANCE_TEXTS.iter().zip(&forward) {
-        let alone = vectors(embedder, model, &[text], None).await?;
+        let alone = vectors(embedder, model, &[*text], None).await?;
         if alone.first() != Some(batched) || *batched != embed_text(model, text, native) {
             return Err(violation("same_text", format!("{text:?} differs")));
         }

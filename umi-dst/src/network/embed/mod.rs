@@ -134,7 +134,7 @@ impl SimNetwork {
                 status: Some(404),
                 message: ask.model.clone(),
             },
-            param: Some("model"),
+            param: None,
         })?;
         match format {
             WireFormat::Ollama => request::check_ollama(&mut ask, model)?,
