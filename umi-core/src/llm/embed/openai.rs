@@ -8,7 +8,8 @@
 //! an array of numbers, or with `"encoding_format": "base64"` the base64 of its
 //! little-endian `f32` bytes. openai-python asks for base64 unless told otherwise, and
 //! decodes with `np.frombuffer(base64.b64decode(data), dtype="float32")`
-//! (openai/openai-python `src/openai/resources/embeddings.py`): this client does the
+//! (openai/openai-python `src/openai/resources/embeddings.py`; `lib/_parsing/_embeddings.py`
+//! in openai 3.54): this client does the
 //! same by default ([`EncodingFormat::Base64`]), and reads either form in any answer.
 
 use base64::Engine;
