@@ -9,6 +9,7 @@ pub mod anthropic;
 pub mod client;
 mod collector;
 mod connection;
+pub mod embed;
 mod error;
 mod event;
 pub mod event_replay;
@@ -32,6 +33,7 @@ pub mod wire;
 
 pub use collector::StreamCollector;
 pub use connection::{Connection, KeyHeader};
+pub use embed::{Embedder, EmbeddingRequest, Embeddings};
 pub use error::{ERROR_SNIPPET_BYTES_MAX, FailedAttempt, LlmError, LlmErrorKind, snippet};
 pub use event::{EventStream, StreamEvent};
 pub use message::{Message, ToolCall, ToolDefinition};

@@ -30,6 +30,7 @@ mod anthropic;
 pub mod capture;
 pub mod chat;
 pub mod clients;
+pub mod embed;
 mod format;
 mod headers;
 mod ids;
@@ -591,6 +592,9 @@ impl Transport for SimNetwork {
         }
         let format = server_format(endpoint.profile.format());
         let mut rng = self.response_rng(&endpoint.base_url, &request_hash);
+        if let Some(response) = self.embeddings(&served, &request, &rng).await {
+            return Ok(self.finish(response, exchange));
+        }
         let served_model = endpoint.model.model_ref().model.clone();
         let created_s = self.server_now_ms(&served) / 1_000;
         let mut responder = format.responder(
