@@ -48,7 +48,7 @@ use crate::wire_faults::streamed;
 const API_KEY: &str = "sk-umi-wire-shapes-0000";
 
 /// The profiles whose "model not found" body has a public source (see the profiles).
-const RETIRED_SOURCED: [Profile; 9] = [
+const RETIRED_SOURCED: [Profile; 10] = [
     Profile::OpenAi,
     Profile::AzureOpenAi,
     Profile::OpenRouter,
@@ -58,6 +58,7 @@ const RETIRED_SOURCED: [Profile; 9] = [
     Profile::Xinference,
     Profile::Anthropic,
     Profile::OpenAiResponses,
+    Profile::Gemini,
 ];
 
 /// Calls through the router per seed.
@@ -151,6 +152,8 @@ fn base_url(profile: Profile, gateway: bool) -> String {
         (Profile::Ollama, _) => "http://ollama.sim:11434".to_owned(),
         // The Messages client adds `/v1/messages` itself.
         (Profile::Anthropic, _) => "https://anthropic.sim".to_owned(),
+        // The Gemini client adds `/v1beta/models/…` itself.
+        (Profile::Gemini, _) => "https://gemini.sim".to_owned(),
         (profile, _) => format!("https://{}.sim/v1", profile.name()),
     }
 }

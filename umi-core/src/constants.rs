@@ -220,3 +220,13 @@ pub const ROUTER_BACKOFF_MS_MAX: u64 = 10 * 60 * 1000;
 pub const ROUTER_ATTEMPTS_MAX: usize = ROUTER_CHAIN_MODELS_MAX * (ROUTER_RETRIES_MAX as usize + 1);
 
 const _: () = assert!(ROUTER_ATTEMPTS_MAX <= 1024);
+
+// ---- Embeddings (`llm::embed`) ---------------------------------------------------------
+
+/// Inputs one embeddings request may carry: OpenAI's limit ("an array ... of 2048 or fewer
+/// elements", the API reference for `POST /embeddings`, `input`).
+pub const EMBED_INPUTS_MAX: usize = 2_048;
+
+/// Dimensions a client asks for or accepts in one vector, at most (OpenAI's largest
+/// model, `text-embedding-3-large`, has 3072).
+pub const EMBED_DIMENSIONS_MAX: u32 = 16_384;

@@ -62,6 +62,7 @@ pub mod constants;
 pub mod corpus;
 pub mod doubles;
 pub mod duration_text;
+pub mod embed;
 pub mod environment;
 pub mod failure_class;
 pub mod fault;

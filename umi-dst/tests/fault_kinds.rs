@@ -293,6 +293,9 @@ async fn effect(kind: FaultKind, sim: SimEnvironment, clean: Arc<Clean>) -> Resu
         | FaultKind::McpVersionMismatch
         | FaultKind::McpToolsChanged
         | FaultKind::McpNoResponse => mcp_effect(kind, &sim).await?,
+        FaultKind::LlmEmbeddingWrongDimensions
+        | FaultKind::LlmEmbeddingTruncated
+        | FaultKind::LlmEmbeddingMissing => embed_effect(kind, &sim).await?,
         // FaultKind is non_exhaustive: a kind added to the catalog fails here until it
         // has an effect check (the test runs every kind of FaultKind::ALL).
         other => {
@@ -301,6 +304,24 @@ async fn effect(kind: FaultKind, sim: SimEnvironment, clean: Arc<Clean>) -> Resu
             )));
         }
     }
+    Ok(())
+}
+
+/// umi-core's OpenAI embedding client at a simulated server under `kind` always on: an
+/// answer of the wrong shape, caught as an invalid response.
+async fn embed_effect(kind: FaultKind, sim: &SimEnvironment) -> Result<(), Violation> {
+    use umi_core::llm::embed::{EmbedClient, Embedder, EmbeddingRequest, OpenAiEmbedConfig};
+    let network: Arc<dyn Transport> =
+        Arc::new(SimNetwork::new(sim).with_endpoint(Endpoint::openai(URL, sim.llm())));
+    let client = EmbedClient::new(OpenAiEmbedConfig::new(URL, "sim-embed"), network, sim.env());
+    let inputs = vec!["one".into(), "two three".into()];
+    let outcome = client
+        .embed(&EmbeddingRequest::new("", inputs).with_dimensions(8))
+        .await;
+    ensure!(
+        matches!(outcome, Err(LlmError::InvalidResponse { .. })),
+        "{kind}: {outcome:?}"
+    );
     Ok(())
 }
 

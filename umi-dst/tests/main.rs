@@ -24,6 +24,10 @@ mod corpus;
 /// The mock, scripted and function models, and the conformance suite on all three.
 mod doubles;
 
+/// Embeddings: umi-core's clients over SimNetwork's embeddings endpoints, conformance,
+/// refusals and faults.
+mod embeddings;
+
 /// SimLLM: order-independent determinism, generators through the real parsers, schema-valid
 /// tool arguments, natural limits, latency, stream shapes, faults and routes.
 mod sim_llm;

@@ -27,6 +27,9 @@ pub enum KeyHeader {
     Bearer,
     /// `x-api-key: <key>`: Anthropic's Messages API.
     XApiKey,
+    /// `x-goog-api-key: <key>`: Google's Gemini API (googleapis/python-genai
+    /// `google/genai/_api_client.py` sends the key so).
+    XGoogApiKey,
 }
 
 /// Where a client sends its requests and how long it waits. `Debug` redacts the key, the
@@ -119,6 +122,7 @@ impl Connection {
                     format!("Bearer {}", key.expose()),
                 ),
                 KeyHeader::XApiKey => ("x-api-key".to_owned(), key.expose().to_owned()),
+                KeyHeader::XGoogApiKey => ("x-goog-api-key".to_owned(), key.expose().to_owned()),
             });
         }
         headers.extend(self.extra_headers.iter().cloned());

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::anthropic::AnthropicConfig;
 use super::client::WireClient;
 use super::connection::Connection;
+use super::gemini::GeminiConfig;
 use super::ollama::OllamaConfig;
 use super::openai::OpenAiConfig;
 use super::provider::LanguageModel;
@@ -53,6 +54,10 @@ pub fn client(
         }
         ProviderKind::OpenaiResponses => {
             let config = ResponsesConfig::new(connection, model_ref);
+            Arc::new(WireClient::new(config, transport, env))
+        }
+        ProviderKind::Gemini => {
+            let config = GeminiConfig::new(connection, model_ref);
             Arc::new(WireClient::new(config, transport, env))
         }
     }

@@ -150,6 +150,13 @@ fault_kinds! {
     McpToolsChanged => (Tool, "tool.mcp_tools_changed"),
     /// The MCP server never answers the request: the client's own timeout must fire.
     McpNoResponse => (Tool, "tool.mcp_no_response"),
+    /// An embeddings answer with one vector of the wrong length: one number more or fewer
+    /// than the others, or than the request asked for.
+    LlmEmbeddingWrongDimensions => (Llm, "llm.embedding_wrong_dimensions"),
+    /// An embeddings answer with one vector cut short part-way.
+    LlmEmbeddingTruncated => (Llm, "llm.embedding_truncated"),
+    /// An embeddings answer with fewer vectors than the request had inputs.
+    LlmEmbeddingMissing => (Llm, "llm.embedding_missing"),
 }
 
 impl FaultKind {

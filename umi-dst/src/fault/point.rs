@@ -125,6 +125,20 @@ const LLM_KINDS: &[FaultKind] = &[
 /// A call to SimLLM; a request tagged with a task is asked as `llm.call.<task>`.
 pub const LLM_CALL: FaultPoint = FaultPoint::qualified("llm.call", LLM_KINDS);
 
+/// An embeddings request at a simulated server (`crate::network`'s embeddings
+/// endpoints): refusals, a server that never answers, and answers of the wrong shape.
+pub const LLM_EMBED: FaultPoint = FaultPoint::new(
+    "llm.embed",
+    &[
+        FaultKind::LlmTimeout,
+        FaultKind::LlmRateLimit,
+        FaultKind::LlmServiceUnavailable,
+        FaultKind::LlmEmbeddingWrongDimensions,
+        FaultKind::LlmEmbeddingTruncated,
+        FaultKind::LlmEmbeddingMissing,
+    ],
+);
+
 /// A call of a simulated tool, asked as `tool.call.<tool name>` (`tool.call.pay`), so a
 /// rule can aim at one tool.
 pub const TOOL_CALL: FaultPoint = FaultPoint::qualified(
@@ -239,6 +253,7 @@ pub const BUILTIN: &[FaultPoint] = &[
     NETWORK_CONNECT,
     NETWORK_BODY,
     CLOCK_READ_WALL,
+    LLM_EMBED,
 ];
 
 /// The arm a simulator's match takes for a kind its point does not list: the injector only

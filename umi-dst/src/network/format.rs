@@ -8,8 +8,8 @@
 use umi_core::llm::transport::HttpRequest;
 use umi_core::llm::{CompletionRequest, CompletionResponse, LlmError, StreamEvent};
 
-use super::chat::shapes::{HeaderSet, KeepAlive, RetryAfterForm};
 use super::profile::{Profile, WireFormat};
+use super::shapes::{HeaderSet, KeepAlive, RetryAfterForm};
 use crate::rng::DeterministicRng;
 
 /// A request as the server read it.

@@ -6,9 +6,9 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use umi_core::llm::transport::HttpRequest;
 
-use super::chat::shapes::{HeaderSet, RetryAfterForm, ShapeMark};
 use super::ids;
 use super::profile::Profile;
+use super::shapes::{HeaderSet, RetryAfterForm, ShapeMark};
 use crate::rng::DeterministicRng;
 
 /// `Date`'s form: an IMF-fixdate, whole seconds (RFC 9110 §5.6.7).

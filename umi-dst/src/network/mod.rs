@@ -30,6 +30,7 @@ mod anthropic;
 pub mod capture;
 pub mod chat;
 pub mod clients;
+pub mod embed;
 mod format;
 pub(crate) mod gemini;
 mod headers;
@@ -40,6 +41,7 @@ pub mod profile;
 pub mod reads;
 pub mod replay;
 mod responses;
+pub mod shapes;
 mod stamps;
 mod stream_body;
 mod surface;
@@ -484,7 +486,7 @@ impl SimNetwork {
             } = error
         {
             let form = if served.endpoint.gateway {
-                Some(chat::shapes::RetryAfterForm::HttpDate)
+                Some(shapes::RetryAfterForm::HttpDate)
             } else {
                 responder.retry_after()
             };
@@ -595,6 +597,9 @@ impl Transport for SimNetwork {
         }
         let format = server_format(endpoint.profile.format());
         let mut rng = self.response_rng(&endpoint.base_url, &request_hash);
+        if let Some(response) = self.embeddings(&served, &request, &rng).await {
+            return Ok(self.finish(response, exchange));
+        }
         let served_model = endpoint.model.model_ref().model.clone();
         let created_s = self.server_now_ms(&served) / 1_000;
         let mut responder = format.responder(

@@ -103,29 +103,7 @@ pub enum Profile {
 
 impl Profile {
     /// Every profile.
-    pub const ALL: [Profile; 15] = [
-        Profile::OpenAi,
-        Profile::AzureOpenAi,
-        Profile::DeepSeekChat,
-        Profile::DeepSeekReasoner,
-        Profile::DashScope,
-        Profile::Glm,
-        Profile::OpenRouter,
-        Profile::Vllm,
-        Profile::LlamaCpp,
-        Profile::OllamaV1,
-        Profile::Ollama,
-        Profile::Tgi,
-        Profile::Xinference,
-        Profile::Anthropic,
-        Profile::OpenAiResponses,
-    ];
-
-    /// Every profile `dst serve` can serve: [`Profile::ALL`] and Gemini.
-    ///
-    /// TEMPORARY (gemini-server): Gemini joins [`Profile::ALL`] (which the sweeps, the
-    /// formats test and `client_for` cover) when umi-core's Gemini client is merged.
-    pub const SERVED: [Profile; 16] = [
+    pub const ALL: [Profile; 16] = [
         Profile::OpenAi,
         Profile::AzureOpenAi,
         Profile::DeepSeekChat,
@@ -168,7 +146,7 @@ impl Profile {
 
     /// The profile named `name`.
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::SERVED.into_iter().find(|p| p.name() == name)
+        Self::ALL.into_iter().find(|p| p.name() == name)
     }
 
     /// The wire format it speaks.

@@ -21,6 +21,10 @@ use super::profile::{Profile, WireFormat};
 
 /// A format's facts beyond request and response. No method has a default: a new
 /// format states each.
+#[cfg_attr(
+    not(feature = "serve"),
+    allow(dead_code, reason = "read by `dst serve`")
+)]
 pub(crate) trait Surface: Send + Sync {
     /// The root its clients' paths start from under an endpoint's mount point (`/v1`
     /// for the OpenAI formats, whose base URLs end there; `""` for Ollama's and
@@ -83,6 +87,10 @@ impl WireFormat {
 
     /// The format whose envelope a server's own error takes when the request reached no
     /// endpoint: OpenAI's, the one most clients read.
+    #[cfg_attr(
+        not(feature = "serve"),
+        allow(dead_code, reason = "read by `dst serve`")
+    )]
     pub(crate) const UNROUTED_ENVELOPE: WireFormat = WireFormat::OpenAiChat;
 
     /// Every format, in registry order.

@@ -56,7 +56,7 @@ impl EndpointSpec {
             value: text.to_owned(),
             reason: format!(
                 "unknown profile {name:?}; known: {}",
-                Profile::SERVED.map(Profile::name).join(", ")
+                Profile::ALL.map(Profile::name).join(", ")
             ),
         })?;
         let prefix = prefix.trim_end_matches('/');

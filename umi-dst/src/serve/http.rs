@@ -76,7 +76,9 @@ fn route<'a>(config: &'a ServeConfig, path: &str) -> Option<(&'a EndpointSpec, S
         if !(rest.is_empty() || rest.starts_with('/')) {
             continue;
         }
-        let owns = endpoint.owns_path(rest) || rest == models_path(endpoint.profile.format());
+        let owns = endpoint.owns_path(rest)
+            || rest == models_path(endpoint.profile.format())
+            || crate::network::embed::serves(endpoint.profile.format(), endpoint.api_root(), rest);
         let longer = best.as_ref().is_none_or(|(b, _, b_owns)| {
             endpoint.prefix.len() > b.prefix.len()
                 || (endpoint.prefix.len() == b.prefix.len() && owns && !*b_owns)

@@ -37,6 +37,8 @@ pub enum ProviderKind {
     Anthropic,
     /// OpenAI's Responses API (`/v1/responses`).
     OpenaiResponses,
+    /// Google's Gemini API (`/v1beta/models/{model}:generateContent`).
+    Gemini,
 }
 
 /// How to reach one provider. `Debug` redacts secret headers (an Azure `api-key` given

@@ -14,17 +14,18 @@
 //! | `{"error": "text"}` | Ollama's native API |
 //! | `{"error": "text", "error_type": "validation"}` | HuggingFace TGI |
 //! | `{"type": "error", "error": {"type", "message"}, "request_id"}` | Anthropic |
+//! | `{"error": {"code": 429, "message", "status": "RESOURCE_EXHAUSTED", "details": [...]}}` (`status` read as the type) | Google's Gemini API |
 //! | `{"detail": "text"}` | FastAPI servers (Xinference) |
 //! | anything else (an HTML page from a proxy) | kept as a snippet |
 //!
 //! | condition | error |
 //! | --- | --- |
 //! | quota or balance exhausted (`insufficient_quota`, HTTP 402) | `Auth`: retrying will not help |
-//! | HTTP 429, or a rate-limit code or type | `RateLimit` with Retry-After (`retry-after-ms`, seconds, or an HTTP date measured against the response's `Date`) |
+//! | HTTP 429, or a rate-limit code or type (Google's `RESOURCE_EXHAUSTED`) | `RateLimit` with Retry-After (`retry-after-ms`, seconds, or an HTTP date measured against the response's `Date`), else Google's `RetryInfo.retryDelay` |
 //! | a context-length code, type or message | `ContextOverflow`, with the numbers the message gives |
-//! | HTTP 401/403, or an authentication or permission type | `Auth` |
-//! | the model does not exist (`model_not_found`, Azure's `DeploymentNotFound`, OpenRouter's "No endpoints found", a 404 naming a model) | `ModelNotFound` |
-//! | HTTP 408 or 504, or a timeout code | `ServerTimeout`, with the server's message |
+//! | HTTP 401/403, an authentication or permission type (Google's `UNAUTHENTICATED`, `PERMISSION_DENIED`), or Google's `API_KEY_INVALID` reason (sent with HTTP 400) | `Auth` |
+//! | the model does not exist (`model_not_found`, Azure's `DeploymentNotFound`, OpenRouter's "No endpoints found", Google's `NOT_FOUND`, a 404 naming a model) | `ModelNotFound` |
+//! | HTTP 408 or 504, or a timeout code (Google's `DEADLINE_EXCEEDED`) | `ServerTimeout`, with the server's message |
 //! | HTTP 5xx (529 included), or any other error inside a stream | `ServiceUnavailable` |
 //! | other 4xx, or an invalid-request type inside a stream | `BadRequest` |
 
@@ -84,8 +85,10 @@ fn number_after(text: &str, marker: &str) -> Option<u32> {
 }
 
 /// Phrases that mean "the prompt does not fit" in the messages of OpenAI, DeepSeek, vLLM,
-/// Qwen (DashScope), GLM, llama.cpp's server, Ollama and Anthropic-style gateways.
-const CONTEXT_MARKERS: [&str; 14] = [
+/// Qwen (DashScope), GLM, llama.cpp's server, Ollama, Anthropic-style gateways and
+/// Google's Gemini API ("The input token count (132478) exceeds the maximum number of
+/// tokens allowed (131072).", an `INVALID_ARGUMENT`: google-gemini/gemini-cli#4118).
+const CONTEXT_MARKERS: [&str; 15] = [
     "maximum context length",
     "context length",
     "context_length",
@@ -100,6 +103,7 @@ const CONTEXT_MARKERS: [&str; 14] = [
     "input tokens exceed",
     "`inputs` tokens + `max_new_tokens` must be",
     "超长",
+    "exceeds the maximum number of tokens allowed",
 ];
 
 /// `Some((prompt_tokens, limit))` if the error says the prompt is longer than the
@@ -127,6 +131,7 @@ pub fn context_overflow(
         .or_else(|| number_after(&lower, "context window of"))
         .or_else(|| number_after(&lower, "context length of"))
         .or_else(|| number_after(&lower, "must be <="))
+        .or_else(|| number_after(&lower, "number of tokens allowed"))
         .or_else(|| {
             lower
                 .find("[1,")
@@ -136,7 +141,8 @@ pub fn context_overflow(
         .or_else(|| number_after(&lower, "you requested"))
         .or_else(|| number_after(&lower, "prompt is too long:"))
         .or_else(|| number_after(&lower, "request ("))
-        .or_else(|| number_after(&lower, "given:"));
+        .or_else(|| number_after(&lower, "given:"))
+        .or_else(|| number_after(&lower, "input token count"));
     if let Some(position) = lower.find("tokens >") {
         // "210000 tokens > 200000 maximum": the limit follows the `>`.
         limit = limit.or_else(|| number_after(&lower[position..], ">"));
@@ -216,10 +222,15 @@ pub fn envelope_of(value: &Value) -> Envelope {
         },
     };
     let text = |name: &str| object.get(name).map(value_text).unwrap_or_default();
+    // Google's envelope names the kind in `status` (`RESOURCE_EXHAUSTED`), not `type`.
+    let mut kind = text("type");
+    if kind.is_empty() {
+        kind = text("status");
+    }
     Envelope {
         message: text("message"),
         code: text("code"),
-        kind: text("type"),
+        kind,
         object: Some(object),
         is_json: true,
     }
@@ -234,12 +245,50 @@ pub fn from_status(
     now_unix_ms: u64,
 ) -> LlmError {
     let read = envelope(body);
-    classify(
-        Some(status),
-        &read,
-        &|| retry_after_ms(&header, now_unix_ms),
-        body,
-    )
+    // A Retry-After header wins; Google says the wait in the body instead.
+    let retry =
+        || retry_after_ms(&header, now_unix_ms).or_else(|| retry_info_ms(read.object.as_ref()));
+    classify(Some(status), &read, &retry, body)
+}
+
+/// The details of a Google error object (`error.details`), each a typed message
+/// (`google.rpc.RetryInfo`, `google.rpc.ErrorInfo`; googleapis/googleapis
+/// `google/rpc/error_details.proto`).
+fn google_details<'a>(
+    object: Option<&'a Value>,
+    kind: &'a str,
+) -> impl Iterator<Item = &'a Value> + 'a {
+    object
+        .and_then(|o| o.get("details"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(move |detail| {
+            detail
+                .get("@type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.ends_with(kind))
+        })
+}
+
+/// The wait a Google error asks for, in ms: its `google.rpc.RetryInfo` detail's
+/// `retryDelay`, a protobuf JSON duration (`"34.4s"`: vercel/ai
+/// `packages/google/src/__fixtures__/google-429-retry-info.json` at 52173efe).
+pub fn retry_info_ms(object: Option<&Value>) -> Option<u64> {
+    let delay = google_details(object, "google.rpc.RetryInfo")
+        .find_map(|detail| detail.get("retryDelay").and_then(Value::as_str))?;
+    let seconds = delay.trim().strip_suffix('s')?.parse::<f64>().ok()?;
+    (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1000.0).ceil() as u64)
+}
+
+/// The `reason`s of a Google error's `google.rpc.ErrorInfo` details, lowercased
+/// (`api_key_invalid`: continuedev/continue#8516).
+fn error_info_reasons(object: Option<&Value>) -> String {
+    let reasons: Vec<String> = google_details(object, "google.rpc.ErrorInfo")
+        .filter_map(|detail| detail.get("reason").and_then(Value::as_str))
+        .map(str::to_lowercase)
+        .collect();
+    reasons.join(" ")
 }
 
 /// The error an error object inside a 200 stream stands for (`data: {"error": ...}`,
@@ -253,7 +302,12 @@ pub fn from_stream_error(value: &Value) -> LlmError {
         .ok()
         .filter(|s| (400..600).contains(s));
     let shown = crate::canonical_json::to_string(value);
-    classify(status, &read, &|| None, &shown)
+    classify(
+        status,
+        &read,
+        &|| retry_info_ms(read.object.as_ref()),
+        &shown,
+    )
 }
 
 /// What an error envelope says, lowercased for matching: its code, its type, its
@@ -262,6 +316,8 @@ struct Said {
     code: String,
     kind: String,
     lower: String,
+    /// Google's `ErrorInfo` reasons, lowercased and joined by spaces.
+    reasons: String,
 }
 
 impl Said {
@@ -270,12 +326,24 @@ impl Said {
             code: read.code.to_lowercase(),
             kind: read.kind.to_lowercase(),
             lower: read.message.to_lowercase(),
+            reasons: error_info_reasons(read.object.as_ref()),
         }
     }
 
     /// Whether the code or the type contains `needle`.
     fn has(&self, needle: &str) -> bool {
         self.code.contains(needle) || self.kind.contains(needle)
+    }
+
+    /// Whether the error says the credentials were refused: HTTP 401 or 403, an
+    /// authentication or permission kind, or Google's `API_KEY_INVALID` (sent as a 400).
+    fn auth_refused(&self, status: Option<u16>) -> bool {
+        matches!(status, Some(401 | 403))
+            || self.has("authentication")
+            || self.has("permission")
+            || self.has("invalid_api_key")
+            || self.kind == "unauthenticated"
+            || self.reasons.contains("api_key_invalid")
     }
 
     /// Whether the error says the model (or deployment) asked for does not exist.
@@ -288,7 +356,10 @@ impl Said {
         let no_endpoint = status == Some(404) && lower.starts_with("no endpoints found");
         // Anthropic: `not_found_error` with the message `model: <id>`.
         let anthropic_model = self.has("not_found") && lower.starts_with("model:");
+        // Google: `NOT_FOUND`, whose only resource on generateContent is the model.
+        let google_model = self.kind == "not_found" && matches!(status, Some(404) | None);
         self.has("model_not_found")
+            || google_model
             || self.has("deploymentnotfound")
             || no_endpoint
             || anthropic_model
@@ -323,7 +394,11 @@ fn classify(
     }
     // GLM's rate-limit codes: 1302 (concurrency), 1303 (frequency), 1305 (overloaded).
     let glm_rate = matches!(said.code.as_str(), "1302" | "1303" | "1305");
-    if status == Some(429) || said.has("rate_limit") || glm_rate {
+    if status == Some(429)
+        || said.has("rate_limit")
+        || said.kind == "resource_exhausted"
+        || glm_rate
+    {
         return LlmError::RateLimit {
             retry_after_ms: retry_after(),
         };
@@ -337,11 +412,7 @@ fn classify(
             limit,
         };
     }
-    if matches!(status, Some(401 | 403))
-        || said.has("authentication")
-        || said.has("permission")
-        || said.has("invalid_api_key")
-    {
+    if said.auth_refused(status) {
         return LlmError::Auth {
             status: status.unwrap_or(401),
             message,
@@ -350,7 +421,7 @@ fn classify(
     if said.model_missing(status) {
         return LlmError::ModelNotFound { status, message };
     }
-    if matches!(status, Some(408 | 504)) || said.has("timeout") {
+    if matches!(status, Some(408 | 504)) || said.has("timeout") || said.has("deadline_exceeded") {
         return LlmError::ServerTimeout { status, message };
     }
     // TGI: a failure while generating (HTTP 424) or an overloaded server is the server's.

@@ -21,9 +21,9 @@ use umi_core::llm::{FinishReason, LlmError, StreamEvent, TokenUsage};
 
 use super::errors;
 use super::{Era, Layout, padded, signature};
-use crate::network::chat::shapes::KeepAlive;
 use crate::network::format::{Flow, Parsed, StreamEncoder};
 use crate::network::json::Json;
+use crate::network::shapes::KeepAlive;
 use crate::rng::DeterministicRng;
 
 /// The widest padding before an event's last `}` (FANTASY: 0 to 15 spaces).

@@ -4,7 +4,12 @@
 //! Each variant has a coverage-mark name (`wire.shape.<knob>.<variant>`): a sweep that
 //! hits every mark has produced, and the clients have handled, every shape. The tables
 //! that pick variants per provider, with the public source of each, are in
-//! [`super::super::profile`].
+//! [`super::super::profile`]. Shapes every format shares are in
+//! [`crate::network::shapes`], re-exported here.
+
+pub use crate::network::shapes::{HeaderSet, KeepAlive, RetryAfterForm, ShapeMark};
+
+use crate::network::shapes::marks;
 
 /// How the completion id looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,16 +46,6 @@ pub enum Framing {
     Crlf,
     /// `data:<json>\n\n` with no space, and no `[DONE]` (axum 0.6: TGI 1.4 to 2.0).
     NoSpaceNoDone,
-}
-
-/// A comment the server sends while it waits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeepAlive {
-    /// The comment line (`: keep-alive`); `{date}` is replaced by the server's time as
-    /// sse-starlette writes it.
-    pub comment: &'static str,
-    /// Its period in ms; `None`: not documented, drawn per response.
-    pub every_ms: Option<u64>,
 }
 
 /// How finish reasons are spelled.
@@ -303,37 +298,6 @@ pub enum Envelope {
     Tgi,
 }
 
-/// The forms of Retry-After a provider's 429 takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryAfterForm {
-    /// No Retry-After at all.
-    Absent,
-    /// `retry-after: <seconds>`.
-    Seconds,
-    /// `retry-after-ms: <ms>` and `retry-after: <seconds>` (Azure).
-    MsAndSeconds,
-    /// `retry-after: <HTTP date>`.
-    HttpDate,
-}
-
-/// The response headers beyond `content-type` and `date`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeaderSet {
-    /// `x-request-id: req_<32 hex>`, `openai-processing-ms`, `openai-version`,
-    /// `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`.
-    OpenAi,
-    /// `x-request-id` and `apim-request-id` (UUIDs), `x-ratelimit-{limit,remaining}-*`.
-    Azure,
-    /// `x-ds-trace-id: <32 hex>`.
-    DeepSeek,
-    /// `x-generation-id`.
-    OpenRouter,
-    /// `server: llama.cpp`.
-    LlamaCpp,
-    /// Nothing more.
-    Bare,
-}
-
 /// What a provider does when its content filter stops an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ContentFilterShape {
@@ -394,23 +358,6 @@ pub struct ChatShapes {
     pub content_filter: ContentFilterShape,
     /// Whether a CDN or proxy in front of it answers some failures with an HTML page.
     pub proxy_pages: bool,
-}
-
-/// Coverage-mark names, `wire.shape.<knob>.<variant>`: the wire_shapes scenario requires
-/// a default sweep to hit every one a profile allows.
-pub trait ShapeMark: Copy {
-    /// The mark.
-    fn mark(self) -> &'static str;
-}
-
-macro_rules! marks {
-    ($ty:ty { $( $pattern:pat => $mark:literal, )* }) => {
-        impl ShapeMark for $ty {
-            fn mark(self) -> &'static str {
-                match self { $( $pattern => concat!("wire.shape.", $mark), )* }
-            }
-        }
-    };
 }
 
 marks!(Layout {
@@ -522,13 +469,6 @@ marks!(Envelope {
     Envelope::OllamaV1 => "envelope.ollama_v1",
     Envelope::FastApi => "envelope.fastapi",
     Envelope::Tgi => "envelope.tgi",
-});
-
-marks!(RetryAfterForm {
-    RetryAfterForm::Absent => "retry_after.absent",
-    RetryAfterForm::Seconds => "retry_after.seconds",
-    RetryAfterForm::MsAndSeconds => "retry_after.ms_and_seconds",
-    RetryAfterForm::HttpDate => "retry_after.http_date",
 });
 
 impl ChatShapes {

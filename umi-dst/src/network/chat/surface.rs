@@ -17,6 +17,10 @@ use crate::network::profile::Profile;
 use crate::network::surface::{Surface, decode_with};
 
 /// OpenAI's `GET /v1/models` (platform.openai.com API reference, "List models").
+#[cfg_attr(
+    not(feature = "serve"),
+    allow(dead_code, reason = "read by `dst serve`")
+)]
 pub(crate) fn openai_model_list(names: &[String]) -> Value {
     json!({"object": "list", "data": names.iter().map(|m| json!({
         "id": m, "object": "model", "created": 1_704_067_200, "owned_by": "umi",
@@ -24,6 +28,10 @@ pub(crate) fn openai_model_list(names: &[String]) -> Value {
 }
 
 /// OpenAI's `{"error": {message, type, param, code}}` (OPENAI-SPEC `ErrorResponse`).
+#[cfg_attr(
+    not(feature = "serve"),
+    allow(dead_code, reason = "read by `dst serve`")
+)]
 pub(crate) fn openai_own_error(status: u16, message: &str) -> Value {
     let kind = if status >= 500 {
         "server_error"

@@ -28,11 +28,11 @@ mod surface;
 use umi_core::llm::transport::HttpRequest;
 use umi_core::llm::{CompletionResponse, FinishReason, LlmError, TokenUsage};
 
-use super::chat::shapes::{HeaderSet, RetryAfterForm};
 use super::format::{Parsed, RequestError, Responder, Route, ServerFormat, StreamEncoder};
 use super::ids;
 use super::json::{Json, Spacing};
 use super::profile::Profile;
+use super::shapes::{HeaderSet, RetryAfterForm};
 use crate::rng::DeterministicRng;
 
 /// Every mark the format can hit with the requests Umi's client sends.

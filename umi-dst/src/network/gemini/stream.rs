@@ -20,9 +20,9 @@ use umi_core::llm::tokens::{estimate_request_tokens, estimate_text_tokens};
 use umi_core::llm::{FinishReason, LlmError, StreamEvent, TokenUsage};
 
 use super::{Era, Layout, call_part, finish_name};
-use crate::network::chat::shapes::KeepAlive;
 use crate::network::format::{Flow, Parsed, StreamEncoder};
 use crate::network::json::{Json, Spacing};
+use crate::network::shapes::KeepAlive;
 
 /// A call whose arguments are still arriving.
 struct OpenCall {

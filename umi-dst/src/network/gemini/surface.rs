@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use umi_core::env::Env;
-use umi_core::llm::openai::{ChunkDecoder, OpenAiClient, OpenAiConfig};
+use umi_core::llm::gemini::{GeminiClient, GeminiConfig, GeminiDecoder};
 use umi_core::llm::transport::Transport;
 use umi_core::llm::wire::reader::Decoded;
 use umi_core::llm::{Connection, LanguageModel, ModelRef};
@@ -61,9 +61,6 @@ impl Surface for GeminiFormat {
         false
     }
 
-    // TEMPORARY (gemini-server): umi-core's Gemini client (`GeminiClient`,
-    // `GeminiDecoder`) arrives with the gemini-client merge. Until then Gemini is not in
-    // `Profile::ALL`, so no sweep builds this client or decodes with this decoder.
     fn client(
         &self,
         connection: Connection,
@@ -72,11 +69,11 @@ impl Surface for GeminiFormat {
         transport: Arc<dyn Transport>,
         env: Env,
     ) -> Arc<dyn LanguageModel> {
-        let config = OpenAiConfig::new(connection, model_ref);
-        Arc::new(OpenAiClient::new(config, transport, env))
+        let config = GeminiConfig::new(connection, model_ref);
+        Arc::new(GeminiClient::new(config, transport, env))
     }
 
-    fn decode_as_client(&self, _reads: &[&[u8]]) -> Decoded {
-        decode_with(ChunkDecoder::new(), &[])
+    fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {
+        decode_with(GeminiDecoder::new(), reads)
     }
 }

@@ -22,12 +22,12 @@ use umi_core::llm::{CompletionResponse, FinishReason, LlmError, StreamEvent, Tok
 
 use umi_core::llm::transport::HttpRequest;
 
-use super::chat::shapes::{HeaderSet, RetryAfterForm};
 use super::format::{
     Flow, Parsed, RequestError, Responder, Route, ServerFormat, StreamEncoder, one_path,
 };
 use super::json::{Json, Spacing};
 use super::profile::Profile;
+use super::shapes::{HeaderSet, RetryAfterForm};
 use crate::network::stamps::rfc3339;
 use crate::rng::DeterministicRng;
 
@@ -421,7 +421,7 @@ impl StreamEncoder for OllamaStream {
         Flow::Close
     }
 
-    fn keep_alive(&self) -> Option<super::chat::shapes::KeepAlive> {
+    fn keep_alive(&self) -> Option<super::shapes::KeepAlive> {
         None
     }
 

@@ -33,12 +33,12 @@ use umi_core::llm::transport::HttpRequest;
 use umi_core::llm::{CompletionResponse, FinishReason, LlmError};
 
 use self::object::{Echo, Ids, Response, Status};
-use super::chat::shapes::{HeaderSet, RetryAfterForm};
 use super::format::{
     Parsed, RequestError, Responder, Route, ServerFormat, StreamEncoder, one_path,
 };
 use super::json::{Json, Spacing};
 use super::profile::Profile;
+use super::shapes::{HeaderSet, RetryAfterForm};
 use crate::rng::DeterministicRng;
 
 /// Every mark the format can hit.

@@ -14,9 +14,9 @@ use umi_core::llm::{FinishReason, LlmError, StreamEvent, TokenUsage};
 
 use super::object::{self, Status, call_item, event, message_item, reasoning_item, text_part};
 use super::{Era, error_object, status_of};
-use crate::network::chat::shapes::KeepAlive;
 use crate::network::format::{Flow, StreamEncoder};
 use crate::network::json::{Json, Spacing};
+use crate::network::shapes::KeepAlive;
 use crate::rng::DeterministicRng;
 
 /// The item being written.

@@ -362,3 +362,113 @@ fn errors_inside_a_stream_map_to_their_kind() {
         }
     );
 }
+
+/// Google's envelope (`{"error": {code, message, status, details}}`) by HTTP status
+/// and `status`, each body as quoted in the source named.
+#[test]
+fn google_envelopes_classify_by_status() {
+    // vercel/ai `packages/google/src/__fixtures__/google-429-retry-info.json` (52173efe).
+    let quota = r#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"34.4s"}]}}"#;
+    assert_eq!(
+        from_status(429, no_headers, quota, 0),
+        LlmError::RateLimit {
+            retry_after_ms: Some(34_400)
+        }
+    );
+    // A Retry-After header wins over the body's delay.
+    let header = |n: &str| (n == "retry-after").then(|| "2".to_owned());
+    assert_eq!(
+        from_status(429, header, quota, 0),
+        LlmError::RateLimit {
+            retry_after_ms: Some(2_000)
+        }
+    );
+    // google-gemini/gemini-cli#4118.
+    let overflow = r#"{"error":{"code":400,"message":"The input token count (132478) exceeds the maximum number of tokens allowed (131072).","status":"INVALID_ARGUMENT"}}"#;
+    assert_eq!(
+        from_status(400, no_headers, overflow, 0),
+        LlmError::ContextOverflow {
+            prompt_tokens: Some(132_478),
+            limit: Some(131_072)
+        }
+    );
+    // continuedev/continue#8516: a bad key is a 400 with the reason API_KEY_INVALID.
+    let bad_key = r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com","metadata":{"service":"generativelanguage.googleapis.com"}}]}}"#;
+    assert!(matches!(
+        from_status(400, no_headers, bad_key, 0),
+        LlmError::Auth { status: 400, .. }
+    ));
+    // vercel/ai `packages/google/src/__fixtures__/issue-22372-live-errors.json` (7e719f0f).
+    let invalid = r#"{"error":{"code":400,"message":"Thinking level MINIMAL is not supported for this model. Please retry with other thinking level.","status":"INVALID_ARGUMENT"}}"#;
+    assert!(matches!(
+        from_status(400, no_headers, invalid, 0),
+        LlmError::BadRequest {
+            status: Some(400),
+            ..
+        }
+    ));
+    let envelope = |code: u16, status: &str, message: &str| {
+        json!({"error": {"code": code, "message": message, "status": status}}).to_string()
+    };
+    let cases = [
+        (
+            400,
+            "FAILED_PRECONDITION",
+            "User location is not supported for the API use.",
+            "bad_request",
+        ),
+        (
+            404,
+            "NOT_FOUND",
+            "models/gemini-9 is not found for API version v1beta, or is not supported for generateContent.",
+            "model_not_found",
+        ),
+        (
+            404,
+            "NOT_FOUND",
+            "Requested entity was not found.",
+            "model_not_found",
+        ),
+        (
+            401,
+            "UNAUTHENTICATED",
+            "Request had invalid authentication credentials.",
+            "auth",
+        ),
+        (
+            403,
+            "PERMISSION_DENIED",
+            "The caller does not have permission",
+            "auth",
+        ),
+        (
+            500,
+            "INTERNAL",
+            "An internal error has occurred.",
+            "service_unavailable",
+        ),
+        (
+            503,
+            "UNAVAILABLE",
+            "The model is overloaded. Please try again later.",
+            "service_unavailable",
+        ),
+        (
+            504,
+            "DEADLINE_EXCEEDED",
+            "Deadline expired before operation could complete.",
+            "server_timeout",
+        ),
+    ];
+    for (code, status, message, kind) in cases {
+        let error = from_status(code, no_headers, &envelope(code, status, message), 0);
+        assert_eq!(error.kind().as_str(), kind, "{status}: {error:?}");
+        // The same object inside a stream classifies the same.
+        let value: Value = serde_json::from_str(&envelope(code, status, message)).unwrap();
+        assert_eq!(
+            from_stream_error(&value).kind().as_str(),
+            kind,
+            "in stream: {status}"
+        );
+    }
+}
