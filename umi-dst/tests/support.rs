@@ -240,6 +240,7 @@ pub(crate) fn umi_reading(
         WireFormat::OpenAiResponses => umi_core::llm::responses::parse_response(&body, model),
         WireFormat::AnthropicMessages => umi_core::llm::anthropic::parse_response(&body, model),
         WireFormat::Ollama => umi_core::llm::ollama::parse_response(&body, model),
+        WireFormat::Gemini => umi_core::llm::gemini::parse_response(&body, model),
         other => panic!("umi_reading: no whole-body parser for {other:?}"),
     };
     whole.ok()

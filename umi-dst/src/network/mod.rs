@@ -152,6 +152,15 @@ impl Endpoint {
         }
     }
 
+    /// Google's Gemini API at `base_url` (`https://generativelanguage.googleapis.com`,
+    /// without the version) answering with `model`.
+    pub fn gemini(base_url: &str, model: Arc<dyn LanguageModel>) -> Self {
+        Self {
+            profile: Profile::Gemini,
+            ..Self::openai(base_url, model)
+        }
+    }
+
     /// Serves in `profile`'s shapes (and its wire format).
     pub fn with_profile(mut self, profile: Profile) -> Self {
         self.profile = profile;
