@@ -16,6 +16,11 @@ MODEL = "umi-sim"
 ENDPOINTS = ("--endpoint", "gemini")
 
 
+# The SDK closes its HTTP client when a `genai.Client` is collected: every client made
+# here is kept for the session.
+_CLIENTS = []
+
+
 def client(server, seed=None, scope=None):
     headers = {}
     if seed is not None:
@@ -28,7 +33,9 @@ def client(server, seed=None, scope=None):
         headers=headers,
         retry_options=types.HttpRetryOptions(attempts=1),
     )
-    return genai.Client(api_key="AIza-umi-test-key", http_options=options)
+    made = genai.Client(api_key="AIza-umi-test-key", http_options=options)
+    _CLIENTS.append(made)
+    return made
 
 
 def test_text_whole_and_streamed_is_the_same_answer(serve):

@@ -22,9 +22,10 @@ impl Surface for GeminiFormat {
         ""
     }
 
-    /// GEMINI-REST `models.list`.
+    /// GEMINI-REST `models.list` under `v1`, the version google-genai 3 calls (a
+    /// server lists under `v1beta` too; one path is served).
     fn models_path(&self) -> &'static str {
-        "/v1beta/models"
+        "/v1/models"
     }
 
     /// GEMINI-REST `ListModelsResponse` and `Model`: each `models/{name}` with its
@@ -41,9 +42,10 @@ impl Surface for GeminiFormat {
         })
     }
 
-    /// Gemini's models path is its own: no header is needed to tell its clients apart.
+    /// `/v1/models` is OpenAI's and Anthropic's path too: Google's SDKs send the key in
+    /// `x-goog-api-key`, which no other client sends.
     fn listing_header(&self) -> Option<&'static str> {
-        None
+        Some("x-goog-api-key")
     }
 
     /// Google's envelope (GEMINI-TROUBLE): `{"error": {code, message, status}}`.
