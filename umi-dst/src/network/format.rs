@@ -114,6 +114,11 @@ pub(crate) trait Responder: Send {
     fn refuses_in_stream(&self) -> bool {
         false
     }
+    /// Whether a 429's body says how long to wait (Gemini's `google.rpc.RetryInfo`), so
+    /// a client that reads it waits what the server meant even with no Retry-After.
+    fn wait_in_body(&self) -> bool {
+        false
+    }
     /// Told what the request's path says, before any refusal is written (Gemini wraps a
     /// JSON-array stream's refusal in an array).
     fn routed(&mut self, _route: &Route) {}

@@ -506,6 +506,10 @@ impl SimNetwork {
                 response_headers.extend(retry_headers);
                 umi_core::env::Environment::cover(self.env.as_ref(), mark);
             }
+            if responder.wait_in_body() {
+                // The body says how long (Gemini's `RetryInfo`), header or not.
+                meant_ms = Some(*wait_ms);
+            }
         }
         self.cover_all(responder.marks());
         self.trace.record(

@@ -465,6 +465,10 @@ impl Responder for GeminiResponder {
         None
     }
 
+    fn wait_in_body(&self) -> bool {
+        true
+    }
+
     fn header_set(&self) -> HeaderSet {
         HeaderSet::Bare
     }
