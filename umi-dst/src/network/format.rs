@@ -144,7 +144,8 @@ pub(crate) trait ServerFormat: super::surface::Surface + Send + Sync {
     /// server serves that path (`None`: a 404). Most formats own their one path.
     fn route(&self, path: &str, query: Option<&str>) -> Option<Route>;
     /// Whether the query string carries meaning (a key, the framing), so a server in
-    /// front must pass it on.
+    /// front must pass it on (`dst serve`).
+    #[cfg_attr(not(feature = "serve"), allow(dead_code))]
     fn reads_query(&self) -> bool;
     /// Parses a request (its body, and the headers a server requires) as `profile`'s
     /// server does.
