@@ -305,7 +305,7 @@ impl Era {
         candidate.push("index", 0u32);
         match self.layout {
             Layout::Y2024 => {
-                candidate.push("safetyRatings", safety_ratings(finish == Some("SAFETY")))
+                candidate.push("safetyRatings", safety_ratings(finish == Some("SAFETY")));
             }
             Layout::Y2025 if calls && finish.is_some() => {
                 candidate.push("finishMessage", "Model generated function call(s).");
