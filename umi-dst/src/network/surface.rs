@@ -127,7 +127,7 @@ impl WireFormat {
     }
 
     /// Whether its server routes `path` (under a mount point, its API root included) to
-    /// its main operation ([`super::format::ServerFormat::route`]: Gemini's paths carry
+    /// its main operation (its server format's `route`: Gemini's paths carry
     /// the model and the method).
     pub fn routes(self, path: &str) -> bool {
         path.strip_prefix(self.api_root())
