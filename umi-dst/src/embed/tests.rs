@@ -46,7 +46,10 @@ fn the_model_name_changes_the_vector_and_the_catalog_names_tags() {
         embed_text("sim-embed", "hello", 64),
         embed_text("nomic-embed-text", "hello", 64)
     );
-    assert_eq!(embed_model("nomic-embed-text:latest").map(|m| m.dimensions), Some(768));
+    assert_eq!(
+        embed_model("nomic-embed-text:latest").map(|m| m.dimensions),
+        Some(768)
+    );
     assert_eq!(embed_model("sim-embed").map(|m| m.dimensions), Some(256));
     assert!(embed_model("gpt-4o").is_none());
 }

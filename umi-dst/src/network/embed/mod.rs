@@ -86,7 +86,10 @@ impl SimNetwork {
         if Some(path) != embed_path(format) {
             return None;
         }
-        Some(self.embed_answer(served, request, format, rng.fork("embed")).await)
+        Some(
+            self.embed_answer(served, request, format, rng.fork("embed"))
+                .await,
+        )
     }
 
     async fn embed_answer(
@@ -330,7 +333,10 @@ fn ollama_body(
     if ask.inputs.is_empty() {
         // No inputs: `api.EmbedResponse{Model, Embeddings: [][]float32{}}`, the counts
         // omitted (`omitempty`).
-        return (json!({"model": ask.model, "embeddings": []}), "wire.shape.embed.ollama");
+        return (
+            json!({"model": ask.model, "embeddings": []}),
+            "wire.shape.embed.ollama",
+        );
     }
     let body = json!({
         "model": ask.model,
