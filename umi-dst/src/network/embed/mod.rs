@@ -8,7 +8,7 @@
 //! | Ollama | `{"model", "embeddings": [[...]], "total_duration", "load_duration", "prompt_eval_count"}`, durations in ns (ollama/ollama `api/types.go` `EmbedResponse`) |
 //!
 //! Refusals (a wrong key, a bad body, an unknown model, the provider's input checks:
-//! [`request`]) are written by the format's own responder, in its error envelope. Then
+//! `request.rs`) are written by the format's own responder, in its error envelope. Then
 //! the `llm.embed` faults, drawn from the request's own stream forked as `embed`:
 //! `llm.rate_limit` (a 429 with the provider's Retry-After), `llm.service_unavailable`
 //! (a 503), `llm.timeout` (no answer: the client's timeout must fire), and three answers
