@@ -29,7 +29,7 @@ fn vectors_have_unit_length_and_the_asked_dimensions() {
         for dimensions in [1, 2, 64, 256, 3_072] {
             let vector = embed_text("sim-embed", text, dimensions);
             assert_eq!(vector.len(), dimensions as usize);
-            let norm: f64 = vector.iter().map(|x| f64::from(*x).powi(2)).sum();
+            let norm: f64 = vector.iter().map(|x| f64::from(*x) * f64::from(*x)).sum();
             assert!((norm - 1.0).abs() < 1e-5, "{text:?} {dimensions}: {norm}");
         }
     }
