@@ -315,7 +315,9 @@ async fn embed_effect(kind: FaultKind, sim: &SimEnvironment) -> Result<(), Viola
         Arc::new(SimNetwork::new(sim).with_endpoint(Endpoint::openai(URL, sim.llm())));
     let client = EmbedClient::new(OpenAiEmbedConfig::new(URL, "sim-embed"), network, sim.env());
     let inputs = vec!["one".into(), "two three".into()];
-    let outcome = client.embed(&EmbeddingRequest::new("", inputs).with_dimensions(8)).await;
+    let outcome = client
+        .embed(&EmbeddingRequest::new("", inputs).with_dimensions(8))
+        .await;
     ensure!(
         matches!(outcome, Err(LlmError::InvalidResponse { .. })),
         "{kind}: {outcome:?}"

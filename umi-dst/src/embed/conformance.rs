@@ -64,7 +64,10 @@ pub async fn check_embedder(embedder: &dyn Embedder, model: &str) -> Result<(), 
     let mut backward = vectors(embedder, model, &reversed_texts, None).await?;
     backward.reverse();
     if forward != backward {
-        return Err(violation("order", "a reversed batch is not reversed vectors".into()));
+        return Err(violation(
+            "order",
+            "a reversed batch is not reversed vectors".into(),
+        ));
     }
     let native = forward.first().map_or(0, Vec::len) as u32;
     for (text, batched) in CONFORMANCE_TEXTS.iter().zip(&forward) {
@@ -88,14 +91,19 @@ pub async fn check_embedder(embedder: &dyn Embedder, model: &str) -> Result<(), 
 }
 
 async fn check_errors(embedder: &dyn Embedder, model: &str) -> Result<(), EmbedViolation> {
-    let empty = embedder.embed(&EmbeddingRequest::new(model, Vec::new())).await;
+    let empty = embedder
+        .embed(&EmbeddingRequest::new(model, Vec::new()))
+        .await;
     if !matches!(empty, Err(LlmError::InvalidPrompt { .. })) {
         return Err(violation("typed_errors", format!("no inputs: {empty:?}")));
     }
     let unknown = EmbeddingRequest::new("no-such-embedder", vec!["x".into()]);
     let outcome = embedder.embed(&unknown).await;
     if !matches!(outcome, Err(LlmError::ModelNotFound { .. })) {
-        return Err(violation("typed_errors", format!("unknown model: {outcome:?}")));
+        return Err(violation(
+            "typed_errors",
+            format!("unknown model: {outcome:?}"),
+        ));
     }
     Ok(())
 }

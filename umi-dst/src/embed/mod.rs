@@ -197,8 +197,17 @@ pub fn embed_text(model: &str, text: &str, dimensions: u32) -> Vec<f32> {
 
 /// Cosine similarity of two vectors of one length (0 for vectors of no length).
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
-    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let norm = |v: &[f32]| {
+        v.iter()
+            .map(|x| f64::from(*x) * f64::from(*x))
+            .sum::<f64>()
+            .sqrt()
+    };
     let (na, nb) = (norm(a), norm(b));
     if na == 0.0 || nb == 0.0 {
         return 0.0;

@@ -55,10 +55,11 @@ impl EmbedFormat for OllamaEmbedConfig {
     }
 
     fn parse_response(&self, body: &str, inputs: usize) -> Result<Embeddings, LlmError> {
-        let value: Value = serde_json::from_str(body).map_err(|error| LlmError::InvalidResponse {
-            reason: format!("the body is not JSON ({error})"),
-            snippet: snippet(body),
-        })?;
+        let value: Value =
+            serde_json::from_str(body).map_err(|error| LlmError::InvalidResponse {
+                reason: format!("the body is not JSON ({error})"),
+                snippet: snippet(body),
+            })?;
         let listed = value
             .get("embeddings")
             .and_then(Value::as_array)
@@ -77,7 +78,10 @@ impl EmbedFormat for OllamaEmbedConfig {
             .enumerate()
             .map(|(index, vector)| numbers(vector, index))
             .collect::<Result<Vec<_>, _>>()?;
-        let model = value.get("model").and_then(Value::as_str).unwrap_or(&self.model);
+        let model = value
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(&self.model);
         let input_tokens = value
             .get("prompt_eval_count")
             .and_then(Value::as_u64)
@@ -102,9 +106,9 @@ fn numbers(vector: &Value, index: usize) -> Result<Vec<f32>, LlmError> {
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            n.as_f64().map(|x| x as f32).ok_or_else(|| {
-                invalid(format!("embeddings[{index}][{i}]: {n} is not a number"))
-            })
+            n.as_f64()
+                .map(|x| x as f32)
+                .ok_or_else(|| invalid(format!("embeddings[{index}][{i}]: {n} is not a number")))
         })
         .collect()
 }

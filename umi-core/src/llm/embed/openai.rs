@@ -119,17 +119,17 @@ impl EmbedFormat for OpenAiEmbedConfig {
     }
 
     fn parse_response(&self, body: &str, inputs: usize) -> Result<Embeddings, LlmError> {
-        let value: Value = serde_json::from_str(body).map_err(|error| LlmError::InvalidResponse {
-            reason: format!("the body is not JSON ({error})"),
-            snippet: snippet(body),
-        })?;
-        let data = value
-            .get("data")
-            .and_then(Value::as_array)
-            .ok_or_else(|| LlmError::InvalidResponse {
-                reason: "data: missing, or not an array".into(),
+        let value: Value =
+            serde_json::from_str(body).map_err(|error| LlmError::InvalidResponse {
+                reason: format!("the body is not JSON ({error})"),
                 snippet: snippet(body),
             })?;
+        let data = value.get("data").and_then(Value::as_array).ok_or_else(|| {
+            LlmError::InvalidResponse {
+                reason: "data: missing, or not an array".into(),
+                snippet: snippet(body),
+            }
+        })?;
         if data.len() > inputs {
             return Err(invalid(format!(
                 "data: {} embeddings for {inputs} inputs",
@@ -137,7 +137,10 @@ impl EmbedFormat for OpenAiEmbedConfig {
             )));
         }
         let vectors = in_index_order(data)?;
-        let model = value.get("model").and_then(Value::as_str).unwrap_or(&self.model);
+        let model = value
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or(&self.model);
         let input_tokens = value
             .pointer("/usage/prompt_tokens")
             .and_then(Value::as_u64)

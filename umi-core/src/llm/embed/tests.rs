@@ -28,7 +28,11 @@ impl Canned {
         Self::with_headers(status, Vec::new(), body)
     }
 
-    fn with_headers(status: u16, headers: Vec<(String, String)>, body: impl Into<String>) -> Arc<Self> {
+    fn with_headers(
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: impl Into<String>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             status,
             headers,
@@ -97,7 +101,10 @@ async fn openai_asks_for_base64_by_default_and_decodes_it_in_index_order() {
     let client = openai(server.clone(), EncodingFormat::default());
     let out = client.embed(&two().with_dimensions(2)).await.unwrap();
     assert_eq!(out.vectors, vec![vec![1.0, 0.0], vec![0.0, 1.0]]);
-    assert_eq!((out.input_tokens, out.model.as_str()), (4, "text-embedding-3-small"));
+    assert_eq!(
+        (out.input_tokens, out.model.as_str()),
+        (4, "text-embedding-3-small")
+    );
     let sent = server.sent();
     assert_eq!(sent["encoding_format"], "base64");
     assert_eq!(sent["dimensions"], 2);
@@ -113,7 +120,10 @@ async fn openai_float_and_ollama_arrays_decode_to_the_same_vectors() {
         {"object": "embedding", "index": 1, "embedding": [0.125, 1.0]}],
         "model": "m", "usage": {"prompt_tokens": 2, "total_tokens": 2}});
     let server = Canned::new(200, float.to_string());
-    let from_openai = openai(server.clone(), EncodingFormat::Float).embed(&two()).await.unwrap();
+    let from_openai = openai(server.clone(), EncodingFormat::Float)
+        .embed(&two())
+        .await
+        .unwrap();
     assert_eq!(server.sent()["encoding_format"], "float");
     let native = json!({"model": "m", "embeddings": [[0.5, -0.25], [0.125, 1.0]],
         "total_duration": 14_000_000, "load_duration": 1_000, "prompt_eval_count": 2});
@@ -128,11 +138,26 @@ async fn openai_float_and_ollama_arrays_decode_to_the_same_vectors() {
 async fn malformed_answers_are_invalid_responses_naming_the_field() {
     let item = |i: usize, v: Value| json!({"object": "embedding", "index": i, "embedding": v});
     let cases = [
-        (json!([item(0, json!([1.0, 0.0]))]), "1 embeddings for 2 inputs"),
-        (json!([item(0, json!([1.0, 0.0])), item(1, json!([1.0]))]), "data[1].embedding: 1 dimensions, expected 2"),
-        (json!([item(0, json!([1.0, 0.0])), item(0, json!([1.0, 0.0]))]), "appears twice"),
-        (json!([item(0, json!([1.0, 0.0])), item(1, json!("AAA"))]), "data[1].embedding"),
-        (json!([item(0, json!([1.0, "x"])), item(1, json!([1.0, 0.0]))]), "data[0].embedding[1]"),
+        (
+            json!([item(0, json!([1.0, 0.0]))]),
+            "1 embeddings for 2 inputs",
+        ),
+        (
+            json!([item(0, json!([1.0, 0.0])), item(1, json!([1.0]))]),
+            "data[1].embedding: 1 dimensions, expected 2",
+        ),
+        (
+            json!([item(0, json!([1.0, 0.0])), item(0, json!([1.0, 0.0]))]),
+            "appears twice",
+        ),
+        (
+            json!([item(0, json!([1.0, 0.0])), item(1, json!("AAA"))]),
+            "data[1].embedding",
+        ),
+        (
+            json!([item(0, json!([1.0, "x"])), item(1, json!([1.0, 0.0]))]),
+            "data[0].embedding[1]",
+        ),
     ];
     for (data, expected) in cases {
         let body = json!({"object": "list", "data": data, "model": "m"});
@@ -160,8 +185,15 @@ fn non_finite_numbers_and_ragged_vectors_are_refused() {
     assert_eq!(reason(ragged), "v[1]: 1 dimensions, expected 2");
     let empty = check_vectors(&[vec![]], 1, None, field).unwrap_err();
     assert!(reason(empty).contains("0 dimensions"));
-    assert_eq!(decode_base64_f32(&encode_base64_f32(&[1.5, -2.0])), Ok(vec![1.5, -2.0]));
-    assert!(decode_base64_f32("AAAAAA==").unwrap_err().contains("4-byte"));
+    assert_eq!(
+        decode_base64_f32(&encode_base64_f32(&[1.5, -2.0])),
+        Ok(vec![1.5, -2.0])
+    );
+    assert!(
+        decode_base64_f32("AAAAAAA=")
+            .unwrap_err()
+            .contains("4-byte")
+    );
 }
 
 #[tokio::test]
@@ -171,18 +203,41 @@ async fn refusals_are_classified_and_never_carry_the_key() {
         vec![("retry-after".into(), "2".into())],
         json!({"error": {"message": format!("Rate limit reached for key {KEY}"), "type": "requests", "code": "rate_limit_exceeded"}}).to_string(),
     );
-    let error = openai(limited, EncodingFormat::Float).embed(&two()).await.unwrap_err();
-    assert_eq!(error, LlmError::RateLimit { retry_after_ms: Some(2_000) });
+    let error = openai(limited, EncodingFormat::Float)
+        .embed(&two())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        LlmError::RateLimit {
+            retry_after_ms: Some(2_000)
+        }
+    );
     let echoed = Canned::new(
         400,
         json!({"error": {"message": format!("'$.input' is invalid; key {KEY}"), "type": "invalid_request_error", "param": null, "code": null}}).to_string(),
     );
-    let error = openai(echoed, EncodingFormat::Float).embed(&two()).await.unwrap_err();
-    assert!(matches!(error, LlmError::BadRequest { status: Some(400), .. }), "{error:?}");
+    let error = openai(echoed, EncodingFormat::Float)
+        .embed(&two())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            LlmError::BadRequest {
+                status: Some(400),
+                ..
+            }
+        ),
+        "{error:?}"
+    );
     assert!(!error.to_string().contains(KEY), "{error}");
     let down = Canned::new(503, "{\"error\":\"server busy\"}");
     let error = ollama(down).embed(&two()).await.unwrap_err();
-    assert!(matches!(error, LlmError::ServiceUnavailable { .. }), "{error:?}");
+    assert!(
+        matches!(error, LlmError::ServiceUnavailable { .. }),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]

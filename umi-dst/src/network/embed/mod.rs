@@ -8,7 +8,7 @@
 //! | Ollama | `{"model", "embeddings": [[...]], "total_duration", "load_duration", "prompt_eval_count"}`, durations in ns (ollama/ollama `api/types.go` `EmbedResponse`) |
 //!
 //! Refusals (a wrong key, a bad body, an unknown model, the provider's input checks:
-//! [`request`]) are written by the format's own responder, in its error envelope. Then
+//! `request.rs`) are written by the format's own responder, in its error envelope. Then
 //! the `llm.embed` faults, drawn from the request's own stream forked as `embed`:
 //! `llm.rate_limit` (a 429 with the provider's Retry-After), `llm.service_unavailable`
 //! (a 503), `llm.timeout` (no answer: the client's timeout must fire), and three answers
@@ -86,7 +86,10 @@ impl SimNetwork {
         if Some(path) != embed_path(format) {
             return None;
         }
-        Some(self.embed_answer(served, request, format, rng.fork("embed")).await)
+        Some(
+            self.embed_answer(served, request, format, rng.fork("embed"))
+                .await,
+        )
     }
 
     async fn embed_answer(
@@ -330,7 +333,10 @@ fn ollama_body(
     if ask.inputs.is_empty() {
         // No inputs: `api.EmbedResponse{Model, Embeddings: [][]float32{}}`, the counts
         // omitted (`omitempty`).
-        return (json!({"model": ask.model, "embeddings": []}), "wire.shape.embed.ollama");
+        return (
+            json!({"model": ask.model, "embeddings": []}),
+            "wire.shape.embed.ollama",
+        );
     }
     let body = json!({
         "model": ask.model,

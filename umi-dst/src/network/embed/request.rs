@@ -99,7 +99,9 @@ pub(super) fn parse_openai(body: &[u8]) -> Result<Ask, Refuse> {
     }
     if inputs.len() > EMBED_INPUTS_MAX {
         return Err(bad(
-            format!("Invalid 'input': array too long. Expected an array with maximum length {EMBED_INPUTS_MAX}."),
+            format!(
+                "Invalid 'input': array too long. Expected an array with maximum length {EMBED_INPUTS_MAX}."
+            ),
             Some("input"),
         ));
     }
@@ -108,7 +110,9 @@ pub(super) fn parse_openai(body: &[u8]) -> Result<Ask, Refuse> {
         Some("base64") => true,
         Some(other) => {
             return Err(bad(
-                format!("Invalid value for 'encoding_format': '{other}'. Supported values are: 'float' and 'base64'."),
+                format!(
+                    "Invalid value for 'encoding_format': '{other}'. Supported values are: 'float' and 'base64'."
+                ),
                 Some("encoding_format"),
             ));
         }
@@ -142,9 +146,16 @@ pub(super) fn check_openai(ask: &Ask, model: &EmbedModel) -> Result<(), Refuse> 
         }
     }
     let limit = model.context_tokens;
-    match ask.inputs.iter().map(|t| estimate_text_tokens(t)).find(|n| *n > limit) {
+    match ask
+        .inputs
+        .iter()
+        .map(|t| estimate_text_tokens(t))
+        .find(|n| *n > limit)
+    {
         Some(n) => Err(bad(
-            format!("This model's maximum context length is {limit} tokens, however you requested {n} tokens ({n} in your prompt; 0 for the completion). Please reduce your prompt; or completion length."),
+            format!(
+                "This model's maximum context length is {limit} tokens, however you requested {n} tokens ({n} in your prompt; 0 for the completion). Please reduce your prompt; or completion length."
+            ),
             None,
         )),
         None => Ok(()),
@@ -153,7 +164,8 @@ pub(super) fn check_openai(ask: &Ask, model: &EmbedModel) -> Result<(), Refuse> 
 
 /// An Ollama `/api/embed` body.
 pub(super) fn parse_ollama(body: &[u8]) -> Result<Ask, Refuse> {
-    let value: Value = serde_json::from_slice(body).map_err(|error| bad(error.to_string(), None))?;
+    let value: Value =
+        serde_json::from_slice(body).map_err(|error| bad(error.to_string(), None))?;
     let model = value.get("model").and_then(Value::as_str).unwrap_or("");
     let inputs = match value.get("input") {
         None | Some(Value::Null) => Vec::new(),
