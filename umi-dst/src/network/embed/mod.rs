@@ -35,7 +35,7 @@ use crate::embed::{EmbedModel, embed_model, embed_text};
 use crate::fault::FaultKind;
 use crate::fault::point::{self, unreachable_kind};
 use crate::rng::DeterministicRng;
-use request::{Ask, Refuse};
+pub(crate) use request::{Ask, Refuse};
 
 /// Simulated time an embeddings request takes at least, in ms.
 pub const EMBED_LATENCY_MS_MIN: u64 = 15;
@@ -54,13 +54,79 @@ pub const EMBED_MARKS: [&str; 6] = [
     "embed.fault.missing",
 ];
 
+/// One provider's embeddings endpoint, as its server reads and answers it. A wire
+/// format that serves embeddings names its own through
+/// [`crate::network::surface::Surface::embeddings`]; none is chosen by matching on the
+/// format.
+pub(crate) trait EmbedWire: Send + Sync {
+    /// The path under a base URL of the format (`/embeddings`).
+    fn path(&self) -> &'static str;
+    /// The request as the server reads it.
+    fn parse(&self, body: &[u8]) -> Result<Ask, Refuse>;
+    /// The server's checks of `ask` against `model` (Ollama's may amend it: its
+    /// `truncate`).
+    fn check(&self, ask: &mut Ask, model: &EmbedModel) -> Result<(), Refuse>;
+    /// The body of an answer with `vectors`, and its shape's coverage mark.
+    fn body(
+        &self,
+        ask: &Ask,
+        vectors: &[Vec<f32>],
+        tokens: u64,
+        latency_ms: u64,
+    ) -> (Value, &'static str);
+}
+
+/// OpenAI's `POST {base}/embeddings`, for every OpenAI-format server.
+pub(crate) struct OpenAiEmbeddings;
+
+impl EmbedWire for OpenAiEmbeddings {
+    fn path(&self) -> &'static str {
+        "/embeddings"
+    }
+
+    fn parse(&self, body: &[u8]) -> Result<Ask, Refuse> {
+        request::parse_openai(body)
+    }
+
+    fn check(&self, ask: &mut Ask, model: &EmbedModel) -> Result<(), Refuse> {
+        request::check_openai(ask, model)
+    }
+
+    fn body(&self, ask: &Ask, vectors: &[Vec<f32>], tokens: u64, _: u64) -> (Value, &'static str) {
+        openai_body(ask, vectors, tokens)
+    }
+}
+
+/// Ollama's `POST {root}/api/embed`.
+pub(crate) struct OllamaEmbeddings;
+
+impl EmbedWire for OllamaEmbeddings {
+    fn path(&self) -> &'static str {
+        "/api/embed"
+    }
+
+    fn parse(&self, body: &[u8]) -> Result<Ask, Refuse> {
+        request::parse_ollama(body)
+    }
+
+    fn check(&self, ask: &mut Ask, model: &EmbedModel) -> Result<(), Refuse> {
+        request::check_ollama(ask, model)
+    }
+
+    fn body(
+        &self,
+        ask: &Ask,
+        vectors: &[Vec<f32>],
+        tokens: u64,
+        latency_ms: u64,
+    ) -> (Value, &'static str) {
+        ollama_body(ask, vectors, tokens, latency_ms)
+    }
+}
+
 /// The embeddings path under a base URL of `format`, if it serves one.
 pub fn embed_path(format: WireFormat) -> Option<&'static str> {
-    match format {
-        WireFormat::OpenAiChat | WireFormat::OpenAiResponses => Some("/embeddings"),
-        WireFormat::Ollama => Some("/api/embed"),
-        WireFormat::AnthropicMessages => None,
-    }
+    format.surface().embeddings().map(|wire| wire.path())
 }
 
 /// Whether `rest` (a path below a server's root) is the embeddings path of a server of
@@ -78,16 +144,16 @@ impl SimNetwork {
         request: &HttpRequest,
         rng: &DeterministicRng,
     ) -> Option<HttpResponse> {
-        let format = served.endpoint.profile.format();
+        let wire = served.endpoint.profile.format().surface().embeddings()?;
         let path = request.url[served.endpoint.base_url.len()..]
             .split('?')
             .next()
             .unwrap_or("");
-        if Some(path) != embed_path(format) {
+        if path != wire.path() {
             return None;
         }
         Some(
-            self.embed_answer(served, request, format, rng.fork("embed"))
+            self.embed_answer(served, request, wire, rng.fork("embed"))
                 .await,
         )
     }
@@ -96,11 +162,11 @@ impl SimNetwork {
         &self,
         served: &Served,
         request: &HttpRequest,
-        format: WireFormat,
+        wire: &'static dyn EmbedWire,
         mut rng: DeterministicRng,
     ) -> HttpResponse {
-        match self.embed_admit(served, request, format) {
-            Ok((ask, model)) => self.embed_vectors(served, &ask, model, format, rng).await,
+        match self.embed_admit(served, request, wire) {
+            Ok((ask, model)) => self.embed_vectors(served, &ask, model, wire, rng).await,
             Err(refuse) => {
                 let asked = serde_json::from_slice::<Value>(&request.body)
                     .ok()
@@ -116,7 +182,7 @@ impl SimNetwork {
         &self,
         served: &Served,
         request: &HttpRequest,
-        format: WireFormat,
+        wire: &'static dyn EmbedWire,
     ) -> Result<(Ask, &'static EmbedModel), Refuse> {
         if let Some(key) = &served.endpoint.api_key
             && !headers::key_matches(request, key)
@@ -128,10 +194,7 @@ impl SimNetwork {
             };
             return Err(Refuse { error, param: None });
         }
-        let mut ask = match format {
-            WireFormat::Ollama => request::parse_ollama(&request.body)?,
-            _ => request::parse_openai(&request.body)?,
-        };
+        let mut ask = wire.parse(&request.body)?;
         let model = embed_model(&ask.model).ok_or_else(|| Refuse {
             error: LlmError::ModelNotFound {
                 status: Some(404),
@@ -139,10 +202,7 @@ impl SimNetwork {
             },
             param: None,
         })?;
-        match format {
-            WireFormat::Ollama => request::check_ollama(&mut ask, model)?,
-            _ => request::check_openai(&ask, model)?,
-        }
+        wire.check(&mut ask, model)?;
         self.trace.record(
             "net.embed",
             format_args!(
@@ -180,7 +240,7 @@ impl SimNetwork {
         served: &Served,
         ask: &Ask,
         model: &'static EmbedModel,
-        format: WireFormat,
+        wire: &'static dyn EmbedWire,
         mut rng: DeterministicRng,
     ) -> HttpResponse {
         let fault = self.faults.decide(&point::LLM_EMBED);
@@ -226,10 +286,7 @@ impl SimNetwork {
             + rng.range_inclusive(0, EMBED_LATENCY_JITTER_MS_MAX)
             + tokens / EMBED_TOKENS_PER_MS;
         self.clock.sleep(Duration::from_millis(latency_ms)).await;
-        let (body, mark) = match format {
-            WireFormat::Ollama => ollama_body(ask, &vectors, tokens, latency_ms),
-            _ => openai_body(ask, &vectors, tokens),
-        };
+        let (body, mark) = wire.body(ask, &vectors, tokens, latency_ms);
         umi_core::env::Environment::cover(self.env.as_ref(), mark);
         self.embed_success(served, body, &mut rng)
     }
