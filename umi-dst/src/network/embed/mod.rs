@@ -288,13 +288,13 @@ impl SimNetwork {
         self.clock.sleep(Duration::from_millis(latency_ms)).await;
         let (body, mark) = wire.body(ask, &vectors, tokens, latency_ms);
         umi_core::env::Environment::cover(self.env.as_ref(), mark);
-        self.embed_success(served, body, &mut rng)
+        self.embed_success(served, &body, &mut rng)
     }
 
     fn embed_success(
         &self,
         served: &Served,
-        body: Value,
+        body: &Value,
         rng: &mut DeterministicRng,
     ) -> HttpResponse {
         let created_s = self.server_now_ms(served) / 1_000;
@@ -306,7 +306,7 @@ impl SimNetwork {
             "",
         );
         let response_headers = self.response_headers(served, responder.as_mut(), 200, false, rng);
-        let bytes = umi_core::canonical_json::to_vec(&body);
+        let bytes = umi_core::canonical_json::to_vec(body);
         HttpResponse {
             status: 200,
             headers: response_headers,
