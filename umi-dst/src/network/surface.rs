@@ -16,6 +16,7 @@ use umi_core::llm::wire::reader::{Decoded, WireDecoder, decode_reads};
 use umi_core::llm::{Connection, LanguageModel, ModelRef};
 
 use super::clients::ClientOptions;
+use super::embed::EmbedWire;
 use super::format::server_format;
 use super::profile::{Profile, WireFormat};
 
@@ -66,6 +67,9 @@ pub(crate) trait Surface: Send + Sync {
 
     /// `reads` decoded by its client's stream decoder.
     fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded;
+
+    /// Its server's embeddings endpoint, if it has one.
+    fn embeddings(&self) -> Option<&'static dyn EmbedWire>;
 }
 
 /// `reads` decoded by `decoder` (what [`Surface::decode_as_client`] does for every

@@ -97,7 +97,7 @@ pub struct Embeddings {
 ///
 /// # Contract
 ///
-/// Checked by `umi_dst::conformance::check_embedder`.
+/// Checked by `umi_dst::embed::conformance::check_embedder`.
 ///
 /// 1. `Ok` holds exactly one vector per input, in input order.
 /// 2. Every vector has the length asked for (`dimensions`), or, when none was, the same

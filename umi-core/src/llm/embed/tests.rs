@@ -190,7 +190,7 @@ fn non_finite_numbers_and_ragged_vectors_are_refused() {
         Ok(vec![1.5, -2.0])
     );
     assert!(
-        decode_base64_f32("AAAAAA==")
+        decode_base64_f32("AAAAAAA=")
             .unwrap_err()
             .contains("4-byte")
     );

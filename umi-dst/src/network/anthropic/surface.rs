@@ -13,6 +13,7 @@ use umi_core::llm::{Connection, LanguageModel, ModelRef};
 
 use super::AnthropicFormat;
 use crate::network::clients::ClientOptions;
+use crate::network::embed::EmbedWire;
 use crate::network::profile::Profile;
 use crate::network::surface::{Surface, decode_with};
 
@@ -73,5 +74,10 @@ impl Surface for AnthropicFormat {
 
     fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {
         decode_with(EventDecoder::new(), reads)
+    }
+
+    /// Anthropic serves no embeddings (docs.anthropic.com, "Embeddings": use another provider).
+    fn embeddings(&self) -> Option<&'static dyn EmbedWire> {
+        None
     }
 }

@@ -13,6 +13,7 @@ use umi_core::llm::{Connection, LanguageModel, ModelRef};
 
 use super::ChatFormat;
 use crate::network::clients::ClientOptions;
+use crate::network::embed::{EmbedWire, OpenAiEmbeddings};
 use crate::network::profile::Profile;
 use crate::network::surface::{Surface, decode_with};
 
@@ -93,5 +94,9 @@ impl Surface for ChatFormat {
 
     fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {
         decode_with(ChunkDecoder::new(), reads)
+    }
+
+    fn embeddings(&self) -> Option<&'static dyn EmbedWire> {
+        Some(&OpenAiEmbeddings)
     }
 }

@@ -8,7 +8,7 @@
 //! | Ollama | `{"model", "embeddings": [[...]], "total_duration", "load_duration", "prompt_eval_count"}`, durations in ns (ollama/ollama `api/types.go` `EmbedResponse`) |
 //!
 //! Refusals (a wrong key, a bad body, an unknown model, the provider's input checks:
-//! [`request`]) are written by the format's own responder, in its error envelope. Then
+//! `request.rs`) are written by the format's own responder, in its error envelope. Then
 //! the `llm.embed` faults, drawn from the request's own stream forked as `embed`:
 //! `llm.rate_limit` (a 429 with the provider's Retry-After), `llm.service_unavailable`
 //! (a 503), `llm.timeout` (no answer: the client's timeout must fire), and three answers
@@ -35,7 +35,7 @@ use crate::embed::{EmbedModel, embed_model, embed_text};
 use crate::fault::FaultKind;
 use crate::fault::point::{self, unreachable_kind};
 use crate::rng::DeterministicRng;
-use request::{Ask, Refuse};
+pub(crate) use request::{Ask, Refuse};
 
 /// Simulated time an embeddings request takes at least, in ms.
 pub const EMBED_LATENCY_MS_MIN: u64 = 15;
@@ -54,14 +54,79 @@ pub const EMBED_MARKS: [&str; 6] = [
     "embed.fault.missing",
 ];
 
+/// One provider's embeddings endpoint, as its server reads and answers it. A wire
+/// format that serves embeddings names its own through
+/// [`crate::network::surface::Surface::embeddings`]; none is chosen by matching on the
+/// format.
+pub(crate) trait EmbedWire: Send + Sync {
+    /// The path under a base URL of the format (`/embeddings`).
+    fn path(&self) -> &'static str;
+    /// The request as the server reads it.
+    fn parse(&self, body: &[u8]) -> Result<Ask, Refuse>;
+    /// The server's checks of `ask` against `model` (Ollama's may amend it: its
+    /// `truncate`).
+    fn check(&self, ask: &mut Ask, model: &EmbedModel) -> Result<(), Refuse>;
+    /// The body of an answer with `vectors`, and its shape's coverage mark.
+    fn body(
+        &self,
+        ask: &Ask,
+        vectors: &[Vec<f32>],
+        tokens: u64,
+        latency_ms: u64,
+    ) -> (Value, &'static str);
+}
+
+/// OpenAI's `POST {base}/embeddings`, for every OpenAI-format server.
+pub(crate) struct OpenAiEmbeddings;
+
+impl EmbedWire for OpenAiEmbeddings {
+    fn path(&self) -> &'static str {
+        "/embeddings"
+    }
+
+    fn parse(&self, body: &[u8]) -> Result<Ask, Refuse> {
+        request::parse_openai(body)
+    }
+
+    fn check(&self, ask: &mut Ask, model: &EmbedModel) -> Result<(), Refuse> {
+        request::check_openai(ask, model)
+    }
+
+    fn body(&self, ask: &Ask, vectors: &[Vec<f32>], tokens: u64, _: u64) -> (Value, &'static str) {
+        openai_body(ask, vectors, tokens)
+    }
+}
+
+/// Ollama's `POST {root}/api/embed`.
+pub(crate) struct OllamaEmbeddings;
+
+impl EmbedWire for OllamaEmbeddings {
+    fn path(&self) -> &'static str {
+        "/api/embed"
+    }
+
+    fn parse(&self, body: &[u8]) -> Result<Ask, Refuse> {
+        request::parse_ollama(body)
+    }
+
+    fn check(&self, ask: &mut Ask, model: &EmbedModel) -> Result<(), Refuse> {
+        request::check_ollama(ask, model)
+    }
+
+    fn body(
+        &self,
+        ask: &Ask,
+        vectors: &[Vec<f32>],
+        tokens: u64,
+        latency_ms: u64,
+    ) -> (Value, &'static str) {
+        ollama_body(ask, vectors, tokens, latency_ms)
+    }
+}
+
 /// The embeddings path under a base URL of `format`, if it serves one.
 pub fn embed_path(format: WireFormat) -> Option<&'static str> {
-    match format {
-        WireFormat::OpenAiChat | WireFormat::OpenAiResponses => Some("/embeddings"),
-        WireFormat::Ollama => Some("/api/embed"),
-        // Gemini's `:embedContent` is not simulated.
-        WireFormat::AnthropicMessages | WireFormat::Gemini => None,
-    }
+    format.surface().embeddings().map(|wire| wire.path())
 }
 
 /// Whether `rest` (a path below a server's root) is the embeddings path of a server of
@@ -79,16 +144,16 @@ impl SimNetwork {
         request: &HttpRequest,
         rng: &DeterministicRng,
     ) -> Option<HttpResponse> {
-        let format = served.endpoint.profile.format();
+        let wire = served.endpoint.profile.format().surface().embeddings()?;
         let path = request.url[served.endpoint.base_url.len()..]
             .split('?')
             .next()
             .unwrap_or("");
-        if Some(path) != embed_path(format) {
+        if path != wire.path() {
             return None;
         }
         Some(
-            self.embed_answer(served, request, format, rng.fork("embed"))
+            self.embed_answer(served, request, wire, rng.fork("embed"))
                 .await,
         )
     }
@@ -97,11 +162,11 @@ impl SimNetwork {
         &self,
         served: &Served,
         request: &HttpRequest,
-        format: WireFormat,
+        wire: &'static dyn EmbedWire,
         mut rng: DeterministicRng,
     ) -> HttpResponse {
-        match self.embed_admit(served, request, format) {
-            Ok((ask, model)) => self.embed_vectors(served, &ask, model, format, rng).await,
+        match self.embed_admit(served, request, wire) {
+            Ok((ask, model)) => self.embed_vectors(served, &ask, model, wire, rng).await,
             Err(refuse) => {
                 let asked = serde_json::from_slice::<Value>(&request.body)
                     .ok()
@@ -117,7 +182,7 @@ impl SimNetwork {
         &self,
         served: &Served,
         request: &HttpRequest,
-        format: WireFormat,
+        wire: &'static dyn EmbedWire,
     ) -> Result<(Ask, &'static EmbedModel), Refuse> {
         if let Some(key) = &served.endpoint.api_key
             && !headers::key_matches(request, key)
@@ -129,10 +194,7 @@ impl SimNetwork {
             };
             return Err(Refuse { error, param: None });
         }
-        let mut ask = match format {
-            WireFormat::Ollama => request::parse_ollama(&request.body)?,
-            _ => request::parse_openai(&request.body)?,
-        };
+        let mut ask = wire.parse(&request.body)?;
         let model = embed_model(&ask.model).ok_or_else(|| Refuse {
             error: LlmError::ModelNotFound {
                 status: Some(404),
@@ -140,10 +202,7 @@ impl SimNetwork {
             },
             param: None,
         })?;
-        match format {
-            WireFormat::Ollama => request::check_ollama(&mut ask, model)?,
-            _ => request::check_openai(&ask, model)?,
-        }
+        wire.check(&mut ask, model)?;
         self.trace.record(
             "net.embed",
             format_args!(
@@ -181,7 +240,7 @@ impl SimNetwork {
         served: &Served,
         ask: &Ask,
         model: &'static EmbedModel,
-        format: WireFormat,
+        wire: &'static dyn EmbedWire,
         mut rng: DeterministicRng,
     ) -> HttpResponse {
         let fault = self.faults.decide(&point::LLM_EMBED);
@@ -227,18 +286,15 @@ impl SimNetwork {
             + rng.range_inclusive(0, EMBED_LATENCY_JITTER_MS_MAX)
             + tokens / EMBED_TOKENS_PER_MS;
         self.clock.sleep(Duration::from_millis(latency_ms)).await;
-        let (body, mark) = match format {
-            WireFormat::Ollama => ollama_body(ask, &vectors, tokens, latency_ms),
-            _ => openai_body(ask, &vectors, tokens),
-        };
+        let (body, mark) = wire.body(ask, &vectors, tokens, latency_ms);
         umi_core::env::Environment::cover(self.env.as_ref(), mark);
-        self.embed_success(served, body, &mut rng)
+        self.embed_success(served, &body, &mut rng)
     }
 
     fn embed_success(
         &self,
         served: &Served,
-        body: Value,
+        body: &Value,
         rng: &mut DeterministicRng,
     ) -> HttpResponse {
         let created_s = self.server_now_ms(served) / 1_000;
@@ -250,7 +306,7 @@ impl SimNetwork {
             "",
         );
         let response_headers = self.response_headers(served, responder.as_mut(), 200, false, rng);
-        let bytes = umi_core::canonical_json::to_vec(&body);
+        let bytes = umi_core::canonical_json::to_vec(body);
         HttpResponse {
             status: 200,
             headers: response_headers,

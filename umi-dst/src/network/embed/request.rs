@@ -28,7 +28,7 @@ use crate::embed::EmbedModel;
 
 /// A request as the server read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Ask {
+pub(crate) struct Ask {
     pub model: String,
     pub inputs: Vec<String>,
     pub dimensions: Option<u32>,
@@ -40,7 +40,7 @@ pub(super) struct Ask {
 
 /// A refusal: the error, and the field it names (OpenAI's `param`).
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Refuse {
+pub(crate) struct Refuse {
     pub error: LlmError,
     pub param: Option<&'static str>,
 }

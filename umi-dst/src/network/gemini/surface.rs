@@ -14,6 +14,7 @@ use umi_core::llm::{Connection, LanguageModel, ModelRef};
 use super::GeminiFormat;
 use super::errors::status_name;
 use crate::network::clients::ClientOptions;
+use crate::network::embed::EmbedWire;
 use crate::network::profile::Profile;
 use crate::network::surface::{Surface, decode_with};
 
@@ -77,5 +78,10 @@ impl Surface for GeminiFormat {
 
     fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {
         decode_with(GeminiDecoder::new(), reads)
+    }
+
+    /// Gemini's `:embedContent` is not simulated.
+    fn embeddings(&self) -> Option<&'static dyn EmbedWire> {
+        None
     }
 }

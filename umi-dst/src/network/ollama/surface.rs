@@ -14,6 +14,7 @@ use umi_core::llm::{Connection, LanguageModel, ModelRef};
 
 use super::OllamaFormat;
 use crate::network::clients::ClientOptions;
+use crate::network::embed::{EmbedWire, OllamaEmbeddings};
 use crate::network::profile::Profile;
 use crate::network::surface::{Surface, decode_with};
 
@@ -70,5 +71,9 @@ impl Surface for OllamaFormat {
 
     fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {
         decode_with(NdjsonDecoder::new(), reads)
+    }
+
+    fn embeddings(&self) -> Option<&'static dyn EmbedWire> {
+        Some(&OllamaEmbeddings)
     }
 }

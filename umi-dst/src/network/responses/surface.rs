@@ -14,6 +14,7 @@ use umi_core::llm::{Connection, LanguageModel, ModelRef};
 use super::ResponsesFormat;
 use crate::network::chat::surface::{openai_credential, openai_model_list, openai_own_error};
 use crate::network::clients::ClientOptions;
+use crate::network::embed::{EmbedWire, OpenAiEmbeddings};
 use crate::network::profile::Profile;
 use crate::network::surface::{Surface, decode_with};
 
@@ -63,5 +64,9 @@ impl Surface for ResponsesFormat {
 
     fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {
         decode_with(EventDecoder::new(), reads)
+    }
+
+    fn embeddings(&self) -> Option<&'static dyn EmbedWire> {
+        Some(&OpenAiEmbeddings)
     }
 }
