@@ -1,7 +1,7 @@
-//! Scenario `mixed_formats`: one router chain across three wire formats (Claude through
-//! Anthropic's Messages API first, then OpenAI's Responses API, then a local model on
-//! Ollama's native API), built from a config file that names each provider's format,
-//! under model and network faults.
+//! Scenario `mixed_formats`: one router chain across four wire formats (Claude through
+//! Anthropic's Messages API first, then Gemini through Google's API, then OpenAI's
+//! Responses API, then a local model on Ollama's native API), built from a config file
+//! that names each provider's format, under model and network faults.
 //!
 //! Workload: ten calls per seed through the router, whole or streamed, a third with
 //! tools; one in eight is larger than the primary's window (so the context fallback
@@ -40,6 +40,11 @@ type = "anthropic"
 endpoint = "https://api.anthropic.sim"
 api_key_env = "ANTHROPIC_API_KEY"
 
+[providers.google]
+type = "gemini"
+endpoint = "https://generativelanguage.googleapis.sim"
+api_key_env = "GEMINI_API_KEY"
+
 [providers.openai]
 type = "openai_responses"
 endpoint = "https://api.openai.sim/v1"
@@ -53,6 +58,10 @@ endpoint = "http://ollama.sim:11434"
 context_window = 16384
 max_output = 2048
 
+[models."google/gemini-sim"]
+context_window = 32768
+max_output = 2048
+
 [models."openai/gpt-sim"]
 context_window = 65536
 max_output = 2048
@@ -63,8 +72,8 @@ max_output = 2048
 
 [routing]
 default = "anthropic/claude-sim"
-fallback = ["openai/gpt-sim", "ollama/qwen3:8b"]
-context_fallback = ["openai/gpt-sim", "ollama/qwen3:8b"]
+fallback = ["google/gemini-sim", "openai/gpt-sim", "ollama/qwen3:8b"]
+context_fallback = ["google/gemini-sim", "openai/gpt-sim", "ollama/qwen3:8b"]
 
 [retry]
 max_retries = 2
@@ -104,7 +113,7 @@ impl Scenario for MixedFormats {
     }
 
     fn goal(&self) -> &'static str {
-        "a chain across Anthropic, Responses and Ollama falls back with the same typed errors"
+        "a chain across Anthropic, Gemini, Responses and Ollama falls back with the same typed errors"
     }
 
     fn faults(&self) -> Vec<FaultConfig> {
@@ -121,6 +130,7 @@ impl Scenario for MixedFormats {
     fn marks(&self) -> &'static [&'static str] {
         &[
             "mixed.answered.anthropic",
+            "mixed.answered.gemini",
             "mixed.answered.openai_responses",
             "mixed.answered.ollama",
             "router.fallback",
@@ -137,6 +147,7 @@ fn keys(name: &str) -> Option<String> {
     match name {
         "ANTHROPIC_API_KEY" => Some("sk-ant-sim".into()),
         "OPENAI_API_KEY" => Some("sk-openai-sim".into()),
+        "GEMINI_API_KEY" => Some("gemini-sim-key".into()),
         _ => None,
     }
 }
@@ -162,6 +173,7 @@ fn stack(
         let endpoint = &config.providers[provider].endpoint;
         let served = match provider {
             "anthropic" => Endpoint::anthropic(endpoint, llm).with_api_key("sk-ant-sim"),
+            "google" => Endpoint::gemini(endpoint, llm).with_api_key("gemini-sim-key"),
             "openai" => Endpoint::openai(endpoint, llm)
                 .with_profile(Profile::OpenAiResponses)
                 .with_api_key("sk-openai-sim"),
@@ -220,6 +232,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
                     .map(|id| ModelId::provider_of(id));
                 let format = match provider {
                     Some("anthropic") => "mixed.answered.anthropic",
+                    Some("google") => "mixed.answered.gemini",
                     Some("openai") => "mixed.answered.openai_responses",
                     Some("ollama") => "mixed.answered.ollama",
                     _ => {

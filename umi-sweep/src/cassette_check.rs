@@ -76,6 +76,11 @@ pub fn format_of_path(path: &str) -> Option<WireFormat> {
 pub async fn check(exchange: &Exchange, format: Option<WireFormat>) -> Verdict {
     let request = &exchange.request;
     let format = match format {
+        // Another operation of the same server (its embeddings, say) is not read as
+        // this format's answer.
+        Some(format) if !format.is_operation_path(&request.path) => {
+            return Verdict::Skipped(format!("{} is not a {format:?} call", request.path));
+        }
         Some(format) if request.method == "POST" => format,
         Some(_) => return Verdict::Skipped(format!("a {} request", request.method)),
         None => match format_of_path(&request.path) {

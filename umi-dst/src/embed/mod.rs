@@ -25,7 +25,7 @@
 //!    what hashing the text does (`benches/embed.rs`).
 //! 4. **Normalization.** The vector is the counts divided by their L2 norm, computed in
 //!    `f64` (the sum of the integer counts' squares is below 2^36, so exact; `sqrt` and division are
-//!    correctly rounded by IEEE 754) and rounded once to `f32`. No `exp`, `ln` or
+//!    correctly rounded by IEEE 754), then cast to `f32` (a third correctly rounded step). No `exp`, `ln` or
 //!    trigonometry, whose results differ between platforms' libms.
 //! 5. A text with no words (empty, or punctuation only) is embedded as the one feature
 //!    "no words", so every vector has length 1.

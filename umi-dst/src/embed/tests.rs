@@ -68,7 +68,14 @@ fn word() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    // Pinned, like every property test here: a hash collision could break the property
+    // for a rare draw, and a failure must replay.
+    #![proptest_config(ProptestConfig {
+        cases: 128,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0xE3BE_D000),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     /// A text sharing words with `base` is nearer to it than a text sharing none.
     #[test]

@@ -610,9 +610,6 @@ impl Transport for SimNetwork {
         }
         let format = server_format(endpoint.profile.format());
         let mut rng = self.response_rng(&endpoint.base_url, &request_hash);
-        if let Some(response) = self.embeddings(&served, &request, &rng).await {
-            return Ok(self.finish(response, exchange));
-        }
         let served_model = endpoint.model.model_ref().model.clone();
         let created_s = self.server_now_ms(&served) / 1_000;
         let mut responder = format.responder(
@@ -636,6 +633,10 @@ impl Transport for SimNetwork {
                 created_s,
                 &served_model,
             );
+        }
+        // After the cassette: a recorded embeddings exchange is played back like any other.
+        if let Some(response) = self.embeddings(&served, &request, &rng).await {
+            return Ok(self.finish(response, exchange));
         }
         let (parsed, responder) = match self.admit(&served, &request, format, responder, &mut rng) {
             Ok(admitted) => admitted,

@@ -171,6 +171,35 @@ impl Profile {
         }
     }
 
+    /// Whether the provider has an embeddings API, so its simulated server answers one
+    /// (OPENAI-SPEC `/embeddings`; AZ-DOC; ALI-DOCS compatible mode; ZHIPU-DOCS
+    /// `/api/paas/v4/embeddings`; VLLM `serving_embedding.py`; LLAMA `/v1/embeddings`,
+    /// with `--embeddings`; OLLAMA `/api/embed` and `/v1/embeddings`; XINF
+    /// `restful_api.py`). DeepSeek's and Anthropic's APIs have none, TGI leaves
+    /// embeddings to a separate server (TEI), OpenRouter's is not among the sources
+    /// read, and Gemini's `embedContent` is not simulated yet: a request there is the
+    /// 404 the real server gives.
+    pub const fn serves_embeddings(self) -> bool {
+        match self {
+            Self::OpenAi
+            | Self::AzureOpenAi
+            | Self::DashScope
+            | Self::Glm
+            | Self::Vllm
+            | Self::LlamaCpp
+            | Self::OllamaV1
+            | Self::Ollama
+            | Self::Xinference
+            | Self::OpenAiResponses => true,
+            Self::DeepSeekChat
+            | Self::DeepSeekReasoner
+            | Self::OpenRouter
+            | Self::Tgi
+            | Self::Anthropic
+            | Self::Gemini => false,
+        }
+    }
+
     /// Whether its models stream their reasoning (so SimLLM is asked to reason). Claude
     /// shows its thinking only to a request that enables it; the Responses API a
     /// summary only to a request that asks for one (which Umi's client can).

@@ -125,9 +125,23 @@ impl WireFormat {
     /// all) calls: the one whose server routes the path's tail.
     pub fn of_request_path(path: &str) -> Option<WireFormat> {
         let path = path.split('?').next().unwrap_or_default();
-        Self::ALL
-            .into_iter()
-            .find(|f| f.operation_start(path).is_some())
+        Self::ALL.into_iter().find(|f| f.ends_in_operation(path))
+    }
+
+    /// Whether `path` (a recorded request's path, query and all) calls its main
+    /// operation, whatever the base URL's own path (see
+    /// [`WireFormat::of_request_path`]).
+    pub fn is_operation_path(self, path: &str) -> bool {
+        self.ends_in_operation(path.split('?').next().unwrap_or_default())
+    }
+
+    /// Whether `path` ends in its main operation below its API root, whatever comes
+    /// before (Azure's `/openai/deployments/x/chat/completions`, GLM's
+    /// `/api/paas/v4/chat/completions`, DeepSeek's `/chat/completions` with no `/v1`).
+    fn ends_in_operation(self, path: &str) -> bool {
+        path.char_indices()
+            .filter(|(_, c)| *c == '/')
+            .any(|(at, _)| server_format(self).route(&path[at..], None).is_some())
     }
 
     /// Whether its server routes `path` (under a mount point, its API root included) to
@@ -191,6 +205,18 @@ mod tests {
             assert!(WireFormat::ALL.contains(&profile.format()), "{profile:?}");
         }
         assert_eq!(WireFormat::of_request_path("/v1/embeddings"), None);
+        // Base URLs whose own path is not `/v1` (a regression: these were skipped).
+        for recorded in [
+            "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21",
+            "/api/paas/v4/chat/completions",
+            "/chat/completions",
+        ] {
+            assert_eq!(
+                WireFormat::of_request_path(recorded),
+                Some(WireFormat::OpenAiChat),
+                "{recorded}"
+            );
+        }
     }
 
     #[test]

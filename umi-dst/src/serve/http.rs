@@ -78,7 +78,7 @@ fn route<'a>(config: &'a ServeConfig, path: &str) -> Option<(&'a EndpointSpec, S
         }
         let owns = endpoint.owns_path(rest)
             || rest == models_path(endpoint.profile.format())
-            || crate::network::embed::serves(endpoint.profile.format(), endpoint.api_root(), rest);
+            || crate::network::embed::serves(endpoint.profile, endpoint.api_root(), rest);
         let longer = best.as_ref().is_none_or(|(b, _, b_owns)| {
             endpoint.prefix.len() > b.prefix.len()
                 || (endpoint.prefix.len() == b.prefix.len() && owns && !*b_owns)

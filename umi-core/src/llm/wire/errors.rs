@@ -277,8 +277,35 @@ fn google_details<'a>(
 pub fn retry_info_ms(object: Option<&Value>) -> Option<u64> {
     let delay = google_details(object, "google.rpc.RetryInfo")
         .find_map(|detail| detail.get("retryDelay").and_then(Value::as_str))?;
-    let seconds = delay.trim().strip_suffix('s')?.parse::<f64>().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1000.0).ceil() as u64)
+    duration_ms(delay)
+}
+
+/// A protobuf JSON duration (`"30s"`, `"34.4s"`, up to nine fractional digits) in ms,
+/// rounded up to the millisecond (never asking for less); read digit by digit, since
+/// through a float `"2.007s"` came out 2008.
+fn duration_ms(text: &str) -> Option<u64> {
+    const FRACTION_DIGITS_MAX: usize = 9;
+    let seconds = text.trim().strip_suffix('s')?;
+    let (whole, fraction) = seconds.split_once('.').unwrap_or((seconds, ""));
+    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty()
+        || !digits(whole)
+        || !digits(fraction)
+        || fraction.len() > FRACTION_DIGITS_MAX
+    {
+        return None;
+    }
+    let millis = fraction
+        .bytes()
+        .chain(std::iter::repeat(b'0'))
+        .take(3)
+        .fold(0_u64, |ms, digit| ms * 10 + u64::from(digit - b'0'));
+    let below_a_milli = fraction.bytes().skip(3).any(|b| b != b'0');
+    whole
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(1_000)?
+        .checked_add(millis + u64::from(below_a_milli))
 }
 
 /// The `reason`s of a Google error's `google.rpc.ErrorInfo` details, lowercased

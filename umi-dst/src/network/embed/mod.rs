@@ -29,7 +29,7 @@ use umi_core::llm::LlmError;
 use umi_core::llm::embed::encode_base64_f32;
 use umi_core::llm::transport::{HttpRequest, HttpResponse};
 
-use super::profile::WireFormat;
+use super::profile::Profile;
 use super::{Served, SimNetwork, headers, server_format, whole_body};
 use crate::embed::{EmbedModel, embed_model, embed_text};
 use crate::fault::FaultKind;
@@ -124,15 +124,24 @@ impl EmbedWire for OllamaEmbeddings {
     }
 }
 
-/// The embeddings path under a base URL of `format`, if it serves one.
-pub fn embed_path(format: WireFormat) -> Option<&'static str> {
-    format.surface().embeddings().map(|wire| wire.path())
+/// The embeddings path under a base URL of `profile`'s server, if it serves one: its
+/// format's, when the provider has an embeddings API ([`Profile::serves_embeddings`]).
+pub fn embed_path(profile: Profile) -> Option<&'static str> {
+    embed_wire(profile).map(|wire| wire.path())
+}
+
+/// The embeddings endpoint of `profile`'s server, if it has one.
+fn embed_wire(profile: Profile) -> Option<&'static dyn EmbedWire> {
+    if !profile.serves_embeddings() {
+        return None;
+    }
+    profile.format().surface().embeddings()
 }
 
 /// Whether `rest` (a path below a server's root) is the embeddings path of a server of
 /// `format` whose API is under `api_root` (`/v1`): `dst serve`'s routing.
-pub fn serves(format: WireFormat, api_root: &str, rest: &str) -> bool {
-    embed_path(format).is_some_and(|path| rest.strip_prefix(api_root) == Some(path))
+pub fn serves(profile: Profile, api_root: &str, rest: &str) -> bool {
+    embed_path(profile).is_some_and(|path| rest.strip_prefix(api_root) == Some(path))
 }
 
 impl SimNetwork {
@@ -144,7 +153,7 @@ impl SimNetwork {
         request: &HttpRequest,
         rng: &DeterministicRng,
     ) -> Option<HttpResponse> {
-        let wire = served.endpoint.profile.format().surface().embeddings()?;
+        let wire = embed_wire(served.endpoint.profile)?;
         let path = request.url[served.endpoint.base_url.len()..]
             .split('?')
             .next()

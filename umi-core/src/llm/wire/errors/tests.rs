@@ -472,3 +472,24 @@ fn google_envelopes_classify_by_status() {
         );
     }
 }
+
+/// `retryDelay` is read digit by digit, rounded up to the ms: through a float, 731 of
+/// the 100,000 ms values below 100 s came out a millisecond long (`"2.007s"` as 2008).
+#[test]
+fn google_retry_delays_are_exact_to_the_millisecond() {
+    let cases: [(&str, Option<u64>); 10] = [
+        ("30s", Some(30_000)),
+        ("34.4s", Some(34_400)),
+        ("1.5s", Some(1_500)),
+        ("2.007s", Some(2_007)),
+        ("0.000000001s", Some(1)),
+        ("0.5000s", Some(500)),
+        ("-1s", None),
+        ("1.5", None),
+        (".5s", None),
+        ("1.0000000001s", None),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(duration_ms(text), expected, "{text}");
+    }
+}
