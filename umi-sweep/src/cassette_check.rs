@@ -72,14 +72,22 @@ pub fn format_of_path(path: &str) -> Option<WireFormat> {
     WireFormat::of_request_path(path)
 }
 
+/// Whether `path` (query and all) is a provider's embeddings path.
+fn is_embeddings_path(path: &str) -> bool {
+    let path = path.split('?').next().unwrap_or_default();
+    Profile::ALL
+        .into_iter()
+        .filter_map(umi_dst::network::embed::embed_path)
+        .any(|embeddings| path.ends_with(embeddings))
+}
+
 /// Reads `exchange` again with the client of `format` (or the one its path names).
 pub async fn check(exchange: &Exchange, format: Option<WireFormat>) -> Verdict {
     let request = &exchange.request;
     let format = match format {
-        // Another operation of the same server (its embeddings, say) is not read as
-        // this format's answer.
-        Some(format) if !format.is_operation_path(&request.path) => {
-            return Verdict::Skipped(format!("{} is not a {format:?} call", request.path));
+        // An embeddings exchange is not read as this format's answer.
+        Some(_) if is_embeddings_path(&request.path) => {
+            return Verdict::Skipped(format!("{} is an embeddings call", request.path));
         }
         Some(format) if request.method == "POST" => format,
         Some(_) => return Verdict::Skipped(format!("a {} request", request.method)),

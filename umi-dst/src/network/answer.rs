@@ -24,16 +24,7 @@ impl SimNetwork {
     ) -> HttpResponse {
         if let Some(body) = responder.own_answer(parsed) {
             // Answered by the server itself (Gemini's token count): no model, no stream.
-            let mut header_rng = rng.substream(2);
-            let headers =
-                self.response_headers(served, responder.as_mut(), 200, false, &mut header_rng);
-            self.cover_all(responder.marks());
-            let body = reads::split(whole_body(body), rng.substream(3), &self.env);
-            return HttpResponse {
-                status: 200,
-                headers,
-                body: self.body_faults(body),
-            };
+            return self.server_answer(served, responder.as_mut(), body, &rng);
         }
         let model = &served.endpoint.model;
         let answer = if parsed.stream {
@@ -77,6 +68,25 @@ impl SimNetwork {
             }
         };
         let body = reads::split(body, reads_rng, &self.env);
+        HttpResponse {
+            status: 200,
+            headers,
+            body: self.body_faults(body),
+        }
+    }
+
+    /// A 200 the server writes without the model (`body`), with its headers.
+    fn server_answer(
+        &self,
+        served: &Served,
+        responder: &mut dyn Responder,
+        body: Vec<u8>,
+        rng: &DeterministicRng,
+    ) -> HttpResponse {
+        let mut header_rng = rng.substream(2);
+        let headers = self.response_headers(served, responder, 200, false, &mut header_rng);
+        self.cover_all(responder.marks());
+        let body = reads::split(whole_body(body), rng.substream(3), &self.env);
         HttpResponse {
             status: 200,
             headers,

@@ -148,14 +148,7 @@ pub(crate) async fn handle(
         .session
         .next_occurrence(&address.scope, seed, &endpoint_key, hash);
     let key = (address.scope, seed, endpoint_key, hash, occurrence);
-    // The query reaches the simulation when a cassette matches on it or the format
-    // reads it (Gemini's `?alt=sse`, `?key=`).
-    let reads_query = crate::network::server_format(format).reads_query();
-    let asked = match (&state.config.cassette, query) {
-        (Some(_), Some(query)) => format!("{rest}?{query}"),
-        (None, Some(query)) if reads_query => format!("{rest}?{query}"),
-        _ => rest.to_string(),
-    };
+    let asked = asked_path(&state.config, format, &rest, query);
     let recorded = match simulate(&state, endpoint, &key, &asked, http).await {
         Ok(recorded) => recorded,
         Err(error) => {
@@ -168,6 +161,22 @@ pub(crate) async fn handle(
         }
     };
     log_and_play(&state, key, &rest, recorded, permit).await
+}
+
+/// The path the simulation is asked: with the query when a cassette matches on it or
+/// the format reads it (Gemini's `?alt=sse`, `?key=`).
+fn asked_path(
+    config: &ServeConfig,
+    format: WireFormat,
+    rest: &str,
+    query: Option<String>,
+) -> String {
+    let reads_query = crate::network::server_format(format).reads_query();
+    match (&config.cassette, query) {
+        (Some(_), Some(query)) => format!("{rest}?{query}"),
+        (None, Some(query)) if reads_query => format!("{rest}?{query}"),
+        _ => rest.to_string(),
+    }
 }
 
 /// Logs a recorded answer under `key` (scope, seed, endpoint, hash, occurrence) and plays

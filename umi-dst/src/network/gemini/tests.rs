@@ -441,6 +441,12 @@ fn every_fault_has_its_google_envelope() {
         let message = value["error"]["message"].as_str().unwrap();
         assert!(message.starts_with(words), "{message}");
     }
+}
+
+/// A 429 carries its wait in a `RetryInfo` detail; a bad key its `ErrorInfo`.
+#[test]
+fn rate_limits_and_bad_keys_carry_their_details() {
+    let era = era(Layout::Y2025, Route::default());
     let (_, limited) = errors::refusal(
         &era,
         &LlmError::RateLimit {

@@ -398,6 +398,11 @@ fn google_envelopes_classify_by_status() {
         from_status(400, no_headers, bad_key, 0),
         LlmError::Auth { status: 400, .. }
     ));
+}
+
+/// Google's envelopes captured live (the rest of `google_envelopes_classify_by_status`).
+#[test]
+fn google_live_envelopes_classify_by_status() {
     // vercel/ai `packages/google/src/__fixtures__/issue-22372-live-errors.json` (7e719f0f).
     let invalid = r#"{"error":{"code":400,"message":"Thinking level MINIMAL is not supported for this model. Please retry with other thinking level.","status":"INVALID_ARGUMENT"}}"#;
     assert!(matches!(
