@@ -433,14 +433,20 @@ fn every_fault_has_its_google_envelope() {
         ),
     ];
     for (error, status, name, words) in cases {
-        let (got, body) = errors::refusal(&era, &error);
-        let value: serde_json::Value = serde_json::from_slice(&super::whole_bytes(&body)).unwrap();
-        assert_eq!(got, status, "{error:?}");
-        assert_eq!(value["error"]["code"], u64::from(status));
-        assert_eq!(value["error"]["status"], name);
-        let message = value["error"]["message"].as_str().unwrap();
-        assert!(message.starts_with(words), "{message}");
+        assert_envelope(&era, &error, status, name, words);
     }
+}
+
+/// `error`'s refusal in `era` has `status`, Google's status `name`, and a message
+/// starting with `words`.
+fn assert_envelope(era: &Era, error: &LlmError, status: u16, name: &str, words: &str) {
+    let (got, body) = errors::refusal(era, error);
+    let value: serde_json::Value = serde_json::from_slice(&super::whole_bytes(&body)).unwrap();
+    assert_eq!(got, status, "{error:?}");
+    assert_eq!(value["error"]["code"], u64::from(status));
+    assert_eq!(value["error"]["status"], name);
+    let message = value["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with(words), "{message}");
 }
 
 /// A 429 carries its wait in a `RetryInfo` detail; a bad key its `ErrorInfo`.

@@ -412,6 +412,11 @@ fn google_live_envelopes_classify_by_status() {
             ..
         }
     ));
+}
+
+/// Each Google `status`, whole and inside a stream, by the words Google sends with it.
+#[test]
+fn google_statuses_classify_the_same_in_a_stream() {
     let envelope = |code: u16, status: &str, message: &str| {
         json!({"error": {"code": code, "message": message, "status": status}}).to_string()
     };
