@@ -51,7 +51,7 @@ use crate::progress::Progress;
 pub use crate::progress::ProgressStyle;
 use crate::report::{ScenarioReport, SweepReport};
 pub use crate::resume::{StopReason, resume_command};
-use crate::worker::{QuietWorkers, Shared, spawn_worker, watchdog};
+use crate::worker::{Shared, silence_worker_panics, spawn_worker, watchdog};
 use umi_dst::scenario::Scenario;
 pub use umi_dst::scenario::run_one;
 
@@ -86,7 +86,7 @@ pub fn run(
         swarm: options.swarm,
         check_determinism: options.check_determinism,
     });
-    let _quiet = QuietWorkers::install();
+    silence_worker_panics();
     let (sender, results) = mpsc::sync_channel(SWEEP_RESULTS_QUEUED_MAX);
     start_workers(&shared, options, &sender);
     let sweep = Running {

@@ -37,6 +37,7 @@ const EXIT_CODE_PARENT_GONE: i32 = 1;
 /// `None`), ends. Returns at once; a parent already gone ends the worker here.
 #[cfg(unix)]
 pub(crate) fn die_with_parent(parent_pid: Option<u32>) {
+    use crate::worker::WORKER_THREAD_PREFIX;
     use std::os::unix::process::parent_id;
     request_death_signal();
     let parent = parent_pid.unwrap_or_else(parent_id);
@@ -44,7 +45,7 @@ pub(crate) fn die_with_parent(parent_pid: Option<u32>) {
         parent_gone(); // it died before the death signal was asked for
     }
     let watch = std::thread::Builder::new()
-        .name("dst-worker-parent-watch".to_owned())
+        .name(format!("{WORKER_THREAD_PREFIX}parent-watch"))
         .spawn(move || {
             loop {
                 std::thread::sleep(std::time::Duration::from_millis(PARENT_POLL_MS));

@@ -40,7 +40,7 @@ use crate::wire::{
     LineEnd, RESULT_PREFIX, ReplyEnd, RunRequest, WIRE_LINE_BYTES_MAX, parse_reply_line,
     read_line_bounded,
 };
-use crate::worker::Shared;
+use crate::worker::{Shared, WORKER_THREAD_PREFIX};
 
 /// Lines of a worker's stderr kept for a crash's report (the last ones).
 pub const WORKER_STDERR_TAIL_LINES_MAX: usize = 16;
@@ -101,7 +101,7 @@ impl Worker {
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let tail = Arc::clone(&stderr_tail);
         let stderr_reader = std::thread::Builder::new()
-            .name(format!("dst-worker-{slot}-stderr"))
+            .name(format!("{WORKER_THREAD_PREFIX}{slot}-stderr"))
             .spawn(move || keep_tail(stderr, &tail))?;
         Ok(Self {
             child: Arc::new(Mutex::new(child)),

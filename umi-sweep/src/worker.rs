@@ -80,7 +80,7 @@ pub(crate) fn run_checked(
 pub(crate) fn spawn_worker(shared: &Arc<Shared>, slot: usize, results: mpsc::SyncSender<Outcome>) {
     let shared = shared.clone();
     let spawned = std::thread::Builder::new()
-        .name(format!("dst-worker-{slot}"))
+        .name(format!("{WORKER_THREAD_PREFIX}{slot}"))
         .spawn(move || {
             loop {
                 let index = shared.next.fetch_add(1, Ordering::Relaxed);
@@ -128,29 +128,35 @@ pub(crate) fn spawn_worker(shared: &Arc<Shared>, slot: usize, results: mpsc::Syn
     assert!(spawned.is_ok(), "cannot spawn a sweep worker: {spawned:?}");
 }
 
-/// Silences panic messages from worker threads (their panics are reported as crashes);
-/// other threads keep the previous hook.
-pub(crate) struct QuietWorkers;
+/// The name every sweep thread's name starts with (workers, their stderr readers, the
+/// parent watch).
+pub(crate) const WORKER_THREAD_PREFIX: &str = "dst-worker-";
 
-impl QuietWorkers {
-    pub(crate) fn install() -> Self {
+/// Silences panic messages from worker threads (their panics are reported as crashes);
+/// every other thread keeps the hook it had.
+///
+/// The quiet hook is installed once per process and never taken down: it wraps the hook
+/// found at the first sweep and passes every panic outside a `dst-worker-` thread to it,
+/// so it is invisible to the rest of the program. Restoring a hook when a sweep ends
+/// cannot be done right while sweeps overlap (tests run them on parallel threads): each
+/// would put back what it saw, and the last to end wins. Taking the hook down at the end
+/// of a sweep used to drop the user's hook for the default one (the regression test
+/// `a_sweep_keeps_the_users_panic_hook`).
+pub(crate) fn silence_worker_panics() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !std::thread::current()
-                .name()
-                .is_some_and(|n| n.starts_with("dst-worker-"))
-            {
+            if !is_worker_thread(std::thread::current().name()) {
                 previous(info);
             }
         }));
-        Self
-    }
+    });
 }
 
-impl Drop for QuietWorkers {
-    fn drop(&mut self) {
-        let _ = std::panic::take_hook();
-    }
+/// Whether a thread of this name is a sweep worker, whose panics are reported as crashes.
+fn is_worker_thread(name: Option<&str>) -> bool {
+    name.is_some_and(|name| name.starts_with(WORKER_THREAD_PREFIX))
 }
 
 /// Runs in flight past `timeout`: recorded as hangs (their slot freed for a replacement).
@@ -199,5 +205,45 @@ fn kill_hung(shared: &Shared, slot: usize) {
         .unwrap_or_else(PoisonError::into_inner);
     if let Some(Some(child)) = killers.get(slot) {
         let _ = child.lock().unwrap_or_else(PoisonError::into_inner).kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::{is_worker_thread, silence_worker_panics};
+
+    /// Regression: a sweep ended by taking the panic hook down, which left the default
+    /// hook in place of whatever the program had installed. A hook installed before a
+    /// sweep still sees the panics of other threads after it.
+    #[test]
+    fn a_sweep_keeps_the_users_panic_hook() {
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&seen);
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::thread::current().name() == Some("users-hook-probe") {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+            previous(info);
+        }));
+        silence_worker_panics();
+        silence_worker_panics();
+        let probe = std::thread::Builder::new()
+            .name("users-hook-probe".to_owned())
+            .spawn(|| panic!("a panic the user's hook must see"))
+            .expect("spawn the probe thread");
+        assert!(probe.join().is_err());
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn only_sweep_threads_are_silenced() {
+        assert!(is_worker_thread(Some("dst-worker-3")));
+        assert!(is_worker_thread(Some("dst-worker-3-stderr")));
+        assert!(!is_worker_thread(Some("main")));
+        assert!(!is_worker_thread(None));
     }
 }

@@ -37,14 +37,9 @@ impl SimNetwork {
             return Err(self.refusal(served, responder, &error, None, rng).0);
         };
         responder.routed(&route);
-        if let Some(key) = &endpoint.api_key
-            && !headers::key_matches(request, key)
+        if let Some(error) =
+            (endpoint.api_key.as_deref()).and_then(|key| headers::key_refusal(request, key))
         {
-            let presented = headers::presented_key(request).unwrap_or_default();
-            let error = LlmError::Auth {
-                status: 401,
-                message: headers::mask_key(&presented),
-            };
             return Err(self.refusal(served, responder, &error, None, rng).0);
         }
         let parsed = match format.parse(request, endpoint.profile) {

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
+use umi_core::llm::LlmError;
 use umi_core::llm::transport::HttpRequest;
 
 use super::ids;
@@ -209,9 +210,23 @@ pub(crate) fn presented_key(request: &HttpRequest) -> Option<String> {
         .or_else(|| super::gemini::query_key(&request.url))
 }
 
-/// Whether the request presents `key`.
-pub(crate) fn key_matches(request: &HttpRequest, key: &str) -> bool {
-    presented_key(request).as_deref() == Some(key)
+/// The refusal of a request that does not present `key`, or `None` when it does.
+///
+/// The error's `message` is the presented key masked ([`mask_key`]); its `status` is 401
+/// for a wrong key and 403 for none at all. Google answers the two apart (a wrong key is
+/// `400 INVALID_ARGUMENT` `API_KEY_INVALID`, a missing one `403 PERMISSION_DENIED`
+/// "Method doesn't allow unregistered callers", quoted in googleapis/js-genai #898 and
+/// PublicAffairs/openai-gemini #92); the other formats answer both with their 401 and
+/// read only the kind.
+pub(crate) fn key_refusal(request: &HttpRequest, key: &str) -> Option<LlmError> {
+    let presented = presented_key(request);
+    if presented.as_deref() == Some(key) {
+        return None;
+    }
+    Some(LlmError::Auth {
+        status: if presented.is_some() { 401 } else { 403 },
+        message: mask_key(presented.as_deref().unwrap_or_default()),
+    })
 }
 
 /// A key as OpenAI echoes it in a 401: its start and its last four characters

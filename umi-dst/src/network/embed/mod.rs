@@ -193,14 +193,9 @@ impl SimNetwork {
         request: &HttpRequest,
         wire: &'static dyn EmbedWire,
     ) -> Result<(Ask, &'static EmbedModel), Refuse> {
-        if let Some(key) = &served.endpoint.api_key
-            && !headers::key_matches(request, key)
+        if let Some(error) =
+            (served.endpoint.api_key.as_deref()).and_then(|key| headers::key_refusal(request, key))
         {
-            let presented = headers::presented_key(request).unwrap_or_default();
-            let error = LlmError::Auth {
-                status: 401,
-                message: headers::mask_key(&presented),
-            };
             return Err(Refuse { error, param: None });
         }
         let mut ask = wire.parse(&request.body)?;

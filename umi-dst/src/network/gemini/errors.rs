@@ -106,6 +106,10 @@ pub(crate) fn duration_text(ms: u64) -> String {
     format!("{seconds}.{}s", fraction.trim_end_matches('0'))
 }
 
+/// The words of a request that presents no key at all, with no `details` (googleapis/
+/// js-genai #898 and PublicAffairs/openai-gemini #92 quote the whole body).
+const UNREGISTERED_CALLER: &str = "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.";
+
 /// The `API_KEY_INVALID` details of a wrong key (GEMINI-CAPTURES continuedev/continue
 /// #8516: an `ErrorInfo`, then the message again as a `LocalizedMessage`).
 fn key_details(message: &str) -> Vec<Json> {
@@ -138,6 +142,7 @@ fn key_details(message: &str) -> Vec<Json> {
 /// | rate limit | 429 RESOURCE_EXHAUSTED | [`rate_limit`] |
 /// | context overflow | 400 INVALID_ARGUMENT | `The input token count (N) exceeds the maximum number of tokens allowed (M).` (gemini-cli #4118, #6678) |
 /// | wrong key | 400 INVALID_ARGUMENT | `API key not valid. Please pass a valid API key.` (continue #8516) |
+/// | no key | 403 PERMISSION_DENIED | [`UNREGISTERED_CALLER`] |
 /// | unknown model | 404 NOT_FOUND | `models/X is not found for API version v1beta, or is not supported for generateContent. Call ListModels …` (quoted in many agent logs, e.g. a C# client's test) |
 /// | overloaded | 503 UNAVAILABLE | `The model is overloaded. Please try again later.` (gemini-cli #5191, lobehub #9728), or the 2026 `high demand` words (continue #10639) |
 /// | deadline | 504 DEADLINE_EXCEEDED | GEMINI-TROUBLE's name; Google's standard words |
@@ -160,6 +165,7 @@ pub(crate) fn refusal(era: &Era, error: &LlmError) -> (u16, Json) {
             ),
             Vec::new(),
         ),
+        LlmError::Auth { status: 403, .. } => (403, UNREGISTERED_CALLER.to_owned(), Vec::new()),
         LlmError::Auth { .. } => {
             let message = "API key not valid. Please pass a valid API key.";
             (400, message.to_owned(), key_details(message))

@@ -498,3 +498,27 @@ fn a_stream_requests_refusal_is_an_array_of_one_error() {
     );
     assert!(text.ends_with("}\n]"), "{text}");
 }
+
+/// A request with no key is a caller Google cannot identify (403 PERMISSION_DENIED); one
+/// with the wrong key is an invalid argument (400 `API_KEY_INVALID`); the right key
+/// passes.
+#[test]
+fn a_missing_key_and_a_wrong_key_are_refused_apart() {
+    use crate::network::headers::key_refusal;
+    let era = era(Layout::Y2025, Route::default());
+    let keyless = HttpRequest {
+        headers: Vec::new(),
+        ..http(GENERATE, "{}")
+    };
+    let missing = key_refusal(&keyless, "AIza-test").unwrap();
+    assert_envelope(
+        &era,
+        &missing,
+        403,
+        "PERMISSION_DENIED",
+        "Method doesn't allow unregistered callers",
+    );
+    let wrong = key_refusal(&http(GENERATE, "{}"), "AIza-other").unwrap();
+    assert_envelope(&era, &wrong, 400, "INVALID_ARGUMENT", "API key not valid.");
+    assert!(key_refusal(&http(GENERATE, "{}"), "AIza-test").is_none());
+}
