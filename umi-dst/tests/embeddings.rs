@@ -1,4 +1,4 @@
-//! Embeddings end to end: umi-core's OpenAI and Ollama embedding clients against
+//! Embeddings end to end: umi-core's OpenAI, Ollama and Gemini embedding clients against
 //! SimNetwork's embeddings endpoints, the conformance rules on both, the providers'
 //! refusals, and every `llm.embed` fault caught as a typed error.
 
@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use umi_core::llm::LlmError;
 use umi_core::llm::embed::{
-    EmbedClient, Embedder, EmbeddingRequest, EncodingFormat, OllamaEmbedConfig, OpenAiEmbedConfig,
+    EmbedClient, Embedder, EmbeddingRequest, EncodingFormat, GeminiEmbedConfig, OllamaEmbedConfig,
+    OpenAiEmbedConfig,
 };
 use umi_core::llm::transport::Transport;
 use umi_core::llm::{Connection, LlmErrorKind};
@@ -18,13 +19,23 @@ use umi_dst::{FaultConfig, FaultKind, SimConfig, SimEnvironment, Simulation, Vio
 
 const OPENAI: &str = "https://api.openai.example/v1";
 const OLLAMA: &str = "http://ollama.example:11434";
+const GEMINI: &str = "https://generativelanguage.example";
+const GOOGLE_KEY: &str = "AIza-embeddings-test-0042";
 
 fn network(sim: &SimEnvironment) -> Arc<dyn Transport> {
     Arc::new(
         SimNetwork::new(sim)
             .with_endpoint(Endpoint::openai(OPENAI, sim.llm()))
-            .with_endpoint(Endpoint::ollama(OLLAMA, sim.llm())),
+            .with_endpoint(Endpoint::ollama(OLLAMA, sim.llm()))
+            .with_endpoint(Endpoint::gemini(GEMINI, sim.llm()).with_api_key(GOOGLE_KEY)),
     )
+}
+
+fn gemini_config(model: &str) -> GeminiEmbedConfig {
+    let connection = Connection::new(GEMINI)
+        .with_api_key(GOOGLE_KEY)
+        .with_timeout(Duration::from_secs(30));
+    GeminiEmbedConfig::new(connection, model)
 }
 
 fn timeout() -> Connection {
@@ -46,6 +57,14 @@ fn embedders(sim: &SimEnvironment) -> Vec<(&'static str, Arc<dyn Embedder>)> {
             "ollama",
             Arc::new(EmbedClient::new(ollama, net.clone(), sim.env())),
         ),
+        (
+            "gemini",
+            Arc::new(EmbedClient::new(
+                gemini_config("sim-embed"),
+                net.clone(),
+                sim.env(),
+            )),
+        ),
     ]
 }
 
@@ -56,7 +75,7 @@ fn run(config: SimConfig, body: impl AsyncFn(SimEnvironment) -> Result<(), Viola
 }
 
 #[test]
-fn both_clients_conform_over_sim_network() {
+fn every_client_conforms_over_sim_network() {
     for seed in [1, 2] {
         run(SimConfig::new(seed), async |sim| {
             for (name, embedder) in embedders(&sim) {
@@ -84,7 +103,7 @@ fn every_format_gives_the_models_vectors_at_every_seed() {
     }
     let expected = vec![embed_text("sim-embed", "hello world", 32)];
     let seen = seen.into_inner().unwrap();
-    assert_eq!(seen.len(), 6);
+    assert_eq!(seen.len(), 8);
     assert!(seen.iter().all(|v| *v == expected));
 }
 
@@ -136,33 +155,36 @@ fn the_providers_refusals_are_typed() {
     });
 }
 
+const FAULT_CASES: [(FaultKind, LlmErrorKind); 6] = [
+    (
+        FaultKind::LlmEmbeddingWrongDimensions,
+        LlmErrorKind::InvalidResponse,
+    ),
+    (
+        FaultKind::LlmEmbeddingTruncated,
+        LlmErrorKind::InvalidResponse,
+    ),
+    (
+        FaultKind::LlmEmbeddingMissing,
+        LlmErrorKind::InvalidResponse,
+    ),
+    (FaultKind::LlmRateLimit, LlmErrorKind::RateLimit),
+    (
+        FaultKind::LlmServiceUnavailable,
+        LlmErrorKind::ServiceUnavailable,
+    ),
+    (FaultKind::LlmTimeout, LlmErrorKind::Timeout),
+];
+
+fn faulted(kind: FaultKind, seed: u64) -> SimConfig {
+    SimConfig::new(seed).with_fault(FaultConfig::always(kind).on_operation("llm.embed").unwrap())
+}
+
 #[test]
 fn every_embed_fault_is_a_typed_error() {
-    let cases = [
-        (
-            FaultKind::LlmEmbeddingWrongDimensions,
-            LlmErrorKind::InvalidResponse,
-        ),
-        (
-            FaultKind::LlmEmbeddingTruncated,
-            LlmErrorKind::InvalidResponse,
-        ),
-        (
-            FaultKind::LlmEmbeddingMissing,
-            LlmErrorKind::InvalidResponse,
-        ),
-        (FaultKind::LlmRateLimit, LlmErrorKind::RateLimit),
-        (
-            FaultKind::LlmServiceUnavailable,
-            LlmErrorKind::ServiceUnavailable,
-        ),
-        (FaultKind::LlmTimeout, LlmErrorKind::Timeout),
-    ];
-    for (kind, expected) in cases {
+    for (kind, expected) in FAULT_CASES {
         for seed in 1..=4 {
-            let config = SimConfig::new(seed)
-                .with_fault(FaultConfig::always(kind).on_operation("llm.embed").unwrap());
-            run(config, async |sim| {
+            run(faulted(kind, seed), async |sim| {
                 let inputs = vec!["alpha beta".into(), "gamma".into(), "delta epsilon".into()];
                 let request = EmbeddingRequest::new("", inputs).with_dimensions(16);
                 for (name, embedder) in embedders(&sim) {
@@ -182,4 +204,78 @@ fn every_embed_fault_is_a_typed_error() {
             });
         }
     }
+}
+
+/// Gemini's one-content `embedContent` answer, broken by every fault, is caught too;
+/// its 429 carries Google's `RetryInfo` wait.
+#[test]
+fn gemini_single_content_faults_are_typed_errors() {
+    for (kind, expected) in FAULT_CASES {
+        for seed in 1..=4 {
+            run(faulted(kind, seed), async |sim| {
+                let client = EmbedClient::new(gemini_config("sim-embed"), network(&sim), sim.env());
+                let request = EmbeddingRequest::new("", vec!["alpha".into()]).with_dimensions(16);
+                let outcome = client.embed(&request).await;
+                ensure!(
+                    outcome.as_ref().err().map(LlmError::kind) == Some(expected),
+                    "{kind} via gemini: {outcome:?}"
+                );
+                if let Err(LlmError::RateLimit { retry_after_ms }) = outcome {
+                    ensure!(retry_after_ms.is_some(), "a 429 without its wait");
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+fn bad_request_saying(outcome: &Result<umi_core::llm::Embeddings, LlmError>, words: &str) -> bool {
+    matches!(outcome, Err(LlmError::BadRequest { status: Some(400), message }) if message.contains(words))
+}
+
+#[test]
+fn googles_refusals_are_typed() {
+    run(SimConfig::new(6), async |sim| {
+        let net = network(&sim);
+        let client = |model: &str| EmbedClient::new(gemini_config(model), net.clone(), sim.env());
+        let empty = client("sim-embed")
+            .embed(&EmbeddingRequest::new("", vec!["a".into(), String::new()]))
+            .await;
+        ensure!(
+            bad_request_saying(&empty, "requests[1].content contains an empty Part"),
+            "{empty:?}"
+        );
+        let long = client("text-embedding-004")
+            .embed(&EmbeddingRequest::new("", vec!["word ".repeat(4_000)]))
+            .await;
+        ensure!(
+            matches!(
+                long,
+                Err(LlmError::ContextOverflow {
+                    limit: Some(2_048),
+                    ..
+                })
+            ),
+            "{long:?}"
+        );
+        let unknown = client("gemini-embedding-999")
+            .embed(&EmbeddingRequest::new("", vec!["a".into()]))
+            .await;
+        ensure!(
+            matches!(&unknown, Err(LlmError::ModelNotFound { message, .. }) if message.contains("not supported for embedContent")),
+            "{unknown:?}"
+        );
+        let wide = client("text-embedding-004")
+            .embed(&EmbeddingRequest::new("", vec!["a".into()]).with_dimensions(1_024))
+            .await;
+        ensure!(
+            bad_request_saying(&wide, "output_dimensionality"),
+            "{wide:?}"
+        );
+        let out = client("gemini-embedding-001")
+            .embed(&EmbeddingRequest::new("", vec!["a".into(), "b".into()]))
+            .await?;
+        ensure!(out.vectors[1].len() == 3_072, "{}", out.vectors[1].len());
+        Ok(())
+    });
 }

@@ -105,6 +105,23 @@ pub const EMBED_MODELS: &[EmbedModel] = &[
         context_tokens: 512,
         shortens: true,
     },
+    // Google's (Gemini API embeddings guide and models page): gemini-embedding-001
+    // gives 3072 dimensions, takes 2048 input tokens, and accepts a smaller
+    // `outputDimensionality` (768 and 1536 recommended); text-embedding-004 gives 768,
+    // 2048 tokens, and takes `outputDimensionality` too (google-genai's `embed_content`
+    // docstring asks it for 64).
+    EmbedModel {
+        name: "gemini-embedding-001",
+        dimensions: 3_072,
+        context_tokens: 2_048,
+        shortens: true,
+    },
+    EmbedModel {
+        name: "text-embedding-004",
+        dimensions: 768,
+        context_tokens: 2_048,
+        shortens: true,
+    },
 ];
 
 /// The model named `name` (an Ollama tag, `nomic-embed-text:latest`, names its model).

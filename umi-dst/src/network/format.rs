@@ -41,6 +41,9 @@ pub struct Route {
     /// Whether the path asks only for a token count (Gemini's `:countTokens`), which the
     /// server answers without the model.
     pub count_tokens: bool,
+    /// Whether the path asks for embeddings (Gemini's `:batchEmbedContents`), whose
+    /// refusals name that method.
+    pub embed: bool,
 }
 
 /// A request the server refuses (HTTP 400 in the provider's envelope).

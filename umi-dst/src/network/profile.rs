@@ -175,10 +175,9 @@ impl Profile {
     /// (OPENAI-SPEC `/embeddings`; AZ-DOC; ALI-DOCS compatible mode; ZHIPU-DOCS
     /// `/api/paas/v4/embeddings`; VLLM `serving_embedding.py`; LLAMA `/v1/embeddings`,
     /// with `--embeddings`; OLLAMA `/api/embed` and `/v1/embeddings`; XINF
-    /// `restful_api.py`). DeepSeek's and Anthropic's APIs have none, TGI leaves
-    /// embeddings to a separate server (TEI), OpenRouter's is not among the sources
-    /// read, and Gemini's `embedContent` is not simulated yet: a request there is the
-    /// 404 the real server gives.
+    /// `restful_api.py`; GEMINI-REST `models.embedContent` and `batchEmbedContents`).
+    /// DeepSeek's and Anthropic's APIs have none, TGI leaves embeddings to a separate
+    /// server (TEI), and OpenRouter's is not among the sources read.
     pub const fn serves_embeddings(self) -> bool {
         match self {
             Self::OpenAi
@@ -190,13 +189,13 @@ impl Profile {
             | Self::OllamaV1
             | Self::Ollama
             | Self::Xinference
-            | Self::OpenAiResponses => true,
+            | Self::OpenAiResponses
+            | Self::Gemini => true,
             Self::DeepSeekChat
             | Self::DeepSeekReasoner
             | Self::OpenRouter
             | Self::Tgi
-            | Self::Anthropic
-            | Self::Gemini => false,
+            | Self::Anthropic => false,
         }
     }
 

@@ -1,6 +1,6 @@
 //! Embeddings: the [`Embedder`] trait every embedding model implements, its request and
-//! response types, and HTTP clients for OpenAI's `POST /embeddings` and Ollama's
-//! `POST /api/embed`.
+//! response types, and HTTP clients for OpenAI's `POST /embeddings`, Ollama's
+//! `POST /api/embed` and Gemini's `:embedContent` / `:batchEmbedContents`.
 //!
 //! Memory systems and RAG agents call an embeddings endpoint as often as a chat one, and
 //! fail on it in their own ways: a 429, a server that answers with fewer vectors than it
@@ -12,6 +12,7 @@
 //! [`LlmError::InvalidResponse`] naming the field (`data[2].embedding: 511 dimensions,
 //! expected 512`), never a vector of the wrong shape passed on to a vector store.
 
+mod gemini;
 mod ollama;
 mod openai;
 #[cfg(test)]
@@ -22,6 +23,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use gemini::{GEMINI_BATCH_REQUESTS_MAX, GeminiEmbedConfig};
 pub use ollama::OllamaEmbedConfig;
 pub use openai::{EncodingFormat, OpenAiEmbedConfig, decode_base64_f32, encode_base64_f32};
 
@@ -124,7 +126,7 @@ impl<T: Embedder + ?Sized> Embedder for Arc<T> {
     }
 }
 
-/// One embeddings wire format, as a client speaks it (OpenAI's, Ollama's).
+/// One embeddings wire format, as a client speaks it (OpenAI's, Ollama's, Gemini's).
 pub trait EmbedFormat: Send + Sync + fmt::Debug + 'static {
     /// The server, the key and the timeouts.
     fn connection(&self) -> &Connection;
@@ -139,8 +141,14 @@ pub trait EmbedFormat: Send + Sync + fmt::Debug + 'static {
     /// [`check_vectors`]).
     fn parse_response(&self, body: &str, inputs: usize) -> Result<Embeddings, LlmError>;
 
-    /// The name of vector `index` in this format's body (`data[2].embedding`).
-    fn vector_field(&self, index: usize) -> String;
+    /// The name of vector `index` in this format's body (`data[2].embedding`), for a
+    /// request of `inputs` texts.
+    fn vector_field(&self, index: usize, inputs: usize) -> String;
+
+    /// The most texts one request may carry (a larger one is refused unsent).
+    fn inputs_max(&self) -> usize {
+        EMBED_INPUTS_MAX
+    }
 }
 
 /// A client for one embedding model in the wire format `F`.
@@ -157,6 +165,9 @@ pub type OpenAiEmbedder = EmbedClient<OpenAiEmbedConfig>;
 
 /// Ollama's `POST /api/embed`.
 pub type OllamaEmbedder = EmbedClient<OllamaEmbedConfig>;
+
+/// Gemini's `:embedContent` and `:batchEmbedContents`.
+pub type GeminiEmbedder = EmbedClient<GeminiEmbedConfig>;
 
 impl<F: EmbedFormat> EmbedClient<F> {
     /// A client speaking `format` through `transport`, timing with `env`.
@@ -177,6 +188,15 @@ impl<F: EmbedFormat> EmbedClient<F> {
 
     async fn embed_unredacted(&self, request: &EmbeddingRequest) -> Result<Embeddings, LlmError> {
         request.validate()?;
+        let inputs_max = self.format.inputs_max();
+        if request.inputs.len() > inputs_max {
+            return Err(LlmError::InvalidPrompt {
+                reason: format!(
+                    "inputs: {} texts, over this API's limit of {inputs_max}",
+                    request.inputs.len()
+                ),
+            });
+        }
         let model = if request.model.is_empty() {
             self.format.default_model()
         } else {
@@ -203,7 +223,7 @@ impl<F: EmbedFormat> EmbedClient<F> {
             &embeddings.vectors,
             request.inputs.len(),
             request.dimensions,
-            |i| self.format.vector_field(i),
+            |i| self.format.vector_field(i, request.inputs.len()),
         )?;
         Ok(embeddings)
     }

@@ -93,7 +93,7 @@ impl EmbedFormat for OllamaEmbedConfig {
         })
     }
 
-    fn vector_field(&self, index: usize) -> String {
+    fn vector_field(&self, index: usize, _inputs: usize) -> String {
         format!("embeddings[{index}]")
     }
 }

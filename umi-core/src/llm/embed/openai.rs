@@ -152,7 +152,7 @@ impl EmbedFormat for OpenAiEmbedConfig {
         })
     }
 
-    fn vector_field(&self, index: usize) -> String {
+    fn vector_field(&self, index: usize, _inputs: usize) -> String {
         format!("data[{index}].embedding")
     }
 }

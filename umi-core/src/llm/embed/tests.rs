@@ -254,3 +254,144 @@ async fn requests_no_server_could_answer_never_leave_the_client() {
     }
     assert!(server.seen.lock().unwrap().is_empty());
 }
+
+const GOOGLE_KEY: &str = "AIza-embed-test-key-5521";
+
+fn gemini(server: Arc<Canned>) -> GeminiEmbedder {
+    let config = GeminiEmbedConfig::new(
+        Connection::new("https://generativelanguage.example").with_api_key(GOOGLE_KEY),
+        "gemini-embedding-001",
+    );
+    EmbedClient::new(config, server, Arc::new(SystemEnvironment::new()))
+}
+
+fn seen_request(server: &Canned) -> HttpRequest {
+    server.seen.lock().unwrap().last().unwrap().clone()
+}
+
+#[tokio::test]
+async fn gemini_embeds_one_text_with_embed_content_and_the_key_in_its_header() {
+    let body = json!({"embedding": {"values": [0.6, 0.8]}});
+    let server = Canned::new(200, body.to_string());
+    let request = EmbeddingRequest::new("", vec!["a cat".into()]).with_dimensions(2);
+    let out = gemini(server.clone()).embed(&request).await.unwrap();
+    assert_eq!(out.vectors, vec![vec![0.6, 0.8]]);
+    assert_eq!(out.model, "gemini-embedding-001");
+    let sent = seen_request(&server);
+    assert_eq!(
+        sent.url,
+        "https://generativelanguage.example/v1beta/models/gemini-embedding-001:embedContent"
+    );
+    assert!(
+        sent.headers
+            .iter()
+            .any(|(name, value)| name == "x-goog-api-key" && value == GOOGLE_KEY)
+    );
+    assert_eq!(
+        server.sent(),
+        json!({"model": "models/gemini-embedding-001",
+            "content": {"parts": [{"text": "a cat"}]}, "outputDimensionality": 2})
+    );
+}
+
+#[tokio::test]
+async fn gemini_embeds_several_texts_with_one_batch_request_each_naming_the_model() {
+    let body = json!({"embeddings": [{"values": [1.0, 0.0]}, {"values": [0.0, 1.0]}]});
+    let server = Canned::new(200, body.to_string());
+    let config = GeminiEmbedConfig::new("https://g.example/v1beta", "models/text-embedding-004")
+        .with_task_type("RETRIEVAL_DOCUMENT");
+    let client = EmbedClient::new(config, server.clone(), Arc::new(SystemEnvironment::new()));
+    let out = client.embed(&two()).await.unwrap();
+    assert_eq!(out.vectors, vec![vec![1.0, 0.0], vec![0.0, 1.0]]);
+    assert_eq!(
+        seen_request(&server).url,
+        "https://g.example/v1beta/models/text-embedding-004:batchEmbedContents"
+    );
+    let one = |text: &str| {
+        json!({"model": "models/text-embedding-004", "taskType": "RETRIEVAL_DOCUMENT",
+            "content": {"parts": [{"text": text}]}})
+    };
+    assert_eq!(
+        server.sent(),
+        json!({"requests": [one("a cat"), one("a dog")]})
+    );
+}
+
+#[tokio::test]
+async fn gemini_malformed_answers_name_the_json_path() {
+    let values = |n: usize| json!({"values": vec![0.5; n]});
+    let three = EmbeddingRequest::new("", vec!["a".into(), "b".into(), "c".into()]);
+    let cases = [
+        (
+            json!({"embeddings": [values(512), values(512), values(511)]}),
+            three.clone().with_dimensions(512),
+            "embeddings[2].values: 511 dimensions, expected 512",
+        ),
+        (
+            json!({"embeddings": [values(2), {"value": [1.0]}, values(2)]}),
+            three.clone(),
+            "embeddings[1].values: missing",
+        ),
+        (
+            json!({"embeddings": [values(2), values(2)]}),
+            three.clone(),
+            "2 embeddings for 3 inputs",
+        ),
+        (
+            json!({"embeddings": [values(2), values(2), {"values": [1.0, "x"]}]}),
+            three,
+            "embeddings[2].values[1]",
+        ),
+        (
+            json!({"embedding": {"values": [1.0]}}),
+            EmbeddingRequest::new("", vec!["a".into()]).with_dimensions(2),
+            "embedding.values: 1 dimensions, expected 2",
+        ),
+        (
+            json!({}),
+            EmbeddingRequest::new("", vec!["a".into()]),
+            "embeddings: missing",
+        ),
+    ];
+    for (body, request, expected) in cases {
+        let error = gemini(Canned::new(200, body.to_string()))
+            .embed(&request)
+            .await
+            .unwrap_err();
+        let text = reason(error);
+        assert!(text.contains(expected), "{text} lacks {expected}");
+    }
+}
+
+#[tokio::test]
+async fn gemini_refusals_are_typed_and_batches_over_the_limit_stay_unsent() {
+    let limited = json!({"error": {"code": 429, "message": "You exceeded your current quota",
+        "status": "RESOURCE_EXHAUSTED", "details": [
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"}]}});
+    let error = gemini(Canned::new(429, limited.to_string()))
+        .embed(&two())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        LlmError::RateLimit {
+            retry_after_ms: Some(1_500)
+        }
+    );
+    let bad = json!({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+        "message": format!("API key {GOOGLE_KEY} is odd")}});
+    let error = gemini(Canned::new(400, bad.to_string()))
+        .embed(&two())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::BadRequest { .. }), "{error:?}");
+    assert!(!error.to_string().contains(GOOGLE_KEY), "{error}");
+    let server = Canned::new(200, "{}");
+    let many = vec!["t".to_owned(); GEMINI_BATCH_REQUESTS_MAX + 1];
+    let error = gemini(server.clone())
+        .embed(&EmbeddingRequest::new("", many))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::InvalidPrompt { .. }), "{error:?}");
+    assert!(server.seen.lock().unwrap().is_empty());
+}

@@ -71,20 +71,26 @@ impl GeminiConfig {
 
     /// The path below the base URL for `model`, streamed or not.
     pub fn path(&self, model: &str, stream: bool) -> String {
-        let root = self.connection.base_url.split('?').next().unwrap_or("");
-        let base = root.trim_end_matches('/');
-        let version = if base.ends_with("/v1beta") || base.ends_with("/v1") {
-            String::new()
-        } else {
-            format!("/{GEMINI_API_VERSION}")
-        };
         let method = if stream {
             "streamGenerateContent?alt=sse"
         } else {
             "generateContent"
         };
-        format!("{version}/models/{}:{method}", model_path_segment(model))
+        method_path(&self.connection.base_url, model, method)
     }
+}
+
+/// The path below `base_url` of `model`'s `method` (`/v1beta/models/m:embedContent`):
+/// the API version added unless the base URL ends in one.
+pub(crate) fn method_path(base_url: &str, model: &str, method: &str) -> String {
+    let root = base_url.split('?').next().unwrap_or("");
+    let base = root.trim_end_matches('/');
+    let version = if base.ends_with("/v1beta") || base.ends_with("/v1") {
+        String::new()
+    } else {
+        format!("/{GEMINI_API_VERSION}")
+    };
+    format!("{version}/models/{}:{method}", model_path_segment(model))
 }
 
 /// `model` as one path segment: without a leading `models/`, every byte but RFC 3986's
@@ -105,7 +111,7 @@ fn model_path_segment(model: &str) -> String {
 
 /// The URL of `path` below `base`, a query in `base` (`?key=...`, the API's other way
 /// to take a key) moved after the path.
-fn query_after_path(base: &str, path: &str) -> String {
+pub(crate) fn query_after_path(base: &str, path: &str) -> String {
     let (root, query) = match base.split_once('?') {
         Some((root, query)) => (root, Some(query)),
         None => (base, None),

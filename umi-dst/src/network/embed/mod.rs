@@ -1,16 +1,20 @@
 //! The simulated servers' embeddings endpoints: `POST {base}/embeddings` under an
-//! OpenAI-format base URL, `POST {root}/api/embed` under Ollama's, answering with
-//! [`crate::embed`]'s vectors in each provider's exact shapes.
+//! OpenAI-format base URL, `POST {root}/api/embed` under Ollama's,
+//! `POST {root}/v1beta/models/{model}:embedContent` and `:batchEmbedContents` under
+//! Gemini's ([`gemini`]), answering with [`crate::embed`]'s vectors in each provider's
+//! exact shapes.
 //!
 //! | format | answer |
 //! | --- | --- |
 //! | OpenAI | `{"object": "list", "data": [{"object": "embedding", "index", "embedding": [...] or "<base64>"}], "model", "usage": {"prompt_tokens", "total_tokens"}}` (OpenAI API reference, "The embedding object" and "Create embeddings"; openai/openai-openapi `CreateEmbeddingResponse`) |
 //! | Ollama | `{"model", "embeddings": [[...]], "total_duration", "load_duration", "prompt_eval_count"}`, durations in ns (ollama/ollama `api/types.go` `EmbedResponse`) |
+//! | Gemini | `{"embedding": {"values": [...]}}` (`embedContent`), `{"embeddings": [{"values": [...]}]}` (`batchEmbedContents`) (Gemini API reference, `ContentEmbedding`) |
 //!
 //! Refusals (a wrong key, a bad body, an unknown model, the provider's input checks:
 //! `request.rs`) are written by the format's own responder, in its error envelope. Then
 //! the `llm.embed` faults, drawn from the request's own stream forked as `embed`:
-//! `llm.rate_limit` (a 429 with the provider's Retry-After), `llm.service_unavailable`
+//! `llm.rate_limit` (a 429 with the provider's Retry-After; Gemini's with its
+//! `google.rpc.RetryInfo` in the body), `llm.service_unavailable`
 //! (a 503), `llm.timeout` (no answer: the client's timeout must fire), and three answers
 //! of the wrong shape that a client must catch: `llm.embedding_wrong_dimensions` (one
 //! vector a number longer or shorter), `llm.embedding_truncated` (one vector cut
@@ -20,6 +24,7 @@
 //! latency in simulated time (a base, plus a drawn jitter, plus one ms per
 //! [`EMBED_TOKENS_PER_MS`] tokens), and its body goes through the `network.body` faults.
 
+mod gemini;
 mod request;
 
 use std::time::Duration;
@@ -29,12 +34,14 @@ use umi_core::llm::LlmError;
 use umi_core::llm::embed::encode_base64_f32;
 use umi_core::llm::transport::{HttpRequest, HttpResponse};
 
+use super::format::Route;
 use super::profile::Profile;
 use super::{Served, SimNetwork, headers, server_format, whole_body};
 use crate::embed::{EmbedModel, embed_model, embed_text};
 use crate::fault::FaultKind;
 use crate::fault::point::{self, unreachable_kind};
 use crate::rng::DeterministicRng;
+pub(crate) use gemini::GeminiEmbeddings;
 pub(crate) use request::{Ask, Refuse};
 
 /// Simulated time an embeddings request takes at least, in ms.
@@ -45,10 +52,12 @@ pub const EMBED_LATENCY_JITTER_MS_MAX: u64 = 30;
 pub const EMBED_TOKENS_PER_MS: u64 = 2_000;
 
 /// Every coverage mark the embeddings endpoints can hit.
-pub const EMBED_MARKS: [&str; 6] = [
+pub const EMBED_MARKS: [&str; 8] = [
     "wire.shape.embed.openai.float",
     "wire.shape.embed.openai.base64",
     "wire.shape.embed.ollama",
+    "wire.shape.embed.gemini.single",
+    "wire.shape.embed.gemini.batch",
     "embed.fault.wrong_dimensions",
     "embed.fault.truncated",
     "embed.fault.missing",
@@ -59,10 +68,23 @@ pub const EMBED_MARKS: [&str; 6] = [
 /// [`crate::network::surface::Surface::embeddings`]; none is chosen by matching on the
 /// format.
 pub(crate) trait EmbedWire: Send + Sync {
-    /// The path under a base URL of the format (`/embeddings`).
+    /// The path under a base URL of the format, as people write it (`/embeddings`;
+    /// Gemini's `/v1beta/models/{model}:batchEmbedContents`).
     fn path(&self) -> &'static str;
-    /// The request as the server reads it.
-    fn parse(&self, body: &[u8]) -> Result<Ask, Refuse>;
+    /// Whether the server answers `path` (under a base URL) here: most formats own
+    /// their one path; Gemini's carry the model and the method.
+    fn routes(&self, path: &str) -> bool {
+        path == self.path()
+    }
+    /// The request at `path` as the server reads it.
+    fn parse(&self, path: &str, body: &[u8]) -> Result<Ask, Refuse>;
+    /// The model a refused request asked for (its body's `model`; Gemini's path).
+    fn asked_model(&self, _path: &str, body: &[u8]) -> String {
+        serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v.get("model").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_default()
+    }
     /// The server's checks of `ask` against `model` (Ollama's may amend it: its
     /// `truncate`).
     fn check(&self, ask: &mut Ask, model: &EmbedModel) -> Result<(), Refuse>;
@@ -84,7 +106,7 @@ impl EmbedWire for OpenAiEmbeddings {
         "/embeddings"
     }
 
-    fn parse(&self, body: &[u8]) -> Result<Ask, Refuse> {
+    fn parse(&self, _path: &str, body: &[u8]) -> Result<Ask, Refuse> {
         request::parse_openai(body)
     }
 
@@ -105,7 +127,7 @@ impl EmbedWire for OllamaEmbeddings {
         "/api/embed"
     }
 
-    fn parse(&self, body: &[u8]) -> Result<Ask, Refuse> {
+    fn parse(&self, _path: &str, body: &[u8]) -> Result<Ask, Refuse> {
         request::parse_ollama(body)
     }
 
@@ -141,7 +163,20 @@ fn embed_wire(profile: Profile) -> Option<&'static dyn EmbedWire> {
 /// Whether `rest` (a path below a server's root) is the embeddings path of a server of
 /// `format` whose API is under `api_root` (`/v1`): `dst serve`'s routing.
 pub fn serves(profile: Profile, api_root: &str, rest: &str) -> bool {
-    embed_path(profile).is_some_and(|path| rest.strip_prefix(api_root) == Some(path))
+    embed_wire(profile).is_some_and(|wire| {
+        rest.strip_prefix(api_root)
+            .is_some_and(|below| wire.routes(below))
+    })
+}
+
+/// Whether `path` (a recorded request's path, without its query) ends in `profile`'s
+/// embeddings path, whatever the base URL's own path before it.
+pub fn ends_in_embeddings(profile: Profile, path: &str) -> bool {
+    embed_wire(profile).is_some_and(|wire| {
+        path.char_indices()
+            .filter(|(_, c)| *c == '/')
+            .any(|(at, _)| wire.routes(&path[at..]))
+    })
 }
 
 impl SimNetwork {
@@ -158,11 +193,11 @@ impl SimNetwork {
             .split('?')
             .next()
             .unwrap_or("");
-        if path != wire.path() {
+        if !wire.routes(path) {
             return None;
         }
         Some(
-            self.embed_answer(served, request, wire, rng.fork("embed"))
+            self.embed_answer(served, request, path, wire, rng.fork("embed"))
                 .await,
         )
     }
@@ -171,16 +206,14 @@ impl SimNetwork {
         &self,
         served: &Served,
         request: &HttpRequest,
+        path: &str,
         wire: &'static dyn EmbedWire,
         mut rng: DeterministicRng,
     ) -> HttpResponse {
-        match self.embed_admit(served, request, wire) {
+        match self.embed_admit(served, request, path, wire) {
             Ok((ask, model)) => self.embed_vectors(served, &ask, model, wire, rng).await,
             Err(refuse) => {
-                let asked = serde_json::from_slice::<Value>(&request.body)
-                    .ok()
-                    .and_then(|v| v.get("model").and_then(Value::as_str).map(str::to_owned))
-                    .unwrap_or_default();
+                let asked = wire.asked_model(path, &request.body);
                 self.embed_refusal(served, &asked, &refuse, &mut rng)
             }
         }
@@ -191,6 +224,7 @@ impl SimNetwork {
         &self,
         served: &Served,
         request: &HttpRequest,
+        path: &str,
         wire: &'static dyn EmbedWire,
     ) -> Result<(Ask, &'static EmbedModel), Refuse> {
         if let Some(error) =
@@ -198,7 +232,7 @@ impl SimNetwork {
         {
             return Err(Refuse { error, param: None });
         }
-        let mut ask = wire.parse(&request.body)?;
+        let mut ask = wire.parse(path, &request.body)?;
         let model = embed_model(&ask.model).ok_or_else(|| Refuse {
             error: LlmError::ModelNotFound {
                 status: Some(404),
@@ -228,13 +262,18 @@ impl SimNetwork {
         rng: &mut DeterministicRng,
     ) -> HttpResponse {
         let created_s = self.server_now_ms(served) / 1_000;
-        let responder = server_format(served.endpoint.profile.format()).responder(
+        let mut responder = server_format(served.endpoint.profile.format()).responder(
             served.endpoint.profile,
             served.server.clone(),
             rng.substream(1),
             created_s,
             model,
         );
+        // Gemini names the method in its 404 (`... not supported for embedContent`).
+        responder.routed(&Route {
+            embed: true,
+            ..Route::default()
+        });
         self.refusal(served, responder, &refuse.error, refuse.param, rng)
             .0
     }

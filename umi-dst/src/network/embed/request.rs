@@ -36,6 +36,8 @@ pub(crate) struct Ask {
     pub base64: bool,
     /// Ollama's `truncate` (default true).
     pub truncate: bool,
+    /// Gemini's `:embedContent`: one content, answered `{"embedding": ...}`.
+    pub single: bool,
 }
 
 /// A refusal: the error, and the field it names (OpenAI's `param`).
@@ -45,7 +47,7 @@ pub(crate) struct Refuse {
     pub param: Option<&'static str>,
 }
 
-fn bad(message: impl Into<String>, param: Option<&'static str>) -> Refuse {
+pub(super) fn bad(message: impl Into<String>, param: Option<&'static str>) -> Refuse {
     Refuse {
         error: LlmError::BadRequest {
             status: Some(400),
@@ -123,6 +125,7 @@ pub(super) fn parse_openai(body: &[u8]) -> Result<Ask, Refuse> {
         dimensions: dimensions_of(&value)?,
         base64,
         truncate: false,
+        single: false,
     })
 }
 
@@ -187,6 +190,7 @@ pub(super) fn parse_ollama(body: &[u8]) -> Result<Ask, Refuse> {
         dimensions,
         base64: false,
         truncate: value.get("truncate").and_then(Value::as_bool) != Some(false),
+        single: false,
     })
 }
 

@@ -143,7 +143,7 @@ fn key_details(message: &str) -> Vec<Json> {
 /// | context overflow | 400 INVALID_ARGUMENT | `The input token count (N) exceeds the maximum number of tokens allowed (M).` (gemini-cli #4118, #6678) |
 /// | wrong key | 400 INVALID_ARGUMENT | `API key not valid. Please pass a valid API key.` (continue #8516) |
 /// | no key | 403 PERMISSION_DENIED | [`UNREGISTERED_CALLER`] |
-/// | unknown model | 404 NOT_FOUND | `models/X is not found for API version v1beta, or is not supported for generateContent. Call ListModels …` (quoted in many agent logs, e.g. a C# client's test) |
+/// | unknown model | 404 NOT_FOUND | `models/X is not found for API version v1beta, or is not supported for generateContent. Call ListModels …` (quoted in many agent logs, e.g. a C# client's test); `… for embedContent` on an embeddings path (feyninc/chonkie #529, google/generative-ai-docs #254) |
 /// | overloaded | 503 UNAVAILABLE | `The model is overloaded. Please try again later.` (gemini-cli #5191, lobehub #9728), or the 2026 `high demand` words (continue #10639) |
 /// | deadline | 504 DEADLINE_EXCEEDED | GEMINI-TROUBLE's name; Google's standard words |
 /// | anything else | 500 INTERNAL | GEMINI-TROUBLE's words |
@@ -173,7 +173,12 @@ pub(crate) fn refusal(era: &Era, error: &LlmError) -> (u16, Json) {
         LlmError::ModelNotFound { message, .. } => (
             404,
             format!(
-                "models/{message} is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods."
+                "models/{message} is not found for API version v1beta, or is not supported for {}. Call ListModels to see the list of available models and their supported methods.",
+                if era.route.embed {
+                    "embedContent"
+                } else {
+                    "generateContent"
+                }
             ),
             Vec::new(),
         ),

@@ -46,7 +46,7 @@ pub const GEMINI_MARKS: [&str; 5] = [
 
 /// The API versions whose paths are served (`v1beta` is what the SDKs call; `v1` the
 /// stable surface, GEMINI-REST).
-const VERSIONS: [&str; 2] = ["/v1beta/models/", "/v1/models/"];
+pub(crate) const VERSIONS: [&str; 2] = ["/v1beta/models/", "/v1/models/"];
 
 /// Which era of the API the server is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use umi_core::llm::{Connection, LanguageModel, ModelRef};
 use super::GeminiFormat;
 use super::errors::status_name;
 use crate::network::clients::ClientOptions;
-use crate::network::embed::EmbedWire;
+use crate::network::embed::{EmbedWire, GeminiEmbeddings};
 use crate::network::profile::Profile;
 use crate::network::surface::{Surface, decode_with};
 
@@ -80,8 +80,8 @@ impl Surface for GeminiFormat {
         decode_with(GeminiDecoder::new(), reads)
     }
 
-    /// Gemini's `:embedContent` is not simulated.
+    /// `:embedContent` and `:batchEmbedContents` (GEMINI-REST).
     fn embeddings(&self) -> Option<&'static dyn EmbedWire> {
-        None
+        Some(&GeminiEmbeddings)
     }
 }
