@@ -37,8 +37,10 @@ impl SimNetwork {
             return Err(self.refusal(served, responder, &error, None, rng).0);
         };
         responder.routed(&route);
-        if let Some(error) =
-            (endpoint.api_key.as_deref()).and_then(|key| headers::key_refusal(request, key))
+        if let Some(error) = endpoint
+            .api_key
+            .as_deref()
+            .and_then(|key| headers::key_refusal(request, key))
         {
             return Err(self.refusal(served, responder, &error, None, rng).0);
         }

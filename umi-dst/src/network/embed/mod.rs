@@ -227,8 +227,11 @@ impl SimNetwork {
         path: &str,
         wire: &'static dyn EmbedWire,
     ) -> Result<(Ask, &'static EmbedModel), Refuse> {
-        if let Some(error) =
-            (served.endpoint.api_key.as_deref()).and_then(|key| headers::key_refusal(request, key))
+        if let Some(error) = served
+            .endpoint
+            .api_key
+            .as_deref()
+            .and_then(|key| headers::key_refusal(request, key))
         {
             return Err(Refuse { error, param: None });
         }
