@@ -206,8 +206,8 @@ fn main() {
         push,
     );
     // Bytes per event of one answer, for reading the ratios: a profile whose chunks
-    // carry more (Azure's filter results, OpenAI's padding, Responses' echoed request)
-    // costs more per event.
+    // carry more (Azure's filter results, OpenAI's padding, Responses' echoed request,
+    // Gemini's candidate and usage metadata in every chunk) costs more per event.
     let bytes_per_event = |profile: Profile| -> u64 {
         let network = Arc::new(
             SimNetwork::new(&sim)
@@ -258,6 +258,7 @@ fn main() {
         Profile::Xinference,
         Profile::Anthropic,
         Profile::OpenAiResponses,
+        Profile::Gemini,
     ] {
         let url = base_url_for(profile, HOST);
         let network = Arc::new(
