@@ -42,6 +42,8 @@
 
 pub mod conformance;
 #[cfg(test)]
+mod reference;
+#[cfg(test)]
 mod tests;
 
 /// Words of one text the model reads at most; the rest is not embedded.

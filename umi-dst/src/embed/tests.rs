@@ -98,3 +98,59 @@ proptest! {
         );
     }
 }
+
+/// The fast reader against the plain one ([`super::reference`]), bit for bit.
+fn assert_same_bits(text: &str, dimensions: u32) {
+    let fast: Vec<u32> = embed_text("sim-embed", text, dimensions)
+        .iter()
+        .map(|x| x.to_bits())
+        .collect();
+    let plain: Vec<u32> = super::reference::embed_text_plain("sim-embed", text, dimensions)
+        .iter()
+        .map(|x| x.to_bits())
+        .collect();
+    assert_eq!(fast, plain, "{} bytes, {dimensions} dimensions", text.len());
+}
+
+/// The cases the two-halves reader has edges at: empty and one-byte texts, a text with
+/// no word byte, one word across the middle, and texts past the word cap (read as one
+/// piece, cut at [`EMBED_WORDS_MAX`]) on both sides of the 128 KiB switch.
+#[test]
+fn the_fast_reader_gives_the_plain_readers_bits_at_its_edges() {
+    let long_word = "x".repeat(200);
+    let capped = "ab ".repeat(EMBED_WORDS_MAX + 7);
+    let just_below = "a ".repeat(EMBED_WORDS_MAX - 1);
+    let texts = [
+        "",
+        "a",
+        " ",
+        "...,,,!!!",
+        long_word.as_str(),
+        "東京 café Hello, World! hello",
+        capped.as_str(),
+        just_below.as_str(),
+    ];
+    for text in texts {
+        for dimensions in [1, 7, 256, 3_072] {
+            assert_same_bits(text, dimensions);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0xE3BE_D001),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Any text, any length up to a few chunks, any dimensions: the same bits.
+    #[test]
+    fn the_fast_reader_gives_the_plain_readers_bits(
+        text in "(\\PC|[ ,.!\\-]){0,400}",
+        dimensions in 1u32..600,
+    ) {
+        assert_same_bits(&text, dimensions);
+    }
+}
