@@ -127,7 +127,9 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let remember = RememberOptions::default().with_evolution(false);
     for text in facts(&sim, "workload.facts", FACTS_PER_SEED) {
         let outcome = memory.remember(&text, remember).await.map_err(|e| {
-            Violation::new(format!("remember({text:?}) failed under embedding faults: {e}"))
+            Violation::new(format!(
+                "remember({text:?}) failed under embedding faults: {e}"
+            ))
         })?;
         check_vectors(&outcome)?;
         model.remembered(&outcome);
@@ -202,17 +204,25 @@ async fn check_recall(
         .with_limit(RECALL_LIMIT)
         .with_rewrite(RewriteMode::Never);
     let outcome = memory.recall(query, options).await.map_err(|e| {
-        Violation::new(format!("recall({query:?}) failed under embedding faults: {e}"))
+        Violation::new(format!(
+            "recall({query:?}) failed under embedding faults: {e}"
+        ))
     })?;
-    let ids = |o: &RecallOutcome| o.hits.iter().map(|h| h.entity.id.clone()).collect::<Vec<_>>();
+    let ids = |o: &RecallOutcome| {
+        o.hits
+            .iter()
+            .map(|h| h.entity.id.clone())
+            .collect::<Vec<_>>()
+    };
     let embedding_failed = outcome
         .degradations
         .iter()
         .any(|d| matches!(d, Degradation::QueryEmbeddingFailed { .. }));
     if embedding_failed {
-        let text = text_only.recall(query, options).await.map_err(|e| {
-            Violation::new(format!("text-only recall({query:?}) failed: {e}"))
-        })?;
+        let text = text_only
+            .recall(query, options)
+            .await
+            .map_err(|e| Violation::new(format!("text-only recall({query:?}) failed: {e}")))?;
         ensure!(
             outcome.hits == text.hits,
             "recall({query:?}) after a failed query embedding returned {:?}, text search {:?}",

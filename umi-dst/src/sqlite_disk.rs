@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use umi_core::storage::{
-    Entity, EntityVector, EvolutionLink, Note, SearchHit, SqliteStorage, Storage, StorageError, WriteBatch,
+    Entity, EntityVector, EvolutionLink, Note, SearchHit, SqliteStorage, Storage, StorageError,
+    WriteBatch,
 };
 
 use crate::environment::SimEnvironment;

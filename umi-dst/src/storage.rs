@@ -196,6 +196,23 @@ impl<S> SimStorage<S> {
     }
 }
 
+/// `kind:id` and the checksum of every record `batch` writes: notes, entities, vectors.
+fn record_checksums(batch: &WriteBatch) -> Vec<(String, [u8; 32])> {
+    let notes = batch
+        .notes
+        .iter()
+        .map(|n| (format!("note:{}", n.id), note_checksum(n)));
+    let entities = batch
+        .entities
+        .iter()
+        .map(|e| (format!("entity:{}", e.id), entity_checksum(e)));
+    let vectors = batch
+        .vectors
+        .iter()
+        .map(|v| (format!("vector:{}", v.entity_id), vector_checksum(v)));
+    notes.chain(entities).chain(vectors).collect()
+}
+
 impl<S> std::fmt::Debug for SimStorage<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let books = self.books();
@@ -233,25 +250,7 @@ impl<S: Storage> Storage for SimStorage<S> {
             Some(FaultKind::StorageCorruption) => corrupt = true,
             Some(other) => unreachable_kind(write_point, other),
         }
-        let mut keys: Vec<(String, [u8; 32])> = Vec::new();
-        keys.extend(
-            batch
-                .notes
-                .iter()
-                .map(|n| (format!("note:{}", n.id), note_checksum(n))),
-        );
-        keys.extend(
-            batch
-                .entities
-                .iter()
-                .map(|e| (format!("entity:{}", e.id), entity_checksum(e))),
-        );
-        keys.extend(
-            batch
-                .vectors
-                .iter()
-                .map(|v| (format!("vector:{}", v.entity_id), vector_checksum(v))),
-        );
+        let keys = record_checksums(&batch);
         let mut entry = LedgerEntry {
             at_us: u64::try_from(self.clock.now().as_micros()).unwrap_or(u64::MAX),
             notes: batch.notes.iter().map(|n| n.id.clone()).collect(),

@@ -33,8 +33,8 @@ impl MemoryEmbedder {
     /// Vectors for `texts`, one each, of the configured dimensions; or why not.
     async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, String> {
         let count = texts.len();
-        let request = EmbeddingRequest::new(self.embedder.model(), texts)
-            .with_dimensions(self.dimensions);
+        let request =
+            EmbeddingRequest::new(self.embedder.model(), texts).with_dimensions(self.dimensions);
         let answer = self
             .embedder
             .embed(&request)

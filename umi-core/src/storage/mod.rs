@@ -27,9 +27,9 @@ use async_trait::async_trait;
 
 pub use memory::InMemoryStorage;
 pub use records::{Entity, EvolutionLink, Note, SearchHit, WriteBatch, text_fingerprint};
-pub use vectors::EntityVector;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SCHEMA_VERSION, SqliteStorage, UMI_APPLICATION_ID};
+pub use vectors::EntityVector;
 
 /// A storage operation that failed, with what it was about.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -15,9 +15,7 @@ use umi_core::constants::{LIST_PAGE_MAX, RECALL_RESULTS_MAX};
 use umi_core::memory::{Memory, MemoryError, RecallOptions, RememberOutcome, RewriteMode};
 use umi_core::storage::{Entity, EntityVector, EvolutionLink, StorageError};
 
-use crate::checksum::{
-    Checksum, entity_checksum, link_checksum, note_checksum, vector_checksum,
-};
+use crate::checksum::{Checksum, entity_checksum, link_checksum, note_checksum, vector_checksum};
 use crate::simulation::Violation;
 
 /// One `remember` the memory acknowledged.
@@ -508,9 +506,17 @@ mod tests {
         let cases: [(bool, Option<&EntityVector>, Option<&str>); 7] = [
             (false, Some(&stored), None),
             (true, None, None),
-            (true, Some(&stored), Some("forgotten entity e1 is still stored")),
+            (
+                true,
+                Some(&stored),
+                Some("forgotten entity e1 is still stored"),
+            ),
             (false, None, Some("lost write: the vector of entity e1")),
-            (false, Some(&flipped), Some("altered: the vector of entity e1")),
+            (
+                false,
+                Some(&flipped),
+                Some("altered: the vector of entity e1"),
+            ),
             (false, Some(&remodeled), Some("altered")),
             (false, Some(&shortened), Some("2 dimensions")),
         ];

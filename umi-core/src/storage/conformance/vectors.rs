@@ -57,12 +57,15 @@ async fn check_round_trip(storage: &dyn Storage) -> Result<(), String> {
     storage.apply(batch).await.map_err(io("write vectors"))?;
     let read = storage.get_vector("v2").await.map_err(io("get vector"))?;
     rule!(
-        read.as_ref().map(|v| (v.model.as_str(), bits(&v.vector)))
-            == Some((MODEL, bits(&odd))),
+        read.as_ref().map(|v| (v.model.as_str(), bits(&v.vector))) == Some((MODEL, bits(&odd))),
         "a vector reads back bit for bit with its model, got {read:?}"
     );
     rule!(
-        storage.get_vector("v6").await.map_err(io("get vector"))?.is_none(),
+        storage
+            .get_vector("v6")
+            .await
+            .map_err(io("get vector"))?
+            .is_none(),
         "an entity written without a vector has none"
     );
     let orphan = WriteBatch {
@@ -71,7 +74,10 @@ async fn check_round_trip(storage: &dyn Storage) -> Result<(), String> {
         ..WriteBatch::default()
     };
     rule!(
-        matches!(storage.apply(orphan).await, Err(StorageError::Invalid { .. })),
+        matches!(
+            storage.apply(orphan).await,
+            Err(StorageError::Invalid { .. })
+        ),
         "a vector of an entity that does not exist is refused"
     );
     rule!(
@@ -98,7 +104,10 @@ async fn check_search(storage: &dyn Storage) -> Result<(), String> {
         "the limit holds and a hit's score is its cosine, got {hits:?}"
     );
     let other = nearest(storage, "another-model", &[0.0, 1.0, 0.0, 0.0]).await?;
-    rule!(other == ["v4"], "another model's vectors are searched apart, got {other:?}");
+    rule!(
+        other == ["v4"],
+        "another model's vectors are searched apart, got {other:?}"
+    );
     rule!(
         nearest(storage, "unknown-model", &[1.0]).await?.is_empty(),
         "a model with no vectors finds nothing"
@@ -116,7 +125,10 @@ async fn check_replace_and_delete(storage: &dyn Storage) -> Result<(), String> {
         .await
         .map_err(io("replace vector"))?;
     let found = nearest(storage, MODEL, &[1.0, 0.0, 0.0, 0.0]).await?;
-    rule!(found == ["v3", "v2", "v1"], "a vector is replaced, got {found:?}");
+    rule!(
+        found == ["v3", "v2", "v1"],
+        "a vector is replaced, got {found:?}"
+    );
     storage
         .apply(WriteBatch {
             delete_entities: vec!["v3".into()],
@@ -125,7 +137,11 @@ async fn check_replace_and_delete(storage: &dyn Storage) -> Result<(), String> {
         .await
         .map_err(io("delete"))?;
     rule!(
-        storage.get_vector("v3").await.map_err(io("get vector"))?.is_none(),
+        storage
+            .get_vector("v3")
+            .await
+            .map_err(io("get vector"))?
+            .is_none(),
         "a deleted entity's vector is gone"
     );
     let found = nearest(storage, MODEL, &[1.0, 0.0, 0.0, 0.0]).await?;

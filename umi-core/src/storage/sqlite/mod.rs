@@ -326,25 +326,35 @@ fn apply_batch(
                 .map_err(db)?;
         }
         vectors::write_vectors(&transaction, path, &batch.vectors)?;
-        for link in &batch.links {
-            transaction
-                .execute(
-                    "INSERT INTO links (id, from_id, to_id, evolution_type, reason, confidence, created_at_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![
-                        link.id,
-                        link.from_id,
-                        link.to_id,
-                        link.evolution_type.name(),
-                        link.reason,
-                        link.confidence,
-                        link.created_at_ms as i64
-                    ],
-                )
-                .map_err(db)?;
-        }
+        write_links(&transaction, path, &batch.links)?;
     }
     transaction.commit().map_err(db)
+}
+
+/// Inserts `links` in `transaction`.
+fn write_links(
+    transaction: &rusqlite::Transaction<'_>,
+    path: &Path,
+    links: &[EvolutionLink],
+) -> Result<(), StorageError> {
+    for link in links {
+        transaction
+            .execute(
+                "INSERT INTO links (id, from_id, to_id, evolution_type, reason, confidence, created_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    link.id,
+                    link.from_id,
+                    link.to_id,
+                    link.evolution_type.name(),
+                    link.reason,
+                    link.confidence,
+                    link.created_at_ms as i64
+                ],
+            )
+            .map_err(|e| database_error(path, &e))?;
+    }
+    Ok(())
 }
 
 fn collect_rows<T>(

@@ -8,9 +8,9 @@ use std::path::Path;
 use rusqlite::{Connection, Transaction, params};
 
 use super::{ENTITY_COLUMNS, collect_rows, database_error, entity_from};
+use crate::storage::StorageError;
 use crate::storage::records::SearchHit;
 use crate::storage::vectors::{EntityVector, rank_by_cosine, vector_from_bytes};
-use crate::storage::StorageError;
 
 /// Inserts or replaces `vectors` in `transaction`.
 pub(super) fn write_vectors(
