@@ -28,7 +28,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
-use umi_core::env::EnvironmentExt;
 use umi_core::llm::Connection;
 use umi_core::llm::embed::{EmbedClient, Embedder, OpenAiEmbedConfig};
 use umi_core::memory::{
