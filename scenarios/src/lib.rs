@@ -12,7 +12,8 @@
 //! - [`common`]: workload text, a request-logging model, the router stack over
 //!   SimNetwork, tool registries, conversation checks.
 //! - One file per scenario, its `//!` header stating its goal and invariants:
-//!   [`memory_no_data_loss`], [`sqlite_no_data_loss`], [`recall_degrades_gracefully`], [`router_rate_limit_storm`],
+//!   [`memory_no_data_loss`], [`sqlite_no_data_loss`], [`recall_degrades_gracefully`],
+//!   [`recall_by_embeddings`], [`router_rate_limit_storm`],
 //!   [`router_fallback_chain`], [`context_overflow_recovery`], [`streaming_tool_calls`],
 //!   [`wire_faults`], [`wire_shapes`], [`mixed_formats`], [`agent_loop_under_faults`],
 //!   [`tool_effects`], [`mcp_agent`], [`cassette_agent`], and the canaries [`canary`], [`canary_lost_link`],
@@ -36,6 +37,7 @@ pub mod mcp_agent;
 pub mod memory_no_data_loss;
 pub mod mixed_formats;
 pub mod planted_crashes;
+pub mod recall_by_embeddings;
 pub mod recall_degrades_gracefully;
 pub mod router_fallback_chain;
 pub mod router_rate_limit_storm;
@@ -55,6 +57,7 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(memory_no_data_loss::MemoryNoDataLoss),
         Arc::new(sqlite_no_data_loss::SqliteNoDataLoss),
         Arc::new(recall_degrades_gracefully::RecallDegradesGracefully),
+        Arc::new(recall_by_embeddings::RecallByEmbeddings),
         Arc::new(router_rate_limit_storm::RouterRateLimitStorm),
         Arc::new(router_fallback_chain::RouterFallbackChain),
         Arc::new(context_overflow_recovery::ContextOverflowRecovery),

@@ -39,6 +39,11 @@ fn recall_degrades_gracefully() {
 }
 
 #[test]
+fn recall_by_embeddings() {
+    replay(&umi_scenarios::recall_by_embeddings::RecallByEmbeddings);
+}
+
+#[test]
 fn router_rate_limit_storm() {
     replay(&umi_scenarios::router_rate_limit_storm::RouterRateLimitStorm);
 }

@@ -12,6 +12,9 @@ mod storage;
 /// The memory with scripted models: every path, bad input, durability.
 mod memory;
 
+/// The memory with an embedder: vectors beside entities, fused recall, degradations.
+mod memory_embed;
+
 /// The agent loop with scripted tool-call turns: parallel calls, failures, limits, trims.
 mod agent;
 

@@ -1,9 +1,10 @@
 //! Storage: the conformance suite on both backends, and SQLite's handling of files that
 //! are not ours, newer schemas, migrations and reopening.
 
+use umi_core::memory::tasks::EntityType;
 use umi_core::storage::{
-    InMemoryStorage, Note, SCHEMA_VERSION, SqliteStorage, Storage, StorageError,
-    UMI_APPLICATION_ID, WriteBatch, conformance,
+    Entity, EntityVector, InMemoryStorage, Note, SCHEMA_VERSION, SqliteStorage, Storage,
+    StorageError, UMI_APPLICATION_ID, WriteBatch, conformance,
 };
 
 use crate::support::TempDir;
@@ -197,8 +198,62 @@ async fn an_older_schema_is_migrated_keeping_its_data() {
         )
         .unwrap();
     assert_eq!(indexes, 2, "migration 2 ran");
+    let vectors: i64 = connection
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name IN ('entity_vectors', 'entity_vectors_model')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(vectors, 2, "migration 3 ran");
     let app: i32 = connection
         .pragma_query_value(None, "application_id", |r| r.get(0))
         .unwrap();
     assert_eq!(app, UMI_APPLICATION_ID);
+}
+
+#[tokio::test]
+async fn a_version_2_entity_gets_a_vector_after_migration_3() {
+    let dir = TempDir::new("sqlite-migrate-vectors");
+    let path = dir.file("memory.db");
+    let entity = Entity {
+        id: "e1".into(),
+        name: "Alice".into(),
+        entity_type: EntityType::Person,
+        content: "joined Acme".into(),
+        confidence: 0.5,
+        note_id: None,
+        created_at_ms: 1,
+        updated_at_ms: 1,
+    };
+    {
+        let old = SqliteStorage::open_at_version(&path, 2).unwrap();
+        old.apply(WriteBatch {
+            entities: vec![entity.clone()],
+            ..WriteBatch::default()
+        })
+        .await
+        .unwrap();
+    }
+    let storage = SqliteStorage::open(&path).unwrap();
+    assert_eq!(storage.schema_version().await.unwrap(), 3);
+    assert_eq!(storage.get_vector("e1").await.unwrap(), None);
+    let vector = EntityVector {
+        entity_id: "e1".into(),
+        model: "m".into(),
+        vector: vec![0.25, -0.0, 1.0e-40],
+    };
+    storage
+        .apply(WriteBatch {
+            vectors: vec![vector.clone()],
+            ..WriteBatch::default()
+        })
+        .await
+        .unwrap();
+    drop(storage);
+    let reopened = SqliteStorage::open(&path).unwrap();
+    let read = reopened.get_vector("e1").await.unwrap().unwrap();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&read.vector), bits(&vector.vector));
+    assert_eq!(reopened.get_entity("e1").await.unwrap(), Some(entity));
 }

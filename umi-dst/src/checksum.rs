@@ -1,4 +1,5 @@
-//! Record checksums: a SHA-256 over every field of a stored note, entity or link.
+//! Record checksums: a SHA-256 over every field of a stored note, entity, entity vector
+//! or link.
 //!
 //! Two users need the same notion of "this record, exactly": SimStorage keeps a checksum
 //! beside each record it stores and verifies it on every read (so rot is reported, never
@@ -8,7 +9,7 @@
 //! hash the same bytes.
 
 use sha2::{Digest, Sha256};
-use umi_core::storage::{Entity, EvolutionLink, Note};
+use umi_core::storage::{Entity, EntityVector, EvolutionLink, Note};
 
 /// A record's checksum.
 pub type Checksum = [u8; 32];
@@ -45,6 +46,16 @@ pub fn note_checksum(note: &Note) -> Checksum {
     let mut hasher = Sha256::new();
     text_fields(&mut hasher, &[note.id.as_str(), &note.text]);
     hasher.update(note.created_at_ms.to_le_bytes());
+    hasher.finalize().into()
+}
+
+/// Every field of `vector`: its entity, its model, and its numbers' bytes (so a vector
+/// that reads back with one bit changed has another checksum).
+pub fn vector_checksum(vector: &EntityVector) -> Checksum {
+    let mut hasher = Sha256::new();
+    text_fields(&mut hasher, &[vector.entity_id.as_str(), &vector.model]);
+    hasher.update((vector.dimensions() as u64).to_le_bytes());
+    hasher.update(vector.to_bytes());
     hasher.finalize().into()
 }
 

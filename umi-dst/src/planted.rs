@@ -8,7 +8,7 @@
 
 use async_trait::async_trait;
 use umi_core::storage::{
-    Entity, EvolutionLink, Note, SearchHit, Storage, StorageError, WriteBatch,
+    Entity, EntityVector, EvolutionLink, Note, SearchHit, Storage, StorageError, WriteBatch,
 };
 
 /// What a [`HookedStorage`] does with a write.
@@ -76,5 +76,16 @@ impl<S: Storage, H: WriteHook> Storage for HookedStorage<S, H> {
     }
     async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, StorageError> {
         self.inner.search(query, limit).await
+    }
+    async fn get_vector(&self, entity_id: &str) -> Result<Option<EntityVector>, StorageError> {
+        self.inner.get_vector(entity_id).await
+    }
+    async fn search_vectors(
+        &self,
+        model: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StorageError> {
+        self.inner.search_vectors(model, query, limit).await
     }
 }

@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use umi_core::storage::{
-    Entity, EvolutionLink, Note, SearchHit, SqliteStorage, Storage, StorageError, WriteBatch,
+    Entity, EntityVector, EvolutionLink, Note, SearchHit, SqliteStorage, Storage, StorageError,
+    WriteBatch,
 };
 
 use crate::environment::SimEnvironment;
@@ -138,5 +139,16 @@ impl Storage for SqliteDisk {
     }
     async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, StorageError> {
         self.current()?.search(query, limit).await
+    }
+    async fn get_vector(&self, entity_id: &str) -> Result<Option<EntityVector>, StorageError> {
+        self.current()?.get_vector(entity_id).await
+    }
+    async fn search_vectors(
+        &self,
+        model: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StorageError> {
+        self.current()?.search_vectors(model, query, limit).await
     }
 }

@@ -10,8 +10,8 @@
 //! | --- | --- |
 //! | `storage.delete` (a batch that deletes) | `delete_fail` |
 //! | `storage.write` (every batch) | `write_fail`, `disk_full`, `latency`, `corruption` |
-//! | `storage.read` (gets and lists) | `read_fail`, `latency` |
-//! | `storage.search` | `read_fail`, `latency` |
+//! | `storage.read` (gets and lists, `get_vector`) | `read_fail`, `latency` |
+//! | `storage.search` (`search`, `search_vectors`) | `read_fail`, `latency` |
 //!
 //! A failed write writes nothing. `latency` succeeds late, in simulated time.
 //! `corruption` acknowledges the write and then rots one record: every record's SHA-256
@@ -26,10 +26,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use umi_core::storage::{
-    Entity, EvolutionLink, InMemoryStorage, Note, SearchHit, Storage, StorageError, WriteBatch,
+    Entity, EntityVector, EvolutionLink, InMemoryStorage, Note, SearchHit, Storage, StorageError,
+    WriteBatch,
 };
 
-use crate::checksum::{entity_checksum, note_checksum};
+use crate::checksum::{entity_checksum, note_checksum, vector_checksum};
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
 use crate::fault::point::{self, unreachable_kind};
@@ -51,6 +52,8 @@ pub struct LedgerEntry {
     pub notes: Vec<String>,
     /// Entities written.
     pub entities: Vec<String>,
+    /// Entity vectors written (by entity id).
+    pub vectors: Vec<String>,
     /// Links written.
     pub links: Vec<String>,
     /// Entities deleted.
@@ -72,7 +75,7 @@ pub struct SimStorage<S = InMemoryStorage> {
 
 #[derive(Default)]
 struct Books {
-    /// `entity:<id>` / `note:<id>` -> SHA-256 of the record as written (or rotted).
+    /// `entity:<id>` / `note:<id>` / `vector:<entity id>` -> SHA-256 of the record as written (or rotted).
     checksums: BTreeMap<String, [u8; 32]>,
     ledger: Vec<LedgerEntry>,
     corrupted: BTreeSet<String>,
@@ -109,7 +112,8 @@ impl<S> SimStorage<S> {
         self.books().ledger.clone()
     }
 
-    /// The records corruption faults rotted (`entity:<id>` or `note:<id>`).
+    /// The records corruption faults rotted (`entity:<id>`, `note:<id>` or
+    /// `vector:<entity id>`).
     pub fn corrupted(&self) -> BTreeSet<String> {
         self.books().corrupted.clone()
     }
@@ -173,12 +177,40 @@ impl<S> SimStorage<S> {
         }
     }
 
+    fn verify_vector(&self, vector: &EntityVector) -> Result<(), StorageError> {
+        let books = self.books();
+        match books.checksums.get(&format!("vector:{}", vector.entity_id)) {
+            Some(sum) if *sum == vector_checksum(vector) => Ok(()),
+            _ => Err(StorageError::Corruption {
+                what: "vector",
+                id: vector.entity_id.clone(),
+            }),
+        }
+    }
+
     fn verify_entities(&self, entities: Vec<Entity>) -> Result<Vec<Entity>, StorageError> {
         for entity in &entities {
             self.verify_entity(entity)?;
         }
         Ok(entities)
     }
+}
+
+/// `kind:id` and the checksum of every record `batch` writes: notes, entities, vectors.
+fn record_checksums(batch: &WriteBatch) -> Vec<(String, [u8; 32])> {
+    let notes = batch
+        .notes
+        .iter()
+        .map(|n| (format!("note:{}", n.id), note_checksum(n)));
+    let entities = batch
+        .entities
+        .iter()
+        .map(|e| (format!("entity:{}", e.id), entity_checksum(e)));
+    let vectors = batch
+        .vectors
+        .iter()
+        .map(|v| (format!("vector:{}", v.entity_id), vector_checksum(v)));
+    notes.chain(entities).chain(vectors).collect()
 }
 
 impl<S> std::fmt::Debug for SimStorage<S> {
@@ -218,23 +250,12 @@ impl<S: Storage> Storage for SimStorage<S> {
             Some(FaultKind::StorageCorruption) => corrupt = true,
             Some(other) => unreachable_kind(write_point, other),
         }
-        let mut keys: Vec<(String, [u8; 32])> = Vec::new();
-        keys.extend(
-            batch
-                .notes
-                .iter()
-                .map(|n| (format!("note:{}", n.id), note_checksum(n))),
-        );
-        keys.extend(
-            batch
-                .entities
-                .iter()
-                .map(|e| (format!("entity:{}", e.id), entity_checksum(e))),
-        );
+        let keys = record_checksums(&batch);
         let mut entry = LedgerEntry {
             at_us: u64::try_from(self.clock.now().as_micros()).unwrap_or(u64::MAX),
             notes: batch.notes.iter().map(|n| n.id.clone()).collect(),
             entities: batch.entities.iter().map(|e| e.id.clone()).collect(),
+            vectors: batch.vectors.iter().map(|v| v.entity_id.clone()).collect(),
             links: batch.links.iter().map(|l| l.id.clone()).collect(),
             deleted: batch.delete_entities.clone(),
             corrupted: None,
@@ -244,6 +265,7 @@ impl<S: Storage> Storage for SimStorage<S> {
         let mut books = self.books();
         for id in deleted {
             books.checksums.remove(&format!("entity:{id}"));
+            books.checksums.remove(&format!("vector:{id}"));
         }
         books.checksums.extend(keys.iter().cloned());
         assert!(
@@ -334,6 +356,33 @@ impl<S: Storage> Storage for SimStorage<S> {
         let hits = self.inner.search(query, limit).await?;
         for hit in &hits {
             self.verify_entity(&hit.entity)?;
+        }
+        Ok(hits)
+    }
+
+    async fn get_vector(&self, entity_id: &str) -> Result<Option<EntityVector>, StorageError> {
+        self.read_fault(&point::STORAGE_READ).await?;
+        let vector = self.inner.get_vector(entity_id).await?;
+        if let Some(vector) = &vector {
+            self.verify_vector(vector)?;
+        }
+        Ok(vector)
+    }
+
+    async fn search_vectors(
+        &self,
+        model: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StorageError> {
+        self.read_fault(&point::STORAGE_SEARCH).await?;
+        let hits = self.inner.search_vectors(model, query, limit).await?;
+        for hit in &hits {
+            self.verify_entity(&hit.entity)?;
+            // The ranking read each hit's vector: a rotten one is reported, not used.
+            if let Some(vector) = self.inner.get_vector(&hit.entity.id).await? {
+                self.verify_vector(&vector)?;
+            }
         }
         Ok(hits)
     }

@@ -71,6 +71,21 @@ pub enum Degradation {
         /// Why.
         error: String,
     },
+    /// Embedding the entities failed; they were stored without vectors.
+    EmbeddingFailed {
+        /// Why (the embedder's error, or the answer's wrong shape).
+        error: String,
+    },
+    /// Embedding the query failed; the text-search results were used alone.
+    QueryEmbeddingFailed {
+        /// Why.
+        error: String,
+    },
+    /// The search by the query's vector failed; the text-search results were used alone.
+    VectorSearchFailed {
+        /// Why.
+        error: String,
+    },
 }
 
 impl Degradation {
@@ -82,6 +97,9 @@ impl Degradation {
             Self::EvolutionDropped { .. } => "evolution_dropped",
             Self::RewriteFailed { .. } => "rewrite_failed",
             Self::VariantSearchFailed { .. } => "variant_search_failed",
+            Self::EmbeddingFailed { .. } => "embedding_failed",
+            Self::QueryEmbeddingFailed { .. } => "query_embedding_failed",
+            Self::VectorSearchFailed { .. } => "vector_search_failed",
         }
     }
 }

@@ -6,17 +6,24 @@
 //! - [`Memory::recall`] always runs a fast text search; for a question it also asks the
 //!   LLM for search variants of the query, searches each, and merges the lists by
 //!   reciprocal-rank fusion.
+//! - Recall by embeddings is optional ([`Memory::with_embedder`]): `remember` embeds its
+//!   entities in one batched call and stores each vector beside its entity in the same
+//!   atomic write; `recall` embeds the query, searches the stored vectors (brute-force
+//!   cosine) and fuses the nearest entities into the same reciprocal-rank fusion. A
+//!   failed embedding stores the entities without vectors, and a failed query embedding
+//!   gives exactly the text-search result; both are reported degradations.
 //!
 //! The memory degrades rather than fails: if extraction fails (after whatever retries the
 //! model, typically the router, made), the raw text is stored as a `note` entity, so
 //! nothing the user said is lost; a failed evolution detection is skipped; a failed
-//! rewrite leaves the fast results. Every degradation is reported in the outcome and
+//! rewrite leaves the fast results; a failed embedding leaves text search. Every degradation is reported in the outcome and
 //! recorded in the environment's trace. A `remember` is acknowledged only once its write
 //! committed; if the write fails, nothing was stored and the error says so.
 //!
 //! Ids come from the environment's random stream `memory.ids` and timestamps from its
 //! clock, so a simulated memory is as deterministic as the rest of the run.
 
+mod embed;
 mod error;
 mod recall;
 mod remember;
@@ -24,6 +31,7 @@ pub mod tasks;
 
 use std::sync::Arc;
 
+pub use embed::embedding_text;
 pub use error::{Degradation, MemoryError};
 pub use recall::{RecallHit, RecallOptions, RecallOutcome, RewriteMode};
 pub use remember::{RememberOptions, RememberOutcome};
@@ -38,6 +46,7 @@ use crate::storage::{Entity, Note, Storage, WriteBatch};
 pub struct Memory {
     storage: Arc<dyn Storage>,
     llm: Option<Arc<dyn LanguageModel>>,
+    embedder: Option<embed::MemoryEmbedder>,
     env: Env,
 }
 
@@ -56,6 +65,7 @@ impl Memory {
         Self {
             storage,
             llm: None,
+            embedder: None,
             env,
         }
     }
@@ -97,7 +107,7 @@ impl Memory {
         Ok(self.storage.list_entities(offset, limit).await?)
     }
 
-    /// Forgets the entity `id` (and its evolution links); returns whether it existed. Its
+    /// Forgets the entity `id` (its evolution links and its vector go with it); returns whether it existed. Its
     /// note, the raw text it came from, is kept.
     pub async fn forget(&self, id: &str) -> Result<bool, MemoryError> {
         let existed = self.storage.get_entity(id).await?.is_some();

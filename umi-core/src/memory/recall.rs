@@ -1,5 +1,5 @@
-//! `recall`: fast text search, plus LLM query rewriting for questions, merged by
-//! reciprocal-rank fusion.
+//! `recall`: fast text search, plus the nearest entities by embedding (with an embedder)
+//! and LLM query rewriting for questions, merged by reciprocal-rank fusion.
 
 use std::collections::BTreeMap;
 
@@ -129,6 +129,9 @@ impl Memory {
         let mut lists = vec![fast];
         let mut variants = Vec::new();
         let mut degradations = Vec::new();
+        if let Some(hits) = self.vector_hits(query, depth, &mut degradations).await {
+            lists.push(hits);
+        }
         let rewrite = match options.rewrite {
             RewriteMode::Always => true,
             RewriteMode::Auto => is_question(query),

@@ -14,7 +14,7 @@ use crate::constants::{
 };
 use crate::env::EnvironmentExt;
 use crate::llm::LanguageModel;
-use crate::storage::{Entity, EvolutionLink, Note, StorageError, WriteBatch};
+use crate::storage::{Entity, EntityVector, EvolutionLink, Note, StorageError, WriteBatch};
 
 /// What `remember` should do: `RememberOptions::default()` (extraction and evolution
 /// detection on), then `with_extraction` and `with_evolution`.
@@ -60,8 +60,17 @@ pub struct RememberOutcome {
     pub entities: Vec<Entity>,
     /// The evolution links stored.
     pub evolutions: Vec<EvolutionLink>,
+    /// The entity vectors stored (none without an embedder, or when embedding failed).
+    pub vectors: Vec<EntityVector>,
     /// What was done instead of failing.
     pub degradations: Vec<Degradation>,
+}
+
+/// The records of one `remember`, but its links.
+struct Records<'a> {
+    note: &'a Note,
+    entities: &'a [Entity],
+    vectors: &'a [EntityVector],
 }
 
 /// The start of `text`, at most `bytes` bytes, cut at a char boundary.
@@ -97,7 +106,13 @@ impl Memory {
         let mut evolutions = self
             .evolutions_of(&entities, options, now_ms, &mut degradations)
             .await;
-        self.store(&note, &entities, &mut evolutions, &mut degradations)
+        let vectors = self.vectors_of(&entities, &mut degradations).await;
+        let records = Records {
+            note: &note,
+            entities: &entities,
+            vectors: &vectors,
+        };
+        self.store(records, &mut evolutions, &mut degradations)
             .await?;
         self.env.record(
             "memory.remember",
@@ -113,6 +128,7 @@ impl Memory {
             note,
             entities,
             evolutions,
+            vectors,
             degradations,
         })
     }
@@ -200,14 +216,19 @@ impl Memory {
     /// kept and the links dropped (cleared, a degradation).
     async fn store(
         &self,
-        note: &Note,
-        entities: &[Entity],
+        records: Records<'_>,
         evolutions: &mut Vec<EvolutionLink>,
         degradations: &mut Vec<Degradation>,
     ) -> Result<(), MemoryError> {
+        let Records {
+            note,
+            entities,
+            vectors,
+        } = records;
         let batch = WriteBatch {
             notes: vec![note.clone()],
             entities: entities.to_vec(),
+            vectors: vectors.to_vec(),
             links: evolutions.clone(),
             ..WriteBatch::default()
         };
@@ -219,6 +240,7 @@ impl Memory {
                 let batch = WriteBatch {
                     notes: vec![note.clone()],
                     entities: entities.to_vec(),
+                    vectors: vectors.to_vec(),
                     ..WriteBatch::default()
                 };
                 self.storage.apply(batch).await?;

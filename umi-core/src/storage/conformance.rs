@@ -3,7 +3,7 @@
 //! Call [`check`] with an empty store from a test of your backend (an async test; any
 //! runtime). It writes, reads, searches and deletes, and returns a description of the
 //! first rule broken. umi-core runs it on SQLite and in-memory storage; umi-dst runs it
-//! on SimStorage.
+//! on SimStorage. The rules for entity vectors are in [`vectors`].
 
 use super::{Entity, EvolutionLink, Note, Storage, StorageError, WriteBatch};
 use crate::constants::WRITE_BATCH_RECORDS_MAX;
@@ -79,7 +79,8 @@ pub async fn check(storage: &dyn Storage) -> Result<(), String> {
     check_upsert(storage, &written.alice).await?;
     check_dangling_link(storage).await?;
     check_delete(storage).await?;
-    check_limits(storage).await
+    check_limits(storage).await?;
+    vectors::check(storage).await
 }
 
 /// The records of one remember, as [`check_one_remember`] wrote them.
@@ -401,3 +402,5 @@ async fn check_limits(storage: &dyn Storage) -> Result<(), String> {
     );
     Ok(())
 }
+
+mod vectors;

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 
 use super::records::{Entity, EvolutionLink, Note, SearchHit, WriteBatch, text_fingerprint};
 use super::search::SearchIndex;
+use super::vectors::{EntityVector, rank_by_cosine, validate_vector};
 use super::{Storage, StorageError};
 use crate::constants::{LIST_PAGE_MAX, SEARCH_RESULTS_MAX, WRITE_BATCH_RECORDS_MAX};
 
@@ -28,6 +29,8 @@ struct State {
     notes_by_text: BTreeMap<u64, BTreeSet<(u64, String)>>,
     links: BTreeMap<String, EvolutionLink>,
     links_by_entity: BTreeMap<String, BTreeSet<String>>,
+    /// entity id -> its vector
+    vectors: BTreeMap<String, EntityVector>,
 }
 
 impl InMemoryStorage {
@@ -54,11 +57,24 @@ pub(super) fn validate_batch(
             ),
         });
     }
+    let present = |id: &String| {
+        batch.entities.iter().any(|e| &e.id == id)
+            || (!batch.delete_entities.contains(id) && exists(id))
+    };
+    for vector in &batch.vectors {
+        validate_vector(vector)?;
+        if !present(&vector.entity_id) {
+            return Err(StorageError::Invalid {
+                reason: format!(
+                    "a vector belongs to entity {:?}, which does not exist",
+                    vector.entity_id
+                ),
+            });
+        }
+    }
     for link in &batch.links {
         for end in [&link.from_id, &link.to_id] {
-            let deleted = batch.delete_entities.contains(end);
-            let in_batch = batch.entities.iter().any(|e| &e.id == end);
-            if in_batch || (!deleted && exists(end)) {
+            if present(end) {
                 continue;
             }
             return Err(StorageError::Invalid {
@@ -79,6 +95,7 @@ impl State {
         };
         self.by_seq.remove(&seq);
         self.index.remove(seq, &entity.name, &entity.content);
+        self.vectors.remove(id);
         for link_id in self.links_by_entity.remove(id).unwrap_or_default() {
             if let Some(link) = self.links.remove(&link_id) {
                 let other = if link.from_id == id {
@@ -146,6 +163,9 @@ impl Storage for InMemoryStorage {
         }
         for entity in batch.entities {
             state.put_entity(entity);
+        }
+        for vector in batch.vectors {
+            state.vectors.insert(vector.entity_id.clone(), vector);
         }
         for link in batch.links {
             state.put_link(link);
@@ -262,6 +282,32 @@ impl Storage for InMemoryStorage {
             .into_iter()
             .map(|(score, id)| SearchHit {
                 entity: state.entities[id].1.clone(),
+                score,
+            })
+            .collect())
+    }
+
+    async fn get_vector(&self, entity_id: &str) -> Result<Option<EntityVector>, StorageError> {
+        Ok(self.lock().vectors.get(entity_id).cloned())
+    }
+
+    async fn search_vectors(
+        &self,
+        model: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StorageError> {
+        let state = self.lock();
+        let candidates = state
+            .vectors
+            .values()
+            .filter(|v| v.model == model)
+            .map(|v| (v.entity_id.as_str(), v.vector.as_slice()));
+        let ranked = rank_by_cosine(candidates, query, limit.min(SEARCH_RESULTS_MAX));
+        Ok(ranked
+            .into_iter()
+            .map(|(id, score)| SearchHit {
+                entity: state.entities[&id].1.clone(),
                 score,
             })
             .collect())

@@ -1,6 +1,10 @@
 //! Storage for the memory: entities, the raw notes they came from, evolution links, and
 //! text search over entities.
 //!
+//! An entity may have a vector (an embedding, [`EntityVector`]) stored beside it, written
+//! in the same batch and deleted with it; [`Storage::search_vectors`] ranks entities by
+//! cosine similarity to a query vector (brute force; see [`vectors`]).
+//!
 //! Writes go through one atomic [`WriteBatch`] (a `remember` is one batch: its note, its
 //! entities and its links, all or nothing), so a failed write never leaves half a memory
 //! behind. A link must point at entities that exist (in the store or in the same batch),
@@ -17,6 +21,7 @@ mod records;
 pub mod search;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+pub mod vectors;
 
 use async_trait::async_trait;
 
@@ -24,6 +29,7 @@ pub use memory::InMemoryStorage;
 pub use records::{Entity, EvolutionLink, Note, SearchHit, WriteBatch, text_fingerprint};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SCHEMA_VERSION, SqliteStorage, UMI_APPLICATION_ID};
+pub use vectors::EntityVector;
 
 /// A storage operation that failed, with what it was about.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -157,4 +163,17 @@ pub trait Storage: Send + Sync {
     /// at most `limit` (capped at `SEARCH_RESULTS_MAX`). A query without words matches
     /// nothing.
     async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, StorageError>;
+
+    /// The vector stored beside the entity `entity_id`, if it has one.
+    async fn get_vector(&self, entity_id: &str) -> Result<Option<EntityVector>, StorageError>;
+
+    /// Entities whose vector (of `model`, as long as `query`) is nearest `query` by cosine
+    /// similarity, best first, equal scores by id, at most `limit` (capped at
+    /// `SEARCH_RESULTS_MAX`); each hit's score is its cosine.
+    async fn search_vectors(
+        &self,
+        model: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StorageError>;
 }

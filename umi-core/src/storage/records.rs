@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::vectors::EntityVector;
 use crate::memory::tasks::{EntityType, EvolutionType};
 
 /// Something the memory knows about: a person, a project, a note...
@@ -64,7 +65,8 @@ pub struct SearchHit {
     pub score: f64,
 }
 
-/// Writes applied together, all or nothing: deletes, then notes, entities and links.
+/// Writes applied together, all or nothing: deletes, then notes, entities, vectors and
+/// links.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct WriteBatch {
     /// Entity ids to delete (their links go with them).
@@ -73,6 +75,9 @@ pub struct WriteBatch {
     pub notes: Vec<Note>,
     /// Entities to insert or replace (by id).
     pub entities: Vec<Entity>,
+    /// Entity vectors to insert or replace (by entity id); each entity must exist (in the
+    /// store or in this batch).
+    pub vectors: Vec<EntityVector>,
     /// Links to insert.
     pub links: Vec<EvolutionLink>,
 }
@@ -80,7 +85,11 @@ pub struct WriteBatch {
 impl WriteBatch {
     /// Records in the batch.
     pub fn len(&self) -> usize {
-        self.delete_entities.len() + self.notes.len() + self.entities.len() + self.links.len()
+        self.delete_entities.len()
+            + self.notes.len()
+            + self.entities.len()
+            + self.vectors.len()
+            + self.links.len()
     }
 
     /// Whether the batch does nothing.

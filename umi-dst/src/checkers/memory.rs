@@ -4,16 +4,18 @@
 //! its exact text), each entity, each evolution link, and each of them exactly as
 //! acknowledged (a checksum of every field, kept in [`MemoryModel`], compared with what is
 //! read back), so a storage that drops a link or silently alters content is caught, not
-//! only one that loses whole writes. The decisions are pure functions
-//! ([`entity_verdict`], [`link_verdict`]) with table tests.
+//! only one that loses whole writes. An entity acknowledged with a vector (an embedding)
+//! keeps it bit for bit (a checksum over its bytes) until the entity is forgotten. The
+//! decisions are pure functions ([`entity_verdict`], [`vector_verdict`],
+//! [`link_verdict`]) with table tests.
 
 use std::collections::BTreeSet;
 
 use umi_core::constants::{LIST_PAGE_MAX, RECALL_RESULTS_MAX};
 use umi_core::memory::{Memory, MemoryError, RecallOptions, RememberOutcome, RewriteMode};
-use umi_core::storage::{Entity, EvolutionLink, StorageError};
+use umi_core::storage::{Entity, EntityVector, EvolutionLink, StorageError};
 
-use crate::checksum::{Checksum, entity_checksum, link_checksum, note_checksum};
+use crate::checksum::{Checksum, entity_checksum, link_checksum, note_checksum, vector_checksum};
 use crate::simulation::Violation;
 
 /// One `remember` the memory acknowledged.
@@ -27,6 +29,8 @@ pub struct Acknowledged {
     pub note_checksum: Checksum,
     /// The entities it stored, with the checksum of each as acknowledged.
     pub entities: Vec<(String, Checksum)>,
+    /// The entity vectors it stored: entity id and the checksum of the vector's bytes.
+    pub vectors: Vec<(String, Checksum)>,
     /// The evolution links it stored.
     pub links: Vec<AcknowledgedLink>,
 }
@@ -68,6 +72,11 @@ impl MemoryModel {
                 .entities
                 .iter()
                 .map(|e| (e.id.clone(), entity_checksum(e)))
+                .collect(),
+            vectors: outcome
+                .vectors
+                .iter()
+                .map(|v| (v.entity_id.clone(), vector_checksum(v)))
                 .collect(),
             links: outcome
                 .evolutions
@@ -181,6 +190,9 @@ pub async fn check_no_data_loss(
             )
             .map_err(Violation::new)?;
         }
+        for (id, checksum) in &acknowledged.vectors {
+            check_vector(memory, model, id, checksum, rotten).await?;
+        }
         for link in &acknowledged.links {
             check_link(memory, model, acknowledged, link, rotten).await?;
         }
@@ -216,6 +228,29 @@ async fn check_note(
         }
         Some(_) => Ok(()),
     }
+}
+
+async fn check_vector(
+    memory: &Memory,
+    model: &MemoryModel,
+    entity_id: &str,
+    checksum: &Checksum,
+    rotten: &BTreeSet<String>,
+) -> Result<(), Violation> {
+    let read = match memory.storage().get_vector(entity_id).await {
+        Ok(read) => read,
+        Err(error) => {
+            let error = MemoryError::Storage(error);
+            if reported_rot(&error, rotten)? {
+                return Ok(());
+            }
+            return Err(Violation::new(format!(
+                "reading the vector of entity {entity_id}: {error}"
+            )));
+        }
+    };
+    let forgotten = model.forgotten.contains(entity_id);
+    vector_verdict(entity_id, checksum, forgotten, read.as_ref()).map_err(Violation::new)
 }
 
 async fn check_link(
@@ -265,6 +300,33 @@ pub fn entity_verdict(
         Some(entity) if entity_checksum(entity) != *checksum => Err(format!(
             "altered: entity {id} ({}) reads back with content {:?}, not as acknowledged",
             entity.name, entity.content
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Whether the vector of entity `entity_id`, acknowledged with `checksum`, read back as
+/// `read`, is what the memory promised: gone with its entity if `forgotten`, else there,
+/// bit for bit.
+pub fn vector_verdict(
+    entity_id: &str,
+    checksum: &Checksum,
+    forgotten: bool,
+    read: Option<&EntityVector>,
+) -> Result<(), String> {
+    match read {
+        Some(_) if forgotten => Err(format!(
+            "the vector of forgotten entity {entity_id} is still stored"
+        )),
+        None if forgotten => Ok(()),
+        None => Err(format!(
+            "lost write: the vector of entity {entity_id} is gone"
+        )),
+        Some(vector) if vector_checksum(vector) != *checksum => Err(format!(
+            "altered: the vector of entity {entity_id} reads back with other bytes \
+             ({} dimensions, model {:?})",
+            vector.dimensions(),
+            vector.model
         )),
         Some(_) => Ok(()),
     }
@@ -417,6 +479,49 @@ mod tests {
         ];
         for (forgotten, read, expected) in cases {
             let verdict = entity_verdict("e1", &acked, "n1", forgotten, read);
+            match expected {
+                None => assert_eq!(verdict, Ok(()), "{forgotten} {read:?}"),
+                Some(text) => assert!(
+                    verdict.as_ref().is_err_and(|m| m.contains(text)),
+                    "{forgotten} {read:?}: {verdict:?}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn vector_verdicts() {
+        let stored = EntityVector {
+            entity_id: "e1".into(),
+            model: "sim-embed".into(),
+            vector: vec![0.6, 0.8, -0.0],
+        };
+        let acked = vector_checksum(&stored);
+        let mut flipped = stored.clone();
+        flipped.vector[2] = 0.0; // -0.0 and 0.0 compare equal, but their bits differ
+        let mut remodeled = stored.clone();
+        remodeled.model = "other".into();
+        let mut shortened = stored.clone();
+        shortened.vector.pop();
+        let cases: [(bool, Option<&EntityVector>, Option<&str>); 7] = [
+            (false, Some(&stored), None),
+            (true, None, None),
+            (
+                true,
+                Some(&stored),
+                Some("forgotten entity e1 is still stored"),
+            ),
+            (false, None, Some("lost write: the vector of entity e1")),
+            (
+                false,
+                Some(&flipped),
+                Some("altered: the vector of entity e1"),
+            ),
+            (false, Some(&remodeled), Some("altered")),
+            (false, Some(&shortened), Some("2 dimensions")),
+        ];
+        for (forgotten, read, expected) in cases {
+            let verdict = vector_verdict("e1", &acked, forgotten, read);
             match expected {
                 None => assert_eq!(verdict, Ok(()), "{forgotten} {read:?}"),
                 Some(text) => assert!(

@@ -1,5 +1,5 @@
-//! SqliteStorage: the durable default. One file, WAL journal, FTS5 text search, a schema
-//! version with migrations.
+//! SqliteStorage: the durable default. One file, WAL journal, FTS5 text search, entity
+//! vectors beside their entities ([`vectors`]), a schema version with migrations.
 //!
 //! The connection lives on a thread of its own; async methods send it jobs and await the
 //! answer, so a slow disk never blocks an executor thread. This is a production adapter:
@@ -32,17 +32,19 @@ use self::schema::{open_connection, prepare_connection};
 use super::memory::{sort_hits, validate_batch};
 use super::records::{Entity, EvolutionLink, Note, SearchHit, WriteBatch, text_fingerprint};
 use super::search::query_terms;
+use super::vectors::EntityVector;
 use super::{Storage, StorageError};
 use crate::constants::{LIST_PAGE_MAX, SEARCH_RESULTS_MAX, SQLITE_MEMORY_NAME_BYTES_MAX};
 use crate::memory::tasks::{EntityType, EvolutionType};
 
 mod schema;
+mod vectors;
 
 /// `PRAGMA application_id` of Umi memory files ("UMI1").
 pub const UMI_APPLICATION_ID: i32 = 0x554D_4931;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
@@ -323,25 +325,36 @@ fn apply_batch(
                 )
                 .map_err(db)?;
         }
-        for link in &batch.links {
-            transaction
-                .execute(
-                    "INSERT INTO links (id, from_id, to_id, evolution_type, reason, confidence, created_at_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![
-                        link.id,
-                        link.from_id,
-                        link.to_id,
-                        link.evolution_type.name(),
-                        link.reason,
-                        link.confidence,
-                        link.created_at_ms as i64
-                    ],
-                )
-                .map_err(db)?;
-        }
+        vectors::write_vectors(&transaction, path, &batch.vectors)?;
+        write_links(&transaction, path, &batch.links)?;
     }
     transaction.commit().map_err(db)
+}
+
+/// Inserts `links` in `transaction`.
+fn write_links(
+    transaction: &rusqlite::Transaction<'_>,
+    path: &Path,
+    links: &[EvolutionLink],
+) -> Result<(), StorageError> {
+    for link in links {
+        transaction
+            .execute(
+                "INSERT INTO links (id, from_id, to_id, evolution_type, reason, confidence, created_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    link.id,
+                    link.from_id,
+                    link.to_id,
+                    link.evolution_type.name(),
+                    link.reason,
+                    link.confidence,
+                    link.created_at_ms as i64
+                ],
+            )
+            .map_err(|e| database_error(path, &e))?;
+    }
+    Ok(())
 }
 
 fn collect_rows<T>(
@@ -523,5 +536,22 @@ impl Storage for SqliteStorage {
             Ok(hits)
         })
         .await
+    }
+
+    async fn get_vector(&self, entity_id: &str) -> Result<Option<EntityVector>, StorageError> {
+        let (path, id) = (self.path.clone(), entity_id.to_owned());
+        self.call(move |c| vectors::get_vector(c, &path, &id)).await
+    }
+
+    async fn search_vectors(
+        &self,
+        model: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<SearchHit>, StorageError> {
+        let (path, model, query) = (self.path.clone(), model.to_owned(), query.to_vec());
+        let limit = limit.min(SEARCH_RESULTS_MAX);
+        self.call(move |c| vectors::search_vectors(c, &path, &model, &query, limit))
+            .await
     }
 }

@@ -11,7 +11,7 @@ use super::{SCHEMA_VERSION, UMI_APPLICATION_ID, database_error};
 use crate::storage::StorageError;
 
 /// Schema migrations: the SQL that takes a database from version `n - 1` to `n`.
-const MIGRATIONS: [(u32, &str); 2] = [
+const MIGRATIONS: [(u32, &str); 3] = [
     (
         1,
         "CREATE TABLE notes (
@@ -62,6 +62,16 @@ const MIGRATIONS: [(u32, &str); 2] = [
         2,
         "CREATE INDEX notes_fingerprint ON notes(fingerprint);
         CREATE INDEX links_to ON links(to_id);",
+    ),
+    (
+        3,
+        "CREATE TABLE entity_vectors (
+            entity_id TEXT PRIMARY KEY REFERENCES entities(id) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            dimensions INTEGER NOT NULL,
+            vector BLOB NOT NULL
+        );
+        CREATE INDEX entity_vectors_model ON entity_vectors(model, dimensions);",
     ),
 ];
 

@@ -1,0 +1,118 @@
+//! Entity vectors in SQLite: the `entity_vectors` table (migration 3), one row per
+//! entity, its numbers a BLOB of little-endian `f32`s, deleted with its entity by
+//! `ON DELETE CASCADE`. Search reads the vectors of one model and length and ranks them
+//! in Rust ([`rank_by_cosine`]), so it orders exactly like the other backends.
+
+use std::path::Path;
+
+use rusqlite::{Connection, Transaction, params};
+
+use super::{ENTITY_COLUMNS, collect_rows, database_error, entity_from};
+use crate::storage::StorageError;
+use crate::storage::records::SearchHit;
+use crate::storage::vectors::{EntityVector, rank_by_cosine, vector_from_bytes};
+
+/// Inserts or replaces `vectors` in `transaction`.
+pub(super) fn write_vectors(
+    transaction: &Transaction<'_>,
+    path: &Path,
+    vectors: &[EntityVector],
+) -> Result<(), StorageError> {
+    for vector in vectors {
+        transaction
+            .execute(
+                "INSERT INTO entity_vectors (entity_id, model, dimensions, vector) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(entity_id) DO UPDATE SET model = excluded.model,
+                     dimensions = excluded.dimensions, vector = excluded.vector",
+                params![
+                    vector.entity_id,
+                    vector.model,
+                    vector.dimensions() as i64,
+                    vector.to_bytes()
+                ],
+            )
+            .map_err(|e| database_error(path, &e))?;
+    }
+    Ok(())
+}
+
+/// Decodes a stored row; a BLOB whose length disagrees with its dimensions is corrupt.
+fn decode(
+    entity_id: String,
+    model: String,
+    dimensions: i64,
+    bytes: &[u8],
+) -> Result<EntityVector, StorageError> {
+    match vector_from_bytes(bytes) {
+        Some(vector) if vector.len() as i64 == dimensions => Ok(EntityVector {
+            entity_id,
+            model,
+            vector,
+        }),
+        _ => Err(StorageError::Corruption {
+            what: "vector",
+            id: entity_id,
+        }),
+    }
+}
+
+type Row = (String, String, i64, Vec<u8>);
+
+fn row_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+}
+
+/// The vector of entity `entity_id`.
+pub(super) fn get_vector(
+    connection: &Connection,
+    path: &Path,
+    entity_id: &str,
+) -> Result<Option<EntityVector>, StorageError> {
+    let rows = collect_rows(
+        connection,
+        path,
+        "SELECT entity_id, model, dimensions, vector FROM entity_vectors WHERE entity_id = ?1",
+        [entity_id],
+        row_of,
+    )?;
+    rows.into_iter()
+        .next()
+        .map(|(id, model, dimensions, bytes)| decode(id, model, dimensions, &bytes))
+        .transpose()
+}
+
+/// The entities nearest `query` among the vectors of `model` and its length.
+pub(super) fn search_vectors(
+    connection: &Connection,
+    path: &Path,
+    model: &str,
+    query: &[f32],
+    limit: usize,
+) -> Result<Vec<SearchHit>, StorageError> {
+    let rows = collect_rows(
+        connection,
+        path,
+        "SELECT entity_id, model, dimensions, vector FROM entity_vectors
+         WHERE model = ?1 AND dimensions = ?2 ORDER BY entity_id",
+        params![model, query.len() as i64],
+        row_of,
+    )?;
+    let vectors = rows
+        .into_iter()
+        .map(|(id, model, dimensions, bytes)| decode(id, model, dimensions, &bytes))
+        .collect::<Result<Vec<_>, _>>()?;
+    let candidates = vectors
+        .iter()
+        .map(|v| (v.entity_id.as_str(), v.vector.as_slice()));
+    let sql = format!("SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.id = ?1");
+    let mut hits = Vec::new();
+    for (id, score) in rank_by_cosine(candidates, query, limit) {
+        if let Some(entity) = collect_rows(connection, path, &sql, [id], entity_from)?
+            .into_iter()
+            .next()
+        {
+            hits.push(SearchHit { entity, score });
+        }
+    }
+    Ok(hits)
+}
