@@ -122,8 +122,10 @@ const _: () = assert!(RECALL_RESULTS_DEFAULT <= RECALL_RESULTS_MAX);
 const _: () = assert!(RECALL_RESULTS_MAX * (QUERY_VARIANTS_MAX + 1) <= SEARCH_RESULTS_MAX * 2);
 const _: () = assert!(RECALL_RESULTS_MAX <= SEARCH_RESULTS_MAX);
 const _: () = assert!(EVOLUTION_DETECTIONS_MAX <= EXTRACTION_ENTITIES_MAX);
-// One remember is one batch: its note, its entities and its evolution links.
-const _: () = assert!(EXTRACTION_ENTITIES_MAX + EVOLUTION_DETECTIONS_MAX < WRITE_BATCH_RECORDS_MAX);
+// One remember is one batch: its note, its entities, a vector for each, and its evolution
+// links.
+const _: () =
+    assert!(1 + 2 * EXTRACTION_ENTITIES_MAX + EVOLUTION_DETECTIONS_MAX <= WRITE_BATCH_RECORDS_MAX);
 
 // ---- Agent loop ----------------------------------------------------------------------------
 

@@ -23,6 +23,8 @@ enum Answer {
     Fail,
     /// One number short.
     Short,
+    /// A NaN in the first vector (an embedder other than umi-core's clients, which check).
+    NotFinite,
 }
 
 struct TestEmbedder(Answer);
@@ -50,6 +52,7 @@ impl Embedder for TestEmbedder {
             Answer::Short => {
                 vectors[0].pop();
             }
+            Answer::NotFinite => vectors[0][0] = f32::NAN,
         }
         Ok(Embeddings {
             vectors,
@@ -110,6 +113,11 @@ fn vectors_are_stored_beside_entities_and_recalled() {
             outcome.degradations
         );
         ensure!(outcome.hits[0].entity.id == ids[2], "{:?}", outcome.hits);
+        // The vector list on its own: the entity's own text finds it first, at cosine 1.
+        let own = embed_text("sim-embed", FACTS[2], DIMENSIONS);
+        let nearest = storage.search_vectors("sim-embed", &own, 4).await?;
+        ensure!(nearest[0].entity.id == ids[2], "{nearest:?}");
+        ensure!((nearest[0].score - 1.0).abs() < 1e-6, "{nearest:?}");
         ensure!(memory.forget(&ids[2]).await?, "forgotten");
         ensure!(
             storage.get_vector(&ids[2]).await?.is_none(),
@@ -121,7 +129,9 @@ fn vectors_are_stored_beside_entities_and_recalled() {
 
 #[test]
 fn a_failed_embedding_stores_without_vectors_and_recalls_by_text() {
-    for answer in [Answer::Fail, Answer::Short] {
+    // NotFinite pins a review finding: a NaN reached the write, which refused the whole
+    // batch, and `remember` failed.
+    for answer in [Answer::Fail, Answer::Short, Answer::NotFinite] {
         run(async |sim| {
             let storage: Arc<dyn Storage> = Arc::new(InMemoryStorage::new());
             let (memory, text_only) = memories(&sim, storage.clone(), answer);

@@ -8,7 +8,8 @@
 //! vector search does, recall is exactly the text-search result
 //! ([`Degradation::QueryEmbeddingFailed`], [`Degradation::VectorSearchFailed`]). An
 //! answer of the wrong shape (a vector missing, or not of the configured dimensions) is
-//! a failure like any other: it is never stored or searched with.
+//! a failure like any other: it is never stored or searched with. A vector hit whose
+//! cosine is not above zero shares nothing with the query and is not fused.
 
 use std::sync::Arc;
 
@@ -24,9 +25,15 @@ pub(super) struct MemoryEmbedder {
     pub(super) dimensions: u32,
 }
 
-/// The text an entity is embedded by: its content (what a query asks about).
+/// The text an entity is embedded by: its content (what a query asks about), or its name
+/// when the content is blank (extraction may leave it empty, and every provider refuses
+/// an empty input, which would fail the whole batch).
 pub fn embedding_text(entity: &Entity) -> &str {
-    &entity.content
+    if entity.content.trim().is_empty() {
+        &entity.name
+    } else {
+        &entity.content
+    }
 }
 
 impl MemoryEmbedder {
@@ -57,8 +64,22 @@ impl MemoryEmbedder {
                 self.dimensions
             ));
         }
+        if let Some(at) = answer
+            .vectors
+            .iter()
+            .position(|v| v.iter().any(|x| !x.is_finite()))
+        {
+            return Err(format!("vector {at} has a number that is not finite"));
+        }
         Ok(answer.vectors)
     }
+}
+
+/// Whether a vector hit shares anything with the query: a cosine above zero. Unrelated
+/// texts' vectors are near orthogonal, their cosine a small number of either sign; fusing
+/// them would give a query that matches nothing a page of arbitrary entities.
+fn is_related(hit: &SearchHit) -> bool {
+    hit.score > 0.0
 }
 
 impl Memory {
@@ -138,7 +159,7 @@ impl Memory {
         match self.storage.search_vectors(model, &vector, depth).await {
             Ok(hits) => {
                 self.env.cover("memory.vectors_fused");
-                Some(hits)
+                Some(hits.into_iter().filter(is_related).collect())
             }
             Err(error) => {
                 let error = error.to_string();
@@ -151,5 +172,47 @@ impl Memory {
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::tasks::EntityType;
+
+    fn entity(name: &str, content: &str) -> Entity {
+        Entity {
+            id: "e1".into(),
+            name: name.into(),
+            entity_type: EntityType::Person,
+            content: content.into(),
+            confidence: 1.0,
+            note_id: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+        }
+    }
+
+    /// Review finding: an entity extracted with empty content sent an empty input, which
+    /// every provider refuses, and the whole batch (every entity's vector) was lost.
+    #[test]
+    fn a_blank_content_is_embedded_by_the_name() {
+        assert_eq!(
+            embedding_text(&entity("Alice", "works at Acme")),
+            "works at Acme"
+        );
+        assert_eq!(embedding_text(&entity("Alice", "")), "Alice");
+        assert_eq!(embedding_text(&entity("Alice", "  \n")), "Alice");
+    }
+
+    #[test]
+    fn only_hits_above_zero_cosine_are_related() {
+        let hit = |score| SearchHit {
+            entity: entity("A", "a"),
+            score,
+        };
+        assert!(is_related(&hit(0.2)));
+        assert!(!is_related(&hit(0.0)));
+        assert!(!is_related(&hit(-0.1)));
     }
 }

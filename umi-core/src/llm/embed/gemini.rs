@@ -130,10 +130,10 @@ impl EmbedFormat for GeminiEmbedConfig {
                 .map(|(index, item)| values(item, &format!("embeddings[{index}]")))
                 .collect::<Result<Vec<_>, _>>()?
         };
-        let model = self.model.strip_prefix("models/").unwrap_or(&self.model);
         Ok(Embeddings {
             vectors,
-            model: model.to_owned(),
+            // Google's answers do not name the model: `EmbedClient` names the one asked.
+            model: String::new(),
             // Neither answer counts tokens on the Gemini API.
             input_tokens: 0,
         })

@@ -218,7 +218,11 @@ impl<F: EmbedFormat> EmbedClient<F> {
             reason: "the response body is not UTF-8".into(),
             snippet: snippet(&String::from_utf8_lossy(error.as_bytes())),
         })?;
-        let embeddings = self.format.parse_response(&text, request.inputs.len())?;
+        let mut embeddings = self.format.parse_response(&text, request.inputs.len())?;
+        if embeddings.model.is_empty() {
+            // An answer that names no model (Google's) is from the model asked.
+            embeddings.model = model.strip_prefix("models/").unwrap_or(model).to_owned();
+        }
         check_vectors(
             &embeddings.vectors,
             request.inputs.len(),

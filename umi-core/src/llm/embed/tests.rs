@@ -292,6 +292,10 @@ async fn gemini_embeds_one_text_with_embed_content_and_the_key_in_its_header() {
         json!({"model": "models/gemini-embedding-001",
             "content": {"parts": [{"text": "a cat"}]}, "outputDimensionality": 2})
     );
+    // Review finding: the answer named the client's default model, not the one asked.
+    let asked = EmbeddingRequest::new("text-embedding-004", vec!["a cat".into()]);
+    let out = gemini(server.clone()).embed(&asked).await.unwrap();
+    assert_eq!(out.model, "text-embedding-004");
 }
 
 #[tokio::test]
