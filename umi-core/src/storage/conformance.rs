@@ -3,7 +3,7 @@
 //! Call [`check`] with an empty store from a test of your backend (an async test; any
 //! runtime). It writes, reads, searches and deletes, and returns a description of the
 //! first rule broken. umi-core runs it on SQLite and in-memory storage; umi-dst runs it
-//! on SimStorage. The rules for entity vectors are in [`vectors`].
+//! on SimStorage. The rules for entity vectors are in its `vectors` module.
 
 use super::{Entity, EvolutionLink, Note, Storage, StorageError, WriteBatch};
 use crate::constants::WRITE_BATCH_RECORDS_MAX;

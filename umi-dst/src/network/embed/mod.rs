@@ -1,7 +1,7 @@
 //! The simulated servers' embeddings endpoints: `POST {base}/embeddings` under an
 //! OpenAI-format base URL, `POST {root}/api/embed` under Ollama's,
 //! `POST {root}/v1beta/models/{model}:embedContent` and `:batchEmbedContents` under
-//! Gemini's ([`gemini`]), answering with [`crate::embed`]'s vectors in each provider's
+//! Gemini's (the `gemini` module), answering with [`crate::embed`]'s vectors in each provider's
 //! exact shapes.
 //!
 //! | format | answer |
