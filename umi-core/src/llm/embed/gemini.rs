@@ -15,7 +15,7 @@
 
 use serde_json::{Value, json};
 
-use super::{EmbedFormat, EmbeddingRequest, Embeddings, invalid};
+use super::{EmbedFormat, EmbeddingRequest, Embeddings, invalid, number_array};
 use crate::llm::connection::{Connection, KeyHeader};
 use crate::llm::error::{LlmError, snippet};
 use crate::llm::gemini::{method_path, query_after_path};
@@ -153,16 +153,5 @@ fn values(item: &Value, field: &str) -> Result<Vec<f32>, LlmError> {
     let Some(numbers) = item.get("values") else {
         return Err(invalid(format!("{field}.values: missing")));
     };
-    let Some(numbers) = numbers.as_array() else {
-        return Err(invalid(format!("{field}.values: not an array")));
-    };
-    numbers
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            n.as_f64()
-                .map(|x| x as f32)
-                .ok_or_else(|| invalid(format!("{field}.values[{i}]: {n} is not a number")))
-        })
-        .collect()
+    number_array(numbers, &format!("{field}.values"))
 }

@@ -253,6 +253,24 @@ fn invalid(reason: String) -> LlmError {
     }
 }
 
+/// The numbers of a JSON array of numbers at `field` (`embeddings[2]`,
+/// `embedding.values`), each as `f32`; an error naming the field or the element that is
+/// not one.
+fn number_array(value: &serde_json::Value, field: &str) -> Result<Vec<f32>, LlmError> {
+    let Some(numbers) = value.as_array() else {
+        return Err(invalid(format!("{field}: not an array")));
+    };
+    numbers
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            n.as_f64()
+                .map(|x| x as f32)
+                .ok_or_else(|| invalid(format!("{field}[{i}]: {n} is not a number")))
+        })
+        .collect()
+}
+
 /// Checks vectors against the request: `inputs` of them, each of `dimensions` numbers
 /// when asked (else all of the first one's length, which is not 0, nor over
 /// [`EMBED_DIMENSIONS_MAX`]), every number finite. `field` names vector `i` in errors.

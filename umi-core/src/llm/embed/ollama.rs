@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 
-use super::{EmbedFormat, EmbeddingRequest, Embeddings, invalid};
+use super::{EmbedFormat, EmbeddingRequest, Embeddings, invalid, number_array};
 use crate::llm::connection::{Connection, KeyHeader};
 use crate::llm::error::{LlmError, snippet};
 use crate::llm::transport::HttpRequest;
@@ -99,16 +99,5 @@ impl EmbedFormat for OllamaEmbedConfig {
 }
 
 fn numbers(vector: &Value, index: usize) -> Result<Vec<f32>, LlmError> {
-    let Some(numbers) = vector.as_array() else {
-        return Err(invalid(format!("embeddings[{index}]: not an array")));
-    };
-    numbers
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            n.as_f64()
-                .map(|x| x as f32)
-                .ok_or_else(|| invalid(format!("embeddings[{index}][{i}]: {n} is not a number")))
-        })
-        .collect()
+    number_array(vector, &format!("embeddings[{index}]"))
 }
