@@ -11,8 +11,14 @@
 //!    does) against worker threads in this process (`--in-process`), two workers each,
 //!    alternated twice: throughput with processes must stay at least 0.8x in-process.
 //!
+//! 5. per scenario, seeds per second per core against a bare seeded run measured in the
+//!    same run (a scenario that does nothing: the runtime, the environment, the trace and
+//!    the sweep's bookkeeping), and the projection the nightly is sized by: how long
+//!    10⁶ seeds of every scenario take on two cores.
+//!
 //! Run with `cargo bench -p umi-scenarios --bench sweep` (part of `make bench`);
-//! `cargo bench -p umi-scenarios --bench sweep -- isolation` prints only figure 4.
+//! `cargo bench -p umi-scenarios --bench sweep -- isolation` prints only figure 4,
+//! `-- scenarios` only figure 5.
 
 #![allow(
     missing_docs,
@@ -24,6 +30,9 @@
 use std::time::Instant;
 
 use std::sync::Arc;
+
+use futures::future::LocalBoxFuture;
+use umi_dst::{Scenario, SimEnvironment, Violation};
 
 use umi_sweep::engine::ProgressStyle;
 use umi_sweep::{Isolation, SweepOptions, SweepReport, WorkerProcesses, run};
@@ -42,6 +51,77 @@ const SEEDS_ISOLATION: u64 = 300;
 
 /// Times each way of running is measured in the isolation figure (alternating).
 const ISOLATION_ROUNDS: usize = 2;
+
+/// Seeds per scenario for the per-scenario figure (one worker).
+const SEEDS_PER_SCENARIO: u64 = 1_000;
+
+/// The nightly the per-scenario figure projects: seeds of every scenario, on how many
+/// cores, in how long.
+const PROJECTED_SEEDS: f64 = 1e6;
+const PROJECTED_CORES: f64 = 2.0;
+const PROJECTED_GOAL_MINUTES: f64 = 30.0;
+
+/// The same allocator as the `dst` binary, so in-process figures match what sweeps run.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// A seed that does nothing: what every seed pays before its scenario's first line.
+struct BareSeed;
+
+impl Scenario for BareSeed {
+    fn name(&self) -> &'static str {
+        "bare_seed"
+    }
+
+    fn goal(&self) -> &'static str {
+        "nothing: the fixed cost of a seeded run"
+    }
+
+    fn run(&self, _sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+fn sweep_of(scenarios: &[Arc<dyn Scenario>], seeds: u64, jobs: usize) -> SweepReport {
+    let options = SweepOptions::default()
+        .with_seeds(seeds)
+        .with_jobs(jobs)
+        .with_progress(ProgressStyle::Quiet)
+        .with_isolation(Isolation::Threads);
+    run(scenarios, &options).expect("bench options are valid")
+}
+
+/// Figure 5: each scenario's seeds per second per core against a bare seed's, and the
+/// projected nightly.
+fn scenarios_figure() {
+    let bare: Vec<Arc<dyn Scenario>> = vec![Arc::new(BareSeed)];
+    let _ = sweep_of(&bare, SEEDS_PER_SCENARIO / 10, 1); // warm-up
+    let bare_rate = sweep_of(&bare, SEEDS_PER_SCENARIO * 10, 1).scenarios[0].seeds_per_second();
+    println!(
+        "\nper scenario (1 worker, {SEEDS_PER_SCENARIO} seeds; baseline: a bare seeded run, {bare_rate:.0} seeds/s):"
+    );
+    println!(
+        "  {:<30} {:>14} {:>12} {:>22}",
+        "scenario", "seeds/s/core", "x bare", "10^6 seeds, 2 cores"
+    );
+    let report = sweep_of(&umi_scenarios::all(), SEEDS_PER_SCENARIO, 1);
+    let mut total_minutes = 0.0;
+    for s in &report.scenarios {
+        let rate = s.seeds_per_second();
+        let minutes = PROJECTED_SEEDS / (rate * PROJECTED_CORES) / 60.0;
+        total_minutes += minutes;
+        println!(
+            "  {:<30} {rate:>14.0} {:>11.1}x {minutes:>18.1} min",
+            s.name,
+            bare_rate / rate
+        );
+    }
+    println!(
+        "  every scenario: {total_minutes:.0} min for 10^6 seeds each on 2 cores (goal {PROJECTED_GOAL_MINUTES:.0} min: {:.1}x away; a bare seed would take {:.1} min)",
+        total_minutes / PROJECTED_GOAL_MINUTES,
+        report.scenarios.len() as f64 * PROJECTED_SEEDS / (bare_rate * PROJECTED_CORES) / 60.0
+    );
+}
 
 fn sweep(seeds: u64, seed_start: u64, jobs: usize) -> (SweepReport, f64) {
     sweep_in(seeds, seed_start, jobs, Isolation::Threads)
@@ -114,6 +194,10 @@ fn isolation_figure() {
 fn main() {
     if std::env::args().any(|arg| arg == "isolation") {
         isolation_figure();
+        return;
+    }
+    if std::env::args().any(|arg| arg == "scenarios") {
+        scenarios_figure();
         return;
     }
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
@@ -190,4 +274,5 @@ fn main() {
         _ => println!("  (no /proc/self/status here: memory figures are Linux-only)"),
     }
     isolation_figure();
+    scenarios_figure();
 }

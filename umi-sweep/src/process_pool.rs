@@ -48,6 +48,10 @@ pub const WORKER_STDERR_TAIL_LINES_MAX: usize = 16;
 /// Bytes of one stderr line kept.
 const WORKER_STDERR_LINE_BYTES_MAX: usize = 4096;
 
+/// The address space mimalloc reserves at a time in a worker under a memory limit (its
+/// `MIMALLOC_ARENA_RESERVE` syntax).
+const WORKER_ARENA_RESERVE: &str = "16MiB";
+
 /// How a sweep starts its worker processes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerProcesses {
@@ -85,6 +89,14 @@ impl Worker {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if processes.memory_max_bytes.is_some() {
+            // The worker limits its own address space once it has started; mimalloc (the
+            // `dst` binary's allocator) reserves 1 GiB of address space at start-up by
+            // default, which alone would exceed a limit like `--seed-memory-max 256MiB`
+            // and leave the worker unable to allocate anything. Small reservations keep
+            // the limit about the seed's memory. Other allocators ignore the variable.
+            command.env("MIMALLOC_ARENA_RESERVE", WORKER_ARENA_RESERVE);
+        }
         #[cfg(unix)]
         {
             use std::os::unix::process::CommandExt;

@@ -285,28 +285,29 @@ fn apply_batch(
     {
         let exists = |id: &str| {
             transaction
-                .query_row("SELECT 1 FROM entities WHERE id = ?1", [id], |_| Ok(()))
-                .optional()
+                .prepare_cached("SELECT 1 FROM entities WHERE id = ?1")
+                .and_then(|mut statement| statement.query_row([id], |_| Ok(())).optional())
                 .map(|found| found.is_some())
                 .unwrap_or(false)
         };
         validate_batch(batch, exists)?;
         for id in &batch.delete_entities {
             transaction
-                .execute("DELETE FROM entities WHERE id = ?1", [id])
+                .prepare_cached("DELETE FROM entities WHERE id = ?1")
+                .and_then(|mut statement| statement.execute([id]))
                 .map_err(db)?;
         }
         for note in &batch.notes {
-            transaction
-                .execute(
+            execute_cached(
+                &transaction,
                     "INSERT OR IGNORE INTO notes (id, text, fingerprint, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
                     params![note.id, note.text, text_fingerprint(&note.text) as i64, note.created_at_ms as i64],
                 )
                 .map_err(db)?;
         }
         for entity in &batch.entities {
-            transaction
-                .execute(
+            execute_cached(
+                &transaction,
                     "INSERT INTO entities (id, name, entity_type, content, confidence, note_id, created_at_ms, updated_at_ms)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                      ON CONFLICT(id) DO UPDATE SET name = excluded.name, entity_type = excluded.entity_type,
@@ -338,8 +339,8 @@ fn write_links(
     links: &[EvolutionLink],
 ) -> Result<(), StorageError> {
     for link in links {
-        transaction
-            .execute(
+        execute_cached(
+            transaction,
                 "INSERT INTO links (id, from_id, to_id, evolution_type, reason, confidence, created_at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![
@@ -355,6 +356,16 @@ fn write_links(
             .map_err(|e| database_error(path, &e))?;
     }
     Ok(())
+}
+
+/// Runs `sql` with `parameters` through the connection's statement cache: a write
+/// statement is prepared once per connection, not once per row written.
+fn execute_cached(
+    connection: &Connection,
+    sql: &str,
+    parameters: impl rusqlite::Params,
+) -> rusqlite::Result<usize> {
+    connection.prepare_cached(sql)?.execute(parameters)
 }
 
 fn collect_rows<T>(

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, Transaction, params};
 
-use super::{ENTITY_COLUMNS, collect_rows, database_error, entity_from};
+use super::{ENTITY_COLUMNS, collect_rows, database_error, entity_from, execute_cached};
 use crate::storage::StorageError;
 use crate::storage::records::SearchHit;
 use crate::storage::vectors::{EntityVector, rank_by_cosine, vector_from_bytes};
@@ -19,8 +19,8 @@ pub(super) fn write_vectors(
     vectors: &[EntityVector],
 ) -> Result<(), StorageError> {
     for vector in vectors {
-        transaction
-            .execute(
+        execute_cached(
+            transaction,
                 "INSERT INTO entity_vectors (entity_id, model, dimensions, vector) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT(entity_id) DO UPDATE SET model = excluded.model,
                      dimensions = excluded.dimensions, vector = excluded.vector",

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Where a seed's time goes, per scenario (`make profile`, issue 26's cost table).
+#
+#   scripts/profile-seed.sh [SEEDS] [SCENARIO...]
+#
+# Builds `dst` in the sim profile (what sweeps run), records each scenario's sweep of
+# SEEDS seeds (default 300) on one worker process under `perf record` with DWARF call
+# stacks (the sim profile keeps line tables), and prints the share of samples in each
+# part of a run (scripts/profile-categories.py). The folded stacks are left in
+# target/profile/<scenario>.folded for a flame graph:
+#   inferno-flamegraph < target/profile/wire_shapes.folded > wire_shapes.svg
+# Needs Linux `perf` with permission to record (perf_event_paranoid <= 1, or root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SEEDS="${1:-300}"
+shift || true
+OUT=target/profile
+FREQUENCY_HZ=1999
+
+if ! command -v perf >/dev/null 2>&1; then
+  echo "profile-seed: perf not found (Debian/Ubuntu: apt install linux-perf)" >&2
+  exit 1
+fi
+cargo build --quiet --profile sim -p umi-scenarios --bin dst
+DST=target/sim/dst
+mkdir -p "$OUT"
+if [ "$#" -eq 0 ]; then
+  # `dst list` prints each scenario name at the start of a line, its details indented.
+  mapfile -t scenarios < <("$DST" list | grep -v "^ ")
+else
+  scenarios=("$@")
+fi
+for scenario in "${scenarios[@]}"; do
+  perf record --quiet -F "$FREQUENCY_HZ" --call-graph dwarf,16384 -o "$OUT/$scenario.data" \
+    "$DST" sweep --scenario "$scenario" --seeds "$SEEDS" --jobs 1 --no-record --quiet \
+    > "$OUT/$scenario.sweep.txt" 2>&1
+  perf script -i "$OUT/$scenario.data" 2>/dev/null > "$OUT/$scenario.script"
+  python3 scripts/profile-categories.py "$OUT/$scenario.script" "$OUT/$scenario.folded" "$scenario"
+  rm -f "$OUT/$scenario.data" "$OUT/$scenario.script"
+done
