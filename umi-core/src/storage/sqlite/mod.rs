@@ -358,6 +358,15 @@ fn write_links(
     Ok(())
 }
 
+/// The full-text search: entities matching an FTS5 expression (`?1`), best first.
+fn search_sql() -> String {
+    format!(
+        "SELECT {ENTITY_COLUMNS}, bm25(entities_fts, 2.0, 1.0) AS rank
+         FROM entities_fts JOIN entities e ON e.seq = entities_fts.rowid
+         WHERE entities_fts MATCH ?1 ORDER BY rank, e.id LIMIT ?2"
+    )
+}
+
 /// Runs `sql` with `parameters` through the connection's statement cache: a write
 /// statement is prepared once per connection, not once per row written.
 fn execute_cached(
@@ -532,11 +541,7 @@ impl Storage for SqliteStorage {
         let path = self.path.clone();
         let limit = limit.min(SEARCH_RESULTS_MAX) as i64;
         self.call(move |c| {
-            let sql = format!(
-                "SELECT {ENTITY_COLUMNS}, bm25(entities_fts, 2.0, 1.0) AS rank
-                 FROM entities_fts JOIN entities e ON e.seq = entities_fts.rowid
-                 WHERE entities_fts MATCH ?1 ORDER BY rank, e.id LIMIT ?2"
-            );
+            let sql = search_sql();
             let mut hits = collect_rows(c, &path, &sql, params![expression, limit], |row| {
                 Ok(SearchHit {
                     entity: entity_from(row)?,
@@ -564,5 +569,59 @@ impl Storage for SqliteStorage {
         let limit = limit.min(SEARCH_RESULTS_MAX);
         self.call(move |c| vectors::search_vectors(c, &path, &model, &query, limit))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::tasks::EntityType;
+    use rusqlite::StatementStatus;
+
+    fn entity(id: &str, name: &str, content: &str) -> Entity {
+        Entity {
+            id: id.into(),
+            name: name.into(),
+            entity_type: EntityType::Person,
+            content: content.into(),
+            confidence: 0.75,
+            note_id: None,
+            created_at_ms: 1_000,
+            updated_at_ms: 1_000,
+        }
+    }
+
+    /// Pins issue 26's finding: without the query planner stability guarantee SQLite
+    /// re-prepared the search statement on every call (each new MATCH expression bound to
+    /// it), half of a search's time. Two searches with different expressions must run
+    /// the one prepared statement, never re-preparing it.
+    #[test]
+    fn a_search_reuses_its_prepared_statement() {
+        let storage = SqliteStorage::open_in_memory("statements-reused").unwrap();
+        let write = |id: &str| WriteBatch {
+            entities: vec![entity(id, "Alice", "met Bob at Acme in Paris")],
+            ..WriteBatch::default()
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            storage.apply(write("e1")).await.unwrap();
+            storage.apply(write("e2")).await.unwrap();
+            assert_eq!(storage.search("alice paris", 10).await.unwrap().len(), 2);
+            assert_eq!(storage.search("bob", 10).await.unwrap().len(), 2);
+            let (reprepared, runs) = storage
+                .call(|c| {
+                    let statement = c.prepare_cached(&search_sql()).unwrap();
+                    Ok((
+                        statement.get_status(StatementStatus::RePrepare),
+                        statement.get_status(StatementStatus::Run),
+                    ))
+                })
+                .await
+                .unwrap();
+            assert_eq!(runs, 2, "both searches ran the cached statement");
+            assert_eq!(reprepared, 0, "a search re-prepared its statement");
+        });
     }
 }
