@@ -7,6 +7,8 @@
 #      the Kubernetes JSON schemas it bundles (no cluster, no network);
 #   3. the shard count is said once: the Job's completions and parallelism are the N of
 #      `--shard auto/N`, the workflow's shard matrix is 1..SHARDS;
+#   3b. the shard counts are enough for the seeds and budgets (`dst size`, the measured
+#      rates in scenarios/throughput.toml);
 #   4. the Indexed Job printed in docs/guide.md is the very file docs/k8s/sweep-job.yaml;
 #   5. each validator fails on a deliberately broken copy, so a validator that checks
 #      nothing (a wrong flag, an empty file list) cannot pass silently.
@@ -103,6 +105,67 @@ PY
 }
 shard_counts "${workflows[@]}" "${manifests[@]}" || status=1
 
+# 3b. The shard counts are enough: each file's seeds, determinism check, cores and time
+# budget, sized by `dst size` with the measured rates (scenarios/throughput.toml), need
+# no more shards than the file runs. The workflow's runners are GitHub's ubuntu-latest
+# as private repositories get them: 2 cores (public ones get 4; 2 is the safe side). A
+# Job's pods have the cores their container requests.
+RUNNER_CORES=2
+sizing_args() {
+  "$bin/python" - "$RUNNER_CORES" "$@" <<'PY'
+import re, sys, yaml
+runner_cores, paths = sys.argv[1], sys.argv[2:]
+def flag(words, name):
+    return next((b for a, b in zip(words, words[1:]) if a == name), None)
+for path in paths:
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    for doc in docs:
+        if doc.get("kind") == "Job":
+            spec = doc["spec"]
+            for c in spec["template"]["spec"]["containers"]:
+                words = c.get("command", []) + c.get("args", [])
+                if "--shard" not in words:
+                    continue
+                cores = str(c["resources"]["requests"]["cpu"])
+                args = ["--seeds", flag(words, "--seeds"), "--cores", cores,
+                        "--time-budget", flag(words, "--time-budget")]
+                if "--check-determinism" in words:
+                    args.append("--check-determinism")
+                print(path, spec["completions"], *args)
+        elif "jobs" in doc and "SHARDS" in doc.get("env", {}):
+            for step in (s for j in doc["jobs"].values() for s in j.get("steps", [])):
+                script = step.get("run", "")
+                if "dst sweep" not in script:
+                    continue
+                seeds = int(re.search(r"'(\d+)'", step["env"]["SEEDS"]).group(1))
+                swarm = seeds // int(re.search(r"SEEDS=\$\(\(SEEDS / (\d+)\)\)", script).group(1))
+                budget = re.search(r"--time-budget (\S+)", script).group(1)
+                args = ["--seeds", str(seeds), "--swarm-seeds", str(swarm), "--cores", runner_cores,
+                        "--time-budget", budget]
+                if "--check-determinism" in script:
+                    args.append("--check-determinism")
+                print(path, doc["env"]["SHARDS"], *args)
+PY
+}
+shards_enough() {
+  local lines
+  lines=$(sizing_args "$@") || return 1
+  [ -n "$lines" ] || { echo "check-deploy: no sweep to size in $*" >&2; return 1; }
+  local ok=0 path shards args
+  while read -r path shards args; do
+    # shellcheck disable=SC2086 # the sizing flags, one word each
+    if ! cargo run -q -p umi-scenarios --bin dst -- size $args --shards "$shards" >"$scratch_sizing" 2>&1; then
+      echo "$path: $shards shards are too few for its sweep (dst size $args):" >&2
+      cat "$scratch_sizing" >&2
+      ok=1
+    fi
+  done <<<"$lines"
+  return "$ok"
+}
+scratch_sizing=$(mktemp)
+shards_enough "${workflows[@]}" "${manifests[@]}" || status=1
+
 # 4. The guide's YAML block that starts with the file's first line is the file.
 first_line=$(head -n 1 "$GUIDE_JOB")
 guide_copy=$(awk -v first="$first_line" '
@@ -121,7 +184,7 @@ fi
 # 5. Each validator must fail on a broken copy. `break_copy FROM TO SED` writes TO and
 # fails if SED changed nothing (then this self-check itself would be broken).
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+trap 'rm -rf "$scratch" "$scratch_sizing"' EXIT
 break_copy() {
   sed -e "$3" "$1" >"$2"
   if cmp -s "$1" "$2"; then
@@ -152,6 +215,8 @@ break_copy "$GUIDE_JOB" "$scratch/count.yaml" 's/^\( *\)parallelism: [0-9]*/\1pa
 must_fail "the shard-count check (parallelism is not N)" shard_counts "$scratch/count.yaml"
 break_copy "$workflow" "$scratch/matrix.yml" 's/shard: \[1, 2, 3, 4, 5, 6, 7, 8\]/shard: [1, 2, 3, 4, 5, 6, 7]/'
 must_fail "the shard-count check (a shard missing from the matrix)" shard_counts "$scratch/matrix.yml"
+break_copy "$GUIDE_JOB" "$scratch/few.yaml" 's/"--seeds", "1000000"/"--seeds", "9000000"/'
+must_fail "the sizing check (the Job's shards too few for its seeds)" shards_enough "$scratch/few.yaml"
 
 if [ "$status" -eq 0 ]; then
   echo "deploy checks: ok (${#workflows[@]} workflow(s), ${#manifests[@]} manifest(s); each validator fails a broken copy)"

@@ -243,3 +243,132 @@ fn sixteen_shard_processes_merge_into_the_unsharded_sweep() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `dst` command's exit code and what it printed (stdout then stderr).
+fn dst(args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_dst"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code(), said)
+}
+
+/// A shard stopped by its time budget and the `resume:` command it printed, run as the
+/// command line says, merge with the other shard into the whole range, each run once;
+/// without the resume `dst merge --require-complete` exits 2 naming the shard and the
+/// runs not made. A zero budget stops the shard at the sweep's first look at the clock,
+/// before its worker process has made more than a few of its 1,500 runs (no timing is
+/// asserted: the resume runs whatever was left).
+#[test]
+fn a_budget_stopped_shard_and_its_resume_merge_complete() {
+    let dir = std::env::temp_dir().join(format!("umi-budget-resume-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).display().to_string();
+    let sweep = [
+        "sweep",
+        "--seeds",
+        "3000",
+        "--scenario",
+        "canary",
+        "--quiet",
+        "--jobs",
+        "1",
+    ];
+    let common = ["--no-record", "--hashes"];
+    let (cut_path, other_path) = (path("cut.json"), path("other.json"));
+    let shard_one = [
+        "--shard",
+        "1/2",
+        "--time-budget",
+        "0",
+        "--report",
+        &cut_path,
+    ];
+    let (_, said) = dst(&[&sweep[..], &common[..], &shard_one[..]].concat());
+    let cut = read_report(&dir.join("cut.json"));
+    assert!(!cut.completed, "a zero budget let the shard finish: {said}");
+    let resume = cut.resume.clone().expect("a resume command");
+    let shard_two = ["--shard", "2/2", "--report", &other_path];
+    let (_, said) = dst(&[&sweep[..], &common[..], &shard_two[..]].concat());
+    assert!(read_report(&dir.join("other.json")).completed, "{said}");
+
+    let merge = |reports: &[&str]| {
+        let mut args = vec!["merge", "--require-complete", "--output"];
+        let merged = path("merged.json");
+        args.push(&merged);
+        let paths: Vec<String> = reports.iter().map(|r| path(r)).collect();
+        args.extend(paths.iter().map(String::as_str));
+        dst(&args)
+    };
+    let (code, said) = merge(&["cut.json", "other.json"]);
+    assert_eq!(code, Some(2), "{said}");
+    let gap = format!("shard 1/2: runs {}..1500 of 1500 not made", cut.runs_done);
+    assert!(said.contains(&gap), "{gap}\n{said}");
+
+    let mut args: Vec<&str> = resume.split_whitespace().skip(1).collect();
+    let resumed_path = path("resumed.json");
+    args.extend(["--quiet", "--jobs", "1", "--report", &resumed_path]);
+    let (_, said) = dst(&args);
+    assert!(
+        read_report(&dir.join("resumed.json")).completed,
+        "{resume}: {said}"
+    );
+    let (code, said) = merge(&["cut.json", "other.json", "resumed.json"]);
+    assert!(matches!(code, Some(0 | 20)), "{said}");
+    let merged = read_report(&dir.join("merged.json"));
+    assert!(merged.completed, "{said}");
+    let canary = &merged.scenarios[0];
+    assert_eq!(canary.seeds_run, 3_000, "each seed once");
+    assert_eq!(canary.trace_hashes.len(), 3_000, "no seed missing");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `dst size` answers with the committed rates, and `--shards` checks a count.
+#[test]
+fn dst_size_sizes_the_nightly_and_checks_its_shards() {
+    let nightly = [
+        "size",
+        "--seeds",
+        "400000",
+        "--swarm-seeds",
+        "100000",
+        "--check-determinism",
+        "--cores",
+        "2",
+        "--time-budget",
+        "80m",
+    ];
+    let (code, said) = dst(&nightly);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("sqlite_no_data_loss"), "{said}");
+    let shards: u64 = said
+        .lines()
+        .find_map(|line| line.strip_prefix("shards: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no shards line: {said}"));
+    let check = |given: u64| {
+        let given = given.to_string();
+        dst(&[&nightly[..], &["--shards", given.as_str()][..]].concat()).0
+    };
+    assert_eq!(check(shards), Some(0));
+    assert_eq!(check(shards - 1), Some(1));
+
+    let rates = std::env::temp_dir().join(format!("umi-rates-{}.toml", std::process::id()));
+    std::fs::write(&rates, "[canary]\nseeds_per_core_second = 100\n").unwrap();
+    let rates_arg = rates.display().to_string();
+    let (code, said) = dst(&[&nightly[..], &["--rates", rates_arg.as_str()][..]].concat());
+    assert_ne!(code, Some(0));
+    assert!(
+        said.contains("no seeds_per_core_second for scenario"),
+        "{said}"
+    );
+    let _ = std::fs::remove_file(&rates);
+}

@@ -389,11 +389,9 @@ fn an_interrupted_sweep_writes_its_reports_and_says_how_to_resume() {
     assert!(!report.completed);
     assert!(report.runs_done < report.runs_planned);
     assert_eq!(report.stopped.as_deref(), Some("interrupted (SIGINT)"));
-    let seeds_done = report.runs_done / 2;
     let resume = format!(
-        "resume: dst sweep --seed-start {} --seeds {} --scenario canary --scenario memory_no_data_loss --seeds-dir {}",
-        1 + seeds_done,
-        1_000_000 - seeds_done,
+        "resume: dst sweep --seed-start 1 --seeds 1000000 --skip-runs {} --scenario canary --scenario memory_no_data_loss --seeds-dir {}",
+        report.runs_done,
         dir.join("seeds").display()
     );
     assert!(stdout.contains(&resume), "{resume}\n{stdout}");

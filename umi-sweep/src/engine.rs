@@ -74,7 +74,17 @@ pub fn run(
         options.shard,
         selected.len(),
     )
-    .with_trials(options.trials);
+    .with_trials(options.trials)
+    .with_skip(options.skip_runs);
+    if options.skip_runs > 0 && plan.total() == 0 {
+        return Err(SweepError::Invalid {
+            reason: format!(
+                "--skip-runs {} skips every one of the {} runs",
+                options.skip_runs,
+                plan.total_unskipped()
+            ),
+        });
+    }
     let total = plan.total();
     let shared = Arc::new(Shared {
         plan,
@@ -343,6 +353,7 @@ fn empty_report(
         check_determinism: options.check_determinism,
         jobs: options.jobs,
         runs_planned: total as u64,
+        runs_skipped: options.skip_runs,
         runs_done: 0,
         completed: false,
         wall_ms: 0,

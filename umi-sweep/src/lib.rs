@@ -19,6 +19,8 @@
 //!   are larger than the noise, and a gate on regressions past thresholds.
 //! - [`resume`]: why a sweep stopped early (time budget, SIGINT, SIGTERM) and the
 //!   command that runs the rest of its range.
+//! - [`sizing`]: how many shards a sweep needs for its time budget, from measured
+//!   seeds per core-second (`dst size`).
 //! - [`minimize`]: delta debugging over a failing seed's injected faults; [`find`]:
 //!   searching seeds for one that reaches a fault.
 //! - [`html`]: self-contained HTML pages of a run (`dst replay --html`: a timeline on
@@ -62,6 +64,7 @@ pub mod resume;
 #[cfg(feature = "serve")]
 pub mod serve_cli;
 mod signals;
+pub mod sizing;
 mod table;
 pub mod usage_report;
 mod watched;

@@ -4,8 +4,15 @@
 //! as complete, a missing shard read as complete, and default and swarm shards merged
 //! together overwrote each other's per-seed hashes. Each report carries its sweep's
 //! identity (commit, seed range, mode, scenarios) and its shard (`i/n`); merging refuses
-//! reports of different sweeps or modes and duplicate shards, and says which shards are
-//! missing.
+//! reports of different sweeps or modes and runs given twice, and says which shards and
+//! which runs are missing.
+//!
+//! A shard may come in several reports: one stopped early (a time budget, a signal) and
+//! the resumes its `resume` command ran (`--skip-runs`: the same range and shard, from
+//! the first run not made). Each report covers the runs numbered
+//! `runs_skipped .. runs_skipped + runs_done` of its shard's plan; the reports of a shard
+//! must not overlap (a run counted twice) and, for the merge to be complete, must leave
+//! no gap.
 
 use std::collections::BTreeSet;
 
@@ -32,11 +39,14 @@ pub enum MergeError {
         /// The other report's value.
         other_value: String,
     },
-    /// The same shard given twice.
-    #[error("shard {shard} is given twice (reports {first} and {other})")]
+    /// The same runs of a shard given twice (the same shard twice, or a resume that
+    /// overlaps).
+    #[error("shard {shard} is given twice: reports {first} and {other} both made its runs {runs}")]
     Duplicate {
         /// The shard, `i/n`.
         shard: String,
+        /// The runs both made, `from..to` in the shard's numbering.
+        runs: String,
         /// The first report holding it.
         first: usize,
         /// The second.
@@ -52,36 +62,93 @@ pub enum MergeError {
     },
 }
 
-/// Which shards of the sweep the reports cover.
+/// Which shards and runs of the sweep the reports cover.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShardCoverage {
-    /// Shards in the sweep (`n` of `i/n`); 1 for a single unsharded report.
+    /// Shards in the sweep (`n` of `i/n`); 1 for an unsharded sweep.
     pub count: u64,
     /// The shards no report covers, `i/n`.
     pub missing: Vec<String>,
+    /// The runs of the shards present that no report made.
+    pub gaps: Vec<RunGap>,
+    /// Runs in the plans of the shards present (each shard's whole plan, however many
+    /// reports it came in).
+    pub runs_planned: u64,
 }
 
-/// Checks that `reports` are distinct shards of one sweep; returns what they cover.
+/// Runs of a shard no report made: `runs_from..runs_to` of its `runs_total`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunGap {
+    /// The shard, `i/n`.
+    pub shard: String,
+    /// The first run not made.
+    pub runs_from: u64,
+    /// One past the last.
+    pub runs_to: u64,
+    /// Runs in the shard's plan.
+    pub runs_total: u64,
+}
+
+impl ShardCoverage {
+    /// Whether every run of every shard is in a report, once.
+    pub fn is_complete(&self) -> bool {
+        self.missing.is_empty() && self.gaps.is_empty()
+    }
+
+    /// What is missing, for people: the shards, then the runs of the shards present
+    /// (empty when complete).
+    pub fn describe_missing(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.missing.is_empty() {
+            parts.push(format!(
+                "{} of {} shards missing: {}",
+                self.missing.len(),
+                self.count,
+                self.missing.join(", ")
+            ));
+        }
+        for gap in &self.gaps {
+            parts.push(format!(
+                "shard {}: runs {}..{} of {} not made (run its report's resume command)",
+                gap.shard, gap.runs_from, gap.runs_to, gap.runs_total
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+/// One report's share of its shard: the runs it made, in the shard's numbering.
+struct Share {
+    shard: u64,
+    runs_from: u64,
+    runs_to: u64,
+    runs_total: u64,
+    position: usize,
+}
+
+/// Checks that `reports` are shards of one sweep (a shard possibly in several reports,
+/// stopped and resumed) that make no run twice; returns what they cover.
 pub fn check_shards(reports: &[SweepReport]) -> Result<ShardCoverage, MergeError> {
     let Some(first) = reports.first() else {
         return Ok(ShardCoverage {
             count: 0,
             missing: Vec::new(),
+            gaps: Vec::new(),
+            runs_planned: 0,
         });
     };
     for (position, report) in reports.iter().enumerate().skip(1) {
         same_sweep(first, report, position)?;
     }
-    if reports.len() == 1 && first.shards.is_empty() {
-        return Ok(ShardCoverage {
-            count: 1,
-            missing: Vec::new(),
-        });
-    }
+    let unsharded = reports.iter().all(|r| r.shards.is_empty());
     let mut count = None;
-    let mut seen: Vec<(u64, usize)> = Vec::new();
+    let mut shares = Vec::new();
     for (position, report) in reports.iter().enumerate() {
-        let (index, of) = shard_label(report, position)?;
+        let (index, of) = if unsharded {
+            (1, 1)
+        } else {
+            shard_label(report, position)?
+        };
         if *count.get_or_insert(of) != of {
             return Err(MergeError::DifferentSweeps {
                 first: 1,
@@ -91,22 +158,90 @@ pub fn check_shards(reports: &[SweepReport]) -> Result<ShardCoverage, MergeError
                 other_value: of.to_string(),
             });
         }
-        if let Some((_, earlier)) = seen.iter().find(|(i, _)| *i == index) {
-            return Err(MergeError::Duplicate {
-                shard: format!("{index}/{of}"),
-                first: earlier + 1,
-                other: position + 1,
+        shares.push(Share {
+            shard: index,
+            runs_from: report.runs_skipped,
+            runs_to: report.runs_skipped.saturating_add(report.runs_done),
+            runs_total: report.runs_skipped.saturating_add(report.runs_planned),
+            position,
+        });
+    }
+    coverage(count.unwrap_or(1), shares)
+}
+
+/// The coverage of each shard's shares: overlaps refused, gaps listed.
+fn coverage(count: u64, mut shares: Vec<Share>) -> Result<ShardCoverage, MergeError> {
+    shares.sort_by_key(|s| (s.shard, s.runs_from, s.runs_to));
+    let mut out = ShardCoverage {
+        count,
+        missing: Vec::new(),
+        gaps: Vec::new(),
+        runs_planned: 0,
+    };
+    for index in 1..=count {
+        let label = format!("{index}/{count}");
+        let mine: Vec<&Share> = shares.iter().filter(|s| s.shard == index).collect();
+        let Some(first) = mine.first() else {
+            out.missing.push(label);
+            continue;
+        };
+        let runs_total = first.runs_total;
+        if let Some(other) = mine.iter().find(|s| s.runs_total != runs_total) {
+            return Err(MergeError::DifferentSweeps {
+                first: first.position + 1,
+                other: other.position + 1,
+                field: "runs in the shard",
+                first_value: runs_total.to_string(),
+                other_value: other.runs_total.to_string(),
             });
         }
-        seen.push((index, position));
+        out.runs_planned += runs_total;
+        let mut made_to = 0;
+        let mut previous: Option<&Share> = None;
+        for share in mine {
+            if let Some(before) = previous.filter(|b| share.runs_from < b.runs_to) {
+                return Err(MergeError::Duplicate {
+                    shard: label,
+                    runs: format!("{}..{}", share.runs_from, before.runs_to.min(share.runs_to)),
+                    first: before.position.min(share.position) + 1,
+                    other: before.position.max(share.position) + 1,
+                });
+            }
+            if share.runs_from > made_to {
+                out.gaps
+                    .push(gap(&label, made_to, share.runs_from, runs_total));
+            }
+            made_to = made_to.max(share.runs_to);
+            previous = Some(share);
+        }
+        if made_to < runs_total {
+            out.gaps.push(gap(&label, made_to, runs_total, runs_total));
+        }
     }
-    let count = count.unwrap_or(1);
-    let present: BTreeSet<u64> = seen.iter().map(|(i, _)| *i).collect();
-    let missing = (1..=count)
-        .filter(|i| !present.contains(i))
-        .map(|i| format!("{i}/{count}"))
-        .collect();
-    Ok(ShardCoverage { count, missing })
+    Ok(out)
+}
+
+fn gap(shard: &str, runs_from: u64, runs_to: u64, runs_total: u64) -> RunGap {
+    RunGap {
+        shard: shard.to_owned(),
+        runs_from,
+        runs_to,
+        runs_total,
+    }
+}
+
+/// Checks `reports` ([`check_shards`]) and merges them: counts summed, the merged report
+/// complete only when every run of every shard is in it, its plan the shards' whole
+/// plans (a shard's stopped report and its resumes count as one).
+pub fn merge(reports: &[SweepReport]) -> Result<(SweepReport, ShardCoverage), MergeError> {
+    let coverage = check_shards(reports)?;
+    let mut merged = SweepReport::merge(reports);
+    merged.completed = coverage.is_complete();
+    merged.runs_planned = coverage.runs_planned;
+    merged.runs_skipped = 0;
+    let mut seen = BTreeSet::new();
+    merged.shards.retain(|shard| seen.insert(shard.clone()));
+    Ok((merged, coverage))
 }
 
 /// Refuses `report` (at `position`, 0-based) when it is of another sweep than `first`:
@@ -203,6 +338,8 @@ mod tests {
             commit: Some("abc".into()),
             seed_start: 1,
             seeds: 100,
+            runs_planned: 10,
+            runs_done: 10,
             shards: vec![label.to_owned()],
             ..SweepReport::default()
         }
@@ -260,5 +397,52 @@ mod tests {
         ));
         assert!(check_shards(&[shard("1/2"), shard("2/3")]).is_err());
         assert!(check_shards(&[shard("0/2")]).is_err());
+    }
+
+    /// A shard's report with its runs `from..to` of `total` made.
+    fn share(label: &str, from: u64, to: u64, total: u64) -> SweepReport {
+        SweepReport {
+            runs_skipped: from,
+            runs_done: to - from,
+            runs_planned: total - from,
+            ..shard(label)
+        }
+    }
+
+    #[test]
+    fn a_stopped_shard_and_its_resumes_are_one_shard() {
+        let whole = |label| share(label, 0, 30, 30);
+        let resumed = [
+            share("1/2", 0, 7, 30),
+            share("1/2", 7, 20, 30),
+            share("1/2", 20, 30, 30),
+        ];
+        let mut reports = vec![whole("2/2")];
+        reports.extend(resumed.iter().cloned());
+        let coverage = check_shards(&reports).unwrap();
+        assert!(coverage.is_complete(), "{coverage:?}");
+        assert_eq!(coverage.runs_planned, 60);
+
+        // Without the last resume: its runs are missing, and said.
+        let coverage = check_shards(&reports[..3]).unwrap();
+        assert!(!coverage.is_complete());
+        assert_eq!(
+            coverage.describe_missing(),
+            "shard 1/2: runs 20..30 of 30 not made (run its report's resume command)"
+        );
+        // A gap in the middle, and a shard missing altogether.
+        let coverage = check_shards(&[resumed[0].clone(), resumed[2].clone()]).unwrap();
+        assert_eq!(coverage.missing, ["2/2"]);
+        assert_eq!(
+            (coverage.gaps[0].runs_from, coverage.gaps[0].runs_to),
+            (7, 20)
+        );
+
+        // A resume that overlaps the stopped report makes runs twice: refused.
+        let error = check_shards(&[share("1/2", 0, 8, 30), share("1/2", 7, 30, 30)]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "shard 1/2 is given twice: reports 1 and 2 both made its runs 7..8"
+        );
     }
 }

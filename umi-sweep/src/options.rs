@@ -76,6 +76,9 @@ pub struct SweepOptions {
     /// Run each task of the seed range this many times, each with its own trial seed
     /// ([`umi_dst::usage::trial_seed`]), and report pass@1, pass@k and pass^k.
     pub trials: Option<u64>,
+    /// Runs at the start of this shard's plan not to make (`--skip-runs`): those a
+    /// stopped sweep of the same range already made (its `resume` command says how many).
+    pub skip_runs: u64,
 }
 
 /// Where a sweep's seeds run.
@@ -112,6 +115,7 @@ impl Default for SweepOptions {
             isolation: Isolation::Threads,
             prices: None,
             trials: None,
+            skip_runs: 0,
         }
     }
 }
@@ -198,6 +202,13 @@ impl SweepOptions {
     /// Runs only this shard of the seeds.
     pub fn with_shard(mut self, shard: Shard) -> Self {
         self.shard = Some(shard);
+        self
+    }
+
+    /// Skips the first `runs` runs of the plan (a resumed sweep: the runs a stopped
+    /// sweep of the same range and shard already made).
+    pub const fn with_skip_runs(mut self, runs: u64) -> Self {
+        self.skip_runs = runs;
         self
     }
 

@@ -51,6 +51,8 @@ pub(crate) struct Plan {
     seeds: u64,
     scenarios: usize,
     trials: Option<u64>,
+    /// Runs at the start of the plan not run (a resumed sweep's: what it did before).
+    skip: usize,
 }
 
 impl Plan {
@@ -72,6 +74,7 @@ impl Plan {
             seeds,
             scenarios,
             trials: None,
+            skip: 0,
         }
     }
 
@@ -81,17 +84,31 @@ impl Plan {
         self
     }
 
-    pub(crate) fn total(&self) -> usize {
+    /// The same plan without its first `runs` runs (`--skip-runs`: a resumed sweep).
+    pub(crate) fn with_skip(mut self, runs: u64) -> Self {
+        self.skip = usize::try_from(runs).unwrap_or(usize::MAX);
+        self
+    }
+
+    /// Runs in the whole plan, skipped ones included.
+    pub(crate) fn total_unskipped(&self) -> usize {
         usize::try_from(self.seeds.saturating_mul(self.trials.unwrap_or(1)))
             .unwrap_or(usize::MAX)
             .saturating_mul(self.scenarios)
     }
 
-    /// Run `index`: (scenario index, seed): the trial seed in a trials plan.
+    /// Runs to make: the whole plan's less the skipped.
+    pub(crate) fn total(&self) -> usize {
+        self.total_unskipped().saturating_sub(self.skip)
+    }
+
+    /// Run `index` (counted after the skipped): (scenario index, seed): the trial seed
+    /// in a trials plan.
     pub(crate) fn item(&self, index: usize) -> Option<(usize, u64)> {
         if index >= self.total() {
             return None;
         }
+        let index = index + self.skip;
         let scenario = index % self.scenarios;
         let slot = (index / self.scenarios) as u64;
         let Some(k) = self.trials else {
@@ -123,5 +140,16 @@ mod tests {
         assert_eq!(runs[5], (1, "task 6 trial 2".to_owned()));
         assert_eq!(runs[6], (0, "task 8 trial 0".to_owned()));
         assert_eq!(plan.item(plan.total()), None);
+    }
+
+    #[test]
+    fn a_skipping_plan_makes_the_rest_of_the_runs_in_order() {
+        let whole = Plan::new(1, 10, Some(Shard { index: 2, count: 3 }), 3);
+        let rest = whole.with_skip(4);
+        assert_eq!(rest.total(), whole.total() - 4);
+        let runs: Vec<_> = (0..rest.total()).map(|i| rest.item(i)).collect();
+        let tail: Vec<_> = (4..whole.total()).map(|i| whole.item(i)).collect();
+        assert_eq!(runs, tail);
+        assert_eq!(whole.with_skip(100).total(), 0);
     }
 }

@@ -219,6 +219,14 @@ fn schema_v1() -> u32 {
     1
 }
 
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// A whole sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct SweepReport {
@@ -250,8 +258,12 @@ pub struct SweepReport {
     pub check_determinism: bool,
     /// Worker threads.
     pub jobs: usize,
-    /// (scenario, seed) runs planned.
+    /// (scenario, seed) runs planned (after those skipped).
     pub runs_planned: u64,
+    /// Runs at the start of the shard's plan this sweep skipped (`--skip-runs`: a resumed
+    /// sweep's); its runs are those numbered from here.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub runs_skipped: u64,
     /// Runs done.
     pub runs_done: u64,
     /// Whether every planned run finished (false after a time budget or a kill).

@@ -3,11 +3,11 @@
 //! A time budget, SIGINT or SIGTERM stops a sweep the same way: no run starts after it,
 //! and the runs already claimed finish (or are recorded as hangs after the seed
 //! timeout). Runs are claimed in order, so a stopped sweep has done exactly the runs
-//! numbered below `runs_done`. Runs are numbered seed-major, so every seed before
-//! `runs_done / scenarios` (in the shard's order) is done, and the rest of the range is
-//! again a range: from `seed_start + done_seeds × shards`, with the same shard. The seed
-//! the sweep stopped in may have run some of its scenarios already: the resume runs
-//! them again (at most one seed's worth of scenarios).
+//! numbered below `runs_done` (counted after those it skipped itself). The rest is the
+//! same range and shard without those runs: `--skip-runs` the runs done so far, so the
+//! resume makes every run not made and no other (the seed the sweep stopped in
+//! included: its scenarios already run are not run again), and `dst merge` takes the
+//! stopped shard's report and its resume's as one shard (`merge_check`).
 
 use crate::options::SweepOptions;
 
@@ -32,46 +32,38 @@ impl StopReason {
     }
 }
 
-/// The range that holds every run not done: `(seed_start, seeds)` for the same shard,
-/// or `None` when nothing is left.
-pub fn resume_range(
-    seed_start: u64,
-    seeds: u64,
-    shard_count: u64,
-    scenarios: usize,
-    runs_done: u64,
-) -> Option<(u64, u64)> {
-    let seeds_done_in_shard = runs_done / (scenarios.max(1) as u64);
-    let skipped = seeds_done_in_shard.checked_mul(shard_count.max(1))?;
-    if skipped >= seeds {
-        return None;
-    }
-    Some((seed_start.checked_add(skipped)?, seeds - skipped))
+/// The `--skip-runs` of the sweep that makes every run of the plan not made yet, or
+/// `None` when nothing is left: `runs_skipped` skipped and `runs_done` made after them,
+/// of `runs_total` in the shard's whole plan.
+pub fn resume_skip(runs_total: u64, runs_skipped: u64, runs_done: u64) -> Option<u64> {
+    let made = runs_skipped.checked_add(runs_done)?;
+    (made < runs_total).then_some(made)
 }
 
 /// The `sweep` command that runs the rest of a stopped sweep, or `None` if nothing is
-/// left. It repeats the options that choose the runs and their meaning (scenarios,
-/// shard, swarm, determinism check, seed timeout, recording); `--jobs`, `--report` and
-/// `--junit` are the caller's to add.
+/// left: the same range and shard with `--skip-runs`. It repeats the options that choose
+/// the runs and their meaning (scenarios, shard, swarm, determinism check, seed timeout,
+/// recording); `--jobs`, `--report` and `--junit` are the caller's to add.
 pub fn resume_command(options: &SweepOptions, scenarios: usize, runs_done: u64) -> Option<String> {
-    let shard_count = options.shard.map_or(1, |s| s.count);
-    let (start, seeds) = resume_range(
-        options.seed_start,
-        options.seeds,
-        shard_count,
-        scenarios,
-        runs_done,
-    )?;
+    let plan = crate::plan::Plan::new(options.seed_start, options.seeds, options.shard, scenarios);
+    let skip = resume_skip(plan.total_unskipped() as u64, options.skip_runs, runs_done)?;
     let mut command = format!(
-        "{} sweep --seed-start {start} --seeds {seeds}",
-        options.program
+        "{} sweep --seed-start {} --seeds {}",
+        options.program, options.seed_start, options.seeds
     );
     if let Some(shard) = options.shard {
         command.push_str(&format!(" --shard {}/{}", shard.index + 1, shard.count));
     }
+    command.push_str(&format!(" --skip-runs {skip}"));
     for scenario in &options.scenarios {
         command.push_str(&format!(" --scenario {scenario}"));
     }
+    push_meaning(&mut command, options);
+    Some(command)
+}
+
+/// The options that give the runs their meaning and where their seeds go.
+fn push_meaning(command: &mut String, options: &SweepOptions) {
     if options.swarm {
         command.push_str(" --swarm");
     }
@@ -94,7 +86,6 @@ pub fn resume_command(options: &SweepOptions, scenarios: usize, runs_done: u64) 
     if options.keep_hashes {
         command.push_str(" --hashes");
     }
-    Some(command)
 }
 
 #[cfg(test)]
@@ -103,44 +94,23 @@ mod tests {
     use crate::Shard;
 
     #[test]
-    fn the_rest_of_the_range_starts_at_the_first_unfinished_seed() {
-        // (seed_start, seeds, shards, scenarios, runs_done) -> range left
-        type Case = ((u64, u64, u64, usize, u64), Option<(u64, u64)>);
+    fn the_rest_starts_at_the_first_run_not_made() {
+        // (runs in the plan, skipped, done) -> --skip-runs of the rest
+        type Case = ((u64, u64, u64), Option<u64>);
         let cases: &[Case] = &[
-            ((1, 100, 1, 1, 0), Some((1, 100))),
-            ((1, 100, 1, 1, 40), Some((41, 60))),
-            ((1, 100, 1, 3, 40), Some((14, 87))), // seed 14 ran 1 of its 3 scenarios
-            ((1, 100, 1, 3, 300), None),
-            ((1, 100, 4, 1, 10), Some((41, 60))), // shard i/4 did its first 10 seeds
-            ((1, 10, 4, 1, 3), None),
-            ((u64::MAX - 9, 10, 1, 1, 5), Some((u64::MAX - 4, 5))),
+            ((300, 0, 0), Some(0)),
+            ((300, 0, 40), Some(40)), // mid-seed with 3 scenarios: seed 14's third run next
+            ((300, 40, 10), Some(50)),
+            ((300, 0, 300), None),
+            ((300, 290, 10), None),
+            ((u64::MAX, u64::MAX, 1), None),
         ];
-        for &((start, seeds, shards, scenarios, done), expected) in cases {
+        for &((total, skipped, done), expected) in cases {
             assert_eq!(
-                resume_range(start, seeds, shards, scenarios, done),
+                resume_skip(total, skipped, done),
                 expected,
-                "{start} {seeds} {shards} {scenarios} {done}"
+                "{total} {skipped} {done}"
             );
-        }
-    }
-
-    /// The resumed shard's seeds are exactly the seeds the stopped shard had not done.
-    #[test]
-    fn a_resumed_shard_runs_the_seeds_left_and_no_others() {
-        let (start, seeds, count) = (5u64, 23u64, 3u64);
-        for index in 0..count {
-            let shard_seeds = |start: u64, seeds: u64| -> Vec<u64> {
-                (0..seeds)
-                    .filter(|offset| offset % count == index)
-                    .map(|offset| start + offset)
-                    .collect()
-            };
-            let all = shard_seeds(start, seeds);
-            for done in 0..all.len() {
-                let (resume_start, resume_seeds) =
-                    resume_range(start, seeds, count, 1, done as u64).unwrap();
-                assert_eq!(shard_seeds(resume_start, resume_seeds), all[done..]);
-            }
         }
     }
 
@@ -155,9 +125,17 @@ mod tests {
         assert_eq!(
             resume_command(&options, 1, 10).as_deref(),
             Some(
-                "dst sweep --seed-start 41 --seeds 60 --shard 2/4 --scenario canary --swarm --no-record"
+                "dst sweep --seed-start 1 --seeds 100 --shard 2/4 --skip-runs 10 --scenario canary --swarm --no-record"
             )
         );
         assert_eq!(resume_command(&options, 1, 25), None);
+        let resumed = options.with_skip_runs(10);
+        assert_eq!(
+            resume_command(&resumed, 1, 5).as_deref(),
+            Some(
+                "dst sweep --seed-start 1 --seeds 100 --shard 2/4 --skip-runs 15 --scenario canary --swarm --no-record"
+            )
+        );
+        assert_eq!(resume_command(&resumed, 1, 15), None);
     }
 }

@@ -376,9 +376,8 @@ fn a_budget_ends_the_sweep_in_time_however_many_seeds_fail() {
         report.resume.as_deref(),
         Some(
             format!(
-                "dst sweep --seed-start {} --seeds {} --seed-timeout 2000ms --seeds-dir {}",
-                1 + report.runs_done,
-                50_000_000 - report.runs_done,
+                "dst sweep --seed-start 1 --seeds 50000000 --skip-runs {} --seed-timeout 2000ms --seeds-dir {}",
+                report.runs_done,
                 dir.display()
             )
             .as_str()
@@ -403,14 +402,12 @@ fn an_interrupt_stops_the_sweep_like_the_budget() {
     assert!(!report.completed);
     assert!(report.runs_done < report.runs_planned);
     assert_eq!(report.stopped.as_deref(), Some("interrupted (SIGINT)"));
-    let seeds_done = report.runs_done / 2;
     assert_eq!(
         report.resume.as_deref(),
         Some(
             format!(
-                "dst sweep --seed-start {} --seeds {} --no-record",
-                1 + seeds_done,
-                1_000_000 - seeds_done
+                "dst sweep --seed-start 1 --seeds 1000000 --skip-runs {} --no-record",
+                report.runs_done
             )
             .as_str()
         )
@@ -522,5 +519,100 @@ fn a_scenario_whose_rule_can_fire_nowhere_is_refused_before_any_seed() {
     assert!(
         !dir.join("misfiltered.seeds").exists(),
         "no seed was recorded"
+    );
+}
+
+/// The options of a `resume` command a stopped sweep printed, on top of `base` (jobs,
+/// progress, hashes).
+fn resume_options(command: &str, base: &SweepOptions) -> SweepOptions {
+    let mut options = base.clone();
+    let mut words = command.split_whitespace().skip(2);
+    while let Some(flag) = words.next() {
+        let mut value = || {
+            words
+                .next()
+                .unwrap_or_else(|| panic!("{flag} has no value"))
+        };
+        options = match flag {
+            "--seed-start" => options.with_seed_start(value().parse().unwrap()),
+            "--seeds" => options.with_seeds(value().parse().unwrap()),
+            "--shard" => options.with_shard(umi_sweep::Shard::parse(value()).unwrap()),
+            "--skip-runs" => options.with_skip_runs(value().parse().unwrap()),
+            "--no-record" | "--hashes" => options,
+            other => panic!("the resume command {command:?} has {other}, unknown to this test"),
+        };
+    }
+    options
+}
+
+/// A budgeted sweep across shards merges complete once each cut shard's resume has run:
+/// every (scenario, seed) run is counted once, none twice and none missing, as in the
+/// same sweep run whole; without the resumes the merge names the runs that are missing.
+/// A zero budget stops a shard at the sweep's first look at the clock, after only the
+/// runs its workers took before it (a few, never thousands): no timing is asserted,
+/// whatever any shard did is resumed.
+#[test]
+fn a_budgeted_sharded_sweep_merges_complete_with_its_resumes() {
+    let scenarios = [
+        toy("violates", Misbehaviour::Violation),
+        toy("ok", Misbehaviour::None),
+        toy("also_ok", Misbehaviour::None),
+    ];
+    let (seeds, shards) = (9_000u64, 3u64);
+    let base = options(seeds).with_keep_hashes(true);
+    let whole = run(&scenarios, &base).unwrap();
+    let (mut cut, mut resumes) = (Vec::new(), Vec::new());
+    for index in 1..=shards {
+        let shard = umi_sweep::Shard::parse(&format!("{index}/{shards}")).unwrap();
+        let options = base.clone().with_shard(shard);
+        let report = run(&scenarios, &options.with_time_budget(Duration::ZERO)).unwrap();
+        if let Some(command) = &report.resume {
+            let resumed = run(&scenarios, &resume_options(command, &base)).unwrap();
+            assert!(resumed.completed, "{command}");
+            resumes.push(resumed);
+        }
+        cut.push(report);
+    }
+    assert!(
+        cut.iter().any(|r| !r.completed),
+        "a zero budget cut no shard"
+    );
+
+    let all: Vec<SweepReport> = cut.iter().chain(&resumes).cloned().collect();
+    let coverage = umi_sweep::merge_check::check_shards(&all).unwrap();
+    assert!(coverage.is_complete(), "{coverage:?}");
+    let (merged, _) = umi_sweep::merge_check::merge(&all).unwrap();
+    assert!(merged.completed);
+    assert_eq!(merged.runs_done, whole.runs_done);
+    assert_eq!(merged.runs_planned, whole.runs_planned);
+    assert_eq!((merged.seed_start, merged.seeds), (1, seeds));
+    let every_seed: BTreeSet<u64> = (1..=seeds).collect();
+    for (merged, whole) in merged.scenarios.iter().zip(&whole.scenarios) {
+        assert_eq!(merged.name, whole.name);
+        assert_eq!(merged.seeds_run, seeds, "{}: each seed once", merged.name);
+        let hashed: BTreeSet<u64> = merged.trace_hashes.keys().copied().collect();
+        assert_eq!(hashed, every_seed, "{}: no seed missing", merged.name);
+        assert_eq!(
+            (
+                merged.seeds_failed,
+                &merged.trace_digest,
+                &merged.trace_hashes
+            ),
+            (whole.seeds_failed, &whole.trace_digest, &whole.trace_hashes),
+            "{}: the same runs as the whole sweep",
+            merged.name
+        );
+    }
+
+    // Without the resumes the shards do not merge complete, and the merge says which
+    // runs of which shard are missing.
+    let coverage = umi_sweep::merge_check::check_shards(&cut).unwrap();
+    assert!(!coverage.is_complete());
+    let first_cut = cut.iter().find(|r| !r.completed).unwrap();
+    let said = coverage.describe_missing();
+    assert!(said.contains(&first_cut.shards[0]), "{said}");
+    assert!(
+        said.contains(&format!("runs {}..", first_cut.runs_done)),
+        "{said}"
     );
 }

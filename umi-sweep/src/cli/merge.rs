@@ -45,28 +45,21 @@ pub(super) fn run(args: &MergeArgs) -> ExitCode {
         Ok(reports) => reports,
         Err(error) => return fail(&error),
     };
-    let coverage = match crate::merge_check::check_shards(&reports) {
-        Ok(coverage) => coverage,
+    let (merged, coverage) = match crate::merge_check::merge(&reports) {
+        Ok(merged) => merged,
         Err(error) => return fail(&error.to_string()),
     };
-    let mut merged = SweepReport::merge(&reports);
-    merged.completed &= coverage.missing.is_empty();
     print!("{}", merged.table());
-    if !coverage.missing.is_empty() {
-        println!(
-            "INCOMPLETE: {} of {} shards missing: {}",
-            coverage.missing.len(),
-            coverage.count,
-            coverage.missing.join(", ")
-        );
+    if !coverage.is_complete() {
+        println!("INCOMPLETE: {}", coverage.describe_missing());
     }
     if let Err(error) = write(&merged, args) {
         return fail(&error);
     }
-    if args.require_complete && !coverage.missing.is_empty() {
+    if args.require_complete && !coverage.is_complete() {
         return fail(&format!(
-            "--require-complete: shards {} are missing",
-            coverage.missing.join(", ")
+            "--require-complete: {}",
+            coverage.describe_missing()
         ));
     }
     if !args.fail_on_new {

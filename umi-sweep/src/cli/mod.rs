@@ -1,4 +1,4 @@
-//! The `dst` command: `list`, `sweep`, `replay`, `minimize`, `merge`, `compare`, `find`
+//! The `dst` command: `list`, `sweep`, `replay`, `minimize`, `merge`, `compare`, `size`, `find`
 //! and `serve` (a file each), as a library function so your own project gets its own
 //! `dst` in three lines:
 //!
@@ -17,6 +17,7 @@ mod compare;
 mod merge;
 mod minimize;
 mod replay;
+mod size;
 mod sweep;
 
 use std::path::PathBuf;
@@ -56,6 +57,9 @@ enum Command {
     /// which changes are larger than the noise; exit 1 on a regression past the
     /// thresholds.
     Compare(compare::CompareArgs),
+    /// How many shards a sweep needs to finish in its time budget, from the measured
+    /// seeds per core-second of each scenario (`scenarios/throughput.toml`).
+    Size(size::SizeArgs),
     /// Find a seed whose run injects given fault kinds (to replace a stale kept seed).
     Find(crate::find::FindArgs),
     /// Serve the simulated model over real HTTP (OpenAI, Responses, Anthropic, Ollama
@@ -134,6 +138,7 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
         Command::Minimize(args) => minimize::run(&scenarios, &args, &program),
         Command::Merge(args) => merge::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Size(args) => size::run(&scenarios, &args),
         Command::Find(args) => crate::find::run(&scenarios, &args, &program),
         #[cfg(feature = "serve")]
         Command::Serve(args) => crate::serve_cli::run(&args, &scenarios),

@@ -57,6 +57,11 @@ pub(super) struct SweepArgs {
     /// (Kubernetes Indexed Jobs, 0-based).
     #[arg(long)]
     shard: Option<String>,
+    /// Skip the first N runs of this shard's plan: those a stopped sweep of the same
+    /// range already made (its printed `resume:` command says how many). `dst merge`
+    /// takes the stopped report and this one's as one shard.
+    #[arg(long, default_value_t = 0)]
+    skip_runs: u64,
     /// Swarm mode: each seed switches the scenarios' fault rules on and off and scales
     /// their probabilities (filters kept).
     #[arg(long)]
@@ -231,6 +236,7 @@ fn options(
         program,
         interrupt,
         isolation,
+        skip_runs: args.skip_runs,
     })
 }
 
