@@ -17,6 +17,7 @@
 #                              cargo-nextest when installed (PARTITION=K/N runs part K of N; NEXTEST=0: cargo test)
 #   make bench                 the benchmarks (each figure printed next to its baseline)
 #   make bench-sim-profile     what the sim profile's assertions cost against release (SEEDS=300)
+#   make profile               where a seed's time goes, per scenario, under perf (SCENARIO=.. SEEDS=300)
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -34,7 +35,7 @@ REPORT ?= target/dst/report.json
 
 DST := $(CARGO) run --quiet --profile sim -p umi-scenarios --bin dst --
 
-.PHONY: help test lint fmt dst sweep sweep-tests minimize bench bench-sim-profile doc serve
+.PHONY: help test lint fmt dst sweep sweep-tests minimize bench bench-sim-profile profile doc serve
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -123,3 +124,9 @@ bench-sim-profile:
 
 serve:
 	$(DST) serve $(ARGS)
+
+# Where a seed's time goes: each scenario (or SCENARIO's) swept under `perf record`, the
+# samples sorted into the parts of a run, the folded stacks left in target/profile/ for a
+# flame graph (scripts/profile-seed.sh; Linux, needs perf).
+profile:
+	scripts/profile-seed.sh $(if $(filter-out 1000,$(SEEDS)),$(SEEDS),300) $(SCENARIO)

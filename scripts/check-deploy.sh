@@ -213,7 +213,7 @@ break_copy "$GUIDE_JOB" "$scratch/type.yaml" 's/^\( *\)completions: [0-9]*/\1com
 must_fail "kubernetes-validate (a string for a count)" validate_manifests "$scratch/type.yaml"
 break_copy "$GUIDE_JOB" "$scratch/count.yaml" 's/^\( *\)parallelism: [0-9]*/\1parallelism: 31/'
 must_fail "the shard-count check (parallelism is not N)" shard_counts "$scratch/count.yaml"
-break_copy "$workflow" "$scratch/matrix.yml" 's/shard: \[1, 2, 3, 4, 5, 6, 7, 8\]/shard: [1, 2, 3, 4, 5, 6, 7]/'
+break_copy "$workflow" "$scratch/matrix.yml" 's/shard: \[\(.*\), [0-9]*\]/shard: [\1]/'
 must_fail "the shard-count check (a shard missing from the matrix)" shard_counts "$scratch/matrix.yml"
 break_copy "$GUIDE_JOB" "$scratch/few.yaml" 's/"--seeds", "1000000"/"--seeds", "9000000"/'
 must_fail "the sizing check (the Job's shards too few for its seeds)" shards_enough "$scratch/few.yaml"

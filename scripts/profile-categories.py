@@ -34,7 +34,8 @@ PARTS = [
     ("sweep bookkeeping", r"umi_sweep|umi_dst::simulation|umi_dst::scenario"),
 ]
 COMPILED = [(part, re.compile(pattern)) for part, pattern in PARTS]
-ALLOCATION = re.compile(r"malloc|free|realloc|calloc|sysmalloc|__rust_alloc|__rust_dealloc|__rdl_|alloc::raw_vec")
+ALLOCATION = re.compile(r"malloc|free|realloc|calloc|sysmalloc|__rust_alloc|__rust_dealloc|__rdl_|alloc::raw_vec|mi_malloc|mi_free|_mi_")
+LIBC_MEMORY = re.compile(r"memcpy|memmove|memset|memcmp|unlink_chunk|tcache|_int_|mi_")
 FRAMES_PER_STACK_MAX = 4096
 
 
@@ -61,7 +62,11 @@ def part_of(frames):
         for part, pattern in COMPILED:
             if pattern.search(frame):
                 return part
-    return "other (kernel, libc, start-up)"
+    # perf cannot unwind out of glibc without its debug information, so a sample in
+    # malloc, free or memcpy often has no caller: the allocator's share of the run.
+    if ALLOCATION.search(frames[-1]) or LIBC_MEMORY.search(frames[-1]):
+        return "allocator, memcpy (caller lost)"
+    return "other (kernel, start-up)"
 
 
 def main():

@@ -26,8 +26,10 @@ cargo build --quiet --profile sim -p umi-scenarios --bin dst
 DST=target/sim/dst
 mkdir -p "$OUT"
 if [ "$#" -eq 0 ]; then
-  # `dst list` prints each scenario name at the start of a line, its details indented.
-  mapfile -t scenarios < <("$DST" list | grep -v "^ ")
+  # `dst list` starts a line with each scenario's name (a canary's is followed by
+  # "(canary)", a planted crash's by "(planted; runs only with --scenario)": those are
+  # not part of a sweep and are left out), its details indented.
+  mapfile -t scenarios < <("$DST" list | grep -v "^ " | grep -v "(planted" | cut -d" " -f1)
 else
   scenarios=("$@")
 fi
