@@ -17,7 +17,7 @@
 #                              cargo-nextest when installed (PARTITION=K/N runs part K of N; NEXTEST=0: cargo test)
 #   make bench                 the benchmarks (each figure printed next to its baseline)
 #   make bench-sim-profile     what the sim profile's assertions cost against release (SEEDS=300)
-#   make profile               where a seed's time goes, per scenario, under perf (SCENARIO=.. SEEDS=300)
+#   make profile               where a seed's time goes, per scenario, under perf (SCENARIO=.. PROFILE_SEEDS=300)
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -129,4 +129,4 @@ serve:
 # samples sorted into the parts of a run, the folded stacks left in target/profile/ for a
 # flame graph (scripts/profile-seed.sh; Linux, needs perf).
 profile:
-	scripts/profile-seed.sh $(if $(filter-out 1000,$(SEEDS)),$(SEEDS),300) $(SCENARIO)
+	scripts/profile-seed.sh $(or $(PROFILE_SEEDS),300) $(SCENARIO)

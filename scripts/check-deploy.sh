@@ -152,7 +152,15 @@ shards_enough() {
   local lines
   lines=$(sizing_args "$@") || return 1
   [ -n "$lines" ] || { echo "check-deploy: no sweep to size in $*" >&2; return 1; }
-  local ok=0 path shards args
+  local ok=0 path shards args file
+  # Every file given must have a sweep the rule sized: a workflow whose step no longer
+  # reads as expected must fail here, not pass on the Job's line alone.
+  for file in "$@"; do
+    if grep -q -e "dst sweep" -e "--shard" "$file" && ! grep -q "^$file " <<<"$lines"; then
+      echo "check-deploy: $file: no sweep found to size (its dst sweep step, SHARDS or --shard)" >&2
+      ok=1
+    fi
+  done
   while read -r path shards args; do
     # shellcheck disable=SC2086 # the sizing flags, one word each
     if ! cargo run -q -p umi-scenarios --bin dst -- size $args --shards "$shards" >"$scratch_sizing" 2>&1; then
@@ -217,6 +225,8 @@ break_copy "$workflow" "$scratch/matrix.yml" 's/shard: \[\(.*\), [0-9]*\]/shard:
 must_fail "the shard-count check (a shard missing from the matrix)" shard_counts "$scratch/matrix.yml"
 break_copy "$GUIDE_JOB" "$scratch/few.yaml" 's/"--seeds", "1000000"/"--seeds", "9000000"/'
 must_fail "the sizing check (the Job's shards too few for its seeds)" shards_enough "$scratch/few.yaml"
+break_copy "$workflow" "$scratch/few.yml" "s/'400000'/'4000000'/"
+must_fail "the sizing check (the workflow's shards too few for its seeds)" shards_enough "$scratch/few.yml"
 
 if [ "$status" -eq 0 ]; then
   echo "deploy checks: ok (${#workflows[@]} workflow(s), ${#manifests[@]} manifest(s); each validator fails a broken copy)"

@@ -34,9 +34,11 @@ else
   scenarios=("$@")
 fi
 for scenario in "${scenarios[@]}"; do
+  # A sweep that fails (a regression, a canary not found) is still profiled: its exit
+  # status is reported, not fatal.
   perf record --quiet -F "$FREQUENCY_HZ" --call-graph dwarf,16384 -o "$OUT/$scenario.data" \
     "$DST" sweep --scenario "$scenario" --seeds "$SEEDS" --jobs 1 --no-record --quiet \
-    > "$OUT/$scenario.sweep.txt" 2>&1
+    > "$OUT/$scenario.sweep.txt" 2>&1 || echo "$scenario: the sweep exited $? (see $OUT/$scenario.sweep.txt)"
   perf script -i "$OUT/$scenario.data" 2>/dev/null > "$OUT/$scenario.script"
   python3 scripts/profile-categories.py "$OUT/$scenario.script" "$OUT/$scenario.folded" "$scenario"
   rm -f "$OUT/$scenario.data" "$OUT/$scenario.script"

@@ -249,6 +249,14 @@ fn validate(options: &SweepOptions, scenarios: usize) -> Result<(), SweepError> 
         });
     }
     if let Some(k) = options.trials {
+        if options.skip_runs > 0 {
+            // pass^k counts a task only when all its k trials are in one report, and a
+            // skip can fall inside a task: the stopped report and the resume would each
+            // drop that task and still merge as complete.
+            return Err(SweepError::Invalid {
+                reason: "--skip-runs cannot resume a --trials sweep (a task's trials must stay in one report); run the rest of the tasks as a sweep of their own".into(),
+            });
+        }
         let last_task = options.seed_start + (options.seeds - 1);
         if k == 0 || k > umi_dst::usage::TRIALS_MAX {
             return Err(SweepError::Invalid {
@@ -375,5 +383,28 @@ fn empty_report(
                 ..ScenarioReport::default()
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pins the review's finding: a skip inside a trials sweep can split a task's trials
+    /// between two reports, and pass^k would drop that task from both while the merge
+    /// reads complete. The combination is refused before a run starts.
+    #[test]
+    fn a_trials_sweep_cannot_skip_runs() {
+        let trials = SweepOptions::default().with_seeds(10).with_trials(3);
+        assert!(validate(&trials, 2).is_ok());
+        let error = validate(&trials.with_skip_runs(5), 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("--skip-runs cannot resume a --trials sweep"),
+            "{error}"
+        );
+        let plain = SweepOptions::default().with_seeds(10).with_skip_runs(5);
+        assert!(validate(&plain, 2).is_ok());
     }
 }

@@ -195,10 +195,11 @@ fn coverage(count: u64, mut shares: Vec<Share>) -> Result<ShardCoverage, MergeEr
                 other_value: other.runs_total.to_string(),
             });
         }
-        out.runs_planned += runs_total;
+        out.runs_planned = out.runs_planned.saturating_add(runs_total);
         let mut made_to = 0;
         let mut previous: Option<&Share> = None;
-        for share in mine {
+        // A report that made no run overlaps nothing (a resume stopped before its first).
+        for share in mine.into_iter().filter(|s| s.runs_to > s.runs_from) {
             if let Some(before) = previous.filter(|b| share.runs_from < b.runs_to) {
                 return Err(MergeError::Duplicate {
                     shard: label,

@@ -86,6 +86,14 @@ fn push_meaning(command: &mut String, options: &SweepOptions) {
     if options.keep_hashes {
         command.push_str(" --hashes");
     }
+    // The price table is part of a sweep's identity (`dst merge` refuses reports priced
+    // differently); one given in code has no file to name, which the caller is told.
+    if let Some(prices) = &options.prices {
+        match &prices.source {
+            Some(path) => command.push_str(&format!(" --prices {}", path.display())),
+            None => command.push_str(" --prices <the same price table>"),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -137,5 +145,29 @@ mod tests {
             )
         );
         assert_eq!(resume_command(&resumed, 1, 15), None);
+    }
+
+    /// Pins the review's finding: a priced sweep's resume left out `--prices`, so
+    /// `dst merge` refused the two reports as different sweeps.
+    #[test]
+    fn the_command_repeats_the_price_table() {
+        let table = umi_dst::usage::PriceTable {
+            source: Some("scenarios/prices.toml".into()),
+            ..umi_dst::usage::PriceTable::default()
+        };
+        let options = SweepOptions::default()
+            .with_seeds(10)
+            .with_prices(std::sync::Arc::new(table));
+        let command = resume_command(&options, 1, 3).unwrap();
+        assert!(
+            command.ends_with(" --prices scenarios/prices.toml"),
+            "{command}"
+        );
+        let given = options.with_prices(std::sync::Arc::default());
+        let command = resume_command(&given, 1, 3).unwrap();
+        assert!(
+            command.ends_with(" --prices <the same price table>"),
+            "{command}"
+        );
     }
 }

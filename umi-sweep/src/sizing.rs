@@ -63,7 +63,7 @@ pub enum SizingError {
     /// A scenario the sweep runs has no rate.
     #[error(
         "{path}: no seeds_per_core_second for scenario {scenario:?}: measure it \
-         (`dst sweep --scenario {scenario} --seeds 1000 --jobs 1 --no-record --quiet`, \
+         (`dst sweep --scenario {scenario} --seeds 1000 --no-record --quiet`, \
          the seeds/s column) and add it"
     )]
     Unmeasured {

@@ -67,6 +67,18 @@ pub enum NotComparable {
         /// Why it stopped, as the report says.
         stopped: String,
     },
+    /// A resumed sweep's report (`--skip-runs`): the rest of a stopped sweep, not the
+    /// whole range.
+    #[error(
+        "{which} is the report of a resumed sweep (its first {runs_skipped} runs are in the \
+         stopped sweep's report): `dst merge` the two, then compare the merged report"
+    )]
+    Resumed {
+        /// `BEFORE` or `AFTER`.
+        which: &'static str,
+        /// The runs the resume skipped.
+        runs_skipped: u64,
+    },
     /// One shard, or a merge of some shards, of a sharded sweep.
     #[error(
         "{which} is a partial shard report (shards {shards}; missing {missing}): merge every \
@@ -145,6 +157,12 @@ fn whole_sweep(which: &'static str, report: &SweepReport) -> Result<(), NotCompa
                 .stopped
                 .clone()
                 .unwrap_or_else(|| "stopped before its last run".to_owned()),
+        });
+    }
+    if report.runs_skipped > 0 {
+        return Err(NotComparable::Resumed {
+            which,
+            runs_skipped: report.runs_skipped,
         });
     }
     let missing = missing_shards(&report.shards);
@@ -330,5 +348,17 @@ mod tests {
         assert_eq!(missing_shards(&["1/1".to_owned()]), Vec::<String>::new());
         assert_eq!(missing_shards(&["1/1000".to_owned()]).len(), 9);
         assert_eq!(missing_shards(&["x".to_owned()]).len(), 1);
+    }
+
+    /// Pins the review's finding: a resume's report says `completed` (it made every run
+    /// it planned) and names no shard, yet holds only the rest of the range.
+    #[test]
+    fn a_resumed_sweeps_report_is_not_the_whole_sweep() {
+        let says = refusal(&|r| r.runs_skipped = 40);
+        assert!(
+            says.contains("AFTER is the report of a resumed sweep"),
+            "{says}"
+        );
+        assert!(says.contains("first 40 runs"), "{says}");
     }
 }

@@ -153,18 +153,7 @@ pub(super) fn prepare_connection(
             supported: SCHEMA_VERSION,
         });
     }
-    connection.set_prepared_statement_cache_capacity(STATEMENTS_CACHED_MAX);
-    // The query planner stability guarantee: a statement keeps the plan it was prepared
-    // with whatever is bound to it. Without it, SQLite re-prepares the search statement on
-    // every call (a new MATCH expression may, it supposes, deserve a new plan), which
-    // was half of a search's time (87 of 176 µs, measured for issue 26). Results do not
-    // depend on the plan: every query orders its rows completely.
-    connection
-        .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
-        .map_err(|e| database_error(path, &e))?;
-    connection
-        .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;")
-        .map_err(|e| database_error(path, &e))?;
+    configure(&connection, path)?;
     let mut connection = connection;
     for (step, sql) in MIGRATIONS {
         if step <= version || step > version_target {
@@ -185,4 +174,22 @@ pub(super) fn prepare_connection(
         transaction.commit().map_err(|e| database_error(path, &e))?;
     }
     Ok(connection)
+}
+
+/// The connection's settings: its statement cache, the query planner stability
+/// guarantee and the pragmas.
+fn configure(connection: &Connection, path: &Path) -> Result<(), StorageError> {
+    connection.set_prepared_statement_cache_capacity(STATEMENTS_CACHED_MAX);
+    // The query planner stability guarantee: a statement keeps the plan it was prepared
+    // with whatever is bound to it. Without it, SQLite re-prepares the search statement on
+    // every call (a new MATCH expression may, it supposes, deserve a new plan), which
+    // was half of a search's time (87 of 176 µs, measured for issue 26). Results do not
+    // depend on the plan: every query orders its rows completely.
+    connection
+        .set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map_err(|e| database_error(path, &e))?;
+    connection
+        .execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;")
+        .map_err(|e| database_error(path, &e))?;
+    Ok(())
 }
