@@ -1,21 +1,8 @@
 //! The SQLite store's own unit tests (the shared rules are in `storage::conformance`).
 
 use super::*;
-use crate::memory::tasks::EntityType;
+use crate::storage::conformance::entity;
 use rusqlite::StatementStatus;
-
-fn entity(id: &str, name: &str, content: &str) -> Entity {
-    Entity {
-        id: id.into(),
-        name: name.into(),
-        entity_type: EntityType::Person,
-        content: content.into(),
-        confidence: 0.75,
-        note_id: None,
-        created_at_ms: 1_000,
-        updated_at_ms: 1_000,
-    }
-}
 
 /// Pins issue 26's finding: without the query planner stability guarantee SQLite
 /// re-prepared the search statement on every call (each new MATCH expression bound to
@@ -25,7 +12,7 @@ fn entity(id: &str, name: &str, content: &str) -> Entity {
 fn a_search_reuses_its_prepared_statement() {
     let storage = SqliteStorage::open_in_memory("statements-reused").unwrap();
     let write = |id: &str| WriteBatch {
-        entities: vec![entity(id, "Alice", "met Bob at Acme in Paris")],
+        entities: vec![entity(id, "Alice", "met Bob at Acme in Paris", None)],
         ..WriteBatch::default()
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
