@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::report::{ScenarioReport, SweepReport, first_line, truncation_note};
+use crate::human::first_line;
+use crate::report::{ScenarioReport, SweepReport, truncation_note};
 
 /// The report could not be written as XML.
 #[derive(Debug, thiserror::Error)]

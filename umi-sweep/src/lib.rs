@@ -40,6 +40,7 @@ pub mod distribution;
 pub mod engine;
 pub mod find;
 pub mod groups;
+mod human;
 pub mod html;
 mod junit;
 mod limit_in_force;

@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::groups::{FailureGroup, add_group};
 use crate::pass_k::TrialsReport;
-pub(crate) use crate::table::first_line;
-pub use crate::table::{human_ms, human_us, truncation_note};
+pub use crate::human::{human_ms, human_us};
 use crate::usage_report::UsageReport;
 use umi_dst::simulation::report::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
 
@@ -503,4 +502,20 @@ mod tests {
         );
         assert_eq!(merged.shards, ["1/2", "2/2"]);
     }
+}
+
+/// What a report says when it lists only some failures: how many are missing and where
+/// the full list is.
+pub fn truncation_note(s: &ScenarioReport) -> String {
+    let whereabouts = match &s.seeds_file {
+        Some(file) => format!("every failing seed is in {file}"),
+        None => "recording was off, so no file lists them all (sweep again with recording on)"
+            .to_owned(),
+    };
+    format!(
+        "the report lists {} of {} failures (the smallest seeds; {} truncated); {whereabouts}",
+        s.failures.len(),
+        s.seeds_failed,
+        s.failures_truncated
+    )
 }

@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use crate::groups::by_size;
-use crate::report::{ScenarioReport, SweepReport};
+use crate::human::{human_ms, human_us};
+use crate::report::{ScenarioReport, SweepReport, truncation_note};
 
 /// Failure groups the table shows per scenario (the JSON report has them all).
 const TABLE_GROUPS_SHOWN_MAX: usize = 8;
@@ -226,9 +227,6 @@ fn table_trials(out: &mut String, name: &str, trials: &crate::pass_k::TrialsRepo
     }
 }
 
-pub(crate) fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or("")
-}
 
 /// A scenario's failures in the table: its groups, largest first, with counts, the
 /// smallest seeds and a replay command; and where the full list is when the report
@@ -264,40 +262,5 @@ fn table_failures(out: &mut String, s: &ScenarioReport) {
     }
     if s.failures_truncated > 0 {
         let _ = writeln!(out, "  {}: {}", s.name, truncation_note(s));
-    }
-}
-
-/// What a report says when it lists only some failures: how many are missing and where
-/// the full list is.
-pub fn truncation_note(s: &ScenarioReport) -> String {
-    let whereabouts = match &s.seeds_file {
-        Some(file) => format!("every failing seed is in {file}"),
-        None => "recording was off, so no file lists them all (sweep again with recording on)"
-            .to_owned(),
-    };
-    format!(
-        "the report lists {} of {} failures (the smallest seeds; {} truncated); {whereabouts}",
-        s.failures.len(),
-        s.seeds_failed,
-        s.failures_truncated
-    )
-}
-
-/// `0.42 ms`, then as [`human_ms`].
-pub fn human_us(us: u64) -> String {
-    if us < 1_000 {
-        format!("{:.2} ms", us as f64 / 1000.0)
-    } else {
-        human_ms(us / 1000)
-    }
-}
-
-/// `1.2 s`, `3m 4s`, `2h 13m`.
-pub fn human_ms(ms: u64) -> String {
-    match ms {
-        0..=999 => format!("{ms} ms"),
-        1_000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
-        60_000..=3_599_999 => format!("{}m {}s", ms / 60_000, (ms % 60_000) / 1000),
-        _ => format!("{}h {}m", ms / 3_600_000, (ms % 3_600_000) / 60_000),
     }
 }

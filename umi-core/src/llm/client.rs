@@ -13,11 +13,11 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 
+pub use super::connection::Timeouts;
 use super::connection::Connection;
 use super::error::{LlmError, snippet};
 use super::event::EventStream;
@@ -30,15 +30,6 @@ use super::wire::exchange;
 use super::wire::reader::{WireDecoder, events, read_body};
 use crate::constants::HTTP_BODY_BYTES_MAX;
 use crate::env::Env;
-
-/// How long a client waits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
-    /// Time to the response's headers.
-    pub request: Duration,
-    /// Time allowed between body chunks.
-    pub idle: Duration,
-}
 
 /// One wire format, as a client speaks it. Implemented by each format's config type
 /// (`OpenAiConfig`, `OllamaConfig`), which knows the server, the model and the options.

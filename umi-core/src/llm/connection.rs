@@ -14,10 +14,18 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::client::Timeouts;
 use super::secrets::{ApiKey, Redactor, redact_headers, redact_url};
 use super::transport::HttpRequest;
 use crate::constants::HTTP_TIMEOUT_MS_DEFAULT;
+
+/// How long a client waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Time to the response's headers.
+    pub request: Duration,
+    /// Time allowed between body chunks.
+    pub idle: Duration,
+}
 
 /// How a format sends its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 
 use super::{Entity, EvolutionLink, Note, Storage, StorageError, WriteBatch};
 use crate::constants::WRITE_BATCH_RECORDS_MAX;
-use crate::memory::tasks::{EntityType, EvolutionType};
+use crate::storage::kinds::{EntityType, EvolutionType};
 
 /// A person entity with fixed confidence and times (shared with the backends' own tests).
 pub(crate) fn entity(id: &str, name: &str, content: &str, note: Option<&str>) -> Entity {

@@ -16,6 +16,7 @@
 //! pass [`conformance::check`].
 
 pub mod conformance;
+mod kinds;
 mod memory;
 mod records;
 pub mod search;
@@ -25,6 +26,7 @@ pub mod vectors;
 
 use async_trait::async_trait;
 
+pub use kinds::{EntityType, EvolutionType};
 pub use memory::InMemoryStorage;
 pub use records::{Entity, EvolutionLink, Note, SearchHit, WriteBatch, text_fingerprint};
 #[cfg(feature = "sqlite")]

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::vectors::EntityVector;
-use crate::memory::tasks::{EntityType, EvolutionType};
+use crate::storage::kinds::{EntityType, EvolutionType};
 
 /// Something the memory knows about: a person, a project, a note...
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

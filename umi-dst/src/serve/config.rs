@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::fault::FaultConfig;
 use crate::network::Profile;
+use super::error::ServeError;
 
 /// Requests in flight at once by default; more get a 503 with Retry-After.
 pub const CONCURRENCY_MAX_DEFAULT: usize = 64;
@@ -208,33 +209,6 @@ impl ServeConfig {
         }
         Ok(())
     }
-}
-
-/// Why the server cannot start or serve.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ServeError {
-    /// A flag's value is refused.
-    #[error("{flag} {value:?}: {reason}")]
-    Flag {
-        /// The flag.
-        flag: &'static str,
-        /// Its value.
-        value: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// The cassette cannot be loaded.
-    #[error(transparent)]
-    Cassette(#[from] umi_core::cassette::CassetteError),
-    /// The address cannot be bound.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// The OS's reason.
-        source: std::io::Error,
-    },
 }
 
 /// The profile whose format's main path `path` ends with (the format's reference

@@ -23,7 +23,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::config::ServeError;
+use super::error::ServeError;
 use crate::environment::SimEnvironment;
 use crate::mcp::SimMcpServer;
 use crate::tools::{SimTool, SimTools};

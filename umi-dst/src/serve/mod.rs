@@ -34,13 +34,16 @@
 mod address;
 mod answer;
 mod config;
+mod error;
 mod http;
 mod mcp;
 mod mcp_tools;
 mod own;
+mod play;
 mod pool;
 mod proxy;
 mod read;
+mod reply;
 mod session;
 mod stdio;
 
@@ -54,9 +57,10 @@ use tokio::sync::{Semaphore, oneshot};
 
 pub use config::{
     BODY_BYTES_MAX_DEFAULT, CLIENT_READ_TIMEOUT_MS, CONCURRENCY_MAX_DEFAULT, DEFAULT_PROFILES,
-    EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, TIME_SCALE_MAX, format_path,
+    EndpointSpec, MODEL_DEFAULT, ServeConfig, TIME_SCALE_MAX, format_path,
     profile_serving,
 };
+pub use error::ServeError;
 pub use mcp_tools::{MCP_TOOLS_FILE_BYTES_MAX, MCP_TOOLS_MAX, McpToolSpec, McpToolsSpec};
 pub use proxy::{FailureHook, PROXY_BODY_BYTES_MAX, ProxyConfig, RunningProxy};
 pub use stdio::{StdioReply, StdioServer};
@@ -91,7 +95,7 @@ impl Server {
             addr: config.bind,
             source,
         })?;
-        let state = Arc::new(http::State {
+        let state = Arc::new(reply::State {
             permits: Arc::new(Semaphore::new(config.concurrency_max)),
             simulations: pool::SimulationPool::start(
                 pool::SimulationPool::threads_default(),
@@ -141,7 +145,7 @@ pub(crate) async fn accept_loop<H, F>(
     mut stopped: oneshot::Receiver<()>,
 ) where
     H: Fn(hyper::Request<hyper::body::Incoming>) -> F + Clone + Send + Sync + 'static,
-    F: std::future::Future<Output = Result<hyper::Response<http::Body>, std::io::Error>>
+    F: std::future::Future<Output = Result<hyper::Response<reply::Body>, std::io::Error>>
         + Send
         + 'static,
 {

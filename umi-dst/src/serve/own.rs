@@ -4,7 +4,7 @@
 //! endpoint the request reached, so a client's own error handling reads them.
 
 use super::config::{EndpointSpec, MODEL_DEFAULT, ServeConfig, format_path, profile_and_prefix};
-use super::http::{Body, full, respond};
+use super::reply::{Body, full, respond};
 use crate::network::WireFormat;
 use hyper::Response;
 

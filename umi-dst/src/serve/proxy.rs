@@ -24,8 +24,8 @@ use tokio::sync::oneshot;
 use umi_core::llm::secrets::Redactor;
 use umi_core::llm::transport::{HttpRequest, Transport};
 
-use super::config::ServeError;
-use super::http::{Body, full, respond};
+use super::error::ServeError;
+use super::reply::{Body, full, respond};
 use super::read;
 
 /// The largest request body the proxy forwards, in bytes (a larger one gets a 413).

@@ -225,7 +225,7 @@ pub fn failure_list(scenario: &ScenarioReport) -> String {
             "<tr><td>{}</td><td>{}</td><td><pre>{}</pre></td><td><code>{}</code><br><code class=\"replay-html\">{}</code></td></tr>",
             failure.seed,
             escape(&failure.class),
-            escape(crate::report::first_line(&failure.message)),
+            escape(crate::human::first_line(&failure.message)),
             escape(&failure.replay),
             escape(&replay_html_command(
                 &failure.replay,

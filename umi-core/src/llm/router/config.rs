@@ -8,8 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::constants::{ROUTER_BACKOFF_MS_MAX, ROUTER_CHAIN_MODELS_MAX, ROUTER_RETRIES_MAX};
-use crate::llm::openai::MaxTokensField;
-use crate::llm::secrets::{redact_headers, redact_url};
+pub use crate::llm::registry::{ProviderConfig, ProviderKind};
 
 /// A configuration that cannot be used, with where and what.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,60 +22,6 @@ pub struct ConfigError {
     pub value: String,
     /// What is wrong.
     pub reason: String,
-}
-
-/// The wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProviderKind {
-    /// OpenAI chat completions (OpenAI, DeepSeek, Qwen, GLM, OpenRouter, vLLM, llama.cpp, Ollama's /v1).
-    Openai,
-    /// Ollama's native `/api/chat`.
-    Ollama,
-    /// Anthropic's Messages API (`/v1/messages`).
-    Anthropic,
-    /// OpenAI's Responses API (`/v1/responses`).
-    OpenaiResponses,
-    /// Google's Gemini API (`/v1beta/models/{model}:generateContent`).
-    Gemini,
-}
-
-/// How to reach one provider. `Debug` redacts secret headers (an Azure `api-key` given
-/// here rather than through `api_key_env`) and the endpoint's credentials.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderConfig {
-    /// Its wire format.
-    #[serde(rename = "type")]
-    pub kind: ProviderKind,
-    /// Base URL (`https://api.deepseek.com/v1`, `http://localhost:11434`).
-    pub endpoint: String,
-    /// The environment variable holding the API key, if it needs one.
-    #[serde(default)]
-    pub api_key_env: Option<String>,
-    /// Extra headers to send.
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    /// Which field carries `max_tokens` (OpenAI format only).
-    #[serde(default)]
-    pub max_tokens_field: MaxTokensField,
-}
-
-impl std::fmt::Debug for ProviderConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let headers: Vec<(String, String)> = self
-            .headers
-            .iter()
-            .map(|(name, value)| (name.clone(), value.clone()))
-            .collect();
-        f.debug_struct("ProviderConfig")
-            .field("kind", &self.kind)
-            .field("endpoint", &redact_url(&self.endpoint))
-            .field("api_key_env", &self.api_key_env)
-            .field("headers", &redact_headers(&headers))
-            .field("max_tokens_field", &self.max_tokens_field)
-            .finish()
-    }
 }
 
 /// A model's limits.
@@ -336,13 +281,6 @@ impl RouterConfig {
         })?;
         config.validate(file)?;
         Ok(config)
-    }
-
-    /// Settings that are valid but do less than they read (retries the breaker cuts
-    /// short, fallbacks the deadline cannot reach), for the caller to print; empty when
-    /// every setting does what it says. `from_toml` does not fail on them.
-    pub fn warnings(&self) -> Vec<super::warnings::ConfigWarning> {
-        super::warnings::warnings(self)
     }
 
     /// Checks every rule; the first broken one is returned.

@@ -84,10 +84,20 @@ pub(super) fn model_worst_case_ms(retry: &RetryPolicy, cooldown: &CooldownPolicy
     total_ms
 }
 
+impl RouterConfig {
+    /// Settings that are valid but do less than they read (retries the breaker cuts
+    /// short, fallbacks the deadline cannot reach), for the caller to print; empty when
+    /// every setting does what it says. `from_toml` does not fail on them. (Defined
+    /// here, beside the rules, so the config does not depend on its checker.)
+    pub fn warnings(&self) -> Vec<ConfigWarning> {
+        warnings(self)
+    }
+}
+
 /// The warnings for `config` (empty when every setting does what it says). The chain
 /// checked is the default one (`routing.default`, then `routing.fallback`), each model
 /// taken as failing on its own (a shared provider's open circuit only shortens it).
-pub(super) fn warnings(config: &RouterConfig) -> Vec<ConfigWarning> {
+fn warnings(config: &RouterConfig) -> Vec<ConfigWarning> {
     let mut out = Vec::new();
     let retry = &config.retry;
     let cooldown = &config.cooldown;

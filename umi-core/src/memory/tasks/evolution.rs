@@ -5,54 +5,13 @@
 use serde::{Deserialize, Serialize};
 
 use super::answer::{check_confidence, parse_object, shape_error};
-use super::extraction::EntityType;
+use crate::storage::EntityType;
 use super::input::{input_block, with_input_block};
 use super::{ParseError, TASK_DETECT_EVOLUTION};
 use crate::constants::{EVOLUTION_CANDIDATES_MAX, EVOLUTION_REASON_BYTES_MAX};
 use crate::llm::{CompletionRequest, Message};
 
-/// How a new fact relates to something already remembered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EvolutionType {
-    /// The new fact replaces the old one.
-    Update,
-    /// The new fact adds to the old one.
-    Extend,
-    /// The new fact follows from the old one.
-    Derive,
-    /// The new fact contradicts the old one.
-    Contradict,
-    /// No relation.
-    None,
-}
-
-impl EvolutionType {
-    /// Every type.
-    pub const ALL: [EvolutionType; 5] = [
-        Self::Update,
-        Self::Extend,
-        Self::Derive,
-        Self::Contradict,
-        Self::None,
-    ];
-
-    /// The type named `name`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.name() == name)
-    }
-
-    /// The type's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Update => "update",
-            Self::Extend => "extend",
-            Self::Derive => "derive",
-            Self::Contradict => "contradict",
-            Self::None => "none",
-        }
-    }
-}
+pub use crate::storage::EvolutionType;
 
 /// An evolution-detection answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

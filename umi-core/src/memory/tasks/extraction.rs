@@ -13,56 +13,7 @@ use crate::constants::{
 };
 use crate::llm::{CompletionRequest, Message};
 
-/// The kind of thing an entity is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EntityType {
-    /// A person.
-    Person,
-    /// A company, team or institution.
-    Organization,
-    /// A project or product.
-    Project,
-    /// A subject or concept.
-    Topic,
-    /// A location.
-    Place,
-    /// Something that happened or will.
-    Event,
-    /// Raw text kept as it is (also what extraction failures store).
-    Note,
-}
-
-impl EntityType {
-    /// Every type, in declaration order.
-    pub const ALL: [EntityType; 7] = [
-        Self::Person,
-        Self::Organization,
-        Self::Project,
-        Self::Topic,
-        Self::Place,
-        Self::Event,
-        Self::Note,
-    ];
-
-    /// The type's name (`organization`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Person => "person",
-            Self::Organization => "organization",
-            Self::Project => "project",
-            Self::Topic => "topic",
-            Self::Place => "place",
-            Self::Event => "event",
-            Self::Note => "note",
-        }
-    }
-
-    /// The type named `name`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.name() == name)
-    }
-}
+pub use crate::storage::EntityType;
 
 /// One entity an extraction found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

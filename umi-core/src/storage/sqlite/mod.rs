@@ -35,7 +35,7 @@ use super::search::query_terms;
 use super::vectors::EntityVector;
 use super::{Storage, StorageError};
 use crate::constants::{LIST_PAGE_MAX, SEARCH_RESULTS_MAX, SQLITE_MEMORY_NAME_BYTES_MAX};
-use crate::memory::tasks::{EntityType, EvolutionType};
+use crate::storage::kinds::{EntityType, EvolutionType};
 
 mod schema;
 mod vectors;

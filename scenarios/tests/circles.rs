@@ -1,0 +1,431 @@
+//! The house's layering check: no import circle between the modules of a crate.
+//!
+//! A circle (`memory` uses `storage`, and `storage` uses `memory`) means neither module
+//! can be read, tested or moved without the other: the two are one module split across
+//! files. The compiler accepts circles inside a crate, so this test looks for them, the
+//! way `cargo-modules` or Go's import rule would.
+//!
+//! # What counts as a use
+//!
+//! Each library source file is parsed with syn (no line heuristics). Every path its
+//! non-test code names (in `use` items, types, expressions, patterns, attributes'
+//! arguments are not paths) is resolved to the module it reaches: `crate::a::b`,
+//! `super::x`, `self::x`, a child module's name, or a name a `use` brought in. A path to
+//! an item a module re-exports (`pub use message::Message` in `llm/mod.rs`) is followed
+//! to the module that defines it. Paths inside macro invocations are not seen.
+//!
+//! # What counts as a circle
+//!
+//! A use from module `a::x::…` to module `a::y::…` is an edge `x → y` among the children
+//! of `a`. A circle is a strongly connected set of two or more children of one parent.
+//! A module using its own ancestor (a child using a type its parent's `mod.rs` defines)
+//! is not an edge: the parent holds what its children share, and re-exports them.
+//!
+//! The allow-list is empty and stays empty: a circle is broken by moving what both sides
+//! need below both (see ARCHITECTURE.md, "Layers"), not by listing it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
+
+use crate::tidy::{is_test_only, rust_files};
+
+/// The crates whose modules may not import in a circle: every library crate and the
+/// scenarios' library, by the directory of their `lib.rs`.
+pub(crate) const CRATE_SOURCE_DIRS: [&str; 5] = [
+    "umi-core/src",
+    "umi-dst/src",
+    "umi-dst-macros/src",
+    "umi-sweep/src",
+    "scenarios/src",
+];
+
+/// Rounds of re-export following a path may take (a guard against a `pub use` loop).
+const REEXPORT_HOPS_MAX: usize = 8;
+
+/// A module's path from its crate root, e.g. `["llm", "client"]`.
+type ModulePath = Vec<String>;
+
+/// One crate's modules: what each one's non-test code uses, and what it re-exports.
+#[derive(Default)]
+struct CrateModules {
+    /// Every module that has a file.
+    modules: BTreeSet<ModulePath>,
+    /// The absolute paths each module names, with where (`file:line`).
+    uses: BTreeMap<ModulePath, Vec<(Vec<String>, String)>>,
+    /// `module → name → absolute path` for each `use` item (`pub` or not), so a path
+    /// through an imported or re-exported name resolves to where the name is defined.
+    imports: BTreeMap<ModulePath, BTreeMap<String, Vec<String>>>,
+    /// Modules declared `#[cfg(test)] mod x;`: test code, left out with what they hold.
+    test_only: BTreeSet<ModulePath>,
+}
+
+/// An edge between two children of one parent, with the first place it was seen.
+type Edges = BTreeMap<(ModulePath, String, String), String>;
+
+#[test]
+fn no_crate_has_an_import_circle_between_its_modules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut problems = Vec::new();
+    for dir in CRATE_SOURCE_DIRS {
+        let modules = read_crate(&root, dir);
+        for circle in circles(&edges(&modules)) {
+            problems.push(format!("  {dir}: {circle}"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "import circles between modules (move what both sides need below both; see \
+         ARCHITECTURE.md, \"Layers\"):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_check_finds_a_planted_circle_and_passes_a_chain() {
+    let mut modules = CrateModules::default();
+    for name in ["a", "b", "c"] {
+        modules.modules.insert(vec![name.to_string()]);
+    }
+    let use_of = |target: &[&str]| {
+        let path = target.iter().map(|s| s.to_string()).collect();
+        vec![(path, "planted.rs:1".to_string())]
+    };
+    modules.uses.insert(vec!["a".into()], use_of(&["b", "Thing"]));
+    modules.uses.insert(vec!["b".into()], use_of(&["c", "Other"]));
+    assert!(circles(&edges(&modules)).is_empty(), "a → b → c is a chain");
+
+    modules.uses.insert(vec!["c".into()], use_of(&["a", "First"]));
+    let found = circles(&edges(&modules));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("a → b") && found[0].contains("c → a"), "{found:?}");
+}
+
+#[test]
+fn a_reexport_is_followed_to_the_module_that_defines_the_name() {
+    let mut modules = CrateModules::default();
+    for path in [vec!["llm"], vec!["llm", "message"], vec!["memory"]] {
+        modules.modules.insert(path.iter().map(|s| s.to_string()).collect());
+    }
+    let reexport = BTreeMap::from([(
+        "Message".to_string(),
+        vec!["llm".into(), "message".into(), "Message".into()],
+    )]);
+    modules.imports.insert(vec!["llm".into()], reexport);
+    let path = vec!["llm".to_string(), "Message".to_string()];
+    assert_eq!(
+        module_of(&modules, &path),
+        vec!["llm".to_string(), "message".to_string()]
+    );
+}
+
+/// Parses every file of the crate whose `lib.rs` is in `dir` (binaries under `bin/` are
+/// crates of their own and are left out).
+fn read_crate(root: &Path, dir: &str) -> CrateModules {
+    let mut modules = CrateModules::default();
+    let source = root.join(dir);
+    let files = rust_files(&source);
+    let known: BTreeSet<ModulePath> = files
+        .iter()
+        .filter_map(|file| module_of_file(&source, file))
+        .collect();
+    for file in files {
+        let Some(module) = module_of_file(&source, &file) else {
+            continue;
+        };
+        let relative = file.strip_prefix(root).unwrap_or(&file).display().to_string();
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|error| panic!("{relative}: {error}"));
+        let parsed =
+            syn::parse_file(&text).unwrap_or_else(|error| panic!("{relative}: {error}"));
+        let mut collector = PathCollector {
+            known: &known,
+            module: module.clone(),
+            file: relative,
+            paths: Vec::new(),
+            imports: BTreeMap::new(),
+            test_children: Vec::new(),
+        };
+        collector.visit_file(&parsed);
+        for child in collector.test_children {
+            modules.test_only.insert([module.as_slice(), &[child]].concat());
+        }
+        modules.modules.insert(module.clone());
+        modules.uses.insert(module.clone(), collector.paths);
+        modules.imports.insert(module, collector.imports);
+    }
+    let test_only = modules.test_only.clone();
+    let is_test = |module: &ModulePath| {
+        test_only.iter().any(|test| module.starts_with(test))
+    };
+    modules.modules.retain(|module| !is_test(module));
+    modules.uses.retain(|module, _| !is_test(module));
+    modules.imports.retain(|module, _| !is_test(module));
+    modules
+}
+
+/// The module a source file holds: `lib.rs` is the root, `a/mod.rs` and `a.rs` are `a`,
+/// `a/b.rs` is `a::b`. `None` for a binary's file.
+fn module_of_file(source: &Path, file: &Path) -> Option<ModulePath> {
+    let relative: PathBuf = file.strip_prefix(source).ok()?.to_path_buf();
+    let mut parts: Vec<String> = relative
+        .iter()
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect();
+    if parts.first().is_some_and(|first| first == "bin" || first == "main.rs") {
+        return None;
+    }
+    let last = parts.pop()?;
+    match last.as_str() {
+        "lib.rs" | "mod.rs" => {}
+        other => parts.push(other.trim_end_matches(".rs").to_string()),
+    }
+    Some(parts)
+}
+
+/// Every edge between two children of one parent, from each module's uses.
+fn edges(modules: &CrateModules) -> Edges {
+    let mut edges = Edges::new();
+    for (from, uses) in &modules.uses {
+        for (path, place) in uses {
+            let to = module_of(modules, path);
+            let shared = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            // A module and its ancestors or descendants: not an edge (see the header).
+            if shared == from.len() || shared == to.len() {
+                continue;
+            }
+            let key = (
+                from[..shared].to_vec(),
+                from[shared].clone(),
+                to[shared].clone(),
+            );
+            edges.entry(key).or_insert_with(|| place.clone());
+        }
+    }
+    edges
+}
+
+/// The deepest module `path` reaches, following re-exports.
+fn module_of(modules: &CrateModules, path: &[String]) -> ModulePath {
+    let mut path = path.to_vec();
+    for _ in 0..REEXPORT_HOPS_MAX {
+        let depth = (0..=path.len())
+            .rev()
+            .find(|&depth| modules.modules.contains(&path[..depth]))
+            .unwrap_or(0);
+        let module = path[..depth].to_vec();
+        let followed = path.get(depth).and_then(|name| {
+            modules
+                .imports
+                .get(&module)
+                .and_then(|imports| imports.get(name))
+        });
+        match followed {
+            Some(target) if target.as_slice() != path.as_slice() => {
+                let mut next = target.clone();
+                next.extend(path[depth + 1..].iter().cloned());
+                path = next;
+            }
+            _ => return module,
+        }
+    }
+    panic!("re-exports of {} go round more than {REEXPORT_HOPS_MAX} times", path.join("::"))
+}
+
+/// Each circle among the children of one parent, as `parent: a → b (file:line), …`.
+fn circles(edges: &Edges) -> Vec<String> {
+    let mut by_parent: BTreeMap<&ModulePath, BTreeMap<&str, BTreeSet<&str>>> = BTreeMap::new();
+    for (parent, from, to) in edges.keys() {
+        by_parent
+            .entry(parent)
+            .or_default()
+            .entry(from)
+            .or_default()
+            .insert(to);
+    }
+    let mut found = Vec::new();
+    for (parent, graph) in by_parent {
+        for component in strongly_connected(&graph) {
+            let mut described = Vec::new();
+            for ((edge_parent, from, to), place) in edges {
+                if edge_parent == parent
+                    && component.contains(from.as_str())
+                    && component.contains(to.as_str())
+                {
+                    described.push(format!("{from} → {to} ({place})"));
+                }
+            }
+            let name = if parent.is_empty() { "crate".to_string() } else { parent.join("::") };
+            found.push(format!("{name}: {}", described.join(", ")));
+        }
+    }
+    found
+}
+
+/// The strongly connected sets of two or more nodes of `graph` (a node's reach is
+/// computed by search; the graphs are a few dozen nodes, so no Tarjan is needed).
+fn strongly_connected<'a>(
+    graph: &BTreeMap<&'a str, BTreeSet<&'a str>>,
+) -> Vec<BTreeSet<&'a str>> {
+    let reach = |start: &'a str| {
+        let mut seen = BTreeSet::new();
+        let mut pending = vec![start];
+        while let Some(node) = pending.pop() {
+            for &next in graph.get(node).into_iter().flatten() {
+                if seen.insert(next) {
+                    pending.push(next);
+                }
+            }
+        }
+        seen
+    };
+    let reaches: BTreeMap<&str, BTreeSet<&str>> =
+        graph.keys().map(|&node| (node, reach(node))).collect();
+    let mut components: Vec<BTreeSet<&str>> = Vec::new();
+    for (&node, reached) in &reaches {
+        if !reached.contains(node) || components.iter().any(|c| c.contains(node)) {
+            continue;
+        }
+        let component: BTreeSet<&str> = reached
+            .iter()
+            .copied()
+            .filter(|other| reaches.get(other).is_some_and(|back| back.contains(node)))
+            .collect();
+        components.push(component);
+    }
+    components
+}
+
+/// Collects the paths one file's non-test code names, made absolute.
+struct PathCollector<'a> {
+    /// Every module of the crate (to tell a child module's name from another crate's).
+    known: &'a BTreeSet<ModulePath>,
+    module: ModulePath,
+    file: String,
+    paths: Vec<(Vec<String>, String)>,
+    /// Names `use` items bring in, to their absolute paths.
+    imports: BTreeMap<String, Vec<String>>,
+    /// Child modules declared `#[cfg(test)] mod x;` in this file.
+    test_children: Vec<String>,
+}
+
+impl PathCollector<'_> {
+    /// `segments` from this module, made absolute; `None` for another crate's path or a
+    /// name this module defines.
+    fn absolute(&self, segments: &[String]) -> Option<Vec<String>> {
+        let (first, rest) = segments.split_first()?;
+        match first.as_str() {
+            "crate" => Some(rest.to_vec()),
+            "self" => Some([self.module.as_slice(), rest].concat()),
+            "super" => {
+                let mut base = self.module.clone();
+                let mut rest = segments;
+                while rest.first().is_some_and(|s| s == "super") {
+                    base.pop();
+                    rest = &rest[1..];
+                }
+                Some([base.as_slice(), rest].concat())
+            }
+            name => match self.imports.get(name) {
+                Some(target) => Some([target.as_slice(), rest].concat()),
+                // A child module's name (`mod x;` then `x::Y`); anything else is another
+                // crate's path, or an item of this module, and no edge.
+                None => {
+                    let child = [self.module.as_slice(), &segments[..1]].concat();
+                    self.known
+                        .contains(&child)
+                        .then(|| [self.module.as_slice(), segments].concat())
+                }
+            },
+        }
+    }
+
+    fn record(&mut self, segments: &[String], span: proc_macro2::Span) {
+        if let Some(path) = self.absolute(segments) {
+            let place = format!("{}:{}", self.file, span.start().line);
+            self.paths.push((path, place));
+        }
+    }
+
+    /// Records each path a `use` tree names and the names it brings in.
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(path) => {
+                prefix.push(path.ident.to_string());
+                self.use_tree(prefix, &path.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(name) => self.use_name(prefix, &name.ident, &name.ident),
+            syn::UseTree::Rename(rename) => self.use_name(prefix, &rename.ident, &rename.rename),
+            syn::UseTree::Glob(glob) => {
+                let span = glob.star_token.spans[0];
+                let prefix = prefix.clone();
+                self.record(&prefix, span);
+            }
+            syn::UseTree::Group(group) => {
+                for tree in &group.items {
+                    self.use_tree(prefix, tree);
+                }
+            }
+        }
+    }
+
+    fn use_name(&mut self, prefix: &[String], ident: &syn::Ident, alias: &syn::Ident) {
+        let mut segments = prefix.to_vec();
+        if ident != "self" {
+            segments.push(ident.to_string());
+        }
+        let Some(absolute) = self.absolute(&segments) else {
+            return;
+        };
+        let local = if alias == "self" {
+            segments.last().cloned().unwrap_or_default()
+        } else {
+            alias.to_string()
+        };
+        self.record(&segments, ident.span());
+        self.imports.insert(local, absolute);
+    }
+}
+
+impl<'ast> Visit<'ast> for PathCollector<'_> {
+    fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {
+        if !is_test_only(&module.attrs) {
+            syn::visit::visit_item_mod(self, module);
+        } else if module.content.is_none() {
+            self.test_children.push(module.ident.to_string());
+        }
+    }
+
+    fn visit_item_fn(&mut self, function: &'ast syn::ItemFn) {
+        if !is_test_only(&function.attrs) {
+            syn::visit::visit_item_fn(self, function);
+        }
+    }
+
+    fn visit_item_impl(&mut self, item: &'ast syn::ItemImpl) {
+        if !is_test_only(&item.attrs) {
+            syn::visit::visit_item_impl(self, item);
+        }
+    }
+
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        if is_test_only(&item.attrs) {
+            return;
+        }
+        let mut prefix = Vec::new();
+        if item.leading_colon.is_none() {
+            self.use_tree(&mut prefix, &item.tree);
+        }
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        if path.leading_colon.is_none() && path.segments.len() > 1 {
+            let segments: Vec<String> =
+                path.segments.iter().map(|s| s.ident.to_string()).collect();
+            self.record(&segments, syn::spanned::Spanned::span(path));
+        }
+        syn::visit::visit_path(self, path);
+    }
+}
