@@ -92,21 +92,32 @@ fn the_check_finds_a_planted_circle_and_passes_a_chain() {
         let path = target.iter().map(|s| s.to_string()).collect();
         vec![(path, "planted.rs:1".to_string())]
     };
-    modules.uses.insert(vec!["a".into()], use_of(&["b", "Thing"]));
-    modules.uses.insert(vec!["b".into()], use_of(&["c", "Other"]));
+    modules
+        .uses
+        .insert(vec!["a".into()], use_of(&["b", "Thing"]));
+    modules
+        .uses
+        .insert(vec!["b".into()], use_of(&["c", "Other"]));
     assert!(circles(&edges(&modules)).is_empty(), "a → b → c is a chain");
 
-    modules.uses.insert(vec!["c".into()], use_of(&["a", "First"]));
+    modules
+        .uses
+        .insert(vec!["c".into()], use_of(&["a", "First"]));
     let found = circles(&edges(&modules));
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].contains("a → b") && found[0].contains("c → a"), "{found:?}");
+    assert!(
+        found[0].contains("a → b") && found[0].contains("c → a"),
+        "{found:?}"
+    );
 }
 
 #[test]
 fn a_reexport_is_followed_to_the_module_that_defines_the_name() {
     let mut modules = CrateModules::default();
     for path in [vec!["llm"], vec!["llm", "message"], vec!["memory"]] {
-        modules.modules.insert(path.iter().map(|s| s.to_string()).collect());
+        modules
+            .modules
+            .insert(path.iter().map(|s| s.to_string()).collect());
     }
     let reexport = BTreeMap::from([(
         "Message".to_string(),
@@ -134,11 +145,14 @@ fn read_crate(root: &Path, dir: &str) -> CrateModules {
         let Some(module) = module_of_file(&source, &file) else {
             continue;
         };
-        let relative = file.strip_prefix(root).unwrap_or(&file).display().to_string();
-        let text = std::fs::read_to_string(&file)
-            .unwrap_or_else(|error| panic!("{relative}: {error}"));
-        let parsed =
-            syn::parse_file(&text).unwrap_or_else(|error| panic!("{relative}: {error}"));
+        let relative = file
+            .strip_prefix(root)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        let text =
+            std::fs::read_to_string(&file).unwrap_or_else(|error| panic!("{relative}: {error}"));
+        let parsed = syn::parse_file(&text).unwrap_or_else(|error| panic!("{relative}: {error}"));
         let mut collector = PathCollector {
             known: &known,
             module: module.clone(),
@@ -149,16 +163,16 @@ fn read_crate(root: &Path, dir: &str) -> CrateModules {
         };
         collector.visit_file(&parsed);
         for child in collector.test_children {
-            modules.test_only.insert([module.as_slice(), &[child]].concat());
+            modules
+                .test_only
+                .insert([module.as_slice(), &[child]].concat());
         }
         modules.modules.insert(module.clone());
         modules.uses.insert(module.clone(), collector.paths);
         modules.imports.insert(module, collector.imports);
     }
     let test_only = modules.test_only.clone();
-    let is_test = |module: &ModulePath| {
-        test_only.iter().any(|test| module.starts_with(test))
-    };
+    let is_test = |module: &ModulePath| test_only.iter().any(|test| module.starts_with(test));
     modules.modules.retain(|module| !is_test(module));
     modules.uses.retain(|module, _| !is_test(module));
     modules.imports.retain(|module, _| !is_test(module));
@@ -173,7 +187,10 @@ fn module_of_file(source: &Path, file: &Path) -> Option<ModulePath> {
         .iter()
         .map(|part| part.to_string_lossy().into_owned())
         .collect();
-    if parts.first().is_some_and(|first| first == "bin" || first == "main.rs") {
+    if parts
+        .first()
+        .is_some_and(|first| first == "bin" || first == "main.rs")
+    {
         return None;
     }
     let last = parts.pop()?;
@@ -230,7 +247,10 @@ fn module_of(modules: &CrateModules, path: &[String]) -> ModulePath {
             _ => return module,
         }
     }
-    panic!("re-exports of {} go round more than {REEXPORT_HOPS_MAX} times", path.join("::"))
+    panic!(
+        "re-exports of {} go round more than {REEXPORT_HOPS_MAX} times",
+        path.join("::")
+    )
 }
 
 /// Each circle among the children of one parent, as `parent: a → b (file:line), …`.
@@ -256,7 +276,11 @@ fn circles(edges: &Edges) -> Vec<String> {
                     described.push(format!("{from} → {to} ({place})"));
                 }
             }
-            let name = if parent.is_empty() { "crate".to_string() } else { parent.join("::") };
+            let name = if parent.is_empty() {
+                "crate".to_string()
+            } else {
+                parent.join("::")
+            };
             found.push(format!("{name}: {}", described.join(", ")));
         }
     }
@@ -265,9 +289,7 @@ fn circles(edges: &Edges) -> Vec<String> {
 
 /// The strongly connected sets of two or more nodes of `graph` (a node's reach is
 /// computed by search; the graphs are a few dozen nodes, so no Tarjan is needed).
-fn strongly_connected<'a>(
-    graph: &BTreeMap<&'a str, BTreeSet<&'a str>>,
-) -> Vec<BTreeSet<&'a str>> {
+fn strongly_connected<'a>(graph: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> Vec<BTreeSet<&'a str>> {
     let reach = |start: &'a str| {
         let mut seen = BTreeSet::new();
         let mut pending = vec![start];
@@ -422,8 +444,7 @@ impl<'ast> Visit<'ast> for PathCollector<'_> {
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
         if path.leading_colon.is_none() && path.segments.len() > 1 {
-            let segments: Vec<String> =
-                path.segments.iter().map(|s| s.ident.to_string()).collect();
+            let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
             self.record(&segments, syn::spanned::Spanned::span(path));
         }
         syn::visit::visit_path(self, path);

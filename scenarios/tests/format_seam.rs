@@ -21,13 +21,12 @@ use crate::tidy::{is_test_only, rust_files};
 const FORMAT_ENUMS: [&str; 2] = ["WireFormat", "ProviderKind"];
 
 /// The only files that may name a format's variant: where each enum is defined and
-/// mapped (a profile's format), and the registries.
-const REGISTRY_FILES: [&str; 5] = [
+/// mapped (a profile's format), and the registries (`network/registry.rs` above the
+/// formats, `llm/registry.rs` where `ProviderKind` is defined).
+const REGISTRY_FILES: [&str; 3] = [
     "umi-dst/src/network/profile.rs",
-    "umi-dst/src/network/format.rs",
-    "umi-dst/src/network/surface.rs",
+    "umi-dst/src/network/registry.rs",
     "umi-core/src/llm/registry.rs",
-    "umi-core/src/llm/router/config.rs",
 ];
 
 /// The library source trees (and the code users copy).

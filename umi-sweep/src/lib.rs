@@ -40,8 +40,8 @@ pub mod distribution;
 pub mod engine;
 pub mod find;
 pub mod groups;
-mod human;
 pub mod html;
+mod human;
 mod junit;
 mod limit_in_force;
 #[cfg(feature = "serve")]

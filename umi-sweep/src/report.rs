@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::groups::{FailureGroup, add_group};
-use crate::pass_k::TrialsReport;
 pub use crate::human::{human_ms, human_us};
+use crate::pass_k::TrialsReport;
 use crate::usage_report::UsageReport;
 use umi_dst::simulation::report::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
 
@@ -404,6 +404,22 @@ pub(crate) fn correctness_failures(count: u64) -> Vec<FailureEntry> {
         .collect()
 }
 
+/// What a report says when it lists only some failures: how many are missing and where
+/// the full list is.
+pub fn truncation_note(s: &ScenarioReport) -> String {
+    let whereabouts = match &s.seeds_file {
+        Some(file) => format!("every failing seed is in {file}"),
+        None => "recording was off, so no file lists them all (sweep again with recording on)"
+            .to_owned(),
+    };
+    format!(
+        "the report lists {} of {} failures (the smallest seeds; {} truncated); {whereabouts}",
+        s.failures.len(),
+        s.seeds_failed,
+        s.failures_truncated
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -502,20 +518,4 @@ mod tests {
         );
         assert_eq!(merged.shards, ["1/2", "2/2"]);
     }
-}
-
-/// What a report says when it lists only some failures: how many are missing and where
-/// the full list is.
-pub fn truncation_note(s: &ScenarioReport) -> String {
-    let whereabouts = match &s.seeds_file {
-        Some(file) => format!("every failing seed is in {file}"),
-        None => "recording was off, so no file lists them all (sweep again with recording on)"
-            .to_owned(),
-    };
-    format!(
-        "the report lists {} of {} failures (the smallest seeds; {} truncated); {whereabouts}",
-        s.failures.len(),
-        s.seeds_failed,
-        s.failures_truncated
-    )
 }

@@ -227,7 +227,6 @@ fn table_trials(out: &mut String, name: &str, trials: &crate::pass_k::TrialsRepo
     }
 }
 
-
 /// A scenario's failures in the table: its groups, largest first, with counts, the
 /// smallest seeds and a replay command; and where the full list is when the report
 /// lists only some.

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::StreamExt;
 
-pub use super::connection::Timeouts;
 use super::connection::Connection;
+pub use super::connection::Timeouts;
 use super::error::{LlmError, snippet};
 use super::event::EventStream;
 use super::provider::LanguageModel;

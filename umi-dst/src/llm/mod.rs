@@ -36,6 +36,7 @@ mod prepare;
 mod rate_limit;
 pub mod route;
 pub mod schema;
+pub mod tool_pairing;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -164,7 +165,7 @@ impl SimLlm {
 
     /// What was wrong with the tool results in the requests it got so far: a call of the
     /// model's with no result or two, a result for a call it did not make
-    /// ([`crate::checkers::tool_results::unpaired_tool_results`]). Empty when all were
+    /// ([`tool_pairing::unpaired_tool_results`]). Empty when all were
     /// well formed.
     pub fn tool_result_problems(&self) -> Vec<String> {
         self.tool_result_problems
@@ -175,9 +176,7 @@ impl SimLlm {
 
     /// Checks the pairing of tool calls and results in `request`, keeping what is wrong.
     fn check_tool_results(&self, request: &CompletionRequest) {
-        if let Some(problem) =
-            crate::checkers::tool_results::unpaired_tool_results(&request.messages)
-        {
+        if let Some(problem) = tool_pairing::unpaired_tool_results(&request.messages) {
             let mut problems = self
                 .tool_result_problems
                 .lock()

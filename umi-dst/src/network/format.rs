@@ -3,12 +3,12 @@
 //! envelope, whole answers, streams) in the shapes drawn from its profile. SimNetwork
 //! (and anything else that serves a simulated model) is written once against this; a
 //! new format is one module implementing [`ServerFormat`] and one line in
-//! [`server_format`] (docs/adr/0009-one-seam-per-wire-format.md).
+//! [`super::registry`] (docs/adr/0009-one-seam-per-wire-format.md).
 
 use umi_core::llm::transport::HttpRequest;
 use umi_core::llm::{CompletionRequest, CompletionResponse, LlmError, StreamEvent};
 
-use super::profile::{Profile, WireFormat};
+use super::profile::Profile;
 use super::shapes::{HeaderSet, KeepAlive, RetryAfterForm};
 use crate::rng::DeterministicRng;
 
@@ -164,15 +164,4 @@ pub(crate) trait ServerFormat: super::surface::Surface + Send + Sync {
         created_s: u64,
         model: &str,
     ) -> Box<dyn Responder>;
-}
-
-/// The server side of `format`: the registration of every format.
-pub(crate) fn server_format(format: WireFormat) -> &'static dyn ServerFormat {
-    match format {
-        WireFormat::OpenAiChat => &super::chat::ChatFormat,
-        WireFormat::Ollama => &super::ollama::OllamaFormat,
-        WireFormat::AnthropicMessages => &super::anthropic::AnthropicFormat,
-        WireFormat::OpenAiResponses => &super::responses::ResponsesFormat,
-        WireFormat::Gemini => &super::gemini::GeminiFormat,
-    }
 }

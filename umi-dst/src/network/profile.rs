@@ -39,11 +39,15 @@
 //! | GEMINI-JSGENAI | googleapis/js-genai and google-gemini/generative-ai-js: `responseLineRE = /^data: (.*)(?:\n\n\|\r\r\|\r\n\r\n)/`, the SDKs' reader for the server's CRLF-framed events |
 //! | XINF | xorbitsai/inference `xinference/{api/restful_api.py,core/model.py,model/llm/utils.py}` (@7ecec16b); sysid/sse-starlette `sse_starlette/{event,sse}.py` (@d45e4829) |
 
-use super::chat::shapes::{
+use super::chat_shapes::{
     ChatShapes, ContentFilterShape, Envelope, Fingerprint, FinishNames, FinishShape, Framing,
     HeaderSet, IdStyle, KeepAlive, Layout, Opener, ReasoningField, RetryAfterForm,
     StreamErrorShape, ToolShape, UsageDetails, UsageShape,
 };
+
+/// The API versions whose paths are served (`v1beta` is what the SDKs call; `v1` the
+/// stable surface, GEMINI-REST).
+pub(crate) const GEMINI_VERSIONS: [&str; 2] = ["/v1beta/models/", "/v1/models/"];
 
 /// The wire format an endpoint speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -214,18 +218,6 @@ impl Profile {
         match self.chat_shapes() {
             Some(shapes) => !shapes.retry_after.is_empty(),
             None => matches!(self, Self::Anthropic | Self::OpenAiResponses | Self::Gemini),
-        }
-    }
-
-    /// The coverage marks of the shapes this profile can send (the knobs of
-    /// [`ChatShapes::marks`], or the Ollama versions and parsers).
-    pub fn shape_marks(self) -> Vec<&'static str> {
-        match (self.chat_shapes(), self) {
-            (Some(shapes), _) => shapes.marks(),
-            (None, Self::Anthropic) => super::anthropic::ANTHROPIC_MARKS.to_vec(),
-            (None, Self::OpenAiResponses) => super::responses::RESPONSES_MARKS.to_vec(),
-            (None, Self::Gemini) => super::gemini::GEMINI_MARKS.to_vec(),
-            (None, _) => super::ollama::OLLAMA_MARKS.to_vec(),
         }
     }
 

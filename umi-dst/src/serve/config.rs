@@ -5,9 +5,9 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use super::error::ServeError;
 use crate::fault::FaultConfig;
 use crate::network::Profile;
-use super::error::ServeError;
 
 /// Requests in flight at once by default; more get a 503 with Retry-After.
 pub const CONCURRENCY_MAX_DEFAULT: usize = 64;

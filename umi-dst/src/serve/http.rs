@@ -19,8 +19,8 @@ use super::own::{
     at_capacity, belongs_elsewhere, models, models_path, no_such_path, own_error, unrouted,
 };
 use super::play::log_and_play;
-use super::reply::{Body, State, full, respond};
 use super::read;
+use super::reply::{Body, State, full, respond};
 use super::session::{Key, Session};
 use crate::network::WireFormat;
 use umi_core::llm::transport::HttpRequest;
@@ -39,7 +39,7 @@ fn route<'a>(config: &'a ServeConfig, path: &str) -> Option<(&'a EndpointSpec, S
         }
         let owns = endpoint.owns_path(rest)
             || rest == models_path(endpoint.profile.format())
-            || crate::network::embed::serves(endpoint.profile, endpoint.api_root(), rest);
+            || crate::network::registry::serves(endpoint.profile, endpoint.api_root(), rest);
         let longer = best.as_ref().is_none_or(|(b, _, b_owns)| {
             endpoint.prefix.len() > b.prefix.len()
                 || (endpoint.prefix.len() == b.prefix.len() && owns && !*b_owns)

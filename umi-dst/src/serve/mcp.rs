@@ -24,10 +24,10 @@ use umi_core::llm::transport::HttpRequest;
 use super::address::Address;
 use super::answer::{Recorded, exchange, failed_run, finish_record, simulation_for};
 use super::config::ServeConfig;
-use super::play::log_and_play;
-use super::reply::{Body, State};
 use super::own::{at_capacity, own_error};
+use super::play::log_and_play;
 use super::read;
+use super::reply::{Body, State};
 use crate::mcp::{SESSION_HEADER, Sessions};
 use crate::network::SimNetwork;
 

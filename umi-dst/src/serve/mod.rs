@@ -57,8 +57,7 @@ use tokio::sync::{Semaphore, oneshot};
 
 pub use config::{
     BODY_BYTES_MAX_DEFAULT, CLIENT_READ_TIMEOUT_MS, CONCURRENCY_MAX_DEFAULT, DEFAULT_PROFILES,
-    EndpointSpec, MODEL_DEFAULT, ServeConfig, TIME_SCALE_MAX, format_path,
-    profile_serving,
+    EndpointSpec, MODEL_DEFAULT, ServeConfig, TIME_SCALE_MAX, format_path, profile_serving,
 };
 pub use error::ServeError;
 pub use mcp_tools::{MCP_TOOLS_FILE_BYTES_MAX, MCP_TOOLS_MAX, McpToolSpec, McpToolsSpec};

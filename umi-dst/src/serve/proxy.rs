@@ -25,8 +25,8 @@ use umi_core::llm::secrets::Redactor;
 use umi_core::llm::transport::{HttpRequest, Transport};
 
 use super::error::ServeError;
-use super::reply::{Body, full, respond};
 use super::read;
+use super::reply::{Body, full, respond};
 
 /// The largest request body the proxy forwards, in bytes (a larger one gets a 413).
 pub const PROXY_BODY_BYTES_MAX: usize = 64 * 1024 * 1024;

@@ -5,11 +5,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::answer::{check_confidence, parse_object, shape_error};
-use crate::storage::EntityType;
 use super::input::{input_block, with_input_block};
 use super::{ParseError, TASK_DETECT_EVOLUTION};
 use crate::constants::{EVOLUTION_CANDIDATES_MAX, EVOLUTION_REASON_BYTES_MAX};
 use crate::llm::{CompletionRequest, Message};
+use crate::storage::EntityType;
 
 pub use crate::storage::EvolutionType;
 

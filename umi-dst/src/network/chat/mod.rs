@@ -7,7 +7,7 @@ mod draw;
 mod envelope;
 mod errors;
 mod request;
-pub mod shapes;
+pub use super::chat_shapes as shapes;
 mod stream;
 mod stream_error;
 pub(crate) mod surface;

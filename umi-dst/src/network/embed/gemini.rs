@@ -38,7 +38,7 @@ use umi_core::llm::tokens::estimate_text_tokens;
 use super::EmbedWire;
 use super::request::{Ask, Refuse, bad};
 use crate::embed::EmbedModel;
-use crate::network::gemini::VERSIONS;
+use crate::network::profile::GEMINI_VERSIONS as VERSIONS;
 
 /// Gemini's `:embedContent` and `:batchEmbedContents`.
 pub(crate) struct GeminiEmbeddings;

@@ -31,6 +31,7 @@ use umi_core::llm::{CompletionResponse, FinishReason, LlmError, TokenUsage};
 use super::format::{Parsed, RequestError, Responder, Route, ServerFormat, StreamEncoder};
 use super::ids;
 use super::json::{Json, Spacing};
+use super::profile::GEMINI_VERSIONS as VERSIONS;
 use super::profile::Profile;
 use super::shapes::{HeaderSet, RetryAfterForm};
 use crate::rng::DeterministicRng;
@@ -43,10 +44,6 @@ pub const GEMINI_MARKS: [&str; 5] = [
     "wire.shape.gemini.safety",
     "wire.shape.gemini.retry_info",
 ];
-
-/// The API versions whose paths are served (`v1beta` is what the SDKs call; `v1` the
-/// stable surface, GEMINI-REST).
-pub(crate) const VERSIONS: [&str; 2] = ["/v1beta/models/", "/v1/models/"];
 
 /// Which era of the API the server is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! Each variant has a coverage-mark name (`wire.shape.<knob>.<variant>`): a sweep that
 //! hits every mark has produced, and the clients have handled, every shape. The tables
 //! that pick variants per provider, with the public source of each, are in
-//! [`super::super::profile`]. Shapes every format shares are in
+//! [`super::profile`]. Shapes every format shares are in
 //! [`crate::network::shapes`], re-exported here.
 
 pub use crate::network::shapes::{HeaderSet, KeepAlive, RetryAfterForm, ShapeMark};
