@@ -22,7 +22,14 @@
 //! is not an edge: the parent holds what its children share, and re-exports them.
 //!
 //! The allow-list is empty and stays empty: a circle is broken by moving what both sides
-//! need below both (see ARCHITECTURE.md, "Layers"), not by listing it.
+//! need below both, not by listing it.
+//!
+//! # The diagram
+//!
+//! ARCHITECTURE.md's "Layers" section draws each crate's top-level modules in layers, top
+//! first. [`the_layer_diagram_matches_the_code`] holds it to the code: every module is
+//! drawn once, and every use between two of them goes from a higher line to a lower one.
+//! When it fails it prints the layering the code has now, to paste.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -40,6 +47,9 @@ pub(crate) const CRATE_SOURCE_DIRS: [&str; 5] = [
     "umi-sweep/src",
     "scenarios/src",
 ];
+
+/// The heading of ARCHITECTURE.md's section holding the diagram.
+const LAYERS_HEADING: &str = "## Layers";
 
 /// Rounds of re-export following a path may take (a guard against a `pub use` loop).
 const REEXPORT_HOPS_MAX: usize = 8;
@@ -79,6 +89,68 @@ fn no_crate_has_an_import_circle_between_its_modules() {
         "import circles between modules (move what both sides need below both; see \
          ARCHITECTURE.md, \"Layers\"):\n{}",
         problems.join("\n")
+    );
+}
+
+#[test]
+fn the_layer_diagram_matches_the_code() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md"))
+        .unwrap_or_else(|error| panic!("ARCHITECTURE.md: {error}"));
+    let drawn = diagram(&text);
+    let mut problems = Vec::new();
+    let mut computed = String::new();
+    for dir in CRATE_SOURCE_DIRS {
+        let name = crate_name(dir);
+        let modules = read_crate(&root, dir);
+        let (tops, uses) = top_level(&modules);
+        if tops.is_empty() {
+            continue;
+        }
+        computed.push_str(&layering_text(name, &tops, &uses));
+        let layers = drawn.get(name).cloned().unwrap_or_default();
+        problems.extend(layer_problems(name, &tops, &uses, &layers));
+    }
+    assert!(
+        problems.is_empty(),
+        "ARCHITECTURE.md's \"Layers\" diagram does not match the code:\n{}\n\nThe \
+         layering the code has now (each module on the lowest line its uses allow):\n{computed}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn a_diagram_with_a_use_going_up_or_a_module_missing_is_refused() {
+    let tops: BTreeSet<String> = ["agent", "memory", "storage"].map(String::from).into();
+    let uses: BTreeSet<(String, String)> = [("agent", "memory"), ("memory", "storage")]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .into();
+    let layers = |lines: &[&[&str]]| -> Vec<Vec<String>> {
+        lines
+            .iter()
+            .map(|line| line.iter().map(|m| m.to_string()).collect())
+            .collect()
+    };
+    let good = layers(&[&["agent"], &["memory"], &["storage"]]);
+    assert!(layer_problems("c", &tops, &uses, &good).is_empty());
+    let upside = layers(&[&["agent"], &["storage"], &["memory"]]);
+    let found = layer_problems("c", &tops, &uses, &upside);
+    assert!(
+        found.iter().any(|p| p.contains("memory uses storage")),
+        "{found:?}"
+    );
+    let same_line = layers(&[&["agent", "memory"], &["storage"]]);
+    assert!(!layer_problems("c", &tops, &uses, &same_line).is_empty());
+    let missing = layers(&[&["agent"], &["memory"]]);
+    let found = layer_problems("c", &tops, &uses, &missing);
+    assert!(
+        found.iter().any(|p| p.contains("storage is not drawn")),
+        "{found:?}"
+    );
+    let text = "## Layers\n\n```text\nc\n  agent\n  memory  storage\n```\n";
+    assert_eq!(
+        diagram(text)["c"],
+        layers(&[&["agent"], &["memory", "storage"]])
     );
 }
 
@@ -129,6 +201,117 @@ fn a_reexport_is_followed_to_the_module_that_defines_the_name() {
         module_of(&modules, &path),
         vec!["llm".to_string(), "message".to_string()]
     );
+}
+
+/// A crate's name as the diagram writes it: its directory (`umi-core`).
+fn crate_name(dir: &str) -> &str {
+    dir.split('/').next().unwrap_or(dir)
+}
+
+/// The crate's top-level modules and the uses between them.
+fn top_level(modules: &CrateModules) -> (BTreeSet<String>, BTreeSet<(String, String)>) {
+    let tops = modules
+        .modules
+        .iter()
+        .filter(|module| module.len() == 1)
+        .map(|module| module[0].clone())
+        .collect();
+    let uses = edges(modules)
+        .into_keys()
+        .filter(|(parent, _, _)| parent.is_empty())
+        .map(|(_, from, to)| (from, to))
+        .collect();
+    (tops, uses)
+}
+
+/// The diagram in ARCHITECTURE.md: per crate, its layers, top first. The section's first
+/// `text` block holds it: a crate's name on a line of its own, then a line per layer,
+/// indented, its modules separated by spaces.
+fn diagram(text: &str) -> BTreeMap<String, Vec<Vec<String>>> {
+    let section = text.split_once(LAYERS_HEADING).map_or("", |(_, rest)| rest);
+    let block = section
+        .split_once("```text\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map_or("", |(block, _)| block);
+    let mut drawn: BTreeMap<String, Vec<Vec<String>>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in block.lines().filter(|line| !line.trim().is_empty()) {
+        if !line.starts_with(' ') {
+            let name = line
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            drawn.entry(name.clone()).or_default();
+            current = Some(name);
+        } else if let Some(name) = &current {
+            let layer = line.split_whitespace().map(str::to_string).collect();
+            drawn.entry(name.clone()).or_default().push(layer);
+        }
+    }
+    drawn
+}
+
+/// What is wrong with `layers` (top first) as a drawing of `tops` and `uses`.
+fn layer_problems(
+    name: &str,
+    tops: &BTreeSet<String>,
+    uses: &BTreeSet<(String, String)>,
+    layers: &[Vec<String>],
+) -> Vec<String> {
+    let mut line_of: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (line, layer) in layers.iter().enumerate() {
+        for module in layer {
+            if line_of.insert(module, line).is_some() {
+                problems.push(format!("  {name}: {module} is drawn twice"));
+            }
+            if !tops.contains(module) {
+                problems.push(format!("  {name}: {module} is drawn but is no module"));
+            }
+        }
+    }
+    for module in tops {
+        if !line_of.contains_key(module.as_str()) {
+            problems.push(format!("  {name}: {module} is not drawn"));
+        }
+    }
+    for (from, to) in uses {
+        if let (Some(&above), Some(&below)) = (line_of.get(from.as_str()), line_of.get(to.as_str()))
+            && above >= below
+        {
+            problems.push(format!(
+                "  {name}: {from} uses {to} but is not drawn above it"
+            ));
+        }
+    }
+    problems
+}
+
+/// The layering `uses` allows, top first, each module on the lowest line it can be (its
+/// height is the longest chain of uses below it), as the diagram writes it.
+fn layering_text(name: &str, tops: &BTreeSet<String>, uses: &BTreeSet<(String, String)>) -> String {
+    let mut height: BTreeMap<&str, usize> = tops.iter().map(|m| (m.as_str(), 0)).collect();
+    // Longest path by relaxation; a graph without circles settles in `tops.len()` rounds.
+    for _ in 0..tops.len() {
+        for (from, to) in uses {
+            let above = height.get(to.as_str()).copied().unwrap_or(0) + 1;
+            if let Some(h) = height.get_mut(from.as_str()) {
+                *h = (*h).max(above);
+            }
+        }
+    }
+    let top = height.values().copied().max().unwrap_or(0);
+    let mut out = format!("{name}\n");
+    for level in (0..=top).rev() {
+        let layer: Vec<&str> = height
+            .iter()
+            .filter(|(_, h)| **h == level)
+            .map(|(m, _)| *m)
+            .collect();
+        out.push_str(&format!("  {}\n", layer.join("  ")));
+    }
+    out
 }
 
 /// Parses every file of the crate whose `lib.rs` is in `dir` (binaries under `bin/` are
