@@ -27,8 +27,11 @@
 //! - [`clock`]: `SimClock`, simulated time on tokio's paused clock.
 //! - [`fault`]: the fault catalog, configs, the injector and swarm mode.
 //! - [`trace`]: the event log and its hash.
-//! - [`config`], [`environment`]: `SimConfig` and `SimEnvironment`, the simulated
-//!   implementation of umi-core's `Environment`.
+//! - [`config`], [`kernel`]: `SimConfig` and `SimKernel`, the simulated implementation
+//!   of umi-core's `Environment` (clock, RNG streams, injector, trace) that every
+//!   simulator is built from.
+//! - [`environment`]: `SimEnvironment`, what a test body gets: the kernel plus the
+//!   simulators a run shares (`sim.llm()`).
 //! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
 //! - [`scenario`]: a simulation with a goal, invariants and a fault profile, and
 //!   [`test_scenario`], which runs one under `cargo test`. Sweeping scenarios over many
@@ -67,6 +70,7 @@ pub mod environment;
 pub mod failure_class;
 pub mod fault;
 pub mod foreign;
+pub mod kernel;
 pub mod llm;
 pub mod mcp;
 pub mod network;
@@ -89,6 +93,7 @@ pub use clock::SimClock;
 pub use config::SimConfig;
 pub use environment::SimEnvironment;
 pub use fault::{FaultConfig, FaultDomain, FaultInjector, FaultKind};
+pub use kernel::SimKernel;
 pub use llm::{SimLlm, SimLlmConfig};
 pub use network::{Endpoint, SimNetwork};
 pub use rng::DeterministicRng;
