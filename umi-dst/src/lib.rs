@@ -6,8 +6,7 @@
 //! replays it exactly.
 //!
 //! ```no_run
-//! use umi_dst::{Simulation, ensure};
-//! use umi_core::env::EnvironmentExt;
+//! use umi_dst::prelude::*;
 //!
 //! #[test]
 //! fn backoff_is_bounded() {
@@ -21,8 +20,13 @@
 //! }
 //! ```
 //!
+//! [`prelude`] holds what a test needs; [`Simulation::block_on`] runs one future for one
+//! seed under the same guards, for a test that needs a simulated environment but no
+//! seed range.
+//!
 //! # Layout
 //!
+//! - [`prelude`]: `use umi_dst::prelude::*;` for a test.
 //! - [`rng`]: `DeterministicRng`, ChaCha streams with label-derived forks.
 //! - [`clock`]: `SimClock`, simulated time on tokio's paused clock.
 //! - [`fault`]: the fault catalog, configs, the injector and swarm mode.
@@ -53,7 +57,11 @@
 //!   recalled, no dangling link).
 //! - [`doubles`]: mock, scripted and function `LanguageModel`s for unit tests.
 //! - [`conformance`]: the `LanguageModel` contract, checked over generated requests.
-//! - [`constants`]: the harness-wide limits (a module's own limits live beside it).
+//! - [`constants`]: the harness-wide limits and the seed defaults (a module's own limits
+//!   live beside it).
+//! - [`seed_text`], [`duration_text`]: seeds and durations as `DST_*` variables and the
+//!   `dst` command read them, for tools of your own that take the same.
+//! - [`watchdog`]: the wall-clock watchdog that ends a hung seed with its name.
 
 pub mod adapters;
 pub mod checkers;
@@ -75,6 +83,7 @@ pub mod llm;
 pub mod mcp;
 pub mod network;
 pub mod planted;
+pub mod prelude;
 pub mod rng;
 pub mod scenario;
 pub mod seed_text;
