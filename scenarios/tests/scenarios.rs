@@ -9,7 +9,10 @@ use umi_dst::{RunError, Simulation};
 use umi_scenarios::canary::Canary;
 use umi_scenarios::canary_lost_link::CanaryLostLink;
 
-/// Seeds per scenario in `cargo test` (the nightly sweep runs hundreds of thousands).
+/// Seeds per scenario in this suite: the harness's own scenarios name a range larger
+/// than the default (`umi_dst::constants::SEED_COUNT_DEFAULT`, what `test_scenario`
+/// runs), as any test that wants more seeds does; the nightly sweep runs hundreds of
+/// thousands.
 const SCENARIO_TEST_SEEDS: u64 = 64;
 
 /// Seeds within which the canary's planted bug must be found.
@@ -66,6 +69,16 @@ fn streaming_tool_calls() {
 #[test]
 fn wire_faults() {
     replay(&umi_scenarios::wire_faults::WireFaults);
+}
+
+#[test]
+fn wire_shapes() {
+    replay(&umi_scenarios::wire_shapes::WireShapes);
+}
+
+#[test]
+fn mixed_formats() {
+    replay(&umi_scenarios::mixed_formats::MixedFormats);
 }
 
 #[test]
@@ -184,6 +197,31 @@ fn canary_lost_update_needs_seeded_interleavings() {
         .try_run(umi_scenarios::canary_lost_update::run)
         .unwrap_or_else(|error| panic!("the race showed without interleavings: {error}"));
     assert_eq!(summary.seeds.len() as u64, UNINTERLEAVED_SEEDS);
+}
+
+/// Every scenario of the registry has its test here, named after it, and every one but
+/// the canaries (whose test is that their planted bug is found) replays its seed corpus
+/// through `replay`: a scenario added without one fails this test, so no scenario's
+/// recorded seeds go unreplayed by `cargo test`.
+#[test]
+fn every_scenario_has_its_replay_test() {
+    let source = include_str!("scenarios.rs");
+    let mut missing = Vec::new();
+    for scenario in umi_scenarios::all() {
+        let name = scenario.name();
+        let body = source
+            .split_once(&format!("#[test]\nfn {name}() {{\n"))
+            .map(|(_, rest)| rest.split_once("\n}\n").map_or(rest, |(body, _)| body));
+        let replays = |body: &str| body.contains("replay(&") || name.starts_with("canary");
+        if !body.is_some_and(replays) {
+            missing.push(name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "scenarios without a test that replays their seeds/<name>.seeds: {missing:?} (add \
+         `#[test] fn <name>() {{ replay(&..) }}` to scenarios/tests/scenarios.rs)"
+    );
 }
 
 /// `scenario`'s planted bug is found within `CANARY_SEEDS_MAX` seeds as a violation

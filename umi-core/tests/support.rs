@@ -131,15 +131,8 @@ impl umi_core::llm::transport::Transport for FixtureTransport {
     }
 }
 
-/// Runs `body` with a fresh simulated environment (paused time, wall clock at the
-/// simulation epoch 2024-01-01T00:00:00Z).
+/// Runs `body` with a fresh simulated environment (seed 1, paused time, wall clock at
+/// the simulation epoch 2024-01-01T00:00:00Z) under the simulation runner's guards.
 pub(crate) fn in_sim<T>(body: impl AsyncFnOnce(umi_dst::SimEnvironment) -> T) -> T {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    let _entered = runtime.enter();
-    let sim = umi_dst::SimEnvironment::new(&umi_dst::SimConfig::new(1)).unwrap();
-    runtime.block_on(body(sim))
+    umi_dst::Simulation::new(umi_dst::SimConfig::new(1)).block_on(body)
 }

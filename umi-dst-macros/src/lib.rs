@@ -26,7 +26,8 @@ use syn::{Expr, FnArg, ItemFn, LitStr, Token};
 /// Runs an `async fn(SimEnvironment) -> Result<(), Violation>` as a simulation test.
 ///
 /// Arguments, all optional, comma-separated:
-/// - `seeds = 1..=200`: the seed range (any `IntoIterator<Item = u64>`); `DST_SEED`,
+/// - `seeds = 1..=200`: the seed range (any `IntoIterator<Item = u64>`; default: the
+///   runner's, `umi_dst::constants::SEED_COUNT_DEFAULT` seeds from 1); `DST_SEED`,
 ///   `DST_SEEDS` and `DST_SEED_START` still win, as for `Simulation::with_seeds`;
 /// - `faults = [a, b]`: `FaultConfig`s the run injects;
 /// - `budget = Budget::new().tokens_max(5_000)`: what one run may spend; a run over it

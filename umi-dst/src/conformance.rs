@@ -2,9 +2,9 @@
 //! many generated requests.
 //!
 //! Every provider in the workspace calls [`Conformance::check`] from its tests (the
-//! doubles, SimLLM, the real clients over SimNetwork). Each case builds a fresh
-//! simulated environment from the case's seed, makes the model with the caller's
-//! factory, sends it a generated request and checks:
+//! doubles, SimLLM, the real clients over SimNetwork). Each case runs one simulation of
+//! the case's seed ([`Simulation::block_on`], under the runner's guards), makes the
+//! model with the caller's factory, sends it a generated request and checks:
 //!
 //! 1. `stream()` returns within an hour of simulated time; with `expect_success`, it
 //!    returns `Ok` for every valid request;
@@ -33,8 +33,10 @@ use umi_core::llm::{
     ToolDefinition,
 };
 
+use crate::clock::SimClock;
 use crate::config::SimConfig;
 use crate::environment::SimEnvironment;
+use crate::simulation::Simulation;
 
 /// Seed of the generated cases when `DST_SEED` is unset.
 pub const CONFORMANCE_SEED_DEFAULT: u64 = 0xC0_4F04;
@@ -73,7 +75,7 @@ impl Conformance {
     pub fn new() -> Self {
         let seed = std::env::var("DST_SEED")
             .ok()
-            .and_then(|value| crate::simulation::settings::parse_seed(&value).ok())
+            .and_then(|value| crate::seed_text::parse_seed(&value).ok())
             .unwrap_or(CONFORMANCE_SEED_DEFAULT);
         Self {
             cases: 256,
@@ -189,59 +191,65 @@ where
     P: LanguageModel,
     F: Fn(&SimEnvironment) -> P,
 {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .map_err(|e| format!("cannot build a runtime: {e}"))?;
-    let _entered = runtime.enter();
     let config = SimConfig::new(case_seed);
-    let env = SimEnvironment::new(&config).map_err(|e| e.to_string())?;
-    let model = make(&env);
-    // Built now, at simulated time zero like the first, for the determinism check.
-    let twin = options
-        .deterministic
-        .then(|| SimEnvironment::new(&config).map(|twin_env| (make(&twin_env), twin_env)))
-        .transpose()
-        .map_err(|e| e.to_string())?;
-    runtime.block_on(async {
-        let model_ref = model.model_ref();
-        check_limits(model_ref)?;
-        let clock = env.clock();
-        let started = clock
-            .timeout(CALL_TIME_MAX, model.stream(request))
-            .await
-            .map_err(|_| "stream() did not return within an hour of simulated time".to_owned())?;
-        if expect == Expect::Refusal {
-            return refused_as_invalid(started.err());
-        }
-        let mut stream = match started {
-            Ok(stream) => stream,
-            Err(error) if options.expect_success => {
-                return Err(format!("stream() failed on a valid request: {error}"));
-            }
-            Err(_) => return Ok(()),
-        };
-        let drained = drain(clock, &mut stream).await?;
-        let events = check_shape(&drained)?;
-        let ended_in_error = matches!(drained.last(), Some(Err(_)));
-        if ended_in_error {
-            if options.expect_success {
-                return Err(format!("the stream failed: {:?}", drained.last()));
-            }
-            return Ok(());
-        }
-        let response =
-            StreamCollector::collect_items(model_ref.model.clone(), events.into_iter().map(Ok))
-                .map_err(|e| format!("the collector refused the stream: {e}"))?;
-        if options.honours_stop {
-            check_stop(request, &response.text)?;
-        }
-        match &twin {
-            Some((twin, _twin_env)) => check_twin(twin, request, &response).await,
-            None => Ok(()),
-        }
+    Simulation::new(config.clone()).block_on(async |env| {
+        let model = make(&env);
+        // Built now, at simulated time zero like the first, for the determinism check.
+        let twin = options
+            .deterministic
+            .then(|| SimEnvironment::new(&config).map(|twin_env| (make(&twin_env), twin_env)))
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        let twin = twin.as_ref().map(|(twin, _twin_env)| twin);
+        check_case(options, &model, twin, env.clock(), request, expect).await
     })
+}
+
+/// One case in a running simulation: `model` answers `request` as its contract says
+/// (`twin`: the same model built again, for the determinism check).
+async fn check_case<P: LanguageModel>(
+    options: &Conformance,
+    model: &P,
+    twin: Option<&P>,
+    clock: &SimClock,
+    request: &CompletionRequest,
+    expect: Expect,
+) -> Result<(), String> {
+    let model_ref = model.model_ref();
+    check_limits(model_ref)?;
+    let started = clock
+        .timeout(CALL_TIME_MAX, model.stream(request))
+        .await
+        .map_err(|_| "stream() did not return within an hour of simulated time".to_owned())?;
+    if expect == Expect::Refusal {
+        return refused_as_invalid(started.err());
+    }
+    let mut stream = match started {
+        Ok(stream) => stream,
+        Err(error) if options.expect_success => {
+            return Err(format!("stream() failed on a valid request: {error}"));
+        }
+        Err(_) => return Ok(()),
+    };
+    let drained = drain(clock, &mut stream).await?;
+    let events = check_shape(&drained)?;
+    let ended_in_error = matches!(drained.last(), Some(Err(_)));
+    if ended_in_error {
+        if options.expect_success {
+            return Err(format!("the stream failed: {:?}", drained.last()));
+        }
+        return Ok(());
+    }
+    let response =
+        StreamCollector::collect_items(model_ref.model.clone(), events.into_iter().map(Ok))
+            .map_err(|e| format!("the collector refused the stream: {e}"))?;
+    if options.honours_stop {
+        check_stop(request, &response.text)?;
+    }
+    match twin {
+        Some(twin) => check_twin(twin, request, &response).await,
+        None => Ok(()),
+    }
 }
 
 /// A model's limits are consistent: a window, and an output limit within it.
@@ -285,7 +293,7 @@ async fn check_twin<P: LanguageModel>(
 /// The items of `stream` up to its end (at most [`CASE_EVENTS_MAX`] and one more, within
 /// an hour of simulated time); an error if, polled again after its end, it yields more.
 async fn drain(
-    clock: &crate::clock::SimClock,
+    clock: &SimClock,
     stream: &mut umi_core::llm::EventStream,
 ) -> Result<Vec<Result<StreamEvent, LlmError>>, String> {
     let (items, ended) = clock

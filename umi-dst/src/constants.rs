@@ -53,7 +53,12 @@ pub const SWARM_KIND_PROBABILITY: f64 = 0.025;
 /// Largest wall-clock jump (either direction) one `clock.jump` fault applies, in ms.
 pub const CLOCK_JUMP_MS_MAX: u64 = 60 * 60 * 1000;
 
-/// Seeds a run without `DST_SEED` covers by default.
+/// Seeds a `cargo test` covers by default, the one default of every way in:
+/// `Simulation::from_env()`, `#[umi_dst::test]` without `seeds = ..`, and
+/// `test_scenario` (seeds `SEED_START_DEFAULT` to `SEED_START_DEFAULT + 7`). `DST_SEEDS`
+/// and `DST_SEED_START` change it for every test at once; a test that wants more names its
+/// range (`seeds = 1..=200`, `with_seeds`, `test_scenario_in`). A sweep is a separate
+/// job with its own, larger default (`umi_sweep::options::SWEEP_SEEDS_DEFAULT`).
 pub const SEED_COUNT_DEFAULT: u64 = 8;
 
 /// The first seed of the default set (documented in the README, so a plain `cargo test`

@@ -1,6 +1,9 @@
 //! Durations as people type them on a command line or in a `DST_*` variable: `500ms`,
 //! `30s`, `5m`, `2h`, `1h 30m` (humantime's syntax), a bare number being seconds; up to
 //! [`DURATION_ARG_MAX`], so a huge value is refused instead of wrapping to zero.
+//!
+//! `DST_SEED_TIMEOUT` is read with it, and the `dst` command's duration flags are. Public
+//! for tools of your own that take a duration the same way.
 
 use std::time::Duration;
 

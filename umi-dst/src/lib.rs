@@ -6,8 +6,7 @@
 //! replays it exactly.
 //!
 //! ```no_run
-//! use umi_dst::{Simulation, ensure};
-//! use umi_core::env::EnvironmentExt;
+//! use umi_dst::prelude::*;
 //!
 //! #[test]
 //! fn backoff_is_bounded() {
@@ -21,14 +20,22 @@
 //! }
 //! ```
 //!
+//! [`prelude`] holds what a test needs; [`Simulation::block_on`] runs one future for one
+//! seed under the same guards, for a test that needs a simulated environment but no
+//! seed range.
+//!
 //! # Layout
 //!
+//! - [`prelude`]: `use umi_dst::prelude::*;` for a test.
 //! - [`rng`]: `DeterministicRng`, ChaCha streams with label-derived forks.
 //! - [`clock`]: `SimClock`, simulated time on tokio's paused clock.
 //! - [`fault`]: the fault catalog, configs, the injector and swarm mode.
 //! - [`trace`]: the event log and its hash.
-//! - [`config`], [`environment`]: `SimConfig` and `SimEnvironment`, the simulated
-//!   implementation of umi-core's `Environment`.
+//! - [`config`], [`kernel`]: `SimConfig` and `SimKernel`, the simulated implementation
+//!   of umi-core's `Environment` (clock, RNG streams, injector, trace) that every
+//!   simulator is built from.
+//! - [`environment`]: `SimEnvironment`, what a test body gets: the kernel plus the
+//!   simulators a run shares (`sim.llm()`).
 //! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
 //! - [`scenario`]: a simulation with a goal, invariants and a fault profile, and
 //!   [`test_scenario`], which runs one under `cargo test`. Sweeping scenarios over many
@@ -50,7 +57,11 @@
 //!   recalled, no dangling link).
 //! - [`doubles`]: mock, scripted and function `LanguageModel`s for unit tests.
 //! - [`conformance`]: the `LanguageModel` contract, checked over generated requests.
-//! - [`constants`]: the harness-wide limits (a module's own limits live beside it).
+//! - [`constants`]: the harness-wide limits and the seed defaults (a module's own limits
+//!   live beside it).
+//! - [`seed_text`], [`duration_text`]: seeds and durations as `DST_*` variables and the
+//!   `dst` command read them, for tools of your own that take the same.
+//! - [`watchdog`]: the wall-clock watchdog that ends a hung seed with its name.
 
 pub mod adapters;
 pub mod checkers;
@@ -67,10 +78,12 @@ pub mod environment;
 pub mod failure_class;
 pub mod fault;
 pub mod foreign;
+pub mod kernel;
 pub mod llm;
 pub mod mcp;
 pub mod network;
 pub mod planted;
+pub mod prelude;
 pub mod rng;
 pub mod scenario;
 pub mod seed_text;
@@ -89,6 +102,7 @@ pub use clock::SimClock;
 pub use config::SimConfig;
 pub use environment::SimEnvironment;
 pub use fault::{FaultConfig, FaultDomain, FaultInjector, FaultKind};
+pub use kernel::SimKernel;
 pub use llm::{SimLlm, SimLlmConfig};
 pub use network::{Endpoint, SimNetwork};
 pub use rng::DeterministicRng;

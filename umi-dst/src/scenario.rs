@@ -72,11 +72,9 @@ pub trait Scenario: Send + Sync {
     fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>>;
 }
 
-/// Seeds per scenario [`test_scenario`] runs by default (a sweep runs many more).
-pub const SCENARIO_TEST_SEEDS_DEFAULT: u64 = 64;
-
-/// Runs `scenario` as a `cargo test` should: its fault profile over seeds 1 to
-/// [`SCENARIO_TEST_SEEDS_DEFAULT`] (or the `DST_*` range), then every seed kept in
+/// Runs `scenario` as a `cargo test` should: its fault profile over the default seeds
+/// (1 to [`SEED_COUNT_DEFAULT`](crate::constants::SEED_COUNT_DEFAULT), as every
+/// simulation test; or the `DST_*` range), then every seed kept in
 /// `seeds/<name>.seeds` in the mode its line records (a seed found by a swarm sweep is
 /// replayed in swarm mode). A failure prints its report and the command that replays
 /// it; a kept seed that no longer reaches what it was kept for fails the test as stale;
@@ -101,10 +99,11 @@ pub fn test_scenario(scenario: &dyn Scenario) {
     let seeds_dir = std::env::var_os("CARGO_MANIFEST_DIR")
         .and_then(|dir| crate::corpus::find_seeds_dir(std::path::Path::new(&dir)))
         .unwrap_or_else(|| std::path::PathBuf::from("seeds"));
-    test_scenario_in(scenario, &seeds_dir, SCENARIO_TEST_SEEDS_DEFAULT);
+    test_scenario_in(scenario, &seeds_dir, crate::constants::SEED_COUNT_DEFAULT);
 }
 
-/// [`test_scenario`] with the corpus directory and the default seed count given.
+/// [`test_scenario`] with the corpus directory and the seed count given (seeds 1 to
+/// `seeds`, unless `DST_*` chose others).
 pub fn test_scenario_in(scenario: &dyn Scenario, seeds_dir: &std::path::Path, seeds: u64) {
     let template = scenario.config(0, false);
     crate::Simulation::from_env()

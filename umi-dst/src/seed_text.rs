@@ -1,6 +1,9 @@
 //! A seed as text: the one parser every place that reads a seed uses (`DST_SEED`, the
 //! seed corpus, the `dst` command's flags, `dst serve`'s paths and headers), so they accept
 //! the same forms. It sits below both the corpus and the simulation settings, which use it.
+//!
+//! Public for tools of your own (a CLI, a server) that take a seed: they then accept
+//! exactly what `DST_SEED` and the `dst` command accept.
 
 /// Parses a seed: decimal, or hex with a `0x` prefix; surrounding spaces ignored.
 pub fn parse_seed(text: &str) -> Result<u64, String> {

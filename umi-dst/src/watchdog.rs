@@ -77,9 +77,12 @@ impl Watchdog {
         Some(Self { orders, next_id: 0 })
     }
 
-    /// Arms the watchdog for one seed: if the guard is still alive after `limit` of
-    /// wall time, `report` is printed on stderr and the process exits with code 12.
-    pub fn watch(&mut self, limit: Duration, report: String) -> WatchGuard<'_> {
+    /// Arms the watchdog for one seed, `what` (`seed 3`, `replay of seed 3 of
+    /// wire_faults`): if the guard is still alive after `limit` of wall time, a report
+    /// naming `what`, the limit and the command that replays it (`replay`) is printed on
+    /// stderr and the process exits with code 12.
+    pub fn watch(&mut self, what: &str, limit: Duration, replay: &str) -> WatchGuard<'_> {
+        let report = hang_report(what, limit, replay);
         self.next_id += 1;
         let id = self.next_id;
         let _ = self.orders.send(Order::Arm { id, limit, report });
@@ -132,7 +135,7 @@ fn expire(report: &str) -> ! {
 }
 
 /// The report of a seed that ran past `limit`: its name, the limit, what to do.
-pub fn hang_report(what: &str, limit: Duration, replay: &str) -> String {
+fn hang_report(what: &str, limit: Duration, replay: &str) -> String {
     format!(
         "error: {what} is still running after {} of wall time: a hang (a loop that never \
          yields, or blocking I/O; simulated time stops while it runs). Ending the process \

@@ -308,3 +308,39 @@ fn invalid_config_is_refused() {
     let error = sim.try_run(|_| async { Ok(()) }).unwrap_err();
     assert!(matches!(error, RunError::Config(_)), "{error}");
 }
+
+/// `Simulation::block_on` returns its body's output from a simulated run of the seed it
+/// was given: simulated time passes at once, and the same seed draws the same numbers.
+#[test]
+fn block_on_returns_the_output_of_one_simulated_seed() {
+    let draw = || {
+        Simulation::new(SimConfig::new(11)).block_on(async |sim| {
+            sim.clock().sleep(Duration::from_secs(3600)).await;
+            (sim.seed(), sim.clock().now(), sim.rng("draw").next_u64())
+        })
+    };
+    let (seed, now, first) = draw();
+    assert_eq!((seed, now), (11, Duration::from_secs(3600)));
+    assert_eq!(draw().2, first, "the same seed drew another number");
+}
+
+/// `Simulation::block_on` runs under the runner's guards: a body that spins past the
+/// step bound fails the test as a liveness failure of its seed, with the replay, instead
+/// of spinning forever.
+#[test]
+fn block_on_stops_a_livelock_at_the_step_bound() {
+    let caught = catch_unwind(AssertUnwindSafe(|| {
+        Simulation::new(SimConfig::new(5).with_steps_max(1_000)).block_on(async |sim| {
+            let env = sim.env();
+            for _ in 0..u64::MAX {
+                env.random_u64("spin");
+            }
+        })
+    }));
+    let message = panic_message(&*caught.unwrap_err());
+    assert!(
+        message.contains("simulation failed (liveness) on seed 5"),
+        "{message}"
+    );
+    assert!(message.contains("replay:"), "{message}");
+}

@@ -14,7 +14,9 @@ use crate::progress::ProgressStyle;
 use umi_dst::scenario::Scenario;
 
 /// Seeds per scenario a sweep runs unless told otherwise (the README's main job, and
-/// the range whose coverage marks a test checks).
+/// the range whose coverage marks a test checks). Separate from, and larger than, the
+/// `cargo test` default (`umi_dst::constants::SEED_COUNT_DEFAULT`): a sweep is the job
+/// that spends cores on many seeds, a test run is the one that must stay quick.
 pub const SWEEP_SEEDS_DEFAULT: u64 = 1_000;
 
 /// Runs one sweep may plan.

@@ -37,7 +37,7 @@ use crate::worker::run_checked;
 use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, process_exit_code};
 use umi_dst::scenario::Scenario;
 use umi_dst::simulation::panic_message;
-use umi_dst::watchdog::{Watchdog, hang_report};
+use umi_dst::watchdog::Watchdog;
 
 /// The name of the hidden command that makes the binary a sweep worker.
 pub(crate) const WORKER_COMMAND: &str = "__sweep-worker";
@@ -117,10 +117,7 @@ pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitC
         };
         let _watched = watchdog.as_mut().map(|watchdog| {
             let what = format!("dst worker: seed {} of {}", request.seed, request.scenario);
-            watchdog.watch(
-                self_limit,
-                hang_report(&what, self_limit, "its parent's table"),
-            )
+            watchdog.watch(&what, self_limit, "its parent's table")
         });
         let reply = run(scenarios, &request);
         let mut stdout = std::io::stdout().lock();

@@ -17,8 +17,8 @@ use clap::Args;
 use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
 use umi_dst::fault::{FaultConfig, FaultKind};
 use umi_dst::scenario::Scenario;
+use umi_dst::seed_text::parse_seed;
 use umi_dst::serve::{EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, Server, format_path};
-use umi_dst::simulation::settings::parse_seed;
 
 /// `dst serve`'s flags.
 #[derive(Debug, Args)]

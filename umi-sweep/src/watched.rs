@@ -12,7 +12,7 @@ use umi_dst::duration_text::positive_duration_arg;
 use umi_dst::fault::InjectionId;
 use umi_dst::scenario::{Scenario, run_one};
 use umi_dst::simulation::SeedRun;
-use umi_dst::watchdog::{SEED_TIMEOUT_VAR, Watchdog, hang_report};
+use umi_dst::watchdog::{SEED_TIMEOUT_VAR, Watchdog};
 
 use crate::replay_command::ReplayCommand;
 
@@ -61,12 +61,11 @@ impl WatchedRuns {
             .swarm(swarm)
             .only(only)
             .to_string();
-        let report = hang_report(what, self.limit, &command);
         let limit = self.limit;
         let _watched = self
             .watchdog
             .as_mut()
-            .map(|watchdog| watchdog.watch(limit, report));
+            .map(|watchdog| watchdog.watch(what, limit, &command));
         let only = only.map(<[InjectionId]>::to_vec);
         run_one(scenario, seed, swarm, |mut config| {
             if only.is_some() {

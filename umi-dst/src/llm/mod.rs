@@ -56,8 +56,8 @@ use rate_limit::RateWindow;
 pub use route::{Builtin, FnRoute, Generated, Route};
 
 use crate::clock::SimClock;
-use crate::environment::SimEnvironment;
 use crate::fault::FaultInjector;
+use crate::kernel::SimKernel;
 use crate::rng::DeterministicRng;
 use crate::trace::Trace;
 
@@ -96,34 +96,20 @@ enum Chosen {
     Builtin(Builtin),
 }
 
-impl SimEnvironment {
-    /// The run's SimLLM with the default config, shared by everyone who asks (one
-    /// occurrence count per request across the run). For another config build one with
-    /// [`SimLlm::with_config`].
-    pub fn llm(&self) -> Arc<SimLlm> {
-        let shared = self
-            .llm_slot()
-            .get_or_init(|| Arc::new(SimLlm::new(self)))
-            .clone();
-        // Only this method fills the slot, always with a SimLlm.
-        shared
-            .downcast::<SimLlm>()
-            .unwrap_or_else(|_| unreachable!("the run's llm slot holds a SimLlm"))
-    }
-}
-
 impl SimLlm {
-    /// A SimLLM with the default config for the run `sim`.
-    pub fn new(sim: &SimEnvironment) -> Self {
+    /// A SimLLM with the default config for the run `sim` (its `SimEnvironment` or kernel).
+    /// The run's shared one is [`SimEnvironment::llm`](crate::SimEnvironment::llm).
+    pub fn new<K: AsRef<SimKernel> + ?Sized>(sim: &K) -> Self {
         Self::with_config(sim, SimLlmConfig::default()).expect("the default config is valid")
     }
 
     /// A SimLLM with `config`. Its streams fork from the run's `llm` stream and the
     /// model id, so two simulated models answer differently.
-    pub fn with_config(
-        sim: &SimEnvironment,
+    pub fn with_config<K: AsRef<SimKernel> + ?Sized>(
+        sim: &K,
         config: SimLlmConfig,
     ) -> Result<Self, SimLlmConfigError> {
+        let sim = sim.as_ref();
         config.validate()?;
         let rng = sim.fork_rng("llm").fork(&config.model_ref.id());
         let rate = config.rate_limit.map(RateWindow::new);

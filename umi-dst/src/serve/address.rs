@@ -9,7 +9,7 @@
 //! the same answers on a fresh server and on one that already served it: a rerun is a
 //! rerun. Both are checked here, with a refusal naming the header or path segment.
 
-use crate::simulation::settings::parse_seed;
+use crate::seed_text::parse_seed;
 
 /// The longest scope name, in bytes.
 pub(crate) const SCOPE_BYTES_MAX: usize = 128;

@@ -240,7 +240,9 @@ fn step_failure(config: &SimConfig) -> (FailureClass, String) {
     )
 }
 
-/// The text of a panic payload.
+/// The text of a panic payload, as a failure report quotes it. Public for a runner of
+/// your own that catches a panic around [`Simulation::run_seed`](super::Simulation::run_seed)
+/// (the sweep's workers do), so it prints the message the way the harness does.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()

@@ -24,6 +24,7 @@
 //! passing the simulated-time or step bound is *liveness*; two traces of one seed that
 //! differ are *nondeterminism*.
 
+mod block_on;
 pub mod determinism;
 mod execute;
 pub mod kept;
@@ -45,7 +46,7 @@ use crate::config::{SimConfig, SimConfigError};
 use crate::corpus::{CorpusEntry, CorpusError, SeedCorpus};
 use crate::fault::{FaultConfig, FaultKind};
 use crate::trace::TraceHash;
-use crate::watchdog::{Watchdog, hang_report};
+use crate::watchdog::Watchdog;
 use kept::{StaleSeed, StaleSeeds};
 pub use violation::Violation;
 
@@ -319,24 +320,7 @@ impl Simulation {
             Err(RunError::Config(error)) => fail_setup(&error),
             Err(RunError::Unreached(unreached)) => fail_setup(&unreached),
             Err(RunError::Stale(stale)) => fail_setup(&stale),
-            Err(RunError::Failed(report)) => {
-                #[allow(
-                    clippy::print_stderr,
-                    reason = "the runner's job is to print the report"
-                )]
-                {
-                    eprintln!("{report}");
-                }
-                // The panic is what `cargo test` shows last and what `should_panic`
-                // matches: the class, the seed, the first line of the message, the replay.
-                std::panic::resume_unwind(Box::new(format!(
-                    "simulation failed ({}) on seed {}: {}; replay: {}",
-                    report.class,
-                    report.seed,
-                    report.message.lines().next().unwrap_or(""),
-                    report.replay_command()
-                )))
-            }
+            Err(RunError::Failed(report)) => fail_run(&report),
         }
     }
 
@@ -360,7 +344,7 @@ impl Simulation {
             let limit = self.settings.seed_timeout;
             let _watched = watchdog.as_mut().map(|watchdog| {
                 let command = replay.command(seed, FailureClass::Liveness);
-                watchdog.watch(limit, hang_report(&format!("seed {seed}"), limit, &command))
+                watchdog.watch(&format!("seed {seed}"), limit, &command)
             });
             let first = self.run_checked(seed, kept.map(|(_, entry)| entry), &body)?;
             self.print_run(&first);
@@ -539,6 +523,26 @@ impl Simulation {
 }
 
 /// Prints a setup error in one line and fails the calling test without a backtrace.
+/// Prints a failed seed's report and fails the calling test: the panic is what `cargo
+/// test` shows last and what `should_panic` matches (the class, the seed, the first line
+/// of the message, the replay).
+fn fail_run(report: &FailureReport) -> ! {
+    #[allow(
+        clippy::print_stderr,
+        reason = "the runner's job is to print the report"
+    )]
+    {
+        eprintln!("{report}");
+    }
+    std::panic::resume_unwind(Box::new(format!(
+        "simulation failed ({}) on seed {}: {}; replay: {}",
+        report.class,
+        report.seed,
+        report.message.lines().next().unwrap_or(""),
+        report.replay_command()
+    )))
+}
+
 fn fail_setup(error: &dyn fmt::Display) -> ! {
     #[allow(clippy::print_stderr, reason = "a one-line error is the whole point")]
     {

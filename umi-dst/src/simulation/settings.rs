@@ -4,12 +4,18 @@
 //!
 //! A bad value is a one-line error naming the variable and the value; nothing here
 //! panics.
+//!
+//! Public as [`Simulation::with_settings`](super::Simulation::with_settings)'s argument:
+//! a test can give the settings from a lookup of its own (`Settings::from_lookup`)
+//! instead of the process environment. A seed given as text is parsed by
+//! [`crate::seed_text`].
 
 use std::time::Duration;
 
 use crate::constants::{
     SEED_COUNT_DEFAULT, SEED_START_DEFAULT, SEED_WALL_TIMEOUT_DEFAULT, SEEDS_PER_RUN_MAX,
 };
+use crate::seed_text::parse_seed;
 use crate::watchdog::SEED_TIMEOUT_VAR;
 
 /// A `DST_*` variable with a value that cannot be used.
@@ -23,8 +29,6 @@ pub struct SettingsError {
     /// Why it cannot be used.
     pub reason: String,
 }
-
-pub use crate::seed_text::parse_seed;
 
 /// What `tracing` prints inside simulations: `None` for nothing, else an `EnvFilter`
 /// directive string (`warn`, `debug`, `umi_core::llm::router=trace,warn`), checked when

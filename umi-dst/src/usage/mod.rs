@@ -111,7 +111,7 @@ pub struct RunUsage {
     pub answer_ms: u64,
     /// The first `USAGE_CALLS_KEPT_MAX` calls, in order.
     pub calls: Vec<CallRecord>,
-    /// The task class the run declared ([`crate::SimEnvironment::set_task_class`]).
+    /// The task class the run declared ([`crate::SimKernel::set_task_class`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_class: Option<String>,
 }

@@ -5,7 +5,7 @@
 //! A trial seed sets the top bit and packs the task into the middle bits and the trial
 //! into the low [`TRIAL_BITS`]: `1 << 63 | task << 16 | trial`. A scenario draws its
 //! workload (what the agent is asked) from
-//! [`SimEnvironment::task_rng`](crate::SimEnvironment::task_rng), which forks from the
+//! [`SimKernel::task_rng`](crate::SimKernel::task_rng), which forks from the
 //! task alone, and everything else from the whole seed. A seed without the top bit is
 //! its own task, trial 0, and `task_rng` is then exactly `rng`: no seed an ordinary
 //! sweep runs changes meaning. See docs/adr/0014-task-and-trial-seeds.md.

@@ -27,8 +27,8 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand};
 use umi_dst::corpus::find_seeds_dir;
 use umi_dst::scenario::Scenario;
+use umi_dst::seed_text::parse_seed;
 use umi_dst::simulation::report::EXIT_CODE_BAD_ARGUMENTS;
-use umi_dst::simulation::settings::parse_seed;
 
 use crate::report::SweepReport;
 

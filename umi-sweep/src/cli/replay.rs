@@ -63,10 +63,7 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &
         let command = ReplayCommand::new(program, &args.run.scenario, args.run.seed)
             .swarm(args.run.swarm)
             .to_string();
-        watchdog.watch(
-            limit,
-            umi_dst::watchdog::hang_report(&what, limit, &command),
-        )
+        watchdog.watch(&what, limit, &command)
     });
     match replay(scenarios, args) {
         Err(error) => fail(&error),

@@ -1,0 +1,31 @@
+//! What a simulation test needs, in one import: `use umi_dst::prelude::*;`.
+//!
+//! The runner ([`Simulation`]), the run's handle ([`SimEnvironment`], its
+//! [`SimKernel`]), the simulators ([`SimLlm`], [`SimNetwork`], [`SimStorage`]), the
+//! settings ([`SimConfig`], [`FaultConfig`], [`FaultKind`]), the verdict
+//! ([`Violation`], [`ensure!`](crate::ensure)), scenarios ([`Scenario`],
+//! [`test_scenario`]) and umi-core's environment traits, whose methods
+//! (`env.sleep`, `env.random_in_range`) the code under test calls.
+//!
+//! The `#[umi_dst::test]` attribute is not here: a glob import of a macro named `test`
+//! would take the place of the built-in `#[test]` in the importing module, so it is
+//! always written with its path.
+//!
+//! ```
+//! use umi_dst::prelude::*;
+//!
+//! Simulation::new(SimConfig::new(3)).run(|sim| async move {
+//!     let env = sim.env();
+//!     env.sleep(std::time::Duration::from_millis(env.random_in_range("wait", 1, 500)))
+//!         .await;
+//!     ensure!(env.elapsed().as_millis() <= 500, "slept {:?}", env.elapsed());
+//!     Ok(())
+//! });
+//! ```
+
+pub use crate::ensure;
+pub use crate::{
+    FaultConfig, FaultKind, Scenario, SimConfig, SimEnvironment, SimKernel, SimLlm, SimLlmConfig,
+    SimNetwork, SimStorage, Simulation, Violation, test_scenario,
+};
+pub use umi_core::env::{Env, Environment, EnvironmentExt};
