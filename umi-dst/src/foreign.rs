@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::trace::{Trace, TraceEvent};
+use crate::trace::{Trace, TraceEvent, TraceKind};
 
 /// A third-party client, as an adapter describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -87,9 +87,9 @@ pub fn note(client: &'static ForeignClient) {
             return;
         }
         scope.clients.push(client);
-        scope
-            .trace
-            .record("foreign", format_args!("{}", client.name));
+        scope.trace.emit(TraceKind::Foreign {
+            client: client.name.to_owned(),
+        });
     });
 }
 
@@ -132,20 +132,17 @@ impl Drop for RunNotes {
     }
 }
 
-/// The `body=` digest in a `net.request` event's detail, if it has one.
-fn body_digest(detail: &str) -> Option<&str> {
-    detail
-        .split_whitespace()
-        .find_map(|word| word.strip_prefix("body="))
-}
-
-/// The `net.request` detail without its body digest: the call itself.
-fn call_of(detail: &str) -> String {
-    detail
-        .split_whitespace()
-        .filter(|word| !word.starts_with("body="))
-        .collect::<Vec<_>>()
-        .join(" ")
+/// A `net.request` event's call (method, URL, who serves it) and its body digest.
+fn request_of(event: &TraceEvent) -> Option<(String, Option<[u8; 4]>)> {
+    match &event.record {
+        TraceKind::NetRequest {
+            method,
+            url,
+            served_by,
+            body,
+        } => Some((format!("{method} {url} ({served_by})"), *body)),
+        _ => None,
+    }
 }
 
 /// Why two runs of one seed parted at `first` / `second` (the first events that
@@ -194,23 +191,21 @@ pub fn explain(
 /// What the first differing events say happened, and the effect of a hazard that would
 /// cause it (`None`: one run ended where the other went on).
 fn divergence(first: Option<&TraceEvent>, second: Option<&TraceEvent>) -> (String, Option<Effect>) {
+    if let (Some((call, a_body)), Some((b_call, b_body))) =
+        (first.and_then(request_of), second.and_then(request_of))
+        && call == b_call
+        && a_body != b_body
+    {
+        return (
+            format!(
+                "the same call ({call}) sent a different request body: the code under test \
+                 put something unseeded into it (the wall clock, OS randomness, a counter \
+                 shared between seeds)"
+            ),
+            Some(Effect::RequestBytes),
+        );
+    }
     match (first, second) {
-        (Some(a), Some(b))
-            if a.kind == "net.request"
-                && b.kind == "net.request"
-                && call_of(&a.detail) == call_of(&b.detail)
-                && body_digest(&a.detail) != body_digest(&b.detail) =>
-        {
-            (
-                format!(
-                    "the same call ({}) sent a different request body: the code under test \
-                     put something unseeded into it (the wall clock, OS randomness, a counter \
-                     shared between seeds)",
-                    call_of(&a.detail)
-                ),
-                Some(Effect::RequestBytes),
-            )
-        }
         (Some(a), Some(b)) if a.kind == b.kind && a.detail == b.detail && a.at != b.at => (
             format!(
                 "the same event ({}) came at another simulated time ({:?} then {:?}): a wait \
@@ -255,27 +250,26 @@ mod tests {
     };
 
     fn event(at_ms: u64, kind: &'static str, detail: &str) -> TraceEvent {
-        TraceEvent {
-            index: 7,
-            at: Duration::from_millis(at_ms),
-            kind,
-            detail: detail.to_owned(),
-        }
+        let detail = detail.to_owned();
+        let at = Duration::from_millis(at_ms);
+        TraceEvent::new(7, at, TraceKind::Named { kind, detail })
     }
 
     #[test]
     fn causes_follow_from_the_first_differing_events() {
-        let request = |body: &str| {
-            event(
-                5,
-                "net.request",
-                &format!("POST https://x.sim/v1/chat (openai) body={body}"),
-            )
+        let request = |body: u8| {
+            let record = TraceKind::NetRequest {
+                method: "POST".into(),
+                url: "https://x.sim/v1/chat".into(),
+                served_by: "openai",
+                body: Some([body; 4]),
+            };
+            TraceEvent::new(7, Duration::from_millis(5), record)
         };
         let cases: [(Option<TraceEvent>, Option<TraceEvent>, &str, &str); 4] = [
             (
-                Some(request("aa")),
-                Some(request("bb")),
+                Some(request(0xaa)),
+                Some(request(0xbb)),
                 "sent a different request body",
                 "a UUID v4",
             ),

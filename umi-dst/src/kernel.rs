@@ -28,7 +28,7 @@ use crate::fault::point;
 use crate::fault::swarm::{self, SwarmDraw};
 use crate::fault::{FaultInjector, FaultKind, FaultPoint};
 use crate::rng::DeterministicRng;
-use crate::trace::Trace;
+use crate::trace::{Trace, TraceKind};
 
 /// The kernel of one simulated run. Cheap to clone; clones share the run.
 #[derive(Clone)]
@@ -82,16 +82,18 @@ impl SimKernel {
         }
         let clock_faults = injector.is_configured(FaultKind::ClockJump);
 
-        trace.record(
-            "sim.start",
-            format_args!("seed={} epoch_ms={}", config.seed, config.epoch_unix_ms),
-        );
+        trace.emit(TraceKind::SimStart {
+            seed: config.seed,
+            epoch_ms: config.epoch_unix_ms,
+        });
         for fault in injector.configs() {
-            trace.record("sim.fault", format_args!("{fault}"));
+            trace.emit(TraceKind::SimFault {
+                rule: fault.to_string(),
+            });
         }
         if !swarm.is_empty() {
             let drawn: Vec<String> = swarm.iter().map(ToString::to_string).collect();
-            trace.record("sim.swarm", format_args!("{}", drawn.join(" ")));
+            trace.emit(TraceKind::SimSwarm { drawn });
         }
         Ok(Self {
             inner: Arc::new(SimInner {
@@ -196,9 +198,10 @@ impl SimKernel {
             .rng("schedule.interleave")
             .below(crate::constants::INTERLEAVE_YIELDS_MAX + 1);
         if yields > 0 {
-            self.inner
-                .trace
-                .record("schedule.yield", format_args!("{label} yields={yields}"));
+            self.inner.trace.emit(TraceKind::ScheduleYield {
+                label: label.to_owned(),
+                yields,
+            });
         }
         for _ in 0..yields {
             tokio::task::yield_now().await;
@@ -215,6 +218,12 @@ impl SimKernel {
     /// The trace.
     pub fn trace(&self) -> &Arc<Trace> {
         &self.inner.trace
+    }
+
+    /// Records a typed event: one step of the run, as `Environment::record` is.
+    pub(crate) fn emit(&self, record: TraceKind) {
+        self.inner.step();
+        self.inner.trace.emit(record);
     }
 
     /// What swarm mode drew for this seed (empty when swarm mode is off).
@@ -303,16 +312,14 @@ impl Environment for SimInner {
                 -(magnitude as i64)
             };
             self.clock.jump_wall_clock(delta);
-            self.trace
-                .record("clock.jump", format_args!("{delta:+} ms"));
+            self.trace.emit(TraceKind::ClockJump { delta_ms: delta });
         }
         self.clock.unix_time_ms()
     }
 
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
         self.step();
-        self.trace
-            .record("sleep", format_args!("{} ms", duration.as_millis()));
+        self.trace.emit(TraceKind::Sleep { duration });
         self.clock.sleep(duration)
     }
 
@@ -346,7 +353,7 @@ impl Environment for SimInner {
             .unwrap_or_else(PoisonError::into_inner)
             .entry(mark)
             .or_insert(0) += 1;
-        self.trace.record("cover", format_args!("{mark}"));
+        self.trace.emit(TraceKind::Cover { mark });
     }
 }
 

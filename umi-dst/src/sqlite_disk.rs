@@ -25,7 +25,7 @@ use umi_core::storage::{
 };
 
 use crate::environment::SimEnvironment;
-use crate::trace::Trace;
+use crate::trace::{Trace, TraceKind};
 
 /// Databases opened by this process, for unique names.
 static DATABASES_OPENED: AtomicU64 = AtomicU64::new(0);
@@ -83,7 +83,7 @@ impl SqliteDisk {
         *current = Some(Arc::new(SqliteStorage::open_in_memory(&self.shared.name)?));
         self.shared
             .trace
-            .record("storage.reopen", format_args!("sqlite"));
+            .emit(TraceKind::StorageReopen { backend: "sqlite" });
         Ok(())
     }
 

@@ -36,7 +36,7 @@ use crate::environment::SimEnvironment;
 use crate::fault::point::{self, unreachable_kind};
 use crate::fault::{FaultInjector, FaultKind, FaultPoint};
 use crate::rng::DeterministicRng;
-use crate::trace::Trace;
+use crate::trace::{Trace, TraceKind};
 
 /// Shortest and longest delay of a `storage.latency` fault, in ms.
 pub const STORAGE_LATENCY_MS_MIN: u64 = 5;
@@ -132,10 +132,10 @@ impl<S> SimStorage<S> {
     async fn latency(&self, operation: &str) {
         let delay =
             Duration::from_millis(self.draw(STORAGE_LATENCY_MS_MIN, STORAGE_LATENCY_MS_MAX));
-        self.trace.record(
-            "storage.slow",
-            format_args!("{operation} +{} ms", delay.as_millis()),
-        );
+        self.trace.emit(TraceKind::StorageSlow {
+            operation: operation.to_owned(),
+            delay,
+        });
         self.clock.sleep(delay).await;
     }
 
@@ -278,7 +278,9 @@ impl<S: Storage> Storage for SimStorage<S> {
             if let Some(sum) = books.checksums.get_mut(&key) {
                 sum[0] ^= 0xff;
             }
-            self.trace.record("storage.rot", format_args!("{key}"));
+            self.trace.emit(TraceKind::StorageRot {
+                key: key.to_string(),
+            });
             books.corrupted.insert(key.clone());
             entry.corrupted = Some(key);
         }

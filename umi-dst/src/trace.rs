@@ -6,6 +6,9 @@
 //! and detail), so a run of any length needs constant memory. The trace keeps only the
 //! last few events for the failure report, unless full recording is switched on (for
 //! replays and for locating where two runs diverged).
+//!
+//! Each event is a typed record ([`TraceKind`]); what is hashed and shown is its kind's
+//! name and its text, so the hash is over the same bytes as when events were strings.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -18,19 +21,52 @@ use sha2::{Digest, Sha256};
 use crate::clock::SimClock;
 use crate::constants::{TRACE_DETAIL_BYTES_MAX, TRACE_EVENTS_FULL_MAX};
 
-/// One event, as the trace keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+mod kind;
+
+pub use kind::TraceKind;
+
+/// One event, as the trace keeps it: the typed record, and its kind and text as hashed.
+#[derive(Debug, Clone, Serialize)]
 pub struct TraceEvent {
     /// Position in the run, from 0.
     pub index: u64,
     /// Simulated time since the run started.
     #[serde(serialize_with = "serialize_duration_us")]
     pub at: Duration,
-    /// Dotted kind, e.g. `llm.call`, `fault`, `sleep`.
+    /// Dotted kind, e.g. `llm.call`, `fault`, `sleep`: the record's [`TraceKind::name`].
     pub kind: &'static str,
-    /// What happened, cut to `TRACE_DETAIL_BYTES_MAX` bytes.
+    /// What happened: the record's text, cut to `TRACE_DETAIL_BYTES_MAX` bytes.
     pub detail: String,
+    /// What happened, typed (not serialized: a report shows the kind and the text).
+    #[serde(skip)]
+    pub record: TraceKind,
 }
+
+impl TraceEvent {
+    /// Event `index` of a run, at `at`: `record` with its kind and cut text.
+    pub fn new(index: u64, at: Duration, record: TraceKind) -> Self {
+        Self {
+            index,
+            at,
+            kind: record.name(),
+            detail: cut_detail(record.detail()),
+            record,
+        }
+    }
+}
+
+/// Two events are the same when the trace would hash them the same: position, time,
+/// kind and text (a difference past the cut is no difference, as in the hash).
+impl PartialEq for TraceEvent {
+    fn eq(&self, other: &Self) -> bool {
+        self.index == other.index
+            && self.at == other.at
+            && self.kind == other.kind
+            && self.detail == other.detail
+    }
+}
+
+impl Eq for TraceEvent {}
 
 fn serialize_duration_us<S: serde::Serializer>(at: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(at.as_micros()).unwrap_or(u64::MAX))
@@ -115,32 +151,45 @@ impl Trace {
         }
     }
 
-    /// Appends an event at the current simulated time.
+    /// Appends an event recorded by name ([`TraceKind::Named`]) at the current
+    /// simulated time: what `Environment::record` does.
     pub fn record(&self, kind: &'static str, detail: fmt::Arguments<'_>) {
         let detail = match detail.as_str() {
-            Some(text) => cut_detail(text.to_owned()),
-            None => cut_detail(detail.to_string()),
+            Some(text) => text.to_owned(),
+            None => detail.to_string(),
         };
+        self.emit(TraceKind::Named { kind, detail });
+    }
+
+    /// Appends `record` at the current simulated time. The hash takes the event's
+    /// index, time, kind and text ([`TraceKind::name`] and its `Display`, cut to
+    /// `TRACE_DETAIL_BYTES_MAX` bytes), each length-prefixed.
+    pub fn emit(&self, record: TraceKind) {
+        let kind = record.name();
+        let detail = cut_detail(record.detail());
         let at = self.clock.now();
         let mut state = self.lock();
         let index = state.count;
+        let event = TraceEvent {
+            index,
+            at,
+            kind,
+            detail,
+            record,
+        };
         state.hasher.update(index.to_le_bytes());
         state.hasher.update(
             u64::try_from(at.as_nanos())
                 .unwrap_or(u64::MAX)
                 .to_le_bytes(),
         );
-        state.hasher.update((kind.len() as u64).to_le_bytes());
-        state.hasher.update(kind.as_bytes());
-        state.hasher.update((detail.len() as u64).to_le_bytes());
-        state.hasher.update(detail.as_bytes());
+        state.hasher.update((event.kind.len() as u64).to_le_bytes());
+        state.hasher.update(event.kind.as_bytes());
+        state
+            .hasher
+            .update((event.detail.len() as u64).to_le_bytes());
+        state.hasher.update(event.detail.as_bytes());
         state.count += 1;
-        let event = TraceEvent {
-            index,
-            at,
-            kind,
-            detail,
-        };
         if let Some(full) = state.full.as_mut() {
             if full.len() < TRACE_EVENTS_FULL_MAX {
                 full.push(event.clone());
@@ -264,6 +313,38 @@ mod tests {
         });
     }
 
+    /// A typed record hashes as the kind and text it displays: the same bytes as the
+    /// string it replaced, so a seed's hash did not change when events became typed.
+    #[test]
+    fn a_record_hashes_as_its_name_and_text() {
+        in_runtime(|| {
+            let typed = Trace::new(SimClock::new(0), 4, true);
+            let named = Trace::new(SimClock::new(0), 4, true);
+            let body = Some([0xde, 0xad, 0xbe, 0xef]);
+            typed.emit(TraceKind::Sleep {
+                duration: Duration::from_millis(250),
+            });
+            typed.emit(TraceKind::NetRequest {
+                method: "POST".into(),
+                url: "https://x.sim/v1".into(),
+                served_by: "openai",
+                body,
+            });
+            named.record("sleep", format_args!("{} ms", 250));
+            named.record(
+                "net.request",
+                format_args!("POST https://x.sim/v1 (openai) body=deadbeef"),
+            );
+            assert_eq!(typed.hash(), named.hash());
+            let events = typed.events().unwrap();
+            assert_eq!(events, named.events().unwrap());
+            assert!(matches!(
+                events[1].record,
+                TraceKind::NetRequest { body: b, .. } if b == body
+            ));
+        });
+    }
+
     #[test]
     fn tail_keeps_the_newest_events() {
         in_runtime(|| {
@@ -287,11 +368,13 @@ mod tests {
 
     #[test]
     fn divergence_is_located() {
-        let event = |index, detail: &str| TraceEvent {
-            index,
-            at: Duration::ZERO,
-            kind: "k",
-            detail: detail.into(),
+        let event = |index, detail: &str| {
+            let detail = detail.to_owned();
+            TraceEvent::new(
+                index,
+                Duration::ZERO,
+                TraceKind::Named { kind: "k", detail },
+            )
         };
         let left = vec![event(0, "a"), event(1, "b")];
         let right = vec![event(0, "a"), event(1, "c")];

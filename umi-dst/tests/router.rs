@@ -536,6 +536,63 @@ fn the_attempt_that_opens_the_circuit_falls_back_without_a_backoff() {
     });
 }
 
+/// The fallback names why the router left the model, one reason per rule of the policy
+/// (they all read "retries exhausted or not retryable" once).
+#[test]
+fn a_fallback_names_why_the_model_was_left() {
+    run(async |sim| {
+        let auth = LlmError::Auth {
+            status: 401,
+            message: "no".into(),
+        };
+        let long_wait = LlmError::RateLimit {
+            retry_after_ms: Some(600_000),
+        };
+        let down = vec![unavailable(); 10];
+        let cases = [
+            (
+                down.clone(),
+                policy().with_max_retries(1),
+                "retries exhausted",
+            ),
+            (vec![auth], policy(), "not retryable"),
+            (
+                vec![long_wait],
+                policy(),
+                "retry-after longer than the policy waits",
+            ),
+            (
+                down.clone(),
+                policy().with_max_retries(5),
+                "this attempt opened the circuit",
+            ),
+            (
+                down,
+                policy().with_deadline_ms(1_500),
+                "a retry would end past the deadline",
+            ),
+        ];
+        for (errors, retry, expected) in cases {
+            let models = [("a/m", 8_000, errors), ("b/m", 8_000, vec![])];
+            let s = setup(&sim, &models, &["b/m"], retry);
+            let answer = s.router.complete(&request()).await;
+            ensure!(answer.is_ok(), "{expected}: {answer:?}");
+            let reasons: Vec<String> = s
+                .log
+                .events()
+                .iter()
+                .filter_map(|(_, event)| match event {
+                    RouterEvent::Fallback { reason, .. } => Some(reason.to_string()),
+                    _ => None,
+                })
+                .collect();
+            ensure!(reasons == [expected], "{expected}: {reasons:?}");
+            s.check()?;
+        }
+        Ok(())
+    });
+}
+
 #[test]
 fn the_deadline_bounds_the_whole_call() {
     run(async |sim| {

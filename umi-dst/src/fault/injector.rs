@@ -21,7 +21,7 @@ use umi_core::env::chance;
 use super::{FaultConfig, FaultConfigError, FaultKind, FaultPoint};
 use crate::constants::{FAULT_CONFIGS_MAX, FAULT_SCHEDULE_ENTRIES_MAX};
 use crate::rng::DeterministicRng;
-use crate::trace::Trace;
+use crate::trace::{Trace, TraceKind};
 
 /// Identifies one injection: the rule that fired and the ordinal (1-based) of the
 /// matching operation it fired on. Stable across replays of the same seed.
@@ -176,8 +176,7 @@ impl FaultInjector {
     /// must recover and make progress). Recorded in the trace.
     pub fn heal(&self) {
         if !self.healed.swap(true, Ordering::Relaxed) {
-            self.trace
-                .record("fault.heal", format_args!("all faults off"));
+            self.trace.emit(TraceKind::FaultHeal);
         }
     }
 
@@ -275,8 +274,12 @@ impl FaultInjector {
         };
         record_injection(stats, schedule, injection);
         drop(state);
-        self.trace
-            .record("fault", format_args!("{kind} on {operation} (rule {id})"));
+        self.trace.emit(TraceKind::Fault {
+            kind: kind.name(),
+            operation: operation.to_owned(),
+            rule: id.rule,
+            ordinal: id.ordinal,
+        });
         Some(kind)
     }
 

@@ -59,7 +59,7 @@ use crate::clock::SimClock;
 use crate::fault::FaultInjector;
 use crate::kernel::SimKernel;
 use crate::rng::DeterministicRng;
-use crate::trace::Trace;
+use crate::trace::{Trace, TraceKind};
 
 /// Shortest and longest retry-after a `llm.rate_limit` fault asks for, in ms.
 pub const FAULT_RETRY_AFTER_MS_MIN: u64 = 500;
@@ -195,12 +195,9 @@ impl SimLlm {
         {
             return;
         }
-        self.trace.record(
-            "llm.untagged",
-            format_args!(
-                "routes for tasks {tasks:?} cannot match requests without a task tag (over SimNetwork none has one): use FnRoute::for_task_or"
-            ),
-        );
+        self.trace.emit(TraceKind::LlmUntagged {
+            tasks: tasks.iter().map(|&task| task.to_owned()).collect(),
+        });
         tracing::warn!(
             ?tasks,
             "SimLLM: task routes cannot match untagged requests (requests over SimNetwork carry no task tag); use FnRoute::for_task_or"
@@ -215,10 +212,10 @@ impl SimLlm {
     }
 
     fn refuse(&self, error: LlmError) -> Result<CallPlan, LlmError> {
-        self.trace.record(
-            "llm.refuse",
-            format_args!("{} {error}", self.config.model_ref.id()),
-        );
+        self.trace.emit(TraceKind::LlmRefuse {
+            model: self.config.model_ref.id(),
+            error: error.to_string(),
+        });
         Err(error)
     }
 }

@@ -13,6 +13,7 @@ use super::{Builtin, Chosen, SimLlm, generate, near_miss};
 use crate::fault::FaultKind;
 use crate::fault::point::{LLM_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
+use crate::trace::TraceKind;
 
 /// What steps 2 and 3 settle about a call.
 struct Call {
@@ -123,17 +124,14 @@ impl SimLlm {
         };
         let conversation = super::canonical::conversation_hash(request);
         let ledger_call = self.usage.call(&model, conversation, self.clock.now());
-        self.trace.record(
-            "llm.call",
-            format_args!(
-                "{} route={route_name} op={operation} req={:02x}{:02x}{:02x}{:02x} n={occurrence} prompt_tokens={prompt_tokens}",
-                self.config.model_ref.id(),
-                hash[0],
-                hash[1],
-                hash[2],
-                hash[3]
-            ),
-        );
+        self.trace.emit(TraceKind::LlmCall {
+            model: self.config.model_ref.id(),
+            route: route_name.clone(),
+            operation,
+            request: [hash[0], hash[1], hash[2], hash[3]],
+            occurrence,
+            prompt_tokens,
+        });
         Call {
             occurrence,
             rng,
@@ -246,24 +244,24 @@ impl SimLlm {
             {
                 let (text, miss) = near_miss::near_miss(&shaped.text, schema, fault_rng);
                 shaped.text = text;
-                self.trace.record(
-                    "llm.near_miss",
-                    format_args!("{} at {}", miss.kind.name(), miss.path),
-                );
+                self.trace.emit(TraceKind::LlmNearMiss {
+                    miss: miss.kind.name(),
+                    path: miss.path,
+                });
             }
             (Some(FaultKind::LlmInvalidResponse), _) => {
                 let corruption = plan::corrupt(shaped, structured, fault_rng);
-                self.trace
-                    .record("llm.corrupt", format_args!("{}", corruption.name()));
+                self.trace.emit(TraceKind::LlmCorrupt {
+                    corruption: corruption.name(),
+                });
             }
             _ => {}
         }
         if fault == Some(FaultKind::LlmContentFilter) {
             plan::filter(shaped, fault_rng);
-            self.trace.record(
-                "llm.filter",
-                format_args!("kept {} bytes", shaped.text.len()),
-            );
+            self.trace.emit(TraceKind::LlmFilter {
+                kept_bytes: shaped.text.len(),
+            });
         }
     }
 
@@ -315,23 +313,19 @@ impl SimLlm {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .extend(plan.shaped.tool_calls.iter().map(|call| call.id.clone()));
-        self.trace.record(
-            "llm.answer",
-            format_args!(
-                "{} finish={} usage={}+{} latency_ms={}{}",
-                self.config.model_ref.id(),
-                plan.shaped.finish_reason.as_str(),
-                plan.shaped.usage.prompt_tokens,
-                plan.shaped.usage.completion_tokens,
-                plan.total_delay().as_millis(),
-                match plan.cut {
-                    Some(Cut::Error(k)) => format!(" cut=error@{k}"),
-                    Some(Cut::ServerError(k)) => format!(" cut=server_error@{k}"),
-                    Some(Cut::Silent(k)) => format!(" cut=silent@{k}"),
-                    None => String::new(),
-                }
-            ),
-        );
+        self.trace.emit(TraceKind::LlmAnswer {
+            model: self.config.model_ref.id(),
+            finish: plan.shaped.finish_reason.as_str().to_owned(),
+            prompt_tokens: plan.shaped.usage.prompt_tokens,
+            completion_tokens: plan.shaped.usage.completion_tokens,
+            latency: plan.total_delay(),
+            cut: match plan.cut {
+                Some(Cut::Error(k)) => Some(("error", k)),
+                Some(Cut::ServerError(k)) => Some(("server_error", k)),
+                Some(Cut::Silent(k)) => Some(("silent", k)),
+                None => None,
+            },
+        });
     }
 }
 

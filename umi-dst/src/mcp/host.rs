@@ -19,6 +19,7 @@ use crate::environment::SimEnvironment;
 use crate::fault::FaultKind;
 use crate::fault::point::{MCP_INITIALIZE, MCP_REQUEST};
 use crate::rng::DeterministicRng;
+use crate::trace::TraceKind;
 
 /// How long a server that never answers holds the request, in simulated ms, before the
 /// connection drops: well past any client's timeout.
@@ -95,18 +96,19 @@ impl McpHost {
             let sessions = self.lock_sessions();
             streamable::admit(&request, &sessions)
         };
-        let env = self.sim.env();
-        env.record(
-            "net.request",
-            format_args!("{} {} (mcp)", request.method, request.url),
-        );
+        self.sim.emit(TraceKind::NetRequest {
+            method: request.method.to_string(),
+            url: request.url.to_string(),
+            served_by: "mcp",
+            body: None,
+        });
         let admitted = match admitted {
             Ok(admitted) => admitted,
             Err(refusal) => {
-                env.record(
-                    "mcp.refused",
-                    format_args!("{} {}", request.method, refusal.status),
-                );
+                self.sim.emit(TraceKind::McpRefused {
+                    method: request.method.to_string(),
+                    status: refusal.status,
+                });
                 return Ok(refused(&refusal));
             }
         };
@@ -129,7 +131,7 @@ impl McpHost {
             }
             Admitted::End { session } => {
                 self.lock_sessions().end(&session);
-                env.record("mcp.session_end", format_args!("{session}"));
+                self.sim.emit(TraceKind::McpSessionEnd { session });
                 Ok(plain(200, ""))
             }
         }
@@ -160,10 +162,11 @@ impl McpHost {
             self.lock_sessions()
                 .begin(session.clone(), version.to_owned());
         }
-        env.record(
-            "mcp.initialize",
-            format_args!("session={session} version={version} asked={requested:?}"),
-        );
+        self.sim.emit(TraceKind::McpInitialize {
+            session: session.clone(),
+            version,
+            asked: requested.map(str::to_owned),
+        });
         // `listChanged` only where the notification can be delivered: this server has
         // no GET stream, so only on a POST's SSE stream.
         let capabilities = json!({"tools": {"listChanged": self.sse}});
@@ -206,7 +209,10 @@ impl McpHost {
         if fault == Some(FaultKind::McpSessionExpired) {
             self.lock_sessions().end(session);
             env.cover("mcp.session_expired");
-            env.record("mcp.session_expired", format_args!("{session} at {method}"));
+            self.sim.emit(TraceKind::McpSessionExpired {
+                session: session.to_owned(),
+                method: method.to_owned(),
+            });
             return Ok(refused(&streamable::session_not_found()));
         }
         let faults = RequestFaults {
@@ -235,10 +241,12 @@ impl McpHost {
             &mut rng,
         )
         .await;
-        env.record(
-            "mcp.request",
-            format_args!("{session} {method} id={id} reply={}", answered.reply.name()),
-        );
+        self.sim.emit(TraceKind::McpRequest {
+            session: session.to_owned(),
+            method: method.to_owned(),
+            id: id.to_string(),
+            reply: answered.reply.name(),
+        });
         // Write back what the request changed, unless the session ended meanwhile.
         if let Some(kept) = self.lock_sessions().get_mut(session) {
             *kept = state;

@@ -9,6 +9,7 @@ use super::format::{Parsed, Responder, ServerFormat};
 use super::profile::Profile;
 use super::{Served, SimNetwork, headers};
 use crate::rng::DeterministicRng;
+use crate::trace::TraceKind;
 
 impl SimNetwork {
     /// The request as `served`'s server reads it, with the responder told of it; or the
@@ -47,8 +48,9 @@ impl SimNetwork {
         let parsed = match format.parse(request, endpoint.profile) {
             Ok(parsed) => parsed,
             Err(refused) => {
-                self.trace
-                    .record("net.bad_request", format_args!("{}", refused.message));
+                self.trace.emit(TraceKind::NetBadRequest {
+                    message: refused.message.clone(),
+                });
                 let error = LlmError::BadRequest {
                     status: Some(400),
                     message: refused.message.clone(),
@@ -75,13 +77,11 @@ impl SimNetwork {
         if !checks_model || asked.is_empty() || asked == served_model {
             return None;
         }
-        self.trace.record(
-            "net.model_not_found",
-            format_args!(
-                "{} asked for {asked:?}; this endpoint serves {served_model:?}",
-                endpoint.base_url
-            ),
-        );
+        self.trace.emit(TraceKind::NetModelNotFound {
+            base_url: endpoint.base_url.clone(),
+            asked: asked.clone(),
+            served: served_model.clone(),
+        });
         Some(LlmError::ModelNotFound {
             status: Some(404),
             message: asked.clone(),

@@ -20,6 +20,7 @@ use crate::embed::{EmbedModel, embed_model, embed_text};
 use crate::fault::FaultKind;
 use crate::fault::point::{self, unreachable_kind};
 use crate::rng::DeterministicRng;
+use crate::trace::TraceKind;
 
 impl SimNetwork {
     /// The answer to `request` if it is for `served`'s embeddings path (`None`: it is
@@ -86,15 +87,11 @@ impl SimNetwork {
             param: None,
         })?;
         wire.check(&mut ask, model)?;
-        self.trace.record(
-            "net.embed",
-            format_args!(
-                "{} {} inputs, {} dimensions",
-                ask.model,
-                ask.inputs.len(),
-                ask.dimensions.unwrap_or(model.dimensions)
-            ),
-        );
+        self.trace.emit(TraceKind::NetEmbed {
+            model: ask.model.clone(),
+            inputs: ask.inputs.len(),
+            dimensions: ask.dimensions.unwrap_or(model.dimensions),
+        });
         Ok((ask, model))
     }
 
@@ -236,8 +233,10 @@ impl SimNetwork {
             }
             other => unreachable_kind(&point::LLM_EMBED, other),
         };
-        self.trace
-            .record("net.embed_fault", format_args!("{kind} vector {victim}"));
+        self.trace.emit(TraceKind::NetEmbedFault {
+            fault: kind.name(),
+            vector: victim,
+        });
         umi_core::env::Environment::cover(self.env.as_ref(), mark);
     }
 }

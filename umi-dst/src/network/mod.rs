@@ -84,7 +84,7 @@ use crate::environment::SimEnvironment;
 use crate::fault::point::{self, unreachable_kind};
 use crate::fault::{FaultInjector, FaultKind};
 use crate::rng::DeterministicRng;
-use crate::trace::Trace;
+use crate::trace::{Trace, TraceKind};
 use format::Responder;
 
 /// Slowest first byte a `network.slow_first_byte` fault delays by, in ms.
@@ -425,8 +425,10 @@ impl SimNetwork {
             Some(FaultKind::NetworkProxyError) => {
                 let choice = self.draw(0, u64::MAX);
                 let page = headers::proxy_page(served.endpoint.profile, choice);
-                self.trace
-                    .record("net.proxy", format_args!("{} {}", page.status, page.mark));
+                self.trace.emit(TraceKind::NetProxy {
+                    status: page.status,
+                    mark: page.mark,
+                });
                 umi_core::env::Environment::cover(self.env.as_ref(), page.mark);
                 let mut response_headers =
                     vec![("content-type".to_owned(), page.content_type.to_owned())];
@@ -516,10 +518,11 @@ impl SimNetwork {
             }
         }
         self.cover_all(responder.marks());
-        self.trace.record(
-            "net.refuse",
-            format_args!("{} {status} {}", served.endpoint.profile, error.kind()),
-        );
+        self.trace.emit(TraceKind::NetRefuse {
+            profile: served.endpoint.profile.name(),
+            status,
+            error: error.kind().as_str(),
+        });
         (
             HttpResponse {
                 status,
@@ -536,8 +539,10 @@ impl SimNetwork {
             return body;
         };
         let left = self.draw(0, BODY_CUT_BYTES_MAX) as usize;
-        self.trace
-            .record("net.cut", format_args!("{kind} after {left} bytes"));
+        self.trace.emit(TraceKind::NetCut {
+            fault: kind.name(),
+            after_bytes: left as u64,
+        });
         reads::cut(body, left, kind)
     }
 
@@ -553,19 +558,17 @@ impl SimNetwork {
             .into();
         // A key in the query (Gemini's `?key=`) is masked before anything records the URL.
         let url = gemini::redact_url(&request.url);
-        self.trace.record(
-            "net.request",
-            format_args!(
-                "{} {} ({}) body={:02x}{:02x}{:02x}{:02x}",
-                request.method,
-                url.as_deref().unwrap_or(&request.url),
-                endpoint.profile,
+        self.trace.emit(TraceKind::NetRequest {
+            method: request.method.to_string(),
+            url: url.unwrap_or_else(|| request.url.clone()),
+            served_by: endpoint.profile.name(),
+            body: Some([
                 request_hash[0],
                 request_hash[1],
                 request_hash[2],
-                request_hash[3]
-            ),
-        );
+                request_hash[3],
+            ]),
+        });
         request_hash
     }
 
@@ -599,8 +602,9 @@ impl Transport for SimNetwork {
         let endpoint = &served.endpoint;
         let request_hash = self.trace_request(&request, endpoint);
         if self.is_down(&endpoint.base_url) {
-            self.trace
-                .record("net.down", format_args!("{}", endpoint.base_url));
+            self.trace.emit(TraceKind::NetDown {
+                base_url: endpoint.base_url.clone(),
+            });
             return Err(TransportError::Connect {
                 reason: "connection refused: endpoint down (simulated)".into(),
             });

@@ -40,6 +40,7 @@ use super::{Served, SimNetwork, reads, whole_body};
 use crate::fault::FaultKind;
 use crate::fault::point::{LLM_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
+use crate::trace::TraceKind;
 
 /// How long a replayed `llm.timeout` stalls before the server gives up, in ms.
 pub const REPLAY_TIMEOUT_STALL_MS: u64 = 600_000;
@@ -335,13 +336,10 @@ impl SimNetwork {
         let fault = self.faults.decide(&LLM_CALL);
         let mut fault_rng = rng.substream(5);
         if let Some(error) = replaced_by(fault, &mut fault_rng) {
-            self.trace.record(
-                "cassette.fault",
-                format_args!(
-                    "{} replaces exchange {at}",
-                    fault.map_or_else(|| "-".to_owned(), |kind| kind.to_string())
-                ),
-            );
+            self.trace.emit(TraceKind::CassetteFault {
+                fault: fault.map(FaultKind::name),
+                exchange: at,
+            });
             if let LlmError::Timeout { after_ms } = error {
                 self.clock.sleep(Duration::from_millis(after_ms)).await;
             }
@@ -350,17 +348,14 @@ impl SimNetwork {
         }
         self.use_up(base_url, key, at);
         let exchange = &replay.cassette.exchanges[at];
-        self.trace.record(
-            "cassette.replay",
-            format_args!(
-                "exchange {at} {} {} -> {} ({} bytes, {:?})",
-                exchange.request.method,
-                exchange.request.path,
-                exchange.response.status,
-                replay.reads[at].body_len,
-                exchange.response.end
-            ),
-        );
+        self.trace.emit(TraceKind::CassetteReplay {
+            exchange: at,
+            method: exchange.request.method.clone(),
+            path: exchange.request.path.clone(),
+            status: exchange.response.status,
+            body_bytes: replay.reads[at].body_len,
+            end: format!("{:?}", exchange.response.end),
+        });
         umi_core::env::Environment::cover(self.env.as_ref(), "cassette.replay");
         let response = self
             .play(
@@ -399,7 +394,9 @@ impl SimNetwork {
             ),
             closest: replay.closest(request.method, path, &request.body),
         };
-        self.trace.record("cassette.miss", format_args!("{miss}"));
+        self.trace.emit(TraceKind::CassetteMiss {
+            miss: miss.to_string(),
+        });
         umi_core::env::Environment::cover(self.env.as_ref(), "cassette.miss");
         {
             let mut states = self.replays.lock().unwrap_or_else(PoisonError::into_inner);
@@ -453,8 +450,10 @@ impl SimNetwork {
                 } else {
                     FaultKind::NetworkPartialWrite
                 };
-                self.trace
-                    .record("cassette.cut", format_args!("{kind} after {left} bytes"));
+                self.trace.emit(TraceKind::CassetteCut {
+                    fault: kind.name(),
+                    after_bytes: left,
+                });
                 reads::cut(body, left as usize, as_network)
             }
             _ => body,

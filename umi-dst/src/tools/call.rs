@@ -21,6 +21,7 @@ use crate::environment::SimEnvironment;
 use crate::fault::FaultKind;
 use crate::fault::point::{TOOL_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
+use crate::trace::TraceKind;
 
 /// How long a stalled tool holds a call, in simulated ms, before it gives up.
 pub const TOOL_STALL_MS: u64 = 600_000;
@@ -230,13 +231,13 @@ impl SimToolHandler {
                 env.cover("tool.effect_then_stall");
             }
         }
-        env.record(
-            "tool.call",
-            format_args!(
-                "{name} {} outcome={outcome:?} latency_ms={latency_ms} ran={ran_ok}",
-                invocation.call_id
-            ),
-        );
+        self.sim.emit(TraceKind::ToolCall {
+            name: name.clone(),
+            call_id: invocation.call_id.to_string(),
+            outcome: format!("{outcome:?}"),
+            latency_ms,
+            ran: ran_ok,
+        });
         // The interleaving points: calls ready at the same instant may overtake each
         // other here, in seeded orders, when the run seeds interleavings.
         self.sim.interleave("tool.call.start").await;
@@ -255,13 +256,12 @@ impl SimToolHandler {
             &invocation.arguments,
         )
         .err()?;
-        self.sim.env().record(
-            "tool.invalid_params",
-            format_args!(
-                "{} {} at {}: {}",
-                self.tool.definition.name, invocation.call_id, violation.path, violation.reason
-            ),
-        );
+        self.sim.emit(TraceKind::ToolInvalidParams {
+            tool: self.tool.definition.name.clone(),
+            call_id: invocation.call_id.to_string(),
+            path: violation.path.to_string(),
+            reason: violation.reason.to_string(),
+        });
         Some(Called::InvalidParams {
             path: violation.path.to_string(),
             reason: violation.reason.to_string(),

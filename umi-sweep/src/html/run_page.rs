@@ -340,12 +340,9 @@ mod tests {
     use super::*;
 
     fn event(index: u64, kind: &'static str, detail: &str) -> TraceEvent {
-        TraceEvent {
-            index,
-            at: Duration::from_millis(index * 10),
-            kind,
-            detail: detail.to_owned(),
-        }
+        let detail = detail.to_owned();
+        let record = umi_dst::trace::TraceKind::Named { kind, detail };
+        TraceEvent::new(index, Duration::from_millis(index * 10), record)
     }
 
     fn run_of(events: Vec<TraceEvent>, failure: Option<&str>) -> SeedRun {

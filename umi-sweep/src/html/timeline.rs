@@ -388,12 +388,9 @@ mod tests {
     }
 
     fn event(index: u64, at_ms: u64, kind: &'static str, detail: &str) -> TraceEvent {
-        TraceEvent {
-            index,
-            at: Duration::from_millis(at_ms),
-            kind,
-            detail: detail.to_owned(),
-        }
+        let detail = detail.to_owned();
+        let record = umi_dst::trace::TraceKind::Named { kind, detail };
+        TraceEvent::new(index, Duration::from_millis(at_ms), record)
     }
 
     #[test]

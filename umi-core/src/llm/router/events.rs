@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::policy::NextReason;
 use crate::llm::error::LlmError;
 
 /// Something the router did.
@@ -61,7 +62,7 @@ pub enum RouterEvent {
         /// The next model, if any.
         to: Option<String>,
         /// Why.
-        reason: String,
+        reason: FallbackReason,
     },
     /// A model was skipped: its provider is cooling down.
     Skipped {
@@ -79,6 +80,40 @@ pub enum RouterEvent {
         /// Until when (environment time, ms).
         until_ms: u64,
     },
+}
+
+/// Why the router left a model: the policy's decision after a failed attempt, or what
+/// ended the model's turn before one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FallbackReason {
+    /// The retry policy moved on ([`crate::llm::router::policy::after_failure`]).
+    Policy(NextReason),
+    /// The prompt overflowed this model's context window.
+    ContextOverflow {
+        /// The model's window, in tokens.
+        window_tokens: u32,
+    },
+    /// The breaker refused the attempt: the provider is cooling down.
+    CircuitCooling,
+    /// The call's deadline had passed before the next attempt.
+    DeadlinePassed,
+    /// The call had made its most attempts (`ROUTER_ATTEMPTS_MAX`).
+    AttemptsCapped,
+}
+
+/// The reason as the event's line shows it (in parentheses).
+impl fmt::Display for FallbackReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Policy(reason) => write!(f, "{reason}"),
+            Self::ContextOverflow { window_tokens } => {
+                write!(f, "context overflow in a window of {window_tokens}")
+            }
+            Self::CircuitCooling => f.write_str("circuit cooling down"),
+            Self::DeadlinePassed => f.write_str("deadline passed"),
+            Self::AttemptsCapped => f.write_str("attempts capped"),
+        }
+    }
 }
 
 /// Receives every router event with its environment time.
@@ -174,7 +209,7 @@ mod tests {
                     call: 3,
                     from: "openai/gpt-4o".into(),
                     to: None,
-                    reason: "retries exhausted".into(),
+                    reason: FallbackReason::Policy(NextReason::RetriesExhausted),
                 },
                 "router.fallback",
                 "call=3 openai/gpt-4o -> (none) (retries exhausted)",
@@ -191,6 +226,61 @@ mod tests {
         for (event, kind, text) in cases {
             assert_eq!(event.kind(), kind);
             assert_eq!(event.to_string(), text);
+        }
+    }
+
+    /// Each way of leaving a model reads as its own reason in the fallback's line (they
+    /// all read "retries exhausted or not retryable" once).
+    #[test]
+    fn each_fallback_reason_has_its_own_text() {
+        let cases = [
+            (
+                FallbackReason::Policy(NextReason::CircuitOpened),
+                "this attempt opened the circuit",
+            ),
+            (
+                FallbackReason::Policy(NextReason::NotRetryable),
+                "not retryable",
+            ),
+            (
+                FallbackReason::Policy(NextReason::RetriesExhausted),
+                "retries exhausted",
+            ),
+            (
+                FallbackReason::Policy(NextReason::RetryAfterTooLong),
+                "retry-after longer than the policy waits",
+            ),
+            (
+                FallbackReason::Policy(NextReason::PastDeadline),
+                "a retry would end past the deadline",
+            ),
+            (
+                FallbackReason::ContextOverflow {
+                    window_tokens: 8_000,
+                },
+                "context overflow in a window of 8000",
+            ),
+            (FallbackReason::CircuitCooling, "circuit cooling down"),
+            (FallbackReason::DeadlinePassed, "deadline passed"),
+            (FallbackReason::AttemptsCapped, "attempts capped"),
+        ];
+        for reason in NextReason::ALL {
+            let reason = FallbackReason::Policy(reason);
+            assert!(
+                cases.iter().any(|(r, _)| *r == reason),
+                "{reason:?} untested"
+            );
+        }
+        let mut texts = std::collections::BTreeSet::new();
+        for (reason, text) in cases {
+            let event = RouterEvent::Fallback {
+                call: 1,
+                from: "a/m".into(),
+                to: Some("b/m".into()),
+                reason,
+            };
+            assert_eq!(event.to_string(), format!("call=1 a/m -> b/m ({text})"));
+            assert!(texts.insert(text), "{text} twice");
         }
     }
 }

@@ -49,7 +49,7 @@ pub use config::{
     ConfigError, CooldownPolicy, ModelConfig, ProviderConfig, ProviderKind, RetryPolicy,
     RouterConfig, RoutingConfig,
 };
-pub use events::{RouterEvent, RouterObserver};
+pub use events::{FallbackReason, RouterEvent, RouterObserver};
 pub use factory::ResolveError;
 use policy::Step;
 pub use warnings::ConfigWarning;
@@ -134,7 +134,7 @@ impl LlmRouter {
                 to,
                 reason,
             } => {
-                tracing::info!(call, from, to, reason, "router falls back");
+                tracing::info!(call, from, to, %reason, "router falls back");
             }
             RouterEvent::CircuitOpened { provider, until_ms } => {
                 tracing::warn!(provider, until_ms, "circuit opened");
@@ -229,7 +229,7 @@ impl LlmRouter {
                     chain = self.context_fallback(call, &id, &tried);
                     overflow = Some(error);
                 }
-                ModelEnd::Left => {
+                ModelEnd::Left(reason) => {
                     let next = chain.front().cloned();
                     if next.is_some() {
                         self.env.cover("router.fallback");
@@ -238,7 +238,7 @@ impl LlmRouter {
                         call,
                         from: id.clone(),
                         to: next,
-                        reason: "retries exhausted or not retryable".into(),
+                        reason,
                     });
                 }
             }
@@ -271,7 +271,9 @@ impl LlmRouter {
             call,
             from: id.to_owned(),
             to: chain.front().cloned(),
-            reason: format!("context overflow in a window of {window}"),
+            reason: FallbackReason::ContextOverflow {
+                window_tokens: window,
+            },
         });
         chain
     }
@@ -297,11 +299,14 @@ impl LlmRouter {
         routed.model = target.model_ref().model.clone();
         for number in 0..=self.retry.max_retries {
             let now = self.env.elapsed();
-            if now >= deadline || failures.len() >= ROUTER_ATTEMPTS_MAX {
-                break;
+            if now >= deadline {
+                return ModelEnd::Left(FallbackReason::DeadlinePassed);
+            }
+            if failures.len() >= ROUTER_ATTEMPTS_MAX {
+                return ModelEnd::Left(FallbackReason::AttemptsCapped);
             }
             if !self.admitted(call, id, &provider, number, now, failures) {
-                break;
+                return ModelEnd::Left(FallbackReason::CircuitCooling);
             }
             let budget = Duration::from_millis(self.retry.request_timeout_ms).min(deadline - now);
             self.emit(&RouterEvent::Attempt {
@@ -335,11 +340,12 @@ impl LlmRouter {
             match step {
                 Step::LargerWindow => return ModelEnd::Overflowed(error),
                 Step::Refuse => return ModelEnd::Refused(error),
-                Step::NextModel(_) => break,
+                Step::NextModel(reason) => return ModelEnd::Left(FallbackReason::Policy(reason)),
                 Step::Retry { .. } => self.back_off(call, id, step).await,
             }
         }
-        ModelEnd::Left
+        // Unreached: the last attempt's failure is `RetriesExhausted` at the latest.
+        ModelEnd::Left(FallbackReason::Policy(policy::NextReason::RetriesExhausted))
     }
 
     /// One attempt of `routed` on `target` within `budget`: its answer, or its error (a
@@ -476,8 +482,9 @@ enum ModelEnd {
     Refused(LlmError),
     /// The prompt overflowed its window: models with larger ones are next.
     Overflowed(LlmError),
-    /// Retries spent, not retryable, its circuit open, or the deadline: the next model.
-    Left,
+    /// Retries spent, not retryable, its circuit open, or the deadline (which of them
+    /// the reason says): the next model.
+    Left(FallbackReason),
 }
 
 #[async_trait]

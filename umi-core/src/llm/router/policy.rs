@@ -14,6 +14,7 @@
 //! 6. otherwise: wait the backoff (floor plus jitter) or the Retry-After, whichever is
 //!    longer, and retry the same model.
 
+use std::fmt;
 use std::time::Duration;
 
 use super::config::RetryPolicy;
@@ -54,6 +55,30 @@ pub enum NextReason {
     RetryAfterTooLong,
     /// The wait would end past the call's deadline (rule 5).
     PastDeadline,
+}
+
+impl NextReason {
+    /// Every reason, in the order of the rules.
+    pub const ALL: [Self; 5] = [
+        Self::CircuitOpened,
+        Self::NotRetryable,
+        Self::RetriesExhausted,
+        Self::RetryAfterTooLong,
+        Self::PastDeadline,
+    ];
+}
+
+/// The reason as a fallback event names it.
+impl fmt::Display for NextReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::CircuitOpened => "this attempt opened the circuit",
+            Self::NotRetryable => "not retryable",
+            Self::RetriesExhausted => "retries exhausted",
+            Self::RetryAfterTooLong => "retry-after longer than the policy waits",
+            Self::PastDeadline => "a retry would end past the deadline",
+        })
+    }
 }
 
 /// A failed attempt as the policy sees it.
