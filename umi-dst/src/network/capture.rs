@@ -124,6 +124,8 @@ pub(crate) fn record(
 
 #[cfg(test)]
 mod tests {
+    use umi_core::llm::transport::TransportError;
+
     use super::*;
 
     fn exchange(end: BodyEnd) -> Exchange {
@@ -138,8 +140,10 @@ mod tests {
         }
     }
 
-    fn body(chunks: &[&'static [u8]]) -> BodyStream {
-        futures::stream::iter(chunks.iter().map(|chunk| Ok(chunk.to_vec()))).boxed()
+    fn body(chunks: &[&[u8]]) -> BodyStream {
+        let chunks: Vec<Result<Vec<u8>, TransportError>> =
+            chunks.iter().map(|chunk| Ok(chunk.to_vec())).collect();
+        futures::stream::iter(chunks).boxed()
     }
 
     #[test]
