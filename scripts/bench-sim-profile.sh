@@ -13,7 +13,7 @@ cargo build --quiet --release -p umi-scenarios --bin dst
 report_dir="$(mktemp -d)"
 trap 'rm -rf "$report_dir"' EXIT
 wall_ms() { # profile round -> wall ms of that sweep
-  "target/$1/dst" sweep --seeds "$seeds" --jobs 1 --no-record --quiet \
+  "target/$1/dst" sweep --seeds "$seeds" --jobs 1 --no-record --quiet --allow-no-debug-assertions \
     --report "$report_dir/$1-$2.json" >/dev/null || true
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wall_ms"])' "$report_dir/$1-$2.json"
 }

@@ -19,14 +19,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
-use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent};
+use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent, AgentOutcome};
 use umi_core::llm::router::CooldownPolicy;
-use umi_core::llm::{LlmErrorKind, Message};
+use umi_core::llm::{LlmErrorKind, Message, ToolCall};
 use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{
-    RouterStack, orphan_tool_result, scenario_retry, tool_registry, unanswered_tool_call,
+    Execution, RouterStack, orphan_tool_result, scenario_retry, tool_registry, unanswered_tool_call,
 };
 
 /// Model turns per run.
@@ -141,57 +141,79 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
             took <= run_max,
             "{prompt:?}: the run took {took:?}, over {run_max:?}"
         );
-        let mut ran: Vec<(String, String)> = executions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|run| (run.tool.clone(), run.arguments.to_string()))
-            .collect();
-        let mut asked: Vec<(String, String)> = started
-            .iter()
-            .map(|call| (call.name.clone(), call.arguments.to_string()))
-            .collect();
-        ran.sort();
-        asked.sort();
-        ensure!(
-            ran == asked,
-            "{prompt:?}: the tool runs are not the calls started, one each: ran {ran:?}, asked {asked:?}"
-        );
-        ensure!(
-            finished == started.len(),
-            "{prompt:?}: {} calls started, {finished} finished",
-            started.len()
-        );
-        match outcome {
-            Ok(outcome) => {
-                if let Some(id) = orphan_tool_result(&outcome.messages)
-                    .or_else(|| unanswered_tool_call(&outcome.messages))
-                {
-                    return Err(Violation::new(format!(
-                        "{prompt:?}: call {id} is not paired with one result"
-                    )));
-                }
-                ensure!(
-                    outcome.tool_calls == started.len(),
-                    "{prompt:?}: outcome counts {} calls, {} started",
-                    outcome.tool_calls,
-                    started.len()
-                );
-            }
-            Err(AgentError::Provider(error)) => {
-                ensure!(
-                    TURN_ERRORS.contains(&error.kind()),
-                    "{prompt:?}: a turn failed with {}: {error}",
-                    error.kind()
-                );
-            }
-            Err(AgentError::LoopDetected { .. } | AgentError::MaxIterations { .. }) => {}
-            Err(error) => {
-                return Err(Violation::new(format!(
-                    "{prompt:?}: the agent failed: {error}"
-                )));
-            }
-        }
+        check_tool_runs(prompt, &executions, &started, finished)?;
+        check_outcome(prompt, outcome, started.len())?;
     }
     stack.check()
+}
+
+/// Each call started ran once, and finished: the tool runs are the calls started, as a
+/// multiset of (tool, arguments).
+fn check_tool_runs(
+    prompt: &str,
+    executions: &Mutex<Vec<Execution>>,
+    started: &[ToolCall],
+    finished: usize,
+) -> Result<(), Violation> {
+    let mut ran: Vec<(String, String)> = executions
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .map(|run| (run.tool.clone(), run.arguments.to_string()))
+        .collect();
+    let mut asked: Vec<(String, String)> = started
+        .iter()
+        .map(|call| (call.name.clone(), call.arguments.to_string()))
+        .collect();
+    ran.sort();
+    asked.sort();
+    ensure!(
+        ran == asked,
+        "{prompt:?}: the tool runs are not the calls started, one each: ran {ran:?}, asked {asked:?}"
+    );
+    ensure!(
+        finished == started.len(),
+        "{prompt:?}: {} calls started, {finished} finished",
+        started.len()
+    );
+    Ok(())
+}
+
+/// A finished run pairs every call with one result and counts the calls started; a
+/// failed one failed with a turn error the faults explain, or hit a loop bound.
+fn check_outcome(
+    prompt: &str,
+    outcome: Result<AgentOutcome, AgentError>,
+    started: usize,
+) -> Result<(), Violation> {
+    match outcome {
+        Ok(outcome) => {
+            if let Some(id) = orphan_tool_result(&outcome.messages)
+                .or_else(|| unanswered_tool_call(&outcome.messages))
+            {
+                return Err(Violation::new(format!(
+                    "{prompt:?}: call {id} is not paired with one result"
+                )));
+            }
+            ensure!(
+                outcome.tool_calls == started,
+                "{prompt:?}: outcome counts {} calls, {started} started",
+                outcome.tool_calls
+            );
+        }
+        Err(AgentError::Provider(error)) => {
+            ensure!(
+                TURN_ERRORS.contains(&error.kind()),
+                "{prompt:?}: a turn failed with {}: {error}",
+                error.kind()
+            );
+        }
+        Err(AgentError::LoopDetected { .. } | AgentError::MaxIterations { .. }) => {}
+        Err(error) => {
+            return Err(Violation::new(format!(
+                "{prompt:?}: the agent failed: {error}"
+            )));
+        }
+    }
+    Ok(())
 }

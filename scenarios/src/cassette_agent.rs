@@ -31,6 +31,7 @@ use umi_core::cassette::Cassette;
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
 use umi_core::llm::router::LlmRouter;
 use umi_core::llm::transport::Transport;
+use umi_core::llm::wire::sse::SseDecoder;
 use umi_core::llm::{Connection, LanguageModel, LlmErrorKind, Message, ModelRef};
 use umi_dst::checkers::router::RouterLog;
 use umi_dst::network::ReplayOptions;
@@ -230,20 +231,24 @@ fn recorded_finals(cassette: &Cassette) -> Vec<String> {
         .collect()
 }
 
-/// The content text of an OpenAI chat answer, streamed (`data:` events) or whole.
+/// The content text of an OpenAI chat answer, streamed (`data:` events, read with
+/// umi-core's SSE decoder, the one the clients use) or whole (a body with no events).
 fn streamed_text(body: &str) -> String {
     let mut text = String::new();
-    let events: Vec<&str> = body
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .map(str::trim)
-        .collect();
+    let mut decoder = SseDecoder::new();
+    let mut events = Vec::new();
+    // On a decoding error the events before it are kept, as a client would read them.
+    if decoder.feed(body.as_bytes(), &mut events).is_ok()
+        && let Ok(Some(last)) = decoder.finish()
+    {
+        events.push(last);
+    }
     let values: Vec<serde_json::Value> = if events.is_empty() {
         serde_json::from_str(body).into_iter().collect()
     } else {
         events
             .iter()
-            .filter_map(|e| serde_json::from_str(e).ok())
+            .filter_map(|event| serde_json::from_str(&event.data).ok())
             .collect()
     };
     for value in values {

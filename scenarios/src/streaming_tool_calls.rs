@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::LocalBoxFuture;
-use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent};
+use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent, AgentOutcome};
 use umi_core::llm::{Message, ToolCall};
 use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
@@ -100,77 +100,110 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        // A call to a tool that was never offered (a broken answer) gets an error result
-        // and runs nothing; SimLLM only makes one when a fault broke the answer.
-        let (offered, unknown): (Vec<ToolCall>, Vec<ToolCall>) =
-            started.into_iter().partition(|c| tools.contains(&c.name));
-        if let Some(call) = unknown.first() {
-            ensure!(
-                sim.faults().injected_total() > 0,
-                "{prompt:?}: call {} to unknown tool {} without any fault",
-                call.id,
-                call.name
-            );
-        }
-        let started = offered;
+        let started = offered_calls(&sim, prompt, started, &tools)?;
+        check_started_calls(prompt, &started, &ran, &mut ids)?;
+        check_outcome(&sim, prompt, outcome)?;
+    }
+    Ok(())
+}
+
+/// The calls of `started` to offered tools. A call to a tool that was never offered (a
+/// broken answer) gets an error result and runs nothing; SimLLM only makes one when a
+/// fault broke the answer.
+fn offered_calls(
+    sim: &SimEnvironment,
+    prompt: &str,
+    started: Vec<ToolCall>,
+    tools: &BTreeSet<String>,
+) -> Result<Vec<ToolCall>, Violation> {
+    let (offered, unknown): (Vec<ToolCall>, Vec<ToolCall>) =
+        started.into_iter().partition(|c| tools.contains(&c.name));
+    if let Some(call) = unknown.first() {
         ensure!(
-            ran.len() == started.len(),
-            "{prompt:?}: {} calls started, {} tool runs",
-            started.len(),
-            ran.len()
+            sim.faults().injected_total() > 0,
+            "{prompt:?}: call {} to unknown tool {} without any fault",
+            call.id,
+            call.name
         );
-        for (call, execution) in started.iter().zip(&ran) {
+    }
+    Ok(offered)
+}
+
+/// Invariants 1 and 2: each started call ran once, in order, with its streamed
+/// arguments, valid under its schema, and under an id not seen before in the seed.
+fn check_started_calls(
+    prompt: &str,
+    started: &[ToolCall],
+    ran: &[Execution],
+    ids: &mut BTreeSet<String>,
+) -> Result<(), Violation> {
+    ensure!(
+        ran.len() == started.len(),
+        "{prompt:?}: {} calls started, {} tool runs",
+        started.len(),
+        ran.len()
+    );
+    for (call, execution) in started.iter().zip(ran) {
+        ensure!(
+            execution.valid,
+            "{prompt:?}: {} ran with arguments invalid under its schema: {}",
+            call.name,
+            execution.arguments
+        );
+        ensure!(
+            execution.tool == call.name && execution.arguments == call.arguments,
+            "{prompt:?}: call {} ({}) ran as {}({})",
+            call.id,
+            call.arguments,
+            execution.tool,
+            execution.arguments
+        );
+        ensure!(
+            ids.insert(call.id.clone()),
+            "{prompt:?}: call id {} started twice",
+            call.id
+        );
+    }
+    Ok(())
+}
+
+/// Invariants 3 and 4: a finished run pairs every call with one result; a failed one
+/// failed with a provider error after a fault.
+fn check_outcome(
+    sim: &SimEnvironment,
+    prompt: &str,
+    outcome: Result<AgentOutcome, AgentError>,
+) -> Result<(), Violation> {
+    match outcome {
+        Ok(outcome) => {
+            let calls = outcome
+                .messages
+                .iter()
+                .map(|m| m.tool_calls().len())
+                .sum::<usize>();
             ensure!(
-                execution.valid,
-                "{prompt:?}: {} ran with arguments invalid under its schema: {}",
-                call.name,
-                execution.arguments
+                outcome.tool_calls == calls,
+                "{prompt:?}: outcome counts {} calls, the conversation has {calls}",
+                outcome.tool_calls
             );
-            ensure!(
-                execution.tool == call.name && execution.arguments == call.arguments,
-                "{prompt:?}: call {} ({}) ran as {}({})",
-                call.id,
-                call.arguments,
-                execution.tool,
-                execution.arguments
-            );
-            ensure!(
-                ids.insert(call.id.clone()),
-                "{prompt:?}: call id {} started twice",
-                call.id
-            );
-        }
-        match outcome {
-            Ok(outcome) => {
-                let calls = outcome
-                    .messages
-                    .iter()
-                    .map(|m| m.tool_calls().len())
-                    .sum::<usize>();
-                ensure!(
-                    outcome.tool_calls == calls,
-                    "{prompt:?}: outcome counts {} calls, the conversation has {calls}",
-                    outcome.tool_calls
-                );
-                if let Some(id) = orphan_tool_result(&outcome.messages)
-                    .or_else(|| unanswered_tool_call(&outcome.messages))
-                {
-                    return Err(Violation::new(format!(
-                        "{prompt:?}: call {id} is not paired with one result"
-                    )));
-                }
-            }
-            Err(AgentError::Provider(error)) => {
-                ensure!(
-                    sim.faults().injected_total() > 0,
-                    "{prompt:?}: provider error without any fault: {error}"
-                );
-            }
-            Err(error) => {
+            if let Some(id) = orphan_tool_result(&outcome.messages)
+                .or_else(|| unanswered_tool_call(&outcome.messages))
+            {
                 return Err(Violation::new(format!(
-                    "{prompt:?}: the agent failed: {error}"
+                    "{prompt:?}: call {id} is not paired with one result"
                 )));
             }
+        }
+        Err(AgentError::Provider(error)) => {
+            ensure!(
+                sim.faults().injected_total() > 0,
+                "{prompt:?}: provider error without any fault: {error}"
+            );
+        }
+        Err(error) => {
+            return Err(Violation::new(format!(
+                "{prompt:?}: the agent failed: {error}"
+            )));
         }
     }
     Ok(())

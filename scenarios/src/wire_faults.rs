@@ -102,42 +102,7 @@ impl Scenario for WireFaults {
 }
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
-    let (openai_url, ollama_url) = ("https://api.openai.sim/v1", "http://ollama.sim:11434");
-    let openai_ref = ModelRef::new("openai", "gpt-sim", 32_768, 2_048);
-    let ollama_ref = ModelRef::new("ollama", "qwen3:8b", 32_768, 2_048);
-    let network = SimNetwork::new(&sim)
-        .with_endpoint(
-            Endpoint::openai(
-                openai_url,
-                sim_model(&sim, "openai", "gpt-sim", 32_768, |c| c),
-            )
-            .with_api_key("sk-sim"),
-        )
-        .with_endpoint(Endpoint::ollama(
-            ollama_url,
-            sim_model(&sim, "ollama", "qwen3:8b", 32_768, |c| c),
-        ))
-        .with_capture();
-    let network = Arc::new(network);
-    let clock = Arc::new(ByteClock {
-        inner: network.clone(),
-        env: sim.env(),
-        reads: Arc::new(Mutex::new(Reads::default())),
-    });
-    let transport: Arc<dyn Transport> = clock.clone();
-    let with_timeouts = |mut connection: Connection| {
-        (connection.timeout, connection.idle_timeout) = (TIMEOUT, IDLE_TIMEOUT);
-        connection
-    };
-    let openai = OpenAiConfig::new(
-        with_timeouts(Connection::new(openai_url).with_api_key("sk-sim")),
-        openai_ref,
-    );
-    let ollama = OllamaConfig::new(with_timeouts(Connection::new(ollama_url)), ollama_ref);
-    let clients: [Arc<dyn LanguageModel>; 2] = [
-        Arc::new(OpenAiClient::new(openai, transport.clone(), sim.env())),
-        Arc::new(OllamaClient::new(ollama, transport, sim.env())),
-    ];
+    let (network, clock, clients) = wire_clients(&sim);
     let env = sim.env();
     let mut workload = sim.task_rng("workload.calls");
     for index in 0..CALLS_PER_SEED {
@@ -161,23 +126,80 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         };
         clock.check_timing(&label, env.elapsed(), result.as_ref().err())?;
         let faulted = sim.faults().injected_total() > faults_before;
-        match result {
-            Ok(response) if !faulted => check_response(&label, client.model_ref(), &response)?,
-            Ok(response) => ensure!(
-                response.model == client.model_ref().model,
-                "{label} answered as model {:?}",
-                response.model
-            ),
-            Err(error) => {
-                ensure!(faulted, "{label} failed though no fault fired: {error}");
-                ensure!(
-                    FAULT_ERRORS.contains(&error.kind()),
-                    "{label} failed with {}: {error}",
-                    error.kind()
-                );
-                if let LlmError::RateLimit { retry_after_ms } = &error {
-                    check_retry_after(&label, &network, *retry_after_ms)?;
-                }
+        check_result(&label, client.model_ref(), &network, faulted, result)?;
+    }
+    Ok(())
+}
+
+/// The simulated network (an OpenAI and an Ollama endpoint, captured), the byte clock
+/// in front of it, and the two real clients over that clock.
+fn wire_clients(
+    sim: &SimEnvironment,
+) -> (Arc<SimNetwork>, Arc<ByteClock>, [Arc<dyn LanguageModel>; 2]) {
+    let (openai_url, ollama_url) = ("https://api.openai.sim/v1", "http://ollama.sim:11434");
+    let openai_ref = ModelRef::new("openai", "gpt-sim", 32_768, 2_048);
+    let ollama_ref = ModelRef::new("ollama", "qwen3:8b", 32_768, 2_048);
+    let network = SimNetwork::new(sim)
+        .with_endpoint(
+            Endpoint::openai(
+                openai_url,
+                sim_model(sim, "openai", "gpt-sim", 32_768, |c| c),
+            )
+            .with_api_key("sk-sim"),
+        )
+        .with_endpoint(Endpoint::ollama(
+            ollama_url,
+            sim_model(sim, "ollama", "qwen3:8b", 32_768, |c| c),
+        ))
+        .with_capture();
+    let network = Arc::new(network);
+    let clock = Arc::new(ByteClock {
+        inner: network.clone(),
+        env: sim.env(),
+        reads: Arc::new(Mutex::new(Reads::default())),
+    });
+    let transport: Arc<dyn Transport> = clock.clone();
+    let with_timeouts = |mut connection: Connection| {
+        (connection.timeout, connection.idle_timeout) = (TIMEOUT, IDLE_TIMEOUT);
+        connection
+    };
+    let openai = OpenAiConfig::new(
+        with_timeouts(Connection::new(openai_url).with_api_key("sk-sim")),
+        openai_ref,
+    );
+    let ollama = OllamaConfig::new(with_timeouts(Connection::new(ollama_url)), ollama_ref);
+    let clients: [Arc<dyn LanguageModel>; 2] = [
+        Arc::new(OpenAiClient::new(openai, transport.clone(), sim.env())),
+        Arc::new(OllamaClient::new(ollama, transport, sim.env())),
+    ];
+    (network, clock, clients)
+}
+
+/// One call's result: a clean call answers well; a faulted one answers as its model or
+/// fails with an error the faults explain (a 429's Retry-After carried through).
+fn check_result(
+    label: &str,
+    model: &ModelRef,
+    network: &SimNetwork,
+    faulted: bool,
+    result: Result<CompletionResponse, LlmError>,
+) -> Result<(), Violation> {
+    match result {
+        Ok(response) if !faulted => check_response(label, model, &response)?,
+        Ok(response) => ensure!(
+            response.model == model.model,
+            "{label} answered as model {:?}",
+            response.model
+        ),
+        Err(error) => {
+            ensure!(faulted, "{label} failed though no fault fired: {error}");
+            ensure!(
+                FAULT_ERRORS.contains(&error.kind()),
+                "{label} failed with {}: {error}",
+                error.kind()
+            );
+            if let LlmError::RateLimit { retry_after_ms } = &error {
+                check_retry_after(label, network, *retry_after_ms)?;
             }
         }
     }

@@ -283,26 +283,7 @@ fn check_call(
     splits: &mut umi_dst::DeterministicRng,
 ) -> Result<(), Violation> {
     if let Some(exchange) = exchange {
-        let decoded = check_split_invariance(exchange, splits)
-            .map_err(|v| Violation::new(format!("{label}: {}", v.message)))?;
-        if stream && is_whole_stream(exchange) {
-            let mut collector = StreamCollector::new(target.client.model_ref().model.clone());
-            let mut from_bytes = Ok(());
-            for event in decoded.events {
-                if let Err(error) = collector.push(event) {
-                    from_bytes = Err(error);
-                    break;
-                }
-            }
-            let from_bytes = match (from_bytes, decoded.error) {
-                (Err(error), _) | (Ok(()), Some(error)) => Err(error),
-                (Ok(()), None) => collector.finish(),
-            };
-            ensure!(
-                &from_bytes == result,
-                "{label}: the caller got {result:?}, the bytes say {from_bytes:?}"
-            );
-        }
+        check_bytes(label, target, stream, exchange, result, splits)?;
     }
     match result {
         Ok(response) if !faulted => {
@@ -345,6 +326,39 @@ fn check_call(
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// Invariants on the bytes of one exchange: they decode the same however they are split,
+/// and a whole stream's bytes mean what the caller got.
+fn check_bytes(
+    label: &str,
+    target: &Target,
+    stream: bool,
+    exchange: &Exchange,
+    result: &Result<CompletionResponse, LlmError>,
+    splits: &mut umi_dst::DeterministicRng,
+) -> Result<(), Violation> {
+    let decoded = check_split_invariance(exchange, splits)
+        .map_err(|v| Violation::new(format!("{label}: {}", v.message)))?;
+    if stream && is_whole_stream(exchange) {
+        let mut collector = StreamCollector::new(target.client.model_ref().model.clone());
+        let mut from_bytes = Ok(());
+        for event in decoded.events {
+            if let Err(error) = collector.push(event) {
+                from_bytes = Err(error);
+                break;
+            }
+        }
+        let from_bytes = match (from_bytes, decoded.error) {
+            (Err(error), _) | (Ok(()), Some(error)) => Err(error),
+            (Ok(()), None) => collector.finish(),
+        };
+        ensure!(
+            &from_bytes == result,
+            "{label}: the caller got {result:?}, the bytes say {from_bytes:?}"
+        );
     }
     Ok(())
 }

@@ -534,3 +534,38 @@ fn dst_refuses_arguments_that_cannot_work() {
     assert_eq!(code, Some(2), "an unwritten report is an error: {stderr}");
     assert!(stderr.contains("--report"), "{stderr}");
 }
+
+/// A `dst` built without debug assertions refuses to run seeds unless told, and says
+/// how to build it and which flag overrides; one built with them (the `sim` profile,
+/// and the test profile this binary shares with `dst`) runs, the flag changing nothing.
+#[test]
+fn dst_runs_seeds_only_with_debug_assertions_unless_told() {
+    let dst = |extra: &[&str]| {
+        let mut args = vec!["replay", "--scenario", "tool_effects", "--seed", "1"];
+        args.extend_from_slice(extra);
+        let output = Command::new(env!("CARGO_BIN_EXE_dst"))
+            .args(&args)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = dst(&[]);
+    if cfg!(debug_assertions) {
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(!stderr.contains("debug assertions"), "{stderr}");
+    } else {
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("--allow-no-debug-assertions"), "{stderr}");
+        assert!(stderr.contains("--profile sim"), "{stderr}");
+    }
+    let (code, stderr) = dst(&["--allow-no-debug-assertions"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stderr.contains("without debug assertions"),
+        !cfg!(debug_assertions),
+        "{stderr}"
+    );
+}

@@ -20,6 +20,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use umi_core::llm::client::ClientFormat;
 use umi_core::llm::openai::OpenAiConfig;
+use umi_core::llm::wire::sse::SseDecoder;
 use umi_core::llm::{FinishReason, ModelRef, ToolDefinition};
 use umi_dst::network::{Profile, WireFormat};
 use umi_dst::{Endpoint, SimNetwork, Simulation};
@@ -380,48 +381,55 @@ fn sourced_in_stream_errors(profile: Profile) -> &'static [InStreamError] {
     }
 }
 
-/// Every error payload in an SSE body, classified.
+/// Every error payload in an SSE body, classified. The body is read with umi-core's SSE
+/// decoder (the one the clients use), not a second hand-written one: it keeps
+/// llama.cpp's `error:` field, which a spec-only decoder would drop.
 fn in_stream_errors(body: &str) -> Vec<(InStreamError, String)> {
+    let mut decoder = SseDecoder::new();
+    let mut events = Vec::new();
+    decoder
+        .feed(body.as_bytes(), &mut events)
+        .expect("the simulated body decodes");
+    events.extend(decoder.finish().expect("the simulated body ends cleanly"));
     let mut found = Vec::new();
-    for line in body.lines() {
-        let line = line.trim_end_matches('\r');
-        if let Some(field) = line.strip_prefix("error:") {
+    for event in events {
+        if let Some(field) = event.error {
             found.push((InStreamError::Field, field.trim().to_owned()));
-            continue;
         }
-        let Some(data) = line.strip_prefix("data:") else {
+        let Ok(value) = serde_json::from_str::<Value>(event.data.trim()) else {
             continue;
         };
-        let Ok(value) = serde_json::from_str::<Value>(data.trim()) else {
-            continue;
-        };
-        let kind = match (value.get("error"), value.get("choices")) {
-            (Some(Value::Object(error)), Some(_)) if error.contains_key("message") => {
-                InStreamError::Chunk
-            }
-            (Some(Value::Object(error)), None) if error.contains_key("message") => {
-                InStreamError::Wrapped
-            }
-            (Some(Value::String(_)), None)
-                if value.get("error_type").is_some_and(Value::is_string) =>
-            {
-                InStreamError::TypedText
-            }
-            (Some(Value::String(_)), None) if value.as_object().is_some_and(|o| o.len() == 1) => {
-                InStreamError::Text
-            }
-            (None, None)
-                if value.get("object") == Some(&Value::from("error"))
-                    || value.get("detail").is_some() =>
-            {
-                InStreamError::Unsourced
-            }
-            (None, _) => continue,
-            _ => InStreamError::Unsourced,
-        };
-        found.push((kind, data.trim().to_owned()));
+        if let Some(kind) = in_stream_error_kind(&value) {
+            found.push((kind, event.data.trim().to_owned()));
+        }
     }
     found
+}
+
+/// The kind of error a `data:` payload carries, if it carries one.
+fn in_stream_error_kind(value: &Value) -> Option<InStreamError> {
+    Some(match (value.get("error"), value.get("choices")) {
+        (Some(Value::Object(error)), Some(_)) if error.contains_key("message") => {
+            InStreamError::Chunk
+        }
+        (Some(Value::Object(error)), None) if error.contains_key("message") => {
+            InStreamError::Wrapped
+        }
+        (Some(Value::String(_)), None) if value.get("error_type").is_some_and(Value::is_string) => {
+            InStreamError::TypedText
+        }
+        (Some(Value::String(_)), None) if value.as_object().is_some_and(|o| o.len() == 1) => {
+            InStreamError::Text
+        }
+        (None, None)
+            if value.get("object") == Some(&Value::from("error"))
+                || value.get("detail").is_some() =>
+        {
+            InStreamError::Unsourced
+        }
+        (None, _) => return None,
+        _ => InStreamError::Unsourced,
+    })
 }
 
 /// Issue 29, the third defect: inside a 200 stream the Xinference profile sent FastAPI's

@@ -51,15 +51,9 @@ pub static CLIENT: crate::foreign::ForeignClient = crate::foreign::ForeignClient
 };
 
 /// The service: async-openai's requests through `transport`.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct SimService {
     transport: Arc<dyn Transport>,
-}
-
-impl std::fmt::Debug for SimService {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimService").finish_non_exhaustive()
-    }
 }
 
 impl SimService {

@@ -123,15 +123,9 @@ pub static CLIENT: crate::foreign::ForeignClient = crate::foreign::ForeignClient
 
 /// rig's HTTP client over `transport`: give it to any rig provider configuration's
 /// `connect`, or to a client's `with_http`.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct SimHttpClient {
     transport: Arc<dyn Transport>,
-}
-
-impl std::fmt::Debug for SimHttpClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimHttpClient").finish_non_exhaustive()
-    }
 }
 
 impl SimHttpClient {

@@ -72,6 +72,14 @@ pub(crate) fn record(
     exchange: Exchange,
     body: BodyStream,
 ) -> BodyStream {
+    // What the network hands over: an exchange whose body nobody has read yet.
+    debug_assert!(
+        exchange.end == BodyEnd::Open && exchange.reads.is_empty(),
+        "capture: {} handed over with its body already read ({:?}, {} reads)",
+        exchange.url,
+        exchange.end,
+        exchange.reads.len()
+    );
     let index = {
         let mut log = log.lock().unwrap_or_else(PoisonError::into_inner);
         log.push(exchange);
@@ -79,7 +87,15 @@ pub(crate) fn record(
     };
     let update = move |log: &Arc<Mutex<Vec<Exchange>>>, edit: &dyn Fn(&mut Exchange)| {
         let mut log = log.lock().unwrap_or_else(PoisonError::into_inner);
-        edit(&mut log[index]);
+        let exchange = &mut log[index];
+        // What the body hands the capture: reads, then one end, nothing after it.
+        debug_assert_eq!(
+            exchange.end,
+            BodyEnd::Open,
+            "capture: {} got a read or an end after its body ended",
+            exchange.url
+        );
+        edit(exchange);
     };
     futures::stream::unfold(
         (body, log, false),
@@ -104,4 +120,54 @@ pub(crate) fn record(
         },
     )
     .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use umi_core::llm::transport::TransportError;
+
+    use super::*;
+
+    fn exchange(end: BodyEnd) -> Exchange {
+        Exchange {
+            url: "https://api.openai.sim/v1/chat/completions".into(),
+            profile: Profile::OpenAi,
+            status: 200,
+            headers: Vec::new(),
+            reads: Vec::new(),
+            end,
+            retry_after_meant_ms: None,
+        }
+    }
+
+    fn body(chunks: &[&[u8]]) -> BodyStream {
+        let chunks: Vec<Result<Vec<u8>, TransportError>> =
+            chunks.iter().map(|chunk| Ok(chunk.to_vec())).collect();
+        futures::stream::iter(chunks).boxed()
+    }
+
+    #[test]
+    fn the_reads_and_the_end_are_recorded_as_the_client_reads() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let read = runtime.block_on(
+            record(log.clone(), exchange(BodyEnd::Open), body(&[b"ab", b"c"])).collect::<Vec<_>>(),
+        );
+        assert_eq!(read.len(), 2);
+        let log = log.lock().unwrap();
+        assert_eq!(log[0].body(), b"abc");
+        assert_eq!(log[0].end, BodyEnd::Ended);
+    }
+
+    /// The receiving side of the network's handover: an exchange whose body was already
+    /// read (planted; `Exchange::new` makes them open) trips the assertion.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "handed over with its body already read")]
+    fn an_exchange_already_ended_trips_the_seam_assertion() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        drop(record(log, exchange(BodyEnd::Ended), body(&[b"x"])));
+    }
 }

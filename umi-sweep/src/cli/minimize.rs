@@ -17,6 +17,9 @@ use crate::watched::WatchedRuns;
 
 /// Runs `dst minimize`.
 pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &RunArgs, program: &str) -> ExitCode {
+    if let Err(error) = super::assertions::check(args.allow_no_debug_assertions) {
+        return fail(&error);
+    }
     let selected = match select(scenarios, std::slice::from_ref(&args.scenario)) {
         Ok(selected) => selected,
         Err(error) => return fail(&error.to_string()),

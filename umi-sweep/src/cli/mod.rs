@@ -13,6 +13,7 @@
     reason = "a command-line front end prints"
 )]
 
+mod assertions;
 mod compare;
 mod merge;
 mod minimize;
@@ -99,6 +100,10 @@ pub(crate) struct RunArgs {
     /// Run in swarm mode (as the sweep that found it did).
     #[arg(long)]
     pub(crate) swarm: bool,
+    /// Run even though this `dst` was built without debug assertions (the simulators'
+    /// invariant checks off); without it such a build refuses.
+    #[arg(long)]
+    pub(crate) allow_no_debug_assertions: bool,
 }
 
 fn exit(code: i32) -> ExitCode {

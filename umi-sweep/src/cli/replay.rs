@@ -51,6 +51,9 @@ struct Replayed {
 
 /// Runs `dst replay`: a recorded hanging seed fails with its name, not hang the replay.
 pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &str) -> ExitCode {
+    if let Err(error) = super::assertions::check(args.run.allow_no_debug_assertions) {
+        return fail(&error);
+    }
     let limit = match seed_wall_timeout() {
         Ok(limit) => limit,
         Err(error) => return fail(&error),

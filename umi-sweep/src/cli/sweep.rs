@@ -69,6 +69,10 @@ pub(super) struct SweepArgs {
     /// Run each seed twice and compare trace hashes (a difference exits 13).
     #[arg(long)]
     check_determinism: bool,
+    /// Run even though this `dst` was built without debug assertions (the simulators'
+    /// invariant checks off); without it such a build refuses.
+    #[arg(long)]
+    allow_no_debug_assertions: bool,
     /// Run only this scenario (repeatable).
     #[arg(long = "scenario")]
     scenarios: Vec<String>,
@@ -128,6 +132,9 @@ pub(super) struct SweepArgs {
 
 /// Runs `dst sweep`.
 pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> ExitCode {
+    if let Err(error) = super::assertions::check(args.allow_no_debug_assertions) {
+        return fail(&error);
+    }
     let interrupt = match crate::signals::install() {
         Ok(received) => Some(received),
         Err(error) => {

@@ -49,15 +49,21 @@ impl Breaker {
         let circuit = circuits
             .entry(provider.to_owned())
             .or_insert(Circuit::Closed { failures: 0 });
-        match *circuit {
+        let admission = match *circuit {
             Circuit::Closed { .. } => Admission::Allowed,
             Circuit::Open { until } if now < until => Admission::Rejected { until },
             Circuit::Open { .. } | Circuit::HalfOpen { probing: false } => {
-                *circuit = Circuit::HalfOpen { probing: true };
+                transition(circuit, Circuit::HalfOpen { probing: true }, now);
                 Admission::Probe
             }
             Circuit::HalfOpen { probing: true } => Admission::Rejected { until: now },
-        }
+        };
+        // What the breaker hands the router: a rejection never ends in the past.
+        debug_assert!(
+            !matches!(admission, Admission::Rejected { until } if until < now),
+            "breaker: {provider} rejected until {admission:?}, before now ({now:?})"
+        );
+        admission
     }
 
     /// Records an outcome; returns when the circuit opened, if this failure opened it.
@@ -69,30 +75,100 @@ impl Breaker {
         let cooldown = Duration::from_millis(self.policy.cooldown_ms);
         match (*circuit, success) {
             (_, true) => {
-                *circuit = Circuit::Closed { failures: 0 };
+                transition(circuit, Circuit::Closed { failures: 0 }, now);
                 None
             }
             (Circuit::Closed { failures }, false)
                 if failures + 1 < self.policy.failures_threshold =>
             {
-                *circuit = Circuit::Closed {
-                    failures: failures + 1,
-                };
+                let failures = failures + 1;
+                transition(circuit, Circuit::Closed { failures }, now);
                 None
             }
             (Circuit::Open { until }, false) => Some(until),
             (_, false) => {
                 let until = now + cooldown;
-                *circuit = Circuit::Open { until };
+                transition(circuit, Circuit::Open { until }, now);
                 Some(until)
             }
         }
     }
 }
 
+/// Whether a circuit may go from `from` to `to` at `now`: the breaker's state machine.
+/// A success closes any circuit; a failure counts up a closed one or opens it (until a
+/// time not past); an open one turns half-open (probing) only once its cooldown is over.
+fn transition_is_legal(from: Circuit, to: Circuit, now: Duration) -> bool {
+    match (from, to) {
+        _ if from == to => true,
+        (_, Circuit::Closed { failures: 0 }) => true,
+        (Circuit::Closed { failures }, Circuit::Closed { failures: next }) => next == failures + 1,
+        (Circuit::Closed { .. } | Circuit::HalfOpen { .. }, Circuit::Open { until }) => {
+            until >= now
+        }
+        (Circuit::Open { until }, Circuit::HalfOpen { probing: true }) => now >= until,
+        (Circuit::HalfOpen { probing: false }, Circuit::HalfOpen { probing: true }) => true,
+        _ => false,
+    }
+}
+
+/// Moves `circuit` to `to`: both `admit` (handing over a probe) and `record` (taking an
+/// outcome in) change a circuit only through here, and only along the state machine.
+fn transition(circuit: &mut Circuit, to: Circuit, now: Duration) {
+    debug_assert!(
+        transition_is_legal(*circuit, to, now),
+        "breaker: illegal transition {circuit:?} -> {to:?} at {now:?}"
+    );
+    *circuit = to;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_state_machine_allows_only_its_transitions() {
+        let t = Duration::from_millis;
+        let closed = |failures| Circuit::Closed { failures };
+        let open = |ms| Circuit::Open { until: t(ms) };
+        let probing = Circuit::HalfOpen { probing: true };
+        let table = [
+            (closed(0), closed(1), 0, true),
+            (closed(1), closed(0), 0, true),
+            (closed(1), closed(3), 0, false),
+            (closed(2), open(1_000), 0, true),
+            (closed(2), open(10), 20, false),
+            (open(100), probing, 100, true),
+            (open(100), probing, 99, false),
+            (open(100), open(200), 150, false),
+            (open(100), closed(0), 50, true),
+            (probing, open(200), 100, true),
+            (probing, closed(0), 100, true),
+            (closed(0), probing, 0, false),
+            (probing, Circuit::HalfOpen { probing: false }, 0, false),
+        ];
+        for (from, to, now_ms, legal) in table {
+            assert_eq!(
+                transition_is_legal(from, to, t(now_ms)),
+                legal,
+                "{from:?} -> {to:?} at {now_ms} ms"
+            );
+        }
+    }
+
+    /// A planted bad transition (a closed circuit straight to probing, skipping its
+    /// cooldown) trips the assertion both sides change circuits through.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "breaker: illegal transition")]
+    fn an_illegal_transition_trips_the_assertion() {
+        let mut circuit = Circuit::Closed { failures: 0 };
+        transition(
+            &mut circuit,
+            Circuit::HalfOpen { probing: true },
+            Duration::ZERO,
+        );
+    }
 
     #[test]
     fn opens_after_the_threshold_and_probes_after_the_cooldown() {

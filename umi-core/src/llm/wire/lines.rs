@@ -55,6 +55,14 @@ impl LineDecoder {
 
     fn take_line(&mut self) -> Result<String, LlmError> {
         let bytes = std::mem::take(&mut self.buffer);
+        // What this decoder hands over (the SSE decoder asserts the same on receipt): a
+        // line, its terminator gone, within the line cap.
+        debug_assert!(
+            !bytes.contains(&b'\n')
+                && !bytes.contains(&b'\r')
+                && bytes.len() <= WIRE_LINE_BYTES_MAX,
+            "the line decoder hands over a line with a line break or over its cap"
+        );
         String::from_utf8(bytes).map_err(|error| LlmError::InvalidResponse {
             reason: "a line of the response is not UTF-8".into(),
             snippet: snippet(&String::from_utf8_lossy(error.as_bytes())),
@@ -65,6 +73,19 @@ impl LineDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The handing-over side of the line decoder's seam: a buffer holding a line break
+    /// (planted; `feed` never keeps one) trips the assertion.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "the line decoder hands over a line with a line break")]
+    fn a_held_line_break_trips_the_seam_assertion() {
+        let mut decoder = LineDecoder {
+            buffer: b"data: a\ndata: b".to_vec(),
+            pending_cr: false,
+        };
+        let _ = decoder.finish();
+    }
 
     fn split_everywhere(input: &[u8]) -> Vec<Vec<String>> {
         (0..=input.len())

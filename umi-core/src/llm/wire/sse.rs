@@ -66,6 +66,12 @@ impl SseDecoder {
     }
 
     fn line(&mut self, line: &str) -> Result<Option<SseEvent>, LlmError> {
+        // What the line decoder hands over: one line, its terminator gone. A line break
+        // here would be a field boundary (or a dispatch) the decoder never saw.
+        debug_assert!(
+            !line.contains(['\n', '\r']),
+            "the SSE decoder received a line with a line break in it: {line:?}"
+        );
         if line.is_empty() {
             return Ok(self.dispatch());
         }
@@ -116,6 +122,14 @@ impl SseDecoder {
         }
         let data = std::mem::take(&mut self.data);
         self.has_data = false;
+        // What the decoder hands over: an event within the event cap (`line` refuses the
+        // data line that would pass it).
+        debug_assert!(
+            data.len() <= WIRE_EVENT_BYTES_MAX,
+            "the SSE decoder hands over an event of {} bytes, over its cap of \
+             {WIRE_EVENT_BYTES_MAX}",
+            data.len()
+        );
         Some(SseEvent { event, data, error })
     }
 }
@@ -123,6 +137,29 @@ impl SseDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The receiving side of the line decoder's handover: a line with a break in it
+    /// (planted; the line decoder never makes one) trips the assertion.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "the SSE decoder received a line with a line break in it")]
+    fn a_line_with_a_break_in_it_trips_the_seam_assertion() {
+        let _ = SseDecoder::new().line("data: a\n\ndata: b");
+    }
+
+    /// The handing-over side: an event over the cap (planted past `line`'s check) trips
+    /// the assertion.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "the SSE decoder hands over an event of")]
+    fn an_event_over_the_cap_trips_the_seam_assertion() {
+        let mut decoder = SseDecoder {
+            data: "x".repeat(WIRE_EVENT_BYTES_MAX + 1),
+            has_data: true,
+            ..SseDecoder::default()
+        };
+        let _ = decoder.dispatch();
+    }
 
     fn decode_split_at(input: &[u8], cut: usize) -> Vec<SseEvent> {
         let mut decoder = SseDecoder::new();

@@ -170,15 +170,9 @@ pub static CLIENT: crate::foreign::ForeignClient = crate::foreign::ForeignClient
 
 /// rmcp's Streamable HTTP client over `transport`: give it to
 /// `StreamableHttpClientTransport::with_client`, or use [`transport`].
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct SimMcpHttpClient {
     transport: Arc<dyn Transport>,
-}
-
-impl std::fmt::Debug for SimMcpHttpClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimMcpHttpClient").finish_non_exhaustive()
-    }
 }
 
 impl SimMcpHttpClient {

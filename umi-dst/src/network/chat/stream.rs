@@ -44,6 +44,13 @@ pub(crate) struct ChatStream {
 
 /// Writes one `data:` event in `framing`, the JSON with `spacing`.
 fn frame(out: &mut Vec<u8>, framing: Framing, payload: &[u8]) {
+    // What the encoder hands the decoder: one event per frame. A line break in the payload
+    // would end its `data:` line early (the decoder asserts it gets whole lines).
+    debug_assert!(
+        !payload.contains(&b'\n') && !payload.contains(&b'\r'),
+        "the chat encoder framed a payload with a line break in it: {:?}",
+        String::from_utf8_lossy(payload)
+    );
     let (prefix, end): (&[u8], &[u8]) = match framing {
         Framing::Standard => (b"data: ", b"\n\n"),
         Framing::Crlf => (b"data: ", b"\r\n\r\n"),
@@ -622,5 +629,32 @@ impl StreamEncoder for ChatStream {
 
     fn marks(&mut self) -> Vec<&'static str> {
         std::mem::take(&mut self.marks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The encoder's side of the framing seam: a planted payload with a blank line in it
+    /// (JSON as this encoder writes it never has one) trips the assertion.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "the chat encoder framed a payload with a line break in it")]
+    fn a_payload_with_a_line_break_trips_the_seam_assertion() {
+        frame(&mut Vec::new(), Framing::Standard, b"{\"a\":\n\n1}");
+    }
+
+    #[test]
+    fn a_frame_is_one_event_in_each_framing() {
+        for (framing, expected) in [
+            (Framing::Standard, "data: {}\n\n"),
+            (Framing::Crlf, "data: {}\r\n\r\n"),
+            (Framing::NoSpaceNoDone, "data:{}\n\n"),
+        ] {
+            let mut out = Vec::new();
+            frame(&mut out, framing, b"{}");
+            assert_eq!(String::from_utf8(out).unwrap(), expected);
+        }
     }
 }
