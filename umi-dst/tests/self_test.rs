@@ -335,7 +335,7 @@ fn block_on_stops_a_livelock_at_the_step_bound() {
             for _ in 0..u64::MAX {
                 env.random_u64("spin");
             }
-        })
+        });
     }));
     let message = panic_message(&*caught.unwrap_err());
     assert!(
