@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::Serialize;
 use umi_core::env::chance;
 
-use super::{FaultConfig, FaultConfigError, FaultKind, FaultPoint};
+use super::{FaultConfig, FaultConfigError, FaultDomain, FaultKind, FaultPoint};
 use crate::constants::{FAULT_CONFIGS_MAX, FAULT_SCHEDULE_ENTRIES_MAX};
 use crate::rng::DeterministicRng;
 use crate::trace::{Trace, TraceKind};
@@ -211,17 +211,10 @@ impl FaultInjector {
     }
 
     fn decide_operation(&self, point: &FaultPoint, operation: &str) -> Option<FaultKind> {
-        let domain = point
-            .domain()
-            .unwrap_or_else(|| panic!("fault point {point} is not named in a domain"));
+        let (domain, kinds) = point_domain_and_kinds(point);
         if self.healed.load(Ordering::Relaxed) {
             return None;
         }
-        let kinds = point.kinds();
-        assert!(
-            kinds.iter().all(|kind| kind.domain() == domain),
-            "fault point {point} lists a kind outside {domain}"
-        );
         let mut state = self.lock();
         let State {
             rules,
@@ -374,6 +367,20 @@ fn record_injection(stats: &mut FaultStats, schedule: &mut Vec<Injection>, injec
     if schedule.len() < FAULT_SCHEDULE_ENTRIES_MAX {
         schedule.push(injection);
     }
+}
+
+/// `point`'s domain and the kinds it may fire, asserting that every kind is of that
+/// domain (a point declared across domains is a bug in its declaration).
+fn point_domain_and_kinds(point: &FaultPoint) -> (FaultDomain, &'static [FaultKind]) {
+    let domain = point
+        .domain()
+        .unwrap_or_else(|| panic!("fault point {point} is not named in a domain"));
+    let kinds = point.kinds();
+    assert!(
+        kinds.iter().all(|kind| kind.domain() == domain),
+        "fault point {point} lists a kind outside {domain}"
+    );
+    (domain, kinds)
 }
 
 #[cfg(test)]
