@@ -154,6 +154,58 @@ fn a_diagram_with_a_use_going_up_or_a_module_missing_is_refused() {
     );
 }
 
+/// Modules `a`, `b` (and `b::inner` inline) of a planted crate, each file as text.
+fn planted_sources(a: &str, b: &str) -> Vec<(ModulePath, String, String)> {
+    vec![
+        (vec![], "lib.rs".into(), "mod a; mod b;".into()),
+        (vec!["a".into()], "a.rs".into(), a.into()),
+        (vec!["b".into()], "b.rs".into(), b.into()),
+    ]
+}
+
+#[test]
+fn the_collector_sees_uses_expressions_macros_and_inline_modules() {
+    let chain = "pub fn f() {}";
+    // Each way `b` may reach `a`, with `a` using `b` by a `use`: each must be a circle.
+    let reaches_a = [
+        "use crate::a::f;",
+        "pub fn g() { crate::a::f() }",
+        "pub fn g() -> String { format!(\"{:?}\", super::a::f()) }",
+        "pub fn g() { let _ = vec![crate::a::f()]; }",
+        "mod inner { pub fn g() { super::super::a::f() } }",
+        "use super::a;\npub fn g() { a::f() }",
+    ];
+    for b in reaches_a {
+        let modules = crate_from_sources(&planted_sources("use crate::b::g;", b));
+        assert_eq!(circles(&edges(&modules)).len(), 1, "not seen: {b}");
+    }
+    let modules = crate_from_sources(&planted_sources("use crate::b::g;", chain));
+    assert!(circles(&edges(&modules)).is_empty(), "a chain is no circle");
+    // A `super::` in an inline module of `b` reaches `b`, not the crate root.
+    let inline = "pub fn g() {}\nmod inner { pub fn h() { super::g() } }";
+    let modules = crate_from_sources(&planted_sources(chain, inline));
+    assert!(edges(&modules).is_empty(), "{:?}", edges(&modules));
+}
+
+#[test]
+fn the_collector_finds_the_uses_of_the_real_crates() {
+    // A resolver broken so that it sees nothing would pass every check above on the real
+    // code; the real crates' top levels use each other dozens of times.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (dir, uses_min) in [
+        ("umi-core/src", 15),
+        ("umi-dst/src", 60),
+        ("umi-sweep/src", 60),
+    ] {
+        let (_, uses) = top_level(&read_crate(&root, dir));
+        assert!(
+            uses.len() >= uses_min,
+            "{dir}: only {} uses found",
+            uses.len()
+        );
+    }
+}
+
 #[test]
 fn the_check_finds_a_planted_circle_and_passes_a_chain() {
     let mut modules = CrateModules::default();
@@ -317,14 +369,9 @@ fn layering_text(name: &str, tops: &BTreeSet<String>, uses: &BTreeSet<(String, S
 /// Parses every file of the crate whose `lib.rs` is in `dir` (binaries under `bin/` are
 /// crates of their own and are left out).
 fn read_crate(root: &Path, dir: &str) -> CrateModules {
-    let mut modules = CrateModules::default();
     let source = root.join(dir);
-    let files = rust_files(&source);
-    let known: BTreeSet<ModulePath> = files
-        .iter()
-        .filter_map(|file| module_of_file(&source, file))
-        .collect();
-    for file in files {
+    let mut sources = Vec::new();
+    for file in rust_files(&source) {
         let Some(module) = module_of_file(&source, &file) else {
             continue;
         };
@@ -335,11 +382,25 @@ fn read_crate(root: &Path, dir: &str) -> CrateModules {
             .to_string();
         let text =
             std::fs::read_to_string(&file).unwrap_or_else(|error| panic!("{relative}: {error}"));
-        let parsed = syn::parse_file(&text).unwrap_or_else(|error| panic!("{relative}: {error}"));
+        sources.push((module, relative, text));
+    }
+    crate_from_sources(&sources)
+}
+
+/// A crate's modules from `(module, file name, text)` for each of its files.
+fn crate_from_sources(sources: &[(ModulePath, String, String)]) -> CrateModules {
+    let mut modules = CrateModules::default();
+    let known: BTreeSet<ModulePath> = sources
+        .iter()
+        .map(|(module, _, _)| module.clone())
+        .collect();
+    for (module, file, text) in sources {
+        let parsed = syn::parse_file(text).unwrap_or_else(|error| panic!("{file}: {error}"));
         let mut collector = PathCollector {
             known: &known,
             module: module.clone(),
-            file: relative,
+            inline: Vec::new(),
+            file: file.clone(),
             paths: Vec::new(),
             imports: BTreeMap::new(),
             test_children: Vec::new(),
@@ -352,7 +413,7 @@ fn read_crate(root: &Path, dir: &str) -> CrateModules {
         }
         modules.modules.insert(module.clone());
         modules.uses.insert(module.clone(), collector.paths);
-        modules.imports.insert(module, collector.imports);
+        modules.imports.insert(module.clone(), collector.imports);
     }
     let test_only = modules.test_only.clone();
     let is_test = |module: &ModulePath| test_only.iter().any(|test| module.starts_with(test));
@@ -422,7 +483,9 @@ fn module_of(modules: &CrateModules, path: &[String]) -> ModulePath {
                 .and_then(|imports| imports.get(name))
         });
         match followed {
-            Some(target) if target.as_slice() != path.as_slice() => {
+            // A name imported from where the path already is (`use super::X` in an
+            // inline module of the file that defines `X`) leads nowhere new.
+            Some(target) if !path.starts_with(target) => {
                 let mut next = target.clone();
                 next.extend(path[depth + 1..].iter().cloned());
                 path = next;
@@ -506,7 +569,11 @@ fn strongly_connected<'a>(graph: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> Vec<B
 struct PathCollector<'a> {
     /// Every module of the crate (to tell a child module's name from another crate's).
     known: &'a BTreeSet<ModulePath>,
+    /// The file's module.
     module: ModulePath,
+    /// The inline modules (`mod x { .. }`) being visited, outermost first: `super::` and
+    /// `self::` inside one are relative to it, not to the file's module.
+    inline: Vec<String>,
     file: String,
     paths: Vec<(Vec<String>, String)>,
     /// Names `use` items bring in, to their absolute paths.
@@ -520,11 +587,12 @@ impl PathCollector<'_> {
     /// name this module defines.
     fn absolute(&self, segments: &[String]) -> Option<Vec<String>> {
         let (first, rest) = segments.split_first()?;
+        let here = [self.module.as_slice(), &self.inline].concat();
         match first.as_str() {
             "crate" => Some(rest.to_vec()),
-            "self" => Some([self.module.as_slice(), rest].concat()),
+            "self" => Some([here.as_slice(), rest].concat()),
             "super" => {
-                let mut base = self.module.clone();
+                let mut base = here.clone();
                 let mut rest = segments;
                 while rest.first().is_some_and(|s| s == "super") {
                     base.pop();
@@ -537,10 +605,10 @@ impl PathCollector<'_> {
                 // A child module's name (`mod x;` then `x::Y`); anything else is another
                 // crate's path, or an item of this module, and no edge.
                 None => {
-                    let child = [self.module.as_slice(), &segments[..1]].concat();
+                    let child = [here.as_slice(), &segments[..1]].concat();
                     self.known
                         .contains(&child)
-                        .then(|| [self.module.as_slice(), segments].concat())
+                        .then(|| [here.as_slice(), segments].concat())
                 }
             },
         }
@@ -576,6 +644,53 @@ impl PathCollector<'_> {
         }
     }
 
+    /// Records every `a::b(::c)*` in a macro's tokens (`format!("{}", super::b::f())`,
+    /// `json!`, `assert!`): a macro's arguments need not parse as Rust, so its tokens are
+    /// scanned, and groups inside them too.
+    fn macro_tokens(&mut self, tokens: proc_macro2::TokenStream) {
+        let mut segments: Vec<String> = Vec::new();
+        let mut span = proc_macro2::Span::call_site();
+        let mut colons = 0;
+        for token in tokens {
+            match token {
+                proc_macro2::TokenTree::Ident(ident) if segments.is_empty() || colons == 2 => {
+                    if segments.is_empty() {
+                        span = ident.span();
+                    }
+                    segments.push(ident.to_string());
+                    colons = 0;
+                    continue;
+                }
+                proc_macro2::TokenTree::Punct(punct)
+                    if punct.as_char() == ':' && !segments.is_empty() && colons < 2 =>
+                {
+                    colons += 1;
+                    continue;
+                }
+                proc_macro2::TokenTree::Group(group) => {
+                    self.flush_macro_path(&mut segments, span);
+                    self.macro_tokens(group.stream());
+                }
+                proc_macro2::TokenTree::Ident(ident) => {
+                    self.flush_macro_path(&mut segments, span);
+                    span = ident.span();
+                    segments.push(ident.to_string());
+                }
+                _ => self.flush_macro_path(&mut segments, span),
+            }
+            colons = 0;
+        }
+        self.flush_macro_path(&mut segments, span);
+    }
+
+    fn flush_macro_path(&mut self, segments: &mut Vec<String>, span: proc_macro2::Span) {
+        if segments.len() > 1 {
+            let path = std::mem::take(segments);
+            self.record(&path, span);
+        }
+        segments.clear();
+    }
+
     fn use_name(&mut self, prefix: &[String], ident: &syn::Ident, alias: &syn::Ident) {
         let mut segments = prefix.to_vec();
         if ident != "self" {
@@ -597,7 +712,18 @@ impl PathCollector<'_> {
 impl<'ast> Visit<'ast> for PathCollector<'_> {
     fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {
         if !is_test_only(&module.attrs) {
+            let inline = module.content.is_some();
+            // An inline module has its own names: its `use`s neither leak out nor
+            // count as the file's re-exports.
+            let outer = inline.then(|| {
+                self.inline.push(module.ident.to_string());
+                std::mem::take(&mut self.imports)
+            });
             syn::visit::visit_item_mod(self, module);
+            if let Some(outer) = outer {
+                self.inline.pop();
+                self.imports = outer;
+            }
         } else if module.content.is_none() {
             self.test_children.push(module.ident.to_string());
         }
@@ -623,6 +749,11 @@ impl<'ast> Visit<'ast> for PathCollector<'_> {
         if item.leading_colon.is_none() {
             self.use_tree(&mut prefix, &item.tree);
         }
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        self.macro_tokens(mac.tokens.clone());
+        syn::visit::visit_macro(self, mac);
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {

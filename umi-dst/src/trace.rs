@@ -158,7 +158,12 @@ impl Trace {
             Some(text) => text.to_owned(),
             None => detail.to_string(),
         };
-        self.emit(TraceKind::Named { kind, detail });
+        // Cut before it is kept: a full trace holds up to `TRACE_EVENTS_FULL_MAX` events,
+        // and text under the cap is hashed as it is, so the hash is what it was.
+        self.emit(TraceKind::Named {
+            kind,
+            detail: cut_detail(detail),
+        });
     }
 
     /// Appends `record` at the current simulated time. The hash takes the event's
@@ -356,6 +361,23 @@ mod tests {
             assert_eq!(tail, ["7", "8", "9"]);
             assert_eq!(trace.len(), 10);
             assert_eq!(trace.events().unwrap().len(), 10);
+        });
+    }
+
+    /// Review of issue 27: a named event kept its whole text in its record, so a full
+    /// trace of long user events held far more than `TRACE_DETAIL_BYTES_MAX` per event.
+    #[test]
+    fn a_named_event_keeps_only_its_cut_text() {
+        in_runtime(|| {
+            let trace = Trace::new(SimClock::new(0), 3, true);
+            let long = "x".repeat(TRACE_DETAIL_BYTES_MAX * 4);
+            trace.record("user", format_args!("{long}"));
+            let events = trace.events().unwrap();
+            let TraceKind::Named { detail, .. } = &events[0].record else {
+                panic!("{:?}", events[0].record);
+            };
+            assert!(detail.len() <= TRACE_DETAIL_BYTES_MAX, "{}", detail.len());
+            assert_eq!(detail, &events[0].detail);
         });
     }
 

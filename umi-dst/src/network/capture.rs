@@ -42,7 +42,7 @@ pub struct Exchange {
 impl Exchange {
     pub(crate) fn new(request: &HttpRequest, endpoint: &Endpoint) -> Self {
         Self {
-            url: super::gemini::redact_url(&request.url).unwrap_or_else(|| request.url.clone()),
+            url: super::headers::redact_url(&request.url).unwrap_or_else(|| request.url.clone()),
             profile: endpoint.profile(),
             status: 0,
             headers: Vec::new(),

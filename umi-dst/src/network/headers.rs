@@ -241,6 +241,23 @@ pub(crate) fn mask_key(key: &str) -> String {
     format!("{head}***{tail}")
 }
 
+/// `url` with the value of a `key=` query parameter masked, for traces, captures and
+/// logs (`None`: there is none, the URL is fine as it is).
+pub(crate) fn redact_url(url: &str) -> Option<String> {
+    let (head, query) = url.split_once('?')?;
+    if !query.split('&').any(|pair| pair.starts_with("key=")) {
+        return None;
+    }
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.strip_prefix("key=") {
+            Some(key) => format!("key={}", mask_key(key)),
+            None => pair.to_owned(),
+        })
+        .collect();
+    Some(format!("{head}?{}", pairs.join("&")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

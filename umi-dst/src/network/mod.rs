@@ -550,14 +550,14 @@ impl SimNetwork {
     /// check compares it: a body that differs between two runs of a seed is named as the
     /// cause), and returns that hash.
     fn trace_request(&self, request: &HttpRequest, endpoint: &Endpoint) -> [u8; 32] {
-        let hashed_url = gemini::redact_url(&request.url);
+        let hashed_url = headers::redact_url(&request.url);
         let request_hash: [u8; 32] = Sha256::new()
             .chain_update(hashed_url.as_deref().unwrap_or(&request.url).as_bytes())
             .chain_update(&request.body)
             .finalize()
             .into();
         // A key in the query (Gemini's `?key=`) is masked before anything records the URL.
-        let url = gemini::redact_url(&request.url);
+        let url = headers::redact_url(&request.url);
         self.trace.emit(TraceKind::NetRequest {
             method: request.method.to_string(),
             url: url.unwrap_or_else(|| request.url.clone()),

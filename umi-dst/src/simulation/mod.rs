@@ -522,7 +522,6 @@ impl Simulation {
     }
 }
 
-/// Prints a setup error in one line and fails the calling test without a backtrace.
 /// Prints a failed seed's report and fails the calling test: the panic is what `cargo
 /// test` shows last and what `should_panic` matches (the class, the seed, the first line
 /// of the message, the replay).
@@ -543,6 +542,7 @@ fn fail_run(report: &FailureReport) -> ! {
     )))
 }
 
+/// Prints a setup error in one line and fails the calling test without a backtrace.
 fn fail_setup(error: &dyn fmt::Display) -> ! {
     #[allow(clippy::print_stderr, reason = "a one-line error is the whole point")]
     {

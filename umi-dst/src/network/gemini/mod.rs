@@ -191,23 +191,6 @@ pub(crate) fn query_key(url: &str) -> Option<String> {
     query_value(path_and_query(url).1, "key").map(str::to_owned)
 }
 
-/// `url` with the value of a `key=` query parameter masked, for traces, captures and
-/// logs (`None`: there is none, the URL is fine as it is).
-pub(crate) fn redact_url(url: &str) -> Option<String> {
-    let (head, query) = url.split_once('?')?;
-    if !query.split('&').any(|pair| pair.starts_with("key=")) {
-        return None;
-    }
-    let pairs: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.strip_prefix("key=") {
-            Some(key) => format!("key={}", super::headers::mask_key(key)),
-            None => pair.to_owned(),
-        })
-        .collect();
-    Some(format!("{head}?{}", pairs.join("&")))
-}
-
 /// A response id: 23 characters of URL-safe base64 (GEMINI-VERCEL
 /// `bH6LaZW8Fp_3nsEPqtaSwQ4`, `EXCPaojyHaDUjMcP656rqAk`).
 fn response_id(rng: &mut DeterministicRng) -> String {

@@ -9,8 +9,9 @@ use umi_core::llm::{
 
 use super::request::parse;
 use super::stream::GeminiStream;
-use super::{Era, Layout, errors, redact_url, route, route_of_url};
+use super::{Era, Layout, errors, route, route_of_url};
 use crate::network::format::{Flow, Parsed, Route, StreamEncoder};
+use crate::network::headers::redact_url;
 
 fn era(layout: Layout, route: Route) -> Era {
     Era {
