@@ -13,7 +13,7 @@ use umi_core::llm::transport::{HttpRequest, HttpResponse};
 use super::embed::{
     Ask, EMBED_LATENCY_JITTER_MS_MAX, EMBED_LATENCY_MS_MIN, EMBED_TOKENS_PER_MS, EmbedWire, Refuse,
 };
-use super::format::Route;
+use super::format::{Responder, Route};
 use super::registry::{embed_wire, server_format};
 use super::{Served, SimNetwork, headers, whole_body};
 use crate::embed::{EmbedModel, embed_model, embed_text};
@@ -103,14 +103,7 @@ impl SimNetwork {
         refuse: &Refuse,
         rng: &mut DeterministicRng,
     ) -> HttpResponse {
-        let created_s = self.server_now_ms(served) / 1_000;
-        let mut responder = server_format(served.endpoint.profile.format()).responder(
-            served.endpoint.profile,
-            served.server.clone(),
-            rng.substream(1),
-            created_s,
-            model,
-        );
+        let mut responder = self.embed_responder(served, model, rng);
         // Gemini names the method in its 404 (`... not supported for embedContent`).
         responder.routed(&Route {
             embed: true,
@@ -176,20 +169,32 @@ impl SimNetwork {
         self.embed_success(served, &body, &mut rng)
     }
 
+    /// The format's responder for one embeddings answer to `model` ("" for a success,
+    /// whose body the embeddings wire writes), its per-response stream the request's
+    /// substream 1.
+    fn embed_responder(
+        &self,
+        served: &Served,
+        model: &str,
+        rng: &mut DeterministicRng,
+    ) -> Box<dyn Responder> {
+        let created_s = self.server_now_ms(served) / 1_000;
+        server_format(served.endpoint.profile.format()).responder(
+            served.endpoint.profile,
+            served.server.clone(),
+            rng.substream(1),
+            created_s,
+            model,
+        )
+    }
+
     fn embed_success(
         &self,
         served: &Served,
         body: &Value,
         rng: &mut DeterministicRng,
     ) -> HttpResponse {
-        let created_s = self.server_now_ms(served) / 1_000;
-        let mut responder = server_format(served.endpoint.profile.format()).responder(
-            served.endpoint.profile,
-            served.server.clone(),
-            rng.substream(1),
-            created_s,
-            "",
-        );
+        let mut responder = self.embed_responder(served, "", rng);
         let response_headers = self.response_headers(served, responder.as_mut(), 200, false, rng);
         let bytes = umi_core::canonical_json::to_vec(body);
         HttpResponse {
