@@ -52,6 +52,10 @@ mod serve_promises;
 /// a fresh scope, MCP's faults as typed errors, the transport's refusals.
 mod serve_mcp;
 
+/// Faults aimed over `dst serve`: at one tool only, at the 2nd model call of a scope
+/// only, and a rule naming no served operation refused by name.
+mod serve_aim;
+
 /// `dst serve --cassette`: a recording of `dst serve` served back byte for byte under
 /// other seeds, faults and misses in the providers' envelopes.
 mod serve_cassette;

@@ -11,13 +11,20 @@ export class DstNotFoundError extends Error {
   name: 'DstNotFoundError';
 }
 
-/** Fault kind (`llm.rate_limit`, `llm.stream_cut`, ...) to probability in [0, 1]. */
+/** `dst serve` refused its flags (exit 2): `reason` is what it said. */
+export class ServeRefusedError extends Error {
+  name: 'ServeRefusedError';
+  reason: string;
+}
+
+/** A rule's aim, `KIND[@OPERATION][#N[..]]` (`llm.rate_limit`, `tool.timeout@tool.call.pay`,
+ * `llm.rate_limit@llm.call#2`), to its probability in [0, 1]. */
 export type Faults = Record<string, number>;
 
 export interface StartServerOptions {
   /** More `dst serve` arguments: `["--model", "m", "--swarm"]`. Not --bind/--faults/--time-scale. */
   flags?: string[];
-  /** `--faults`: kind -> probability, or the flag's text (`llm.rate_limit=0.2` or a scenario name). */
+  /** `--faults`: aim -> probability, or the flag's text (`tool.timeout@tool.call.pay=0.5,llm.rate_limit=0.2` or a scenario name). */
   faults?: Faults | string;
   /** `--time-scale`: real seconds per simulated second (0, the default: no real waits). */
   timeScale?: number;

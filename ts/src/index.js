@@ -7,7 +7,15 @@
 //   forNodeTest / forVitest / forJest   runner adapters              (adapters.js)
 //   checkCutEntries ...  the cut-stream check over trace entries      (trace.js)
 
-export { startServer, findDst, faultsFlag, serveArgs, DstNotFoundError, START_TIMEOUT_MS_DEFAULT } from './server.js';
+export {
+  startServer,
+  findDst,
+  faultsFlag,
+  serveArgs,
+  DstNotFoundError,
+  ServeRefusedError,
+  START_TIMEOUT_MS_DEFAULT,
+} from './server.js';
 export { testContext, replayCommand, namePattern, shellQuote } from './context.js';
 export { seedForTestId, parseSeed, resolveSeed, freshScope, isScope } from './seed.js';
 export {

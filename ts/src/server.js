@@ -83,29 +83,76 @@ function requireExecutable(file, what) {
   }
 }
 
+/** Raised when `dst serve` refuses its flags (it exits 2, the usage code): `reason` is what it
+ * said (`--faults "tool.timeout@tool.call.refund=1": no tool "refund" is served ...`). */
+export class ServeRefusedError extends Error {
+  constructor(message, reason) {
+    super(message);
+    this.name = 'ServeRefusedError';
+    this.reason = reason;
+  }
+}
+
+/** The exit code of a `dst` that refused its arguments. */
+const EXIT_CODE_BAD_ARGUMENTS = 2;
+
+// A rule's aim, as `dst serve --faults` reads it (umi-dst's `fault::aim`):
+// KIND[@OPERATION][#N[..]], then `=P` in the text form.
+const AIM = /^(?<kind>[A-Za-z0-9_.]+)(?:@(?<operation>[A-Za-z0-9_./-]+\*?))?(?:#(?<ordinal>[0-9]+)(?<onwards>\.\.)?)?$/;
+const AIM_SHAPE =
+  'KIND[@OPERATION][#N[..]], like "tool.timeout@tool.call.issue_refund" or "llm.rate_limit@llm.call#2"';
+
+function checkAim(aim) {
+  const match = AIM.exec(aim);
+  if (match === null) {
+    throw new TypeError(`startServer: faults: rule ${JSON.stringify(aim)} is not ${AIM_SHAPE}`);
+  }
+  if (match.groups.ordinal !== undefined && Number(match.groups.ordinal) === 0) {
+    throw new RangeError(`startServer: faults: rule ${JSON.stringify(aim)}: \`#0\`: the ordinal counts from 1`);
+  }
+}
+
+function checkProbability(aim, p) {
+  if (typeof p !== 'number' || !(p >= 0 && p <= 1)) {
+    throw new RangeError(`startServer: fault ${aim} has probability ${JSON.stringify(p)}; it must be a number in [0, 1]`);
+  }
+}
+
 /**
- * The `--faults` value: a string passed as is (`llm.rate_limit=0.2,...` or a scenario
- * name), or an object of kind -> probability in [0, 1].
+ * The `--faults` value: rules `KIND[@OPERATION][#N[..]]=P`, comma-separated (or a scenario
+ * name), or an object of aim -> probability in [0, 1]: `{ "tool.timeout@tool.call.pay": 0.5,
+ * "llm.rate_limit@llm.call#2": 1 }`. The grammar is checked here; whether the kind and the
+ * operation exist is the server's check (it knows its tools): `startServer` rejects with a
+ * ServeRefusedError saying what it said.
  */
 export function faultsFlag(faults) {
   if (typeof faults === 'string') {
-    if (faults.trim() === '') throw new TypeError('startServer: faults is an empty string');
-    return faults;
+    const items = faults.split(',').map((item) => item.trim()).filter((item) => item !== '');
+    if (items.length === 0) throw new TypeError('startServer: faults is an empty string');
+    if (items.length === 1 && !/[=@#]/.test(items[0])) return items[0]; // a scenario's profile
+    for (const item of items) {
+      const at = item.indexOf('=');
+      if (at < 0) throw new TypeError(`startServer: faults: rule ${JSON.stringify(item)} has no \`=probability\``);
+      const aim = item.slice(0, at);
+      const text = item.slice(at + 1).trim();
+      checkAim(aim);
+      if (!/^[0-9.]+$/.test(text) || Number.isNaN(Number(text))) {
+        throw new RangeError(`startServer: faults: rule ${JSON.stringify(item)}: ${JSON.stringify(text)} is not a probability (0 to 1)`);
+      }
+      checkProbability(aim, Number(text));
+    }
+    return items.join(',');
   }
   if (faults === null || typeof faults !== 'object' || Array.isArray(faults)) {
     throw new TypeError(
-      'startServer: faults must be an object of kind -> probability ({ "llm.rate_limit": 0.2 }) or a string',
+      'startServer: faults must be an object of aim -> probability ({ "llm.rate_limit": 0.2 }) or a string',
     );
   }
   const parts = [];
-  for (const [kind, p] of Object.entries(faults)) {
-    if (!/^[a-z0-9_.]+$/.test(kind)) {
-      throw new TypeError(`startServer: fault kind ${JSON.stringify(kind)} is not a kind name (like "llm.rate_limit")`);
-    }
-    if (typeof p !== 'number' || !(p >= 0 && p <= 1)) {
-      throw new RangeError(`startServer: fault ${kind} has probability ${JSON.stringify(p)}; it must be a number in [0, 1]`);
-    }
-    parts.push(`${kind}=${p}`);
+  for (const [aim, p] of Object.entries(faults)) {
+    checkAim(aim);
+    checkProbability(aim, p);
+    parts.push(`${aim}=${p}`);
   }
   if (parts.length === 0) throw new TypeError('startServer: faults is an empty object');
   return parts.join(',');
@@ -137,7 +184,8 @@ export function serveArgs({ flags = [], faults, timeScale } = {}) {
 /**
  * Starts `dst serve` on an ephemeral loopback port.
  *
- * options: `flags` (more arguments: `["--model", "m"]`), `faults` (object or string),
+ * options: `flags` (more arguments: `["--model", "m"]`), `faults` (object or string; see
+ * `faultsFlag`; a refused one rejects with a ServeRefusedError),
  * `timeScale` (real seconds per simulated second; 0, the server's default, waits never),
  * `dst` (the binary), `env` (the child's environment), `startTimeoutMs`.
  *
@@ -201,7 +249,13 @@ export async function startServer(options = {}) {
     });
     exited.then(({ code, signal }) => {
       clearTimeout(timer);
-      reject(new Error(`${command} exited (${signal ?? `code ${code}`}) before listening; stderr: ${stderr.trim()}`));
+      const message = `${command} exited (${signal ?? `code ${code}`}) before listening; stderr: ${stderr.trim()}`;
+      if (code === EXIT_CODE_BAD_ARGUMENTS) {
+        const reason = stderr.trim().replace(/^dst serve: /, '');
+        reject(new ServeRefusedError(`startServer: dst serve refused its options: ${message}`, reason));
+      } else {
+        reject(new Error(message));
+      }
     });
   });
 

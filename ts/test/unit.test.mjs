@@ -210,7 +210,7 @@ describe('starting dst serve', () => {
       'serve', '--bind', '127.0.0.1:0', '--faults', 'network.reset=0.05', '--time-scale', '0.1', '--model', 'm',
     ]);
     assert.throws(() => faultsFlag({ 'llm.rate_limit': 2 }), /llm.rate_limit has probability 2; it must be a number in \[0, 1\]/);
-    assert.throws(() => faultsFlag({ 'bad kind': 0.1 }), /fault kind "bad kind" is not a kind name/);
+    assert.throws(() => faultsFlag({ 'bad kind': 0.1 }), /rule "bad kind" is not KIND\[@OPERATION\]/);
     assert.throws(() => faultsFlag([]), /faults must be an object/);
     assert.throws(() => serveArgs({ timeScale: -1 }), /timeScale must be a finite number >= 0, got -1/);
     assert.throws(() => serveArgs({ flags: ['--bind', '0.0.0.0:1'] }), /pass --bind through its option/);

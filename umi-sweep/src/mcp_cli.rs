@@ -33,6 +33,7 @@ pub const EXIT_CODE_DIED: i32 = 3;
 Examples:
   dst mcp --seed 7                                   the built-in tools on stdin/stdout
   dst mcp --mcp-tools tools.json --faults tool.mcp_internal_error=0.1,tool.timeout=0.2
+  dst mcp --faults tool.timeout@tool.call.send_payment=1      only that tool's calls time out
 
 Each line is answered in a simulation of its own, seeded by --seed, the message (not its
 id) and how many times it came before: a process started again with the same seed gives
@@ -45,9 +46,12 @@ pub struct McpArgs {
     /// `get_weather`, `search_docs` and `send_payment`.
     #[arg(long, value_name = "FILE")]
     mcp_tools: Option<PathBuf>,
-    /// Faults: `kind=probability,...` (the `tool.*` kinds; `dst serve --help` explains),
-    /// or a scenario's name for its fault profile.
-    #[arg(long)]
+    /// Faults: rules `KIND[@OPERATION][#N[..]]=P`, comma-separated, of the `tool.*`
+    /// kinds (`tool.timeout@tool.call.send_payment=0.5`,
+    /// `tool.mcp_stream_cut@tool.mcp.request.tools/call#2=1`: the process's 2nd
+    /// `tools/call`; `dst serve --help` explains), or a scenario's name for its fault
+    /// profile.
+    #[arg(long, value_name = "RULES")]
     faults: Option<String>,
 }
 

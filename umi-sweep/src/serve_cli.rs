@@ -15,7 +15,8 @@ use std::sync::Arc;
 use clap::Args;
 
 use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
-use umi_dst::fault::{FaultConfig, FaultKind};
+use umi_dst::fault::FaultConfig;
+use umi_dst::fault::aim::parse_rules;
 use umi_dst::scenario::Scenario;
 use umi_dst::seed_text::parse_seed;
 use umi_dst::serve::{EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, Server, format_path};
@@ -28,6 +29,8 @@ Examples:
   dst serve --endpoint anthropic --model claude-sim      only Anthropic, only that model
   dst serve --endpoint deepseek_reasoner@/deepseek --faults llm.rate_limit=0.2,network.reset=0.05
   dst serve --faults wire_shapes --time-scale 0.1      a scenario's faults, latency at a tenth
+  dst serve --faults tool.timeout@tool.call.send_payment=0.5,llm.rate_limit@llm.call#2=1
+                                       faults aimed at one tool and at each scope's 2nd model call
 
 Base URLs (HOST = http://127.0.0.1:PORT): OpenAI SDKs and the frameworks on them
 HOST/v1; Anthropic's SDKs HOST; Ollama's HOST. Per test, put /seed/N/scope/S before them
@@ -40,7 +43,13 @@ not count, so streamed and whole get the same answer. A scope (x-umi-scope or /s
 only counts repeats and feeds no seed: give each test run a fresh one, and a rerun on a
 used server answers as a fresh server does; POST /umi/reset[?scope=S] forgets counts. Every
 response carries x-umi-seed, x-umi-request-hash, x-umi-occurrence and x-umi-faults;
-GET /umi/trace[?scope=S] returns the log.")]
+GET /umi/trace[?scope=S] returns the log.
+
+Fault rules aim with `@OPERATION`: `llm.call` (a model request), `llm.embed`,
+`network.connect`, `network.body`, `tool.mcp.initialize`, `tool.mcp.request.METHOD`
+(`ping`, `tools/list`, `tools/call`), `tool.call.TOOL` (a served tool); a trailing `*`
+aims at a prefix. One that reaches none of these is refused by name. `#N` counts a
+scope's requests in the order they arrive: the one thing that depends on arrival order.")]
 pub struct ServeArgs {
     /// The session seed (decimal or 0x hex).
     #[arg(long, default_value = "1", value_parser = parse_seed)]
@@ -55,9 +64,13 @@ pub struct ServeArgs {
     /// Default: any name is answered (the model lists show `umi-sim`).
     #[arg(long = "model", value_name = "NAME")]
     models: Vec<String>,
-    /// Faults: `kind=probability,...` (`llm.rate_limit=0.2`), or a scenario's name for its
-    /// fault profile (`dst list` shows them).
-    #[arg(long)]
+    /// Faults: rules `KIND[@OPERATION][#N[..]]=P`, comma-separated: `llm.rate_limit=0.2`
+    /// (every model call), `tool.timeout@tool.call.issue_refund=0.5` (one tool),
+    /// `tool.mcp_stream_cut@tool.mcp.request.tools/call=1` (one MCP method),
+    /// `llm.rate_limit@llm.call#2=1` (the 2nd model call of each scope, counted as the
+    /// requests arrive; `#2..`: the 2nd and later). Or a scenario's name for its fault
+    /// profile (`dst list` shows them).
+    #[arg(long, value_name = "RULES")]
     faults: Option<String>,
     /// Swarm mode: each request's seed switches the chosen fault kinds on and off.
     #[arg(long)]
@@ -148,7 +161,10 @@ fn replay_of(args: &ServeArgs) -> Result<Option<Arc<umi_dst::network::Replay>>, 
     Ok(Some(Arc::new(Replay::new(Arc::new(cassette), options))))
 }
 
-/// `--faults`: `kind=probability,...`, or a scenario's name for its fault profile.
+/// `--faults`: rules in the text form of `umi_dst::fault::aim`
+/// (`kind[@operation][#n[..]]=probability,...`), or a scenario's name for its fault
+/// profile. Whether an aimed rule's operation exists is the config's check (it knows the
+/// tools served).
 pub(crate) fn faults_of(
     text: &str,
     scenarios: &[Arc<dyn Scenario>],
@@ -156,32 +172,18 @@ pub(crate) fn faults_of(
     if let Some(scenario) = scenarios.iter().find(|s| s.name() == text) {
         return Ok(scenario.faults());
     }
-    let refuse = |reason: String| ServeError::Flag {
-        flag: "--faults",
-        value: text.to_owned(),
-        reason,
-    };
-    text.split(',')
-        .filter(|part| !part.trim().is_empty())
-        .map(|part| {
-            let (kind, probability) = part.split_once('=').ok_or_else(|| {
-                refuse(format!(
-                    "{part:?} is not `kind=probability`, nor a scenario ({})",
-                    scenarios
-                        .iter()
-                        .map(|s| s.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })?;
-            let kind: FaultKind = kind.trim().parse().map_err(|e| refuse(format!("{e}")))?;
-            let probability: f64 = probability
-                .trim()
-                .parse()
-                .map_err(|_| refuse(format!("{probability:?} is not a probability")))?;
-            FaultConfig::new(kind, probability).map_err(|e| refuse(e.to_string()))
-        })
-        .collect()
+    parse_rules(text).map_err(|error| {
+        let mut reason = error.to_string();
+        if !text.contains('=') {
+            let names: Vec<&str> = scenarios.iter().map(|s| s.name()).collect();
+            reason.push_str(&format!("; nor is it a scenario ({})", names.join(", ")));
+        }
+        ServeError::Flag {
+            flag: "--faults",
+            value: text.to_owned(),
+            reason,
+        }
+    })
 }
 
 /// The config the flags describe.

@@ -23,13 +23,14 @@ exit 0.
 """
 
 import os
+import re
 import shlex
 
 import pytest
 
 from ._binary import DstNotFound
 from .run import Umi, derive_seed, describe, parse_seed
-from .server import Server, ServeError
+from .server import Server, ServeError, ServeRefused
 
 MARKER_KEYS = ("seeds", "seed", "faults", "time_scale", "endpoints", "models", "args")
 _RUN_KEY = pytest.StashKey()
@@ -48,7 +49,7 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        "umi(seeds=N or [..], seed=N, faults={kind: p} or 'kind=p,..', time_scale=X, endpoints=[..], "
+        "umi(seeds=N or [..], seed=N, faults={aim: p} or 'aim=p,..' (aim: KIND[@OPERATION][#N[..]]), time_scale=X, endpoints=[..], "
         "models=[..], args=[..]): run the test on N seeds against `dst serve` started with these flags",
     )
 
@@ -107,26 +108,63 @@ def _number(value, what):
     return value
 
 
+# A rule's aim, as `dst serve --faults` reads it (umi-dst's `fault::aim`):
+# KIND[@OPERATION][#N[..]], then `=P` in the text form.
+_AIM = re.compile(r"(?P<kind>[A-Za-z0-9_.]+)(?:@(?P<operation>[A-Za-z0-9_./-]+\*?))?"
+                  r"(?:#(?P<ordinal>[0-9]+)(?P<onwards>\.\.)?)?")
+_PROBABILITY = re.compile(r"[0-9.]+")
+
+
+def _aim(key, where):
+    """Checks one rule's aim (`tool.timeout@tool.call.pay#2`) as the server parses it."""
+    shape = "KIND[@OPERATION][#N[..]], e.g. 'tool.timeout@tool.call.issue_refund' or 'llm.rate_limit@llm.call#2'"
+    if not isinstance(key, str):
+        raise ValueError(f"{where}: faults: {key!r} is not a rule ({shape})")
+    match = _AIM.fullmatch(key.strip())
+    if match is None:
+        raise ValueError(f"{where}: faults: rule {key!r} is not {shape}")
+    if match["ordinal"] is not None and int(match["ordinal"]) == 0:
+        raise ValueError(f"{where}: faults: rule {key!r}: `#0`: the ordinal counts from 1")
+    return key.strip()
+
+
+def _probability(value, where, key):
+    p = _number(value, f"{where}: faults[{key!r}]")
+    if not 0 <= p <= 1:
+        raise ValueError(f"{where}: faults[{key!r}] = {value!r}; a probability is 0 to 1")
+    return float(p)
+
+
+def faults_text(faults, where="umi"):
+    """The `--faults` text of a marker's `faults`: `{aim: probability}` or the server's own
+    `aim=p,aim=p` text (each aim `KIND[@OPERATION][#N[..]]`), or a scenario's name. The
+    grammar is checked here; whether the kind and the operation exist is the server's
+    check (it knows its tools), which the `umi` fixture reports naming the marker."""
+    if isinstance(faults, dict):
+        return ",".join(f"{_aim(key, where)}={_probability(p, where, key)!r}" for key, p in faults.items())
+    if not isinstance(faults, str):
+        raise ValueError(f"{where}: faults: {faults!r}; give a dict {{aim: p}} or an 'aim=p,aim=p' string")
+    items = [item.strip() for item in faults.split(",") if item.strip()]
+    if len(items) == 1 and "=" not in items[0] and "@" not in items[0] and "#" not in items[0]:
+        return items[0]  # a scenario's fault profile, by name
+    for item in items:
+        key, equals, p = item.partition("=")
+        if not equals:
+            raise ValueError(f"{where}: faults: rule {item!r} has no `=probability`")
+        _aim(key, where)
+        if _PROBABILITY.fullmatch(p.strip()) is None:
+            raise ValueError(f"{where}: faults: rule {item!r}: {p.strip()!r} is not a probability (0 to 1)")
+        _probability(float(p), where, key)
+    return ",".join(items)
+
+
 def serve_flags(faults=None, time_scale=None, endpoints=None, models=None, args=None, where="umi"):
     """The `dst serve` flags for a marker's settings, as a tuple (the server's identity).
 
-    `faults`: `{kind: probability}` or the server's own `kind=p,kind=p` text."""
+    `faults`: `{aim: probability}` or the server's own `aim=p,aim=p` text (`faults_text`)."""
     flags = []
     if faults is not None:
-        if isinstance(faults, dict):
-            parts = []
-            for kind, probability in faults.items():
-                if not isinstance(kind, str) or not kind or any(c in kind for c in ",= "):
-                    raise ValueError(f"{where}: faults: {kind!r} is not a fault kind (e.g. 'llm.rate_limit')")
-                p = _number(probability, f"{where}: faults[{kind!r}]")
-                if not 0 <= p <= 1:
-                    raise ValueError(f"{where}: faults[{kind!r}] = {probability!r}; a probability is 0 to 1")
-                parts.append(f"{kind}={float(p)!r}")
-            text = ",".join(parts)
-        elif isinstance(faults, str):
-            text = faults.strip()
-        else:
-            raise ValueError(f"{where}: faults: {faults!r}; give a dict {{kind: p}} or a 'kind=p,kind=p' string")
+        text = faults_text(faults, where)
         if text:
             flags += ["--faults", text]
     if time_scale is not None:
@@ -260,6 +298,9 @@ def umi(request, umi_servers, umi_seed):
         server = umi_servers.get(flags)
     except DstNotFound as error:
         pytest.fail(str(error), pytrace=False)
+    except ServeRefused as error:
+        raise pytest.UsageError(f"{request.node.nodeid}: @pytest.mark.umi: dst serve refused its "
+                                f"settings: {error.reason}") from None
     except ServeError as error:
         pytest.fail(f"umi: {error}", pytrace=False)
     run = Umi(server, umi_seed, node_id=request.node.nodeid, rerun_command=rerun_command(request.node, umi_seed))

@@ -31,6 +31,18 @@ class ServeError(RuntimeError):
     """`dst serve` did not start, did not answer its trace endpoint, or did not stop cleanly."""
 
 
+class ServeRefused(ServeError):
+    """`dst serve` refused its flags (it exited 2, the usage code): `reason` is what it said
+    (`--faults "tool.timeout@tool.call.refund=0.5": no tool "refund" is served ...`)."""
+
+    def __init__(self, message, reason):
+        super().__init__(message)
+        self.reason = reason
+
+
+EXIT_CODE_BAD_ARGUMENTS = 2
+
+
 class Trace(list):
     """The entries one scope (or the whole session) of a server recorded, in the server's
     stable order (not arrival order: the same run gives the same trace).
@@ -108,9 +120,11 @@ class Server:
             if match:
                 return match.group(1).rstrip("/")
             if self.process.poll() is not None:
-                raise ServeError(
-                    f"`{' '.join(self.command)}` exited {self.process.returncode} before listening:\n"
-                    f"{self._output(self._stderr).strip() or self._output(self._stdout).strip()}")
+                said = self._output(self._stderr).strip() or self._output(self._stdout).strip()
+                message = f"`{' '.join(self.command)}` exited {self.process.returncode} before listening:\n{said}"
+                if self.process.returncode == EXIT_CODE_BAD_ARGUMENTS:
+                    raise ServeRefused(message, said.removeprefix("dst serve: "))
+                raise ServeError(message)
             if time.monotonic() > deadline:
                 self.process.kill()
                 self.process.wait()

@@ -249,6 +249,23 @@ impl FaultConfig {
         Ok(self)
     }
 
+    /// The rule as a run sees it that comes after `earlier` operations the rule matched
+    /// in runs before it (`dst serve`'s scope: docs/adr/0020-aimed-faults-over-serve.md):
+    /// `#n` becomes `#(n - earlier)`, or off once passed; a warm-up shrinks by `earlier`.
+    /// A rule without an ordinal or a warm-up, or `earlier` 0, is returned unchanged.
+    pub fn after_earlier(mut self, earlier: u64) -> Self {
+        if earlier == 0 {
+            return self;
+        }
+        self.after_operations = self.after_operations.saturating_sub(earlier);
+        match self.at_operation {
+            Some(ordinal) if ordinal > earlier => self.at_operation = Some(ordinal - earlier),
+            Some(_) => self.enabled = false,
+            None => {}
+        }
+        self
+    }
+
     /// Switches the config on or off without removing it.
     pub fn with_enabled(mut self, enabled: bool) -> Self {
         self.enabled = enabled;
@@ -403,6 +420,22 @@ mod tests {
         let exact = OperationFilter::parse("storage.write");
         assert!(exact.matches("storage.write"));
         assert!(!exact.matches("storage.write_entity"));
+    }
+
+    #[test]
+    fn a_rule_after_earlier_operations_keeps_its_place_in_the_count() {
+        let second = FaultConfig::always(FaultKind::LlmRateLimit)
+            .with_at_operation(2)
+            .unwrap();
+        assert_eq!(second.clone().after_earlier(0), second);
+        assert_eq!(second.clone().after_earlier(1).at_operation(), Some(1));
+        assert!(second.clone().after_earlier(1).enabled());
+        assert!(!second.clone().after_earlier(2).enabled());
+        let warm = FaultConfig::always(FaultKind::LlmTimeout).with_after_operations(3);
+        assert_eq!(warm.clone().after_earlier(1).after_operations(), 2);
+        assert_eq!(warm.after_earlier(9).after_operations(), 0);
+        let plain = FaultConfig::always(FaultKind::LlmTimeout);
+        assert_eq!(plain.clone().after_earlier(5), plain);
     }
 
     #[test]

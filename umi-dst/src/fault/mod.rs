@@ -14,8 +14,12 @@
 //!   `storage.write`, `network.connect`), declared once as constants in [`point`]; a
 //!   filter that reaches no point where its kind can fire is refused at configuration.
 //!
+//! - [`aim`] reads rules as text (`tool.timeout@tool.call.pay#2=0.5`), the form the
+//!   command lines and the plugins take.
+//!
 //! docs/adr/0002-fault-model.md records the design.
 
+pub mod aim;
 mod config;
 mod injector;
 mod kind;

@@ -155,7 +155,8 @@ impl Default for ServeConfig {
 
 impl ServeConfig {
     /// Checks the config: endpoints whose paths would collide, a time scale out of range,
-    /// no models, zero limits.
+    /// no models, zero limits, an aimed fault rule that reaches no operation this server
+    /// asks (a tool it does not serve, a misspelt MCP method).
     pub fn validate(&self) -> Result<(), ServeError> {
         let flag = |flag: &'static str, value: String, reason: &str| ServeError::Flag {
             flag,
@@ -206,6 +207,9 @@ impl ServeConfig {
         }
         if self.body_bytes_max == 0 {
             return Err(flag("--body-bytes-max", "0".into(), "at least 1"));
+        }
+        if let Err((rule, reason)) = super::aim::check(self) {
+            return Err(flag("--faults", rule, &reason));
         }
         Ok(())
     }

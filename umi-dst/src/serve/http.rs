@@ -108,9 +108,14 @@ pub(crate) async fn handle(
     let occurrence = state
         .session
         .next_occurrence(&address.scope, seed, &endpoint_key, hash);
+    let aimed = super::aim::request_config(
+        &state,
+        &address.scope,
+        super::aim::model_operations(endpoint, &rest),
+    );
     let key = (address.scope, seed, endpoint_key, hash, occurrence);
     let asked = asked_path(&state.config, format, &rest, query);
-    let recorded = match simulate(&state, endpoint, &key, &asked, http).await {
+    let recorded = match simulate(&state, endpoint, &key, &asked, (http, aimed)).await {
         Ok(recorded) => recorded,
         Err(error) => {
             return Ok(own_error(
@@ -141,13 +146,14 @@ fn asked_path(
 }
 
 /// The request answered in its own simulation (seeded by `key`'s seed, endpoint, hash
-/// and occurrence), on the simulation pool.
+/// and occurrence), on the simulation pool; with `aimed`'s rules when its scope moved
+/// an ordinal rule along (`aim.rs`).
 async fn simulate(
     state: &Arc<State>,
     endpoint: &EndpointSpec,
     key: &Key,
     rest: &str,
-    http: HttpRequest,
+    (http, aimed): (HttpRequest, Option<Arc<ServeConfig>>),
 ) -> Result<Recorded, String> {
     let (run_seed, occurrence) = (answer::run_seed(key.1, endpoint, &key.3, key.4), key.4);
     let worker = state.clone();
@@ -157,7 +163,7 @@ async fn simulate(
         .simulations
         .run(move || {
             answer::answer(
-                &worker.config,
+                aimed.as_deref().unwrap_or(&worker.config),
                 &endpoint,
                 run_seed,
                 occurrence,

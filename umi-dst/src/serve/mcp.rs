@@ -63,10 +63,15 @@ pub(super) async fn handle(
         .session
         .mcp_sessions(&address.scope, session_id.as_deref());
     let run_seed = run_seed(seed, &hash, occurrence);
+    let aimed =
+        super::aim::request_config(&state, &address.scope, super::aim::mcp_operations(&http));
     let worker = state.clone();
     let answered = state
         .simulations
-        .run(move || answer(&worker.config, (seed, run_seed), &http, &sessions))
+        .run(move || {
+            let config = aimed.as_deref().unwrap_or(&worker.config);
+            answer(config, (seed, run_seed), &http, &sessions)
+        })
         .await;
     let (recorded, after) = match answered {
         Ok(answered) => answered,

@@ -32,6 +32,7 @@
 //! ```
 
 mod address;
+mod aim;
 mod answer;
 mod config;
 mod error;
@@ -55,6 +56,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, oneshot};
 
+pub use aim::{MCP_METHODS, served_operations};
 pub use config::{
     BODY_BYTES_MAX_DEFAULT, CLIENT_READ_TIMEOUT_MS, CONCURRENCY_MAX_DEFAULT, DEFAULT_PROFILES,
     EndpointSpec, MODEL_DEFAULT, ServeConfig, TIME_SCALE_MAX, format_path, profile_serving,

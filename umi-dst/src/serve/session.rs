@@ -107,6 +107,9 @@ struct ScopeState {
     last_used: u64,
     /// The MCP server's sessions in this scope.
     mcp: crate::mcp::Sessions,
+    /// How many times this scope's requests were asked at each operation an ordinal
+    /// fault rule counts, in arrival order (`aim.rs`; empty when no rule counts).
+    aimed: BTreeMap<String, u64>,
 }
 
 /// Every scope, and which was used least recently.
@@ -220,6 +223,13 @@ impl Session {
             "each occurrence of a request is logged once"
         );
         store.entries_total += 1;
+    }
+
+    /// Counts the operations a request arriving now in `scope` is asked at (`asked`) and
+    /// returns the scope's counts from before it: what an ordinal fault rule had matched
+    /// in the scope's earlier requests, by arrival (`aim.rs`).
+    pub(crate) fn count_aimed(&self, scope: &str, asked: Vec<String>) -> BTreeMap<String, u64> {
+        super::aim::count_arrival(&mut self.store().touch(scope).aimed, asked)
     }
 
     /// The MCP session `id` of `scope` alone, as a table (empty without one).

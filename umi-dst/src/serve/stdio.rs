@@ -39,6 +39,9 @@ pub struct StdioServer {
     session: Option<String>,
     protocol_version: Option<String>,
     occurrences: BTreeMap<[u8; 32], u64>,
+    /// The operations an ordinal fault rule counts, as the process's lines asked them
+    /// (the process is the run: `aim.rs`).
+    aimed: BTreeMap<String, u64>,
 }
 
 impl StdioServer {
@@ -50,6 +53,7 @@ impl StdioServer {
             session: None,
             protocol_version: None,
             occurrences: BTreeMap::new(),
+            aimed: BTreeMap::new(),
         }
     }
 
@@ -69,7 +73,14 @@ impl StdioServer {
         };
         let seed = run_seed(self.config.seed, &hash, occurrence);
         let only = self.sessions.only(self.session.as_deref());
-        let (recorded, after) = answer(&self.config, (self.config.seed, seed), &http, &only);
+        let aimed = super::aim::counts(&self.config).then(|| {
+            let asked = super::aim::counted(&self.config, super::aim::mcp_operations(&http));
+            let earlier = super::aim::count_arrival(&mut self.aimed, asked);
+            super::aim::config_after(&self.config, &earlier)
+        });
+        let config = aimed.flatten();
+        let config = config.as_deref().unwrap_or(&self.config);
+        let (recorded, after) = answer(config, (self.config.seed, seed), &http, &only);
         self.sessions.merge(self.session.as_deref(), &after);
         if let Some(session) = header(&recorded, SESSION_HEADER) {
             self.session = Some(session.to_owned());

@@ -1,0 +1,302 @@
+//! Aimed fault rules over `dst serve` and `dst mcp`: the operations the server asks (so a
+//! rule that reaches none is refused by name), the operations one request will be asked
+//! at, and the rules as that request's simulation sees them.
+//!
+//! Each request is a simulation of its own, so an injector alone would count a rule's
+//! operations from 1 in every request, and `llm.rate_limit@llm.call#2=1` would never
+//! fire. A scope is one run: for a rule with an ordinal (`#n`, `#n..`), the scope counts
+//! the operations its requests are asked at, in the order the requests arrive, and each
+//! request's rule starts where the earlier ones left it ([`FaultConfig::after_earlier`]).
+//! This, and only this, depends on arrival order (docs/adr/0020-aimed-faults-over-serve.md);
+//! with no rule aimed by an ordinal nothing is counted and nothing changes.
+//!
+//! What a request is asked at is read from the request itself: a model request is one
+//! `llm.call` (`llm.embed` at an embeddings path), an MCP request one
+//! `tool.mcp.initialize` or `tool.mcp.request.<method>`, and a `tools/call` also its
+//! `tool.call.<name>`. A request an earlier fault keeps from the model still counts.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use umi_core::llm::transport::HttpRequest;
+
+use super::config::{EndpointSpec, ServeConfig};
+use crate::fault::aim::{aim_text, close_names, earlier_matches, fires_at, is_ordinal};
+use crate::fault::{FaultConfig, OperationFilter};
+
+/// The MCP methods the simulated server answers (past `initialize`), each asked as
+/// `tool.mcp.request.<method>`.
+pub const MCP_METHODS: [&str; 3] = ["ping", "tools/list", "tools/call"];
+
+/// Operation names one scope counts at most; past it a new name goes uncounted (a rule
+/// aimed by a prefix at clients that invent names).
+pub(crate) const AIM_OPERATIONS_MAX: usize = 1_024;
+
+/// Every operation a request to a server of `config` can be asked at.
+pub fn served_operations(config: &ServeConfig) -> Vec<String> {
+    let mut operations: Vec<String> = [
+        "llm.call",
+        "llm.embed",
+        "network.connect",
+        "network.body",
+        "tool.mcp.initialize",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    operations.extend(MCP_METHODS.map(|m| format!("tool.mcp.request.{m}")));
+    operations.extend(config.mcp.tools.iter().map(|t| format!("tool.call.{}", t.name)));
+    operations
+}
+
+/// Checks every aimed rule of `config` (one with an operation or an ordinal): it must
+/// reach an operation the server asks where its kind can fire, and an ordinal must count
+/// operations a scope can count. Returns the rule's text and what is wrong.
+pub(crate) fn check(config: &ServeConfig) -> Result<(), (String, String)> {
+    let operations = served_operations(config);
+    for rule in &config.faults {
+        if rule.filter() == &OperationFilter::Any && !is_ordinal(rule) {
+            continue;
+        }
+        check_rule(config, rule, &operations).map_err(|reason| (aim_text(rule), reason))?;
+    }
+    Ok(())
+}
+
+fn check_rule(
+    config: &ServeConfig,
+    rule: &FaultConfig,
+    operations: &[String],
+) -> Result<(), String> {
+    let kind = rule.kind();
+    let reached: Vec<&String> = operations.iter().filter(|op| fires_at(rule, op)).collect();
+    if reached.is_empty() {
+        let filter = rule.filter().to_string();
+        let tools: Vec<&str> = config.mcp.tools.iter().map(|t| t.name.as_str()).collect();
+        if let Some(tool) = filter.strip_prefix("tool.call.").filter(|t| !t.contains('*')) {
+            return Err(format!(
+                "no tool {tool:?} is served (the tools: {}; --mcp-tools FILE declares others)",
+                tools.join(", ")
+            ));
+        }
+        let close = close_names(&filter, operations);
+        let mean = if close.is_empty() {
+            String::new()
+        } else {
+            format!("; did you mean {}?", close.join(" or "))
+        };
+        let at: Vec<&str> = operations
+            .iter()
+            .filter(|op| fires_at(&FaultConfig::always(kind), op))
+            .map(String::as_str)
+            .collect();
+        return Err(format!(
+            "{filter} names no operation this server asks where {kind} can fire{mean} \
+             ({kind} can fire at: {})",
+            if at.is_empty() { "none here".to_owned() } else { at.join(", ") }
+        ));
+    }
+    if is_ordinal(rule) {
+        if let Some(op) = reached.iter().find(|op| op.starts_with("network.")) {
+            return Err(format!(
+                "an ordinal over dst serve counts a scope's model and MCP requests; \
+                 {op} is asked afresh in every request (aim the rule at llm.call or an MCP operation)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What a model request at `endpoint` (its path `rest`, under the prefix) is asked at.
+pub(crate) fn model_operations(endpoint: &EndpointSpec, rest: &str) -> Vec<String> {
+    let embeds = crate::network::registry::serves(endpoint.profile, endpoint.api_root(), rest);
+    vec![if embeds { "llm.embed" } else { "llm.call" }.to_owned()]
+}
+
+/// What an MCP request is asked at, read from its JSON-RPC message (nothing for a
+/// notification, a response, a DELETE or a body that is not one message).
+pub(crate) fn mcp_operations(request: &HttpRequest) -> Vec<String> {
+    if request.method != "POST" {
+        return Vec::new();
+    }
+    let Ok(message) = serde_json::from_slice::<Value>(&request.body) else {
+        return Vec::new();
+    };
+    let (Some(method), Some(_)) = (
+        message.get("method").and_then(Value::as_str),
+        message.get("id"),
+    ) else {
+        return Vec::new();
+    };
+    if method == "initialize" {
+        return vec!["tool.mcp.initialize".to_owned()];
+    }
+    let mut operations = vec![format!("tool.mcp.request.{method}")];
+    if method == "tools/call" {
+        let name = message.pointer("/params/name").and_then(Value::as_str);
+        operations.extend(name.map(|name| format!("tool.call.{name}")));
+    }
+    operations
+}
+
+/// Whether any rule of `config` counts operations across a scope.
+pub(crate) fn counts(config: &ServeConfig) -> bool {
+    config.faults.iter().any(is_ordinal)
+}
+
+/// Of `asked`, the operations some ordinal rule of `config` fires at: the only ones a
+/// scope needs to count.
+pub(crate) fn counted(config: &ServeConfig, asked: Vec<String>) -> Vec<String> {
+    asked
+        .into_iter()
+        .filter(|op| {
+            config
+                .faults
+                .iter()
+                .any(|rule| is_ordinal(rule) && fires_at(rule, op))
+        })
+        .collect()
+}
+
+/// Adds `asked` to a scope's `counts` (up to [`AIM_OPERATIONS_MAX`] names) and returns
+/// the counts from before it.
+pub(crate) fn count_arrival(
+    counts: &mut BTreeMap<String, u64>,
+    asked: Vec<String>,
+) -> BTreeMap<String, u64> {
+    let before = counts.clone();
+    for op in asked {
+        if let Some(count) = counts.get_mut(&op) {
+            *count += 1;
+        } else if counts.len() < AIM_OPERATIONS_MAX {
+            counts.insert(op, 1);
+        }
+    }
+    before
+}
+
+/// The config a request is answered with when its scope was asked `earlier` operations
+/// before it: each ordinal rule moved past what it matched there. `None` when nothing
+/// changes (no ordinal rule, or nothing earlier it counts).
+pub(crate) fn config_after(
+    config: &ServeConfig,
+    earlier: &BTreeMap<String, u64>,
+) -> Option<Arc<ServeConfig>> {
+    let faults: Vec<FaultConfig> = config
+        .faults
+        .iter()
+        .map(|rule| match is_ordinal(rule) {
+            true => rule.clone().after_earlier(earlier_matches(rule, earlier)),
+            false => rule.clone(),
+        })
+        .collect();
+    if faults == config.faults {
+        return None;
+    }
+    Some(Arc::new(ServeConfig {
+        faults,
+        ..config.clone()
+    }))
+}
+
+/// The config a request arriving now in `scope`, asked at `asked`, is answered with;
+/// `None` for the server's own (no rule counts, or the request is where each starts).
+pub(crate) fn request_config(
+    state: &super::reply::State,
+    scope: &str,
+    asked: Vec<String>,
+) -> Option<Arc<ServeConfig>> {
+    if !counts(&state.config) {
+        return None;
+    }
+    let earlier = state
+        .session
+        .count_aimed(scope, counted(&state.config, asked));
+    config_after(&state.config, &earlier)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::aim::parse_rules;
+
+    fn config(faults: &str) -> ServeConfig {
+        ServeConfig {
+            faults: parse_rules(faults).unwrap(),
+            ..ServeConfig::default()
+        }
+    }
+
+    #[test]
+    fn aimed_rules_reach_served_operations_or_are_refused_by_name() {
+        for good in [
+            "llm.rate_limit=0.2,storage.write_fail=0.1",
+            "tool.timeout@tool.call.send_payment=0.5",
+            "tool.mcp_stream_cut@tool.mcp.request.tools/call=1",
+            "tool.mcp_stream_cut@tool.mcp.request.*#2..=1",
+            "llm.rate_limit@llm.call#2=1",
+            "network.reset@network.body=0.5",
+        ] {
+            assert_eq!(check(&config(good)), Ok(()), "{good}");
+        }
+        let table: &[(&str, &str)] = &[
+            (
+                "tool.timeout@tool.call.issue_refund=0.5",
+                "no tool \"issue_refund\" is served (the tools: get_weather, search_docs, send_payment; --mcp-tools FILE",
+            ),
+            ("llm.rate_limit@llm.complete=1", "llm.complete names no operation this server asks where llm.rate_limit can fire (llm.rate_limit can fire at: llm.call, llm.embed)"),
+            ("tool.mcp_stream_cut@tool.mcp.request.tools/cal=1", "did you mean tool.mcp.request.tools/call?"),
+            ("tool.mcp_session_expired@tool.mcp.initialize=1", "can fire at: tool.mcp.request.ping, tool.mcp.request.tools/list, tool.mcp.request.tools/call"),
+            ("storage.write_fail@storage.write=1", "(storage.write_fail can fire at: none here)"),
+            ("network.reset#2=1", "network.body is asked afresh in every request"),
+        ];
+        for (bad, wanted) in table {
+            let (rule, reason) = check(&config(bad)).unwrap_err();
+            assert_eq!(&rule, bad);
+            assert!(reason.contains(wanted), "{bad}: {reason}");
+        }
+    }
+
+    #[test]
+    fn requests_say_what_they_are_asked_at() {
+        let post = |body: &str| HttpRequest {
+            method: "POST",
+            url: String::new(),
+            headers: Vec::new(),
+            body: body.as_bytes().to_vec(),
+        };
+        let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"pay"}}"#;
+        assert_eq!(
+            mcp_operations(&post(call)),
+            ["tool.mcp.request.tools/call", "tool.call.pay"]
+        );
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+        assert_eq!(mcp_operations(&post(init)), ["tool.mcp.initialize"]);
+        let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        assert!(mcp_operations(&post(note)).is_empty());
+        assert!(mcp_operations(&post("not json")).is_empty());
+        let openai = EndpointSpec::parse("openai").unwrap();
+        assert_eq!(
+            model_operations(&openai, "/v1/chat/completions"),
+            ["llm.call"]
+        );
+        assert_eq!(model_operations(&openai, "/v1/embeddings"), ["llm.embed"]);
+    }
+
+    #[test]
+    fn a_scope_counts_in_arrival_order_and_moves_ordinal_rules_along() {
+        let aimed = config("llm.rate_limit@llm.call#2=1,llm.timeout=0.1");
+        assert!(counts(&aimed) && !counts(&config("llm.timeout=0.1")));
+        let mut scope = BTreeMap::new();
+        let asked = || counted(&aimed, vec!["llm.call".to_owned()]);
+        let first = count_arrival(&mut scope, asked());
+        assert!(config_after(&aimed, &first).is_none(), "the first call is #1");
+        let second = count_arrival(&mut scope, asked());
+        let moved = config_after(&aimed, &second).unwrap();
+        assert_eq!(moved.faults[0].at_operation(), Some(1));
+        assert_eq!(moved.faults[1], aimed.faults[1], "unaimed rules never move");
+        let third = count_arrival(&mut scope, asked());
+        assert!(!config_after(&aimed, &third).unwrap().faults[0].enabled());
+        assert!(counted(&aimed, vec!["tool.call.pay".to_owned()]).is_empty());
+    }
+}
