@@ -7,7 +7,6 @@ a usage error naming the marker.
 
 import json
 import os
-import urllib.error
 import urllib.request
 
 import pytest
@@ -58,7 +57,7 @@ def run_support_agent(umi):
     assert "result" in mcp.request("tools/call", {"name": "lookup_order", "arguments": {"order_id": "A-1"}})
     try:
         refund = mcp.request("tools/call", {"name": "issue_refund", "arguments": {"order_id": "A-1", "amount": 20}})
-    except (urllib.error.URLError, OSError, ValueError) as error:  # a timed-out tool: the call never answers
+    except Exception as error:  # noqa: BLE001 -- a timed-out tool: the call never answers whole
         refund = error
     assert "result" in mcp.request("tools/call", {"name": "lookup_order", "arguments": {"order_id": "A-1"}})
     return refund

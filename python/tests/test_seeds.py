@@ -55,7 +55,7 @@ def test_marker_settings_become_serve_flags():
     for kwargs, says in (
         ({"faults": {"llm.rate_limit": 1.5}}, r"faults\['llm.rate_limit'\] = 1.5; a probability is 0 to 1"),
         ({"faults": {"llm.rate_limit": "0.2"}}, "is not a number"),
-        ({"faults": {"a=b": 0.1}}, "is not a fault kind"),
+        ({"faults": {"a=b": 0.1}}, r"rule 'a=b' is not KIND\[@OPERATION\]"),
         ({"faults": 0.2}, "give a dict"),
         ({"time_scale": -1}, "time_scale -1; 0 or more"),
         ({"endpoints": "openai"}, "endpoints: 'openai'; give a list"),

@@ -32,11 +32,10 @@ fn support_tools() -> McpToolsSpec {
 }
 
 fn config(faults: &str) -> ServeConfig {
-    ServeConfig {
-        faults: parse_rules(faults).unwrap(),
-        mcp: support_tools(),
-        ..ServeConfig::default()
-    }
+    let mut config = ServeConfig::default();
+    config.faults = parse_rules(faults).unwrap();
+    config.mcp = support_tools();
+    config
 }
 
 async fn get(url: &str) -> String {

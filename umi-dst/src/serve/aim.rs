@@ -79,21 +79,28 @@ fn check_rule(
                 tools.join(", ")
             ));
         }
+        let at: Vec<&str> = operations
+            .iter()
+            .filter(|op| fires_at(&FaultConfig::always(kind), op))
+            .map(String::as_str)
+            .collect();
+        let at = if at.is_empty() {
+            "none here".to_owned()
+        } else {
+            at.join(", ")
+        };
+        if operations.contains(&filter) {
+            return Err(format!("{kind} cannot fire at {filter} (it can fire at: {at})"));
+        }
         let close = close_names(&filter, operations);
         let mean = if close.is_empty() {
             String::new()
         } else {
             format!("; did you mean {}?", close.join(" or "))
         };
-        let at: Vec<&str> = operations
-            .iter()
-            .filter(|op| fires_at(&FaultConfig::always(kind), op))
-            .map(String::as_str)
-            .collect();
         return Err(format!(
             "{filter} names no operation this server asks where {kind} can fire{mean} \
-             ({kind} can fire at: {})",
-            if at.is_empty() { "none here".to_owned() } else { at.join(", ") }
+             ({kind} can fire at: {at})"
         ));
     }
     if is_ordinal(rule) {
@@ -185,9 +192,12 @@ pub(crate) fn config_after(
     let faults: Vec<FaultConfig> = config
         .faults
         .iter()
-        .map(|rule| match is_ordinal(rule) {
-            true => rule.clone().after_earlier(earlier_matches(rule, earlier)),
-            false => rule.clone(),
+        .map(|rule| {
+            if is_ordinal(rule) {
+                rule.clone().after_earlier(earlier_matches(rule, earlier))
+            } else {
+                rule.clone()
+            }
         })
         .collect();
     if faults == config.faults {
@@ -246,7 +256,7 @@ mod tests {
             ),
             ("llm.rate_limit@llm.complete=1", "llm.complete names no operation this server asks where llm.rate_limit can fire (llm.rate_limit can fire at: llm.call, llm.embed)"),
             ("tool.mcp_stream_cut@tool.mcp.request.tools/cal=1", "did you mean tool.mcp.request.tools/call?"),
-            ("tool.mcp_session_expired@tool.mcp.initialize=1", "can fire at: tool.mcp.request.ping, tool.mcp.request.tools/list, tool.mcp.request.tools/call"),
+            ("tool.mcp_session_expired@tool.mcp.initialize=1", "tool.mcp_session_expired cannot fire at tool.mcp.initialize (it can fire at: tool.mcp.request.ping, tool.mcp.request.tools/list, tool.mcp.request.tools/call"),
             ("storage.write_fail@storage.write=1", "(storage.write_fail can fire at: none here)"),
             ("network.reset#2=1", "network.body is asked afresh in every request"),
         ];
