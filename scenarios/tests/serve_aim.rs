@@ -189,7 +189,7 @@ fn a_rule_aimed_at_no_operation_is_refused_by_name() {
     );
     let error = refused("tool.mcp_stream_cut@tool.mcp.request.tools/cal=1");
     assert!(
-        error.contains("did you mean tool.mcp.request.tools/call?"),
+        error.contains("did you mean tool.mcp.request.tools/call"),
         "{error}"
     );
 

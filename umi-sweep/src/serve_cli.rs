@@ -300,7 +300,7 @@ fn describe(config: &ServeConfig) -> String {
         config
             .faults
             .iter()
-            .map(ToString::to_string)
+            .map(umi_dst::fault::aim::aim_text)
             .collect::<Vec<_>>()
             .join(", ")
     };

@@ -16,14 +16,13 @@
 //! `tool.call.<name>`. A request an earlier fault keeps from the model still counts.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde_json::Value;
 use umi_core::llm::transport::HttpRequest;
 
-use super::config::{EndpointSpec, ServeConfig};
 use crate::fault::aim::{aim_text, close_names, earlier_matches, fires_at, is_ordinal};
 use crate::fault::{FaultConfig, OperationFilter};
+use crate::network::Profile;
 
 /// The MCP methods the simulated server answers (past `initialize`), each asked as
 /// `tool.mcp.request.<method>`.
@@ -33,8 +32,8 @@ pub const MCP_METHODS: [&str; 3] = ["ping", "tools/list", "tools/call"];
 /// aimed by a prefix at clients that invent names).
 pub(crate) const AIM_OPERATIONS_MAX: usize = 1_024;
 
-/// Every operation a request to a server of `config` can be asked at.
-pub fn served_operations(config: &ServeConfig) -> Vec<String> {
+/// Every operation a request to a server serving the MCP tools `tools` can be asked at.
+pub fn served_operations(tools: &[&str]) -> Vec<String> {
     let mut operations: Vec<String> = [
         "llm.call",
         "llm.embed",
@@ -45,34 +44,30 @@ pub fn served_operations(config: &ServeConfig) -> Vec<String> {
     .map(str::to_owned)
     .to_vec();
     operations.extend(MCP_METHODS.map(|m| format!("tool.mcp.request.{m}")));
-    operations.extend(config.mcp.tools.iter().map(|t| format!("tool.call.{}", t.name)));
+    operations.extend(tools.iter().map(|tool| format!("tool.call.{tool}")));
     operations
 }
 
-/// Checks every aimed rule of `config` (one with an operation or an ordinal): it must
-/// reach an operation the server asks where its kind can fire, and an ordinal must count
-/// operations a scope can count. Returns the rule's text and what is wrong.
-pub(crate) fn check(config: &ServeConfig) -> Result<(), (String, String)> {
-    let operations = served_operations(config);
-    for rule in &config.faults {
+/// Checks every aimed rule of `rules` (one with an operation or an ordinal) on a server
+/// serving the MCP tools `tools`: it must reach an operation the server asks where its
+/// kind can fire, and an ordinal must count operations a scope can count. Returns the
+/// rule's text and what is wrong.
+pub(crate) fn check(rules: &[FaultConfig], tools: &[&str]) -> Result<(), (String, String)> {
+    let operations = served_operations(tools);
+    for rule in rules {
         if rule.filter() == &OperationFilter::Any && !is_ordinal(rule) {
             continue;
         }
-        check_rule(config, rule, &operations).map_err(|reason| (aim_text(rule), reason))?;
+        check_rule(rule, tools, &operations).map_err(|reason| (aim_text(rule), reason))?;
     }
     Ok(())
 }
 
-fn check_rule(
-    config: &ServeConfig,
-    rule: &FaultConfig,
-    operations: &[String],
-) -> Result<(), String> {
+fn check_rule(rule: &FaultConfig, tools: &[&str], operations: &[String]) -> Result<(), String> {
     let kind = rule.kind();
     let reached: Vec<&String> = operations.iter().filter(|op| fires_at(rule, op)).collect();
     if reached.is_empty() {
         let filter = rule.filter().to_string();
-        let tools: Vec<&str> = config.mcp.tools.iter().map(|t| t.name.as_str()).collect();
         if let Some(tool) = filter.strip_prefix("tool.call.").filter(|t| !t.contains('*')) {
             return Err(format!(
                 "no tool {tool:?} is served (the tools: {}; --mcp-tools FILE declares others)",
@@ -114,9 +109,10 @@ fn check_rule(
     Ok(())
 }
 
-/// What a model request at `endpoint` (its path `rest`, under the prefix) is asked at.
-pub(crate) fn model_operations(endpoint: &EndpointSpec, rest: &str) -> Vec<String> {
-    let embeds = crate::network::registry::serves(endpoint.profile, endpoint.api_root(), rest);
+/// What a model request to `profile`'s server (its path `rest`, below the prefix, under
+/// `api_root`) is asked at.
+pub(crate) fn model_operations(profile: Profile, api_root: &str, rest: &str) -> Vec<String> {
+    let embeds = crate::network::registry::serves(profile, api_root, rest);
     vec![if embeds { "llm.embed" } else { "llm.call" }.to_owned()]
 }
 
@@ -146,22 +142,17 @@ pub(crate) fn mcp_operations(request: &HttpRequest) -> Vec<String> {
     operations
 }
 
-/// Whether any rule of `config` counts operations across a scope.
-pub(crate) fn counts(config: &ServeConfig) -> bool {
-    config.faults.iter().any(is_ordinal)
+/// Whether any of `rules` counts operations across a scope.
+pub(crate) fn counts(rules: &[FaultConfig]) -> bool {
+    rules.iter().any(is_ordinal)
 }
 
-/// Of `asked`, the operations some ordinal rule of `config` fires at: the only ones a
+/// Of `asked`, the operations some ordinal rule of `rules` fires at: the only ones a
 /// scope needs to count.
-pub(crate) fn counted(config: &ServeConfig, asked: Vec<String>) -> Vec<String> {
+pub(crate) fn counted(rules: &[FaultConfig], asked: Vec<String>) -> Vec<String> {
     asked
         .into_iter()
-        .filter(|op| {
-            config
-                .faults
-                .iter()
-                .any(|rule| is_ordinal(rule) && fires_at(rule, op))
-        })
+        .filter(|op| rules.iter().any(|rule| is_ordinal(rule) && fires_at(rule, op)))
         .collect()
 }
 
@@ -182,15 +173,14 @@ pub(crate) fn count_arrival(
     before
 }
 
-/// The config a request is answered with when its scope was asked `earlier` operations
-/// before it: each ordinal rule moved past what it matched there. `None` when nothing
-/// changes (no ordinal rule, or nothing earlier it counts).
-pub(crate) fn config_after(
-    config: &ServeConfig,
+/// `rules` as a request sees them when its scope was asked `earlier` operations before
+/// it: each ordinal rule moved past what it matched there. `None` when nothing changes
+/// (no ordinal rule, or nothing earlier it counts).
+pub(crate) fn rules_after(
+    rules: &[FaultConfig],
     earlier: &BTreeMap<String, u64>,
-) -> Option<Arc<ServeConfig>> {
-    let faults: Vec<FaultConfig> = config
-        .faults
+) -> Option<Vec<FaultConfig>> {
+    let moved: Vec<FaultConfig> = rules
         .iter()
         .map(|rule| {
             if is_ordinal(rule) {
@@ -200,29 +190,7 @@ pub(crate) fn config_after(
             }
         })
         .collect();
-    if faults == config.faults {
-        return None;
-    }
-    Some(Arc::new(ServeConfig {
-        faults,
-        ..config.clone()
-    }))
-}
-
-/// The config a request arriving now in `scope`, asked at `asked`, is answered with;
-/// `None` for the server's own (no rule counts, or the request is where each starts).
-pub(crate) fn request_config(
-    state: &super::reply::State,
-    scope: &str,
-    asked: Vec<String>,
-) -> Option<Arc<ServeConfig>> {
-    if !counts(&state.config) {
-        return None;
-    }
-    let earlier = state
-        .session
-        .count_aimed(scope, counted(&state.config, asked));
-    config_after(&state.config, &earlier)
+    (moved != rules).then_some(moved)
 }
 
 #[cfg(test)]
@@ -230,11 +198,10 @@ mod tests {
     use super::*;
     use crate::fault::aim::parse_rules;
 
-    fn config(faults: &str) -> ServeConfig {
-        ServeConfig {
-            faults: parse_rules(faults).unwrap(),
-            ..ServeConfig::default()
-        }
+    const TOOLS: [&str; 3] = ["get_weather", "search_docs", "send_payment"];
+
+    fn rules(faults: &str) -> Vec<FaultConfig> {
+        parse_rules(faults).unwrap()
     }
 
     #[test]
@@ -247,7 +214,7 @@ mod tests {
             "llm.rate_limit@llm.call#2=1",
             "network.reset@network.body=0.5",
         ] {
-            assert_eq!(check(&config(good)), Ok(()), "{good}");
+            assert_eq!(check(&rules(good), &TOOLS), Ok(()), "{good}");
         }
         let table: &[(&str, &str)] = &[
             (
@@ -255,13 +222,13 @@ mod tests {
                 "no tool \"issue_refund\" is served (the tools: get_weather, search_docs, send_payment; --mcp-tools FILE",
             ),
             ("llm.rate_limit@llm.complete=1", "llm.complete names no operation this server asks where llm.rate_limit can fire (llm.rate_limit can fire at: llm.call, llm.embed)"),
-            ("tool.mcp_stream_cut@tool.mcp.request.tools/cal=1", "did you mean tool.mcp.request.tools/call?"),
+            ("tool.mcp_stream_cut@tool.mcp.request.tools/cal=1", "did you mean tool.mcp.request.tools/call"),
             ("tool.mcp_session_expired@tool.mcp.initialize=1", "tool.mcp_session_expired cannot fire at tool.mcp.initialize (it can fire at: tool.mcp.request.ping, tool.mcp.request.tools/list, tool.mcp.request.tools/call"),
             ("storage.write_fail@storage.write=1", "(storage.write_fail can fire at: none here)"),
             ("network.reset#2=1", "network.body is asked afresh in every request"),
         ];
         for (bad, wanted) in table {
-            let (rule, reason) = check(&config(bad)).unwrap_err();
+            let (rule, reason) = check(&rules(bad), &TOOLS).unwrap_err();
             assert_eq!(&rule, bad);
             assert!(reason.contains(wanted), "{bad}: {reason}");
         }
@@ -285,28 +252,25 @@ mod tests {
         let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         assert!(mcp_operations(&post(note)).is_empty());
         assert!(mcp_operations(&post("not json")).is_empty());
-        let openai = EndpointSpec::parse("openai").unwrap();
-        assert_eq!(
-            model_operations(&openai, "/v1/chat/completions"),
-            ["llm.call"]
-        );
-        assert_eq!(model_operations(&openai, "/v1/embeddings"), ["llm.embed"]);
+        let openai = |rest| model_operations(Profile::OpenAi, "/v1", rest);
+        assert_eq!(openai("/v1/chat/completions"), ["llm.call"]);
+        assert_eq!(openai("/v1/embeddings"), ["llm.embed"]);
     }
 
     #[test]
     fn a_scope_counts_in_arrival_order_and_moves_ordinal_rules_along() {
-        let aimed = config("llm.rate_limit@llm.call#2=1,llm.timeout=0.1");
-        assert!(counts(&aimed) && !counts(&config("llm.timeout=0.1")));
+        let aimed = rules("llm.rate_limit@llm.call#2=1,llm.timeout=0.1");
+        assert!(counts(&aimed) && !counts(&rules("llm.timeout=0.1")));
         let mut scope = BTreeMap::new();
         let asked = || counted(&aimed, vec!["llm.call".to_owned()]);
         let first = count_arrival(&mut scope, asked());
-        assert!(config_after(&aimed, &first).is_none(), "the first call is #1");
+        assert!(rules_after(&aimed, &first).is_none(), "the first call is #1");
         let second = count_arrival(&mut scope, asked());
-        let moved = config_after(&aimed, &second).unwrap();
-        assert_eq!(moved.faults[0].at_operation(), Some(1));
-        assert_eq!(moved.faults[1], aimed.faults[1], "unaimed rules never move");
+        let moved = rules_after(&aimed, &second).unwrap();
+        assert_eq!(moved[0].at_operation(), Some(1));
+        assert_eq!(moved[1], aimed[1], "unaimed rules never move");
         let third = count_arrival(&mut scope, asked());
-        assert!(!config_after(&aimed, &third).unwrap().faults[0].enabled());
+        assert!(!rules_after(&aimed, &third).unwrap()[0].enabled());
         assert!(counted(&aimed, vec!["tool.call.pay".to_owned()]).is_empty());
     }
 }

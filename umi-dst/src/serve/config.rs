@@ -208,10 +208,25 @@ impl ServeConfig {
         if self.body_bytes_max == 0 {
             return Err(flag("--body-bytes-max", "0".into(), "at least 1"));
         }
-        if let Err((rule, reason)) = super::aim::check(self) {
+        let tools: Vec<&str> = self.mcp.tools.iter().map(|t| t.name.as_str()).collect();
+        if let Err((rule, reason)) = super::aim::check(&self.faults, &tools) {
             return Err(flag("--faults", rule, &reason));
         }
         Ok(())
+    }
+
+    /// The config a request is answered with when its scope (its run) was asked
+    /// `earlier` operations before it: each ordinal fault rule moved past what it
+    /// matched there (`aim.rs`). `None` when nothing changes.
+    pub(crate) fn after_earlier(
+        &self,
+        earlier: &std::collections::BTreeMap<String, u64>,
+    ) -> Option<Arc<ServeConfig>> {
+        let faults = super::aim::rules_after(&self.faults, earlier)?;
+        Some(Arc::new(ServeConfig {
+            faults,
+            ..self.clone()
+        }))
     }
 }
 

@@ -108,11 +108,10 @@ pub(crate) async fn handle(
     let occurrence = state
         .session
         .next_occurrence(&address.scope, seed, &endpoint_key, hash);
-    let aimed = super::aim::request_config(
-        &state,
-        &address.scope,
-        super::aim::model_operations(endpoint, &rest),
-    );
+    let asked_at = super::aim::model_operations(endpoint.profile, endpoint.api_root(), &rest);
+    let aimed = state
+        .session
+        .aimed_config(&state.config, &address.scope, asked_at);
     let key = (address.scope, seed, endpoint_key, hash, occurrence);
     let asked = asked_path(&state.config, format, &rest, query);
     let recorded = match simulate(&state, endpoint, &key, &asked, (http, aimed)).await {

@@ -63,8 +63,10 @@ pub(super) async fn handle(
         .session
         .mcp_sessions(&address.scope, session_id.as_deref());
     let run_seed = run_seed(seed, &hash, occurrence);
-    let aimed =
-        super::aim::request_config(&state, &address.scope, super::aim::mcp_operations(&http));
+    let asked_at = super::aim::mcp_operations(&http);
+    let aimed = state
+        .session
+        .aimed_config(&state.config, &address.scope, asked_at);
     let worker = state.clone();
     let answered = state
         .simulations

@@ -225,11 +225,22 @@ impl Session {
         store.entries_total += 1;
     }
 
-    /// Counts the operations a request arriving now in `scope` is asked at (`asked`) and
-    /// returns the scope's counts from before it: what an ordinal fault rule had matched
-    /// in the scope's earlier requests, by arrival (`aim.rs`).
-    pub(crate) fn count_aimed(&self, scope: &str, asked: Vec<String>) -> BTreeMap<String, u64> {
-        super::aim::count_arrival(&mut self.store().touch(scope).aimed, asked)
+    /// The config a request arriving now in `scope`, asked at the operations `asked`,
+    /// is answered with: `config` with its ordinal fault rules moved past what they
+    /// matched in the scope's earlier requests, counted here by arrival (`aim.rs`);
+    /// `None` for `config` itself (no rule counts, or the request is where each starts).
+    pub(crate) fn aimed_config(
+        &self,
+        config: &super::config::ServeConfig,
+        scope: &str,
+        asked: Vec<String>,
+    ) -> Option<std::sync::Arc<super::config::ServeConfig>> {
+        if !super::aim::counts(&config.faults) {
+            return None;
+        }
+        let asked = super::aim::counted(&config.faults, asked);
+        let earlier = super::aim::count_arrival(&mut self.store().touch(scope).aimed, asked);
+        config.after_earlier(&earlier)
     }
 
     /// The MCP session `id` of `scope` alone, as a table (empty without one).

@@ -73,10 +73,11 @@ impl StdioServer {
         };
         let seed = run_seed(self.config.seed, &hash, occurrence);
         let only = self.sessions.only(self.session.as_deref());
-        let aimed = super::aim::counts(&self.config).then(|| {
-            let asked = super::aim::counted(&self.config, super::aim::mcp_operations(&http));
+        let faults = &self.config.faults;
+        let aimed = super::aim::counts(faults).then(|| {
+            let asked = super::aim::counted(faults, super::aim::mcp_operations(&http));
             let earlier = super::aim::count_arrival(&mut self.aimed, asked);
-            super::aim::config_after(&self.config, &earlier)
+            self.config.after_earlier(&earlier)
         });
         let config = aimed.flatten();
         let config = config.as_deref().unwrap_or(&self.config);
