@@ -104,5 +104,7 @@ def test_an_operation_the_server_does_not_ask_is_a_usage_error_naming_the_marker
     result = inner("-q")
     assert result.ret != 0
     text = result.stdout.str() + result.stderr.str()
-    assert "test_m.py::test_refund[seed=1]: @pytest.mark.umi: dst serve refused its settings: " in text, text
+    assert ("test_m.py::test_refund[seed=1]: @pytest.mark.umi: dst serve refused its settings "
+            "--faults tool.timeout@tool.call.refund=1.0: ") in text, text
+    assert "Traceback" not in text and "plugin.py" not in text, text
     assert '--faults "tool.timeout@tool.call.refund=1": no tool "refund" is served' in text, text

@@ -299,8 +299,9 @@ def umi(request, umi_servers, umi_seed):
     except DstNotFound as error:
         pytest.fail(str(error), pytrace=False)
     except ServeRefused as error:
-        raise pytest.UsageError(f"{request.node.nodeid}: @pytest.mark.umi: dst serve refused its "
-                                f"settings: {error.reason}") from None
+        # A usage error of the marker, said without a traceback: what the server refused.
+        pytest.fail(f"umi: {error}\n{request.node.nodeid}: @pytest.mark.umi: dst serve refused its settings "
+                    f"{' '.join(flags) or '(none)'}: {error.reason}", pytrace=False)
     except ServeError as error:
         pytest.fail(f"umi: {error}", pytrace=False)
     run = Umi(server, umi_seed, node_id=request.node.nodeid, rerun_command=rerun_command(request.node, umi_seed))

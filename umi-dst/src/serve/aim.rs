@@ -68,9 +68,19 @@ fn check_rule(rule: &FaultConfig, tools: &[&str], operations: &[String]) -> Resu
     let reached: Vec<&String> = operations.iter().filter(|op| fires_at(rule, op)).collect();
     if reached.is_empty() {
         let filter = rule.filter().to_string();
-        if let Some(tool) = filter.strip_prefix("tool.call.").filter(|t| !t.contains('*')) {
+        let unserved = filter
+            .strip_prefix("tool.call.")
+            .filter(|t| !t.contains('*') && !tools.contains(t));
+        if let Some(tool) = unserved {
+            let names: Vec<String> = tools.iter().map(|t| (*t).to_owned()).collect();
+            let close = close_names(tool, &names);
+            let mean = if close.is_empty() {
+                String::new()
+            } else {
+                format!("; did you mean {}?", close.join(" or "))
+            };
             return Err(format!(
-                "no tool {tool:?} is served (the tools: {}; --mcp-tools FILE declares others)",
+                "no tool {tool:?} is served{mean} (the tools: {}; --mcp-tools FILE declares others)",
                 tools.join(", ")
             ));
         }
@@ -226,6 +236,8 @@ mod tests {
             ("tool.mcp_session_expired@tool.mcp.initialize=1", "tool.mcp_session_expired cannot fire at tool.mcp.initialize (it can fire at: tool.mcp.request.ping, tool.mcp.request.tools/list, tool.mcp.request.tools/call"),
             ("storage.write_fail@storage.write=1", "(storage.write_fail can fire at: none here)"),
             ("network.reset#2=1", "network.body is asked afresh in every request"),
+            ("tool.timeout@tool.call.send_paymnt=1", "no tool \"send_paymnt\" is served; did you mean send_payment?"),
+            ("tool.mcp_stream_cut@tool.call.send_payment=1", "tool.mcp_stream_cut cannot fire at tool.call.send_payment (it can fire at: tool.mcp.initialize,"),
         ];
         for (bad, wanted) in table {
             let (rule, reason) = check(&rules(bad), &TOOLS).unwrap_err();
