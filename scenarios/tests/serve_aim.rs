@@ -76,9 +76,14 @@ async fn mcp_run(url: &str) {
         return;
     }
     let _ = client.list_tools().await;
-    for (index, name) in ["lookup_order", "issue_refund", "lookup_order", "issue_refund"]
-        .into_iter()
-        .enumerate()
+    for (index, name) in [
+        "lookup_order",
+        "issue_refund",
+        "lookup_order",
+        "issue_refund",
+    ]
+    .into_iter()
+    .enumerate()
     {
         let arguments = json!({"order_id": format!("A-{index}"), "amount": 12.5});
         let _ = client
@@ -100,7 +105,11 @@ fn a_fault_aimed_at_one_tool_fires_only_there() {
         let mut fired = 0;
         for seed in 0..20 {
             let scope = format!("aimed-{seed}");
-            mcp_run(&format!("{}/seed/{seed}/scope/{scope}/mcp", aimed.base_url())).await;
+            mcp_run(&format!(
+                "{}/seed/{seed}/scope/{scope}/mcp",
+                aimed.base_url()
+            ))
+            .await;
             for fault in faults_of(&aimed, &scope).await {
                 assert_eq!(fault, "tool.timeout@tool.call.issue_refund", "seed {seed}");
                 fired += 1;
@@ -113,7 +122,11 @@ fn a_fault_aimed_at_one_tool_fires_only_there() {
         let mut elsewhere = 0;
         for seed in 0..20 {
             let scope = format!("unaimed-{seed}");
-            mcp_run(&format!("{}/seed/{seed}/scope/{scope}/mcp", unaimed.base_url())).await;
+            mcp_run(&format!(
+                "{}/seed/{seed}/scope/{scope}/mcp",
+                unaimed.base_url()
+            ))
+            .await;
             let faults = faults_of(&unaimed, &scope).await;
             elsewhere += faults
                 .iter()
@@ -161,7 +174,11 @@ fn an_ordinal_rule_fires_on_the_second_model_call_of_each_scope() {
             let refused: Vec<usize> = (0..seen.len()).filter(|i| seen[*i].0 == 429).collect();
             assert_eq!(refused, [1], "{scope}: {seen:?}");
             assert_eq!(seen[1].1, "llm.rate_limit@llm.call", "{scope}");
-            assert!(seen.iter().enumerate().all(|(i, s)| i == 1 || s.1 == "none"));
+            assert!(
+                seen.iter()
+                    .enumerate()
+                    .all(|(i, s)| i == 1 || s.1 == "none")
+            );
         }
         server.shutdown().await;
     });
@@ -183,7 +200,9 @@ fn a_rule_aimed_at_no_operation_is_refused_by_name() {
         "{error}"
     );
     assert_eq!(
-        config("tool.timeout@tool.call.issue_refund=0.5").validate().ok(),
+        config("tool.timeout@tool.call.issue_refund=0.5")
+            .validate()
+            .ok(),
         Some(()),
         "served once --mcp-tools declares it"
     );
@@ -225,7 +244,11 @@ fn a_rule_aimed_at_no_operation_is_refused_by_name() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{command} {faults}: {stderr}");
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{command} {faults}: {stderr}"
+        );
         assert!(stderr.contains("--faults"), "{stderr}");
         assert!(stderr.contains(wanted), "{command} {faults}: {stderr}");
     }

@@ -137,8 +137,7 @@ struct Parts<'a> {
 
 fn rule(cursor: &mut Cursor<'_>) -> Result<FaultConfig, AimReason> {
     let parts = parts(cursor)?;
-    let mut config =
-        FaultConfig::new(parts.kind, parts.probability).map_err(AimReason::Config)?;
+    let mut config = FaultConfig::new(parts.kind, parts.probability).map_err(AimReason::Config)?;
     if let Some(operation) = parts.operation {
         config = config
             .with_filter(OperationFilter::parse(operation))
@@ -415,23 +414,68 @@ mod tests {
     #[test]
     fn bad_rules_are_named_with_what_is_wrong() {
         let table: &[(&str, &str)] = &[
-            ("", "expected a fault kind (`llm.rate_limit`) at column 1, found the end"),
-            ("llm.rate_limit", "expected `=` and a probability at column 15, found the end"),
-            ("llm.rate_limit:0.2", "expected `=` and a probability at column 15, found \":0.2\""),
+            (
+                "",
+                "expected a fault kind (`llm.rate_limit`) at column 1, found the end",
+            ),
+            (
+                "llm.rate_limit",
+                "expected `=` and a probability at column 15, found the end",
+            ),
+            (
+                "llm.rate_limit:0.2",
+                "expected `=` and a probability at column 15, found \":0.2\"",
+            ),
             ("llm.rate_limt=0.2", "unknown fault kind \"llm.rate_limt\""),
-            ("tool.timeout@=1", "expected an operation after `@` (`tool.call.pay`) at column 14"),
-            ("tool.timeout@tool.call.pay#=1", "expected an ordinal after `#` (`#2`) at column 28"),
-            ("tool.timeout@tool.call.pay#0=1", "`#0`: the ordinal counts from 1"),
-            ("tool.timeout@tool.call.pay#0..=1", "`#0`: the ordinal counts from 1"),
-            ("tool.timeout@tool.call.pay#99999999999999999999=1", "the ordinal 99999999999999999999 is too large"),
-            ("tool.timeout@tool.call.pay=high", "\"high\" is not a probability"),
-            ("tool.timeout@tool.call.pay=-0.5", "\"-0.5\" is not a probability"),
+            (
+                "tool.timeout@=1",
+                "expected an operation after `@` (`tool.call.pay`) at column 14",
+            ),
+            (
+                "tool.timeout@tool.call.pay#=1",
+                "expected an ordinal after `#` (`#2`) at column 28",
+            ),
+            (
+                "tool.timeout@tool.call.pay#0=1",
+                "`#0`: the ordinal counts from 1",
+            ),
+            (
+                "tool.timeout@tool.call.pay#0..=1",
+                "`#0`: the ordinal counts from 1",
+            ),
+            (
+                "tool.timeout@tool.call.pay#99999999999999999999=1",
+                "the ordinal 99999999999999999999 is too large",
+            ),
+            (
+                "tool.timeout@tool.call.pay=high",
+                "\"high\" is not a probability",
+            ),
+            (
+                "tool.timeout@tool.call.pay=-0.5",
+                "\"-0.5\" is not a probability",
+            ),
             ("tool.timeout@tool.call.pay=", "\"\" is not a probability"),
-            ("tool.timeout@tool.call.pay=NaN", "\"NaN\" is not a probability"),
-            ("tool.timeout@tool.call.pay=1.5", "probability 1.5 is outside [0, 1]"),
-            ("tool.timeout@llm.call=1", "filter llm.call names no tool operation"),
-            ("tool.timeout@tool.call.pay x=1", "expected `=` and a probability at column 27, found \" x=1\""),
-            ("tool.timeout@tool.call.p*y=1", "expected `=` and a probability at column 26, found \"y=1\""),
+            (
+                "tool.timeout@tool.call.pay=NaN",
+                "\"NaN\" is not a probability",
+            ),
+            (
+                "tool.timeout@tool.call.pay=1.5",
+                "probability 1.5 is outside [0, 1]",
+            ),
+            (
+                "tool.timeout@llm.call=1",
+                "filter llm.call names no tool operation",
+            ),
+            (
+                "tool.timeout@tool.call.pay x=1",
+                "expected `=` and a probability at column 27, found \" x=1\"",
+            ),
+            (
+                "tool.timeout@tool.call.p*y=1",
+                "expected `=` and a probability at column 26, found \"y=1\"",
+            ),
             ("tööl=1", "unknown fault kind \"t\""),
         ];
         for (text, wanted) in table {
@@ -475,14 +519,22 @@ mod tests {
             earlier_matches(&rule("tool.mcp_stream_cut@tool.mcp.request.*#2=1"), &counts),
             2
         );
-        assert!(!fires_at(&rule("tool.mcp_session_expired=1"), "tool.mcp.initialize"));
+        assert!(!fires_at(
+            &rule("tool.mcp_session_expired=1"),
+            "tool.mcp.initialize"
+        ));
     }
 
     #[test]
     fn close_names_are_suggested_nearest_first() {
-        let known: Vec<String> = ["llm.call", "llm.embed", "tool.call.issue_refund", "tool.call.lookup"]
-            .map(String::from)
-            .to_vec();
+        let known: Vec<String> = [
+            "llm.call",
+            "llm.embed",
+            "tool.call.issue_refund",
+            "tool.call.lookup",
+        ]
+        .map(String::from)
+        .to_vec();
         assert_eq!(close_names("llm.complete", &known), Vec::<&str>::new());
         assert_eq!(close_names("llm.cal", &known), vec!["llm.call"]);
         assert_eq!(

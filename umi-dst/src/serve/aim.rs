@@ -95,7 +95,9 @@ fn check_rule(rule: &FaultConfig, tools: &[&str], operations: &[String]) -> Resu
             at.join(", ")
         };
         if operations.contains(&filter) {
-            return Err(format!("{kind} cannot fire at {filter} (it can fire at: {at})"));
+            return Err(format!(
+                "{kind} cannot fire at {filter} (it can fire at: {at})"
+            ));
         }
         let close = close_names(&filter, operations);
         let mean = if close.is_empty() {
@@ -108,15 +110,14 @@ fn check_rule(rule: &FaultConfig, tools: &[&str], operations: &[String]) -> Resu
              ({kind} can fire at: {at})"
         ));
     }
-    if is_ordinal(rule) {
-        if let Some(op) = reached.iter().find(|op| op.starts_with("network.")) {
-            return Err(format!(
-                "an ordinal over dst serve counts a scope's model and MCP requests; \
-                 {op} is asked afresh in every request (aim the rule at llm.call or an MCP operation)"
-            ));
-        }
+    let network = reached.iter().find(|op| op.starts_with("network."));
+    match network {
+        Some(op) if is_ordinal(rule) => Err(format!(
+            "an ordinal over dst serve counts a scope's model and MCP requests; \
+             {op} is asked afresh in every request (aim the rule at llm.call or an MCP operation)"
+        )),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// What a model request to `profile`'s server (its path `rest`, below the prefix, under
@@ -162,7 +163,11 @@ pub(crate) fn counts(rules: &[FaultConfig]) -> bool {
 pub(crate) fn counted(rules: &[FaultConfig], asked: Vec<String>) -> Vec<String> {
     asked
         .into_iter()
-        .filter(|op| rules.iter().any(|rule| is_ordinal(rule) && fires_at(rule, op)))
+        .filter(|op| {
+            rules
+                .iter()
+                .any(|rule| is_ordinal(rule) && fires_at(rule, op))
+        })
         .collect()
 }
 
@@ -231,13 +236,34 @@ mod tests {
                 "tool.timeout@tool.call.issue_refund=0.5",
                 "no tool \"issue_refund\" is served (the tools: get_weather, search_docs, send_payment; --mcp-tools FILE",
             ),
-            ("llm.rate_limit@llm.complete=1", "llm.complete names no operation this server asks where llm.rate_limit can fire (llm.rate_limit can fire at: llm.call, llm.embed)"),
-            ("tool.mcp_stream_cut@tool.mcp.request.tools/cal=1", "did you mean tool.mcp.request.tools/call"),
-            ("tool.mcp_session_expired@tool.mcp.initialize=1", "tool.mcp_session_expired cannot fire at tool.mcp.initialize (it can fire at: tool.mcp.request.ping, tool.mcp.request.tools/list, tool.mcp.request.tools/call"),
-            ("storage.write_fail@storage.write=1", "(storage.write_fail can fire at: none here)"),
-            ("network.reset#2=1", "network.body is asked afresh in every request"),
-            ("tool.timeout@tool.call.send_paymnt=1", "no tool \"send_paymnt\" is served; did you mean send_payment?"),
-            ("tool.mcp_stream_cut@tool.call.send_payment=1", "tool.mcp_stream_cut cannot fire at tool.call.send_payment (it can fire at: tool.mcp.initialize,"),
+            (
+                "llm.rate_limit@llm.complete=1",
+                "llm.complete names no operation this server asks where llm.rate_limit can fire (llm.rate_limit can fire at: llm.call, llm.embed)",
+            ),
+            (
+                "tool.mcp_stream_cut@tool.mcp.request.tools/cal=1",
+                "did you mean tool.mcp.request.tools/call",
+            ),
+            (
+                "tool.mcp_session_expired@tool.mcp.initialize=1",
+                "tool.mcp_session_expired cannot fire at tool.mcp.initialize (it can fire at: tool.mcp.request.ping, tool.mcp.request.tools/list, tool.mcp.request.tools/call",
+            ),
+            (
+                "storage.write_fail@storage.write=1",
+                "(storage.write_fail can fire at: none here)",
+            ),
+            (
+                "network.reset#2=1",
+                "network.body is asked afresh in every request",
+            ),
+            (
+                "tool.timeout@tool.call.send_paymnt=1",
+                "no tool \"send_paymnt\" is served; did you mean send_payment?",
+            ),
+            (
+                "tool.mcp_stream_cut@tool.call.send_payment=1",
+                "tool.mcp_stream_cut cannot fire at tool.call.send_payment (it can fire at: tool.mcp.initialize,",
+            ),
         ];
         for (bad, wanted) in table {
             let (rule, reason) = check(&rules(bad), &TOOLS).unwrap_err();
@@ -276,7 +302,10 @@ mod tests {
         let mut scope = BTreeMap::new();
         let asked = || counted(&aimed, vec!["llm.call".to_owned()]);
         let first = count_arrival(&mut scope, asked());
-        assert!(rules_after(&aimed, &first).is_none(), "the first call is #1");
+        assert!(
+            rules_after(&aimed, &first).is_none(),
+            "the first call is #1"
+        );
         let second = count_arrival(&mut scope, asked());
         let moved = rules_after(&aimed, &second).unwrap();
         assert_eq!(moved[0].at_operation(), Some(1));
