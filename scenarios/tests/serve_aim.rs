@@ -253,3 +253,36 @@ fn a_rule_aimed_at_no_operation_is_refused_by_name() {
         assert!(stderr.contains(wanted), "{command} {faults}: {stderr}");
     }
 }
+
+/// `dst mcp` is one run: `tool.mcp_internal_error@tool.mcp.request.tools/call#2=1` fails
+/// the process's 2nd `tools/call` line, and no other line.
+#[test]
+fn over_stdio_the_process_is_the_run_an_ordinal_counts() {
+    let mut config = ServeConfig::default();
+    config.faults = parse_rules("tool.mcp_internal_error@tool.mcp.request.tools/call#2=1").unwrap();
+    config.validate().unwrap();
+    let mut server = umi_dst::serve::StdioServer::new(config);
+    let mut say = |line: &str| -> Vec<Value> {
+        let reply = server.answer_line(line);
+        assert_eq!(reply.died_mid_message, None);
+        reply
+            .lines
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    say(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    say(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    say(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+    let errors: Vec<bool> = (0..4)
+        .map(|n| {
+            let call = json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+                "params": {"name": "get_weather", "arguments": {"city": format!("City {n}")}}});
+            let replies = say(&call.to_string());
+            replies.last().unwrap().get("error").is_some()
+        })
+        .collect();
+    assert_eq!(errors, [false, true, false, false]);
+}
