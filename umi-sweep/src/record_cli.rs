@@ -51,8 +51,8 @@ pub struct RecordArgs {
     /// headers are forwarded.
     #[arg(long, value_name = "PROFILE")]
     endpoint: Option<String>,
-    /// Where to listen (the flag `dst serve` has too). `--listen`, its old name, still
-    /// works, unlisted: a script written for it keeps running.
+    /// Where to listen (as `dst serve --bind`). The flag's old name still works,
+    /// unlisted, so a script written for it keeps running.
     #[arg(
         long,
         alias = "listen",
