@@ -21,7 +21,7 @@
 //! JSON-RPC batching", PR #416), and 2025-11-25's transport takes "a single JSON-RPC
 //! request, notification, or response" per POST. [`classify_body`] reads either;
 //! whether a batch is accepted depends on the session's version
-//! ([`super::streamable`]).
+//! (`streamable.rs`).
 
 use serde_json::{Map, Value, json};
 
