@@ -8,6 +8,9 @@
 #                              the same there), then the Python clients and the TypeScript SDKs
 #                              against `dst serve` (needs python3 and node 20; see tests/python, ts/)
 #   make serve                 `dst serve` on 127.0.0.1:8080 (ARGS="--seed 7 --endpoint anthropic ...")
+#   make wheel                 the umi-dst Python wheel (dst and the pytest plugin) into target/wheels/,
+#                              built by the pinned maturin (python/requirements-build.txt); from
+#                              anywhere: make -C /path/to/umi wheel
 #   make lint                  fmt, clippy, rustdoc and the determinism checks, warnings as errors;
 #                              the nightly workflow and docs/k8s/ checked by pinned validators (needs python3)
 #   make dst SCENARIO=.. SEED=N           replay one seed of one scenario, whole trace printed
@@ -35,7 +38,7 @@ REPORT ?= target/dst/report.json
 
 DST := $(CARGO) run --quiet --profile sim -p umi-scenarios --bin dst --
 
-.PHONY: help test lint fmt dst sweep sweep-tests minimize bench bench-sim-profile profile doc serve
+.PHONY: help test lint fmt dst sweep sweep-tests minimize bench bench-sim-profile profile doc serve wheel
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -124,6 +127,17 @@ bench-sim-profile:
 
 serve:
 	$(DST) serve $(ARGS)
+
+# The wheel users install (`pip install target/wheels/umi_dst-*.whl`; `pip install python/`
+# builds the same one). maturin from a venv of its own, pinned, created once.
+WHEEL_VENV := target/wheelenv
+wheel:
+	@if [ ! -x $(WHEEL_VENV)/bin/maturin ] || ! cmp -s python/requirements-build.txt $(WHEEL_VENV)/.requirements; then \
+	  rm -rf $(WHEEL_VENV) && python3 -m venv $(WHEEL_VENV) && \
+	  $(WHEEL_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r python/requirements-build.txt && \
+	  cp python/requirements-build.txt $(WHEEL_VENV)/.requirements; \
+	fi
+	cd python && CARGO_TARGET_DIR=$(CURDIR)/target ../$(WHEEL_VENV)/bin/maturin build --release --out $(CURDIR)/target/wheels
 
 # Where a seed's time goes: each scenario (or SCENARIO's) swept under `perf record`, the
 # samples sorted into the parts of a run, the folded stacks left in target/profile/ for a

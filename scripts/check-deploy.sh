@@ -10,6 +10,8 @@
 #   3b. the shard counts are enough for the seeds and budgets (`dst size`, the measured
 #      rates in scenarios/throughput.toml);
 #   4. the Indexed Job printed in docs/guide.md is the very file docs/k8s/sweep-job.yaml;
+#   4b. the release workflow (.github/workflows/release.yml) builds what the READMEs
+#      promise: maturin wheels on Linux and macOS, and the npm package of ts/;
 #   5. each validator fails on a deliberately broken copy, so a validator that checks
 #      nothing (a wrong flag, an empty file list) cannot pass silently.
 # The validators are pinned in scripts/deploy-requirements.txt and installed as wheels
@@ -189,6 +191,45 @@ elif ! diff -u --label "$GUIDE_JOB" --label "$GUIDE (its copy)" "$GUIDE_JOB" - <
   status=1
 fi
 
+# 4b. The release workflow builds the wheels on Linux and macOS (maturin, with python/
+# as its directory) and packs ts/ (npm pack), and runs on version tags.
+RELEASE=.github/workflows/release.yml
+release_builds() {
+  "$bin/python" - "$@" <<'PY'
+import sys, yaml
+problems = []
+for path in sys.argv[1:]:
+    with open(path) as f:
+        doc = yaml.safe_load(f)
+    # YAML reads the key `on` as True.
+    tags = (doc.get(True) or doc.get("on") or {}).get("push", {}).get("tags", [])
+    if not any(t.startswith("v") for t in tags):
+        problems.append(f"{path}: not run on version tags (on.push.tags: v*)")
+    systems, packed = set(), False
+    for name, job in doc.get("jobs", {}).items():
+        steps = job.get("steps", [])
+        maturin = [s for s in steps if str(s.get("uses", "")).startswith("PyO3/maturin-action@")]
+        if maturin:
+            if any(s.get("with", {}).get("working-directory") != "python" for s in maturin):
+                problems.append(f"{path}: jobs.{name}: maturin must build python/ (working-directory: python)")
+            runners = [row.get("os", "") for row in job.get("strategy", {}).get("matrix", {}).get("include", [])]
+            runners.append(str(job.get("runs-on", "")))
+            systems |= {system for system in ("ubuntu", "macos") for runner in runners if runner.startswith(system)}
+        workdir = job.get("defaults", {}).get("run", {}).get("working-directory")
+        if workdir == "ts" and any("npm pack" in str(s.get("run", "")) for s in steps):
+            packed = True
+    for system in ("ubuntu", "macos"):
+        if system not in systems:
+            problems.append(f"{path}: no maturin wheel built on {system}")
+    if not packed:
+        problems.append(f"{path}: no job packs the npm package (npm pack in ts/)")
+for p in problems:
+    print(p, file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+}
+release_builds "$RELEASE" || status=1
+
 # 5. Each validator must fail on a broken copy. `break_copy FROM TO SED` writes TO and
 # fails if SED changed nothing (then this self-check itself would be broken).
 scratch=$(mktemp -d)
@@ -227,6 +268,12 @@ break_copy "$GUIDE_JOB" "$scratch/few.yaml" 's/"--seeds", "1000000"/"--seeds", "
 must_fail "the sizing check (the Job's shards too few for its seeds)" shards_enough "$scratch/few.yaml"
 break_copy "$workflow" "$scratch/few.yml" "s/'400000'/'4000000'/"
 must_fail "the sizing check (the workflow's shards too few for its seeds)" shards_enough "$scratch/few.yml"
+break_copy "$RELEASE" "$scratch/release-key.yml" '0,/runs-on:/s//runs_on:/'
+must_fail "check-jsonschema (a misspelt key in the release workflow)" schema_workflows "$scratch/release-key.yml"
+break_copy "$RELEASE" "$scratch/release-macos.yml" 's/os: macos-latest/os: windows-latest/'
+must_fail "the release check (no macOS wheel)" release_builds "$scratch/release-macos.yml"
+break_copy "$RELEASE" "$scratch/release-npm.yml" 's/npm pack --pack-destination dist/npm install/'
+must_fail "the release check (no npm package)" release_builds "$scratch/release-npm.yml"
 
 if [ "$status" -eq 0 ]; then
   echo "deploy checks: ok (${#workflows[@]} workflow(s), ${#manifests[@]} manifest(s); each validator fails a broken copy)"

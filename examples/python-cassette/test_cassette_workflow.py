@@ -43,7 +43,7 @@ def test_record_check_replay_sweep_minimize(tmp_path):
     upstream, upstream_url = start("serve", "--bind", "127.0.0.1:0", "--seed", "3")
     recorder, proxy_url = start(
         "record", "--upstream", upstream_url, "--cassette", str(cassette),
-        "--listen", "127.0.0.1:0",
+        "--bind", "127.0.0.1:0",
     )
     try:
         recorded = weather_agent.run(f"{proxy_url}/v1", QUESTION)

@@ -39,7 +39,7 @@ struct Recorder {
 impl Recorder {
     fn start(upstream: &str, cassette: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_dst"))
-            .args(["record", "--upstream", upstream, "--listen", "127.0.0.1:0"])
+            .args(["record", "--upstream", upstream, "--bind", "127.0.0.1:0"])
             .arg("--cassette")
             .arg(cassette)
             .args(extra)

@@ -65,6 +65,10 @@ mod serve_cassette;
 /// `diff` on the files written.
 mod cassette_cli;
 
+/// The `dst` binary's own face: `--version`, `--help` naming every served format, one
+/// flag name for a listen address.
+mod cli;
+
 /// No library code names a wire format's variant outside its crate's registry.
 mod format_seam;
 

@@ -158,7 +158,8 @@ async fn raw(
 
 /// The transport's refusals, as MCP 2025-11-25 and the TypeScript SDK's server give them:
 /// GET is 405 (no stream of the server's own), a request without a session 400, a
-/// session the server never had 404, bad JSON a -32700 parse error.
+/// session the server never had 404, bad JSON a -32700 parse error, JSON that is no
+/// JSON-RPC message -32600 Invalid Request (JSON-RPC 2.0 §5.1; it was -32700).
 #[test]
 fn the_transport_refuses_as_the_spec_says() {
     runtime().block_on(async {
@@ -188,6 +189,233 @@ fn the_transport_refuses_as_the_spec_says() {
             (status, &body["error"]["code"], &body["id"]),
             (400, &json!(-32700), &Value::Null)
         );
+        for not_rpc in [r#"{"id":1,"method":"ping"}"#, "[]", "42"] {
+            let (status, _, body) = raw("POST", &url, &[both, json_type], not_rpc).await;
+            assert_eq!(
+                (status, &body["error"]["code"], &body["id"]),
+                (400, &json!(-32600), &Value::Null),
+                "{not_rpc}: {body}"
+            );
+        }
+        server.shutdown().await;
+    });
+}
+
+/// A response's status, headers and body text.
+async fn exchange(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    let mut all = vec![
+        (
+            "accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
+        ("content-type".to_owned(), "application/json".to_owned()),
+    ];
+    all.extend(
+        headers
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned())),
+    );
+    let response = ReqwestTransport::new()
+        .unwrap()
+        .send(HttpRequest {
+            method: "POST",
+            url: url.to_owned(),
+            headers: all,
+            body: body.as_bytes().to_vec(),
+        })
+        .await
+        .expect("the server answers");
+    let (status, headers) = (response.status, response.headers);
+    let bytes: Vec<u8> = futures::StreamExt::collect::<Vec<_>>(response.body)
+        .await
+        .into_iter()
+        .filter_map(Result::ok)
+        .flatten()
+        .collect();
+    (
+        status,
+        headers,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
+/// The JSON-RPC messages of a body: its JSON (an array's elements each), or each SSE
+/// event's data.
+fn messages_of(text: &str) -> Vec<Value> {
+    let values: Vec<Value> = match serde_json::from_str::<Value>(text) {
+        Ok(value) => vec![value],
+        Err(_) => text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .filter_map(|data| serde_json::from_str(data).ok())
+            .collect(),
+    };
+    values
+        .into_iter()
+        .flat_map(|value| match value {
+            Value::Array(items) => items,
+            one => vec![one],
+        })
+        .collect()
+}
+
+/// A session at `url` that negotiated `version`: its id.
+async fn session_at(url: &str, version: &str) -> String {
+    let init = format!(
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{version}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    );
+    let (status, headers, body) = exchange(url, &[], &init).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(messages_of(&body)[0]["result"]["protocolVersion"], version);
+    headers
+        .into_iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("mcp-session-id"))
+        .map(|(_, value)| value)
+        .expect("a session id")
+}
+
+/// MCP 2025-03-26: "MUST support receiving JSON-RPC batches". A session that
+/// negotiated it sends one and gets a response per request, in order (one JSON array,
+/// or an SSE event each, as the seed's server answers), and a batch of notifications
+/// gets 202; a session of 2025-06-18 or 2025-11-25, where batches were removed, gets
+/// 400 -32600 naming why. Before, every batch was a -32700 parse error.
+#[test]
+fn a_2025_03_26_session_sends_batches_and_later_ones_are_refused() {
+    runtime().block_on(async {
+        let server = Server::start(ServeConfig::default()).await.unwrap();
+        let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_weather","arguments":{"city":"Oslo"}}},{"jsonrpc":"2.0","id":"three","method":"tools/list"}]"#;
+        for seed in 1..=4 {
+            let url = format!("{}/seed/{seed}/scope/batch/mcp", server.base_url());
+            let session = session_at(&url, "2025-03-26").await;
+            let (status, _, body) = exchange(&url, &[("mcp-session-id", &session)], batch).await;
+            assert_eq!(status, 200, "seed {seed}: {body}");
+            let answered = messages_of(&body);
+            let ids: Vec<&Value> = answered.iter().map(|m| &m["id"]).collect();
+            assert_eq!(ids, [&json!(1), &json!(2), &json!("three")], "seed {seed}: {body}");
+            assert_eq!(answered[0]["result"], json!({}));
+            assert!(answered[1]["result"]["structuredContent"]["celsius"].is_i64());
+            assert_eq!(answered[2]["result"]["tools"].as_array().unwrap().len(), 3);
+            let notes = r#"[{"jsonrpc":"2.0","method":"notifications/initialized"}]"#;
+            let (status, _, body) = exchange(&url, &[("mcp-session-id", &session)], notes).await;
+            assert_eq!((status, body.as_str()), (202, ""));
+        }
+        let url = format!("{}/mcp", server.base_url());
+        for version in ["2025-06-18", "2025-11-25"] {
+            let session = session_at(&url, version).await;
+            let (status, _, body) = exchange(&url, &[("mcp-session-id", &session)], batch).await;
+            let refusal: Value = serde_json::from_str(&body).unwrap();
+            assert_eq!((status, &refusal["error"]["code"]), (400, &json!(-32600)));
+            let message = refusal["error"]["message"].as_str().unwrap();
+            assert!(message.contains(&format!("not part of MCP {version}")), "{message}");
+        }
+        server.shutdown().await;
+    });
+}
+
+/// MCP 2025-11-25: "If the `Origin` header is present and invalid, servers MUST respond
+/// with HTTP 403 Forbidden". A page on another origin is refused, a local one and a
+/// client that sends none are served, and `allowed_origins` (`--allow-origin`) lets a
+/// named one in. Before, every origin was served.
+#[test]
+fn an_origin_that_is_not_local_is_forbidden_unless_allowed() {
+    runtime().block_on(async {
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
+        let server = Server::start(ServeConfig::default()).await.unwrap();
+        let url = format!("{}/mcp", server.base_url());
+        let (status, _, body) = exchange(&url, &[("origin", "https://evil.example")], init).await;
+        let refusal: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!((status, &refusal["id"]), (403, &Value::Null), "{body}");
+        assert!(body.contains("--allow-origin"), "{body}");
+        for fine in [Some("http://localhost:5173"), Some("http://127.0.0.1:8080"), None] {
+            let headers: Vec<(&str, &str)> = fine.iter().map(|o| ("origin", *o)).collect();
+            assert_eq!(exchange(&url, &headers, init).await.0, 200, "{fine:?}");
+        }
+        server.shutdown().await;
+        let mut config = ServeConfig::default();
+        config.allowed_origins = vec!["https://app.example".into()];
+        let server = Server::start(config).await.unwrap();
+        let url = format!("{}/mcp", server.base_url());
+        assert_eq!(exchange(&url, &[("origin", "https://app.example")], init).await.0, 200);
+        assert_eq!(exchange(&url, &[("origin", "https://evil.example")], init).await.0, 403);
+        server.shutdown().await;
+    });
+}
+
+/// `tool.mcp_no_response`: the status and headers the trace records reach the client
+/// when the simulation sent them, the stall after. On a seed whose server answers with
+/// SSE the trace says 200 and the client has its 200 well before the stall ends (it
+/// once got no status line until the stall was over); on a JSON one the trace says no
+/// status and the client gets none.
+#[test]
+fn a_stalled_mcp_answer_sends_the_head_the_trace_records() {
+    // 0.005: the stall (600 s simulated) ends 3 s after the request.
+    const TIME_SCALE: f64 = 0.005;
+    const HEAD_WAIT_MS: u64 = 1_500;
+    const SEEDS_MAX: u64 = 12;
+    runtime().block_on(async {
+        let mut config = ServeConfig::default();
+        config.faults = vec![FaultConfig::chance(FaultKind::McpNoResponse, 1.0)];
+        config.time_scale = TIME_SCALE;
+        let server = Server::start(config).await.unwrap();
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#;
+        let mut heads_seen = 0;
+        for seed in 1..=SEEDS_MAX {
+            let scope = format!("stall-{seed}");
+            let url = format!("{}/seed/{seed}/scope/{scope}/mcp", server.base_url());
+            let request = HttpRequest {
+                method: "POST",
+                url,
+                headers: vec![
+                    ("accept".into(), "application/json, text/event-stream".into()),
+                    ("content-type".into(), "application/json".into()),
+                ],
+                body: init.as_bytes().to_vec(),
+            };
+            let transport = ReqwestTransport::new().unwrap();
+            // Real time: a real server's head against a real deadline.
+            #[allow(clippy::disallowed_methods)]
+            let head = tokio::time::timeout(
+                std::time::Duration::from_millis(HEAD_WAIT_MS),
+                transport.send(request),
+            )
+            .await;
+            let seen = match head {
+                Ok(Ok(response)) => Some(response.status),
+                Ok(Err(_)) | Err(_) => None,
+            };
+            let trace = ReqwestTransport::new()
+                .unwrap()
+                .send(HttpRequest {
+                    method: "GET",
+                    url: format!("{}/umi/trace?scope={scope}", server.base_url()),
+                    headers: Vec::new(),
+                    body: Vec::new(),
+                })
+                .await
+                .unwrap();
+            let bytes: Vec<u8> = futures::StreamExt::collect::<Vec<_>>(trace.body)
+                .await
+                .into_iter()
+                .filter_map(Result::ok)
+                .flatten()
+                .collect();
+            let entry: Value = String::from_utf8_lossy(&bytes)
+                .lines()
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .find(|line| line.get("request_hash").is_some())
+                .expect("the request is in the trace");
+            let recorded = entry["status"].as_u64().map(|s| s as u16);
+            assert_eq!(seen, recorded, "seed {seed}: the client saw {seen:?}, the trace says {entry}");
+            if seen.is_some() {
+                heads_seen += 1;
+                break;
+            }
+        }
+        assert_eq!(heads_seen, 1, "no seed in 1..={SEEDS_MAX} answers with SSE");
         server.shutdown().await;
     });
 }

@@ -37,7 +37,7 @@ class Recorder:
     def __init__(self, upstream, cassette):
         self.process = subprocess.Popen(
             [DST, "record", "--upstream", upstream, "--cassette", str(cassette),
-             "--listen", "127.0.0.1:0"],
+             "--bind", "127.0.0.1:0"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

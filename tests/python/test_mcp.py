@@ -17,16 +17,27 @@ server answers, and falls back).
   transports, session management, rule 4); a client that gives up instead is an Umi
   finding, an xfail naming the 404;
 * over stdio (`dst mcp`, spawned as agents spawn their servers) the same session works,
-  and a process started again with the same seed answers the same.
+  and a process started again with the same seed answers the same;
+* the transport as the specification says, where the SDK cannot send the shape with raw
+  `httpx`: a session that negotiated 2025-03-26 sends a JSON-RPC batch and gets a
+  response per request (that revision: servers "MUST support receiving JSON-RPC
+  batches"), a session of 2025-06-18 or later gets 400 -32600 for one (batches were
+  removed); JSON that is no JSON-RPC message is -32600, not -32700; a stalled answer
+  (`tool.mcp_no_response`) sends the status line the trace records; and, through the
+  SDK, an `Origin` that is not local is refused with 403 (2025-11-25: servers MUST
+  validate it) unless `--allow-origin` names it.
 """
 
 import asyncio
+import json
 import os
 import pathlib
 
+import httpx
 import httpx2
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from umi_dst import Server
 
@@ -179,3 +190,112 @@ def test_over_stdio_a_cut_stream_is_a_server_that_dies():
             return [type(leaf).__name__ for leaf in leaves(error)]
         raise AssertionError("the session outlived a server that died")
     assert died() == died()
+
+
+# The transport as the specification says, with raw httpx where the SDK cannot send the
+# shape (it sends no batches).
+
+POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+BATCH = [
+    {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": "two", "method": "tools/list"},
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "get_weather", "arguments": {"city": "Oslo"}}},
+]
+
+
+def messages(response):
+    """The JSON-RPC messages of an answer: its JSON (an array's elements each), or each
+    SSE event's data, as the seed's server answers."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        found = [json.loads(line[5:]) for line in response.text.splitlines()
+                 if line.startswith("data:") and line[5:].strip()]
+    else:
+        found = [response.json()]
+    return [message for item in found for message in (item if isinstance(item, list) else [item])]
+
+
+def raw_session(url, version):
+    """A session that negotiated `version`, begun by hand: its id."""
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "httpx", "version": "1"}}}
+    answered = httpx.post(url, json=init, headers=POST_HEADERS)
+    assert answered.status_code == 200, answered.text
+    assert messages(answered)[0]["result"]["protocolVersion"] == version
+    return answered.headers["mcp-session-id"]
+
+
+@pytest.mark.umi(seeds=4)
+def test_a_2025_03_26_session_sends_a_batch_and_gets_each_response_in_order(umi):
+    session = raw_session(umi.mcp_url, "2025-03-26")
+    headers = {**POST_HEADERS, "mcp-session-id": session}
+    answered = httpx.post(umi.mcp_url, json=BATCH, headers=headers)
+    assert answered.status_code == 200, answered.text
+    found = messages(answered)
+    assert [message["id"] for message in found] == [1, "two", 3], found
+    assert found[0]["result"] == {}
+    assert [tool["name"] for tool in found[1]["result"]["tools"]] == ["get_weather", "search_docs", "send_payment"]
+    assert -40 <= found[2]["result"]["structuredContent"]["celsius"] <= 45
+    notes = httpx.post(umi.mcp_url, json=BATCH[1:2], headers=headers)
+    assert (notes.status_code, notes.text) == (202, "")
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+def test_where_batches_were_removed_a_batch_is_an_invalid_request(umi, version):
+    session = raw_session(umi.mcp_url, version)
+    refused = httpx.post(umi.mcp_url, json=BATCH, headers={**POST_HEADERS, "mcp-session-id": session})
+    assert refused.status_code == 400
+    body = refused.json()
+    assert (body["id"], body["error"]["code"]) == (None, -32600), body
+    assert f"not part of MCP {version}" in body["error"]["message"]
+
+
+def test_json_that_is_not_json_rpc_is_an_invalid_request(umi):
+    for text in ['{"id": 1, "method": "ping"}', "[]", "42", '{"jsonrpc": "2.0", "id": 1}']:
+        refused = httpx.post(umi.mcp_url, content=text, headers=POST_HEADERS)
+        assert (refused.status_code, refused.json()["error"]["code"]) == (400, -32600), text
+    garbage = httpx.post(umi.mcp_url, content="{not json", headers=POST_HEADERS)
+    assert (garbage.status_code, garbage.json()["error"]["code"]) == (400, -32700)
+
+
+# 0.005: the stall (600 simulated seconds) ends 3 s after the request; the head must come
+# well before.
+@pytest.mark.umi(seeds=10, faults="tool.mcp_no_response=1.0", time_scale=0.005)
+def test_a_stalled_answer_sends_the_status_line_the_trace_records(umi):
+    """An SSE server's stall is a 200 whose events never come; a JSON server's is no
+    status at all. Either way the client sees what the trace says, when it happened (a
+    200 once came only after the stall was over)."""
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+    try:
+        with httpx.stream("POST", umi.mcp_url, json=init, headers=POST_HEADERS,
+                          timeout=httpx.Timeout(10, read=1.5)) as response:
+            seen = response.status_code
+    except httpx.TimeoutException:
+        seen = None
+    [entry] = umi.trace()
+    assert seen == entry["status"], f"the client saw {seen}, the trace says {entry['status']}"
+
+
+async def _tools_from(url, origin):
+    transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers={"origin": origin}))
+    async with Client(transport, mode="legacy", read_timeout_seconds=10) as client:
+        return [tool.name for tool in (await client.list_tools()).tools]
+
+
+def test_an_origin_that_is_not_local_is_refused_with_403(umi):
+    for local in ["http://localhost:5173", "http://127.0.0.1:8000"]:
+        assert asyncio.run(_tools_from(umi.mcp_url, local))[0] == "get_weather", local
+    try:
+        asyncio.run(_tools_from(umi.mcp_url, "https://evil.example"))
+        raise AssertionError("a foreign origin was served")
+    except BaseException as error:  # noqa: B036 - exception groups
+        found = list(leaves(error))
+    assert any(isinstance(leaf, MCPError) and "Invalid Origin header" in str(leaf) for leaf in found), found
+    refused = httpx.post(umi.mcp_url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}},
+                         headers={**POST_HEADERS, "origin": "https://evil.example"})
+    assert (refused.status_code, refused.json()["id"]) == (403, None)
+
+
+@pytest.mark.umi(args=["--allow-origin", "https://app.example"])
+def test_allow_origin_lets_a_named_origin_in(umi):
+    assert asyncio.run(_tools_from(umi.mcp_url, "https://app.example"))[0] == "get_weather"

@@ -51,9 +51,15 @@ pub struct RecordArgs {
     /// headers are forwarded.
     #[arg(long, value_name = "PROFILE")]
     endpoint: Option<String>,
-    /// Where to listen.
-    #[arg(long, default_value = "127.0.0.1:8090", value_name = "ADDR")]
-    listen: SocketAddr,
+    /// Where to listen (as `dst serve --bind`). The flag's old name still works,
+    /// unlisted, so a script written for it keeps running.
+    #[arg(
+        long,
+        alias = "listen",
+        default_value = "127.0.0.1:8090",
+        value_name = "ADDR"
+    )]
+    bind: SocketAddr,
     /// The environment variable holding the API key sent when a client sends none.
     #[arg(long, value_name = "VAR", requires = "endpoint")]
     key_env: Option<String>,
@@ -183,7 +189,7 @@ fn recording_of(args: &RecordArgs) -> Result<Recording, RecordError> {
     let recorder = Arc::new(recorder);
     let transport: Arc<dyn Transport> = recorder.clone();
     let config = ProxyConfig {
-        bind: args.listen,
+        bind: args.bind,
         upstream: args.upstream.clone(),
         transport,
         credential,
@@ -213,10 +219,10 @@ pub fn run(args: &RecordArgs) -> ExitCode {
         }
     };
     let upstream = umi_core::llm::secrets::redact_url(&args.upstream);
-    if !args.listen.ip().is_loopback() {
+    if !args.bind.ip().is_loopback() {
         eprintln!(
             "dst record: warning: listening on {} (not loopback): anyone who can reach it can use the upstream{}",
-            args.listen,
+            args.bind,
             if args.key_env.is_some() {
                 " with your key"
             } else {

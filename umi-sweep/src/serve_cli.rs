@@ -19,7 +19,9 @@ use umi_dst::fault::FaultConfig;
 use umi_dst::fault::aim::parse_rules;
 use umi_dst::scenario::Scenario;
 use umi_dst::seed_text::parse_seed;
-use umi_dst::serve::{EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, Server, format_path};
+use umi_dst::serve::{
+    DEFAULT_PROFILES, EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, Server, format_path,
+};
 
 /// `dst serve`'s flags.
 #[derive(Debug, Args)]
@@ -33,9 +35,10 @@ Examples:
                                        faults aimed at one tool and at each scope's 2nd model call
 
 Base URLs (HOST = http://127.0.0.1:PORT): OpenAI SDKs and the frameworks on them
-HOST/v1; Anthropic's SDKs HOST; Ollama's HOST. Per test, put /seed/N/scope/S before them
-(HOST/seed/42/scope/run-1/v1), or send the headers x-umi-seed and x-umi-scope. MCP
-clients: HOST/mcp (Streamable HTTP), the tools of --mcp-tools, seeded the same way.
+HOST/v1; Anthropic's SDKs HOST; Ollama's HOST; google-genai HOST. Per test, put
+/seed/N/scope/S before them (HOST/seed/42/scope/run-1/v1), or send the headers
+x-umi-seed and x-umi-scope. MCP clients: HOST/mcp (Streamable HTTP), the tools of
+--mcp-tools, seeded the same way.
 
 Each request is answered from (seed, endpoint, what the model is asked, how many times it
 was asked before in its scope). `stream`, `stream_options` and fields no model reads do
@@ -55,10 +58,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "1", value_parser = parse_seed)]
     seed: u64,
     /// An endpoint: a profile, optionally at a path prefix (`deepseek_chat@/deepseek`).
-    /// Repeatable. Default: every format at the root: `openai` (/v1/chat/completions),
-    /// `openai_responses` (/v1/responses), `anthropic` (/v1/messages), `ollama`
-    /// (/api/chat).
-    #[arg(long = "endpoint", value_name = "PROFILE[@/PREFIX]")]
+    /// Repeatable. Default: every format at the root.
+    #[arg(long = "endpoint", value_name = "PROFILE[@/PREFIX]", long_help = endpoint_help())]
     endpoints: Vec<String>,
     /// A model name to serve. Repeatable; others get the provider's "model not found".
     /// Default: any name is answered (the model lists show `umi-sim`).
@@ -79,8 +80,13 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 0.0)]
     time_scale: f64,
     /// Where to listen. Anything but loopback is warned about.
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     bind: SocketAddr,
+    /// An origin `/mcp` accepts besides local ones (`https://app.example`), or `*` for
+    /// any. Repeatable. A request whose `Origin` header names another gets 403, as MCP
+    /// requires of servers (DNS rebinding); clients that are not browsers send none.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
     /// Requests in flight at most; more get a 503 with Retry-After.
     #[arg(long, default_value_t = umi_dst::serve::CONCURRENCY_MAX_DEFAULT)]
     concurrency_max: usize,
@@ -121,6 +127,20 @@ pub struct ServeArgs {
         requires = "cassette"
     )]
     cassette_past_last: PastLastArg,
+}
+
+/// `--endpoint`'s long help: the default endpoints named from the registry
+/// ([`DEFAULT_PROFILES`]), so a format added there is in `--help` too.
+fn endpoint_help() -> String {
+    let defaults: Vec<String> = DEFAULT_PROFILES
+        .iter()
+        .map(|profile| format!("`{}` ({})", profile.name(), format_path(*profile)))
+        .collect();
+    format!(
+        "An endpoint: a profile, optionally at a path prefix (`deepseek_chat@/deepseek`). \
+         Repeatable. Default: every format at the root: {}.",
+        defaults.join(", ")
+    )
 }
 
 /// `--cassette-on-miss`.
@@ -195,6 +215,7 @@ pub fn config_of(
     config.seed = args.seed;
     config.time_scale = args.time_scale;
     config.bind = args.bind;
+    config.allowed_origins.clone_from(&args.allow_origins);
     config.concurrency_max = args.concurrency_max;
     config.body_bytes_max = args.body_bytes_max;
     if !args.endpoints.is_empty() {

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use umi_core::llm::transport::{BodyStream, HttpRequest, HttpResponse, TransportError};
 
 use super::dispatch::{self, Answered, Reply, RequestFaults};
+use super::jsonrpc::Incoming;
 use super::session::{McpSession, Sessions};
 use super::streamable::{self, Admitted, Refusal, SESSION_HEADER};
 use super::{PROTOCOL_VERSION_OLDEST, SimMcpServer};
@@ -121,14 +122,10 @@ impl McpHost {
                 params,
             } => self.request(&session, &id, &method, &params).await,
             Admitted::Notification { session, method } => {
-                let mut sessions = self.lock_sessions();
-                if let (Some("notifications/initialized"), Some(state)) =
-                    (method.as_deref(), sessions.get_mut(&session))
-                {
-                    state.initialized = true;
-                }
+                self.notified(&session, method.as_deref());
                 Ok(plain(202, ""))
             }
+            Admitted::Batch { session, messages } => self.batch(&session, messages).await,
             Admitted::End { session } => {
                 self.lock_sessions().end(&session);
                 self.sim.emit(TraceKind::McpSessionEnd { session });
@@ -196,6 +193,16 @@ impl McpHost {
             .await
     }
 
+    /// A notification (`method`; `None` for a response of the client's) in `session`.
+    fn notified(&self, session: &str, method: Option<&str>) {
+        let mut sessions = self.lock_sessions();
+        if let (Some("notifications/initialized"), Some(state)) =
+            (method, sessions.get_mut(session))
+        {
+            state.initialized = true;
+        }
+    }
+
     /// A request in `session`.
     async fn request(
         &self,
@@ -204,6 +211,69 @@ impl McpHost {
         method: &str,
         params: &Map<String, Value>,
     ) -> Result<HttpResponse, TransportError> {
+        match self.answer(session, id, method, params).await {
+            Ok(answered) => self.deliver(answered, None).await,
+            Err(refusal) => Ok(refused(&refusal)),
+        }
+    }
+
+    /// A batch in `session` (2025-03-26): its messages in order, its answer the array of
+    /// its responses (JSON-RPC 2.0 §6), or 202 when it held no request (2025-03-26,
+    /// transports, sending messages, rule 4). The first request whose answer does not
+    /// arrive whole (a cut, a silence, a reset) ends the batch's answer that way, and
+    /// the requests after it are not run: the response carrying them all broke. A
+    /// session that expires on one is the 404 of the whole POST.
+    async fn batch(
+        &self,
+        session: &str,
+        messages: Vec<Incoming>,
+    ) -> Result<HttpResponse, TransportError> {
+        let mut before = Vec::new();
+        let mut responses = Vec::new();
+        // `admit` bounds a batch at `jsonrpc::BATCH_MESSAGES_MAX` messages.
+        for message in messages {
+            let (id, method, params) = match message {
+                Incoming::Request { id, method, params } => (id, method, params),
+                Incoming::Notification { method } => {
+                    self.notified(session, Some(&method));
+                    continue;
+                }
+                Incoming::Response => continue,
+            };
+            let mut answered = match self.answer(session, &id, &method, &params).await {
+                Ok(answered) => answered,
+                Err(refusal) => return Ok(refused(&refusal)),
+            };
+            before.append(&mut answered.before);
+            let reply = match answered.reply {
+                Reply::Message(message) => {
+                    responses.push(message);
+                    continue;
+                }
+                Reply::Cut(message) => {
+                    responses.push(message);
+                    Reply::Cut(Value::Array(responses))
+                }
+                ended => ended,
+            };
+            return self.deliver(Answered { before, reply }, None).await;
+        }
+        if responses.is_empty() {
+            return Ok(plain(202, ""));
+        }
+        let reply = Reply::Message(Value::Array(responses));
+        self.deliver(Answered { before, reply }, None).await
+    }
+
+    /// Answers a request in `session` (not yet as HTTP); `Err` is the 404 of a session
+    /// the server forgot, by a fault or meanwhile.
+    async fn answer(
+        &self,
+        session: &str,
+        id: &Value,
+        method: &str,
+        params: &Map<String, Value>,
+    ) -> Result<Answered, Refusal> {
         let env = self.sim.env();
         let fault = self.sim.fault_qualified(&MCP_REQUEST, method);
         if fault == Some(FaultKind::McpSessionExpired) {
@@ -213,7 +283,7 @@ impl McpHost {
                 session: session.to_owned(),
                 method: method.to_owned(),
             });
-            return Ok(refused(&streamable::session_not_found()));
+            return Err(streamable::session_not_found());
         }
         let faults = RequestFaults {
             internal_error: fault == Some(FaultKind::McpInternalError),
@@ -222,7 +292,7 @@ impl McpHost {
             silence: fault == Some(FaultKind::McpNoResponse),
         };
         let Some(mut state): Option<McpSession> = self.lock_sessions().get(session).cloned() else {
-            return Ok(refused(&streamable::session_not_found()));
+            return Err(streamable::session_not_found());
         };
         match method {
             "tools/list" => env.cover("mcp.tools_list"),
@@ -251,7 +321,7 @@ impl McpHost {
         if let Some(kept) = self.lock_sessions().get_mut(session) {
             *kept = state;
         }
-        self.deliver(answered, None).await
+        Ok(answered)
     }
 
     /// The answer as HTTP, in this server's way (SSE or JSON).
@@ -316,6 +386,12 @@ impl McpHost {
             .map(|m| Ok(streamable::sse_event(m)))
             .collect();
         let body: BodyStream = match answered.reply {
+            // A batch's responses, each its own event, as the TypeScript SDK's server
+            // writes them (`send`: one `event: message` per response on the POST's stream).
+            Reply::Message(Value::Array(responses)) => {
+                events.extend(responses.iter().map(|m| Ok(streamable::sse_event(m))));
+                futures::stream::iter(events).boxed()
+            }
             Reply::Message(message) => {
                 events.push(Ok(streamable::sse_event(&message)));
                 futures::stream::iter(events).boxed()

@@ -8,6 +8,20 @@
 //! error), plus the server-error range the official TypeScript SDK's Streamable HTTP
 //! transport uses for its HTTP-level refusals (-32000, and -32001 for an unknown session:
 //! `packages/server/src/server/streamableHttp.ts`, `createJsonErrorResponse`).
+//!
+//! JSON-RPC 2.0 §5.1 tells the two refusals of a body apart: -32700 "Invalid JSON was
+//! received", -32600 "The JSON sent is not a valid Request object". So a body that is
+//! JSON but no JSON-RPC message is -32600 (the TypeScript SDK answers both with -32700;
+//! the specification wins).
+//!
+//! A body may also be a batch (JSON-RPC 2.0 §6: an array of messages), which MCP
+//! 2025-03-26 alone has: "MCP implementations MAY support sending JSON-RPC batches, but
+//! MUST support receiving JSON-RPC batches" (`docs/specification/2025-03-26/basic/
+//! index.mdx`, Batching); 2025-06-18 removed them (its changelog: "Remove support for
+//! JSON-RPC batching", PR #416), and 2025-11-25's transport takes "a single JSON-RPC
+//! request, notification, or response" per POST. [`classify_body`] reads either;
+//! whether a batch is accepted depends on the session's version
+//! (`streamable.rs`).
 
 use serde_json::{Map, Value, json};
 
@@ -48,13 +62,49 @@ pub enum Incoming {
     Response,
 }
 
-/// Reads a parsed body as one JSON-RPC message; `Err` says what is wrong with it.
-/// A batch (an array) is refused: MCP 2025-06-18 removed batching, and the
-/// Streamable HTTP transport takes "a single JSON-RPC request, notification, or
-/// response" per POST (2025-11-25, transports, sending messages, rule 3).
+/// Messages one batch may hold at most; a longer one is refused as a whole (JSON-RPC
+/// sets no limit; a server must, or one POST runs without bound).
+pub const BATCH_MESSAGES_MAX: usize = 100;
+
+/// A body: one message, or a batch of them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// One message.
+    Single(Incoming),
+    /// A JSON-RPC batch (an array of one or more messages), in order.
+    Batch(Vec<Incoming>),
+}
+
+/// Reads a parsed body as one JSON-RPC message or a batch of them; `Err` says what is
+/// wrong (for a batch, which element). An empty array is not a batch (JSON-RPC 2.0 §6:
+/// "an Array with at least one value").
+pub fn classify_body(value: &Value) -> Result<Body, String> {
+    let Some(items) = value.as_array() else {
+        return classify(value).map(Body::Single);
+    };
+    if items.is_empty() {
+        return Err("an empty batch (a batch holds at least one message)".into());
+    }
+    if items.len() > BATCH_MESSAGES_MAX {
+        return Err(format!(
+            "a batch of {} messages (at most {BATCH_MESSAGES_MAX})",
+            items.len()
+        ));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            classify(item).map_err(|reason| format!("batch element {index}: {reason}"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Body::Batch)
+}
+
+/// Reads a parsed value as one JSON-RPC message; `Err` says what is wrong with it.
 pub fn classify(value: &Value) -> Result<Incoming, String> {
     let Some(object) = value.as_object() else {
-        return Err("a message is a JSON object (batches are not part of MCP)".into());
+        return Err("a message is a JSON object".into());
     };
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err("`jsonrpc` must be \"2.0\"".into());
@@ -124,8 +174,28 @@ mod tests {
         assert!(matches!(classify(&note), Ok(Incoming::Notification { .. })));
         let answer = json!({"jsonrpc": "2.0", "id": "a", "result": {}});
         assert_eq!(classify(&answer), Ok(Incoming::Response));
+        assert_eq!(
+            classify_body(&json!([request, note])),
+            Ok(Body::Batch(vec![
+                classify(&request).unwrap(),
+                classify(&note).unwrap()
+            ]))
+        );
+        assert!(matches!(classify_body(&request), Ok(Body::Single(_))));
+        let too_many = Value::Array(vec![request.clone(); BATCH_MESSAGES_MAX + 1]);
+        for (body, named) in [
+            (json!([]), "an empty batch"),
+            (
+                json!([request, 7]),
+                "batch element 1: a message is a JSON object",
+            ),
+            (too_many, "at most"),
+        ] {
+            let error = classify_body(&body).unwrap_err();
+            assert!(error.contains(named), "{body}: {error}");
+        }
         let table = [
-            (json!([request]), "batches"),
+            (json!([request]), "a JSON object"),
             (json!({"id": 1, "method": "ping"}), "jsonrpc"),
             (
                 json!({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}),

@@ -23,6 +23,10 @@
 //! A server answers either with single JSON objects or with SSE streams, drawn once per
 //! server under the seed, as real ones are configured one way or the other.
 //!
+//! A session that negotiated 2025-03-26 may send JSON-RPC batches, which that revision
+//! requires servers to receive; later revisions removed them, and their sessions get 400
+//! -32600 for one (`streamable.rs` cites the text).
+//!
 //! In a simulation, put a server on SimNetwork and point the client at its URL:
 //!
 //! ```
@@ -47,17 +51,21 @@ mod dispatch;
 pub(crate) mod host;
 pub mod jsonrpc;
 mod session;
-mod streamable;
+pub(crate) mod streamable;
 
 pub use host::{MCP_SILENCE_MS, MCP_SSE_PROBABILITY};
 pub use session::{McpSession, SESSIONS_MAX, Sessions};
-pub use streamable::{PROTOCOL_VERSION_HEADER, SESSION_HEADER};
+pub use streamable::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, origin_allowed};
 
 use crate::tools::SimTools;
 
 /// The protocol versions served, latest first (the `initialize` negotiation answers a
 /// client's version when it is here, else the first).
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The versions whose sessions may send JSON-RPC batches: 2025-03-26 alone (it added
+/// them, PR #228; 2025-06-18 removed them, PR #416): the Streamable HTTP module says why.
+pub const BATCH_PROTOCOL_VERSIONS: &[&str] = &["2025-03-26"];
 
 /// The oldest version served: what `tool.mcp_version_mismatch` answers.
 pub const PROTOCOL_VERSION_OLDEST: &str = "2024-11-05";

@@ -12,14 +12,37 @@
 //! `{"jsonrpc":"2.0","error":{"code","message"},"id":null}`; SSE events are
 //! `event: message\ndata: <json>\n\n` with `Cache-Control: no-cache, no-transform`).
 //!
+//! A batch (a JSON array of messages) is admitted in a session that negotiated
+//! 2025-03-26, whose transport takes "an array batching one or more requests and/or
+//! notifications" and whose base protocol says servers "MUST support receiving JSON-RPC
+//! batches" (`docs/specification/2025-03-26/basic/transports.mdx`, sending messages,
+//! rule 3; `basic/index.mdx`, Batching). In a session of another version it is 400 with
+//! -32600 Invalid Request: 2024-11-05 had no batches, 2025-06-18 removed them, and
+//! 2025-11-25 says "the body of the POST request MUST be a single JSON-RPC request,
+//! notification, or response" and "if the server cannot accept the input, it MUST
+//! return an HTTP error status code (e.g., 400 Bad Request)". `initialize` is never in
+//! a batch (2025-03-26, lifecycle: "The initialization request MUST NOT be part of a
+//! JSON-RPC batch"), so a batch always has a session to be judged by.
+//!
+//! A request whose `Origin` header is present and not allowed is 403 (2025-11-25,
+//! transports, security warning: "Servers MUST validate the `Origin` header on all
+//! incoming connections to prevent DNS rebinding attacks. If the `Origin` header is
+//! present and invalid, servers MUST respond with HTTP 403 Forbidden. The HTTP response
+//! body MAY comprise a JSON-RPC error response that has no `id`"): a local origin
+//! (`localhost`, `127.0.0.1`, `[::1]`, any port) is allowed, others only when named
+//! ([`origin_allowed`]; `dst serve --allow-origin`). This is checked where a real HTTP
+//! request arrives (`dst serve`'s `/mcp`); a simulated client on SimNetwork sends none.
+//!
 //! This file decides; [`super::host`] runs the request and turns the decision into bytes.
 
 use serde_json::Value;
 use umi_core::llm::transport::HttpRequest;
 
-use super::PROTOCOL_VERSIONS;
-use super::jsonrpc::{self, Incoming, PARSE_ERROR, SERVER_ERROR, SESSION_NOT_FOUND};
+use super::jsonrpc::{
+    self, Body, INVALID_REQUEST, Incoming, PARSE_ERROR, SERVER_ERROR, SESSION_NOT_FOUND,
+};
 use super::session::Sessions;
+use super::{BATCH_PROTOCOL_VERSIONS, PROTOCOL_VERSIONS};
 
 /// The session header (names are case-insensitive; the spec spells it `MCP-Session-Id`).
 pub const SESSION_HEADER: &str = "mcp-session-id";
@@ -65,6 +88,12 @@ pub(crate) enum Admitted {
         session: String,
         method: Option<String>,
     },
+    /// A batch in the session (2025-03-26 only), its messages in order: none of them
+    /// `initialize`.
+    Batch {
+        session: String,
+        messages: Vec<Incoming>,
+    },
     /// DELETE: the client ends the session.
     End { session: String },
 }
@@ -105,13 +134,13 @@ pub(crate) fn admit(request: &HttpRequest, sessions: &Sessions) -> Result<Admitt
     let Ok(value) = serde_json::from_slice::<Value>(&request.body) else {
         return Err(Refusal::new(400, PARSE_ERROR, "Parse error: Invalid JSON"));
     };
-    let message = jsonrpc::classify(&value).map_err(|reason| {
-        Refusal::new(
-            400,
-            PARSE_ERROR,
-            &format!("Parse error: Invalid JSON-RPC message: {reason}"),
-        )
-    })?;
+    // Valid JSON that is no JSON-RPC message is -32600 (JSON-RPC 2.0 §5.1).
+    let body = jsonrpc::classify_body(&value)
+        .map_err(|reason| invalid_request(&format!("Invalid JSON-RPC message: {reason}")))?;
+    let message = match body {
+        Body::Single(message) => message,
+        Body::Batch(messages) => return admit_batch(request, sessions, messages),
+    };
     if let Incoming::Request { id, method, params } = &message
         && method == "initialize"
     {
@@ -138,6 +167,89 @@ pub(crate) fn admit(request: &HttpRequest, sessions: &Sessions) -> Result<Admitt
             method: None,
         },
     })
+}
+
+/// A 400 with -32600 Invalid Request.
+fn invalid_request(reason: &str) -> Refusal {
+    Refusal::new(400, INVALID_REQUEST, &format!("Invalid Request: {reason}"))
+}
+
+/// A batch: admitted in a session that negotiated a version with batches, else 400.
+fn admit_batch(
+    request: &HttpRequest,
+    sessions: &Sessions,
+    messages: Vec<Incoming>,
+) -> Result<Admitted, Refusal> {
+    let initialize = messages
+        .iter()
+        .any(|m| matches!(m, Incoming::Request { method, .. } if method == "initialize"));
+    if initialize {
+        return Err(invalid_request(
+            "initialize must not be part of a JSON-RPC batch",
+        ));
+    }
+    let session = known_session(request, sessions)?;
+    check_version_header(request)?;
+    let version = sessions
+        .get(&session)
+        .map(|s| s.protocol_version.as_str())
+        .unwrap_or_default();
+    if !BATCH_PROTOCOL_VERSIONS.contains(&version) {
+        return Err(invalid_request(&format!(
+            "JSON-RPC batches are not part of MCP {version} (only of {}); send one message per POST",
+            BATCH_PROTOCOL_VERSIONS.join(", ")
+        )));
+    }
+    Ok(Admitted::Batch { session, messages })
+}
+
+/// Whether a request with `origin` (its `Origin` header) may reach the server: none sent
+/// (a client that is no browser sends none), a local one (`http` or `https` to
+/// `localhost`, `127.0.0.1` or `[::1]`, any port), or one of `allowed` (origins compared
+/// without case or a trailing `/`; `*` allows every origin).
+pub fn origin_allowed(origin: Option<&str>, allowed: &[String]) -> bool {
+    let Some(origin) = origin else {
+        return true;
+    };
+    let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+    is_local_origin(&origin)
+        || allowed.iter().any(|entry| {
+            entry == "*" || entry.trim().trim_end_matches('/').to_ascii_lowercase() == origin
+        })
+}
+
+/// Whether a lowercase origin is `http(s)://` a loopback name, with a port or none, and
+/// nothing after (`http://localhost.evil.example` is not local).
+fn is_local_origin(origin: &str) -> bool {
+    let Some(authority) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((host, rest)) => (host, rest),
+            None => return false,
+        },
+        None => authority.split_at(authority.find(':').unwrap_or(authority.len())),
+    };
+    let port_ok = port.is_empty()
+        || port
+            .strip_prefix(':')
+            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    port_ok && matches!(host, "localhost" | "127.0.0.1" | "::1")
+}
+
+/// The 403 of an origin that is not allowed, naming it and the flag that allows it.
+pub(crate) fn forbidden_origin(origin: &str) -> Refusal {
+    Refusal::new(
+        403,
+        SERVER_ERROR,
+        &format!(
+            "Forbidden: Invalid Origin header: {origin} (only local origins are allowed; `dst serve --allow-origin {origin}` allows it)"
+        ),
+    )
 }
 
 /// The request's session id, when the server has that session: 400 without one, 404
@@ -240,7 +352,7 @@ mod tests {
             Err(400)
         );
         assert_eq!(status(&post("{not json", &[])), Err(400));
-        assert_eq!(status(&post("[]", &[])), Err(400), "a batch");
+        assert_eq!(status(&post("[]", &[])), Err(400), "an empty batch");
         let mut wrong_accept = post(ping, &[("mcp-session-id", "s1")]);
         wrong_accept.headers[0].1 = "application/json".into();
         assert_eq!(status(&wrong_accept), Err(406));
@@ -256,6 +368,76 @@ mod tests {
         assert_eq!(
             refusal.body.unwrap(),
             serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": "Method not allowed."}})
+        );
+    }
+
+    /// What a refusal says: its status, JSON-RPC code and message.
+    fn refused(request: &HttpRequest, sessions: &Sessions) -> (u16, i64, String) {
+        let refusal = admit(request, sessions).unwrap_err();
+        let body = refusal.body.unwrap();
+        assert_eq!(body["id"], serde_json::Value::Null, "{body}");
+        (
+            refusal.status,
+            body["error"]["code"].as_i64().unwrap(),
+            body["error"]["message"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// JSON that is no JSON-RPC message is -32600 Invalid Request (JSON-RPC 2.0 §5.1),
+    /// only text that is not JSON -32700 (both were -32700).
+    #[test]
+    fn json_that_is_not_json_rpc_is_an_invalid_request() {
+        let sessions = Sessions::default();
+        for body in [
+            r#"{"id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            "7",
+            r#""ping""#,
+            "[]",
+            "[1]",
+        ] {
+            let (status, code, message) = refused(&post(body, &[]), &sessions);
+            assert_eq!((status, code), (400, -32_600), "{body}: {message}");
+            assert!(message.starts_with("Invalid Request: "), "{message}");
+        }
+        assert_eq!(refused(&post("{not json", &[]), &sessions).1, -32_700);
+    }
+
+    /// A batch is admitted in a 2025-03-26 session only; in a session of a later (or
+    /// earlier) version, and with `initialize` in it, it is 400 -32600 naming why.
+    #[test]
+    fn batches_are_admitted_where_the_negotiated_version_has_them() {
+        let mut sessions = Sessions::default();
+        sessions.begin("old".into(), "2025-03-26".into());
+        sessions.begin("new".into(), "2025-06-18".into());
+        sessions.begin("first".into(), "2024-11-05".into());
+        let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]"#;
+        match admit(&post(batch, &[("mcp-session-id", "old")]), &sessions) {
+            Ok(Admitted::Batch { session, messages }) => {
+                assert_eq!(session, "old");
+                assert_eq!(messages.len(), 3);
+            }
+            other => panic!("{other:?}"),
+        }
+        for (session, version) in [("new", "2025-06-18"), ("first", "2024-11-05")] {
+            let (status, code, message) =
+                refused(&post(batch, &[("mcp-session-id", session)]), &sessions);
+            assert_eq!((status, code), (400, -32_600), "{message}");
+            assert!(
+                message.contains(&format!("not part of MCP {version}")),
+                "{message}"
+            );
+        }
+        let with_init = r#"[{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}]"#;
+        let (status, code, message) = refused(&post(with_init, &[]), &sessions);
+        assert_eq!((status, code), (400, -32_600));
+        assert!(message.contains("initialize must not be part of a JSON-RPC batch"));
+        // A batch still needs its session.
+        assert_eq!(refused(&post(batch, &[]), &sessions).0, 400);
+        assert_eq!(
+            refused(&post(batch, &[("mcp-session-id", "gone")]), &sessions).0,
+            404
         );
     }
 
@@ -282,6 +464,54 @@ mod tests {
             Ok(Admitted::End {
                 session: "s1".into()
             })
+        );
+    }
+
+    /// Local origins pass, others only when named (or `*`), and no Origin at all passes;
+    /// look-alikes of a local name do not.
+    #[test]
+    fn origins_are_local_or_named() {
+        let none: &[String] = &[];
+        for local in [
+            "http://localhost",
+            "http://localhost:5173",
+            "https://127.0.0.1:8443/",
+            "http://[::1]:80",
+            "HTTP://LocalHost:3000",
+        ] {
+            assert!(origin_allowed(Some(local), none), "{local}");
+        }
+        for foreign in [
+            "https://evil.example",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.nip.io",
+            "http://localhost:80x",
+            "http://localhost:",
+            "http://[::1",
+            "null",
+            "file://",
+            "ws://localhost",
+            "",
+        ] {
+            assert!(!origin_allowed(Some(foreign), none), "{foreign}");
+        }
+        assert!(origin_allowed(None, none), "no Origin: not a browser");
+        let named = vec!["https://app.example/".to_owned()];
+        assert!(origin_allowed(Some("https://APP.example"), &named));
+        assert!(!origin_allowed(Some("https://app.example:8443"), &named));
+        assert!(origin_allowed(
+            Some("https://any.example"),
+            &["*".to_owned()]
+        ));
+        let refusal = forbidden_origin("https://evil.example");
+        assert_eq!(refusal.status, 403);
+        let body = refusal.body.unwrap();
+        assert_eq!(body["id"], serde_json::Value::Null);
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("--allow-origin")
         );
     }
 

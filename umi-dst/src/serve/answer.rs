@@ -61,6 +61,8 @@ pub(crate) struct Recorded {
     /// `None`: no response at all (the connection failed before the headers).
     pub(crate) status: Option<u16>,
     pub(crate) headers: Vec<(String, String)>,
+    /// When the status line and headers came, in simulated time since the request.
+    pub(crate) head_at: Duration,
     /// Body pieces with the simulated time since the request at which each was sent.
     pub(crate) pieces: Vec<(Duration, Vec<u8>)>,
     pub(crate) end: End,
@@ -307,6 +309,7 @@ pub(crate) fn failed_run(failure: &str, trace_hash: TraceHash) -> Recorded {
     Recorded {
         status: Some(500),
         headers: vec![("content-type".into(), "text/plain".into())],
+        head_at: Duration::ZERO,
         pieces: vec![(
             Duration::ZERO,
             format!("umi: the simulation failed: {failure}").into_bytes(),
@@ -332,6 +335,7 @@ pub(crate) async fn exchange(
     let mut record = Recorded {
         status: None,
         headers: Vec::new(),
+        head_at: Duration::ZERO,
         pieces: Vec::new(),
         end: End::Complete,
         end_at: Duration::ZERO,
@@ -358,6 +362,7 @@ pub(crate) async fn exchange(
     };
     record.status = Some(response.status);
     record.headers = response.headers;
+    record.head_at = clock.now() - start;
     let mut body = response.body;
     loop {
         let next = tokio::select! {

@@ -126,6 +126,10 @@ pub struct ServeConfig {
     /// matched below the endpoint's prefix, the n-th identical request in a scope getting
     /// the n-th recorded answer ([`crate::network::replay`]).
     pub cassette: Option<Arc<crate::network::Replay>>,
+    /// Origins `/mcp` accepts besides local ones (`--allow-origin`; `*`: every origin).
+    /// A request whose `Origin` is neither gets 403, as MCP 2025-11-25 requires
+    /// ([`crate::mcp::origin_allowed`]).
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for ServeConfig {
@@ -149,6 +153,7 @@ impl Default for ServeConfig {
             api_key: None,
             mcp: super::mcp_tools::McpToolsSpec::default(),
             cassette: None,
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -212,6 +217,13 @@ impl ServeConfig {
         if let Err((rule, reason)) = super::aim::check(&self.faults, &tools) {
             return Err(flag("--faults", rule, &reason));
         }
+        if let Some(bad) = self.allowed_origins.iter().find(|o| !is_origin(o)) {
+            return Err(flag(
+                "--allow-origin",
+                bad.clone(),
+                "an origin is `scheme://host[:port]` (no path), or `*` for any",
+            ));
+        }
         Ok(())
     }
 
@@ -228,6 +240,22 @@ impl ServeConfig {
             ..self.clone()
         }))
     }
+}
+
+/// Whether `text` is `*` or an origin as browsers send it: `scheme://host[:port]`.
+fn is_origin(text: &str) -> bool {
+    if text == "*" {
+        return true;
+    }
+    let Some((scheme, authority)) = text.trim_end_matches('/').split_once("://") else {
+        return false;
+    };
+    !scheme.is_empty()
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+        && !authority.is_empty()
+        && !authority.contains(['/', '?', '#', ' ', '@'])
 }
 
 /// The profile whose format's main path `path` ends with (the format's reference
@@ -325,6 +353,13 @@ mod tests {
                 .starts_with("--time-scale")
         );
         config.time_scale = 1.0;
+        for bad in ["evil.example", "https://evil.example/path", "https://", ""] {
+            config.allowed_origins = vec![bad.to_owned()];
+            let error = config.validate().unwrap_err().to_string();
+            assert!(error.starts_with("--allow-origin"), "{bad}: {error}");
+        }
+        config.allowed_origins = vec!["*".into(), "https://app.example:8443/".into()];
+        config.validate().unwrap();
         config.concurrency_max = 0;
         assert!(
             config

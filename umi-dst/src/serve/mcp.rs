@@ -9,6 +9,10 @@
 //! `initialize` in a fresh scope begins the same session id, and a rerun in a fresh
 //! scope (or after `POST /umi/reset`) gets the same bytes.
 //!
+//! A request from a browser page that is not local (its `Origin` header) is refused
+//! with 403 before anything runs, unless `--allow-origin` names it (MCP 2025-11-25
+//! requires servers to validate `Origin` against DNS rebinding).
+//!
 //! Session state follows the order requests arrive within a session (a tool list that
 //! changed, a session that expired), as on a real server; everything else about an
 //! answer depends on the request alone.
@@ -27,8 +31,8 @@ use super::config::ServeConfig;
 use super::own::{at_capacity, own_error};
 use super::play::log_and_play;
 use super::read;
-use super::reply::{Body, State};
-use crate::mcp::{SESSION_HEADER, Sessions};
+use super::reply::{Body, State, full, respond};
+use crate::mcp::{SESSION_HEADER, Sessions, origin_allowed};
 use crate::network::SimNetwork;
 
 /// Where the MCP server is served (under any `/seed/N` and `/scope/S` prefix).
@@ -46,6 +50,13 @@ pub(super) async fn handle(
     request: Request<Incoming>,
     address: Address,
 ) -> Result<Response<Body>, io::Error> {
+    let origin = request
+        .headers()
+        .get("origin")
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+    if !origin_allowed(origin.as_deref(), &state.config.allowed_origins) {
+        return Ok(forbidden(origin.as_deref().unwrap_or_default()));
+    }
     let Ok(permit) = state.permits.clone().try_acquire_owned() else {
         return Ok(at_capacity(&state.config, None));
     };
@@ -92,24 +103,49 @@ pub(super) async fn handle(
     log_and_play(&state, key, MCP_PATH, recorded, permit).await
 }
 
-/// What an MCP request is seeded by: its HTTP method and its message without `id` and
-/// `params._meta` (canonical JSON), or its bytes when they are not JSON.
+/// The 403 of an `Origin` that is not allowed (MCP 2025-11-25, transports, security
+/// warning), with a JSON-RPC error that has no id; nothing is simulated or logged.
+fn forbidden(origin: &str) -> Response<Body> {
+    let refusal = crate::mcp::streamable::forbidden_origin(origin);
+    let body = refusal
+        .body
+        .map(|b| umi_core::canonical_json::to_string(&b))
+        .unwrap_or_default();
+    respond(
+        refusal.status,
+        vec![("content-type".into(), "application/json".into())],
+        full(body),
+    )
+}
+
+/// What an MCP request is seeded by: its HTTP method and its message (or each message of
+/// a batch) without `id` and `params._meta` (canonical JSON), or its bytes when they are
+/// not JSON.
 pub(crate) fn mcp_hash(request: &HttpRequest) -> [u8; 32] {
     let mut hasher = Sha256::new();
     hasher.update(b"umi.serve.mcp.v1");
     hasher.update(request.method.as_bytes());
     hasher.update([0]);
     let parsed = serde_json::from_slice::<serde_json::Value>(&request.body).map(|mut value| {
-        if let Some(object) = value.as_object_mut() {
-            object.remove("id");
-            if let Some(params) = object.get_mut("params").and_then(|p| p.as_object_mut()) {
-                params.remove("_meta");
-            }
+        match &mut value {
+            // A batch (MCP 2025-03-26): each message without its id and `_meta`.
+            serde_json::Value::Array(messages) => messages.iter_mut().for_each(without_id),
+            message => without_id(message),
         }
         value
     });
     super::answer::hash_json_or_bytes(&mut hasher, parsed.ok().as_ref(), &request.body);
     hasher.finalize().into()
+}
+
+/// A message without what clients number and fill as they like: `id`, `params._meta`.
+fn without_id(message: &mut serde_json::Value) {
+    if let Some(object) = message.as_object_mut() {
+        object.remove("id");
+        if let Some(params) = object.get_mut("params").and_then(|p| p.as_object_mut()) {
+            params.remove("_meta");
+        }
+    }
 }
 
 /// The run seed of one MCP request.
@@ -205,6 +241,16 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pay","arguments":{"n":2}}}"#,
         ));
         assert_ne!(a, c);
+        let batch = |first: u32, second: u32| {
+            mcp_hash(&post(&format!(
+                r#"[{{"jsonrpc":"2.0","id":{first},"method":"ping"}},{{"jsonrpc":"2.0","id":{second},"method":"tools/list"}}]"#
+            )))
+        };
+        assert_eq!(
+            batch(1, 2),
+            batch(7, 9),
+            "a batch's ids are not what it asks"
+        );
         let delete = HttpRequest {
             method: "DELETE",
             ..post("")

@@ -129,11 +129,15 @@ async fn play(
         ));
     };
     let headers = played_headers(&mut recorded, played, scale);
-    let first_at = recorded
-        .pieces
-        .first()
-        .map_or(recorded.end_at, |(at, _)| *at);
-    wait(scaled(first_at, scale)).await;
+    // The head goes out when the simulation sent it, not with the first piece: a body
+    // that stalls before its first byte (an SSE stream that never answers,
+    // `tool.mcp_no_response`) still has its status line and headers sent at once, as
+    // the trace records them; the stall comes after. (It once waited for the stall's end
+    // first, so the client saw no status while the trace said 200.)
+    let head_at = recorded.head_at;
+    wait(scaled(head_at, scale)).await;
+    let first_at = recorded.pieces.first().map_or(head_at, |(at, _)| *at);
+    wait(scaled(first_at.saturating_sub(head_at), scale)).await;
     let pieces = coalesce(recorded.pieces, scale);
     let body = played_body(
         pieces,

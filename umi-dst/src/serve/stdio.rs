@@ -86,7 +86,11 @@ impl StdioServer {
         if let Some(session) = header(&recorded, SESSION_HEADER) {
             self.session = Some(session.to_owned());
         }
-        let reply = lines_of(&recorded, request_id.as_ref(), notification);
+        let batch = message.as_ref().is_some_and(Value::is_array);
+        let mut reply = lines_of(&recorded, request_id.as_ref(), notification);
+        if batch {
+            reply.lines = batched(reply.lines);
+        }
         if let Some(version) = reply.lines.iter().find_map(|line| negotiated(line)) {
             self.protocol_version = Some(version);
         }
@@ -130,6 +134,35 @@ fn negotiated(line: &str) -> Option<String> {
     let message: Value = serde_json::from_str(line).ok()?;
     let version = message.get("result")?.get("protocolVersion")?.as_str()?;
     Some(version.to_owned())
+}
+
+/// A batch's answer on stdio: its responses as one line, a JSON-RPC batch (2025-03-26,
+/// stdio: messages "may be JSON-RPC requests, notifications, responses—or a JSON-RPC
+/// batch"), after the notifications that came before them, each a line. Over HTTP an
+/// SSE answer sends each response as its own event; a line of each here would be
+/// responses to a batch that are no batch.
+fn batched(lines: Vec<String>) -> Vec<String> {
+    let mut responses: Vec<Value> = Vec::new();
+    let mut out = Vec::new();
+    for line in lines {
+        match serde_json::from_str::<Value>(&line) {
+            Ok(Value::Array(items)) => responses.extend(items),
+            // A response, not a refusal of the whole batch (its error has `id: null`).
+            Ok(message)
+                if message.get("id").is_some_and(|id| !id.is_null())
+                    && message.get("method").is_none() =>
+            {
+                responses.push(message);
+            }
+            _ => out.push(line),
+        }
+    }
+    if !responses.is_empty() {
+        out.push(umi_core::canonical_json::to_string(&Value::Array(
+            responses,
+        )));
+    }
+    out
 }
 
 /// The lines an HTTP answer comes to on stdio.
@@ -195,6 +228,7 @@ fn with_id(text: &str, status: u16, request_id: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn say(server: &mut StdioServer, line: &str) -> Vec<Value> {
         let reply = server.answer_line(line);
@@ -285,6 +319,44 @@ mod tests {
             StdioReply::default(),
             "a refused notification is not answered"
         );
+    }
+
+    /// A batch on stdio, in a session that negotiated 2025-03-26: one line back, the
+    /// array of its responses in order (whether the seed's server answers with JSON or
+    /// SSE); in a 2025-11-25 session, the -32600 refusal.
+    #[test]
+    fn a_batch_is_one_line_of_responses_where_the_version_has_batches() {
+        for seed in 1..=4 {
+            let config = ServeConfig {
+                seed,
+                ..ServeConfig::default()
+            };
+            let mut server = StdioServer::new(config);
+            let init = say(
+                &mut server,
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}"#,
+            );
+            assert_eq!(init[0]["result"]["protocolVersion"], "2025-03-26");
+            let batch = say(
+                &mut server,
+                r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"b","method":"tools/list"}]"#,
+            );
+            assert_eq!(batch.len(), 1, "seed {seed}: {batch:?}");
+            let responses = batch[0].as_array().expect("a batch of responses");
+            assert_eq!(responses.len(), 2, "seed {seed}");
+            assert_eq!(
+                (&responses[0]["id"], &responses[1]["id"]),
+                (&json!(1), &json!("b"))
+            );
+            assert_eq!(responses[1]["result"]["tools"].as_array().unwrap().len(), 3);
+        }
+        let mut server = StdioServer::new(ServeConfig::default());
+        say(
+            &mut server,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+        );
+        let refused = say(&mut server, r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+        assert_eq!(refused[0]["error"]["code"], -32600, "{refused:?}");
     }
 
     #[test]

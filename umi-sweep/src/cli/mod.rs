@@ -35,6 +35,8 @@ use crate::report::SweepReport;
 
 #[derive(Parser)]
 #[command(
+    name = "dst",
+    version,
     about = "Deterministic simulation sweeps: run scenarios over many seeds, replay one seed, minimize its faults, merge shard reports, compare two sweeps, serve the simulated model over HTTP."
 )]
 struct Cli {
@@ -63,8 +65,9 @@ enum Command {
     Size(size::SizeArgs),
     /// Find a seed whose run injects given fault kinds (to replace a stale kept seed).
     Find(crate::find::FindArgs),
-    /// Serve the simulated model over real HTTP (OpenAI, Responses, Anthropic, Ollama
-    /// formats in any profile), seeded per request, for agents in any language.
+    /// Serve the simulated model over real HTTP (OpenAI, Responses, Anthropic, Ollama,
+    /// Gemini formats in any profile) and an MCP server, seeded per request, for agents
+    /// in any language.
     #[cfg(feature = "serve")]
     Serve(crate::serve_cli::ServeArgs),
     /// Serve a simulated MCP server over stdin/stdout (for agents that spawn theirs),
