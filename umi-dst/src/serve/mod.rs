@@ -46,6 +46,7 @@ mod read;
 mod reply;
 mod session;
 mod stdio;
+mod world;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -8,7 +8,10 @@
 //! HTTP answer is turned into lines: a JSON object or each event of an SSE stream is a
 //! line; a refusal is its JSON-RPC error with the request's id; a stream the simulation
 //! cut is a server that dies mid-message (half a line, then exit), as a crashing stdio
-//! server does; a stall is silence. stdio has no sessions: the process is one.
+//! server does; a stall is silence. stdio has no sessions: the process is one, and one
+//! run: the tools' world (effects, idempotency keys seen, runs per call) lasts the
+//! process, carried from each line's simulation to the next as `dst serve` carries it
+//! across a scope, so a repeated key applies nothing and answers the key's first answer.
 
 use std::collections::BTreeMap;
 
@@ -18,8 +21,8 @@ use umi_core::llm::wire::sse::SseDecoder;
 
 use super::answer::{End, Recorded};
 use super::config::ServeConfig;
-use super::mcp::{answer, mcp_hash, run_seed};
-use crate::mcp::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, Sessions};
+use super::mcp::{McpState, answer, mcp_hash, run_seed};
+use crate::mcp::{PROTOCOL_VERSION_HEADER, SESSION_HEADER};
 
 /// What to do with one line of stdin.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -30,12 +33,12 @@ pub struct StdioReply {
     pub died_mid_message: Option<String>,
 }
 
-/// A `dst mcp` process's state: its seed and tools, the session it runs in, and how
-/// many times each message was seen.
+/// A `dst mcp` process's state: its seed and tools, the session it runs in, the tools'
+/// world, and how many times each message was seen.
 #[derive(Debug)]
 pub struct StdioServer {
     config: ServeConfig,
-    sessions: Sessions,
+    held: McpState,
     session: Option<String>,
     protocol_version: Option<String>,
     occurrences: BTreeMap<[u8; 32], u64>,
@@ -46,7 +49,7 @@ impl StdioServer {
     pub fn new(config: ServeConfig) -> Self {
         Self {
             config,
-            sessions: Sessions::default(),
+            held: McpState::default(),
             session: None,
             protocol_version: None,
             occurrences: BTreeMap::new(),
@@ -68,9 +71,15 @@ impl StdioServer {
             *count - 1
         };
         let seed = run_seed(self.config.seed, &hash, occurrence);
-        let only = self.sessions.only(self.session.as_deref());
-        let (recorded, after) = answer(&self.config, (self.config.seed, seed), &http, &only);
-        self.sessions.merge(self.session.as_deref(), &after);
+        let before = McpState {
+            sessions: self.held.sessions.only(self.session.as_deref()),
+            world: std::mem::take(&mut self.held.world),
+        };
+        let (recorded, after) = answer(&self.config, (self.config.seed, seed), &http, &before);
+        self.held
+            .sessions
+            .merge(self.session.as_deref(), &after.sessions);
+        self.held.world = after.world;
         if let Some(session) = header(&recorded, SESSION_HEADER) {
             self.session = Some(session.to_owned());
         }
