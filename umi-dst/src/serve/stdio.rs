@@ -298,4 +298,47 @@ mod tests {
         assert_eq!(garbage.lines.len(), 1, "{garbage:?}");
         assert!(garbage.lines[0].contains("-32700"));
     }
+
+    /// One process is one run: a key sent again applies nothing and answers the key's
+    /// first answer (before, each line began from a fresh world and refunded again).
+    #[test]
+    fn a_process_is_one_run_and_a_repeated_key_applies_once() {
+        let mut config = ServeConfig {
+            seed: 3,
+            ..ServeConfig::default()
+        };
+        config.mcp.tools.push(crate::serve::McpToolSpec {
+            name: "issue_refund".into(),
+            description: "refunds an order".into(),
+            input_schema: serde_json::json!({"type": "object", "properties": {"order_id": {"type": "string"}, "key": {"type": "string"}}, "required": ["order_id"]}),
+            output_schema: Some(
+                serde_json::json!({"type": "object", "properties": {"refund_id": {"type": "string"}}, "required": ["refund_id"]}),
+            ),
+            side_effects: true,
+            idempotency_key: Some("key".into()),
+            latency_ms: None,
+        });
+        let mut server = StdioServer::new(config);
+        say(
+            &mut server,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+        );
+        let refund = |id: u64| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"issue_refund","arguments":{{"order_id":"A-1","key":"k"}}}}}}"#
+            )
+        };
+        let first = say(&mut server, &refund(1));
+        let again = say(&mut server, &refund(2));
+        assert_eq!(again[0]["result"], first[0]["result"]);
+        assert!(first[0]["result"]["structuredContent"]["refund_id"].is_string());
+        let applied: Vec<bool> = server
+            .held
+            .world
+            .effects()
+            .iter()
+            .map(|e| e.applied)
+            .collect();
+        assert_eq!(applied, [true, false]);
+    }
 }
