@@ -55,6 +55,7 @@ pub(crate) use call::SimToolHandler;
 pub use call::{
     Called, Outcome, TOOL_SLOW_EXTRA_MS, TOOL_STALL_APPLIED_PROBABILITY, TOOL_STALL_MS, outcome_of,
 };
+#[cfg(feature = "serve")]
 pub(crate) use ledger::idempotency_key;
 pub use ledger::{EFFECTS_MAX, Effect, EffectLedger};
 pub use world::{CALL_RUNS_MAX, ToolsWorld};
