@@ -65,11 +65,7 @@ pub(super) async fn handle(
         Err((status, message)) => return Ok(own_error(None, status, &message, Vec::new())),
     };
     // The scope's MCP requests take turns with its world, in the order they reach it.
-    let mut world = state
-        .session
-        .tools_world(&address.scope)
-        .lock_owned()
-        .await;
+    let mut world = state.session.tools_world(&address.scope).lock_owned().await;
     let seed = address.seed.unwrap_or(state.config.seed);
     let hash = mcp_hash(&http);
     let session_id = http.header(SESSION_HEADER).map(str::to_owned);

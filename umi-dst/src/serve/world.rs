@@ -175,7 +175,11 @@ mod tests {
 
     /// The JSON-RPC message a recorded answer carries (the last SSE event's, or the body).
     fn message(recorded: &Recorded) -> Value {
-        let body: Vec<u8> = recorded.pieces.iter().flat_map(|(_, b)| b.clone()).collect();
+        let body: Vec<u8> = recorded
+            .pieces
+            .iter()
+            .flat_map(|(_, b)| b.clone())
+            .collect();
         let text = String::from_utf8(body).unwrap();
         let data = text
             .lines()
@@ -243,7 +247,13 @@ mod tests {
                 message(&first)["result"],
                 "seed {seed}: the key's first answer again"
             );
-            let applied: Vec<bool> = scope.held.world.effects().iter().map(|e| e.applied).collect();
+            let applied: Vec<bool> = scope
+                .held
+                .world
+                .effects()
+                .iter()
+                .map(|e| e.applied)
+                .collect();
             assert_eq!(applied, [true, false], "seed {seed}");
             // Without a key, a call sent again is another effect (what the oracle finds).
             let third = scope.send(&refund(2, "call_c", None), Some(&second_session));
@@ -287,26 +297,78 @@ mod tests {
     /// for an `initialize`, a payment and a weather call: a fresh scope answers as it
     /// always did, with and without faults.
     const BEFORE_THE_WORLD: [(u64, bool, [(&str, &str); 3]); 4] = [
-        (7, false, [
-            ("9061778d50308dc6a045733007dcd8067ad06278ed461784675c33df76e660a6", "0a3bdd78f0b55e8c28be9571af9cfb0775b8ffa4be4de8d8261b2fa9f130d02e"),
-            ("4f6636032a817be6f0dc712922de6f85fd054eea619db92969d17279672992d6", "fd260fff064b7692fdaf7cd043cec5789522ef505487a6f1b336e37fb430d24f"),
-            ("d6fb699bb8dd320fe210599341afc22f553858506a9543b07fdd399ff5f41fd3", "ef050abeab64027f754fab6ae470b0af9bbc24df9d0d2a5cce06bb4804fd0a84"),
-        ]),
-        (11, false, [
-            ("8a02094f42fdde84f257c56777e75667b9465cadf69aa820602aa2bd82e6efc8", "6ddf0854e6d141e41befca8773341139fb2910f90bc33a43a3b4c21b1f31d57d"),
-            ("7ee117ad709d1d457b21335875d45b8f085af3052bc8d9fa69e062f966112e8e", "f3a7e6b7ec15d45126f1e45ee7da6df4772f2751139e32d8a3d5d81c491bfd87"),
-            ("97439a62658f29e050f67e185ef9eecf01d1c9ea55365ebaf367e541edd0eec1", "41435b591966f74ecd61f27082841f90c2b7778557995e5678f9ceee452e0e54"),
-        ]),
-        (7, true, [
-            ("9061778d50308dc6a045733007dcd8067ad06278ed461784675c33df76e660a6", "16e80c8997c753f58a6f760ca6c2119b66aa8eb0eb29082e3066507a966fa45b"),
-            ("4f6636032a817be6f0dc712922de6f85fd054eea619db92969d17279672992d6", "edcee3233f600f481d295d8da0b2eae685cf55bd274ae9813bdd82351eed8d5c"),
-            ("d6fb699bb8dd320fe210599341afc22f553858506a9543b07fdd399ff5f41fd3", "d53d251f50c2950e1701e7cdc70cad8ae500e14064777c5fab84ef394defb28f"),
-        ]),
-        (12, true, [
-            ("9061778d50308dc6a045733007dcd8067ad06278ed461784675c33df76e660a6", "d64c3a785bb828db5350e6cfd4bf9bb0b2273f2449d5eebe8b33b444688b7168"),
-            ("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "2e6dd4bc190bc9b1d8cda5dd87257a7111dfa9b13cf9bb8af236d5b8250c622e"),
-            ("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "f03668d0033c897d62e0883f8aba77a1c03b041393142a401abe075cb6ce6d08"),
-        ]),
+        (
+            7,
+            false,
+            [
+                (
+                    "9061778d50308dc6a045733007dcd8067ad06278ed461784675c33df76e660a6",
+                    "0a3bdd78f0b55e8c28be9571af9cfb0775b8ffa4be4de8d8261b2fa9f130d02e",
+                ),
+                (
+                    "4f6636032a817be6f0dc712922de6f85fd054eea619db92969d17279672992d6",
+                    "fd260fff064b7692fdaf7cd043cec5789522ef505487a6f1b336e37fb430d24f",
+                ),
+                (
+                    "d6fb699bb8dd320fe210599341afc22f553858506a9543b07fdd399ff5f41fd3",
+                    "ef050abeab64027f754fab6ae470b0af9bbc24df9d0d2a5cce06bb4804fd0a84",
+                ),
+            ],
+        ),
+        (
+            11,
+            false,
+            [
+                (
+                    "8a02094f42fdde84f257c56777e75667b9465cadf69aa820602aa2bd82e6efc8",
+                    "6ddf0854e6d141e41befca8773341139fb2910f90bc33a43a3b4c21b1f31d57d",
+                ),
+                (
+                    "7ee117ad709d1d457b21335875d45b8f085af3052bc8d9fa69e062f966112e8e",
+                    "f3a7e6b7ec15d45126f1e45ee7da6df4772f2751139e32d8a3d5d81c491bfd87",
+                ),
+                (
+                    "97439a62658f29e050f67e185ef9eecf01d1c9ea55365ebaf367e541edd0eec1",
+                    "41435b591966f74ecd61f27082841f90c2b7778557995e5678f9ceee452e0e54",
+                ),
+            ],
+        ),
+        (
+            7,
+            true,
+            [
+                (
+                    "9061778d50308dc6a045733007dcd8067ad06278ed461784675c33df76e660a6",
+                    "16e80c8997c753f58a6f760ca6c2119b66aa8eb0eb29082e3066507a966fa45b",
+                ),
+                (
+                    "4f6636032a817be6f0dc712922de6f85fd054eea619db92969d17279672992d6",
+                    "edcee3233f600f481d295d8da0b2eae685cf55bd274ae9813bdd82351eed8d5c",
+                ),
+                (
+                    "d6fb699bb8dd320fe210599341afc22f553858506a9543b07fdd399ff5f41fd3",
+                    "d53d251f50c2950e1701e7cdc70cad8ae500e14064777c5fab84ef394defb28f",
+                ),
+            ],
+        ),
+        (
+            12,
+            true,
+            [
+                (
+                    "9061778d50308dc6a045733007dcd8067ad06278ed461784675c33df76e660a6",
+                    "d64c3a785bb828db5350e6cfd4bf9bb0b2273f2449d5eebe8b33b444688b7168",
+                ),
+                (
+                    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+                    "2e6dd4bc190bc9b1d8cda5dd87257a7111dfa9b13cf9bb8af236d5b8250c622e",
+                ),
+                (
+                    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+                    "f03668d0033c897d62e0883f8aba77a1c03b041393142a401abe075cb6ce6d08",
+                ),
+            ],
+        ),
     ];
 
     #[test]
@@ -338,7 +400,11 @@ mod tests {
                 got.push(scope.send(call, session.as_deref()));
             }
             for (n, (recorded, (body, trace))) in got.iter().zip(pinned).enumerate() {
-                let bytes: Vec<u8> = recorded.pieces.iter().flat_map(|(_, b)| b.clone()).collect();
+                let bytes: Vec<u8> = recorded
+                    .pieces
+                    .iter()
+                    .flat_map(|(_, b)| b.clone())
+                    .collect();
                 let digest = crate::serve::session::hex(&Sha256::digest(&bytes));
                 assert_eq!(
                     (digest.as_str(), recorded.trace_hash.to_string().as_str()),

@@ -220,7 +220,9 @@ impl SimToolHandler {
         let ran_ok = matches!(answer, Some(Ok(_)));
         if let (true, Some(Ok(value))) = (self.tool.side_effects, &answer) {
             // A key seen before: nothing applied, and the key's first answer again.
-            if let Some(first) = self.ledger.apply(&self.tool, invocation, env.elapsed(), value)
+            if let Some(first) = self
+                .ledger
+                .apply(&self.tool, invocation, env.elapsed(), value)
             {
                 answer = Some(Ok(first));
             }
