@@ -102,3 +102,57 @@ describe('checkEffects', () => {
     });
   });
 });
+
+// Against the real `dst serve` (tests/python/refund_tools.json: `issue_refund` honours an
+// `idempotency_key`): the scope is one run, so a key sent again from a second MCP session
+// is deduplicated (the first answer again) and the check passes; the same resend without
+// a key refunds twice, and the check fails naming the call id.
+describe('checkEffects against dst serve', async () => {
+  const { serve } = await import('./support/dst.mjs');
+  const path = await import('node:path');
+  const { fileURLToPath } = await import('node:url');
+  const tools = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'tests', 'python', 'refund_tools.json');
+  const server = await serve({ flags: ['--mcp-tools', tools] });
+
+  async function post(url, session, message) {
+    const headers = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
+    if (session) headers['mcp-session-id'] = session;
+    const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(message) });
+    const text = await response.text();
+    const data = text.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice(6));
+    return { session: response.headers.get('mcp-session-id') ?? session, reply: text ? JSON.parse(data.at(-1) ?? text) : null };
+  }
+
+  /** A new MCP session that refunds order A-1 once (call id call_1, `key` if given). */
+  async function refund(umi, key) {
+    const url = `${umi.baseURL}/mcp`;
+    const { session } = await post(url, null, {
+      jsonrpc: '2.0', id: 0, method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'planted', version: '1' } },
+    });
+    const args = { order_id: 'A-1', amount: 40, ...(key ? { idempotency_key: key } : {}) };
+    const params = { name: 'issue_refund', arguments: args, _meta: { 'umi.dev/tool_call_id': 'call_1' } };
+    return (await post(url, session, { jsonrpc: '2.0', id: 1, method: 'tools/call', params })).reply;
+  }
+
+  test('a key sent again from another session is deduplicated; without a key it refunds twice', async () => {
+    const keyed = testContext({ server, testId: 'effects::keyed' });
+    const first = await refund(keyed, 'k-1');
+    const again = await refund(keyed, 'k-1');
+    assert.deepEqual(again.result, first.result, "the key's first answer again");
+    assert.equal((await keyed.checkEffects()).length, 1);
+    assert.deepEqual(
+      (await keyed.trace()).filter((e) => e.tool).map((e) => [e.tool.ran, e.tool.deduplicated]),
+      [[true, false], [true, true]],
+    );
+
+    const unkeyed = testContext({ server, testId: 'effects::unkeyed' });
+    await refund(unkeyed);
+    await refund(unkeyed);
+    await assert.rejects(unkeyed.checkEffects(), (error) => {
+      assert.ok(error instanceof EffectError);
+      assert.deepEqual([error.kind, error.tool, error.value], ['twice', 'issue_refund', 'call_1']);
+      return true;
+    });
+  });
+});
