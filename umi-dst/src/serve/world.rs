@@ -184,7 +184,7 @@ mod tests {
         let data = text
             .lines()
             .filter_map(|line| line.strip_prefix("data: "))
-            .last()
+            .next_back()
             .unwrap_or(&text);
         serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {text}"))
     }
@@ -289,14 +289,17 @@ mod tests {
         );
         let tool = unknown.tool.unwrap();
         assert_eq!((tool.arguments, tool.side_effects), (json!({}), false));
-        assert!(scope.held.world.is_empty() || scope.held.world.effects().is_empty());
+        assert!(scope.held.world.is_empty(), "nothing ran");
     }
+
+    /// A body's SHA-256 and its entry's trace hash, both hex.
+    type Pinned = (&'static str, &'static str);
 
     /// What a fresh scope's requests got before the world lasted the scope (main's `dst
     /// serve`, over HTTP: the body's SHA-256 and the entry's trace hash, per request),
     /// for an `initialize`, a payment and a weather call: a fresh scope answers as it
     /// always did, with and without faults.
-    const BEFORE_THE_WORLD: [(u64, bool, [(&str, &str); 3]); 4] = [
+    const BEFORE_THE_WORLD: [(u64, bool, [Pinned; 3]); 4] = [
         (
             7,
             false,
