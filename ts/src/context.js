@@ -12,6 +12,7 @@ import path from 'node:path';
 
 import { freshScope, requireTestId, resolveSeed } from './seed.js';
 import { checkCutEntries, fetchTrace, faultsFired } from './trace.js';
+import { checkEffectEntries } from './effects.js';
 
 const RUNNERS = ['node', 'vitest', 'jest'];
 
@@ -157,6 +158,24 @@ export function testContext(options) {
         );
       }
       return checkCutEntries(entries, { answered }, `seed ${seed}, scope ${scope}`);
+    },
+    /**
+     * Fails (EffectError) when a tool did its effect twice for one idempotency key or
+     * call id, or for a call id no model response carried, over this whole scope (its
+     * tools' world lasts the run). `effectTools`: tools the agent runs itself whose
+     * reported calls (`reportToolCall`) are effects too. Returns the effects.
+     */
+    async checkEffects({ effectTools = [] } = {}) {
+      const { entries, summary } = await context.traceWithSummary();
+      if ((summary.left_out ?? 0) > 0 || summary.evicted === true) {
+        throw new Error(
+          `checkEffects: the server no longer holds this run's whole log (left out: ` +
+            `${summary.left_out ?? 0}, evicted: ${summary.evicted === true}; seed ${seed}, scope ` +
+            `${scope}): nothing can be concluded. Use a fresh server, or fewer requests per scope.`,
+        );
+      }
+      const reported = context.toolCallsReported ?? [];
+      return checkEffectEntries(entries, { reported, effectTools }, `seed ${seed}, scope ${scope}`);
     },
     /** The command that reruns this test on this seed. */
     replayLine(testName = defaultName) {

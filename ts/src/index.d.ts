@@ -84,6 +84,8 @@ export interface TraceEntry {
   faults: string[];
   trace_hash: string;
   events: Array<{ index: number; at: number; kind: string; detail: string }>;
+  /** MCP `tools/call` entries: what the call was and did. */
+  tool?: ToolField;
   [key: string]: unknown;
 }
 
@@ -113,6 +115,53 @@ export function faultsFired(entries: TraceEntry[]): string[];
 export function describeEntry(entry: TraceEntry): string;
 export function cutStreams(entries: TraceEntry[]): Array<{ entry: TraceEntry; resent: boolean }>;
 export function checkCutEntries(entries: TraceEntry[], outcome: { answered: boolean }, context?: string): CutReport;
+
+// ---- effects.js ----
+
+/** An MCP `tools/call` entry's `tool` field. */
+export interface ToolField {
+  name: string;
+  arguments: unknown;
+  call_id: string | null;
+  idempotency_key: string | null;
+  ran: boolean;
+  deduplicated: boolean;
+  side_effects: boolean;
+}
+
+export interface Effect {
+  tool: string;
+  arguments: unknown;
+  call_id: string | null;
+  idempotency_key: string | null;
+  /** The trace entry it came from (null for a call the test reported). */
+  entry: TraceEntry | null;
+}
+
+export interface ReportedToolCall {
+  name: string;
+  arguments: unknown;
+  call_id?: string | null;
+}
+
+export interface EffectOptions {
+  /** Calls the agent ran itself (reportToolCall). */
+  reported?: ReportedToolCall[];
+  /** Tools whose reported calls are effects. */
+  effectTools?: string[] | string;
+}
+
+export class EffectError extends Error {
+  name: 'EffectError';
+  kind: 'twice' | 'never_asked';
+  tool: string;
+  field: 'idempotency_key' | 'call_id';
+  value: string;
+  effects: Effect[];
+}
+
+export function effectsOf(entries: TraceEntry[], options?: EffectOptions): { found: Effect[]; ordered: TraceEntry[] };
+export function checkEffectEntries(entries: TraceEntry[], options?: EffectOptions, context?: string): Effect[];
 
 // ---- context.js ----
 
@@ -163,6 +212,9 @@ export interface TestContext {
   faultsFired(): Promise<string[]>;
   /** Throws CutStreamError when `answered` and a cut response was never re-sent. */
   checkCutStreams(outcome: { answered: boolean }): Promise<CutReport>;
+  /** Throws EffectError when a tool did its effect twice for one key or call id, or for a
+   * call id no model response carried, over the whole scope. Resolves to the effects. */
+  checkEffects(options?: { effectTools?: string[] | string }): Promise<Effect[]>;
   /** `UMI_SEED=N node --test --test-name-pattern '...' file` (or the Vitest/Jest form). */
   replayLine(testName?: string): string;
   /** Seed, scope, faults fired and the replay line, one per line. Never rejects. */

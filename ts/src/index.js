@@ -6,6 +6,7 @@
 //   testContext()        a run's seed, scope, base URLs, trace        (context.js)
 //   forNodeTest / forVitest / forJest   runner adapters              (adapters.js)
 //   checkCutEntries ...  the cut-stream check over trace entries      (trace.js)
+//   checkEffectEntries   the effects check over trace entries         (effects.js)
 
 export {
   startServer,
@@ -29,3 +30,4 @@ export {
   CutStreamError,
 } from './trace.js';
 export { forNodeTest, forVitest, forJest, annotateError } from './adapters.js';
+export { checkEffectEntries, effectsOf, EffectError } from './effects.js';

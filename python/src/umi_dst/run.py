@@ -193,3 +193,103 @@ class Umi:
                 unretried,
             )
         return unretried
+
+    def effects(self, effect_tools=()):
+        """The effects this run did, in arrival order when the trace has it: each a dict
+        `{"tool", "arguments", "call_id", "idempotency_key", "entry"}`.
+
+        An effect is a `tools/call` over this scope's `/mcp` whose `tool` field says a tool
+        with side effects ran and was not deduplicated (a repeated idempotency key
+        applies nothing), or a call reported with `report_tool_call` of a tool named in
+        `effect_tools` (tools the agent runs itself; `entry` is then None)."""
+        return self._effects(effect_tools)[0]
+
+    def _effects(self, effect_tools):
+        """The effects (as `effects`) and the scope's entries in arrival order."""
+        trace = self.trace()
+        if trace.left_out or trace.summary.get("evicted"):
+            raise AssertionError(
+                f"check_effects: the server no longer holds this run's whole log "
+                f"(left out: {trace.left_out}, evicted: {bool(trace.summary.get('evicted'))}; "
+                f"seed {self.seed}, scope {self.scope}): nothing can be concluded. Use a fresh server, "
+                f"or fewer requests per scope.")
+        ordered = sorted(trace, key=lambda entry: entry.get("arrival", 0))
+        found = []
+        for entry in ordered:
+            tool = entry.get("tool")
+            if tool and tool.get("side_effects") and tool.get("ran") and not tool.get("deduplicated"):
+                found.append({"tool": tool.get("name"), "arguments": tool.get("arguments"),
+                              "call_id": tool.get("call_id"), "idempotency_key": tool.get("idempotency_key"),
+                              "entry": entry})
+        names = {effect_tools} if isinstance(effect_tools, str) else set(effect_tools)
+        for call in getattr(self, "tool_calls_reported", []):
+            if call.get("name") in names:
+                found.append({"tool": call.get("name"), "arguments": call.get("arguments"),
+                              "call_id": call.get("call_id"), "idempotency_key": None, "entry": None})
+        return found, ordered
+
+    def check_effects(self, effect_tools=()):
+        """Assert that no side effect was done twice and none for a call no model made.
+
+        The scope is one run (the server keeps its tools' world across its requests), so
+        this judges the whole run: no two effects of one tool for one idempotency key or
+        one call id (`EffectTwice`), and, when the trace says what the model's responses
+        carried (`carried`), no effect for a call id none of them carried
+        (`EffectNeverAsked`). Both are `EffectFinding`s (`AssertionError`s) naming the tool,
+        the key or call id and the entries. `effect_tools`: tools the agent runs itself
+        whose reported calls (`report_tool_call`) are effects too. Returns the effects.
+        """
+        found, ordered = self._effects(effect_tools)
+        context = f"seed {self.seed}, scope {self.scope}"
+        rerun = f"\nrerun: {self.rerun_command}" if self.rerun_command else ""
+        for field, words in (("idempotency_key", "idempotency key"), ("call_id", "call id")):
+            groups = {}
+            for effect in found:
+                if effect[field] is not None:
+                    groups.setdefault((effect["tool"], effect[field]), []).append(effect)
+            for (tool, value), done in groups.items():
+                if len(done) > 1:
+                    raise EffectTwice(
+                        f"Umi finding: {tool} did its effect {len(done)} times for one {words} {value!r} "
+                        f"({context}):\n{_effect_lines(done)}{rerun}", tool, field, value, done)
+        carried = [entry["carried"] for entry in ordered if isinstance(entry.get("carried"), dict)]
+        if carried:
+            ids = {call.get("id") for whole in carried for call in whole.get("tool_calls") or []}
+            for effect in found:
+                if effect["call_id"] is not None and effect["call_id"] not in ids:
+                    raise EffectNeverAsked(
+                        f"Umi finding: {effect['tool']} did an effect for call id {effect['call_id']!r}, which no "
+                        f"model response carried ({context}):\n{_effect_lines([effect])}{rerun}",
+                        effect["tool"], "call_id", effect["call_id"], [effect])
+        return found
+
+
+class EffectFinding(AssertionError):
+    """A side effect the run should not have done. `tool` names the tool, `field` is
+    `"idempotency_key"` or `"call_id"` and `value` its value, `effects` the effects
+    (dicts from `Umi.effects`, each with its trace `entry`)."""
+
+    def __init__(self, message, tool, field, value, effects):
+        super().__init__(message)
+        self.tool = tool
+        self.field = field
+        self.value = value
+        self.effects = effects
+
+
+class EffectTwice(EffectFinding):
+    """One tool did its effect more than once for one idempotency key or one call id."""
+
+
+class EffectNeverAsked(EffectFinding):
+    """A tool did an effect for a call id no model response carried."""
+
+
+def _effect_lines(effects):
+    """The effects, one line each: where each came from and with what arguments."""
+    lines = []
+    for effect in effects:
+        entry = effect["entry"]
+        where = describe(entry) if entry is not None else "reported by the test (report_tool_call)"
+        lines.append(f"  - {effect['tool']} {effect['arguments']} call id {effect['call_id']!r}: {where}")
+    return "\n".join(lines)

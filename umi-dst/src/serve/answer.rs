@@ -72,6 +72,8 @@ pub(crate) struct Recorded {
     pub(crate) faults: Vec<String>,
     pub(crate) trace: Vec<TraceEvent>,
     pub(crate) trace_hash: TraceHash,
+    /// What an MCP `tools/call` was and did (its log entry's `tool` field).
+    pub(crate) tool: Option<super::world::ToolEntry>,
 }
 
 /// What an answer is seeded by: what the model is asked, in canonical form, and never
@@ -320,6 +322,7 @@ pub(crate) fn failed_run(failure: &str, trace_hash: TraceHash) -> Recorded {
         faults: Vec::new(),
         trace: Vec::new(),
         trace_hash,
+        tool: None,
     }
 }
 
@@ -343,6 +346,7 @@ pub(crate) async fn exchange(
         faults: Vec::new(),
         trace: Vec::new(),
         trace_hash: TraceHash([0; 32]),
+        tool: None,
     };
     let response = tokio::select! {
         biased;

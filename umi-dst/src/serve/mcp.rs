@@ -13,9 +13,18 @@
 //! with 403 before anything runs, unless `--allow-origin` names it (MCP 2025-11-25
 //! requires servers to validate `Origin` against DNS rebinding).
 //!
-//! Session state follows the order requests arrive within a session (a tool list that
-//! changed, a session that expired), as on a real server; everything else about an
-//! answer depends on the request alone.
+//! A scope is one run, and its world lasts the run: the simulated tools' state (the
+//! effect ledger, the idempotency keys seen, the runs per call; [`super::world`]) goes
+//! into each request's simulation and back out too, so a second `tools/call` with a key
+//! the tool has seen applies nothing and answers the key's first answer, across the
+//! scope's MCP sessions. A fresh scope starts from an empty world: its first request is
+//! answered as it always was.
+//!
+//! Session and world state follow the order requests arrive within a scope (a tool list
+//! that changed, a session that expired, a key seen, a call run before), as on a real
+//! server: the scope's MCP requests take turns with its world, one simulation at a time,
+//! in the order they reach it. Everything else about an answer depends on the request
+//! alone.
 
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,8 +41,10 @@ use super::own::{at_capacity, own_error};
 use super::play::log_and_play;
 use super::read;
 use super::reply::{Body, State, full, respond};
+use super::world::tool_entry;
 use crate::mcp::{SESSION_HEADER, Sessions, origin_allowed};
 use crate::network::SimNetwork;
+use crate::tools::ToolsWorld;
 
 /// Where the MCP server is served (under any `/seed/N` and `/scope/S` prefix).
 pub(crate) const MCP_PATH: &str = "/mcp";
@@ -64,15 +75,20 @@ pub(super) async fn handle(
         Ok(http) => http,
         Err((status, message)) => return Ok(own_error(None, status, &message, Vec::new())),
     };
+    // The scope's MCP requests take turns with its world, in the order they reach it.
+    let mut world = state.session.tools_world(&address.scope).lock_owned().await;
     let seed = address.seed.unwrap_or(state.config.seed);
     let hash = mcp_hash(&http);
     let session_id = http.header(SESSION_HEADER).map(str::to_owned);
     let occurrence = state
         .session
         .next_occurrence(&address.scope, seed, MCP_ENDPOINT_KEY, hash);
-    let sessions = state
-        .session
-        .mcp_sessions(&address.scope, session_id.as_deref());
+    let before = McpState {
+        sessions: state
+            .session
+            .mcp_sessions(&address.scope, session_id.as_deref()),
+        world: (*world).clone(),
+    };
     let run_seed = run_seed(seed, &hash, occurrence);
     let asked_at = super::aim::mcp_operations(&http);
     let aimed = state
@@ -83,7 +99,7 @@ pub(super) async fn handle(
         .simulations
         .run(move || {
             let config = aimed.as_deref().unwrap_or(&worker.config);
-            answer(config, (seed, run_seed), &http, &sessions)
+            answer(config, (seed, run_seed), &http, &before)
         })
         .await;
     let (recorded, after) = match answered {
@@ -92,7 +108,9 @@ pub(super) async fn handle(
     };
     state
         .session
-        .merge_mcp(&address.scope, session_id.as_deref(), &after);
+        .merge_mcp(&address.scope, session_id.as_deref(), &after.sessions);
+    *world = after.world;
+    drop(world);
     let key = (
         address.scope,
         seed,
@@ -171,15 +189,24 @@ pub(crate) fn sse_for(seed: u64) -> bool {
         .bool_with(crate::mcp::MCP_SSE_PROBABILITY)
 }
 
+/// What the MCP server of a scope holds between requests: its sessions (only the
+/// request's own, going in) and the tools' world.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct McpState {
+    pub(crate) sessions: Sessions,
+    pub(crate) world: ToolsWorld,
+}
+
 /// Answers `request` in a simulation of `run_seed`, the server of `seed` holding
-/// `sessions`; returns the record and the sessions it ended with.
+/// `before`; returns the record (with its `tool` field for a `tools/call`) and what the
+/// server held after it. A run that failed leaves `before` as it was.
 pub(crate) fn answer(
     config: &ServeConfig,
     (seed, run_seed): (u64, u64),
     request: &HttpRequest,
-    sessions: &Sessions,
-) -> (Recorded, Sessions) {
-    let out: Arc<Mutex<Option<(Recorded, Sessions)>>> = Arc::new(Mutex::new(None));
+    before: &McpState,
+) -> (Recorded, McpState) {
+    let out: Arc<Mutex<Option<(Recorded, McpState)>>> = Arc::new(Mutex::new(None));
     let simulation = simulation_for(config, run_seed);
     let run = simulation.run_seed(run_seed, &|sim| {
         let out = out.clone();
@@ -187,19 +214,25 @@ pub(crate) fn answer(
             url: SIM_MCP_URL.to_owned(),
             ..request.clone()
         };
-        let sessions = sessions.clone();
+        let before = before.clone();
         async move {
             let server = config.mcp.server(&sim);
+            // The tools' clones share one ledger: the server's tools remember the world.
+            let tools = server.tools().clone().with_world(before.world);
             let network = SimNetwork::new(&sim).with_mcp_sessions(
                 SIM_MCP_URL,
                 server,
-                sessions,
+                before.sessions,
                 Some(sse_for(seed)),
             );
             let record = exchange(&sim, &network, request).await;
-            let after = network
+            let sessions = network
                 .mcp_sessions(SIM_MCP_URL)
                 .expect("the MCP server was put on the network");
+            let after = McpState {
+                sessions,
+                world: tools.world(),
+            };
             *out.lock().unwrap_or_else(PoisonError::into_inner) = Some((record, after));
             Ok(())
         }
@@ -210,9 +243,16 @@ pub(crate) fn answer(
         .take()
         .unwrap_or_else(|| {
             let failed = failed_run(&format!("{:?}", run.failure), run.trace_hash);
-            (failed, sessions.clone())
+            (failed, before.clone())
         });
-    (finish_record(record, run_seed, run), after)
+    let mut record = finish_record(record, run_seed, run);
+    record.tool = tool_entry(
+        &config.mcp,
+        &request.body,
+        (&before.world, &after.world),
+        &record.trace,
+    );
+    (record, after)
 }
 
 #[cfg(test)]

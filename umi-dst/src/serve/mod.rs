@@ -47,6 +47,7 @@ mod read;
 mod reply;
 mod session;
 mod stdio;
+mod world;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -47,6 +47,9 @@ pub(crate) struct Entry {
     pub(crate) faults: Vec<String>,
     pub(crate) trace_hash: String,
     pub(crate) events: Vec<TraceEvent>,
+    /// For an MCP `tools/call`: what the call was and did (`super::world::ToolEntry`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tool: Option<super::world::ToolEntry>,
 }
 
 impl Entry {
@@ -66,6 +69,7 @@ impl Entry {
             faults: recorded.faults.clone(),
             trace_hash: recorded.trace_hash.to_string(),
             events: std::mem::take(&mut recorded.trace),
+            tool: recorded.tool.take(),
         }
     }
 }
@@ -110,6 +114,8 @@ struct ScopeState {
     /// How many times this scope's requests were asked at each operation an ordinal
     /// fault rule counts, in arrival order (`aim.rs`; empty when no rule counts).
     aimed: BTreeMap<String, u64>,
+    /// The simulated tools' world in this scope (`super::world`).
+    tools: super::world::SharedWorld,
 }
 
 /// Every scope, and which was used least recently.
@@ -248,6 +254,11 @@ impl Session {
         self.store().touch(scope).mcp.only(id)
     }
 
+    /// The tools' world of `scope`, which its MCP requests take turns with.
+    pub(crate) fn tools_world(&self, scope: &str) -> super::world::SharedWorld {
+        self.store().touch(scope).tools.clone()
+    }
+
     /// Keeps what one MCP request in `scope` (in session `id`, if any) left in `after`.
     pub(crate) fn merge_mcp(&self, scope: &str, id: Option<&str>, after: &crate::mcp::Sessions) {
         self.store().touch(scope).mcp.merge(id, after);
@@ -323,6 +334,7 @@ mod tests {
             faults: Vec::new(),
             trace_hash: "t".into(),
             events: Vec::new(),
+            tool: None,
         }
     }
 

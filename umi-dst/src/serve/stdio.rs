@@ -8,7 +8,10 @@
 //! HTTP answer is turned into lines: a JSON object or each event of an SSE stream is a
 //! line; a refusal is its JSON-RPC error with the request's id; a stream the simulation
 //! cut is a server that dies mid-message (half a line, then exit), as a crashing stdio
-//! server does; a stall is silence. stdio has no sessions: the process is one.
+//! server does; a stall is silence. stdio has no sessions: the process is one, and one
+//! run: the tools' world (effects, idempotency keys seen, runs per call) lasts the
+//! process, carried from each line's simulation to the next as `dst serve` carries it
+//! across a scope, so a repeated key applies nothing and answers the key's first answer.
 
 use std::collections::BTreeMap;
 
@@ -18,8 +21,8 @@ use umi_core::llm::wire::sse::SseDecoder;
 
 use super::answer::{End, Recorded};
 use super::config::ServeConfig;
-use super::mcp::{answer, mcp_hash, run_seed};
-use crate::mcp::{PROTOCOL_VERSION_HEADER, SESSION_HEADER, Sessions};
+use super::mcp::{McpState, answer, mcp_hash, run_seed};
+use crate::mcp::{PROTOCOL_VERSION_HEADER, SESSION_HEADER};
 
 /// What to do with one line of stdin.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -30,12 +33,12 @@ pub struct StdioReply {
     pub died_mid_message: Option<String>,
 }
 
-/// A `dst mcp` process's state: its seed and tools, the session it runs in, and how
-/// many times each message was seen.
+/// A `dst mcp` process's state: its seed and tools, the session it runs in, the tools'
+/// world, and how many times each message was seen.
 #[derive(Debug)]
 pub struct StdioServer {
     config: ServeConfig,
-    sessions: Sessions,
+    held: McpState,
     session: Option<String>,
     protocol_version: Option<String>,
     occurrences: BTreeMap<[u8; 32], u64>,
@@ -49,7 +52,7 @@ impl StdioServer {
     pub fn new(config: ServeConfig) -> Self {
         Self {
             config,
-            sessions: Sessions::default(),
+            held: McpState::default(),
             session: None,
             protocol_version: None,
             occurrences: BTreeMap::new(),
@@ -72,7 +75,10 @@ impl StdioServer {
             *count - 1
         };
         let seed = run_seed(self.config.seed, &hash, occurrence);
-        let only = self.sessions.only(self.session.as_deref());
+        let before = McpState {
+            sessions: self.held.sessions.only(self.session.as_deref()),
+            world: std::mem::take(&mut self.held.world),
+        };
         let faults = &self.config.faults;
         let aimed = super::aim::counts(faults).then(|| {
             let asked = super::aim::counted(faults, super::aim::mcp_operations(&http));
@@ -81,8 +87,11 @@ impl StdioServer {
         });
         let config = aimed.flatten();
         let config = config.as_deref().unwrap_or(&self.config);
-        let (recorded, after) = answer(config, (self.config.seed, seed), &http, &only);
-        self.sessions.merge(self.session.as_deref(), &after);
+        let (recorded, after) = answer(config, (self.config.seed, seed), &http, &before);
+        self.held
+            .sessions
+            .merge(self.session.as_deref(), &after.sessions);
+        self.held.world = after.world;
         if let Some(session) = header(&recorded, SESSION_HEADER) {
             self.session = Some(session.to_owned());
         }
@@ -372,5 +381,48 @@ mod tests {
         let garbage = server.answer_line("{not json");
         assert_eq!(garbage.lines.len(), 1, "{garbage:?}");
         assert!(garbage.lines[0].contains("-32700"));
+    }
+
+    /// One process is one run: a key sent again applies nothing and answers the key's
+    /// first answer (before, each line began from a fresh world and refunded again).
+    #[test]
+    fn a_process_is_one_run_and_a_repeated_key_applies_once() {
+        let mut config = ServeConfig {
+            seed: 3,
+            ..ServeConfig::default()
+        };
+        config.mcp.tools.push(crate::serve::McpToolSpec {
+            name: "issue_refund".into(),
+            description: "refunds an order".into(),
+            input_schema: serde_json::json!({"type": "object", "properties": {"order_id": {"type": "string"}, "key": {"type": "string"}}, "required": ["order_id"]}),
+            output_schema: Some(
+                serde_json::json!({"type": "object", "properties": {"refund_id": {"type": "string"}}, "required": ["refund_id"]}),
+            ),
+            side_effects: true,
+            idempotency_key: Some("key".into()),
+            latency_ms: None,
+        });
+        let mut server = StdioServer::new(config);
+        say(
+            &mut server,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+        );
+        let refund = |id: u64| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"issue_refund","arguments":{{"order_id":"A-1","key":"k"}}}}}}"#
+            )
+        };
+        let first = say(&mut server, &refund(1));
+        let again = say(&mut server, &refund(2));
+        assert_eq!(again[0]["result"], first[0]["result"]);
+        assert!(first[0]["result"]["structuredContent"]["refund_id"].is_string());
+        let applied: Vec<bool> = server
+            .held
+            .world
+            .effects()
+            .iter()
+            .map(|e| e.applied)
+            .collect();
+        assert_eq!(applied, [true, false]);
     }
 }

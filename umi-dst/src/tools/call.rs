@@ -4,11 +4,12 @@
 //!
 //! What each fault does is [`outcome_of`], a pure function table tests reach. A call's
 //! RNG is forked from the tool's name, the model's call id and how many times that call
-//! id was run before, so a call's latency and result do not depend on which other calls
-//! ran first.
+//! id was run before (counted in the tools' world, so over `dst serve` across a scope's
+//! requests), so a call's latency and result do not depend on which other calls ran
+//! first. A call repeating an idempotency key its tool has seen applies nothing and gets
+//! the answer the key's first call got.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -82,7 +83,6 @@ pub(crate) struct SimToolHandler {
     sim: SimEnvironment,
     tool: Arc<SimTool>,
     ledger: Arc<EffectLedger>,
-    runs: Mutex<BTreeMap<String, u64>>,
 }
 
 impl SimToolHandler {
@@ -91,18 +91,12 @@ impl SimToolHandler {
             sim: sim.clone(),
             tool,
             ledger,
-            runs: Mutex::new(BTreeMap::new()),
         }
     }
 
     /// The call's own stream: the tool, the call id, and which run of that id this is.
     fn call_rng(&self, call_id: &str) -> DeterministicRng {
-        let run = {
-            let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
-            let count = runs.entry(call_id.to_owned()).or_insert(0);
-            *count += 1;
-            *count - 1
-        };
+        let run = self.ledger.next_run(&self.tool.definition.name, call_id);
         self.sim.fork_rng("tool").fork_parts(&[
             self.tool.definition.name.as_bytes(),
             call_id.as_bytes(),
@@ -218,14 +212,20 @@ impl SimToolHandler {
             latency_ms += rng.range_inclusive(TOOL_SLOW_EXTRA_MS.0, TOOL_SLOW_EXTRA_MS.1);
         }
         let stalled_after_running = rng.bool_with(TOOL_STALL_APPLIED_PROBABILITY);
-        let answer = if outcome.ran(stalled_after_running) {
+        let mut answer = if outcome.ran(stalled_after_running) {
             Some(self.answer(&invocation.arguments, &mut rng))
         } else {
             None
         };
         let ran_ok = matches!(answer, Some(Ok(_)));
-        if ran_ok && self.tool.side_effects {
-            self.ledger.apply(&self.tool, invocation, env.elapsed());
+        if let (true, Some(Ok(value))) = (self.tool.side_effects, &answer) {
+            // A key seen before: nothing applied, and the key's first answer again.
+            if let Some(first) = self
+                .ledger
+                .apply(&self.tool, invocation, env.elapsed(), value)
+            {
+                answer = Some(Ok(first));
+            }
             env.cover("tool.effect");
             if outcome == Outcome::Stall {
                 env.cover("tool.effect_then_stall");

@@ -33,10 +33,14 @@
 //! A tool with side effects records each effect in the run's [`EffectLedger`] with the
 //! logical call it belongs to (the model's call id, and an idempotency key when the tool
 //! reads one from its arguments); `crate::checkers::effects` says whether any was done
-//! twice or for a call the model never made.
+//! twice or for a call the model never made. A tool that reads an idempotency key
+//! applies a key it has seen nothing, and answers such a call with the key's first
+//! answer. Everything the tools remember is one value, [`ToolsWorld`], which `dst serve`
+//! carries across a scope's requests ([`SimTools::world`], [`SimTools::with_world`]).
 
 mod call;
 mod ledger;
+mod world;
 
 use std::sync::Arc;
 
@@ -51,7 +55,10 @@ pub(crate) use call::SimToolHandler;
 pub use call::{
     Called, Outcome, TOOL_SLOW_EXTRA_MS, TOOL_STALL_APPLIED_PROBABILITY, TOOL_STALL_MS, outcome_of,
 };
+#[cfg(feature = "serve")]
+pub(crate) use ledger::idempotency_key;
 pub use ledger::{EFFECTS_MAX, Effect, EffectLedger};
+pub use world::{CALL_RUNS_MAX, ToolsWorld};
 
 /// Simulated latency of a tool call by default, in ms (lowest, highest).
 pub const TOOL_LATENCY_MS_DEFAULT: (u64, u64) = (5, 250);
@@ -118,7 +125,8 @@ impl SimTool {
     }
 
     /// The tool honours an idempotency key, read from the argument `field`: a second
-    /// call with a key it has seen applies nothing (as payment APIs do).
+    /// call with a key it has seen applies nothing and answers what the key's first
+    /// call answered (as payment APIs do).
     pub fn with_idempotency_key(mut self, field: &str) -> Self {
         self.idempotency_field = Some(field.to_owned());
         self
@@ -207,5 +215,19 @@ impl SimTools {
     /// The effects of the tools with side effects, so far.
     pub fn ledger(&self) -> Arc<EffectLedger> {
         self.ledger.clone()
+    }
+
+    /// Everything the tools remember now (effects, idempotency keys seen, runs per
+    /// call): what a later run of the same world starts from.
+    pub fn world(&self) -> ToolsWorld {
+        self.ledger.world()
+    }
+
+    /// These tools, remembering `world` (what an earlier run of the same world ended
+    /// with, from [`SimTools::world`]): its keys stay seen, its effects stay in the
+    /// ledger. Clones share it.
+    pub fn with_world(self, world: ToolsWorld) -> Self {
+        self.ledger.restore(world);
+        self
     }
 }
