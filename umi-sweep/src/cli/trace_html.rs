@@ -5,7 +5,7 @@
 #![allow(clippy::print_stdout, reason = "a command's output")]
 
 use std::io::Read as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -38,7 +38,7 @@ pub(super) struct TraceHtmlArgs {
 }
 
 /// The saved trace's text; the error names the file.
-fn read(path: &PathBuf) -> Result<String, String> {
+fn read(path: &Path) -> Result<String, String> {
     let mut text = String::new();
     let named = path.display();
     let result = if path.as_os_str() == "-" {

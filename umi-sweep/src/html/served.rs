@@ -222,12 +222,12 @@ pub fn parse(text: &str) -> Result<ServedTrace, ServedError> {
         return Err(ServedError::TooLong);
     }
     let mut read = Vec::with_capacity(entries.len());
-    for &(line, text) in entries {
+    for &(line, raw) in entries {
         let entry: ServedEntry =
-            serde_json::from_str(text).map_err(|error| ServedError::BadLine {
+            serde_json::from_str(raw).map_err(|error| ServedError::BadLine {
                 line,
                 reason: error.to_string(),
-                quoted: quote(text),
+                quoted: quote(raw),
             })?;
         read.push(entry);
     }
@@ -281,57 +281,55 @@ fn latest(
     (start..before).rev().find(|&at| matches(&entries[at]))
 }
 
+/// Adds `from` (when found) by `via` to `links`, once.
+fn add_link(links: &mut Vec<Link>, from: Option<usize>, via: String) {
+    if let Some(from) = from {
+        let link = Link { from, via };
+        if !links.contains(&link) {
+            links.push(link);
+        }
+    }
+}
+
+/// Where the history of `entries[at]` came from: each assistant turn by its tool-call
+/// ids (else its text), each tool result not already linked by its call id, and an MCP
+/// tool call by the call id it names.
+fn links_of(entries: &[ServedEntry], at: usize) -> Vec<Link> {
+    let mut links: Vec<Link> = Vec::new();
+    let entry = &entries[at];
+    for turn in entry.history.iter().flat_map(|h| &h.assistant) {
+        let ids: Vec<&str> = (turn.tool_calls.iter())
+            .filter_map(|call| call.id.as_deref())
+            .collect();
+        for id in &ids {
+            let from = latest(entries, at, |e| carried_call(e, id));
+            add_link(&mut links, from, format!("tool call {id}"));
+        }
+        if ids.is_empty() {
+            let from = latest(entries, at, |e| carried_text(e, &turn.text));
+            add_link(&mut links, from, "assistant text".to_owned());
+        }
+    }
+    for id in (entry.history.iter())
+        .flat_map(|h| &h.tool_results)
+        .filter_map(|result| result.call_id.as_deref())
+    {
+        let from = latest(entries, at, |e| carried_call(e, id));
+        if !links.iter().any(|link| Some(link.from) == from) {
+            add_link(&mut links, from, format!("tool result {id}"));
+        }
+    }
+    if let Some(id) = entry.tool.as_ref().and_then(|tool| tool.call_id.as_deref()) {
+        let from = latest(entries, at, |e| carried_call(e, id));
+        add_link(&mut links, from, format!("ran tool call {id}"));
+    }
+    links
+}
+
 /// Per entry, the earlier responses its history (or, for an MCP tool call, its call id)
 /// came from; each `(from, via)` once.
 pub fn history_links(entries: &[ServedEntry]) -> Vec<Vec<Link>> {
-    (0..entries.len())
-        .map(|at| {
-            let mut links: Vec<Link> = Vec::new();
-            let mut add = |from: Option<usize>, via: String| {
-                if let Some(from) = from {
-                    let link = Link { from, via };
-                    if !links.contains(&link) {
-                        links.push(link);
-                    }
-                }
-            };
-            let entry = &entries[at];
-            for turn in entry.history.iter().flat_map(|h| &h.assistant) {
-                let ids: Vec<&str> = (turn.tool_calls.iter())
-                    .filter_map(|call| call.id.as_deref())
-                    .collect();
-                for id in &ids {
-                    add(
-                        latest(entries, at, |e| carried_call(e, id)),
-                        format!("tool call {id}"),
-                    );
-                }
-                if ids.is_empty() {
-                    let text = turn.text.as_str();
-                    add(
-                        latest(entries, at, |e| carried_text(e, text)),
-                        "assistant text".to_owned(),
-                    );
-                }
-            }
-            for id in (entry.history.iter())
-                .flat_map(|h| &h.tool_results)
-                .filter_map(|result| result.call_id.as_deref())
-            {
-                let from = latest(entries, at, |e| carried_call(e, id));
-                if !links.iter().any(|link| Some(link.from) == from) {
-                    add(from, format!("tool result {id}"));
-                }
-            }
-            if let Some(id) = entry.tool.as_ref().and_then(|tool| tool.call_id.as_deref()) {
-                add(
-                    latest(entries, at, |e| carried_call(e, id)),
-                    format!("ran tool call {id}"),
-                );
-            }
-            links
-        })
-        .collect()
+    (0..entries.len()).map(|at| links_of(entries, at)).collect()
 }
 
 #[cfg(test)]
@@ -406,7 +404,7 @@ mod tests {
                 .map(|l| (l.from, l.via.clone()))
                 .collect()
         };
-        assert_eq!(via(0), []);
+        assert!(via(0).is_empty());
         assert_eq!(via(1), [(0, "ran tool call call_1".to_owned())]);
         assert_eq!(
             via(3),
