@@ -75,7 +75,10 @@ def _package_pythonpath():
     if not value:
         return None
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    entries = [os.path.abspath(entry) for entry in value.split(os.pathsep) if entry]
+    entries = []
+    for entry in value.split(os.pathsep):
+        if entry and os.path.abspath(entry) not in entries:
+            entries.append(os.path.abspath(entry))
     if package_root not in entries:
         return None
     return os.pathsep.join(entries)
