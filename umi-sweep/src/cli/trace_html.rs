@@ -46,8 +46,10 @@ fn read(path: &Path) -> Result<String, String> {
             .take(TRACE_HTML_INPUT_BYTES_MAX)
             .read_to_string(&mut text)
     } else {
-        std::fs::File::open(path)
-            .and_then(|file| file.take(TRACE_HTML_INPUT_BYTES_MAX).read_to_string(&mut text))
+        std::fs::File::open(path).and_then(|file| {
+            file.take(TRACE_HTML_INPUT_BYTES_MAX)
+                .read_to_string(&mut text)
+        })
     };
     result.map_err(|error| format!("{named}: {error}"))?;
     if text.len() as u64 >= TRACE_HTML_INPUT_BYTES_MAX {

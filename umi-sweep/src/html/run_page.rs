@@ -263,7 +263,7 @@ fn event_cells(event: &Mark<'_>) -> String {
         escape(&seconds_text(event.at_us)),
         lane_of(event.kind).name(),
         escape(event.kind),
-        escape(&event.detail)
+        escape(event.detail)
     )
 }
 

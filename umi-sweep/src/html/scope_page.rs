@@ -113,7 +113,9 @@ fn laid_out(entries: &[ServedEntry]) -> Vec<(usize, Mark<'_>)> {
             };
             out.push((request, mark));
         }
-        start_us = start_us.saturating_add(span_us).saturating_add(REQUEST_GAP_US);
+        start_us = start_us
+            .saturating_add(span_us)
+            .saturating_add(REQUEST_GAP_US);
     }
     out
 }
@@ -203,7 +205,11 @@ fn header(page_of: &ScopePage<'_>) -> String {
         .collect();
     header_row(&mut out, "seed", &escape(&seeds.join(", ")));
     let scope = trace.entries.first().map_or("", |e| e.scope.as_str());
-    header_row(&mut out, "scope", &format!("<code>{}</code>", escape(scope)));
+    header_row(
+        &mut out,
+        "scope",
+        &format!("<code>{}</code>", escape(scope)),
+    );
     let result = match page_of.failure {
         Some(message) => format!(
             "<span class=\"failed\">FAILED</span>: <pre>{}</pre>",
@@ -223,7 +229,11 @@ fn header(page_of: &ScopePage<'_>) -> String {
     let hash = format!("<code>{}</code>", escape(&trace.trace_hash));
     header_row(&mut out, "trace hash", &hash);
     if let Some(rerun) = page_of.rerun {
-        header_row(&mut out, "rerun", &format!("<code>{}</code>", escape(rerun)));
+        header_row(
+            &mut out,
+            "rerun",
+            &format!("<code>{}</code>", escape(rerun)),
+        );
     }
     out.push_str("</dl>\n");
     out
@@ -339,7 +349,9 @@ fn tool_text(entry: &ServedEntry) -> String {
     let mut text = format!(
         "{}({})",
         tool.name.as_deref().unwrap_or("?"),
-        tool.arguments.as_ref().map_or(String::new(), ToString::to_string)
+        tool.arguments
+            .as_ref()
+            .map_or(String::new(), ToString::to_string)
     );
     if let Some(id) = &tool.call_id {
         let _ = write!(text, " call {id}");
@@ -465,7 +477,10 @@ mod tests {
             data["requests"][1]["history_from"][0],
             serde_json::json!({"request": 0, "via": "tool call call_9"})
         );
-        assert_eq!(data["requests"][0]["faults"][0], "llm.stream_cut@llm.complete");
+        assert_eq!(
+            data["requests"][0]["faults"][0],
+            "llm.stream_cut@llm.complete"
+        );
         assert_eq!(data["events"].as_array().unwrap().len(), 4);
         assert_eq!(data["events"][2]["at_us"], 2000 + REQUEST_GAP_US);
         assert_eq!(data["events"][2]["request"], 1);

@@ -235,7 +235,8 @@ pub fn parse(text: &str) -> Result<ServedTrace, ServedError> {
     if arrival_known {
         read.sort_by_key(|entry| entry.arrival);
     }
-    let history_known = (read.iter()).any(|entry| entry.history.is_some() || entry.carried.is_some());
+    let history_known =
+        (read.iter()).any(|entry| entry.history.is_some() || entry.carried.is_some());
     let links = history_links(&read);
     Ok(ServedTrace {
         entries: read,
@@ -244,7 +245,10 @@ pub fn parse(text: &str) -> Result<ServedTrace, ServedError> {
         links,
         trace_hash: trace_hash.to_owned(),
         left_out: summary.get("left_out").and_then(Value::as_u64).unwrap_or(0),
-        evicted: summary.get("evicted").and_then(Value::as_bool).unwrap_or(false),
+        evicted: summary
+            .get("evicted")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     })
 }
 
@@ -336,7 +340,8 @@ pub fn history_links(entries: &[ServedEntry]) -> Vec<Vec<Link>> {
 mod tests {
     use super::*;
 
-    const SUMMARY: &str = r#"{"entries":3,"evicted":false,"left_out":0,"session_trace_hash":"abc"}"#;
+    const SUMMARY: &str =
+        r#"{"entries":3,"evicted":false,"left_out":0,"session_trace_hash":"abc"}"#;
 
     fn line(arrival: Option<u64>, path: &str, extra: &str) -> String {
         let arrival = arrival.map_or(String::new(), |a| format!(",\"arrival\":{a}"));
@@ -383,9 +388,9 @@ mod tests {
 
     #[test]
     fn a_history_links_to_the_response_it_came_from() {
-        let carried_call =
-            r#","carried":{"whole":false,"text":"","tool_calls":[{"id":"call_1","name":"refund","arguments":"{\"amou"}]}"#;
-        let carried_text = r#","carried":{"whole":true,"text":"The refund is done.","tool_calls":[]}"#;
+        let carried_call = r#","carried":{"whole":false,"text":"","tool_calls":[{"id":"call_1","name":"refund","arguments":"{\"amou"}]}"#;
+        let carried_text =
+            r#","carried":{"whole":true,"text":"The refund is done.","tool_calls":[]}"#;
         let history = r#","history":{"assistant":[{"text":"","tool_calls":[{"id":"call_1","name":"refund","arguments":"{}"}]},{"text":"The refund is done.","tool_calls":[]}],"tool_results":[{"call_id":"call_1"}]}"#;
         let tool = r#","tool":{"name":"refund","arguments":{},"call_id":"call_1","idempotency_key":null,"ran":true,"deduplicated":false}"#;
         let text = [
@@ -426,7 +431,10 @@ mod tests {
             ..ServedEntry::default()
         };
         assert!(carried_text(&entry, "Refund"), "equal texts link");
-        assert!(!carried_text(&entry, "Refund issued for order 7"), "too short a prefix");
+        assert!(
+            !carried_text(&entry, "Refund issued for order 7"),
+            "too short a prefix"
+        );
         entry.carried.as_mut().unwrap().text = "Refund issued for".into();
         assert!(carried_text(&entry, "Refund issued for order 7"));
         assert!(!carried_text(&entry, "Something else entirely"));
