@@ -374,10 +374,13 @@ def _picture(item, run, trace, report):
     directory = _html_dir(item.config)
     if directory is None or trace is None:
         return None
+    dst = getattr(run.server, "dst", None)
+    if not dst:
+        return "not written (the server names no dst binary to draw it with)"
     failure = (report.longreprtext or "").strip().splitlines()
     try:
         page = umi_report.write_picture(
-            run.server.dst, trace, directory, umi_report.picture_name(item.nodeid), item.nodeid,
+            dst, trace, directory, umi_report.picture_name(item.nodeid), item.nodeid,
             rerun=run.rerun_command, failure="\n".join(failure[-20:]) or "failed")
     except (OSError, RuntimeError) as error:
         return f"not written ({error})"
@@ -415,13 +418,16 @@ def pytest_runtest_makereport(item, call):
         if run is not None and report.failed:
             report.sections.append(("umi", failure_section(run)))
         return
+    keeping = item.config.getoption("umi_keep")
+    if not (report.failed or keeping or "expect_requests" in _marker_kwargs(item)):
+        return  # nothing to say: no trace read
     trace = _scope_trace(run)
     stale = _stale(item, run, trace)
     if stale and report.passed:
         report.outcome = "failed"
         report.longrepr = stale
     keep = umi_report.keep_marker(run.seed, trace) if trace is not None else None
-    if keep and item.config.getoption("umi_keep"):
+    if keep and keeping:
         item.config.stash[_KEPT_KEY].append((item.nodeid, keep))
     if not report.failed:
         return

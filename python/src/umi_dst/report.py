@@ -139,6 +139,8 @@ def sent_hashes(trace):
 def keep_marker(seed, trace):
     """The marker that keeps this run's seed as a regression, with its request hashes."""
     hashes = [digest[:KEEP_HASH_CHARS] for digest in sent_hashes(trace)[:KEEP_REQUESTS_MAX]]
+    if not hashes:
+        return f"@pytest.mark.umi(seed={seed})"  # no request: nothing to record
     listed = ", ".join(f'"{digest}"' for digest in hashes)
     return f"@pytest.mark.umi(seed={seed}, expect_requests=[{listed}])"
 
