@@ -1,12 +1,15 @@
 """How the plugin picks seeds and server flags, and how it refuses bad input.
 
-Nothing here talks to a model: seed derivation, the marker's parametrization (ids
-`seed=N`), the pins (`--umi-seed`, `UMI_SEED`) and overrides (`--umi-seeds`), the flags a
-marker becomes, and the message when no `dst` binary can be found.
+Seed derivation, the marker's parametrization (ids `seed=N`), the pins (`--umi-seed`,
+`UMI_SEED`) and their precedence over a marker's own `seed=`, the overrides
+(`--umi-seeds`), the flags a marker becomes, the message when no `dst` binary can be
+found, and kept seeds: `expect_requests=[...]` passes while the run sends those requests
+and fails as stale when a prompt change makes it send others.
 """
 
 import hashlib
 import os
+import re
 
 import pytest
 
@@ -89,7 +92,7 @@ def test_no_umi():
 
 
 def collected(result):
-    return sorted(line.strip() for line in result.outlines if "::" in line)
+    return sorted(line.strip() for line in result.outlines if "::" in line and not line.startswith("umi: "))
 
 
 def test_the_marker_parametrizes_seeds_with_readable_ids(inner, pytester):
@@ -111,16 +114,26 @@ def test_umi_seeds_and_seed_start_widen_a_sweep(inner, pytester, monkeypatch):
 
 
 @pytest.mark.parametrize("how", ["option", "env"])
-def test_a_pinned_seed_replaces_every_marker_seed(inner, pytester, monkeypatch, how):
+def test_a_pinned_seed_replaces_marker_seeds_and_only_the_option_a_kept_one(inner, pytester, monkeypatch, how):
     pytester.makepyfile(test_m=MARKED)
     if how == "env":
         monkeypatch.setenv("UMI_SEED", "0x2a")
         result = inner("--collect-only", "-q")
+        one = "test_m.py::test_one[seed=77]"  # a marker's own seed= is a kept regression
+        said = "umi: UMI_SEED=42 does not replace the marker's seed=77 of test_m.py::test_one"
     else:
         result = inner("--collect-only", "-q", "--umi-seed", "42")
-    assert collected(result) == [
+        one = "test_m.py::test_one[seed=42]"  # typed for this run: it wins, and says so
+        said = "umi: --umi-seed 42 replaces the marker's seed=77 of test_m.py::test_one"
+    assert collected(result) == sorted([
         "test_m.py::test_derived", "test_m.py::test_listed[seed=42]", "test_m.py::test_no_umi",
-        "test_m.py::test_one[seed=42]", "test_m.py::test_three[seed=42]"]
+        one, "test_m.py::test_three[seed=42]"])
+    assert said in result.stdout.str()
+    # The same seed as the marker's: nothing replaced, nothing said.
+    monkeypatch.setenv("UMI_SEED", "77")
+    result = inner("--collect-only", "-q", "-k", "one")
+    assert collected(result) == ["test_m.py::test_one[seed=77]"]
+    assert "umi:" not in result.stdout.str()
 
 
 def test_bad_settings_are_named(inner, pytester, monkeypatch):
@@ -186,3 +199,62 @@ def test_find_dst_honours_umi_dst(monkeypatch, tmp_path):
     monkeypatch.setattr(_binary, "_scripts_dirs", lambda: [str(tmp_path)])
     monkeypatch.setenv("PATH", os.defpath)
     assert find_dst() == str(binary)
+
+
+ASKS = """
+import json
+import urllib.request
+
+import pytest
+
+PROMPT = {prompt!r}
+
+def ask(umi):
+    body = json.dumps({{"model": "umi-sim", "messages": [{{"role": "user", "content": PROMPT}}]}}).encode()
+    request = urllib.request.Request(umi.openai_base_url + "/chat/completions", data=body,
+                                     headers={{"content-type": "application/json"}})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+{marker}
+def test_kept(umi):
+    assert ask(umi)["choices"]
+"""
+
+
+def test_a_kept_seed_is_stale_when_its_requests_change(inner, pytester):
+    # Record: --umi-keep prints the marker that keeps the seed, with its request hashes.
+    pytester.makepyfile(test_k=ASKS.format(prompt="Plan the week.", marker="@pytest.mark.umi(seed=5)"))
+    result = inner("-q", "--umi-keep")
+    result.assert_outcomes(passed=1)
+    keep = re.search(r"^test_k\.py::test_kept\[seed=5\]: (@pytest\.mark\.umi\(.*\))$",
+                     result.stdout.str(), re.M).group(1)
+    assert re.fullmatch(r'@pytest\.mark\.umi\(seed=5, expect_requests=\["[0-9a-f]{16}"\]\)', keep), keep
+
+    # Kept: the same run sends the same request, and passes.
+    pytester.makepyfile(test_k=ASKS.format(prompt="Plan the week.", marker=keep))
+    inner("-q").assert_outcomes(passed=1)
+
+    # The prompt changed: the seed now answers another request; the kept seed is stale.
+    pytester.makepyfile(test_k=ASKS.format(prompt="Plan the month.", marker=keep))
+    result = inner("-q")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    recorded = re.search(r'"([0-9a-f]{16})"', keep).group(1)
+    assert f"umi: stale kept seed 5: the run sent no request with hash {recorded}" in output, output
+    assert "answers are seeded by request hash" in output
+    assert re.search(r"^stale:   umi: stale kept seed 5", output, re.M), output
+    new = re.search(r"^keep:    (.*)$", output, re.M).group(1)
+    assert new.startswith("@pytest.mark.umi(seed=5, expect_requests=[") and recorded not in new
+
+
+def test_expect_requests_is_checked(inner, pytester):
+    for marker, says in (
+        ('@pytest.mark.umi(seeds=3, expect_requests=["0123456789abcdef"])', "expect_requests= belongs to a kept seed"),
+        ('@pytest.mark.umi(seed=3, expect_requests=["xyz"])', "'xyz' is not a request hash prefix"),
+        ('@pytest.mark.umi(seed=3, expect_requests="0123456789abcdef")', "give a non-empty list"),
+    ):
+        pytester.makepyfile(test_k=ASKS.format(prompt="p", marker=marker))
+        result = inner("--collect-only", "-q")
+        assert result.ret != 0
+        assert says in result.stdout.str() + result.stderr.str(), (marker, result.stdout.str())

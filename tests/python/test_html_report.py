@@ -8,7 +8,8 @@ for anything but the file itself; the replay page of a failing canary seed draws
 total as `dst replay --trace` prints, with its `#failure` marker; screenshots go to
 target/screenshots/. The largest run of a few seeds is rendered too and its load time
 printed (measured, not asserted; also written to target/screenshots/timings.txt and shown in
-the session's summary)."""
+the session's summary). The page the pytest plugin writes for a failed test (`dst
+trace-html` over a served scope) renders the same way."""
 
 import json
 import os
@@ -16,6 +17,8 @@ import pathlib
 import re
 import subprocess
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 from playwright.sync_api import sync_playwright
@@ -187,4 +190,51 @@ def test_a_large_run_loads(browser, out_dir, measured):
     with open(SHOTS / "timings.txt", "a") as timings:
         timings.write(line + "\n")
     opened.tab.screenshot(path=str(SHOTS / "replay-large.png"), full_page=False)
+    opened.tab.close()
+
+
+def served_request(server, scope, prompt):
+    """One chat request to `server` under seed 3 and `scope` (its status, read or not)."""
+    body = json.dumps({"model": "umi-sim", "messages": [{"role": "user", "content": prompt}]}).encode()
+    request = urllib.request.Request(f"{server.url}/seed/3/scope/{scope}/v1/chat/completions", data=body,
+                                     headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_a_pytest_seeds_page_draws_its_requests_and_faults(browser, out_dir):
+    """The page the pytest plugin writes on a failure (`umi_dst.report.write_picture`,
+    i.e. `dst trace-html`): a scope of three rate-limited requests (one a retry), drawn
+    with one mark per event in its lane and one row per request."""
+    from umi_dst import Server
+    from umi_dst.report import write_picture
+
+    with Server(["--faults", "llm.rate_limit=1.0"], dst=DST) as server:
+        statuses = [served_request(server, "pic", prompt)
+                    for prompt in ("Plan the week.", "Plan the week.", "Plan the month.")]
+        assert statuses == [429, 429, 429]
+        trace = server.trace("pic")
+    page = write_picture(DST, trace, str(out_dir), "pytest-page", "test_agent.py::test_plan[seed=3]",
+                         rerun="UMI_SEED=3 pytest -p umi_dst.plugin 'test_agent.py::test_plan[seed=3]'",
+                         failure="AssertionError: the plan is empty")
+    opened = Opened(browser, pathlib.Path(page))
+    opened.check_clean()
+    data = opened.embedded("trace")
+    assert len(data["requests"]) == 3 == opened.tab.locator("#requests tbody tr").count()
+    assert sorted((r["path"], r["occurrence"], r["status"]) for r in data["requests"]) == [
+        ("/v1/chat/completions", 0, 429), ("/v1/chat/completions", 0, 429), ("/v1/chat/completions", 1, 429)]
+    fired = [f.split("@")[0] for r in data["requests"] for f in r["faults"]]
+    assert fired == ["llm.rate_limit"] * 3
+    expected = {lane: 0 for lane in LANES}
+    for event in data["events"]:
+        expected[event["lane"]] += 1
+    drawn = opened.marks_by_lane()
+    assert {lane: drawn.get(lane, 0) for lane in LANES} == expected
+    assert expected["faults"] >= 3 and len(data["events"]) == data["events_recorded"]
+    assert opened.tab.locator("#failure").count() == 1
+    opened.tab.screenshot(path=str(SHOTS / "pytest-page.png"), full_page=True)
     opened.tab.close()

@@ -31,9 +31,11 @@ export function shellQuote(text) {
 
 /**
  * The command that reruns `testName` of `file` under `runner` on `seed`. `nodeOptions`
- * (Jest on ES modules needs NODE_OPTIONS=--experimental-vm-modules) goes first when given.
+ * (Jest on ES modules needs NODE_OPTIONS=--experimental-vm-modules) goes first when given,
+ * and before it `dst` (the binary the run used, when it came from UMI_DST) as `UMI_DST=`,
+ * so that the line works as printed in a shell that has neither.
  */
-export function replayCommand({ runner, file, testName, seed, nodeOptions }) {
+export function replayCommand({ runner, file, testName, seed, nodeOptions, dst }) {
   if (!RUNNERS.includes(runner)) {
     throw new TypeError(`replayLine: runner must be one of ${RUNNERS.join(', ')}, got ${JSON.stringify(runner)}`);
   }
@@ -51,7 +53,8 @@ export function replayCommand({ runner, file, testName, seed, nodeOptions }) {
     jest: `npx jest ${where} -t ${pattern}`,
   }[runner];
   const options = nodeOptions ? `NODE_OPTIONS=${shellQuote(nodeOptions)} ` : '';
-  return `UMI_SEED=${seed} ${options}${command}`;
+  const binary = dst ? `UMI_DST=${shellQuote(dst)} ` : '';
+  return `${binary}UMI_SEED=${seed} ${options}${command}`;
 }
 
 /** `file` relative to the working directory when it lies under it. */
@@ -111,6 +114,8 @@ export function testContext(options) {
     runner === 'jest' && /--experimental-vm-modules/.test(env.NODE_OPTIONS ?? '')
       ? '--experimental-vm-modules'
       : undefined;
+  // The binary came from UMI_DST (startServer's default): the replay line carries it.
+  const dst = env.UMI_DST ? path.resolve(env.UMI_DST) : undefined;
 
   const context = {
     testId,
@@ -179,7 +184,7 @@ export function testContext(options) {
     },
     /** The command that reruns this test on this seed. */
     replayLine(testName = defaultName) {
-      return replayCommand({ runner, file, testName, seed, nodeOptions });
+      return replayCommand({ runner, file, testName, seed, nodeOptions, dst });
     },
     /**
      * What a failure report says: seed, scope, the faults that fired, the replay line.

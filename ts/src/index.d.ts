@@ -222,7 +222,15 @@ export interface TestContext {
 }
 
 export function testContext(options: TestContextOptions): TestContext;
-export function replayCommand(options: { runner: Runner; file: string; testName: string; seed: string }): string;
+export function replayCommand(options: {
+  runner: Runner;
+  file: string;
+  testName: string;
+  seed: string;
+  nodeOptions?: string;
+  /** The binary, when it came from UMI_DST: the line starts `UMI_DST=...`. */
+  dst?: string;
+}): string;
 export function namePattern(name: string): string;
 export function shellQuote(text: string): string;
 

@@ -20,6 +20,7 @@ import {
   isScope,
   testContext,
   replayCommand,
+  shellQuote,
   namePattern,
   startServer,
   findDst,
@@ -129,6 +130,11 @@ describe('testContext', () => {
   });
 });
 
+/** What a replay line starts with when the binary came from UMI_DST. */
+function dstPrefix() {
+  return process.env.UMI_DST ? `UMI_DST=${shellQuote(path.resolve(process.env.UMI_DST))} ` : '';
+}
+
 describe('replay lines', () => {
   test('one line per runner, the test name matched exactly and shell-quoted', () => {
     const name = "it's (x)";
@@ -145,6 +151,10 @@ describe('replay lines', () => {
       "UMI_SEED=1 npx jest a.test.js -t '(^| )n$'",
     );
     assert.throws(() => replayCommand({ runner: 'node', file: '', testName: 'n', seed: '1' }), /no test file known/);
+    assert.equal(
+      replayCommand({ runner: 'node', file: 'a.mjs', testName: 'n', seed: '1', dst: '/opt/my dst' }),
+      "UMI_DST='/opt/my dst' UMI_SEED=1 node --test --test-name-pattern '(^| )n$' a.mjs",
+    );
   });
 
   test('the pattern matches the name alone or after its suites, and nothing longer', () => {
@@ -171,7 +181,8 @@ describe('replay lines', () => {
     const { stdout } = await run('sh', ['-c', first], { cwd: packageDir, env: { ...cleanEnv, REPLAY_OUT: out } });
     assert.match(stdout, /RAN inner seed=77/);
     assert.doesNotMatch(stdout, /RAN one|RAN the other/);
-    assert.equal(readFileSync(out, 'utf8'), first);
+    // The test's own line carries UMI_DST when the binary came from there.
+    assert.equal(readFileSync(out, 'utf8'), `${dstPrefix()}${first}`);
   });
 });
 
@@ -344,7 +355,7 @@ describe('adapters', () => {
       assert.ok(error instanceof assert.AssertionError);
       assert.match(error.message, /umi seed: \d+ \(from (test id|UMI_SEED)\)/);
       assert.match(error.message, /umi faults fired: llm.rate_limit@llm.call, llm.stream_cut@llm.stream/);
-      assert.match(error.message, /umi replay: UMI_SEED=\d+ node --test --test-name-pattern '\(\^\| \)agent \\\(retries\\\)\$' /);
+      assert.match(error.message, /umi replay: (UMI_DST=\S+ )?UMI_SEED=\d+ node --test --test-name-pattern '\(\^\| \)agent \\\(retries\\\)\$' /);
       assert.match(error.stack.split('\n    at ')[0], /umi replay:/);
       return true;
     });
@@ -373,7 +384,7 @@ describe('adapters', () => {
     };
     const umi = forVitest(server, { task, onTestFailed: (fn) => (onFailed = fn) });
     assert.equal(umi.testId, 'test/agent.test.ts::agent answers');
-    assert.equal(umi.replayLine(), `UMI_SEED=${umi.seed} npx vitest run test/agent.test.ts -t '(^| )agent answers$'`);
+    assert.equal(umi.replayLine(), `${dstPrefix()}UMI_SEED=${umi.seed} npx vitest run test/agent.test.ts -t '(^| )agent answers$'`);
     const result = { errors: [{ message: 'expected 1 to be 2' }] };
     await onFailed(result);
     assert.match(result.errors[0].message, /^expected 1 to be 2\n\numi seed: /);
@@ -412,7 +423,7 @@ describe('adapters', () => {
     await assert.rejects(body(), (error) => {
       assert.ok(error instanceof TypeError);
       assert.match(error.message, /^no tool call\n\numi seed: /);
-      assert.ok(error.message.includes(`umi replay: UMI_SEED=${seen.seed} npx jest test/agent.test.js -t '(^| )agent answers$'`));
+      assert.ok(error.message.includes(`umi replay: ${dstPrefix()}UMI_SEED=${seen.seed} npx jest test/agent.test.js -t '(^| )agent answers$'`));
       // Jest prints the stack: the report comes once, before the first frame.
       assert.ok(error.stack.startsWith(`TypeError: no tool call\n\numi seed: ${seen.seed}`));
       assert.equal(error.stack.split('umi seed').length, 2);

@@ -8,14 +8,20 @@ Registered through the `pytest11` entry point of the `umi-dst` wheel (or load it
 * the `umi` marker: `@pytest.mark.umi(seeds=20, faults="llm.stream_cut=0.3",
   time_scale=0, endpoints=[...], models=[...], args=[...], seed=N)`: the test runs once
   per seed (ids `seed=N`) against a server started with those flags;
-* on failure, a report section with the seed, the faults that fired in the run, and the
-  command that reruns that test on that seed.
+* on failure, a report section with the seed, the faults that fired in the run, the
+  command that reruns that test on that seed (`report.rerun_line`), a picture of the run
+  (`html:`, drawn by `dst trace-html` under `--umi-html-dir`) and the marker that keeps
+  the seed as a regression (`keep:`);
+* kept seeds checked: `expect_requests=[...]` on a `seed=` marker names the request
+  hashes the kept run sent; a run that no longer sends one fails as stale.
 
-Seeds: `--umi-seed N` / `UMI_SEED=N` pins every test to seed N (that is what the rerun
-command uses); else the marker's `seed=` or `seeds=`; else the first 8 bytes of
-sha256(test node id). `seeds=N` means seeds S..S+N-1 with S = `--umi-seed-start`
-(`UMI_SEED_START`, default 1); `--umi-seeds` (`UMI_SEEDS`) replaces every marker's N
-(a nightly can sweep more seeds than CI).
+Seeds, strongest first: `--umi-seed N` on the command line (typed for this run: it
+replaces even a marker's `seed=`, and the session header names the tests it re-seeded);
+the marker's `seed=N` (a kept regression: `UMI_SEED` does not replace it, and the header
+says so); `UMI_SEED=N` (what the rerun line uses); the marker's `seeds=`; else the first
+8 bytes of sha256(test node id). `seeds=N` means seeds S..S+N-1 with S =
+`--umi-seed-start` (`UMI_SEED_START`, default 1); `--umi-seeds` (`UMI_SEEDS`) replaces
+every marker's N (a nightly can sweep more seeds than CI).
 
 Servers: one `dst serve --bind 127.0.0.1:0` per distinct set of flags, started when a
 test first needs it, stopped with SIGTERM at the end of the session and required to
@@ -28,12 +34,17 @@ import shlex
 
 import pytest
 
+from . import report as umi_report
 from ._binary import DstNotFound
 from .run import Umi, derive_seed, describe, parse_seed
 from .server import Server, ServeError, ServeRefused
 
-MARKER_KEYS = ("seeds", "seed", "faults", "time_scale", "endpoints", "models", "args")
+MARKER_KEYS = ("seeds", "seed", "faults", "time_scale", "endpoints", "models", "args", "expect_requests")
+# Marker keys that are not `dst serve` flags.
+NOT_SERVE_KEYS = ("seed", "seeds", "expect_requests")
 _RUN_KEY = pytest.StashKey()
+_OVERRIDES_KEY = pytest.StashKey()
+_KEPT_KEY = pytest.StashKey()
 
 
 def pytest_addoption(parser):
@@ -44,14 +55,22 @@ def pytest_addoption(parser):
                     help="run every @pytest.mark.umi(seeds=...) test on N seeds instead; env UMI_SEEDS")
     group.addoption("--umi-seed-start", default=None, metavar="S",
                     help="first seed of a seeds=N marker (default 1); env UMI_SEED_START")
+    group.addoption("--umi-html-dir", default=None, metavar="DIR",
+                    help="where a failed umi test's picture goes (default: .umi/html under the rootdir); "
+                         "env UMI_HTML_DIR; 'off' writes none")
+    group.addoption("--umi-keep", action="store_true", default=False,
+                    help="print, for every umi test run, the marker that keeps its seed with its request hashes")
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        "umi(seeds=N or [..], seed=N, faults={aim: p} or 'aim=p,..' (aim: KIND[@OPERATION][#N[..]]), time_scale=X, endpoints=[..], "
-        "models=[..], args=[..]): run the test on N seeds against `dst serve` started with these flags",
+        "umi(seeds=N or [..], seed=N, faults={aim: p} or 'aim=p,..' (aim: KIND[@OPERATION][#N[..]]), "
+        "time_scale=X, endpoints=[..], models=[..], args=[..], expect_requests=[..]): run the test on N seeds "
+        "against `dst serve` started with these flags",
     )
+    config.stash[_OVERRIDES_KEY] = {}
+    config.stash[_KEPT_KEY] = []
 
 
 def _setting(config, option, env):
@@ -68,6 +87,12 @@ def _setting(config, option, env):
 def pinned_seed(config):
     value, source = _setting(config, "umi_seed", "UMI_SEED")
     return None if value is None else _checked(parse_seed, value, source)
+
+
+def _option_seed(config):
+    """`--umi-seed`, when given on the command line."""
+    value = config.getoption("umi_seed")
+    return None if value is None else _checked(parse_seed, value, "--umi-seed")
 
 
 def _checked(parse, value, source):
@@ -192,11 +217,23 @@ def _seeds_of(config, kwargs, where):
         raise ValueError(f"{where}: give seed= or seeds=, not both")
     if "seed" not in kwargs and "seeds" not in kwargs:
         return None  # the `umi_seed` fixture: pinned or derived from the node id
+    if "expect_requests" in kwargs:
+        if "seed" not in kwargs:
+            raise ValueError(f"{where}: expect_requests= belongs to a kept seed: give seed=N with it")
+        umi_report.check_expect_requests(kwargs["expect_requests"], where)
+    if "seed" in kwargs:
+        # A marker's own seed is a kept regression: only the command line replaces it.
+        marked = parse_seed(kwargs["seed"], f"{where}: seed")
+        pinned = pinned_seed(config)
+        if pinned is not None and pinned != marked:
+            how = "--umi-seed" if _option_seed(config) is not None else "UMI_SEED"
+            config.stash[_OVERRIDES_KEY][where] = (how, marked, pinned)
+            if how == "--umi-seed":
+                return [pinned]
+        return [marked]
     pinned = pinned_seed(config)
     if pinned is not None:
         return [pinned]
-    if "seed" in kwargs:
-        return [parse_seed(kwargs["seed"], f"{where}: seed")]
     seeds = kwargs.get("seeds")
     if seeds is None:
         return None
@@ -225,7 +262,7 @@ def pytest_generate_tests(metafunc):
         raise pytest.UsageError(f"{where}: @pytest.mark.umi is on a test that does not use the `umi` fixture")
     try:
         seeds = _seeds_of(metafunc.config, kwargs, where)
-        serve_flags(**{k: v for k, v in kwargs.items() if k not in ("seed", "seeds")}, where=where)
+        serve_flags(**{k: v for k, v in kwargs.items() if k not in NOT_SERVE_KEYS}, where=where)
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
     if seeds is not None:
@@ -273,16 +310,23 @@ def umi_seed(request):
     return derive_seed(request.node.nodeid)
 
 
-def rerun_command(item, seed):
-    """The shell command that reruns `item` on `seed`, from where pytest was started."""
-    path, sep, rest = item.nodeid.partition("::")
-    root = item.config.rootpath
-    where = item.config.invocation_params.dir
-    try:
-        relative = os.path.relpath(root / path, where)
-    except ValueError:  # another drive, on Windows
-        relative = str(root / path)
-    return f"UMI_SEED={seed} pytest {shlex.quote(relative + sep + rest)}"
+def rerun_command(item, seed, dst=None):
+    """The shell command that reruns `item` on `seed`, as printed, from where pytest was
+    started (`report.rerun_line`: plugin, binary, package path and test path included)."""
+    return umi_report.rerun_line(item, seed, dst)
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    """Says which marker seeds a pin replaced (`--umi-seed`) or did not (`UMI_SEED`)."""
+    overrides = config.stash.get(_OVERRIDES_KEY, {})
+    lines = []
+    for where, (how, marked, pinned) in sorted(overrides.items()):
+        if how == "--umi-seed":
+            lines.append(f"umi: --umi-seed {pinned} replaces the marker's seed={marked} of {where}")
+        else:
+            lines.append(f"umi: UMI_SEED={pinned} does not replace the marker's seed={marked} of {where} "
+                         f"(a kept seed; --umi-seed does)")
+    return lines
 
 
 @pytest.fixture
@@ -290,7 +334,7 @@ def umi(request, umi_servers, umi_seed):
     """This test's `Umi`: seed, a fresh scope, base URLs, headers, trace, checks."""
     kwargs = _marker_kwargs(request.node)
     try:
-        flags = serve_flags(**{k: v for k, v in kwargs.items() if k not in ("seed", "seeds")},
+        flags = serve_flags(**{k: v for k, v in kwargs.items() if k not in NOT_SERVE_KEYS},
                             where=request.node.nodeid)
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
@@ -304,7 +348,8 @@ def umi(request, umi_servers, umi_seed):
                     f"{' '.join(flags) or '(none)'}: {error.reason}", pytrace=False)
     except ServeError as error:
         pytest.fail(f"umi: {error}", pytrace=False)
-    run = Umi(server, umi_seed, node_id=request.node.nodeid, rerun_command=rerun_command(request.node, umi_seed))
+    run = Umi(server, umi_seed, node_id=request.node.nodeid,
+              rerun_command=rerun_command(request.node, umi_seed, getattr(server, "dst", None)))
     request.node.stash[_RUN_KEY] = run
     return run
 
@@ -329,8 +374,9 @@ def _describe_run(run, lines, label):
         lines.append(f"{label}cut:     {len(cut)} stream(s) did not end whole")
 
 
-def failure_section(run):
-    """The report text of a failed run: seed, server, the faults that fired, the rerun."""
+def failure_section(run, html=None, keep=None, stale=None):
+    """The report text of a failed run: seed, server, the faults that fired, the rerun,
+    and (when given) its picture, the marker that keeps its seed, and why it is stale."""
     lines = [f"seed:    {run.seed}",
              f"scope:   {run.scope}",
              f"server:  dst serve {' '.join(shlex.quote(f) for f in run.server.flags)}".rstrip()]
@@ -340,16 +386,102 @@ def failure_section(run):
         lines.append(f"new_scope #{number}: seed {child.seed}, scope {child.scope}{where}")
         _describe_run(child, lines, "  ")
     lines.append(f"rerun:   {run.rerun_command}")
+    if html:
+        lines.append(f"html:    {html}")
+    if keep:
+        lines.append(f"keep:    {keep}")
+    if stale:
+        lines.append(f"stale:   {stale}")
     return "\n".join(lines)
+
+
+def _html_dir(config):
+    """Where pictures go, or None when `off`."""
+    value, _source = _setting(config, "umi_html_dir", "UMI_HTML_DIR")
+    if value is None:
+        return os.path.join(str(config.rootpath), ".umi", "html")
+    if value.strip().lower() == "off":
+        return None
+    return os.path.join(str(config.invocation_params.dir), value)
+
+
+def _shown(config, path):
+    """`path` relative to where pytest was started, when it lies under it."""
+    relative = os.path.relpath(path, str(config.invocation_params.dir))
+    return path if relative.startswith("..") else relative
+
+
+def _picture(item, run, trace, report):
+    """Writes the run's picture; the report line (a path, or why there is none)."""
+    directory = _html_dir(item.config)
+    if directory is None or trace is None:
+        return None
+    dst = getattr(run.server, "dst", None)
+    if not dst:
+        return "not written (the server names no dst binary to draw it with)"
+    failure = (report.longreprtext or "").strip().splitlines()
+    try:
+        page = umi_report.write_picture(
+            dst, trace, directory, umi_report.picture_name(item.nodeid), item.nodeid,
+            rerun=run.rerun_command, failure="\n".join(failure[-20:]) or "failed")
+    except (OSError, RuntimeError) as error:
+        return f"not written ({error})"
+    return _shown(item.config, page)
+
+
+def _scope_trace(run):
+    """The run's trace, or None when the server is gone or does not answer."""
+    if getattr(run.server, "stopped", False):
+        return None
+    try:
+        return run.trace()
+    except ServeError:
+        return None
+
+
+def _stale(item, run, trace):
+    """The stale-seed message when the marker's `expect_requests` no longer match."""
+    expected = _marker_kwargs(item).get("expect_requests")
+    if expected is None or trace is None:
+        return None
+    expected = umi_report.check_expect_requests(expected, item.nodeid)
+    missing = umi_report.stale_requests(expected, trace)
+    if not missing:
+        return None
+    return umi_report.stale_message(run.seed, missing, expected, trace)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    run = item.stash.get(_RUN_KEY, None)
+    if run is None or report.when != "call":
+        if run is not None and report.failed:
+            report.sections.append(("umi", failure_section(run)))
+        return
+    keeping = item.config.getoption("umi_keep")
+    if not (report.failed or keeping or "expect_requests" in _marker_kwargs(item)):
+        return  # nothing to say: no trace read
+    trace = _scope_trace(run)
+    stale = _stale(item, run, trace)
+    if stale and report.passed:
+        report.outcome = "failed"
+        report.longrepr = stale
+    keep = umi_report.keep_marker(run.seed, trace) if trace is not None else None
+    if keep and keeping:
+        item.config.stash[_KEPT_KEY].append((item.nodeid, keep))
     if not report.failed:
         return
-    run = item.stash.get(_RUN_KEY, None)
-    if run is None:
+    html = _picture(item, run, trace, report)
+    report.sections.append(("umi", failure_section(run, html=html, keep=keep, stale=stale)))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """`--umi-keep`: the marker that keeps each run's seed, with its request hashes."""
+    kept = config.stash.get(_KEPT_KEY, [])
+    if not kept:
         return
-    report.sections.append(("umi", failure_section(run)))
+    terminalreporter.section("umi: markers that keep these seeds")
+    for node_id, keep in kept:
+        terminalreporter.write_line(f"{node_id}: {keep}")

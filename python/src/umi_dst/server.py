@@ -45,7 +45,8 @@ EXIT_CODE_BAD_ARGUMENTS = 2
 
 class Trace(list):
     """The entries one scope (or the whole session) of a server recorded, in the server's
-    stable order (not arrival order: the same run gives the same trace).
+    stable order (not arrival order: the same run gives the same trace; `arrival`, where
+    the server records it, is the order it received them: `in_arrival_order()`).
 
     Each entry is the server's JSON object as a `dict`: `seed`, `scope`, `endpoint`,
     `path`, `request_hash`, `occurrence`, `run_seed`, `status`, `end`, `cut`, `faults`
@@ -75,6 +76,20 @@ class Trace(list):
     def cut(self):
         """The entries whose body did not end as a whole answer ends (`cut: true`)."""
         return [entry for entry in self if entry.get("cut")]
+
+    def in_arrival_order(self):
+        """The entries sorted by `arrival` when every entry has one (a server that records
+        it), else in the log's order."""
+        if all(isinstance(entry.get("arrival"), int) for entry in self):
+            return sorted(self, key=lambda entry: entry["arrival"])
+        return list(self)
+
+    def to_jsonl(self):
+        """The trace as the server sent it: one JSON line per entry, then the summary
+        (what `dst trace-html` reads)."""
+        lines = [json.dumps(entry, ensure_ascii=False) for entry in self]
+        lines.append(json.dumps(self.summary, ensure_ascii=False))
+        return "\n".join(lines) + "\n"
 
 
 class Server:

@@ -1,5 +1,5 @@
-//! The `dst` command: `list`, `sweep`, `replay`, `minimize`, `merge`, `compare`, `size`, `find`
-//! and `serve` (a file each), as a library function so your own project gets its own
+//! The `dst` command: `list`, `sweep`, `replay`, `minimize`, `merge`, `compare`, `size`, `find`,
+//! `trace-html` and `serve` (a file each), as a library function so your own project gets its own
 //! `dst` in three lines:
 //!
 //! ```no_run
@@ -20,6 +20,7 @@ mod minimize;
 mod replay;
 mod size;
 mod sweep;
+mod trace_html;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -65,6 +66,9 @@ enum Command {
     Size(size::SizeArgs),
     /// Find a seed whose run injects given fault kinds (to replace a stale kept seed).
     Find(crate::find::FindArgs),
+    /// Draw a `dst serve` scope's saved trace (`GET /umi/trace?scope=S`) as an HTML page,
+    /// the run page's parts over the scope's requests in arrival order.
+    TraceHtml(trace_html::TraceHtmlArgs),
     /// Serve the simulated model over real HTTP (OpenAI, Responses, Anthropic, Ollama,
     /// Gemini formats in any profile) and an MCP server, seeded per request, for agents
     /// in any language.
@@ -148,6 +152,7 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
         Command::Compare(args) => compare::run(&args),
         Command::Size(args) => size::run(&scenarios, &args),
         Command::Find(args) => crate::find::run(&scenarios, &args, &program),
+        Command::TraceHtml(args) => trace_html::run(&args),
         #[cfg(feature = "serve")]
         Command::Serve(args) => crate::serve_cli::run(&args, &scenarios),
         #[cfg(feature = "serve")]

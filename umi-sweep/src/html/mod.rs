@@ -11,10 +11,14 @@
 //!   and the SVG timeline on simulated time;
 //! - [`run_page`]: one run's page (header, timeline, failure marker, event table, and a
 //!   determinism check's two traces side by side);
-//! - [`sweep_page`]: a sweep report's page, one function per section.
+//! - [`sweep_page`]: a sweep report's page, one function per section;
+//! - [`served`] and [`scope_page`]: a `dst serve` scope's saved trace read back, and its
+//!   page (`dst trace-html`, what the pytest plugin writes on a failure).
 
 pub mod outcome_sections;
 pub mod run_page;
+pub mod scope_page;
+pub mod served;
 pub mod sweep_page;
 pub mod timeline;
 

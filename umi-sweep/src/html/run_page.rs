@@ -14,7 +14,7 @@ use serde::Serialize;
 use umi_dst::simulation::SeedRun;
 use umi_dst::trace::{TraceEvent, first_divergence};
 
-use super::timeline::{self, Lane, TimelineInput, at_us, lane_of, seconds_text};
+use super::timeline::{self, Lane, Mark, TimelineInput, at_us, lane_of, seconds_text};
 use super::{escape, json_script, page};
 
 /// The most events a page draws and lists (a longer trace is cut, and the page says so).
@@ -66,12 +66,13 @@ pub fn render(page_of: &RunPage<'_>) -> Result<String, String> {
     let run = page_of.run;
     let kept = kept_events(run);
     let drawn = &kept[..kept.len().min(HTML_EVENTS_MAX)];
+    let marks: Vec<Mark<'_>> = drawn.iter().map(Mark::from).collect();
     let mut body = header(page_of);
-    body.push_str(&timeline_section(run, drawn, kept));
+    body.push_str(&timeline_section(run, &marks, kept));
     if let Some(second) = page_of.second {
         body.push_str(&divergence_section(kept, kept_events(second)));
     }
-    body.push_str(&events_table(drawn));
+    body.push_str(&events_table(&marks));
     body.push_str(&json_script("trace", &trace_data(page_of, drawn))?);
     let title = format!("{} seed {}", page_of.scenario, run.seed);
     Ok(page(&title, &body))
@@ -99,7 +100,7 @@ fn trace_data<'a>(page_of: &RunPage<'a>, drawn: &'a [TraceEvent]) -> TraceData<'
 }
 
 /// A `<dt>`/`<dd>` pair; `value_html` is already HTML.
-fn header_row(out: &mut String, name: &str, value_html: &str) {
+pub(super) fn header_row(out: &mut String, name: &str, value_html: &str) {
     let _ = writeln!(out, "<dt>{}</dt><dd>{value_html}</dd>", escape(name));
 }
 
@@ -213,7 +214,7 @@ fn sim_elapsed_us(run: &SeedRun) -> u64 {
 }
 
 /// The timeline, with a note when events were left out.
-fn timeline_section(run: &SeedRun, drawn: &[TraceEvent], kept: &[TraceEvent]) -> String {
+fn timeline_section(run: &SeedRun, drawn: &[Mark<'_>], kept: &[TraceEvent]) -> String {
     let failure_at_us = kept.last().map_or(0, at_us);
     let failure_text = (run.failure.as_ref()).map(|(class, message)| format!("{class}: {message}"));
     let svg = timeline::svg(&TimelineInput {
@@ -233,7 +234,7 @@ fn timeline_section(run: &SeedRun, drawn: &[TraceEvent], kept: &[TraceEvent]) ->
 }
 
 /// How many events are drawn, and why any are missing.
-fn left_out_note(run: &SeedRun, drawn: &[TraceEvent], kept: &[TraceEvent]) -> String {
+fn left_out_note(run: &SeedRun, drawn: &[Mark<'_>], kept: &[TraceEvent]) -> String {
     let mut note = format!(
         "{} of {} events drawn; hover a mark for its kind and detail.",
         drawn.len(),
@@ -255,19 +256,19 @@ fn left_out_note(run: &SeedRun, drawn: &[TraceEvent], kept: &[TraceEvent]) -> St
 }
 
 /// One table cell per field of an event: index, time, lane, kind, detail.
-fn event_cells(event: &TraceEvent) -> String {
+fn event_cells(event: &Mark<'_>) -> String {
     format!(
         "<td class=\"mono\">{}</td><td class=\"mono\">{}</td><td>{}</td><td class=\"mono\">{}</td><td><pre>{}</pre></td>",
         event.index,
-        escape(&seconds_text(at_us(event))),
+        escape(&seconds_text(event.at_us)),
         lane_of(event.kind).name(),
         escape(event.kind),
-        escape(&event.detail)
+        escape(event.detail)
     )
 }
 
-/// The drawn events as a table.
-fn events_table(drawn: &[TraceEvent]) -> String {
+/// The drawn events as a table (a run's, or a served scope's: `scope_page`).
+pub(super) fn events_table(drawn: &[Mark<'_>]) -> String {
     let mut out = String::with_capacity(drawn.len() * 200 + 256);
     out.push_str("<h2>Events</h2>\n<table id=\"events\">\n<thead><tr><th>#</th><th>time</th><th>lane</th><th>kind</th><th>detail</th></tr></thead>\n<tbody>\n");
     for event in drawn {

@@ -162,11 +162,37 @@ pub fn at_us(event: &TraceEvent) -> u64 {
     u64::try_from(event.at.as_micros()).unwrap_or(u64::MAX)
 }
 
+/// One event as the timeline and the event table draw it: the fields of a
+/// [`TraceEvent`] they read, borrowed, so that a run's events and a served request's
+/// events read back from JSON (`dst trace-html`) are drawn by the same code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark<'a> {
+    /// Position in what is drawn, from 0.
+    pub index: u64,
+    /// Simulated time, microseconds.
+    pub at_us: u64,
+    /// Dotted kind (`llm.call`, `fault`, ...): it picks the lane.
+    pub kind: &'a str,
+    /// What happened.
+    pub detail: &'a str,
+}
+
+impl<'a> From<&'a TraceEvent> for Mark<'a> {
+    fn from(event: &'a TraceEvent) -> Self {
+        Self {
+            index: event.index,
+            at_us: at_us(event),
+            kind: event.kind,
+            detail: &event.detail,
+        }
+    }
+}
+
 /// What the timeline draws.
 #[derive(Debug, Clone, Copy)]
 pub struct TimelineInput<'a> {
     /// The events to draw, each in its lane.
-    pub events: &'a [TraceEvent],
+    pub events: &'a [Mark<'a>],
     /// The injections that fired, drawn on the fault lane.
     pub injections: &'a [Injection],
     /// The failure message and when it was seen, drawn as a vertical marker.
@@ -178,7 +204,7 @@ pub struct TimelineInput<'a> {
 
 /// The timeline as an `<svg>` element.
 pub fn svg(input: &TimelineInput<'_>) -> String {
-    let last_us = input.events.last().map_or(0, at_us);
+    let last_us = input.events.last().map_or(0, |mark| mark.at_us);
     let scale = Scale {
         span_us: input.sim_elapsed_us.max(last_us).max(1),
         plot_width_px: plot_width_px(input.events.len()),
@@ -255,9 +281,9 @@ pub fn seconds_text(at_us: u64) -> String {
 }
 
 /// One event's mark: a bar in its lane (a diamond on the fault lane), with its tooltip.
-fn event_mark(out: &mut String, event: &TraceEvent, scale: Scale) {
+fn event_mark(out: &mut String, event: &Mark<'_>, scale: Scale) {
     let lane = lane_of(event.kind);
-    let x = scale.x_px(at_us(event));
+    let x = scale.x_px(event.at_us);
     let top = lane_top_px(lane);
     let title = escape(&format!("{} {}", event.kind, event.detail));
     let attributes = format!(
@@ -326,8 +352,6 @@ fn failure_marker(out: &mut String, message: &str, at_us: u64, scale: Scale, bot
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     /// Every kind the code records today (`grep -rn 'record(' umi-dst/src umi-core/src
@@ -387,10 +411,13 @@ mod tests {
         }
     }
 
-    fn event(index: u64, at_ms: u64, kind: &'static str, detail: &str) -> TraceEvent {
-        let detail = detail.to_owned();
-        let record = umi_dst::trace::TraceKind::Named { kind, detail };
-        TraceEvent::new(index, Duration::from_millis(at_ms), record)
+    fn event(index: u64, at_ms: u64, kind: &'static str, detail: &'static str) -> Mark<'static> {
+        Mark {
+            index,
+            at_us: at_ms * 1000,
+            kind,
+            detail,
+        }
     }
 
     #[test]
