@@ -7,7 +7,7 @@ gives the same bytes, every time. See python/README.md in the Umi repository.
 """
 
 from ._binary import DstNotFound, find_dst
-from .run import TruncatedAnswer, Umi, derive_seed
+from .run import ActedOnCut, TruncatedAnswer, UnpairedToolResults, Umi, derive_seed
 from .server import Server, ServeError, Trace
 
-__all__ = ["DstNotFound", "ServeError", "Server", "Trace", "TruncatedAnswer", "Umi", "derive_seed", "find_dst"]
+__all__ = ["ActedOnCut", "DstNotFound", "ServeError", "Server", "Trace", "TruncatedAnswer", "Umi", "UnpairedToolResults", "derive_seed", "find_dst"]

@@ -91,6 +91,16 @@ pub(crate) fn conversation_hash(
     path: &str,
     request: &HttpRequest,
 ) -> [u8; 32] {
+    read_conversation(endpoint, path, request).0
+}
+
+/// [`conversation_hash`], and the conversation as the format's server parsed it (`None`
+/// for a body it refuses): what the log's `history` digests.
+pub(crate) fn read_conversation(
+    endpoint: &EndpointSpec,
+    path: &str,
+    request: &HttpRequest,
+) -> ([u8; 32], Option<umi_core::llm::CompletionRequest>) {
     let format = crate::network::server_format(endpoint.profile.format());
     // A request read off the wire has no URL yet; a format whose path and query say
     // what is asked (Gemini's model) reads them from there.
@@ -105,12 +115,13 @@ pub(crate) fn conversation_hash(
         request
     };
     let mut hasher = Sha256::new();
-    match format.parse(request, endpoint.profile) {
+    let conversation = match format.parse(request, endpoint.profile) {
         Ok(parsed) => {
             hasher.update(b"umi.serve.conversation.v1");
             let value = serde_json::to_value(&parsed.request)
                 .expect("a CompletionRequest serializes to JSON");
             crate::llm::canonical_json(&mut hasher, &value);
+            Some(parsed.request)
         }
         Err(_) => {
             hasher.update(b"umi.serve.request.v1");
@@ -118,9 +129,10 @@ pub(crate) fn conversation_hash(
             hasher.update(path.as_bytes());
             let parsed = serde_json::from_slice::<serde_json::Value>(&request.body).ok();
             hash_json_or_bytes(&mut hasher, parsed.as_ref(), &request.body);
+            None
         }
-    }
-    hasher.finalize().into()
+    };
+    (hasher.finalize().into(), conversation)
 }
 
 /// Hashes a body as its canonical JSON when it parsed (`parsed`), else as its bytes,

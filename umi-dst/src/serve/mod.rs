@@ -34,6 +34,7 @@
 mod address;
 mod answer;
 mod config;
+mod digest;
 mod error;
 mod http;
 mod mcp;
