@@ -126,13 +126,12 @@ export interface CutReport {
   findings: CutFinding[];
 }
 
-/** What a check is told: the run's final text, or only whether it answered. */
-export interface CutOutcome {
-  /** The text the run returned: judged against each cut response's partial text. */
-  answer?: string;
-  /** false: the run ended in an error; true without `answer`: the last model response being cut is a finding. */
-  answered?: boolean;
-}
+/**
+ * What the cut check is told: the run's final text (`answer`: judged against each cut
+ * response's partial text), or only whether it answered (`answered: false`: it ended in
+ * an error; `true` without `answer`: the last model response being cut is a finding).
+ */
+export type CutOutcome = { answer: string; answered?: true } | { answered: boolean; answer?: undefined };
 
 export interface ReportedToolCall {
   name: string;
