@@ -86,17 +86,10 @@ pub(crate) struct Recorded {
 /// conversation gets the same seed whole, with `"stream": false`, or streamed. A body the
 /// server refuses (it is not JSON, or breaks the format's rules) is hashed as it came,
 /// with its path: its answer is the refusal, which names what was wrong.
+///
+/// Returned with the hash: the conversation as the format's server parsed it (`None` for
+/// a body it refuses), which the log's `history` digests.
 pub(crate) fn conversation_hash(
-    endpoint: &EndpointSpec,
-    path: &str,
-    request: &HttpRequest,
-) -> [u8; 32] {
-    read_conversation(endpoint, path, request).0
-}
-
-/// [`conversation_hash`], and the conversation as the format's server parsed it (`None`
-/// for a body it refuses): what the log's `history` digests.
-pub(crate) fn read_conversation(
     endpoint: &EndpointSpec,
     path: &str,
     request: &HttpRequest,

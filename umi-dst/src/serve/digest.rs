@@ -6,7 +6,7 @@
 //! (every piece, up to where it was cut) through the format's client decoder
 //! ([`crate::network::WireFormat::decode_as_client`], or its whole-body parser for a
 //! JSON answer), the request through the format's server parser (the one that seeds the
-//! answer, `answer::read_conversation`). So `carried` is what a client of that format
+//! answer, `answer::conversation_hash`). So `carried` is what a client of that format
 //! saw: a text prefix and each tool call as far as its events arrived, and `whole` only
 //! when the format's end of a whole answer came. Neither goes into any trace hash: the
 //! same run hashes alike with or without them. They let the plugins judge evidence (did

@@ -103,7 +103,7 @@ pub(crate) async fn handle(
         Err((status, message)) => return Ok(own_error(Some(format), status, &message, Vec::new())),
     };
     let seed = address.seed.unwrap_or(state.config.seed);
-    let (hash, conversation) = answer::read_conversation(endpoint, &rest, &http);
+    let (hash, conversation) = answer::conversation_hash(endpoint, &rest, &http);
     let history = conversation.as_ref().map(super::digest::history);
     let endpoint_key = format!("{}{}", endpoint.profile, endpoint.prefix);
     let occurrence = state
