@@ -18,6 +18,7 @@ import json
 
 import httpx
 import openai
+import pydantic_core
 import pytest
 
 from umi_dst import ActedOnCut, Server, Trace, TruncatedAnswer, UnpairedToolResults, Umi
@@ -77,14 +78,14 @@ def whole_turn(umi, messages, model, first):
     return choice.message.content or "", calls, choice.finish_reason
 
 
-def naive_completion(text):
-    """A framework's partial-JSON repair: the first of a few closings that parses."""
-    for closing in ("", "}", '"}', "]}", '"]}', "0}"):
-        try:
-            return json.loads((text or "{") + closing)
-        except ValueError:
-            continue
-    return {}
+def partial_json(text):
+    """A framework's partial-JSON parser: pydantic-core's (what pydantic-ai streams with),
+    which completes cut JSON (`{"amount": 21` -> `{"amount": 21}`)."""
+    try:
+        value = pydantic_core.from_json(text or "{}", allow_partial="trailing-strings")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def assistant_turn(text, calls):
@@ -118,7 +119,7 @@ def completes_cut_json(umi):
     """Repairs cut argument JSON, runs it, tells the model and answers what comes."""
     messages = list(QUESTION)
     text, calls, _finish = stream_turn(umi, messages)
-    results = [(call_id, refund(umi, call_id, name, naive_completion(arguments)))
+    results = [(call_id, refund(umi, call_id, name, partial_json(arguments)))
                for call_id, name, arguments in calls]
     messages.append(assistant_turn(text, calls))
     messages += [{"role": "tool", "tool_call_id": call_id, "content": out} for call_id, out in results]
@@ -157,7 +158,10 @@ def falls_back_to_another_model(umi):
     def turn(messages, first):
         text, calls, finish = stream_turn(umi, messages, first=first)
         if finish is None:
-            return whole_turn(umi, messages, FALLBACK_MODEL, first)
+            try:
+                return whole_turn(umi, messages, FALLBACK_MODEL, first)
+            except openai.APIError as error:
+                raise AgentFailed(f"the fallback failed too: {error}") from error
         return text, calls, finish
     answer = conversation(umi, turn)
     if answer is None:
