@@ -114,14 +114,21 @@ pub(crate) fn carried(format: WireFormat, recorded: &Recorded, cut: bool) -> Opt
     // `ClientFormat::is_whole_body`); anything else, or JSON its parser refuses (an
     // Ollama stream's lines, a cut body), is read by its stream decoder.
     if content_type.is_some_and(|t| t.contains("application/json")) {
-        let body: Vec<u8> = recorded.pieces.iter().flat_map(|(_, b)| b.clone()).collect();
+        let body: Vec<u8> = recorded
+            .pieces
+            .iter()
+            .flat_map(|(_, b)| b.clone())
+            .collect();
         if let Ok(response) = format.parse_as_client(&String::from_utf8_lossy(&body)) {
             return Some(from_response(&response, !cut));
         }
     }
     let reads: Vec<&[u8]> = recorded.pieces.iter().map(|(_, b)| b.as_slice()).collect();
     let decoded = format.decode_as_client(&reads);
-    Some(from_events(&decoded.events, !cut && decoded.error.is_none()))
+    Some(from_events(
+        &decoded.events,
+        !cut && decoded.error.is_none(),
+    ))
 }
 
 fn from_response(response: &CompletionResponse, whole: bool) -> Carried {
@@ -268,7 +275,10 @@ mod tests {
         let history = history(&request);
         assert_eq!(history.assistant.len(), 1);
         assert_eq!(history.assistant[0].text, "ok");
-        assert_eq!(history.assistant[0].tool_calls[0].arguments, "{\"amount\":216}");
+        assert_eq!(
+            history.assistant[0].tool_calls[0].arguments,
+            "{\"amount\":216}"
+        );
         assert_eq!(history.tool_results[0].call_id, "call_1");
     }
 }

@@ -403,9 +403,20 @@ mod tests {
         let session = Session::default();
         let arrive = |scope: &str, hash: u8| {
             let occurrence = session.next_occurrence(scope, 1, "openai", [hash; 32]);
-            (scope.to_owned(), 1, "openai".to_owned(), [hash; 32], occurrence)
+            (
+                scope.to_owned(),
+                1,
+                "openai".to_owned(),
+                [hash; 32],
+                occurrence,
+            )
         };
-        let (b, a, other, b_again) = (arrive("s", 2), arrive("s", 1), arrive("t", 1), arrive("s", 2));
+        let (b, a, other, b_again) = (
+            arrive("s", 2),
+            arrive("s", 1),
+            arrive("t", 1),
+            arrive("s", 2),
+        );
         // Logged out of order: each keeps the arrival its request was counted at.
         for key in [a.clone(), b_again.clone(), other, b.clone()] {
             session.record(key.clone(), entry(&key.0, key.4));
