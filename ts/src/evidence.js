@@ -12,8 +12,8 @@
 // - a tool ran with arguments from R: an MCP tools/call after R with a call id R carried,
 //   or a call of a tool R carried whose arguments fit R's partial argument text; the same
 //   for tool calls the test reported (reportToolCall);
-// - the final answer starts with R's non-empty partial text, or contains it when it has
-//   CONTAINS_CHARS_MIN characters or more.
+// - the final answer is R's non-empty partial text, or starts with it (from
+//   PREFIX_CHARS_MIN characters), or contains it (from CONTAINS_CHARS_MIN characters).
 // Evidence a whole response of the scope explains (its call ids, its text, its tool calls
 // by name and arguments) is never counted: recovering by a retry, a fallback model or
 // replanning and answering from a complete response is not acting on a cut.
@@ -267,7 +267,11 @@ export function answerFrom(cut, answer, whole) {
   const partial = carriedOf(cut).text.trim();
   const text = (answer ?? '').trim();
   if (!partial || !text || whole.texts.some((w) => text.includes(w))) return false;
-  return text.startsWith(partial) || (partial.length >= CONTAINS_CHARS_MIN && text.includes(partial));
+  return (
+    text === partial ||
+    (partial.length >= PREFIX_CHARS_MIN && text.startsWith(partial)) ||
+    (partial.length >= CONTAINS_CHARS_MIN && text.includes(partial))
+  );
 }
 
 /**

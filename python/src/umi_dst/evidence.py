@@ -16,8 +16,9 @@ A run ACTED ON a cut response R when (docs/adr/0019-the-cut-oracle-judges-eviden
 * a tool ran with arguments from R: an MCP `tools/call` after R whose call id R carried,
   or a call of a tool R carried whose arguments FIT R's partial argument text (below);
   the same for tool calls the test reported (`Umi.report_tool_call`);
-* the final answer the test handed over starts with R's non-empty partial text, or
-  contains it when it is at least `CONTAINS_CHARS_MIN` long.
+* the final answer the test handed over is R's non-empty partial text, or starts with it
+  (R's text at least `PREFIX_CHARS_MIN` long), or contains it (at least
+  `CONTAINS_CHARS_MIN` long).
 
 Evidence that a complete response explains equally is never counted: a call id, a text
 or a tool call (name and arguments) that a whole response of the scope carried belongs to
@@ -289,7 +290,8 @@ def answer_from(cut, answer, whole):
     partial, answer = text.strip(), (answer or "").strip()
     if not partial or not answer or whole.explains_answer(answer):
         return False
-    return answer.startswith(partial) or (len(partial) >= CONTAINS_CHARS_MIN and partial in answer)
+    return (answer == partial or (len(partial) >= PREFIX_CHARS_MIN and answer.startswith(partial))
+            or (len(partial) >= CONTAINS_CHARS_MIN and partial in answer))
 
 
 def judge(entries, answer=None, answered=None, reported=()):
