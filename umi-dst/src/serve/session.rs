@@ -40,9 +40,10 @@ pub(crate) struct Entry {
     pub(crate) status: Option<u16>,
     pub(crate) end: &'static str,
     /// Whether a 200's body ended short of the format's end of a whole answer: reset,
-    /// stalled, or cut by a fault (`llm.stream_cut`, `network.partial_write`). A client
-    /// must re-send such a request or fail; returning what it got as an answer is the
-    /// bug the plugins' cut-stream check finds.
+    /// stalled, or cut by a fault (`llm.stream_cut`, `network.partial_write`). Acting on
+    /// what such a response carried (a tool run with its cut arguments, a later request
+    /// built from it, an answer that is its partial text) is the bug the plugins'
+    /// cut-stream check finds, from `carried`, `history` and `arrival`.
     pub(crate) cut: bool,
     pub(crate) faults: Vec<String>,
     pub(crate) trace_hash: String,
