@@ -15,7 +15,9 @@ def test_the_agent_answers_or_fails_cleanly(umi):
     try:
         answer = ask(client, "umi-sim", "What is the weather in Oslo?")
     except AgentError:
-        umi.check_cut_streams(answered=False)  # an error is a fine end under faults
+        umi.check_cut_streams(answered=False)  # an error is a fine end under faults...
+        umi.check_tool_results()
         return
     assert answer.strip()
-    umi.check_cut_streams(answered=True)  # ...but not an answer built on a cut stream
+    umi.check_cut_streams(answer=answer)  # ...but not an answer (or a tool run) from a cut stream
+    umi.check_tool_results()  # and every tool call the model made got exactly one result

@@ -4,8 +4,8 @@
   and on a fresh server, gets the same text and tool calls, and the same scope hash.
 * Streamed equals whole: `stream=True`, the default, `stream=False` and
   `stream_options={"include_usage": True}` get the same answer (no faults).
-* `check_cut_streams` tells a cut stream passed off as an answer from one re-sent or
-  surfaced as an error.
+* `check_cut_streams` keeps its old forms (`answered=`) on the evidence rule, over the
+  server's `carried` and `arrival` (the rule itself: test_cut_evidence.py).
 * Each SDK reaches its format through the base URL the docs give it (and through
   `umi.headers`), under the run's seed and scope.
 * The session's servers: one per set of flags; bad flags are refused with the server's
@@ -149,52 +149,66 @@ class FakeServer:
         return Trace(self.entries, {"entries": len(self.entries), "left_out": 0, "session_trace_hash": "0"})
 
 
-def entry(request_hash, occurrence, cut, faults=()):
-    return {"path": "/v1/chat/completions", "request_hash": request_hash, "occurrence": occurrence,
-            "status": 200, "end": "reset" if cut else "complete", "cut": cut, "faults": list(faults)}
+def entry(request_hash, occurrence, cut, arrival, text="", faults=()):
+    return {"endpoint": "openai", "path": "/v1/chat/completions", "request_hash": request_hash,
+            "occurrence": occurrence, "arrival": arrival, "status": 200, "end": "reset" if cut else "complete",
+            "cut": cut, "faults": list(faults), "carried": {"whole": not cut, "text": text, "tool_calls": []}}
 
 
-def test_check_cut_streams_rule():
-    resent = [entry("aa", 0, True, ["llm.stream_cut@chat"]), entry("aa", 1, False), entry("bb", 0, False)]
+def test_check_cut_streams_old_forms_still_work():
+    """`answered=` (the re-send rule's argument) is still accepted: False is a run that
+    ended in an error; True, without the text, is a finding when the last model response
+    was cut (python/tests/test_cut_evidence.py has the evidence rule itself)."""
+    resent = [entry("aa", 0, True, 0, "Sun", ["llm.stream_cut@chat"]), entry("aa", 1, False, 1, "Sunny.")]
     assert Umi(FakeServer(resent), 5).check_cut_streams() == []
-    kept = [entry("aa", 0, False), entry("bb", 0, True, ["llm.stream_cut@chat"]), entry("aa", 1, True)]
-    run = Umi(FakeServer(kept), 5, rerun_command="UMI_SEED=5 pytest t.py::test")
+    assert Umi(FakeServer(resent), 5).check_cut_streams(answer="Sunny.") == []
+    last_cut = [entry("aa", 0, False, 0, "Let me look."), entry("bb", 0, True, 1, "It is sun", ["llm.stream_cut@chat"])]
+    run = Umi(FakeServer(last_cut), 5, rerun_command="UMI_SEED=5 pytest t.py::test")
     with pytest.raises(TruncatedAnswer) as raised:
         run.check_cut_streams(answered=True)
-    assert [e["request_hash"] for e in raised.value.cut] == ["bb", "aa"]
+    assert [e["request_hash"] for e in raised.value.cut] == ["bb"]
     message = str(raised.value)
-    assert "2 stream(s) it read were cut and never re-sent" in message
-    assert "request bb occurrence 0: status 200, end reset, faults llm.stream_cut@chat" in message
+    assert "the run acted on 1 response(s) the server cut" in message
+    assert "the last model response it received was cut response R (request bb, occurrence 0, arrival 1)" in message
     assert "rerun: UMI_SEED=5 pytest t.py::test" in message
-    # A run that ended in an error surfaced the cut: it passes, and says what was cut.
-    assert len(run.check_cut_streams(answered=False)) == 2
+    with pytest.raises(TruncatedAnswer, match="the final answer is the partial text"):
+        run.check_cut_streams(answer="It is sunny")
+    # A run that ended in an error surfaced the cut: it passes (nothing acted on it).
+    assert run.check_cut_streams(answered=False) == []
+    assert run.check_cut_streams(False) == []
     with pytest.raises(TypeError, match="a bool"):
         run.check_cut_streams(answered="yes")
+    with pytest.raises(ValueError, match="answer= given with answered=False"):
+        run.check_cut_streams(answer="x", answered=False)
 
 
 @pytest.mark.umi(faults={"llm.stream_cut": 1.0})
 def test_check_cut_streams_on_a_cut_stream(umi):
     messages = [{"role": "user", "content": "Weather in Oslo?"}]
     try:
-        streamed(umi, messages)
+        text = streamed(umi, messages)[0][0]
         answered = True
     except (openai.APIError, openai.APIConnectionError):
-        answered = False
+        text, answered = "", False
     cut = umi.trace().cut()
     assert len(cut) == 1 and any(f.startswith("llm.stream_cut") for f in cut[0]["faults"])
-    assert umi.check_cut_streams(answered=False) == cut
+    assert cut[0]["carried"]["whole"] is False and umi.cut_responses() == cut
+    assert umi.check_cut_streams(answered=False) == []
     if answered:  # the SDK handed back what it had: exactly what the check is for
         with pytest.raises(TruncatedAnswer):
             umi.check_cut_streams(answered=True)
+        if text.strip():
+            with pytest.raises(TruncatedAnswer, match="the final answer is the partial text"):
+                umi.check_cut_streams(answer=text)
     assert umi.faults() == cut[0]["faults"]
-    # A re-send of the same request (a retry) clears the first cut; the retry, cut as
-    # well (p = 1), is now the one nobody re-sent.
+    # A re-send of the same request (a retry) is the next occurrence, cut as well (p = 1).
     try:
         streamed(umi, messages)
     except (openai.APIError, openai.APIConnectionError):
         pass
-    left = umi.unretried_cut_streams()
     assert len(umi.trace().cut()) == 2
+    assert sorted(e["arrival"] for e in umi.trace()) == [0, 1]
+    left = umi.unretried_cut_streams()
     assert [(e["request_hash"], e["occurrence"]) for e in left] == [(cut[0]["request_hash"], cut[0]["occurrence"] + 1)]
 
 

@@ -11,7 +11,7 @@
 import path from 'node:path';
 
 import { freshScope, requireTestId, resolveSeed } from './seed.js';
-import { checkCutEntries, fetchTrace, faultsFired } from './trace.js';
+import { checkCutEntries, checkToolResultEntries, fetchTrace, faultsFired } from './trace.js';
 import { checkEffectEntries } from './effects.js';
 
 const RUNNERS = ['node', 'vitest', 'jest'];
@@ -117,6 +117,19 @@ export function testContext(options) {
   // The binary came from UMI_DST (startServer's default): the replay line carries it.
   const dst = env.UMI_DST ? path.resolve(env.UMI_DST) : undefined;
 
+  /** This run's entries, refusing a log the server no longer holds whole. */
+  async function wholeTrace(check) {
+    const { entries, summary } = await fetchTrace(url, scope);
+    if ((summary.left_out ?? 0) > 0 || summary.evicted === true) {
+      throw new Error(
+        `${check}: the server no longer holds this run's whole log (left out: ` +
+          `${summary.left_out ?? 0}, evicted: ${summary.evicted === true}; seed ${seed}, scope ` +
+          `${scope}): nothing can be concluded. Use a fresh server, or fewer requests per scope.`,
+      );
+    }
+    return entries;
+  }
+
   const context = {
     testId,
     seed,
@@ -149,20 +162,51 @@ export function testContext(options) {
     async faultsFired() {
       return faultsFired(await context.trace());
     },
+    /** Tool calls the test reported (reportToolCall): tools the agent ran itself. */
+    toolCallsReported: [],
     /**
-     * Fails (CutStreamError) when the run `answered` but some cut response was never
-     * re-sent. Returns `{ cut, unresent }` otherwise.
+     * Tells the checks that the agent ran tool `name` with `args` (an object or its JSON
+     * text) for the model's call `callId` (if known): for tools the agent runs itself,
+     * not over the MCP server (whose calls the server sees).
      */
-    async checkCutStreams({ answered } = {}) {
-      const { entries, summary } = await context.traceWithSummary();
-      if ((summary.left_out ?? 0) > 0 || summary.evicted === true) {
-        throw new Error(
-          `checkCutStreams: the server no longer holds this run's whole log (left out: ` +
-            `${summary.left_out ?? 0}, evicted: ${summary.evicted === true}; seed ${seed}, scope ` +
-            `${scope}): nothing can be concluded. Use a fresh server, or fewer requests per scope.`,
-        );
+    reportToolCall(name, args, callId = null) {
+      if (typeof name !== 'string' || name === '') {
+        throw new TypeError(`reportToolCall: name must be a non-empty string, got ${JSON.stringify(name)}`);
       }
-      return checkCutEntries(entries, { answered }, `seed ${seed}, scope ${scope}`);
+      if (callId !== null && callId !== undefined && typeof callId !== 'string') {
+        throw new TypeError(`reportToolCall: callId must be a string, got ${JSON.stringify(callId)}`);
+      }
+      let value = args;
+      if (typeof args === 'string') {
+        try {
+          value = args.trim() ? JSON.parse(args) : {};
+        } catch {
+          value = args; // kept as text: it fits a cut call's text by prefix
+        }
+      }
+      context.toolCallsReported.push({ name, arguments: value, callId: callId ?? null });
+    },
+    /**
+     * Fails (CutStreamError, with `findings`) when the run acted on a response the server
+     * cut: a later request's history built from it, a tool run with its arguments, or the
+     * final `answer` being its partial text. `{ answered: false }`: the run ended in an
+     * error; `{ answered: true }` without `answer`: a finding when the last model response
+     * was cut. Returns `{ cut, findings }` otherwise.
+     */
+    async checkCutStreams({ answer, answered } = {}) {
+      const entries = await wholeTrace('checkCutStreams');
+      return checkCutEntries(
+        entries,
+        { answer, answered, reported: context.toolCallsReported },
+        `seed ${seed}, scope ${scope}`,
+      );
+    },
+    /**
+     * Fails (ToolResultsError) when a request of this run told the model of a tool call's
+     * result not exactly once, or of a call no turn made. Returns [] otherwise.
+     */
+    async checkToolResults() {
+      return checkToolResultEntries(await wholeTrace('checkToolResults'), `seed ${seed}, scope ${scope}`);
     },
     /**
      * Fails (EffectError) when a tool did its effect twice for one idempotency key or

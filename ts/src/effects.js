@@ -46,7 +46,7 @@ export function effectsOf(entries, { reported = [], effectTools = [] } = {}) {
   const names = new Set(typeof effectTools === 'string' ? [effectTools] : effectTools);
   for (const call of reported) {
     if (names.has(call.name)) {
-      found.push({ tool: call.name, arguments: call.arguments, call_id: call.call_id ?? null, idempotency_key: null, entry: null });
+      found.push({ tool: call.name, arguments: call.arguments, call_id: call.callId ?? call.call_id ?? null, idempotency_key: null, entry: null });
     }
   }
   return { found, ordered };

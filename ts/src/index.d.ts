@@ -86,6 +86,10 @@ export interface TraceEntry {
   events: Array<{ index: number; at: number; kind: string; detail: string }>;
   /** MCP `tools/call` entries: what the call was and did. */
   tool?: ToolField;
+  /** The order this scope's requests arrived in (0-based). */
+  arrival?: number;
+  carried?: Carried;
+  history?: History;
   [key: string]: unknown;
 }
 
@@ -95,17 +99,65 @@ export interface TraceSummary {
   session_trace_hash: string;
 }
 
+/** What a model response carried to the client (decoded from the bytes sent). */
+export interface CarriedCall {
+  id: string | null;
+  name: string | null;
+  /** The argument text as far as it was sent. */
+  arguments: string;
+}
+
+export interface Carried {
+  /** False when the body was cut. */
+  whole: boolean;
+  text: string;
+  tool_calls: CarriedCall[];
+}
+
+/** A digest of a model request's conversation. */
+export interface History {
+  assistant: Array<{ text: string; tool_calls: CarriedCall[] }>;
+  tool_results: Array<{ call_id: string }>;
+}
+
+/** One piece of evidence that a run acted on a cut response. */
+export interface CutFinding {
+  kind: 'history_call' | 'history_text' | 'tool_result' | 'tool_ran' | 'tool_reported' | 'answer' | 'answered_after_cut';
+  /** The cut response's entry. */
+  cut: TraceEntry;
+  message: string;
+}
+
 export interface CutReport {
-  /** Every entry with `cut: true`. */
+  /** Every cut model response (never an MCP entry). */
   cut: TraceEntry[];
-  /** Those never re-sent (same seed, endpoint and request hash at a higher occurrence). */
-  unresent: TraceEntry[];
+  /** Empty: a run with findings throws CutStreamError. */
+  findings: CutFinding[];
+}
+
+/**
+ * What the cut check is told: the run's final text (`answer`: judged against each cut
+ * response's partial text), or only whether it answered (`answered: false`: it ended in
+ * an error; `true` without `answer`: the last model response being cut is a finding).
+ */
+export type CutOutcome = { answer: string; answered?: true } | { answered: boolean; answer?: undefined };
+
+export interface ReportedToolCall {
+  name: string;
+  arguments: unknown;
+  callId: string | null;
 }
 
 export class CutStreamError extends Error {
   name: 'CutStreamError';
-  /** The cut entries that were never re-sent. */
+  /** The cut responses the run acted on. */
   cut: TraceEntry[];
+  findings: CutFinding[];
+}
+
+export class ToolResultsError extends Error {
+  name: 'ToolResultsError';
+  problems: string[];
 }
 
 export function parseJsonExact(text: string): unknown;
@@ -114,7 +166,25 @@ export function fetchTrace(url: string, scope: string): Promise<{ entries: Trace
 export function faultsFired(entries: TraceEntry[]): string[];
 export function describeEntry(entry: TraceEntry): string;
 export function cutStreams(entries: TraceEntry[]): Array<{ entry: TraceEntry; resent: boolean }>;
-export function checkCutEntries(entries: TraceEntry[], outcome: { answered: boolean }, context?: string): CutReport;
+export function checkCutEntries(
+  entries: TraceEntry[],
+  outcome: CutOutcome & { reported?: ReportedToolCall[] },
+  context?: string,
+): CutReport;
+export function checkToolResultEntries(entries: TraceEntry[], context?: string): string[];
+
+// ---- evidence.js ----
+
+export const PREFIX_CHARS_MIN: number;
+export const CONTAINS_CHARS_MIN: number;
+export function judge(
+  entries: TraceEntry[],
+  outcome?: CutOutcome & { reported?: ReportedToolCall[] },
+): CutFinding[];
+export function toolResultProblems(entries: TraceEntry[]): string[];
+export function completePartialJson(text: string): unknown;
+export function argumentsFit(partialText: string, actual: unknown): boolean;
+export function cutResponses(entries: TraceEntry[]): TraceEntry[];
 
 // ---- effects.js ----
 
@@ -136,12 +206,6 @@ export interface Effect {
   idempotency_key: string | null;
   /** The trace entry it came from (null for a call the test reported). */
   entry: TraceEntry | null;
-}
-
-export interface ReportedToolCall {
-  name: string;
-  arguments: unknown;
-  call_id?: string | null;
 }
 
 export interface EffectOptions {
@@ -210,8 +274,14 @@ export interface TestContext {
   traceWithSummary(): Promise<{ entries: TraceEntry[]; summary: TraceSummary }>;
   /** `kind@operation` of every fault that fired in this run. */
   faultsFired(): Promise<string[]>;
-  /** Throws CutStreamError when `answered` and a cut response was never re-sent. */
-  checkCutStreams(outcome: { answered: boolean }): Promise<CutReport>;
+  /** Tool calls reported with reportToolCall. */
+  readonly toolCallsReported: ReportedToolCall[];
+  /** The agent ran tool `name` with `args` itself (not over MCP), for call `callId`. */
+  reportToolCall(name: string, args: unknown, callId?: string | null): void;
+  /** Throws CutStreamError (with `findings`) when the run acted on a cut response. */
+  checkCutStreams(outcome: CutOutcome): Promise<CutReport>;
+  /** Throws ToolResultsError when a call got not exactly one result, or a result no call. */
+  checkToolResults(): Promise<string[]>;
   /** Throws EffectError when a tool did its effect twice for one key or call id, or for a
    * call id no model response carried, over the whole scope. Resolves to the effects. */
   checkEffects(options?: { effectTools?: string[] | string }): Promise<Effect[]>;

@@ -5,7 +5,7 @@
 //   startServer()        spawn `dst serve` on an ephemeral port      (server.js)
 //   testContext()        a run's seed, scope, base URLs, trace        (context.js)
 //   forNodeTest / forVitest / forJest   runner adapters              (adapters.js)
-//   checkCutEntries ...  the cut-stream check over trace entries      (trace.js)
+//   checkCutEntries ...  the cut-stream and tool-result checks         (trace.js, evidence.js)
 //   checkEffectEntries   the effects check over trace entries         (effects.js)
 
 export {
@@ -26,8 +26,19 @@ export {
   faultsFired,
   cutStreams,
   checkCutEntries,
+  checkToolResultEntries,
   describeEntry,
   CutStreamError,
+  ToolResultsError,
 } from './trace.js';
+export {
+  judge,
+  toolResultProblems,
+  completePartialJson,
+  argumentsFit,
+  cutResponses,
+  PREFIX_CHARS_MIN,
+  CONTAINS_CHARS_MIN,
+} from './evidence.js';
 export { forNodeTest, forVitest, forJest, annotateError } from './adapters.js';
 export { checkEffectEntries, effectsOf, EffectError } from './effects.js';

@@ -5,12 +5,13 @@
 // are u64 and routinely past 2^53, which JSON.parse would round: integers of 16 digits
 // or more are read as strings, and `seed` / `run_seed` are always decimal strings here.
 //
-// The cut-stream check: an entry with `cut: true` is a response whose body did not end
-// the way its format ends a whole answer (a reset, a stall, a stream cut by a fault). A
-// client that then hands its caller an answer must have re-sent that request (the
-// server sees the same request hash again, at a higher occurrence); if it did not, it
-// took a truncated answer for a whole one. A run that ended in an error is allowed to
-// stop at a cut: the caller was told.
+// The cut-stream check judges evidence (evidence.js): a run acted on a cut response (an
+// entry with `cut: true`: its body did not end the way its format ends a whole answer)
+// when a later request's history holds a turn or tool results built from it, when a tool
+// ran with its cut arguments, or when the final answer is its partial text. A run that
+// recovered by another path and answered from a whole response passes.
+
+import { cutResponses, judge, toolResultProblems } from './evidence.js';
 
 /** Parses one JSON text, reading integers of 16+ digits as strings (no rounding). */
 export function parseJsonExact(text) {
@@ -85,51 +86,76 @@ export function describeEntry(entry) {
 }
 
 /**
- * The cut entries of `entries`, each with whether it was re-sent: another entry of the
- * same seed, endpoint and request hash at a higher occurrence.
+ * The cut model entries of `entries` (never MCP's), each with whether it was re-sent:
+ * another entry of the same seed, endpoint and request hash at a higher occurrence.
  */
 export function cutStreams(entries) {
-  return entries
-    .filter((entry) => entry.cut === true)
-    .map((entry) => ({
-      entry,
-      resent: entries.some(
-        (later) =>
-          later.request_hash === entry.request_hash &&
-          later.seed === entry.seed &&
-          later.endpoint === entry.endpoint &&
-          later.occurrence > entry.occurrence,
-      ),
-    }));
+  return cutResponses(entries).map((entry) => ({
+    entry,
+    resent: entries.some(
+      (later) =>
+        later.request_hash === entry.request_hash &&
+        later.seed === entry.seed &&
+        later.endpoint === entry.endpoint &&
+        later.occurrence > entry.occurrence,
+    ),
+  }));
 }
 
-/** Thrown when a run answered although a cut response was never re-sent. */
+/** Thrown when a run acted on a cut response; `findings` says how, `cut` which responses. */
 export class CutStreamError extends Error {
-  constructor(unresent, context = '') {
+  constructor(findings, context = '') {
+    const cut = [...new Set(findings.map((finding) => finding.cut))];
     super(
-      `${unresent.length} cut response(s) never re-sent, yet the run answered as if whole` +
-        `${context ? ` (${context})` : ''}:\n` +
-        unresent.map((entry) => `  - ${describeEntry(entry)}`).join('\n'),
+      `the run acted on ${cut.length} response(s) the server cut${context ? ` (${context})` : ''}:\n` +
+        findings.map((finding) => `  - ${finding.message}`).join('\n'),
     );
     this.name = 'CutStreamError';
-    this.cut = unresent;
+    this.cut = cut;
+    this.findings = findings;
   }
 }
 
 /**
- * Checks the cut entries of `entries` for a run that `answered` (true) or ended in an
- * error (false). Returns `{ cut, unresent }` (entries); throws CutStreamError when the
- * run answered and some cut response was never re-sent.
+ * Judges what the run did with the cut responses of `entries`. `answer`: the run's final
+ * text; `answered`: false when it ended in an error, true when it answered without the
+ * text at hand (then the last model response being cut is a finding); `reported`: the
+ * tool calls the test reported. Returns `{ cut, findings }` (findings empty); throws
+ * CutStreamError when there are findings.
  */
-export function checkCutEntries(entries, { answered } = {}, context = '') {
-  if (typeof answered !== 'boolean') {
+export function checkCutEntries(entries, { answer, answered, reported = [] } = {}, context = '') {
+  if (answer === undefined && typeof answered !== 'boolean') {
     throw new TypeError(
-      'checkCutStreams: pass { answered: true } when the run returned an answer, ' +
-        `{ answered: false } when it ended in an error (got ${JSON.stringify(answered)})`,
+      'checkCutStreams: pass { answer } (the text the run returned), { answered: true } when it ' +
+        `answered, or { answered: false } when it ended in an error (got ${JSON.stringify(answered)})`,
     );
   }
-  const found = cutStreams(entries);
-  const unresent = found.filter((c) => !c.resent).map((c) => c.entry);
-  if (answered && unresent.length > 0) throw new CutStreamError(unresent, context);
-  return { cut: found.map((c) => c.entry), unresent };
+  if (answer !== undefined && typeof answer !== 'string') {
+    throw new TypeError(`checkCutStreams: answer must be the run's final text (a string), got ${typeof answer}`);
+  }
+  if (answer !== undefined && answered === false) {
+    throw new TypeError('checkCutStreams: { answer } given with { answered: false }');
+  }
+  const findings = judge(entries, { answer, answered, reported });
+  if (findings.length > 0) throw new CutStreamError(findings, context);
+  return { cut: cutResponses(entries), findings };
+}
+
+/** Thrown when a request told the model a tool call's result not exactly once. */
+export class ToolResultsError extends Error {
+  constructor(problems, context = '') {
+    super(
+      `tool results not paired with calls${context ? ` (${context})` : ''}:\n` +
+        problems.map((problem) => `  - ${problem}`).join('\n'),
+    );
+    this.name = 'ToolResultsError';
+    this.problems = problems;
+  }
+}
+
+/** Checks the pairing of tool calls and results in `entries`; returns [] or throws. */
+export function checkToolResultEntries(entries, context = '') {
+  const problems = toolResultProblems(entries);
+  if (problems.length > 0) throw new ToolResultsError(problems, context);
+  return problems;
 }

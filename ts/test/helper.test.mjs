@@ -96,7 +96,7 @@ test("the trace holds the run's own entries, seeds as exact decimal strings", as
   for (const fault of fired) assert.match(fault, /^llm\.(rate_limit|service_unavailable)@/);
 });
 
-test('a cut stream fails the check until the request is sent again', async () => {
+test('a cut stream handed over as the answer fails the check; the complete retry passes', async () => {
   const cutting = await serve({ faults: { 'llm.stream_cut': 1 } });
   const umi = testContext({ server: cutting, testId: 'helper::cut' });
   const request = {
@@ -115,17 +115,23 @@ test('a cut stream fails the check until the request is sent again', async () =>
   await send();
   const [cut] = (await umi.trace()).filter((entry) => entry.cut);
   assert.ok(cut, 'llm.stream_cut=1 should cut the stream');
+  assert.equal(cut.carried.whole, false);
+  assert.equal(cut.arrival, 0);
+  // A run that answered and received nothing whole after the cut: found.
   await assert.rejects(umi.checkCutStreams({ answered: true }), (error) => {
     assert.ok(error instanceof CutStreamError);
     assert.equal(error.cut.length, 1);
     assert.equal(error.cut[0].request_hash, cut.request_hash);
     return true;
   });
-  assert.equal((await umi.checkCutStreams({ answered: false })).unresent.length, 1);
-  await send(); // the retry a client owes a cut stream (itself cut: p=1)
+  if (cut.carried.text.trim()) {
+    await assert.rejects(umi.checkCutStreams({ answer: cut.carried.text }), /the final answer is the partial text/);
+  }
+  assert.equal((await umi.checkCutStreams({ answered: false })).findings.length, 0);
+  await send(); // the retry (itself cut: p=1)
   const afterRetry = await umi.checkCutStreams({ answered: false });
   assert.equal(afterRetry.cut.length, 2);
-  assert.deepEqual(afterRetry.unresent.map((e) => e.occurrence), [1]);
+  assert.deepEqual(afterRetry.cut.map((e) => e.arrival).sort(), [0, 1]);
 });
 
 test('reset forgets occurrence counts: the same scope then answers as a fresh one', async () => {

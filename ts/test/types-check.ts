@@ -20,13 +20,16 @@ export async function usage(): Promise<void> {
   const base: string = umi.openaiBaseURL + umi.anthropicBaseURL + umi.v1BaseURL;
   const entries: TraceEntry[] = await umi.trace();
   const hash: string = (await umi.traceWithSummary()).summary.session_trace_hash;
-  const { unresent } = await umi.checkCutStreams({ answered: true });
+  const { cut, findings } = await umi.checkCutStreams({ answered: true });
+  await umi.checkCutStreams({ answer: 'the text the run returned' });
+  umi.reportToolCall('issue_refund', { amount: 216 }, 'call_1');
+  const problems: string[] = await umi.checkToolResults();
   const line: string = umi.replayLine('name');
-  void [seed, base, entries, hash, unresent, line];
+  void [seed, base, entries, hash, cut, findings, problems, line];
   try {
     await umi.checkCutStreams({ answered: false });
   } catch (error) {
-    if (error instanceof CutStreamError) void error.cut[0]?.request_hash;
+    if (error instanceof CutStreamError) void [error.cut[0]?.request_hash, error.findings[0]?.kind];
   }
   test('node', forNodeTest(server, async (t, u) => { t.diagnostic(u.seed); }));
   const jestBody: () => Promise<number> = forJest(() => server, async (u) => u.seed.length);
@@ -37,8 +40,10 @@ export async function usage(): Promise<void> {
 
   // @ts-expect-error a test id is a string
   testContext({ server, testId: 5 });
-  // @ts-expect-error answered must be said
+  // @ts-expect-error the answer or whether the run answered must be said
   await umi.checkCutStreams({});
+  // @ts-expect-error an answer is text
+  await umi.checkCutStreams({ answer: 5 });
   // @ts-expect-error faults are probabilities
   await startServer({ faults: { 'llm.rate_limit': 'often' } });
 }

@@ -30,9 +30,12 @@ import {
   parseJsonExact,
   parseTrace,
   fetchTrace,
-  cutStreams,
   checkCutEntries,
+  checkToolResultEntries,
+  completePartialJson,
+  argumentsFit,
   CutStreamError,
+  ToolResultsError,
   forNodeTest,
   forVitest,
   forJest,
@@ -279,57 +282,105 @@ describe('the trace', () => {
   });
 });
 
-describe('the cut-stream check', () => {
-  const cut = entry({ cut: true, end: 'reset', status: 200, faults: ['llm.stream_cut@llm.stream'] });
+describe('the cut-stream check (judges evidence)', () => {
+  const carried = (text, calls = [], whole = true) => ({
+    whole,
+    text,
+    tool_calls: calls.map(([id, name, args]) => ({ id, name, arguments: args })),
+  });
+  const model = (arrival, carriedValue, history = { assistant: [], tool_results: [] }) =>
+    entry({
+      request_hash: `${'aa'.repeat(31)}${String(arrival).padStart(2, '0')}`,
+      arrival,
+      cut: !carriedValue.whole,
+      end: carriedValue.whole ? 'complete' : 'reset',
+      carried: carriedValue,
+      history,
+    });
+  const cutCall = model(0, carried('', [['c1', 'issue_refund', '{"amount": 21']], false));
 
-  test('a cut response re-sent (same hash, later occurrence) is fine either way', () => {
-    const entries = [cut, entry({ occurrence: 1 })];
-    assert.deepEqual(cutStreams(entries).map((c) => c.resent), [true]);
-    assert.deepEqual(checkCutEntries(entries, { answered: true }), { cut: [cut], unresent: [] });
+  test('partial JSON is completed as a partial-JSON parser would, and fits by prefix', () => {
+    assert.deepEqual(completePartialJson(''), {});
+    assert.deepEqual(completePartialJson('{"amount": 21'), { amount: 21 });
+    assert.deepEqual(completePartialJson('{"order_id": "item notes dra'), { order_id: 'item notes dra' });
+    assert.deepEqual(completePartialJson('{"a": 1, "b": tr'), { a: 1 });
+    assert.ok(argumentsFit('{"amount": 21', { amount: 216 }));
+    assert.ok(!argumentsFit('{"amount": 21', { amount: 2 }));
+    assert.ok(!argumentsFit('{"order_id": "B', { order_id: 'A-17' }));
   });
 
-  test('an answer after a cut that was never re-sent fails, listing the cut request', () => {
-    const entries = [entry({ request_hash: 'bb'.repeat(32) }), cut, entry({ seed: 8, occurrence: 1 })];
+  test('a tool run with a cut call\'s arguments fails the check, even after an error', () => {
+    const reported = [{ name: 'issue_refund', arguments: { amount: 216 }, callId: null }];
     assert.throws(
-      () => checkCutEntries(entries, { answered: true }, 'seed 7'),
+      () => checkCutEntries([cutCall], { answered: false, reported }, 'seed 7'),
       (error) => {
         assert.ok(error instanceof CutStreamError);
-        assert.deepEqual(error.cut, [cut]);
-        assert.match(error.message, /1 cut response\(s\) never re-sent, yet the run answered as if whole \(seed 7\)/);
-        assert.match(error.message, /openai \/v1\/chat\/completions request aaaaaaaaaaaaaaaa occurrence 0: status 200, end reset, llm.stream_cut@llm.stream/);
+        assert.deepEqual(error.cut, [cutCall]);
+        assert.deepEqual(error.findings.map((f) => f.kind), ['tool_reported']);
+        assert.match(error.message, /the run acted on 1 response\(s\) the server cut \(seed 7\)/);
+        assert.match(error.message, /tool `issue_refund` ran \(reported by the test\) with the arguments of a call from cut response R/);
         return true;
       },
     );
   });
 
-  test('a run that ended in an error may stop at a cut; the cut is still returned', () => {
-    assert.deepEqual(checkCutEntries([cut], { answered: false }), { cut: [cut], unresent: [cut] });
+  test('what a whole response explains is not counted: a retry that ran its own call passes', () => {
+    const retry = model(1, carried('', [['c2', 'issue_refund', '{"amount":216}']]));
+    const reported = [{ name: 'issue_refund', arguments: { amount: 216 }, callId: 'c2' }];
+    assert.deepEqual(checkCutEntries([cutCall, retry], { answered: false, reported }), { cut: [cutCall], findings: [] });
   });
 
-  test('answered must be said', () => {
-    assert.throws(() => checkCutEntries([cut], {}), /pass \{ answered: true \} when the run returned an answer/);
-    assert.throws(() => checkCutEntries([cut], { answered: 'yes' }), /got "yes"/);
-  });
-
-  test("checkCutStreams reads the run's own scope from the server", async (t) => {
-    const resent = new Set();
-    const fake = await fakeTraceServer(t, (scope) =>
-      resent.has(scope)
-        ? [entry({ scope, cut: true }), entry({ scope, occurrence: 1 })]
-        : [entry({ scope, cut: true })],
+  test('history and answer evidence; MCP cuts are kept apart', () => {
+    const cutText = model(0, carried('Your refund of 216 EUR is on its w', [], false));
+    const later = model(2, carried('Done.'), {
+      assistant: [{ text: 'Your refund of 216 EUR is on its w', tool_calls: [] }],
+      tool_results: [],
+    });
+    const mcpCut = entry({ endpoint: 'mcp', path: '/mcp', cut: true, end: 'reset', arrival: 1 });
+    assert.throws(
+      () => checkCutEntries([cutText, mcpCut, later], { answer: 'Done.' }),
+      (error) => error.findings.map((f) => f.kind).join() === 'history_text',
     );
+    assert.deepEqual(checkCutEntries([mcpCut, model(2, carried('Done.'))], { answer: 'Done.' }).cut, []);
+    assert.throws(() => checkCutEntries([cutText], { answer: 'Your refund of 216 EUR is on its w' }), /partial text/);
+    assert.deepEqual(checkCutEntries([cutText], { answer: 'Sorry, later.' }).findings, []);
+    assert.throws(() => checkCutEntries([cutText], { answered: true }), /last model response it received was cut response R/);
+    assert.deepEqual(checkCutEntries([cutText], { answered: false }).findings, []);
+  });
+
+  test('the outcome must be said', () => {
+    assert.throws(() => checkCutEntries([cutCall], {}), /pass \{ answer \} \(the text the run returned\)/);
+    assert.throws(() => checkCutEntries([cutCall], { answered: 'yes' }), /got "yes"/);
+    assert.throws(() => checkCutEntries([cutCall], { answer: 5 }), /a string/);
+  });
+
+  test('tool results are paired with calls in every request', () => {
+    const turn = { text: '', tool_calls: [{ id: 'c1', name: 'issue_refund', arguments: '{}' }] };
+    const fine = model(1, carried('ok'), { assistant: [turn], tool_results: [{ call_id: 'c1' }] });
+    assert.deepEqual(checkToolResultEntries([fine]), []);
+    const twice = model(1, carried('ok'), { assistant: [turn], tool_results: [{ call_id: 'c1' }, { call_id: 'c1' }] });
+    const stranger = model(2, carried('ok'), { assistant: [turn], tool_results: [{ call_id: 'c1' }, { call_id: 'zz' }] });
+    assert.throws(
+      () => checkToolResultEntries([twice, stranger]),
+      (error) =>
+        error instanceof ToolResultsError &&
+        error.problems.some((p) => p.includes('has 2 results')) &&
+        error.problems.some((p) => p.includes('"zz", which no assistant turn made')),
+    );
+  });
+
+  test("checkCutStreams reads the run's own scope and the calls it reported", async (t) => {
+    const fake = await fakeTraceServer(t, (scope) => [{ ...cutCall, scope }]);
     const umi = testContext({ server: fake, testId: 'cut' });
-    await assert.rejects(umi.checkCutStreams({ answered: true }), (error) => {
+    assert.equal((await umi.checkCutStreams({ answered: false })).cut.length, 1);
+    umi.reportToolCall('issue_refund', '{"amount": 216}');
+    await assert.rejects(umi.checkCutStreams({ answered: false }), (error) => {
       assert.ok(error instanceof CutStreamError);
       assert.ok(error.message.includes(`scope ${umi.scope}`));
       return true;
     });
-    const { cut, unresent } = await umi.checkCutStreams({ answered: false });
-    assert.equal(cut.length, 1);
-    assert.equal(unresent.length, 1);
-    const again = umi.rerun();
-    resent.add(again.scope);
-    assert.equal((await again.checkCutStreams({ answered: true })).unresent.length, 0);
+    assert.deepEqual(await umi.rerun().checkToolResults(), []);
+    assert.throws(() => umi.reportToolCall('', {}), /non-empty string/);
   });
 });
 

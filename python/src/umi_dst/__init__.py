@@ -7,8 +7,9 @@ gives the same bytes, every time. See python/README.md in the Umi repository.
 """
 
 from ._binary import DstNotFound, find_dst
-from .run import EffectFinding, EffectNeverAsked, EffectTwice, TruncatedAnswer, Umi, derive_seed
+from .run import (ActedOnCut, EffectFinding, EffectNeverAsked, EffectTwice, TruncatedAnswer, Umi,
+                  UnpairedToolResults, derive_seed)
 from .server import Server, ServeError, Trace
 
-__all__ = ["DstNotFound", "EffectFinding", "EffectNeverAsked", "EffectTwice", "ServeError", "Server", "Trace",
-           "TruncatedAnswer", "Umi", "derive_seed", "find_dst"]
+__all__ = ["ActedOnCut", "DstNotFound", "EffectFinding", "EffectNeverAsked", "EffectTwice", "ServeError", "Server",
+           "Trace", "TruncatedAnswer", "Umi", "UnpairedToolResults", "derive_seed", "find_dst"]

@@ -7,14 +7,19 @@ an answer: the same test under a fresh scope gets the same answers, on a fresh s
 or on one that has served a thousand tests. So every run gets a scope of its own, and
 its trace (`GET /umi/trace?scope=S`) is exactly what that run asked and got.
 
-`Umi.check_cut_streams` is what Umi finds in your framework: a stream the server cut
-(a reset, a stall, a fault mid-stream) that the framework neither re-sent nor turned
-into an error, i.e. a truncated answer passed off as a whole one.
+`Umi.check_cut_streams` is what Umi finds in your framework: a run that acted on a
+response the server cut (a reset, a stall, a fault mid-stream), judged from evidence
+(`evidence.py`): a later request's history built from it, a tool run with its cut
+arguments, or a final answer that is its partial text. `Umi.check_tool_results` checks
+that every tool call the model made was told exactly one result.
 """
 
 import hashlib
+import json
 import re
 import uuid
+
+from . import evidence
 
 SEED_MAX = 2**64 - 1
 SCOPE_CHARS = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
@@ -58,13 +63,32 @@ def _request_key(entry):
 
 
 class TruncatedAnswer(AssertionError):
-    """A run returned an answer although a stream it read was cut and never re-sent.
+    """A run passed off a cut response as a whole one.
 
-    `cut` holds the trace entries of the cut streams nobody re-sent."""
+    `cut` holds the trace entries of the cut responses it acted on."""
 
     def __init__(self, message, cut):
         super().__init__(message)
         self.cut = cut
+
+
+class ActedOnCut(TruncatedAnswer):
+    """A run acted on a cut response: `findings` says how (`evidence.Finding`s: a later
+    request's history built from it, a tool run with its arguments, an answer that is its
+    partial text), `cut` which responses."""
+
+    def __init__(self, message, cut, findings):
+        super().__init__(message, cut)
+        self.findings = findings
+
+
+class UnpairedToolResults(AssertionError):
+    """A request told the model of a tool call's result not exactly once; `problems`
+    says which."""
+
+    def __init__(self, message, problems):
+        super().__init__(message)
+        self.problems = problems
 
 
 def describe(entry):
@@ -94,6 +118,7 @@ class Umi:
         self.node_id = node_id
         self.rerun_command = rerun_command
         self.children = []  # the runs new_scope() made: a failure report covers them too
+        self.tool_calls_reported = []  # report_tool_call(): tools the agent ran itself
 
     def __repr__(self):
         return f"Umi(seed={self.seed}, scope={self.scope!r}, server={self.server!r})"
@@ -153,6 +178,28 @@ class Umi:
         """The faults that fired in this run, `kind@operation`, in trace order."""
         return [fault for _entry, fault in self.trace().faults()]
 
+    def report_tool_call(self, name, arguments, call_id=None):
+        """Tells the checks that the agent ran tool `name` with `arguments` (a dict, or
+        its JSON text) for the model's call `call_id` (if known): for tools the agent runs
+        itself, not over `umi.mcp_url` (whose calls the server sees)."""
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"report_tool_call: name must be a non-empty str, got {name!r}")
+        if isinstance(arguments, (bytes, bytearray)):
+            arguments = arguments.decode("utf-8", "replace")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError:
+                pass  # kept as text: it fits a cut call's text by prefix
+        if call_id is not None and not isinstance(call_id, str):
+            raise TypeError(f"report_tool_call: call_id must be a str or None, got {call_id!r}")
+        self.tool_calls_reported.append({"name": name, "arguments": arguments, "call_id": call_id})
+
+    def cut_responses(self):
+        """The model responses the server cut in this run (never an MCP entry: a cut MCP
+        `tools/call` is the "maybe applied" question, not a truncated answer)."""
+        return evidence.cut_responses(self.trace())
+
     def unretried_cut_streams(self):
         """Entries whose stream was cut and that no later request re-sent (same endpoint
         and `request_hash`, a higher `occurrence`)."""
@@ -163,36 +210,74 @@ class Umi:
             latest[key] = max(latest.get(key, -1), entry.get("occurrence", 0))
         return [entry for entry in trace.cut() if latest[_request_key(entry)] <= entry.get("occurrence", 0)]
 
-    def check_cut_streams(self, answered=True):
-        """Assert that the framework did not pass off a cut stream as an answer.
-
-        `answered`: whether the run under test ended in an answer (True) or in an error
-        (False). A run that ended in an error has surfaced the cut, so it passes. A run
-        that answered passes only when every cut stream was re-sent; otherwise this
-        raises `TruncatedAnswer` (an `AssertionError`) listing the cut requests.
-        Returns the cut entries nobody re-sent (empty when all were).
-        """
-        if not isinstance(answered, bool):
-            raise TypeError(f"check_cut_streams(answered=...): a bool, got {answered!r}")
+    def _whole_trace(self, check):
         trace = self.trace()
         if trace.left_out or trace.summary.get("evicted"):
             raise AssertionError(
-                f"check_cut_streams: the server no longer holds this run's whole log "
+                f"{check}: the server no longer holds this run's whole log "
                 f"(left out: {trace.left_out}, evicted: {bool(trace.summary.get('evicted'))}; "
                 f"seed {self.seed}, scope {self.scope}): nothing can be concluded. Use a fresh server, "
                 f"or fewer requests per scope."
             )
-        unretried = self.unretried_cut_streams()
-        if unretried and answered:
-            lines = "\n".join(f"  {describe(entry)}" for entry in unretried)
+        return trace
+
+    def check_cut_streams(self, answer=None, answered=True):
+        """Assert that the run did not act on a response the server cut; return the
+        findings (empty when it did not).
+
+        Judged from evidence (`umi_dst.evidence`): a later request's history holding an
+        assistant turn or tool results built from a cut response; a tool run, over
+        `umi.mcp_url` or reported with `report_tool_call`, with a cut call's id or
+        arguments (also when a partial-JSON parser completed them); the final `answer`
+        (the text the run handed over) being a cut response's partial text. Evidence a
+        whole response explains is not counted, so a run that recovered by a retry, a
+        fallback model or replanning passes. MCP cuts are not model stream cuts.
+
+        `answered` (kept from the re-send rule, default True): `False` says the run ended
+        in an error (only the history and tool evidence is judged); `True` without
+        `answer` says it answered but the text is not at hand: then it is a finding when
+        the last model response the run received was cut (nothing whole came after it).
+        Pass `answer=` to judge the text itself. `check_cut_streams(True)` (the old
+        positional `answered`) still means `answered=True`.
+        Raises `ActedOnCut` (a `TruncatedAnswer`, an `AssertionError`) with the findings.
+        """
+        if isinstance(answer, bool):  # the old positional `answered`
+            answer, answered = None, answer
+        if not isinstance(answered, bool):
+            raise TypeError(f"check_cut_streams(answered=...): a bool, got {answered!r}")
+        if answer is not None and not isinstance(answer, str):
+            raise TypeError(f"check_cut_streams(answer=...): the run's final text (a str), got {type(answer).__name__}")
+        if answer is not None and answered is False:
+            raise ValueError("check_cut_streams: answer= given with answered=False (a run that answered has answered)")
+        trace = self._whole_trace("check_cut_streams")
+        findings = evidence.judge(trace, answer=answer, answered=answered, reported=self.tool_calls_reported)
+        if findings:
+            cut = []
+            for finding in findings:
+                if finding.cut not in cut:
+                    cut.append(finding.cut)
+            lines = "\n".join(f"  {finding}" for finding in findings)
             rerun = f"\nrerun: {self.rerun_command}" if self.rerun_command else ""
-            raise TruncatedAnswer(
-                f"Umi finding: the run returned an answer, but {len(unretried)} stream(s) it read were cut "
-                f"and never re-sent, so the answer may be truncated (seed {self.seed}, scope {self.scope}):\n"
-                f"{lines}{rerun}",
-                unretried,
+            raise ActedOnCut(
+                f"Umi finding: the run acted on {len(cut)} response(s) the server cut "
+                f"(seed {self.seed}, scope {self.scope}):\n{lines}{rerun}",
+                cut, findings,
             )
-        return unretried
+        return findings
+
+    def check_tool_results(self):
+        """Assert that every request of this run told the model of each tool call its
+        conversation made exactly one result, and of no call it did not make (what
+        Umi's `check_tool_results` checks in a simulation). Returns the problems (empty)."""
+        trace = self._whole_trace("check_tool_results")
+        problems = evidence.tool_result_problems(trace)
+        if problems:
+            lines = "\n".join(f"  {problem}" for problem in problems)
+            rerun = f"\nrerun: {self.rerun_command}" if self.rerun_command else ""
+            raise UnpairedToolResults(
+                f"Umi finding: tool results not paired with calls (seed {self.seed}, scope {self.scope}):\n"
+                f"{lines}{rerun}", problems)
+        return problems
 
     def effects(self, effect_tools=()):
         """The effects this run did, in arrival order when the trace has it: each a dict

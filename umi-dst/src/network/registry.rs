@@ -40,6 +40,14 @@ impl WireFormat {
         self.surface().decode_as_client(reads)
     }
 
+    /// A whole (non-streamed) response body read by its client's parser.
+    pub fn parse_as_client(
+        self,
+        body: &str,
+    ) -> Result<umi_core::llm::CompletionResponse, umi_core::llm::LlmError> {
+        self.surface().parse_as_client(body)
+    }
+
     /// The format whose envelope a server's own error takes when the request reached no
     /// endpoint: OpenAI's, the one most clients read.
     #[cfg_attr(

@@ -13,7 +13,7 @@ use serde_json::Value;
 use umi_core::env::Env;
 use umi_core::llm::transport::Transport;
 use umi_core::llm::wire::reader::{Decoded, WireDecoder, decode_reads};
-use umi_core::llm::{Connection, LanguageModel, ModelRef};
+use umi_core::llm::{CompletionResponse, Connection, LanguageModel, LlmError, ModelRef};
 
 use super::clients::ClientOptions;
 use super::embed::EmbedWire;
@@ -66,6 +66,9 @@ pub(crate) trait Surface: Send + Sync {
 
     /// `reads` decoded by its client's stream decoder.
     fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded;
+
+    /// A whole (non-streamed) response body read by its client's parser.
+    fn parse_as_client(&self, body: &str) -> Result<CompletionResponse, LlmError>;
 
     /// Its server's embeddings endpoint, if it has one.
     fn embeddings(&self) -> Option<&'static dyn EmbedWire>;

@@ -90,11 +90,14 @@ pub(crate) struct Recorded {
 /// conversation gets the same seed whole, with `"stream": false`, or streamed. A body the
 /// server refuses (it is not JSON, or breaks the format's rules) is hashed as it came,
 /// with its path: its answer is the refusal, which names what was wrong.
+///
+/// Returned with the hash: the conversation as the format's server parsed it (`None` for
+/// a body it refuses), which the log's `history` digests.
 pub(crate) fn conversation_hash(
     endpoint: &EndpointSpec,
     path: &str,
     request: &HttpRequest,
-) -> [u8; 32] {
+) -> ([u8; 32], Option<umi_core::llm::CompletionRequest>) {
     let format = crate::network::server_format(endpoint.profile.format());
     // A request read off the wire has no URL yet; a format whose path and query say
     // what is asked (Gemini's model) reads them from there.
@@ -109,12 +112,13 @@ pub(crate) fn conversation_hash(
         request
     };
     let mut hasher = Sha256::new();
-    match format.parse(request, endpoint.profile) {
+    let conversation = match format.parse(request, endpoint.profile) {
         Ok(parsed) => {
             hasher.update(b"umi.serve.conversation.v1");
             let value = serde_json::to_value(&parsed.request)
                 .expect("a CompletionRequest serializes to JSON");
             crate::llm::canonical_json(&mut hasher, &value);
+            Some(parsed.request)
         }
         Err(_) => {
             hasher.update(b"umi.serve.request.v1");
@@ -122,9 +126,10 @@ pub(crate) fn conversation_hash(
             hasher.update(path.as_bytes());
             let parsed = serde_json::from_slice::<serde_json::Value>(&request.body).ok();
             hash_json_or_bytes(&mut hasher, parsed.as_ref(), &request.body);
+            None
         }
-    }
-    hasher.finalize().into()
+    };
+    (hasher.finalize().into(), conversation)
 }
 
 /// Hashes a body as its canonical JSON when it parsed (`parsed`), else as its bytes,

@@ -18,7 +18,7 @@ use super::config::{EndpointSpec, ServeConfig};
 use super::own::{
     at_capacity, belongs_elsewhere, models, models_path, no_such_path, own_error, unrouted,
 };
-use super::play::log_and_play;
+use super::play::log_and_play_model;
 use super::read;
 use super::reply::{Body, State, full, respond};
 use super::session::{Key, Session};
@@ -103,7 +103,8 @@ pub(crate) async fn handle(
         Err((status, message)) => return Ok(own_error(Some(format), status, &message, Vec::new())),
     };
     let seed = address.seed.unwrap_or(state.config.seed);
-    let hash = answer::conversation_hash(endpoint, &rest, &http);
+    let (hash, conversation) = answer::conversation_hash(endpoint, &rest, &http);
+    let history = conversation.as_ref().map(super::digest::history);
     let endpoint_key = format!("{}{}", endpoint.profile, endpoint.prefix);
     let occurrence = state
         .session
@@ -125,7 +126,8 @@ pub(crate) async fn handle(
             ));
         }
     };
-    log_and_play(&state, key, &rest, recorded, permit).await
+    let carried = super::digest::carried(format, &recorded, super::session::is_cut(&recorded));
+    log_and_play_model(&state, key, &rest, recorded, permit, (carried, history)).await
 }
 
 /// The path the simulation is asked: with the query when a cassette matches on it or

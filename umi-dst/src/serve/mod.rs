@@ -35,6 +35,7 @@ mod address;
 mod aim;
 mod answer;
 mod config;
+mod digest;
 mod error;
 mod http;
 mod mcp;

@@ -17,6 +17,7 @@ use hyper::body::Frame;
 
 use super::answer::{End, Recorded};
 use super::config::ServeConfig;
+use super::digest::{Carried, History};
 use super::reply::{Body, State, respond};
 use super::session::{Entry, Key, hex};
 
@@ -26,10 +27,24 @@ pub(crate) async fn log_and_play(
     state: &State,
     key: Key,
     path: &str,
-    mut recorded: Recorded,
+    recorded: Recorded,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Result<Response<Body>, io::Error> {
-    let entry = Entry::new(&key, path, &mut recorded);
+    log_and_play_model(state, key, path, recorded, permit, (None, None)).await
+}
+
+/// [`log_and_play`] for a model request: its entry also says what the response carried
+/// and what the request's conversation held (`digest`: `carried`, `history`).
+pub(crate) async fn log_and_play_model(
+    state: &State,
+    key: Key,
+    path: &str,
+    mut recorded: Recorded,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    digest: (Option<Carried>, Option<History>),
+) -> Result<Response<Body>, io::Error> {
+    let mut entry = Entry::new(&key, path, &mut recorded);
+    (entry.carried, entry.history) = digest;
     let played = Played {
         seed: key.1,
         scope: key.0.clone(),

@@ -40,9 +40,10 @@ pub(crate) struct Entry {
     pub(crate) status: Option<u16>,
     pub(crate) end: &'static str,
     /// Whether a 200's body ended short of the format's end of a whole answer: reset,
-    /// stalled, or cut by a fault (`llm.stream_cut`, `network.partial_write`). A client
-    /// must re-send such a request or fail; returning what it got as an answer is the
-    /// bug the plugins' cut-stream check finds.
+    /// stalled, or cut by a fault (`llm.stream_cut`, `network.partial_write`). Acting on
+    /// what such a response carried (a tool run with its cut arguments, a later request
+    /// built from it, an answer that is its partial text) is the bug the plugins'
+    /// cut-stream check finds, from `carried`, `history` and `arrival`.
     pub(crate) cut: bool,
     pub(crate) faults: Vec<String>,
     pub(crate) trace_hash: String,
@@ -50,6 +51,16 @@ pub(crate) struct Entry {
     /// For an MCP `tools/call`: what the call was and did (`super::world::ToolEntry`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tool: Option<super::world::ToolEntry>,
+    /// The 0-based order in which the server received this scope's requests (model and
+    /// MCP alike): the log stays in key order, and this says the order they came in.
+    /// Like `carried` and `history`, it goes into no trace hash.
+    pub(crate) arrival: u64,
+    /// What the response the client received carried (a model entry with a 200).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) carried: Option<super::digest::Carried>,
+    /// A digest of the request's conversation (a model entry the format could parse).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) history: Option<super::digest::History>,
 }
 
 impl Entry {
@@ -70,6 +81,9 @@ impl Entry {
             trace_hash: recorded.trace_hash.to_string(),
             events: std::mem::take(&mut recorded.trace),
             tool: recorded.tool.take(),
+            arrival: 0,
+            carried: None,
+            history: None,
         }
     }
 }
@@ -78,7 +92,7 @@ impl Entry {
 const CUTTING_FAULTS: [&str; 2] = ["llm.stream_cut", "network.partial_write"];
 
 /// Whether `recorded` is a 200 whose body did not end as a whole answer ends.
-fn is_cut(recorded: &Recorded) -> bool {
+pub(crate) fn is_cut(recorded: &Recorded) -> bool {
     let cut_by_fault = recorded.faults.iter().any(|fault| {
         CUTTING_FAULTS
             .iter()
@@ -96,6 +110,11 @@ type Seen = (u64, String, [u8; 32]);
 
 /// A log entry's key within its scope: seed, endpoint, hash, occurrence.
 type Logged = (u64, String, [u8; 32], u64);
+
+/// Requests counted but not yet logged remembered per scope (for their `arrival`): far
+/// more than `--concurrency-max` lets be in flight; past it the oldest is forgotten (a
+/// request that never got logged, its answer having failed).
+const ARRIVALS_PENDING_MAX: usize = 65_536;
 
 /// Evicted scope names remembered, so a trace of one can say it was evicted.
 const EVICTED_SCOPES_REMEMBERED_MAX: usize = 100_000;
@@ -116,6 +135,10 @@ struct ScopeState {
     aimed: BTreeMap<String, u64>,
     /// The simulated tools' world in this scope (`super::world`).
     tools: super::world::SharedWorld,
+    /// How many requests arrived in this scope (the next one's `arrival`).
+    arrived: u64,
+    /// The arrival of each request counted but not yet logged.
+    arrivals: BTreeMap<Logged, u64>,
 }
 
 /// Every scope, and which was used least recently.
@@ -197,7 +220,21 @@ impl Session {
         hash: [u8; 32],
     ) -> u64 {
         let mut store = self.store();
-        let seen = (seed, endpoint.to_owned(), hash);
+        let occurrence = Self::count(&mut store, scope, (seed, endpoint.to_owned(), hash));
+        let state = store.touch(scope);
+        if state.arrivals.len() >= ARRIVALS_PENDING_MAX {
+            state.arrivals.pop_first();
+        }
+        let arrival = state.arrived;
+        state.arrived += 1;
+        state
+            .arrivals
+            .insert((seed, endpoint.to_owned(), hash, occurrence), arrival);
+        occurrence
+    }
+
+    /// Counts one more `seen` in `scope`; its occurrence.
+    fn count(store: &mut Store, scope: &str, seen: Seen) -> u64 {
         if let Some(count) = store.touch(scope).occurrences.get_mut(&seen) {
             *count += 1;
             return *count - 1;
@@ -212,18 +249,23 @@ impl Session {
         0
     }
 
-    pub(crate) fn record(&self, key: Key, entry: Entry) {
+    /// Logs `entry` under `key`, with the arrival its request was counted at.
+    pub(crate) fn record(&self, key: Key, mut entry: Entry) {
         let mut store = self.store();
         let (scope, seed, endpoint, hash, occurrence) = key;
         store.touch(&scope);
         while store.entries_total >= LOG_ENTRIES_MAX {
             if !store.evict_one(&scope) {
-                store.touch(&scope).left_out += 1;
+                let state = store.touch(&scope);
+                state.left_out += 1;
+                state.arrivals.remove(&(seed, endpoint, hash, occurrence));
                 return;
             }
         }
         let state = store.touch(&scope);
-        let replaced = state.log.insert((seed, endpoint, hash, occurrence), entry);
+        let logged = (seed, endpoint, hash, occurrence);
+        entry.arrival = state.arrivals.remove(&logged).unwrap_or(state.arrived);
+        let replaced = state.log.insert(logged, entry);
         assert!(
             replaced.is_none(),
             "each occurrence of a request is logged once"
@@ -335,6 +377,9 @@ mod tests {
             trace_hash: "t".into(),
             events: Vec::new(),
             tool: None,
+            arrival: 0,
+            carried: None,
+            history: None,
         }
     }
 
@@ -385,5 +430,52 @@ mod tests {
         );
         let (text, _) = session.trace(Some("new"));
         assert!(text.contains("\"left_out\":1"), "{text}");
+    }
+
+    #[test]
+    fn arrivals_count_a_scope_s_requests_in_order_and_go_into_no_hash() {
+        let session = Session::default();
+        let arrive = |scope: &str, hash: u8| {
+            let occurrence = session.next_occurrence(scope, 1, "openai", [hash; 32]);
+            (
+                scope.to_owned(),
+                1,
+                "openai".to_owned(),
+                [hash; 32],
+                occurrence,
+            )
+        };
+        let (b, a, other, b_again) = (
+            arrive("s", 2),
+            arrive("s", 1),
+            arrive("t", 1),
+            arrive("s", 2),
+        );
+        // Logged out of order: each keeps the arrival its request was counted at.
+        for key in [a.clone(), b_again.clone(), other, b.clone()] {
+            session.record(key.clone(), entry(&key.0, key.4));
+        }
+        let (text, hash) = session.trace(Some("s"));
+        let arrivals: Vec<u64> = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter_map(|value| value.get("arrival").and_then(serde_json::Value::as_u64))
+            .collect();
+        // Key order: hash [1; 32] first, then [2; 32] at occurrences 0 and 1.
+        assert_eq!(arrivals, vec![1, 0, 2]);
+        // The same log with other arrivals, carried and history hashes alike.
+        let plain = Session::default();
+        for key in [a, b, b_again] {
+            let mut logged = entry(&key.0, key.4);
+            logged.carried = Some(super::super::digest::Carried {
+                whole: false,
+                text: "cut".into(),
+                tool_calls: Vec::new(),
+            });
+            plain.record(key, logged);
+        }
+        let (other_text, other_hash) = plain.trace(Some("s"));
+        assert_ne!(text, other_text);
+        assert_eq!(hash, other_hash);
     }
 }

@@ -9,7 +9,7 @@ use umi_core::env::Env;
 use umi_core::llm::anthropic::{AnthropicClient, AnthropicConfig, EventDecoder};
 use umi_core::llm::transport::Transport;
 use umi_core::llm::wire::reader::Decoded;
-use umi_core::llm::{Connection, LanguageModel, ModelRef};
+use umi_core::llm::{CompletionResponse, Connection, LanguageModel, LlmError, ModelRef};
 
 use super::AnthropicFormat;
 use crate::network::clients::ClientOptions;
@@ -70,6 +70,10 @@ impl Surface for AnthropicFormat {
     ) -> Arc<dyn LanguageModel> {
         let config = AnthropicConfig::new(connection, model_ref);
         Arc::new(AnthropicClient::new(config, transport, env))
+    }
+
+    fn parse_as_client(&self, body: &str) -> Result<CompletionResponse, LlmError> {
+        umi_core::llm::anthropic::parse_response(body, "")
     }
 
     fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {

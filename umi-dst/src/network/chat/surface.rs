@@ -9,7 +9,7 @@ use umi_core::env::Env;
 use umi_core::llm::openai::{ChunkDecoder, OpenAiClient, OpenAiConfig};
 use umi_core::llm::transport::Transport;
 use umi_core::llm::wire::reader::Decoded;
-use umi_core::llm::{Connection, LanguageModel, ModelRef};
+use umi_core::llm::{CompletionResponse, Connection, LanguageModel, LlmError, ModelRef};
 
 use super::ChatFormat;
 use crate::network::clients::ClientOptions;
@@ -90,6 +90,10 @@ impl Surface for ChatFormat {
     ) -> Arc<dyn LanguageModel> {
         let config = OpenAiConfig::new(connection, model_ref);
         Arc::new(OpenAiClient::new(config, transport, env))
+    }
+
+    fn parse_as_client(&self, body: &str) -> Result<CompletionResponse, LlmError> {
+        umi_core::llm::openai::parse_response(body, "")
     }
 
     fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {

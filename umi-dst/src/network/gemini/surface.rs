@@ -9,7 +9,7 @@ use umi_core::env::Env;
 use umi_core::llm::gemini::{GeminiClient, GeminiConfig, GeminiDecoder};
 use umi_core::llm::transport::Transport;
 use umi_core::llm::wire::reader::Decoded;
-use umi_core::llm::{Connection, LanguageModel, ModelRef};
+use umi_core::llm::{CompletionResponse, Connection, LanguageModel, LlmError, ModelRef};
 
 use super::GeminiFormat;
 use super::errors::status_name;
@@ -74,6 +74,10 @@ impl Surface for GeminiFormat {
     ) -> Arc<dyn LanguageModel> {
         let config = GeminiConfig::new(connection, model_ref);
         Arc::new(GeminiClient::new(config, transport, env))
+    }
+
+    fn parse_as_client(&self, body: &str) -> Result<CompletionResponse, LlmError> {
+        umi_core::llm::gemini::parse_response(body, "")
     }
 
     fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {

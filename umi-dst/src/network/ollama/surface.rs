@@ -10,7 +10,7 @@ use umi_core::env::Env;
 use umi_core::llm::ollama::{NdjsonDecoder, OllamaClient, OllamaConfig};
 use umi_core::llm::transport::Transport;
 use umi_core::llm::wire::reader::Decoded;
-use umi_core::llm::{Connection, LanguageModel, ModelRef};
+use umi_core::llm::{CompletionResponse, Connection, LanguageModel, LlmError, ModelRef};
 
 use super::OllamaFormat;
 use crate::network::clients::ClientOptions;
@@ -67,6 +67,10 @@ impl Surface for OllamaFormat {
         connection.api_key = None;
         let config = OllamaConfig::new(connection, model_ref);
         Arc::new(OllamaClient::new(config, transport, env))
+    }
+
+    fn parse_as_client(&self, body: &str) -> Result<CompletionResponse, LlmError> {
+        umi_core::llm::ollama::parse_response(body, "")
     }
 
     fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {

@@ -9,7 +9,7 @@ use umi_core::env::Env;
 use umi_core::llm::responses::{EventDecoder, ResponsesClient, ResponsesConfig};
 use umi_core::llm::transport::Transport;
 use umi_core::llm::wire::reader::Decoded;
-use umi_core::llm::{Connection, LanguageModel, ModelRef};
+use umi_core::llm::{CompletionResponse, Connection, LanguageModel, LlmError, ModelRef};
 
 use super::ResponsesFormat;
 use crate::network::chat::surface::{openai_credential, openai_model_list, openai_own_error};
@@ -60,6 +60,10 @@ impl Surface for ResponsesFormat {
             config.reasoning_summary = Some("auto".to_owned());
         }
         Arc::new(ResponsesClient::new(config, transport, env))
+    }
+
+    fn parse_as_client(&self, body: &str) -> Result<CompletionResponse, LlmError> {
+        umi_core::llm::responses::parse_response(body, "")
     }
 
     fn decode_as_client(&self, reads: &[&[u8]]) -> Decoded {
