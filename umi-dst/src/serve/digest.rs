@@ -199,11 +199,13 @@ mod tests {
                 .map(|p| (Duration::ZERO, p.as_bytes().to_vec()))
                 .collect(),
             end: super::super::answer::End::Complete,
+            head_at: Duration::ZERO,
             end_at: Duration::ZERO,
             run_seed: 0,
             faults: Vec::new(),
             trace: Vec::new(),
             trace_hash: TraceHash([0; 32]),
+            tool: None,
         }
     }
 
