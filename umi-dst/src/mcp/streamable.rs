@@ -242,6 +242,7 @@ fn is_local_origin(origin: &str) -> bool {
 }
 
 /// The 403 of an origin that is not allowed, naming it and the flag that allows it.
+#[cfg(any(feature = "serve", test))]
 pub(crate) fn forbidden_origin(origin: &str) -> Refusal {
     Refusal::new(
         403,

@@ -10,29 +10,11 @@ use serde_json::Value;
 use umi_core::agent::ToolInvocation;
 
 use super::SimTool;
-use super::world::ToolsWorld;
+use super::world::{Effect, ToolsWorld};
 
 /// Effects kept at most; past it the ledger stops growing and says so (a run that does
 /// this many side effects is a runaway the checkers report).
 pub const EFFECTS_MAX: usize = 100_000;
-
-/// One side effect.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Effect {
-    /// The tool that did it.
-    pub tool: String,
-    /// The model's id of the call that asked for it.
-    pub call_id: String,
-    /// The idempotency key the call carried, when the tool reads one.
-    pub idempotency_key: Option<String>,
-    /// The arguments, as canonical JSON.
-    pub arguments: String,
-    /// When, in simulated time since the run began.
-    pub at: Duration,
-    /// Whether it changed the world: false when the tool had seen its idempotency key
-    /// and did nothing again.
-    pub applied: bool,
-}
 
 /// The run's effects, in the order they happened (and the rest of the tools' world).
 #[derive(Debug, Default)]

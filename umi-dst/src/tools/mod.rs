@@ -57,7 +57,8 @@ pub use call::{
 };
 #[cfg(feature = "serve")]
 pub(crate) use ledger::idempotency_key;
-pub use ledger::{EFFECTS_MAX, Effect, EffectLedger};
+pub use ledger::{EFFECTS_MAX, EffectLedger};
+pub use world::Effect;
 pub use world::{CALL_RUNS_MAX, ToolsWorld};
 
 /// Simulated latency of a tool call by default, in ms (lowest, highest).

@@ -10,15 +10,32 @@
 //! the effect ledger spans the whole run (ADR 0018).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde_json::Value;
-
-use super::ledger::Effect;
 
 /// Distinct logical calls whose runs are counted at most; past it a new call is counted
 /// as run for the first time (its stream is then that of a first run), and the world
 /// says so.
 pub const CALL_RUNS_MAX: usize = 100_000;
+
+/// One side effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effect {
+    /// The tool that did it.
+    pub tool: String,
+    /// The model's id of the call that asked for it.
+    pub call_id: String,
+    /// The idempotency key the call carried, when the tool reads one.
+    pub idempotency_key: Option<String>,
+    /// The arguments, as canonical JSON.
+    pub arguments: String,
+    /// When, in simulated time since the run began.
+    pub at: Duration,
+    /// Whether it changed the world: false when the tool had seen its idempotency key
+    /// and did nothing again.
+    pub applied: bool,
+}
 
 /// What the simulated tools remember: a value, so a server can carry it from one
 /// request's simulation to the next.
