@@ -24,7 +24,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::future::LocalBoxFuture;
 use serde_json::{Value, json};
 use umi_core::agent::{ToolHandler, ToolInvocation};
-use umi_core::env::EnvironmentExt;
 use umi_core::llm::{CompletionRequest, LanguageModel, Message, ToolDefinition};
 use umi_dst::tools::{SimTool, SimTools};
 use umi_dst::{FaultConfig, FaultKind, Scenario, SimEnvironment, Violation};

@@ -7,13 +7,27 @@
 //! model's response "will always adhere to the supplied schema"). So the answer without
 //! calls is `generate::structured`'s then, and the calls come with no preamble text (the
 //! message content of a call is then null, as OpenAI sends it).
+//!
+//! Arguments take values from the conversation as a real model's do: after a field is
+//! drawn from its schema, with [`ARGUMENT_FROM_CONVERSATION_PROBABILITY`] (drawn from its
+//! own stream, [`CONVERSATION_STREAM`], so the schema's draws never shift) it takes a
+//! value the user's messages or the tool results offer for it instead, matched by name
+//! and type ([`crate::llm::conversation`]): `order_id` <- `ORD-1234`, `amount` <- `$25`.
 
 use umi_core::llm::{CompletionRequest, ToolCall, ToolChoice};
 
 use super::generic;
+use crate::llm::conversation::Facts;
 use crate::llm::route::Generated;
-use crate::llm::schema;
+use crate::llm::schema::{self, FromConversation};
 use crate::rng::DeterministicRng;
+
+/// How likely a field takes a value the conversation offers for it (when one matches).
+pub const ARGUMENT_FROM_CONVERSATION_PROBABILITY: f64 = 0.7;
+
+/// The label of the stream that draws which fields take values from the conversation
+/// (forked from the call's stream).
+pub const CONVERSATION_STREAM: &str = "tool_arguments.conversation";
 
 /// Tool calls one simulated answer makes at most.
 const PARALLEL_CALLS_MAX: u64 = 3;
@@ -64,11 +78,18 @@ pub fn generate(
     } else {
         1
     };
+    let facts = Facts::from_messages(&request.messages);
+    let mut conversation_rng = rng.fork(CONVERSATION_STREAM);
     let mut calls = Vec::new();
     for _ in 0..count {
         let tool = *rng.choose(&candidates).expect("candidates are not empty");
         let id_bits = rng.next_u64();
-        match schema::generate(&tool.parameters, rng) {
+        let conversation = FromConversation {
+            facts: &facts,
+            rng: &mut conversation_rng,
+            probability: ARGUMENT_FROM_CONVERSATION_PROBABILITY,
+        };
+        match schema::generate_with(&tool.parameters, rng, Some(conversation)) {
             Ok(arguments) => calls.push(ToolCall::new(
                 format!("call_{:012x}", id_bits >> 16),
                 tool.name.clone(),
