@@ -13,7 +13,10 @@ The test can fail only because SimLLM takes a field's value from the conversatio
 order id the user named) and draws positive amounts: on the SimLLM before issue 39
 (numbers in [-1000, 0], ids drawn from words) it passed on every seed, vacuously. The
 figures (seeds that refunded at all, that refunded the named order, that refunded it
-twice) are printed in the session's summary.
+twice) are printed in the session's summary. When this test was written, on seeds 0..200
+with `--seed 39 --faults llm.service_unavailable=0.3`: before issue 39, 0 seeds refunded
+anything; after, 139 refunded an order, 110 the named one, and the planted agent refunded
+it twice on 12 (the first, seed 71).
 """
 
 import json
