@@ -771,21 +771,31 @@ fn refusing_faults_map_to_typed_errors() {
 /// parse, on a plain turn, a tool turn and a structured one alike, streamed or not.
 #[test]
 fn invalid_responses_are_bodies_that_do_not_parse() {
-    for_seeds(0..100, always(FaultKind::LlmInvalidResponse), |sim| async move {
-        let plain = CompletionRequest::new(vec![Message::user("Plan the week.")]);
-        let tools = CompletionRequest::new(vec![Message::user("go")]).with_tools(tool_schemas());
-        let structured = extraction_request("Alice joined Acme Corp.");
-        for request in [plain, tools, structured] {
-            let outcome = instant(&sim).complete(&request).await;
-            ensure!(
-                matches!(&outcome, Err(LlmError::InvalidResponse { reason, .. }) if reason.contains("could not be parsed")),
-                "{outcome:?}"
-            );
-        }
-        let corrupt = sim.trace().tail().iter().filter(|e| e.kind == "llm.corrupt").count();
-        ensure!(corrupt == 3, "{corrupt} llm.corrupt events");
-        Ok(())
-    });
+    for_seeds(
+        0..100,
+        always(FaultKind::LlmInvalidResponse),
+        |sim| async move {
+            let plain = CompletionRequest::new(vec![Message::user("Plan the week.")]);
+            let tools =
+                CompletionRequest::new(vec![Message::user("go")]).with_tools(tool_schemas());
+            let structured = extraction_request("Alice joined Acme Corp.");
+            for request in [plain, tools, structured] {
+                let outcome = instant(&sim).complete(&request).await;
+                ensure!(
+                    matches!(&outcome, Err(LlmError::InvalidResponse { reason, .. }) if reason.contains("could not be parsed")),
+                    "{outcome:?}"
+                );
+            }
+            let corrupt = sim
+                .trace()
+                .tail()
+                .iter()
+                .filter(|e| e.kind == "llm.corrupt")
+                .count();
+            ensure!(corrupt == 3, "{corrupt} llm.corrupt events");
+            Ok(())
+        },
+    );
 }
 
 /// `llm.wrong_content`: a well-formed answer the real parsers refuse, in each of its

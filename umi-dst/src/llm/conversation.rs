@@ -188,13 +188,17 @@ fn wanted_kind(words: &[String], schema: &Value) -> Option<Kind> {
     }
     if has(&["email", "mail"]) {
         Some(Kind::Email)
-    } else if has(&["amount", "price", "total", "cost", "sum", "refund", "fee", "balance"]) {
+    } else if has(&[
+        "amount", "price", "total", "cost", "sum", "refund", "fee", "balance",
+    ]) {
         Some(Kind::Number { money: true })
     } else if has(&["id", "number", "code", "ref", "reference", "sku", "no"]) {
         Some(Kind::Id)
     } else if has(&["date", "day", "when"]) {
         Some(Kind::Date)
-    } else if has(&["name", "city", "customer", "person", "user", "place", "country"]) {
+    } else if has(&[
+        "name", "city", "customer", "person", "user", "place", "country",
+    ]) {
         Some(Kind::Name)
     } else {
         None
@@ -210,7 +214,9 @@ fn score(fact: &Fact, field: &str, words: &[String], wants: Option<Kind>) -> u8 
     }
     let related = |hint: &str, word: &str| {
         hint == word
-            || (hint.len() >= 3 && word.len() >= 3 && (word.starts_with(hint) || hint.starts_with(word)))
+            || (hint.len() >= 3
+                && word.len() >= 3
+                && (word.starts_with(hint) || hint.starts_with(word)))
     };
     let kind_fits = match (wants, fact.kind) {
         (Some(Kind::Number { .. }), Kind::Number { .. }) => true,
@@ -218,10 +224,12 @@ fn score(fact: &Fact, field: &str, words: &[String], wants: Option<Kind>) -> u8 
         (None, _) => false,
     };
     let noun = |w: &String| !matches!(w.as_str(), "id" | "no" | "number" | "code" | "ref");
-    let hinted = fact
-        .hints
-        .iter()
-        .any(|hint| words.iter().filter(|w| noun(w)).any(|word| related(hint, word)));
+    let hinted = fact.hints.iter().any(|hint| {
+        words
+            .iter()
+            .filter(|w| noun(w))
+            .any(|word| related(hint, word))
+    });
     if hinted && (kind_fits || wants.is_none()) {
         3
     } else if kind_fits {
@@ -309,15 +317,33 @@ fn is_id(token: &str) -> bool {
 /// The word's characters that can belong to a value (trailing punctuation off).
 fn trimmed(word: &str) -> &str {
     word.trim_matches(|c: char| {
-        matches!(c, ',' | ';' | ':' | '!' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '"' | '\'')
+        matches!(
+            c,
+            ',' | ';' | ':' | '!' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '"' | '\''
+        )
     })
     .trim_end_matches('.')
 }
 
 /// Id nouns: a number after one is an id (`order 1234`, `invoice #7`).
 const ID_NOUNS: &[&str] = &[
-    "order", "invoice", "ticket", "account", "booking", "reservation", "case", "customer", "user",
-    "item", "transaction", "payment", "shipment", "package", "id", "number", "no",
+    "order",
+    "invoice",
+    "ticket",
+    "account",
+    "booking",
+    "reservation",
+    "case",
+    "customer",
+    "user",
+    "item",
+    "transaction",
+    "payment",
+    "shipment",
+    "package",
+    "id",
+    "number",
+    "no",
 ];
 
 /// Facts in free text: ids, emails, amounts and numbers, dates, names, quoted text.
@@ -511,7 +537,11 @@ mod tests {
     fn a_number_after_an_id_noun_is_an_id_and_results_give_keys() {
         let messages = [
             Message::user("Where is order 1234?"),
-            Message::tool_result("c1", r#"{"order": {"order_id": "A-77", "total": 12.5}}"#, true),
+            Message::tool_result(
+                "c1",
+                r#"{"order": {"order_id": "A-77", "total": 12.5}}"#,
+                true,
+            ),
         ];
         let facts = Facts::from_messages(&messages);
         assert_eq!(

@@ -81,9 +81,8 @@ fn parse(pattern: &str) -> Result<Vec<Node>, Unsupported> {
         return Err(fail(&format!("longer than {PATTERN_CHARS_MAX} characters")));
     }
     let start = usize::from(chars.first() == Some(&'^'));
-    let end_anchored = chars.len() > start
-        && chars.last() == Some(&'$')
-        && dollar_is_unescaped(&chars);
+    let end_anchored =
+        chars.len() > start && chars.last() == Some(&'$') && dollar_is_unescaped(&chars);
     let end = if end_anchored {
         chars.len() - 1
     } else {
@@ -172,7 +171,9 @@ impl Parser<'_> {
             '.' => Node::Class(vec![(' ', '~')], false),
             '\\' => self.escape()?,
             '^' | '$' => return Err("an anchor inside the pattern".into()),
-            '*' | '+' | '?' | '{' => return Err(format!("a quantifier `{c}` with nothing to repeat")),
+            '*' | '+' | '?' | '{' => {
+                return Err(format!("a quantifier `{c}` with nothing to repeat"));
+            }
             other => Node::Literal(other),
         })
     }
@@ -374,7 +375,9 @@ mod tests {
 
     #[test]
     fn patterns_outside_the_subset_are_named() {
-        for pattern in ["^(?=a)b$", "(a)\\1", "\\bword", "a^b", "\\p{L}", "[z-a]", "a**", "x{"] {
+        for pattern in [
+            "^(?=a)b$", "(a)\\1", "\\bword", "a^b", "\\p{L}", "[z-a]", "a**", "x{",
+        ] {
             let error = supported(pattern).unwrap_err();
             assert_eq!(error.pattern, pattern);
             assert!(!error.reason.is_empty());

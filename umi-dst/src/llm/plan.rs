@@ -119,23 +119,7 @@ impl CallPlan {
                 });
             }
             Some(Cut::Silent(k)) => items.truncate(k),
-            Some(Cut::Unparseable(k)) => {
-                let snippet = match items.get(k).map(|planned| &planned.item) {
-                    Some(Ok(StreamEvent::TextDelta { text })) if !text.is_empty() => text.clone(),
-                    _ => UNPARSEABLE_SNIPPET.to_owned(),
-                };
-                let delay = items.get(k).map_or(Duration::ZERO, |planned| planned.delay);
-                items.truncate(k);
-                items.push(Planned {
-                    delay,
-                    item: Err(LlmError::InvalidResponse {
-                        reason: format!(
-                            "the response could not be parsed: it breaks off mid-JSON after {k} event(s) (simulated invalid_response)"
-                        ),
-                        snippet,
-                    }),
-                });
-            }
+            Some(Cut::Unparseable(k)) => unparseable(&mut items, k),
             None => {}
         }
         items
@@ -172,6 +156,25 @@ impl CallPlan {
     pub(crate) fn event_count(&self) -> usize {
         self.items().len()
     }
+}
+
+/// `items` with event `k` replaced by a part the client cannot parse, and none after it.
+fn unparseable(items: &mut Vec<Planned>, k: usize) {
+    let snippet = match items.get(k).map(|planned| &planned.item) {
+        Some(Ok(StreamEvent::TextDelta { text })) if !text.is_empty() => text.clone(),
+        _ => UNPARSEABLE_SNIPPET.to_owned(),
+    };
+    let delay = items.get(k).map_or(Duration::ZERO, |planned| planned.delay);
+    items.truncate(k);
+    items.push(Planned {
+        delay,
+        item: Err(LlmError::InvalidResponse {
+            reason: format!(
+                "the response could not be parsed: it breaks off mid-JSON after {k} event(s) (simulated invalid_response)"
+            ),
+            snippet,
+        }),
+    });
 }
 
 /// The answer after natural limits: what the model really says.

@@ -450,12 +450,11 @@ impl Generator<'_> {
         let Some(conversation) = conversation.as_mut() else {
             return drawn;
         };
-        if conversation.facts.is_empty() || !conversation.rng.bool_with(conversation.probability)
-        {
+        if conversation.facts.is_empty() || !conversation.rng.bool_with(conversation.probability) {
             return drawn;
         }
-        let Ok(resolved) = resolve(self.root, property, "#")
-            .and_then(|schema| merged(self.root, schema, "#"))
+        let Ok(resolved) =
+            resolve(self.root, property, "#").and_then(|schema| merged(self.root, schema, "#"))
         else {
             return drawn;
         };
@@ -604,7 +603,10 @@ mod tests {
             let bounded = generate(&schema, &mut rng).unwrap();
             assert!(bounded.as_f64().unwrap() > 0.0 && conforms(&schema, &bounded));
         }
-        assert!(negative > 150 && positive > 150, "{negative} < 0, {positive} > 0");
+        assert!(
+            negative > 150 && positive > 150,
+            "{negative} < 0, {positive} > 0"
+        );
     }
 
     #[test]
@@ -624,8 +626,12 @@ mod tests {
                 rng: &mut choice,
                 probability: 0.7,
             };
-            let with = generate_with(&schema, &mut DeterministicRng::new(seed), Some(conversation))
-                .unwrap();
+            let with = generate_with(
+                &schema,
+                &mut DeterministicRng::new(seed),
+                Some(conversation),
+            )
+            .unwrap();
             let without = generate(&schema, &mut DeterministicRng::new(seed)).unwrap();
             for field in ["order_id", "amount"] {
                 assert!(

@@ -54,6 +54,18 @@ impl State {
         }
     }
 
+    /// The format's frame for `snippet`, cut mid-JSON; the body ends after it.
+    fn unparseable(&mut self, snippet: String) -> Vec<u8> {
+        let mut frame = Vec::new();
+        self.encoder.event(&StreamEvent::text(snippet), &mut frame);
+        self.cover();
+        self.ended = true;
+        self.env.cover("wire.unparseable_part");
+        let cut = super::unparseable::cut_frame(&frame, &mut self.cut_rng);
+        // A frame with no JSON (none in the profiles) is sent cut in half.
+        cut.unwrap_or_else(|| frame[..frame.len() / 2].to_vec())
+    }
+
     async fn step(&mut self) -> Option<Result<Vec<u8>, TransportError>> {
         loop {
             if self.ended {
@@ -96,15 +108,7 @@ impl State {
                     return Some(Err(TransportError::Reset { reason }));
                 }
                 Some(Err(LlmError::InvalidResponse { snippet, .. })) => {
-                    let mut frame = Vec::new();
-                    self.encoder.event(&StreamEvent::text(snippet), &mut frame);
-                    self.cover();
-                    self.ended = true;
-                    self.env.cover("wire.unparseable_part");
-                    let cut = super::unparseable::cut_frame(&frame, &mut self.cut_rng);
-                    // A frame with no JSON (none in the profiles) is sent cut in half.
-                    let cut = cut.unwrap_or_else(|| frame[..frame.len() / 2].to_vec());
-                    return Some(Ok(cut));
+                    return Some(Ok(self.unparseable(snippet)));
                 }
                 Some(Err(error)) => self.encoder.error(&error, &mut out),
             };

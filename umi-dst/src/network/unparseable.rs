@@ -70,7 +70,8 @@ mod tests {
 
     #[test]
     fn cut_bodies_and_frames_never_parse_and_keep_their_framing() {
-        let body = br#"{"id":"chatcmpl-1","choices":[{"message":{"content":"h\u00e9llo \u6771"}}]}"#;
+        let body =
+            br#"{"id":"chatcmpl-1","choices":[{"message":{"content":"h\u00e9llo \u6771"}}]}"#;
         let frame = b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"caf\xc3\xa9\"}}\n\n";
         for seed in 0..200 {
             let mut rng = DeterministicRng::new(seed);
@@ -78,11 +79,19 @@ mod tests {
             assert!(cut.len() < body.len() && cut.starts_with(b"{"));
             assert!(serde_json::from_slice::<serde_json::Value>(&cut).is_err());
             let cut = cut_frame(frame, &mut rng).unwrap();
-            assert!(cut.ends_with(b"\n\n") && cut.starts_with(b"event: content_block_delta\ndata: {"));
+            assert!(
+                cut.ends_with(b"\n\n") && cut.starts_with(b"event: content_block_delta\ndata: {")
+            );
             let line = &cut[cut.iter().position(|&b| b == b'{').unwrap()..cut.len() - 2];
             assert!(serde_json::from_slice::<serde_json::Value>(line).is_err());
-            assert!(std::str::from_utf8(&cut).is_ok(), "cut on a character boundary");
+            assert!(
+                std::str::from_utf8(&cut).is_ok(),
+                "cut on a character boundary"
+            );
         }
-        assert_eq!(cut_frame(b": ping\n\n", &mut DeterministicRng::new(1)), None);
+        assert_eq!(
+            cut_frame(b": ping\n\n", &mut DeterministicRng::new(1)),
+            None
+        );
     }
 }

@@ -44,6 +44,40 @@ fn without_calls(request: &CompletionRequest, rng: &mut DeterministicRng) -> Gen
     generic::generate(request, rng)
 }
 
+/// `count` calls of tools drawn from `candidates`, their arguments from the tools'
+/// schemas and (fields the conversation offers values for) the conversation; a tool
+/// whose schema SimLLM cannot answer is left out.
+fn calls(
+    request: &CompletionRequest,
+    candidates: &[&umi_core::llm::ToolDefinition],
+    count: u64,
+    rng: &mut DeterministicRng,
+) -> Vec<ToolCall> {
+    let facts = Facts::from_messages(&request.messages);
+    let mut conversation_rng = rng.fork(CONVERSATION_STREAM);
+    let mut calls = Vec::new();
+    for _ in 0..count {
+        let tool = *rng.choose(candidates).expect("candidates are not empty");
+        let id_bits = rng.next_u64();
+        let conversation = FromConversation {
+            facts: &facts,
+            rng: &mut conversation_rng,
+            probability: ARGUMENT_FROM_CONVERSATION_PROBABILITY,
+        };
+        match schema::generate_with(&tool.parameters, rng, Some(conversation)) {
+            Ok(arguments) => calls.push(ToolCall::new(
+                format!("call_{:012x}", id_bits >> 16),
+                tool.name.clone(),
+                arguments,
+            )),
+            Err(error) => {
+                tracing::debug!(tool = %tool.name, %error, "SimLLM cannot generate arguments");
+            }
+        }
+    }
+    calls
+}
+
 /// The tool-calling answer for `request`: calls with probability `call_probability`,
 /// as `tool_choice` allows (`none`: never; `required` or a named tool: always, only that
 /// tool) and `parallel_tool_calls` allows (`false`: one call at most).
@@ -78,28 +112,7 @@ pub fn generate(
     } else {
         1
     };
-    let facts = Facts::from_messages(&request.messages);
-    let mut conversation_rng = rng.fork(CONVERSATION_STREAM);
-    let mut calls = Vec::new();
-    for _ in 0..count {
-        let tool = *rng.choose(&candidates).expect("candidates are not empty");
-        let id_bits = rng.next_u64();
-        let conversation = FromConversation {
-            facts: &facts,
-            rng: &mut conversation_rng,
-            probability: ARGUMENT_FROM_CONVERSATION_PROBABILITY,
-        };
-        match schema::generate_with(&tool.parameters, rng, Some(conversation)) {
-            Ok(arguments) => calls.push(ToolCall::new(
-                format!("call_{:012x}", id_bits >> 16),
-                tool.name.clone(),
-                arguments,
-            )),
-            Err(error) => {
-                tracing::debug!(tool = %tool.name, %error, "SimLLM cannot generate arguments");
-            }
-        }
-    }
+    let calls = calls(request, &candidates, count, rng);
     if calls.is_empty() {
         if request.output_schema.is_some() {
             return without_calls(request, rng);
