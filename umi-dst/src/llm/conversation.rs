@@ -271,7 +271,7 @@ fn read_json(value: &Value, key: Option<&str>, depth: usize, facts: &mut Vec<Fac
     match value {
         Value::Object(map) => {
             for name in umi_core::canonical_json::sorted_keys(map) {
-                read_json(&map[name.as_str()], Some(&name), depth + 1, facts);
+                read_json(&map[name.as_str()], Some(name), depth + 1, facts);
             }
         }
         Value::Array(items) => {

@@ -425,7 +425,7 @@ impl Generator<'_> {
                     &format!("{path}/properties/{name}"),
                     depth + 1,
                 )?;
-                let value = self.from_conversation(&name, property, drawn);
+                let value = self.taken_from_conversation(name, property, drawn);
                 out.insert(name.clone(), value);
             }
         }
@@ -445,7 +445,7 @@ impl Generator<'_> {
 impl Generator<'_> {
     /// `drawn`, or (when a conversation was given and its stream says so) a value the
     /// conversation offers for the field `name`, valid under `property`.
-    fn from_conversation(&self, name: &str, property: &Value, drawn: Value) -> Value {
+    fn taken_from_conversation(&self, name: &str, property: &Value, drawn: Value) -> Value {
         let mut conversation = self.conversation.borrow_mut();
         let Some(conversation) = conversation.as_mut() else {
             return drawn;
