@@ -34,6 +34,10 @@ def ask(client: openai.OpenAI, model: str, question: str) -> str:
             response = client.chat.completions.create(model=model, messages=messages, tools=[WEATHER])
         except openai.APIError as error:
             raise AgentError(f"the model API failed: {error}") from error
+        except ValueError as error:
+            # A body that does not parse (`llm.invalid_response`): openai-python lets the
+            # JSON decoder's error through (json.JSONDecodeError is a ValueError).
+            raise AgentError(f"the model's answer could not be parsed: {error}") from error
         choice = response.choices[0]
         if choice.finish_reason == "stop":
             if not (choice.message.content or "").strip():

@@ -19,6 +19,8 @@
 //!   [`tool_effects`], [`mcp_agent`], [`cassette_agent`], and the canaries [`canary`], [`canary_lost_link`],
 //!   [`canary_double_charge`], [`canary_lost_update`], [`canary_mcp_resend`] and [`canary_cassette_drift`].
 //! - [`all`]: every scenario, for the `dst` binary and the tests.
+//! - [`planted_refund_twice`]: a support agent that refunds one order twice after a
+//!   whole-run retry, and its correct twin (run by the tests, not in [`all`]).
 //! - [`planted_crashes`]: seeds that abort, overflow the stack, exit, allocate without
 //!   bound or busy-loop, to test the harness; in the `dst` binary ([`with_planted`]),
 //!   reachable only by name.
@@ -37,6 +39,7 @@ pub mod mcp_agent;
 pub mod memory_no_data_loss;
 pub mod mixed_formats;
 pub mod planted_crashes;
+pub mod planted_refund_twice;
 pub mod recall_by_embeddings;
 pub mod recall_degrades_gracefully;
 pub mod router_fallback_chain;

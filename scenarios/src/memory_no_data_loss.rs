@@ -60,7 +60,7 @@ impl Scenario for MemoryNoDataLoss {
     fn faults(&self) -> Vec<FaultConfig> {
         vec![
             FaultConfig::chance(FaultKind::LlmRateLimit, 0.08),
-            FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.12),
+            FaultConfig::chance(FaultKind::LlmWrongContent, 0.12),
             FaultConfig::chance(FaultKind::LlmStreamCut, 0.08),
             FaultConfig::chance(FaultKind::LlmTimeout, 0.04),
             FaultConfig::chance(FaultKind::StorageWriteFail, 0.08),

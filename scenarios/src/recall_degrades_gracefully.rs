@@ -54,7 +54,7 @@ impl Scenario for RecallDegradesGracefully {
         vec![
             fault_on(FaultKind::LlmRateLimit, 0.1, REWRITE_CALL),
             fault_on(FaultKind::LlmServiceUnavailable, 0.1, REWRITE_CALL),
-            fault_on(FaultKind::LlmInvalidResponse, 0.15, REWRITE_CALL),
+            fault_on(FaultKind::LlmWrongContent, 0.15, REWRITE_CALL),
             fault_on(FaultKind::LlmStreamCut, 0.05, REWRITE_CALL),
             fault_on(FaultKind::LlmTimeout, 0.05, REWRITE_CALL),
             fault_on(FaultKind::StorageReadFail, 0.05, "storage.search"),

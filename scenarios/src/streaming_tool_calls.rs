@@ -45,7 +45,7 @@ impl Scenario for StreamingToolCalls {
     fn faults(&self) -> Vec<FaultConfig> {
         vec![
             FaultConfig::chance(FaultKind::LlmStreamCut, 0.1),
-            FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.05),
+            FaultConfig::chance(FaultKind::LlmWrongContent, 0.05),
         ]
     }
 

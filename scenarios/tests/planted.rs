@@ -273,3 +273,43 @@ impl Scenario for PlantedInSqlite {
 fn a_lost_sqlite_write_is_found() {
     assert_found(&PlantedInSqlite, "lost write");
 }
+
+/// Issue 39, item 3: a support agent that retries the whole run after a model failure
+/// that came after its refund ran refunds the order twice; found within
+/// `PLANTED_SEEDS_MAX` seeds (SimLLM takes the order id from the user's message, and
+/// amounts can be positive). Its correct twin (an idempotent refund) passes the same
+/// seeds. Prints, for each, how many seeds failed, refunded at all, and refunded the
+/// order the user named.
+#[test]
+fn a_refund_made_twice_after_a_whole_run_retry_is_found() {
+    use umi_scenarios::planted_refund_twice::RefundAgent;
+    let planted = RefundAgent { idempotent: false };
+    let correct = RefundAgent { idempotent: true };
+    let (planted_failed, _, _) = refund_figures(&planted);
+    let (correct_failed, _, _) = refund_figures(&correct);
+    assert_eq!(correct_failed, 0, "the correct agent never refunds twice");
+    assert!(planted_failed > 0, "the planted agent was not found");
+    assert_found(&planted, "was refunded 2 times");
+}
+
+/// Over the default sweep's first `PLANTED_SEEDS_MAX` seeds: how many failed, refunded
+/// some order, and refunded the order the user named (printed).
+fn refund_figures(scenario: &dyn Scenario) -> (u64, u64, u64) {
+    use umi_scenarios::planted_refund_twice::{MARK_NAMED_ORDER, MARK_REFUNDED};
+    let start = SweepOptions::default().seed_start;
+    let (mut failed, mut refunded, mut named) = (0, 0, 0);
+    for seed in start..start + PLANTED_SEEDS_MAX {
+        let run = run_one(scenario, seed, false, |config| config);
+        failed += u64::from(!run.passed());
+        refunded += u64::from(run.marks.contains_key(MARK_REFUNDED));
+        named += u64::from(run.marks.contains_key(MARK_NAMED_ORDER));
+    }
+    #[allow(clippy::print_stderr)] // the figures, shown with --nocapture
+    {
+        eprintln!(
+            "{}: of {PLANTED_SEEDS_MAX} seeds, {failed} failed, {refunded} refunded an order, {named} refunded the order the user named",
+            scenario.name()
+        );
+    }
+    (failed, refunded, named)
+}

@@ -161,8 +161,25 @@ async fn effect(kind: FaultKind, sim: SimEnvironment, clean: Arc<Clean>) -> Resu
         FaultKind::LlmInvalidResponse => {
             let outcome = llm.complete(&request()).await;
             ensure!(
-                outcome.as_ref().map(|r| r.text.clone()).ok() != Some(clean.answer.clone()),
-                "a corrupted answer equals the clean one: {outcome:?}"
+                matches!(outcome, Err(LlmError::InvalidResponse { .. })),
+                "{outcome:?}"
+            );
+            // On the wire: a 200 whose stream has a data line that does not parse.
+            let (status, body, _) = wire().await.map_err(Violation::new)?;
+            let text = String::from_utf8_lossy(&body);
+            let broken = text
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(str::trim_start)
+                .filter(|data| *data != "[DONE]")
+                .any(|data| serde_json::from_str::<serde_json::Value>(data).is_err());
+            ensure!(status == 200 && broken, "every part parses: {text}");
+        }
+        FaultKind::LlmWrongContent => {
+            let outcome = llm.complete(&request()).await;
+            ensure!(
+                outcome.as_ref().is_ok_and(|r| r.text != clean.answer),
+                "a wrong answer is not well formed, or equals the clean one: {outcome:?}"
             );
         }
         FaultKind::LlmServiceUnavailable => {

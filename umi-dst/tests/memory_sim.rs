@@ -197,7 +197,8 @@ fn memory_keeps_every_acknowledged_write_under_faults() {
     let degraded = Arc::new(AtomicUsize::new(0));
     let faults = [
         FaultConfig::chance(FaultKind::LlmRateLimit, 0.1),
-        FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.15),
+        FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.1),
+        FaultConfig::chance(FaultKind::LlmWrongContent, 0.15),
         FaultConfig::chance(FaultKind::LlmStreamCut, 0.1),
         FaultConfig::chance(FaultKind::LlmTimeout, 0.05),
         FaultConfig::chance(FaultKind::StorageWriteFail, 0.1),

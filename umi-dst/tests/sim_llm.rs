@@ -628,8 +628,9 @@ fn collected_streams_equal_complete() {
 #[test]
 fn complete_equals_collected_stream_under_faults() {
     let faults = vec![
-        FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.3),
-        FaultConfig::chance(FaultKind::LlmStreamCut, 0.3),
+        FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.2),
+        FaultConfig::chance(FaultKind::LlmWrongContent, 0.2),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.2),
     ];
     let outcomes = |streamed: bool| {
         let seen = std::sync::Mutex::new(Vec::new());
@@ -766,10 +767,43 @@ fn refusing_faults_map_to_typed_errors() {
     );
 }
 
+/// `llm.invalid_response` in process: the error a client returns for a body it cannot
+/// parse, on a plain turn, a tool turn and a structured one alike, streamed or not.
 #[test]
-fn invalid_responses_are_refused_by_the_real_parsers() {
+fn invalid_responses_are_bodies_that_do_not_parse() {
+    for_seeds(
+        0..100,
+        always(FaultKind::LlmInvalidResponse),
+        |sim| async move {
+            let plain = CompletionRequest::new(vec![Message::user("Plan the week.")]);
+            let tools =
+                CompletionRequest::new(vec![Message::user("go")]).with_tools(tool_schemas());
+            let structured = extraction_request("Alice joined Acme Corp.");
+            for request in [plain, tools, structured] {
+                let outcome = instant(&sim).complete(&request).await;
+                ensure!(
+                    matches!(&outcome, Err(LlmError::InvalidResponse { reason, .. }) if reason.contains("could not be parsed")),
+                    "{outcome:?}"
+                );
+            }
+            let corrupt = sim
+                .trace()
+                .tail()
+                .iter()
+                .filter(|e| e.kind == "llm.corrupt")
+                .count();
+            ensure!(corrupt == 3, "{corrupt} llm.corrupt events");
+            Ok(())
+        },
+    );
+}
+
+/// `llm.wrong_content`: a well-formed answer the real parsers refuse, in each of its
+/// three forms.
+#[test]
+fn wrong_content_is_refused_by_the_real_parsers() {
     let kinds = std::sync::Mutex::new(std::collections::BTreeSet::new());
-    for_seeds(0..200, always(FaultKind::LlmInvalidResponse), |sim| {
+    for_seeds(0..200, always(FaultKind::LlmWrongContent), |sim| {
         let kinds = &kinds;
         async move {
             let response = instant(&sim)
@@ -802,7 +836,7 @@ fn invalid_responses_are_refused_by_the_real_parsers() {
 fn broken_tool_arguments_fail_in_the_collector() {
     for_seeds(
         0..200,
-        always(FaultKind::LlmInvalidResponse),
+        always(FaultKind::LlmWrongContent),
         |sim| async move {
             let request =
                 CompletionRequest::new(vec![Message::user("go")]).with_tools(tool_schemas());
@@ -1053,7 +1087,8 @@ fn golden() {
     ] {
         let config = if faults {
             SimConfig::new(seed)
-                .with_fault(FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.25))
+                .with_fault(FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.2))
+                .with_fault(FaultConfig::chance(FaultKind::LlmWrongContent, 0.2))
                 .with_fault(FaultConfig::chance(FaultKind::LlmStreamCut, 0.25))
                 .with_fault(FaultConfig::chance(FaultKind::LlmRateLimit, 0.15))
         } else {

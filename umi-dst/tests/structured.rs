@@ -1,6 +1,6 @@
 //! Structured outputs: SimLLM answers a request that carries an output schema with JSON
 //! valid under it (checked with the `jsonschema` crate over 1,000 seeds per schema), and
-//! under an `llm.invalid_response` fault with a seeded near miss named in the trace,
+//! under an `llm.wrong_content` fault with a seeded near miss named in the trace,
 //! which umi-core's `structured::parse` reports at the same JSON path.
 
 use std::collections::BTreeSet;
@@ -90,7 +90,7 @@ fn request(name: &str, schema: &Value, seed: u64) -> CompletionRequest {
 fn answer(seed: u64, name: &str, schema: &Value, faulted: bool) -> (String, Option<String>) {
     let mut config = SimConfig::new(seed);
     if faulted {
-        config = config.with_fault(FaultConfig::always(FaultKind::LlmInvalidResponse));
+        config = config.with_fault(FaultConfig::always(FaultKind::LlmWrongContent));
     }
     let out = Mutex::new(None);
     Simulation::new(config)

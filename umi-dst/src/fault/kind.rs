@@ -76,7 +76,8 @@ fault_kinds! {
     LlmRateLimit => (Llm, "llm.rate_limit"),
     /// The provider rejects the prompt as longer than the context window.
     LlmContextOverflow => (Llm, "llm.context_overflow"),
-    /// Malformed JSON, valid JSON of the wrong shape, or an empty answer.
+    /// A 200 whose body the client cannot parse: a whole body cut mid-JSON, or a stream
+    /// whose next frame breaks off mid-JSON and ends (the provider's own shape, cut).
     LlmInvalidResponse => (Llm, "llm.invalid_response"),
     /// HTTP 5xx: the provider is overloaded or down.
     LlmServiceUnavailable => (Llm, "llm.service_unavailable"),
@@ -157,6 +158,12 @@ fault_kinds! {
     LlmEmbeddingTruncated => (Llm, "llm.embedding_truncated"),
     /// An embeddings answer with fewer vectors than the request had inputs.
     LlmEmbeddingMissing => (Llm, "llm.embedding_missing"),
+    /// A well-formed response whose content is plausible but wrong: for a structured
+    /// request a near miss of its schema; else text that is not what was asked (cut JSON,
+    /// JSON of the wrong shape), a call of a tool that was not offered or with cut
+    /// arguments, or nothing at all (finish reason `stop`). The client parses it; only
+    /// the agent can tell.
+    LlmWrongContent => (Llm, "llm.wrong_content"),
 }
 
 impl FaultKind {

@@ -120,6 +120,7 @@ const LLM_KINDS: &[FaultKind] = &[
     FaultKind::LlmStreamCut,
     FaultKind::LlmContentFilter,
     FaultKind::LlmModelNotFound,
+    FaultKind::LlmWrongContent,
 ];
 
 /// A call to SimLLM; a request tagged with a task is asked as `llm.call.<task>`.

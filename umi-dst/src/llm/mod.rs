@@ -29,8 +29,10 @@
 
 mod canonical;
 pub mod config;
+pub mod conversation;
 pub mod generate;
 pub mod near_miss;
+pub mod pattern;
 mod plan;
 mod prepare;
 mod rate_limit;

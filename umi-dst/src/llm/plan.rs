@@ -119,6 +119,7 @@ impl CallPlan {
                 });
             }
             Some(Cut::Silent(k)) => items.truncate(k),
+            Some(Cut::Unparseable(k)) => unparseable(&mut items, k),
             None => {}
         }
         items
@@ -155,6 +156,25 @@ impl CallPlan {
     pub(crate) fn event_count(&self) -> usize {
         self.items().len()
     }
+}
+
+/// `items` with event `k` replaced by a part the client cannot parse, and none after it.
+fn unparseable(items: &mut Vec<Planned>, k: usize) {
+    let snippet = match items.get(k).map(|planned| &planned.item) {
+        Some(Ok(StreamEvent::TextDelta { text })) if !text.is_empty() => text.clone(),
+        _ => UNPARSEABLE_SNIPPET.to_owned(),
+    };
+    let delay = items.get(k).map_or(Duration::ZERO, |planned| planned.delay);
+    items.truncate(k);
+    items.push(Planned {
+        delay,
+        item: Err(LlmError::InvalidResponse {
+            reason: format!(
+                "the response could not be parsed: it breaks off mid-JSON after {k} event(s) (simulated invalid_response)"
+            ),
+            snippet,
+        }),
+    });
 }
 
 /// The answer after natural limits: what the model really says.
@@ -273,10 +293,18 @@ pub(crate) fn filter(shaped: &mut Shaped, rng: &mut DeterministicRng) {
     shaped.usage.completion_tokens = estimate_text_tokens(&shaped.text).saturating_add(reasoning);
 }
 
-/// The ways an `llm.invalid_response` fault breaks an answer.
+/// The corruption name of `llm.invalid_response` (trace `llm.corrupt`, and the cut of
+/// `llm.answer`).
+pub(crate) const UNPARSEABLE: &str = "unparseable";
+
+/// The snippet of an unparseable part when the event it replaces carries no text: what
+/// a server would have written there is cut anyway.
+const UNPARSEABLE_SNIPPET: &str = "ok";
+
+/// The ways an `llm.wrong_content` fault makes an answer plausible but wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Corruption {
-    /// JSON that does not parse (cut in half; for tool calls, cut arguments).
+    /// Content JSON that does not parse (cut in half; for tool calls, cut arguments).
     Malformed,
     /// Valid JSON of the wrong shape (for tool calls, a tool that was not offered).
     WrongShape,
@@ -496,7 +524,7 @@ fn delays(events: &[StreamEvent], timing: Timing, total: Duration) -> Vec<Durati
     out
 }
 
-/// How a `llm.stream_cut` fault ends a stream.
+/// How a `llm.stream_cut` (or `llm.invalid_response`) fault ends a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Cut {
     /// A broken connection after `k` events.
@@ -505,6 +533,10 @@ pub(crate) enum Cut {
     ServerError(usize),
     /// The stream just ends after `k` events, without `Done`.
     Silent(usize),
+    /// `llm.invalid_response`: event `k` is a part the client cannot parse (an
+    /// [`LlmError::InvalidResponse`] in process, bytes cut mid-JSON on the wire), and
+    /// the stream ends there.
+    Unparseable(usize),
 }
 
 #[cfg(test)]

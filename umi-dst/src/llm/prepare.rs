@@ -227,8 +227,10 @@ impl SimLlm {
         Ok((shaped, structured))
     }
 
-    /// Step 7's answer faults: `llm.invalid_response` breaks the answer (a near miss of
-    /// its schema when it has one, else a corruption); `llm.content_filter` cuts it.
+    /// Step 7's answer faults: `llm.wrong_content` makes the answer plausible but wrong
+    /// (a near miss of its schema when it has one, else a corruption);
+    /// `llm.invalid_response` is traced here and cuts the stream in step 8 (a body the
+    /// client cannot parse); `llm.content_filter` cuts the answer.
     fn break_answer(
         &self,
         shaped: &mut Shaped,
@@ -239,7 +241,7 @@ impl SimLlm {
     ) {
         let schema = request.output_schema.as_ref().map(|s| &s.schema);
         match (fault, schema) {
-            (Some(FaultKind::LlmInvalidResponse), Some(schema))
+            (Some(FaultKind::LlmWrongContent), Some(schema))
                 if shaped.tool_calls.is_empty() && !shaped.text.is_empty() =>
             {
                 let (text, miss) = near_miss::near_miss(&shaped.text, schema, fault_rng);
@@ -249,10 +251,15 @@ impl SimLlm {
                     path: miss.path,
                 });
             }
-            (Some(FaultKind::LlmInvalidResponse), _) => {
+            (Some(FaultKind::LlmWrongContent), _) => {
                 let corruption = plan::corrupt(shaped, structured, fault_rng);
                 self.trace.emit(TraceKind::LlmCorrupt {
                     corruption: corruption.name(),
+                });
+            }
+            (Some(FaultKind::LlmInvalidResponse), _) => {
+                self.trace.emit(TraceKind::LlmCorrupt {
+                    corruption: plan::UNPARSEABLE,
                 });
             }
             _ => {}
@@ -265,7 +272,9 @@ impl SimLlm {
         }
     }
 
-    /// Step 8: cached prompt tokens, latency, chunking, and where `llm.stream_cut` cuts.
+    /// Step 8: cached prompt tokens, latency, chunking, and where `llm.stream_cut` cuts
+    /// the stream (or `llm.invalid_response` breaks it with a part the client cannot
+    /// parse).
     fn plan(
         &self,
         mut shaped: Shaped,
@@ -297,6 +306,12 @@ impl SimLlm {
                 _ => Cut::Silent(k),
             });
         }
+        if fault == Some(FaultKind::LlmInvalidResponse) {
+            // Any event may be the one that does not parse (Done too); none follows it.
+            let events = plan.event_count();
+            let k = fault_rng.range_inclusive(0, events.saturating_sub(1) as u64) as usize;
+            plan.cut = Some(Cut::Unparseable(k));
+        }
         plan
     }
 
@@ -323,6 +338,7 @@ impl SimLlm {
                 Some(Cut::Error(k)) => Some(("error", k)),
                 Some(Cut::ServerError(k)) => Some(("server_error", k)),
                 Some(Cut::Silent(k)) => Some(("silent", k)),
+                Some(Cut::Unparseable(k)) => Some((plan::UNPARSEABLE, k)),
                 None => None,
             },
         });
@@ -331,7 +347,7 @@ impl SimLlm {
 
 /// Step 5's decision: which faults refuse before an answer is generated, and with what.
 /// `llm.rate_limit` draws its retry-after from `fault_rng`; the answer faults
-/// (`invalid_response`, `stream_cut`, `content_filter`) apply later.
+/// (`invalid_response`, `wrong_content`, `stream_cut`, `content_filter`) apply later.
 fn early_fault(
     fault: Option<FaultKind>,
     model: &umi_core::llm::ModelRef,
@@ -343,7 +359,10 @@ fn early_fault(
     match fault {
         None
         | Some(
-            FaultKind::LlmInvalidResponse | FaultKind::LlmStreamCut | FaultKind::LlmContentFilter,
+            FaultKind::LlmInvalidResponse
+            | FaultKind::LlmWrongContent
+            | FaultKind::LlmStreamCut
+            | FaultKind::LlmContentFilter,
         ) => EarlyFault::None,
         Some(FaultKind::LlmTimeout) => match timeout_mode {
             TimeoutMode::Stall(stall) => EarlyFault::TimeoutAfter(stall),
@@ -404,6 +423,7 @@ mod tests {
         assert_eq!(decide(None, stalled), EarlyFault::None);
         for answer_fault in [
             FaultKind::LlmInvalidResponse,
+            FaultKind::LlmWrongContent,
             FaultKind::LlmStreamCut,
             FaultKind::LlmContentFilter,
         ] {

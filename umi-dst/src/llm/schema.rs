@@ -8,8 +8,14 @@
 //! `properties`, `required` (optional properties appear half the time) and
 //! `additionalProperties`, `anyOf`, `oneOf` (a value matching exactly one branch),
 //! `allOf` (merged), local `$ref`s (`#/$defs/..`, `#/definitions/..`) and OpenAPI's
-//! `nullable`. `pattern` is not supported: a schema with one is refused, so the caller
-//! never sends arguments it cannot vouch for.
+//! `nullable`, and `pattern` for the subset [`super::pattern`] documents (a pattern
+//! outside it is refused, so the caller never sends arguments it cannot vouch for).
+//!
+//! Numbers with no bound are drawn in [-1000, 1000], symmetric around 0; one bound
+//! gives a range of 1000 on its side. [`generate_with`] also lets an object's fields
+//! take values from the conversation ([`super::conversation`]): after a field's value
+//! is drawn from the schema (so the schema's draws never shift), a separate stream
+//! draws whether it takes a matching value seen in the conversation instead, and which.
 //!
 //! Strings sometimes contain quotes, backslashes, newlines, accents, CJK and emoji, so
 //! the arguments exercise JSON escaping when they are streamed in fragments.
@@ -24,6 +30,7 @@ use serde_json::{Map, Number, Value, json};
 use umi_core::canonical_json::sorted_keys;
 use umi_core::llm::structured::keywords::{self, number_bound, types_of};
 
+use super::conversation::Facts;
 use crate::rng::DeterministicRng;
 
 /// Nesting depth the generator follows (`$ref` cycles end here).
@@ -50,7 +57,32 @@ pub struct SchemaError {
 
 /// A value valid under `schema`.
 pub fn generate(schema: &Value, rng: &mut DeterministicRng) -> Result<Value, SchemaError> {
-    Generator { root: schema }.value(schema, rng, "#", 0)
+    generate_with(schema, rng, None)
+}
+
+/// Where an object's fields may take values from: a conversation's facts, the stream
+/// that draws whether a field takes one (with `probability`) and which.
+pub struct FromConversation<'a> {
+    /// What the conversation said.
+    pub facts: &'a Facts,
+    /// The draws of the choice, apart from the schema's.
+    pub rng: &'a mut DeterministicRng,
+    /// How likely a field with a matching fact takes it.
+    pub probability: f64,
+}
+
+/// A value valid under `schema`, its objects' fields taking values from `conversation`
+/// when it is given (see the module docs).
+pub fn generate_with(
+    schema: &Value,
+    rng: &mut DeterministicRng,
+    conversation: Option<FromConversation<'_>>,
+) -> Result<Value, SchemaError> {
+    Generator {
+        root: schema,
+        conversation: std::cell::RefCell::new(conversation),
+    }
+    .value(schema, rng, "#", 0)
 }
 
 /// Whether `value` is valid under `schema` (umi-core's validator, the same subset).
@@ -90,6 +122,7 @@ fn merged(root: &Value, schema: &Value, path: &str) -> Result<Value, SchemaError
 
 struct Generator<'a> {
     root: &'a Value,
+    conversation: std::cell::RefCell<Option<FromConversation<'a>>>,
 }
 
 impl Generator<'_> {
@@ -125,9 +158,6 @@ impl Generator<'_> {
                 .choose(branches)
                 .ok_or_else(|| error(path, "empty anyOf"))?;
             return self.value(branch, rng, &format!("{path}/anyOf"), depth + 1);
-        }
-        if schema.get("pattern").is_some() {
-            return Err(error(path, "pattern is not supported"));
         }
         if schema.get("nullable") == Some(&Value::Bool(true)) && rng.bool_with(0.2) {
             return Ok(Value::Null);
@@ -237,8 +267,8 @@ impl Generator<'_> {
             // Multiples of a fractional step: pick k with k·step inside the bounds.
             let (min, min_x) = number_bound(schema, "minimum", "exclusiveMinimum");
             let (max, max_x) = number_bound(schema, "maximum", "exclusiveMaximum");
-            let low = min.map_or(-1_000.0, |m| m);
-            let high = max.map_or(low + 1_000.0, |m| m);
+            let low = min.unwrap_or_else(|| max.map_or(-1_000.0, |m| m - 1_000.0));
+            let high = max.unwrap_or_else(|| min.map_or(1_000.0, |m| m + 1_000.0));
             let mut first = (low / step).ceil() as i64;
             let mut last = (high / step).floor() as i64;
             if min_x && first as f64 * step <= low {
@@ -258,8 +288,9 @@ impl Generator<'_> {
         }
         let (min, min_exclusive) = number_bound(schema, "minimum", "exclusiveMinimum");
         let (max, max_exclusive) = number_bound(schema, "maximum", "exclusiveMaximum");
+        // Unbounded: symmetric around 0; one bound: 1000 on its side.
         let low = min.unwrap_or_else(|| max.map_or(-1_000.0, |m| m - 1_000.0));
-        let high = max.unwrap_or(low + 1_000.0);
+        let high = max.unwrap_or_else(|| min.map_or(1_000.0, |m| m + 1_000.0));
         if low > high || (low == high && (min_exclusive || max_exclusive)) {
             return Err(error(path, format!("empty number range [{low}, {high}]")));
         }
@@ -302,6 +333,10 @@ impl Generator<'_> {
             .unwrap_or(SCHEMA_STRING_CHARS_MAX.max(min));
         if min > max {
             return Err(error(path, format!("minLength {min} > maxLength {max}")));
+        }
+        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
+            let max = schema.get("maxLength").and_then(Value::as_u64);
+            return patterned(pattern, min, max.unwrap_or(u64::MAX), rng, path);
         }
         if let Some(format) = schema.get("format").and_then(Value::as_str)
             && let Some(text) = formatted(format, rng)
@@ -384,15 +419,14 @@ impl Generator<'_> {
             let property = &properties.expect("names come from properties")[name.as_str()];
             let is_required = required.contains(&name.as_str());
             if is_required || rng.bool_with(0.5) {
-                out.insert(
-                    name.clone(),
-                    self.value(
-                        property,
-                        rng,
-                        &format!("{path}/properties/{name}"),
-                        depth + 1,
-                    )?,
-                );
+                let drawn = self.value(
+                    property,
+                    rng,
+                    &format!("{path}/properties/{name}"),
+                    depth + 1,
+                )?;
+                let value = self.taken_from_conversation(name, property, drawn);
+                out.insert(name.clone(), value);
             }
         }
         for name in required {
@@ -406,6 +440,63 @@ impl Generator<'_> {
         }
         Ok(Value::Object(out))
     }
+}
+
+impl Generator<'_> {
+    /// `drawn`, or (when a conversation was given and its stream says so) a value the
+    /// conversation offers for the field `name`, valid under `property`.
+    fn taken_from_conversation(&self, name: &str, property: &Value, drawn: Value) -> Value {
+        let mut conversation = self.conversation.borrow_mut();
+        let Some(conversation) = conversation.as_mut() else {
+            return drawn;
+        };
+        if conversation.facts.is_empty() || !conversation.rng.bool_with(conversation.probability) {
+            return drawn;
+        }
+        let Ok(resolved) =
+            resolve(self.root, property, "#").and_then(|schema| merged(self.root, schema, "#"))
+        else {
+            return drawn;
+        };
+        let candidates = conversation.facts.candidates(name, &resolved, |value| {
+            umi_core::llm::structured::validate_within(self.root, property, value).is_ok()
+                && pattern_holds(&resolved, value)
+        });
+        conversation
+            .rng
+            .choose(&candidates)
+            .cloned()
+            .unwrap_or(drawn)
+    }
+}
+
+/// Whether a string `value` matches the schema's `pattern` as far as SimLLM can tell:
+/// only a value the pattern's own generator could give is vouched for, so a field with
+/// a pattern takes no value from the conversation (umi-core's validator does not check
+/// patterns).
+fn pattern_holds(schema: &Value, value: &Value) -> bool {
+    schema.get("pattern").is_none() || !value.is_string()
+}
+
+/// A string matching `pattern` with `min..=max` characters.
+fn patterned(
+    pattern: &str,
+    min: u64,
+    max: u64,
+    rng: &mut DeterministicRng,
+    path: &str,
+) -> Result<Value, SchemaError> {
+    for _ in 0..ATTEMPTS_MAX {
+        let text = super::pattern::generate(pattern, rng)
+            .map_err(|unsupported| error(path, unsupported.to_string()))?;
+        if (min..=max).contains(&(text.chars().count() as u64)) {
+            return Ok(Value::String(text));
+        }
+    }
+    Err(error(
+        path,
+        format!("no string matching {pattern:?} with {min} to {max} characters was found"),
+    ))
 }
 
 fn formatted(format: &str, rng: &mut DeterministicRng) -> Option<String> {
@@ -483,7 +574,7 @@ mod tests {
             .is_err()
         );
         assert!(
-            generate(&json!({"type": "string", "pattern": "^a+$"}), &mut rng)
+            generate(&json!({"type": "string", "pattern": "^(?=a)b$"}), &mut rng)
                 .unwrap_err()
                 .reason
                 .contains("pattern")
@@ -496,5 +587,64 @@ mod tests {
                 .reason
                 .contains("deeper")
         );
+    }
+
+    #[test]
+    fn unbounded_numbers_are_symmetric_and_bounds_hold() {
+        let (mut negative, mut positive) = (0, 0);
+        for seed in 0..400 {
+            let mut rng = DeterministicRng::new(seed);
+            let value = generate(&json!({"type": "number"}), &mut rng).unwrap();
+            let x = value.as_f64().unwrap();
+            assert!((-1_000.0..=1_000.0).contains(&x), "{x}");
+            negative += u32::from(x < 0.0);
+            positive += u32::from(x > 0.0);
+            let schema = json!({"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.5});
+            let bounded = generate(&schema, &mut rng).unwrap();
+            assert!(bounded.as_f64().unwrap() > 0.0 && conforms(&schema, &bounded));
+        }
+        assert!(
+            negative > 150 && positive > 150,
+            "{negative} < 0, {positive} > 0"
+        );
+    }
+
+    #[test]
+    fn fields_take_values_from_the_conversation_when_their_stream_says_so() {
+        use umi_core::llm::Message;
+        let facts = Facts::from_messages(&[Message::user(
+            "Please refund order ORD-1234, $25.00 in all.",
+        )]);
+        let schema = json!({"type": "object", "properties": {
+            "order_id": {"type": "string"}, "amount": {"type": "number"}
+        }, "required": ["order_id", "amount"]});
+        let (mut taken, mut seeds) = (0, 0);
+        for seed in 0..200 {
+            let mut choice = DeterministicRng::new(seed).fork("choice");
+            let conversation = FromConversation {
+                facts: &facts,
+                rng: &mut choice,
+                probability: 0.7,
+            };
+            let with = generate_with(
+                &schema,
+                &mut DeterministicRng::new(seed),
+                Some(conversation),
+            )
+            .unwrap();
+            let without = generate(&schema, &mut DeterministicRng::new(seed)).unwrap();
+            for field in ["order_id", "amount"] {
+                assert!(
+                    with[field] == without[field]
+                        || with[field] == json!("ORD-1234")
+                        || with[field] == json!(25),
+                    "{field}: {with}"
+                );
+            }
+            taken += u32::from(with["order_id"] == json!("ORD-1234"));
+            seeds += 1;
+        }
+        // 0.7 of 200, within a wide margin.
+        assert!((100..=180).contains(&taken), "{taken} of {seeds}");
     }
 }

@@ -1,10 +1,12 @@
 //! The answer of a simulated server to a request it admitted: the model's answer, whole
 //! or streamed; a refusal when the model refused (in the HTTP status, or, for a server
-//! that does so, inside a 200 stream); then the headers, the body split into reads, and
-//! the body faults.
+//! that does so, inside a 200 stream); a 200 whose body does not parse when the model's
+//! answer could not be (`llm.invalid_response`, [`super::unparseable`]); then the
+//! headers, the body split into reads, and the body faults.
 
 use futures::StreamExt;
 use umi_core::llm::transport::HttpResponse;
+use umi_core::llm::{CompletionResponse, FinishReason, LlmError};
 
 use super::capture::Exchange;
 use super::format::{Parsed, Responder};
@@ -33,6 +35,9 @@ impl SimNetwork {
             model.complete(&parsed.request).await.map(Err)
         };
         let answer = match answer {
+            Err(LlmError::InvalidResponse { snippet, .. }) if !parsed.stream => {
+                return self.unparseable(served, responder, &snippet, &rng);
+            }
             Err(error) if parsed.stream && responder.refuses_in_stream() => {
                 // This server sends a streamed request's refusal inside a 200 stream.
                 Ok(futures::stream::iter([Err(error)]).boxed())
@@ -73,6 +78,28 @@ impl SimNetwork {
             headers,
             body: self.body_faults(body),
         }
+    }
+
+    /// A 200 whose whole body is the format's own for `snippet`, cut mid-JSON.
+    fn unparseable(
+        &self,
+        served: &Served,
+        mut responder: Box<dyn Responder>,
+        snippet: &str,
+        rng: &DeterministicRng,
+    ) -> HttpResponse {
+        let whole = CompletionResponse {
+            text: snippet.to_owned(),
+            tool_calls: Vec::new(),
+            reasoning: None,
+            finish_reason: FinishReason::Stop,
+            usage: None,
+            model: served.endpoint.model.model_ref().model.clone(),
+        };
+        let body = responder.whole(&whole);
+        let body = super::unparseable::cut_document(&body, &mut rng.fork("unparseable"));
+        umi_core::env::Environment::cover(self.env.as_ref(), "wire.unparseable_body");
+        self.server_answer(served, responder.as_mut(), body, rng)
     }
 
     /// A 200 the server writes without the model (`body`), with its headers.

@@ -48,6 +48,7 @@ pub mod shapes;
 mod stamps;
 mod stream_body;
 mod surface;
+mod unparseable;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};

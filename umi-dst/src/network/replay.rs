@@ -471,7 +471,11 @@ impl SimNetwork {
 fn replaced_by(fault: Option<FaultKind>, rng: &mut DeterministicRng) -> Option<LlmError> {
     use crate::llm::{FAULT_RETRY_AFTER_MS_MAX, FAULT_RETRY_AFTER_MS_MIN};
     match fault? {
-        FaultKind::LlmStreamCut | FaultKind::LlmInvalidResponse => None,
+        // A recording's content is what was recorded: `llm.wrong_content` leaves it as it
+        // is over a cassette (documented in docs/guide.md); the cut ones apply in `play`.
+        FaultKind::LlmStreamCut | FaultKind::LlmInvalidResponse | FaultKind::LlmWrongContent => {
+            None
+        }
         FaultKind::LlmTimeout => Some(LlmError::Timeout {
             after_ms: REPLAY_TIMEOUT_STALL_MS,
         }),

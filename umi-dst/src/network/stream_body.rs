@@ -3,8 +3,10 @@
 //! comments while it waits.
 //!
 //! A broken connection in the model's stream (`LlmError::Connection`) is a reset of the
-//! body, not bytes: the client sees its transport fail. Any other error after the 200 is
-//! written the way the provider writes one. Keep-alives come from the server's own timer:
+//! body, not bytes: the client sees its transport fail. A part the client cannot parse
+//! (`LlmError::InvalidResponse`, from `llm.invalid_response`) is the format's own frame
+//! for the text it carried, cut mid-JSON ([`super::unparseable`]), and the server closes.
+//! Any other error after the 200 is written the way the provider writes one. Keep-alives come from the server's own timer:
 //! the first after a drawn interval of silence, then at that interval, so they depend on
 //! simulated time only, never on how often the client polls.
 
@@ -13,7 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use umi_core::env::Env;
 use umi_core::llm::transport::{BodyStream, TransportError};
-use umi_core::llm::{EventStream, LlmError};
+use umi_core::llm::{EventStream, LlmError, StreamEvent};
 
 use super::format::{Flow, StreamEncoder};
 use super::stamps;
@@ -41,6 +43,8 @@ struct State {
     due: Duration,
     keep_alives: u32,
     ended: bool,
+    /// Where an unparseable part is cut (its own stream: no other draw moves).
+    cut_rng: DeterministicRng,
 }
 
 impl State {
@@ -48,6 +52,18 @@ impl State {
         for mark in self.encoder.marks() {
             self.env.cover(mark);
         }
+    }
+
+    /// The format's frame for `snippet`, cut mid-JSON; the body ends after it.
+    fn unparseable(&mut self, snippet: String) -> Vec<u8> {
+        let mut frame = Vec::new();
+        self.encoder.event(&StreamEvent::text(snippet), &mut frame);
+        self.cover();
+        self.ended = true;
+        self.env.cover("wire.unparseable_part");
+        let cut = super::unparseable::cut_frame(&frame, &mut self.cut_rng);
+        // A frame with no JSON (none in the profiles) is sent cut in half.
+        cut.unwrap_or_else(|| frame[..frame.len() / 2].to_vec())
     }
 
     async fn step(&mut self) -> Option<Result<Vec<u8>, TransportError>> {
@@ -91,6 +107,9 @@ impl State {
                     self.env.cover("wire.reset_mid_stream");
                     return Some(Err(TransportError::Reset { reason }));
                 }
+                Some(Err(LlmError::InvalidResponse { snippet, .. })) => {
+                    return Some(Ok(self.unparseable(snippet)));
+                }
                 Some(Err(error)) => self.encoder.error(&error, &mut out),
             };
             self.cover();
@@ -133,6 +152,7 @@ pub(crate) fn body(
         .unix_time_ms()
         .saturating_sub(u64::try_from(clock.now().as_millis()).unwrap_or(u64::MAX));
     let due = clock.now() + keep_alive.map_or(Duration::ZERO, |(_, every)| every);
+    let cut_rng = rng.fork("unparseable");
     let state = State {
         events,
         encoder,
@@ -143,6 +163,7 @@ pub(crate) fn body(
         due,
         keep_alives: 0,
         ended: false,
+        cut_rng,
     };
     let opening = (!preamble.is_empty()).then_some(Ok(preamble));
     let rest = futures::stream::unfold(state, |mut state| async move {

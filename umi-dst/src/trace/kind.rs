@@ -109,7 +109,8 @@ pub enum TraceKind {
         /// Where, as a JSON path.
         path: String,
     },
-    /// `llm.corrupt`: an answer corrupted (`llm.invalid_response`).
+    /// `llm.corrupt`: an answer corrupted (`llm.invalid_response`: `unparseable`;
+    /// `llm.wrong_content`: `malformed`, `wrong_shape`, `empty`).
     LlmCorrupt {
         /// The corruption's name.
         corruption: &'static str,

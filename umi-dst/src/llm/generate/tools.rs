@@ -7,13 +7,27 @@
 //! model's response "will always adhere to the supplied schema"). So the answer without
 //! calls is `generate::structured`'s then, and the calls come with no preamble text (the
 //! message content of a call is then null, as OpenAI sends it).
+//!
+//! Arguments take values from the conversation as a real model's do: after a field is
+//! drawn from its schema, with [`ARGUMENT_FROM_CONVERSATION_PROBABILITY`] (drawn from its
+//! own stream, [`CONVERSATION_STREAM`], so the schema's draws never shift) it takes a
+//! value the user's messages or the tool results offer for it instead, matched by name
+//! and type ([`crate::llm::conversation`]): `order_id` <- `ORD-1234`, `amount` <- `$25`.
 
 use umi_core::llm::{CompletionRequest, ToolCall, ToolChoice};
 
 use super::generic;
+use crate::llm::conversation::Facts;
 use crate::llm::route::Generated;
-use crate::llm::schema;
+use crate::llm::schema::{self, FromConversation};
 use crate::rng::DeterministicRng;
+
+/// How likely a field takes a value the conversation offers for it (when one matches).
+pub const ARGUMENT_FROM_CONVERSATION_PROBABILITY: f64 = 0.7;
+
+/// The label of the stream that draws which fields take values from the conversation
+/// (forked from the call's stream).
+pub const CONVERSATION_STREAM: &str = "tool_arguments.conversation";
 
 /// Tool calls one simulated answer makes at most.
 const PARALLEL_CALLS_MAX: u64 = 3;
@@ -28,6 +42,40 @@ fn without_calls(request: &CompletionRequest, rng: &mut DeterministicRng) -> Gen
         return super::structured(request, rng).unwrap_or_default();
     }
     generic::generate(request, rng)
+}
+
+/// `count` calls of tools drawn from `candidates`, their arguments from the tools'
+/// schemas and (fields the conversation offers values for) the conversation; a tool
+/// whose schema SimLLM cannot answer is left out.
+fn calls(
+    request: &CompletionRequest,
+    candidates: &[&umi_core::llm::ToolDefinition],
+    count: u64,
+    rng: &mut DeterministicRng,
+) -> Vec<ToolCall> {
+    let facts = Facts::from_messages(&request.messages);
+    let mut conversation_rng = rng.fork(CONVERSATION_STREAM);
+    let mut calls = Vec::new();
+    for _ in 0..count {
+        let tool = *rng.choose(candidates).expect("candidates are not empty");
+        let id_bits = rng.next_u64();
+        let conversation = FromConversation {
+            facts: &facts,
+            rng: &mut conversation_rng,
+            probability: ARGUMENT_FROM_CONVERSATION_PROBABILITY,
+        };
+        match schema::generate_with(&tool.parameters, rng, Some(conversation)) {
+            Ok(arguments) => calls.push(ToolCall::new(
+                format!("call_{:012x}", id_bits >> 16),
+                tool.name.clone(),
+                arguments,
+            )),
+            Err(error) => {
+                tracing::debug!(tool = %tool.name, %error, "SimLLM cannot generate arguments");
+            }
+        }
+    }
+    calls
 }
 
 /// The tool-calling answer for `request`: calls with probability `call_probability`,
@@ -64,21 +112,7 @@ pub fn generate(
     } else {
         1
     };
-    let mut calls = Vec::new();
-    for _ in 0..count {
-        let tool = *rng.choose(&candidates).expect("candidates are not empty");
-        let id_bits = rng.next_u64();
-        match schema::generate(&tool.parameters, rng) {
-            Ok(arguments) => calls.push(ToolCall::new(
-                format!("call_{:012x}", id_bits >> 16),
-                tool.name.clone(),
-                arguments,
-            )),
-            Err(error) => {
-                tracing::debug!(tool = %tool.name, %error, "SimLLM cannot generate arguments");
-            }
-        }
-    }
+    let calls = calls(request, &candidates, count, rng);
     if calls.is_empty() {
         if request.output_schema.is_some() {
             return without_calls(request, rng);
