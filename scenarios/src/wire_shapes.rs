@@ -128,6 +128,10 @@ impl Scenario for WireShapes {
             FaultConfig::chance(FaultKind::LlmContextOverflow, 0.03),
             FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.04),
             FaultConfig::chance(FaultKind::LlmContentFilter, 0.03),
+            // Tool-call arguments that do not parse (Ollama's two ways of answering
+            // them): since issue 39 these come from `llm.wrong_content`, not from
+            // `llm.invalid_response` (ADR 0017). Last, so the rules above keep their ids.
+            FaultConfig::chance(FaultKind::LlmWrongContent, 0.12),
         ]
     }
 
