@@ -108,3 +108,12 @@ def test_an_operation_the_server_does_not_ask_is_a_usage_error_naming_the_marker
             "--faults tool.timeout@tool.call.refund=1.0: ") in text, text
     assert "Traceback" not in text and "plugin.py" not in text, text
     assert '--faults "tool.timeout@tool.call.refund=1": no tool "refund" is served' in text, text
+
+
+def test_a_small_probability_is_written_without_an_exponent():
+    """Review finding (issue 39): `{kind: 0.00001}` became `1e-05`, which the server's
+    grammar (digits and one point) refuses."""
+    from umi_dst.plugin import faults_text
+
+    assert faults_text({"llm.rate_limit": 0.00001}) == "llm.rate_limit=0.00001"
+    assert faults_text({"llm.rate_limit": 0.2, "llm.stream_cut": 1}) == "llm.rate_limit=0.2,llm.stream_cut=1.0"

@@ -385,3 +385,32 @@ def test_the_server_logs_arrival_carried_and_history(umi):
         whole_turn(again, list(QUESTION), MODEL, first=True)
         assert [e["arrival"] for e in again.trace()] != [e["arrival"] for e in umi.trace()]
         assert again.trace().hash == umi.trace().hash
+
+
+def test_a_short_whole_text_in_the_answer_does_not_hide_a_cut_prefix():
+    """Review finding (issue 39): any whole text that appeared in the answer explained it,
+    so an agent that echoed "Let me check." and then answered from a cut prefix passed."""
+    cut_text = carried(text="Your refund of 216 EUR is on its w", whole=False)
+    opener = carried(text="Let me check.")
+    run = Umi(FakeServer([model(0, opener), model(1, cut_text)]), 5)
+    with pytest.raises(ActedOnCut, match="the final answer is the partial text"):
+        run.check_cut_streams(answer="Let me check. Your refund of 216 EUR is on its w")
+    # A whole response that holds the partial text explains it: a retry that answered.
+    retried = Umi(FakeServer([model(0, cut_text), model(1, carried(text="Your refund of 216 EUR is on its way."))]), 5)
+    assert retried.check_cut_streams(answer="Your refund of 216 EUR is on its way.") == []
+
+
+def test_a_call_reported_with_float_numbers_matches_the_wires_integers():
+    """Review finding (issue 39): `216.0` (a pydantic float field) did not equal the wire's
+    `216`, so a whole response's own call fell through to the cut-fit test."""
+    cut_call = carried(calls=[("c1", "issue_refund", '{"amount": 21')], whole=False)
+    retry = carried(calls=[("c2", "issue_refund", '{"amount":216}')])
+    run = Umi(FakeServer([model(0, cut_call), model(1, retry)]), 5)
+    run.report_tool_call("issue_refund", {"amount": 216.0})
+    assert run.check_cut_streams(answered=False) == []
+
+
+def test_unretried_cut_streams_leaves_mcp_cuts_apart():
+    mcp_cut = {"endpoint": "mcp", "path": "/mcp", "request_hash": "mm", "occurrence": 0, "status": 200,
+               "end": "reset", "cut": True, "faults": ["tool.mcp_stream_cut@tools/call"], "arrival": 0, "events": []}
+    assert Umi(FakeServer([mcp_cut]), 5).unretried_cut_streams() == []

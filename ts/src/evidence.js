@@ -266,7 +266,13 @@ function toolFindings(cut, entries, reported, whole) {
 export function answerFrom(cut, answer, whole) {
   const partial = carriedOf(cut).text.trim();
   const text = (answer ?? '').trim();
-  if (!partial || !text || whole.texts.some((w) => text.includes(w))) return false;
+  // A whole response explains the answer when the answer is its text, starts with one at
+  // least as long as the partial, or the whole text holds the partial (a short whole text
+  // that merely appears in the answer, "Let me check.", explains nothing).
+  const explained = whole.texts.some(
+    (w) => text === w || (w.length >= partial.length && text.startsWith(w)) || w.includes(partial),
+  );
+  if (!partial || !text || explained) return false;
   return (
     text === partial ||
     (partial.length >= PREFIX_CHARS_MIN && text.startsWith(partial)) ||

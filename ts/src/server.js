@@ -152,7 +152,9 @@ export function faultsFlag(faults) {
   for (const [aim, p] of Object.entries(faults)) {
     checkAim(aim);
     checkProbability(aim, p);
-    parts.push(`${aim}=${p}`);
+    // Never an exponent (`1e-7`): the server's grammar takes digits and one point.
+    const text = /e/i.test(String(p)) ? p.toFixed(20).replace(/0+$/, '').replace(/\.$/, '') : String(p);
+    parts.push(`${aim}=${text}`);
   }
   if (parts.length === 0) throw new TypeError('startServer: faults is an empty object');
   return parts.join(',');

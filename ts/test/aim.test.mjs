@@ -10,6 +10,9 @@ import { faultsFlag, startServer, ServeRefusedError } from '../src/index.js';
 import { serve, MODEL } from './support/dst.mjs';
 
 describe('faultsFlag reads aimed rules', () => {
+  test('a small probability is written without an exponent (review finding, issue 39)', () => {
+    assert.equal(faultsFlag({ 'llm.rate_limit': 1e-7 }), 'llm.rate_limit=0.0000001');
+  });
   test('aims become the flag, in both forms', () => {
     assert.equal(
       faultsFlag({ 'tool.timeout@tool.call.issue_refund': 0.5, 'llm.rate_limit@llm.call#2': 1 }),

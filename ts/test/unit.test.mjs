@@ -324,6 +324,22 @@ describe('the cut-stream check (judges evidence)', () => {
     );
   });
 
+  test('a short whole text in the answer does not hide a cut prefix (review finding, issue 39)', () => {
+    const opener = model(0, carried('Let me check.'));
+    const cutText = model(1, carried('Your refund of 216 EUR is on its w', [], false));
+    assert.throws(
+      () => checkCutEntries([opener, cutText], { answer: 'Let me check. Your refund of 216 EUR is on its w' }),
+      (error) => error instanceof CutStreamError && error.findings.some((f) => f.kind === 'answer'),
+    );
+    const retried = model(1, carried('Your refund of 216 EUR is on its way.'));
+    assert.deepEqual(
+      checkCutEntries([model(0, carried('Your refund of 216 EUR is on its w', [], false)), retried], {
+        answer: 'Your refund of 216 EUR is on its way.',
+      }).findings,
+      [],
+    );
+  });
+
   test('what a whole response explains is not counted: a retry that ran its own call passes', () => {
     const retry = model(1, carried('', [['c2', 'issue_refund', '{"amount":216}']]));
     const reported = [{ name: 'issue_refund', arguments: { amount: 216 }, callId: 'c2' }];

@@ -128,6 +128,18 @@ def arguments_fit(partial_text, actual):
     return partial is not None and fits(partial, actual)
 
 
+def _integral(value):
+    """`value` with every integral float made an int (216.0 -> 216), as JSON reads them
+    alike: a framework that reports `amount` as a float still matches the wire's `216`."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _integral(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_integral(item) for item in value]
+    return value
+
+
 def _canonical(arguments):
     """Arguments (a JSON value or its text) as canonical text, for equality."""
     if isinstance(arguments, str):
@@ -135,7 +147,7 @@ def _canonical(arguments):
             arguments = json.loads(arguments)
         except ValueError:
             return arguments
-    return json.dumps(arguments, sort_keys=True, separators=(",", ":"))
+    return json.dumps(_integral(arguments), sort_keys=True, separators=(",", ":"))
 
 
 class Finding:
@@ -185,8 +197,13 @@ class Whole:
     def explains_call(self, name, arguments):
         return (name, _canonical(arguments)) in self.calls
 
-    def explains_answer(self, answer):
-        return any(text in answer for text in self.texts)
+    def explains_answer(self, answer, partial):
+        """Whether a whole response explains `answer` at least as well as the cut's
+        `partial` text does: the answer is that whole text, or starts with one at least as
+        long as the partial, or the whole text holds the partial. (A short whole text that
+        merely appears in the answer, "Let me check.", explains nothing.)"""
+        return any(answer == text or (len(text) >= len(partial) and answer.startswith(text)) or partial in text
+                   for text in self.texts)
 
 
 def _carried(entry):
@@ -288,7 +305,7 @@ def answer_from(cut, answer, whole):
     """Whether `answer` (the run's final text) is `cut`'s partial text."""
     text, _calls = _carried(cut)
     partial, answer = text.strip(), (answer or "").strip()
-    if not partial or not answer or whole.explains_answer(answer):
+    if not partial or not answer or whole.explains_answer(answer, partial):
         return False
     return (answer == partial or (len(partial) >= PREFIX_CHARS_MIN and answer.startswith(partial))
             or (len(partial) >= CONTAINS_CHARS_MIN and partial in answer))

@@ -28,6 +28,7 @@ test first needs it, stopped with SIGTERM at the end of the session and required
 exit 0.
 """
 
+import decimal
 import os
 import re
 import shlex
@@ -160,13 +161,21 @@ def _probability(value, where, key):
     return float(p)
 
 
+def _probability_text(p):
+    """`p` as `dst serve --faults` reads it: `repr` (`0.2`, `1.0`), never an exponent
+    (`1e-05` would be refused: the grammar takes digits and one point)."""
+    text = repr(p)
+    return format(decimal.Decimal(text), "f") if "e" in text.lower() else text
+
+
 def faults_text(faults, where="umi"):
     """The `--faults` text of a marker's `faults`: `{aim: probability}` or the server's own
     `aim=p,aim=p` text (each aim `KIND[@OPERATION][#N[..]]`), or a scenario's name. The
     grammar is checked here; whether the kind and the operation exist is the server's
     check (it knows its tools), which the `umi` fixture reports naming the marker."""
     if isinstance(faults, dict):
-        return ",".join(f"{_aim(key, where)}={_probability(p, where, key)!r}" for key, p in faults.items())
+        return ",".join(f"{_aim(key, where)}={_probability_text(_probability(p, where, key))}"
+                        for key, p in faults.items())
     if not isinstance(faults, str):
         raise ValueError(f"{where}: faults: {faults!r}; give a dict {{aim: p}} or an 'aim=p,aim=p' string")
     items = [item.strip() for item in faults.split(",") if item.strip()]

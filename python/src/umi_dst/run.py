@@ -201,14 +201,15 @@ class Umi:
         return evidence.cut_responses(self.trace())
 
     def unretried_cut_streams(self):
-        """Entries whose stream was cut and that no later request re-sent (same endpoint
-        and `request_hash`, a higher `occurrence`)."""
+        """Model entries whose stream was cut and that no later request re-sent (same
+        endpoint and `request_hash`, a higher `occurrence`); never an MCP entry."""
         trace = self.trace()
         latest = {}
         for entry in trace:
             key = _request_key(entry)
             latest[key] = max(latest.get(key, -1), entry.get("occurrence", 0))
-        return [entry for entry in trace.cut() if latest[_request_key(entry)] <= entry.get("occurrence", 0)]
+        return [entry for entry in trace.cut()
+                if evidence.is_model_entry(entry) and latest[_request_key(entry)] <= entry.get("occurrence", 0)]
 
     def _whole_trace(self, check):
         trace = self.trace()

@@ -70,7 +70,9 @@ fn call_of(call: &ToolCall) -> CallDigest {
     CallDigest {
         id: Some(call.id.clone()),
         name: Some(call.name.clone()),
-        arguments: serde_json::to_string(&call.arguments).expect("a JSON value serializes"),
+        // Canonical (sorted keys): the log reads the same with serde_json's `preserve_order`
+        // on (a build with rig) or off.
+        arguments: umi_core::canonical_json::to_string(&call.arguments),
     }
 }
 
