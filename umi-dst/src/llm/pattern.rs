@@ -30,7 +30,7 @@ const PATTERN_BOUND_MAX: u32 = 64;
 const PATTERN_DEPTH_MAX: usize = 8;
 
 /// Characters one generated string gets at most.
-const PATTERN_OUTPUT_CHARS_MAX: usize = 512;
+pub(crate) const PATTERN_OUTPUT_CHARS_MAX: usize = 512;
 
 /// A pattern outside the supported subset, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

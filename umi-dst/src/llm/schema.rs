@@ -489,7 +489,11 @@ fn patterned(
     for _ in 0..ATTEMPTS_MAX {
         let text = super::pattern::generate(pattern, rng)
             .map_err(|unsupported| error(path, unsupported.to_string()))?;
-        if (min..=max).contains(&(text.chars().count() as u64)) {
+        let chars = text.chars().count();
+        // A string that reached the output cap may have been cut short of what the
+        // pattern asks: never sent as if it matched.
+        if chars < super::pattern::PATTERN_OUTPUT_CHARS_MAX && (min..=max).contains(&(chars as u64))
+        {
             return Ok(Value::String(text));
         }
     }
@@ -542,6 +546,23 @@ fn formatted(format: &str, rng: &mut DeterministicRng) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Review finding (issue 39): a pattern longer than the generator's output cap was cut
+    /// at 512 characters and sent as if it matched; it is refused by name instead.
+    #[test]
+    fn a_pattern_longer_than_the_output_cap_is_refused_not_cut() {
+        let long = "[a-z]{64}".repeat(9);
+        let schema = json!({"type": "object", "properties": {
+            "code": {"type": "string", "pattern": format!("^{long}$")}
+        }, "required": ["code"]});
+        let error = generate(&schema, &mut DeterministicRng::new(1)).unwrap_err();
+        assert!(error.to_string().contains("no string matching"), "{error}");
+        let short = json!({"type": "object", "properties": {
+            "code": {"type": "string", "pattern": "^[a-z]{64}$"}
+        }, "required": ["code"]});
+        let value = generate(&short, &mut DeterministicRng::new(1)).unwrap();
+        assert_eq!(value["code"].as_str().map(str::len), Some(64));
+    }
 
     #[test]
     fn required_fields_bounds_and_enums_hold() {
