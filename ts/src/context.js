@@ -215,14 +215,7 @@ export function testContext(options) {
      * reported calls (`reportToolCall`) are effects too. Returns the effects.
      */
     async checkEffects({ effectTools = [] } = {}) {
-      const { entries, summary } = await context.traceWithSummary();
-      if ((summary.left_out ?? 0) > 0 || summary.evicted === true) {
-        throw new Error(
-          `checkEffects: the server no longer holds this run's whole log (left out: ` +
-            `${summary.left_out ?? 0}, evicted: ${summary.evicted === true}; seed ${seed}, scope ` +
-            `${scope}): nothing can be concluded. Use a fresh server, or fewer requests per scope.`,
-        );
-      }
+      const entries = await wholeTrace('checkEffects');
       const reported = context.toolCallsReported ?? [];
       return checkEffectEntries(entries, { reported, effectTools }, `seed ${seed}, scope ${scope}`);
     },

@@ -292,13 +292,7 @@ class Umi:
 
     def _effects(self, effect_tools):
         """The effects (as `effects`) and the scope's entries in arrival order."""
-        trace = self.trace()
-        if trace.left_out or trace.summary.get("evicted"):
-            raise AssertionError(
-                f"check_effects: the server no longer holds this run's whole log "
-                f"(left out: {trace.left_out}, evicted: {bool(trace.summary.get('evicted'))}; "
-                f"seed {self.seed}, scope {self.scope}): nothing can be concluded. Use a fresh server, "
-                f"or fewer requests per scope.")
+        trace = self._whole_trace("check_effects")
         ordered = sorted(trace, key=lambda entry: entry.get("arrival", 0))
         found = []
         for entry in ordered:
