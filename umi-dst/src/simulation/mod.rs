@@ -305,17 +305,19 @@ impl Simulation {
     }
 
     /// The config one seed runs with (with `DST_PATH`'s branch points when it is that
-    /// path's seed).
+    /// path's seed, else the template's).
     pub fn config_for(&self, seed: u64) -> SimConfig {
-        self.template.clone().for_path(&self.plain_path(seed))
+        let config = self.template.clone().with_seed(seed);
+        match &self.settings.path {
+            Some(path) if path.seed == seed => config.with_branches(path.branches.clone()),
+            _ => config,
+        }
     }
 
-    /// The path the plain run of `seed` runs: `DST_PATH` for its seed, else the seed.
+    /// The path the plain run of `seed` runs: `DST_PATH` for its seed, else the seed
+    /// with the template's branch points.
     fn plain_path(&self, seed: u64) -> crate::path::RunPath {
-        match &self.settings.path {
-            Some(path) if path.seed == seed => path.clone(),
-            _ => crate::path::RunPath::from_seed(seed),
-        }
+        self.config_for(seed).path()
     }
 
     /// Runs every seed; on the first failure prints its report and fails the calling
@@ -403,7 +405,10 @@ impl Simulation {
     {
         let mut config = self.config_for(seed);
         if let Some(entry) = kept {
-            config = entry.meaning.apply(config).with_branches(entry.branches.clone());
+            config = entry
+                .meaning
+                .apply(config)
+                .with_branches(entry.branches.clone());
         }
         // A seed kept for nondeterminism only shows it when run twice.
         let check_determinism = self.settings.check_determinism
