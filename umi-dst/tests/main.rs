@@ -16,6 +16,9 @@ mod determinism;
 /// its step and switches every stream after it.
 mod paths;
 
+/// Steering marks: recorded with their steps, and free (no step, draw or trace event).
+mod steering;
+
 /// Fault injection statistics and scoping, over many operations.
 mod faults;
 

@@ -240,3 +240,84 @@ fn bad_branches_are_a_config_error() {
         .unwrap_err();
     assert!(error.to_string().contains("branch 1: step 0"), "{error}");
 }
+
+fn temp_corpus(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("umi-dst-paths-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The paths a simulation ran, in order.
+fn paths_run(sim: &Simulation) -> Vec<String> {
+    let seen = std::sync::Mutex::new(Vec::new());
+    sim.try_run(|sim| {
+        seen.lock().unwrap().push(sim.path().to_string());
+        async { Ok(()) }
+    })
+    .unwrap();
+    seen.into_inner().unwrap()
+}
+
+fn settings(pairs: &[(&str, &str)]) -> umi_dst::simulation::settings::Settings {
+    umi_dst::simulation::settings::Settings::from_lookup(|name| {
+        pairs
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| (*value).to_owned())
+    })
+    .unwrap()
+}
+
+/// `DST_PATH` replays that path alone; corpus lines holding paths run as those paths,
+/// and with `DST_PATH` only the lines holding that very path run besides it.
+#[test]
+fn dst_path_and_corpus_paths_run_as_paths() {
+    let corpus = temp_corpus("kept.seeds", "7/5:1  # a path\n7\n9/2:3 swarm\n");
+    let chosen = Simulation::with_settings(settings(&[("DST_PATH", "7/5:1")]))
+        .with_corpus(&corpus)
+        .with_seeds(1..=3);
+    assert_eq!(
+        paths_run(&chosen),
+        ["7/5:1"],
+        "the kept 7/5:1 rides on the run"
+    );
+    let seed = Simulation::with_settings(settings(&[("DST_SEED", "7")])).with_corpus(&corpus);
+    assert_eq!(paths_run(&seed), ["7"]);
+    let range = Simulation::with_settings(settings(&[]))
+        .with_corpus(&corpus)
+        .with_seeds(1..=2);
+    assert_eq!(paths_run(&range), ["1", "2", "7/5:1", "7", "9/2:3"]);
+}
+
+#[test]
+fn a_bad_path_line_names_file_line_and_part() {
+    let corpus = temp_corpus("bad.seeds", "7\n7/0:1  # step zero\n");
+    let error = Simulation::new(SimConfig::new(1))
+        .try_with_corpus(&corpus)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("bad.seeds:2"), "{error}");
+    assert!(error.contains("path branch 1: step 0"), "{error}");
+}
+
+/// A failing path's report names the path and replays it with `DST_PATH`.
+#[test]
+fn a_failing_path_prints_its_path_in_the_replay_line() {
+    let sim = Simulation::with_settings(settings(&[("DST_PATH", "4/2:8")]));
+    let Err(umi_dst::RunError::Failed(report)) = sim.try_run(|sim| async move {
+        umi_dst::ensure!(sim.path().is_seed_only(), "ran {}", sim.path());
+        Ok(())
+    }) else {
+        panic!("the path ran without its branch points");
+    };
+    assert_eq!(report.path.to_string(), "4/2:8");
+    assert!(
+        report
+            .replay_command()
+            .starts_with("DST_PATH=4/2:8 cargo test")
+    );
+    let printed = report.to_string();
+    assert!(printed.contains("path:      4/2:8"), "{printed}");
+}
