@@ -90,3 +90,75 @@ fn a_branch_halfway_changes_the_run_and_replays() {
         assert_eq!(first.path, path);
     }
 }
+
+fn dst(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dst"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `dst replay --path` runs the path (the hash `run_path` gives) and says so; a bad path
+/// or a seed and a path together are refused by flag.
+#[test]
+fn dst_replay_takes_a_path() {
+    let path: RunPath = "7/111:1".parse().unwrap();
+    let expected = run_path(&AgentLoopUnderFaults, &path, false, |config| config);
+    let output = dst(&[
+        "replay",
+        "--scenario",
+        "agent_loop_under_faults",
+        "--path",
+        "7/111:1",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.starts_with("replay: agent_loop_under_faults path 7/111:1 (seed 0x7)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("trace {}", expected.trace_hash)),
+        "{stdout}"
+    );
+    assert!(stdout.contains("steering: "), "{stdout}");
+    let bad = dst(&[
+        "replay",
+        "--scenario",
+        "agent_loop_under_faults",
+        "--path",
+        "7/0:1",
+    ]);
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(!bad.status.success());
+    assert!(
+        stderr.contains("--path") && stderr.contains("path branch 1: step 0"),
+        "{stderr}"
+    );
+    let both = dst(&[
+        "replay",
+        "--scenario",
+        "tool_effects",
+        "--seed",
+        "7",
+        "--path",
+        "7/3:1",
+    ]);
+    assert!(!both.status.success());
+    assert!(String::from_utf8_lossy(&both.stderr).contains("cannot be used with"));
+}
+
+/// `dst list` shows the steering marks a scenario declares, with their kinds.
+#[test]
+fn dst_list_shows_steering_marks() {
+    let output = dst(&["list"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout
+            .contains("  steering: retries in one turn (maximize), longest tool chain (maximize)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("deepest context fill (maximize)"),
+        "{stdout}"
+    );
+}

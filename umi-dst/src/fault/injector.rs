@@ -272,19 +272,14 @@ impl FaultInjector {
             chosen = Some((id, config.kind()));
         }
         let (id, kind) = chosen?;
-        let at_us = u64::try_from(self.clock.now().as_micros()).unwrap_or(u64::MAX);
         let injection = Injection {
             id,
             kind,
             operation: operation.to_owned(),
-            at_us,
+            at_us: u64::try_from(self.clock.now().as_micros()).unwrap_or(u64::MAX),
         };
-        record_injection(
-            stats,
-            (schedule, schedule_steps),
-            injection,
-            self.record_step(),
-        );
+        let step = self.record_step();
+        record_injection(stats, (schedule, schedule_steps), injection, step);
         drop(state);
         self.trace.emit(TraceKind::Fault {
             kind: kind.name(),
