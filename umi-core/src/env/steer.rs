@@ -101,6 +101,10 @@ macro_rules! sometimes {
     ($env:expr, $condition:expr, $mark:expr $(,)?) => {{
         let mark: &'static $crate::env::steer::Mark = &$mark;
         if $condition {
+            #[allow(
+                unused_imports,
+                reason = "the trait is in scope already at some call sites"
+            )]
             use $crate::env::Environment as _;
             $env.steer(mark, 1);
         }
@@ -111,6 +115,10 @@ macro_rules! sometimes {
 #[macro_export]
 macro_rules! reachable {
     ($env:expr, $mark:expr $(,)?) => {{
+        #[allow(
+            unused_imports,
+            reason = "the trait is in scope already at some call sites"
+        )]
         use $crate::env::Environment as _;
         let mark: &'static $crate::env::steer::Mark = &$mark;
         $env.steer(mark, 1);
@@ -122,6 +130,10 @@ macro_rules! reachable {
 #[macro_export]
 macro_rules! maximize {
     ($env:expr, $mark:expr, $value:expr $(,)?) => {{
+        #[allow(
+            unused_imports,
+            reason = "the trait is in scope already at some call sites"
+        )]
         use $crate::env::Environment as _;
         let mark: &'static $crate::env::steer::Mark = &$mark;
         let value: u64 = $value;
