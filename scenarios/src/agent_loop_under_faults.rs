@@ -14,12 +14,18 @@
 //! 3. A finished run pairs every call with one result, and counts them right.
 //! 4. A failed run failed as the router reports exhaustion or a stream broken mid-turn,
 //!    or as the loop guard; the router's own rules hold throughout (checkers).
+//!
+//! Steering marks (stepping stones for `dst explore`): the most stream-cut retries of one
+//! turn, the longest tool chain and the most turns of one run, and a run that failed on
+//! a turn error.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
 use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent, AgentOutcome};
+use umi_core::env::Env;
+use umi_core::env::steer::Mark;
 use umi_core::llm::router::CooldownPolicy;
 use umi_core::llm::{LlmErrorKind, Message, ToolCall};
 use umi_dst::Scenario;
@@ -51,6 +57,26 @@ const TURN_ERRORS: [LlmErrorKind; 6] = [
     LlmErrorKind::InvalidResponse,
     LlmErrorKind::ServiceUnavailable,
 ];
+
+/// The most times one turn was sent again after its stream was cut.
+pub const RETRIES_IN_ONE_TURN: Mark = Mark::maximize(
+    "retries in one turn",
+    "stream-cut retries of one agent turn (a retried turn must not run a tool twice)",
+);
+
+/// The most tool calls one agent run started.
+pub const LONGEST_TOOL_CHAIN: Mark =
+    Mark::maximize("longest tool chain", "tool calls started in one agent run");
+
+/// The most model turns one agent run took.
+pub const TURNS_IN_ONE_RUN: Mark =
+    Mark::maximize("turns in one run", "model turns of one agent run");
+
+/// A run that ended on a turn error (the router exhausted, or a stream broken mid-turn).
+pub const RUN_FAILED_ON_A_TURN: Mark = Mark::sometimes(
+    "run failed on a turn error",
+    "an agent run ended with a provider error after the router and retries gave up",
+);
 
 /// The scenario.
 #[derive(Debug, Clone, Copy, Default)]
@@ -85,9 +111,26 @@ impl Scenario for AgentLoopUnderFaults {
         ]
     }
 
+    fn steering(&self) -> &'static [&'static Mark] {
+        &[
+            &RETRIES_IN_ONE_TURN,
+            &LONGEST_TOOL_CHAIN,
+            &TURNS_IN_ONE_RUN,
+            &RUN_FAILED_ON_A_TURN,
+        ]
+    }
+
     fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
         Box::pin(run(sim))
     }
+}
+
+/// What one agent run reached, for the steering marks (free: no step, draw or trace).
+fn steer_run(env: &Env, turn_retries_max: u64, started: usize, iterations: u32, failed: bool) {
+    umi_core::maximize!(env, RETRIES_IN_ONE_TURN, turn_retries_max);
+    umi_core::maximize!(env, LONGEST_TOOL_CHAIN, started as u64);
+    umi_core::maximize!(env, TURNS_IN_ONE_RUN, u64::from(iterations));
+    umi_core::sometimes!(env, failed, RUN_FAILED_ON_A_TURN);
 }
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
@@ -120,6 +163,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
         let (mut started, mut finished, mut iterations) = (Vec::new(), 0usize, 0u32);
+        let mut retries_max = 0u64;
         let began = env.elapsed();
         let outcome = agent
             .run_with_events(
@@ -128,10 +172,15 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
                     AgentEvent::ToolCallStarted { call } => started.push(call),
                     AgentEvent::ToolCallFinished { .. } => finished += 1,
                     AgentEvent::IterationStarted { iteration } => iterations = iteration,
+                    AgentEvent::TurnRetried { retry, .. } => {
+                        retries_max = retries_max.max(u64::from(retry));
+                    }
                     _ => {}
                 },
             )
             .await;
+        let failed = matches!(outcome, Err(AgentError::Provider(_)));
+        steer_run(&env, retries_max, started.len(), iterations, failed);
         let took = env.elapsed() - began;
         ensure!(
             iterations <= ITERATIONS_MAX,

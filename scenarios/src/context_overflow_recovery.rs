@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::LocalBoxFuture;
 use serde_json::json;
 use umi_core::agent::{Agent, AgentConfig, AgentError};
+use umi_core::env::steer::Mark;
 use umi_core::llm::tokens::estimate_request_tokens;
 use umi_core::llm::{CompletionRequest, Message, ToolCall};
 use umi_dst::Scenario;
@@ -56,10 +57,36 @@ impl Scenario for ContextOverflowRecovery {
         &["agent.trim"]
     }
 
+    fn steering(&self) -> &'static [&'static Mark] {
+        &[
+            &DEEPEST_CONTEXT_FILL,
+            &TRIMS_IN_ONE_RUN,
+            &GAVE_UP_ON_CONTEXT,
+        ]
+    }
+
     fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
         Box::pin(run(sim))
     }
 }
+
+/// The fullest request sent, in percent of the window (past 100: an overflow).
+pub const DEEPEST_CONTEXT_FILL: Mark = Mark::maximize(
+    "deepest context fill",
+    "the largest request sent, in percent of the model's context window",
+);
+
+/// The most trims one run made.
+pub const TRIMS_IN_ONE_RUN: Mark = Mark::maximize(
+    "trims in one run",
+    "times the agent dropped old turns after an overflow in one run",
+);
+
+/// The agent gave up with its context exhausted.
+pub const GAVE_UP_ON_CONTEXT: Mark = Mark::sometimes(
+    "gave up on context",
+    "the agent ended with ContextExhausted (a trim limit or a shrunken window)",
+);
 
 /// A conversation of earlier turns and a new question.
 fn conversation(rng: &mut DeterministicRng) -> Vec<Message> {
@@ -108,6 +135,18 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         &CompletionRequest::new(messages.clone()).with_tools(tool_definitions()),
     ) > WINDOW_TOKENS;
     let outcome = agent.run(messages.clone()).await;
+    let env = sim.env();
+    let fill_max = recording
+        .requests()
+        .iter()
+        .map(|request| u64::from(estimate_request_tokens(request)) * 100 / u64::from(WINDOW_TOKENS))
+        .max()
+        .unwrap_or(0);
+    umi_core::maximize!(env, DEEPEST_CONTEXT_FILL, fill_max);
+    let trims = outcome.as_ref().map_or(0, |outcome| outcome.trims);
+    umi_core::maximize!(env, TRIMS_IN_ONE_RUN, u64::from(trims));
+    let gave_up = matches!(outcome, Err(AgentError::ContextExhausted { .. }));
+    umi_core::sometimes!(env, gave_up, GAVE_UP_ON_CONTEXT);
     for (index, request) in recording.requests().iter().enumerate() {
         check_request(index, &request.messages, &messages)?;
     }

@@ -30,6 +30,13 @@ pub trait Scenario: Send + Sync {
         &[]
     }
 
+    /// The steering marks its code declares (`sometimes!`, `reachable!`, `maximize!`; see
+    /// `umi_core::env::steer`): `dst list` shows them, and an exploration reports the ones
+    /// no run reached.
+    fn steering(&self) -> &'static [&'static umi_core::env::steer::Mark] {
+        &[]
+    }
+
     /// Whether this is the canary.
     fn is_canary(&self) -> bool {
         false
@@ -122,4 +129,16 @@ pub fn run_one(
 ) -> SeedRun {
     let config = edit(scenario.config(seed, swarm));
     Simulation::new(config).run_seed(seed, &|sim| scenario.run(sim))
+}
+
+/// Runs one path of `scenario`: its seed, with the path's branch points (a path with
+/// none is exactly [`run_one`] of its seed). `edit` sees the config with the path set.
+pub fn run_path(
+    scenario: &dyn Scenario,
+    path: &crate::path::RunPath,
+    swarm: bool,
+    edit: impl FnOnce(SimConfig) -> SimConfig,
+) -> SeedRun {
+    let config = edit(scenario.config(path.seed, swarm).for_path(path));
+    Simulation::new(config).run_seed(path.seed, &|sim| scenario.run(sim))
 }

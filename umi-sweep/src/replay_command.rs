@@ -4,10 +4,12 @@
 
 use std::fmt;
 
+use umi_dst::Branch;
 use umi_dst::fault::InjectionId;
 
 /// A `dst replay` command: `dst replay --scenario S --seed N [--swarm] [--only IDS]
-/// [--check-determinism]`, in that order.
+/// [--check-determinism]`, in that order; `--path 7/412:9913` in place of `--seed` for a
+/// run with branch points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplayCommand<'a> {
     /// How the binary is invoked (`dst`, `cargo run -p umi-scenarios --bin dst --`).
@@ -16,6 +18,8 @@ pub struct ReplayCommand<'a> {
     pub scenario: &'a str,
     /// The seed.
     pub seed: u64,
+    /// The run's branch points (empty: the seed alone).
+    pub branches: &'a [Branch],
     /// Whether the run was in swarm mode.
     pub swarm: bool,
     /// The injections the replay allows (a minimized fault schedule); `None`: all.
@@ -31,10 +35,23 @@ impl<'a> ReplayCommand<'a> {
             program,
             scenario,
             seed,
+            branches: &[],
             swarm: false,
             only: None,
             check_determinism: false,
         }
+    }
+
+    /// The replay of `path` (its seed and branch points).
+    pub fn for_path(program: &'a str, scenario: &'a str, path: &'a umi_dst::RunPath) -> Self {
+        Self::new(program, scenario, path.seed).branches(&path.branches)
+    }
+
+    /// With the run's branch points.
+    #[must_use]
+    pub fn branches(mut self, branches: &'a [Branch]) -> Self {
+        self.branches = branches;
+        self
     }
 
     /// In swarm mode or not.
@@ -61,13 +78,25 @@ impl<'a> ReplayCommand<'a> {
 
 impl fmt::Display for ReplayCommand<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} replay --scenario {} --seed {}",
-            self.program,
-            self.scenario,
-            seed_text(self.seed)
-        )?;
+        if self.branches.is_empty() {
+            write!(
+                f,
+                "{} replay --scenario {} --seed {}",
+                self.program,
+                self.scenario,
+                seed_text(self.seed)
+            )?;
+        } else {
+            let path = umi_dst::RunPath {
+                seed: self.seed,
+                branches: self.branches.to_vec(),
+            };
+            write!(
+                f,
+                "{} replay --scenario {} --path {path}",
+                self.program, self.scenario
+            )?;
+        }
         if self.swarm {
             f.write_str(" --swarm")?;
         }
@@ -131,5 +160,17 @@ mod tests {
         for (command, expected) in cases {
             assert_eq!(command.to_string(), expected);
         }
+        let path: umi_dst::RunPath = "7/412:9913/1200:55".parse().unwrap();
+        assert_eq!(
+            ReplayCommand::for_path("dst", "s", &path)
+                .swarm(true)
+                .to_string(),
+            "dst replay --scenario s --path 7/412:9913/1200:55 --swarm"
+        );
+        let seed_only = umi_dst::RunPath::from_seed(7);
+        assert_eq!(
+            ReplayCommand::for_path("dst", "s", &seed_only).to_string(),
+            "dst replay --scenario s --seed 7"
+        );
     }
 }

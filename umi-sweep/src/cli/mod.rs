@@ -165,7 +165,7 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
     }
 }
 
-/// `dst list`: each scenario, its goal and its coverage marks.
+/// `dst list`: each scenario, its goal, its coverage marks and its steering marks.
 fn list(scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
     for scenario in scenarios {
         let kind = if scenario.is_canary() {
@@ -181,6 +181,14 @@ fn list(scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
             scenario.goal(),
             scenario.marks().join(", ")
         );
+        let steering: Vec<String> = scenario
+            .steering()
+            .iter()
+            .map(|mark| format!("{} ({})", mark.name, mark.kind.name()))
+            .collect();
+        if !steering.is_empty() {
+            println!("  steering: {}", steering.join(", "));
+        }
     }
     ExitCode::SUCCESS
 }

@@ -1,5 +1,6 @@
-//! `dst replay`: one seed of one scenario, shown with simulated timestamps (its result,
-//! faults, injections, marks and trace), under the wall-clock watchdog.
+//! `dst replay`: one seed (or path, `--path 7/412:9913`) of one scenario, shown with
+//! simulated timestamps (its result, faults, injections, marks and trace), under the
+//! wall-clock watchdog.
 #![allow(clippy::print_stdout, reason = "a command's output")]
 
 use std::collections::BTreeSet;
@@ -8,12 +9,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
+use umi_dst::RunPath;
 use umi_dst::fault::InjectionId;
-use umi_dst::scenario::{Scenario, run_one};
+use umi_dst::scenario::{Scenario, run_path};
 use umi_dst::simulation::SeedRun;
 use umi_dst::simulation::report::FailureClass;
 
-use super::{RunArgs, exit, fail};
+use super::{exit, fail, seed_arg};
 use crate::engine::select;
 use crate::replay_command::ReplayCommand;
 use crate::watched::seed_wall_timeout;
@@ -21,8 +23,23 @@ use crate::watched::seed_wall_timeout;
 /// `dst replay`'s flags.
 #[derive(Args)]
 pub(super) struct ReplayArgs {
-    #[command(flatten)]
-    run: RunArgs,
+    /// The scenario.
+    #[arg(long)]
+    scenario: String,
+    /// The seed (decimal or 0x hex).
+    #[arg(long, value_parser = seed_arg, required_unless_present = "path", conflicts_with = "path")]
+    seed: Option<u64>,
+    /// A path to run instead of a seed: `7/412:9913` (the seed, then each branch point as
+    /// STEP:STREAM), as `dst explore` and failure reports print it.
+    #[arg(long, value_parser = path_arg)]
+    path: Option<RunPath>,
+    /// Run in swarm mode (as the sweep that found it did).
+    #[arg(long)]
+    swarm: bool,
+    /// Run even though this `dst` was built without debug assertions (the simulators'
+    /// invariant checks off); without it such a build refuses.
+    #[arg(long)]
+    allow_no_debug_assertions: bool,
     /// Print the whole trace (default: the last 40 events).
     #[arg(long)]
     trace: bool,
@@ -40,6 +57,21 @@ pub(super) struct ReplayArgs {
     html: Option<PathBuf>,
 }
 
+impl ReplayArgs {
+    /// The path to run: `--path`, or `--seed` alone.
+    fn run_path(&self) -> RunPath {
+        self.path
+            .clone()
+            .unwrap_or_else(|| RunPath::from_seed(self.seed.unwrap_or_default()))
+    }
+}
+
+/// `--path`'s text, read as every tool reads a path.
+fn path_arg(text: &str) -> Result<RunPath, String> {
+    text.parse()
+        .map_err(|error: umi_dst::PathError| error.to_string())
+}
+
 /// What a replay ran: the scenario, the run, the determinism check's second run, and
 /// the `--only` ids it allowed.
 struct Replayed {
@@ -51,7 +83,7 @@ struct Replayed {
 
 /// Runs `dst replay`: a recorded hanging seed fails with its name, not hang the replay.
 pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &str) -> ExitCode {
-    if let Err(error) = super::assertions::check(args.run.allow_no_debug_assertions) {
+    if let Err(error) = super::assertions::check(args.allow_no_debug_assertions) {
         return fail(&error);
     }
     let limit = match seed_wall_timeout() {
@@ -61,10 +93,11 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &
     // One watch covers the whole command (a replay may run its seed two or three times:
     // an `--only` check, the run, a determinism check).
     let mut watchdog = umi_dst::watchdog::Watchdog::start();
+    let path = args.run_path();
     let _watched = watchdog.as_mut().map(|watchdog| {
-        let what = format!("replay of seed {} of {}", args.run.seed, args.run.scenario);
-        let command = ReplayCommand::new(program, &args.run.scenario, args.run.seed)
-            .swarm(args.run.swarm)
+        let what = format!("replay of {} of {}", run_name(&path), args.scenario);
+        let command = ReplayCommand::for_path(program, &args.scenario, &path)
+            .swarm(args.swarm)
             .to_string();
         watchdog.watch(&what, limit, &command)
     });
@@ -95,8 +128,9 @@ fn write_html(
     args: &ReplayArgs,
     program: &str,
 ) -> Result<(), String> {
-    let command = ReplayCommand::new(program, replayed.scenario.name(), args.run.seed)
-        .swarm(args.run.swarm)
+    let run = args.run_path();
+    let command = ReplayCommand::for_path(program, replayed.scenario.name(), &run)
+        .swarm(args.swarm)
         .only(replayed.only.as_deref())
         .check_determinism(args.check_determinism)
         .to_string();
@@ -112,24 +146,25 @@ fn write_html(
 
 /// Checks the arguments and runs the seed (twice with `--check-determinism`).
 fn replay(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs) -> Result<Replayed, String> {
-    let selected = select(scenarios, std::slice::from_ref(&args.run.scenario))
+    let selected = select(scenarios, std::slice::from_ref(&args.scenario))
         .map_err(|error| error.to_string())?;
     let scenario = Arc::clone(&selected[0]);
     let only = args.only.as_deref().map(parse_only).transpose()?;
+    let path = args.run_path();
     if let Some(ids) = &only {
         // An id no injection of the full run has would silently allow nothing.
-        let full = run_one(scenario.as_ref(), args.run.seed, args.run.swarm, |c| c);
-        check_only_known(ids, &full, args.run.seed)?;
+        let full = run_path(scenario.as_ref(), &path, args.swarm, |c| c);
+        check_only_known(ids, &full, &path)?;
     }
     let edit = |mut config: umi_dst::SimConfig| {
         config.trace_full = args.trace || args.check_determinism || args.html.is_some();
         config.only_injections.clone_from(&only);
         config
     };
-    let mut run = run_one(scenario.as_ref(), args.run.seed, args.run.swarm, edit);
+    let mut run = run_path(scenario.as_ref(), &path, args.swarm, edit);
     let mut second = None;
     if args.check_determinism {
-        let again = run_one(scenario.as_ref(), args.run.seed, args.run.swarm, edit);
+        let again = run_path(scenario.as_ref(), &path, args.swarm, edit);
         if let Some(found) = umi_dst::simulation::determinism::compare_runs(&run, &again) {
             run.failure = Some((FailureClass::Nondeterminism, found.describe()));
         }
@@ -154,20 +189,30 @@ fn parse_only(list: &str) -> Result<Vec<InjectionId>, String> {
 }
 
 /// Refuses an `--only` id that no injection of the full run has.
-fn check_only_known(ids: &[InjectionId], full: &SeedRun, seed: u64) -> Result<(), String> {
+fn check_only_known(ids: &[InjectionId], full: &SeedRun, path: &RunPath) -> Result<(), String> {
     let known: BTreeSet<InjectionId> = full.injections.iter().map(|i| i.id).collect();
     let Some(unknown) = ids.iter().find(|id| !known.contains(id)) else {
         return Ok(());
     };
     let listed: Vec<String> = known.iter().map(ToString::to_string).collect();
     Err(format!(
-        "--only: {unknown} is not an injection of seed {seed} (its injections: {})",
+        "--only: {unknown} is not an injection of {} (its injections: {})",
+        run_name(path),
         if listed.is_empty() {
             "none".to_owned()
         } else {
             listed.join(",")
         }
     ))
+}
+
+/// `seed 7`, or `path 7/412:9913` for a run with branch points.
+fn run_name(path: &RunPath) -> String {
+    if path.is_seed_only() {
+        format!("seed {}", path.seed)
+    } else {
+        format!("path {path}")
+    }
 }
 
 /// `none`, or the items joined.
@@ -181,12 +226,20 @@ fn list_or_none(items: &[String], separator: &str) -> String {
 
 /// What the run did: result, faults, injections, marks, and its trace.
 fn print_run(run: &SeedRun, scenario: &dyn Scenario, args: &ReplayArgs, program: &str) {
-    let seed = args.run.seed;
-    let swarm = if args.run.swarm { " in swarm mode" } else { "" };
-    println!(
-        "replay: {} seed {seed} (0x{seed:x}){swarm}",
-        scenario.name()
-    );
+    let path = args.run_path();
+    let seed = path.seed;
+    let swarm = if args.swarm { " in swarm mode" } else { "" };
+    if path.is_seed_only() {
+        println!(
+            "replay: {} seed {seed} (0x{seed:x}){swarm}",
+            scenario.name()
+        );
+    } else {
+        println!(
+            "replay: {} path {path} (seed 0x{seed:x}){swarm}",
+            scenario.name()
+        );
+    }
     match &run.failure {
         None => println!("result:   passed"),
         Some((class, message)) => println!("result:   FAILED ({class}): {message}"),
@@ -202,6 +255,7 @@ fn print_run(run: &SeedRun, scenario: &dyn Scenario, args: &ReplayArgs, program:
     }
     let marks: Vec<String> = run.marks.iter().map(|(m, n)| format!("{m}×{n}")).collect();
     println!("marks:    {}", list_or_none(&marks, ", "));
+    print_steering(run, scenario);
     println!(
         "run:      {:.3}s simulated, {} steps, {} events, trace {}",
         run.sim_elapsed.as_secs_f64(),
@@ -220,13 +274,33 @@ fn print_run(run: &SeedRun, scenario: &dyn Scenario, args: &ReplayArgs, program:
     for event in events {
         println!("  {event}");
     }
-    if run.failure.is_some() {
+    if run.failure.is_some() && path.is_seed_only() {
         println!(
             "minimize: {program} minimize --scenario {} --seed {seed}{}",
             scenario.name(),
-            if args.run.swarm { " --swarm" } else { "" }
+            if args.swarm { " --swarm" } else { "" }
         );
     }
+}
+
+/// The scenario's steering marks this run reached (with the step of the first hit, and a
+/// `maximize` mark's high-water mark), when it declares any.
+fn print_steering(run: &SeedRun, scenario: &dyn Scenario) {
+    let declared = scenario.steering();
+    if declared.is_empty() {
+        return;
+    }
+    let reached: Vec<String> = declared
+        .iter()
+        .filter_map(|mark| {
+            let step = run.mark_steps.get(mark.name)?;
+            Some(match run.watermarks.get(mark.name) {
+                Some(high) => format!("{}={} (step {})", mark.name, high.value, high.step),
+                None => format!("{} (step {step})", mark.name),
+            })
+        })
+        .collect();
+    println!("steering: {}", list_or_none(&reached, ", "));
 }
 
 #[cfg(test)]
