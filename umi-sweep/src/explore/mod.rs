@@ -1,0 +1,30 @@
+//! `dst explore`: guided exploration. Instead of seed after seed drawn blind, it keeps a
+//! corpus of paths that reached something new (a mark, a higher watermark, a new (fault
+//! kind, operation) combination, a new failure class) and branches them from the step
+//! where each first got there: the same seed up to that step, a fresh stream after it
+//! (a [`RunPath`]). Entries whose branches keep finding things get more runs (energy); a
+//! share of runs stays on fresh seeds. It stops on a run limit, a wall-clock budget,
+//! coverage stable for a stretch, or the first failure. See ADR 0024.
+//!
+//! - [`engine::explore_with`]: the loop, over any [`PathRunner`]; [`explore`] runs it on a
+//!   scenario.
+//! - [`coverage`]: targets and first reaches; [`corpus`]: entries and energy;
+//!   [`parallel`]: a batch over `jobs` threads, folded in order.
+//! - [`report`]: [`ExploreReport`] (JSON and text); [`frontier`]: shard files and merge.
+
+pub mod corpus;
+pub mod coverage;
+pub mod engine;
+pub mod frontier;
+pub mod options;
+pub mod outcome;
+pub mod parallel;
+mod path_stub;
+pub mod report;
+
+pub use coverage::{Reached, Target};
+pub use engine::{Exploration, explore_with};
+pub use options::{ExploreError, ExploreOptions};
+pub use outcome::{FaultAt, PathOutcome, PathRunner, Peak};
+pub use path_stub::{Branch, PATH_BRANCHES_MAX, PathError, RunPath};
+pub use report::{ExploreReport, FoundFailure, StopReason, render};
