@@ -68,7 +68,6 @@ fn exploration() -> Exploration {
         scenario: "deep_toy".into(),
         declared: vec!["a".into(), "b".into(), "c".into(), "never".into()],
         frontier: Vec::new(),
-        program: "dst".into(),
     }
 }
 

@@ -27,8 +27,6 @@ pub struct Exploration {
     pub declared: Vec<String>,
     /// Paths to run first (a shared frontier).
     pub frontier: Vec<RunPath>,
-    /// How the `dst` binary is invoked, for replay lines.
-    pub program: String,
 }
 
 /// The loop's state.
@@ -166,7 +164,7 @@ impl State {
             .map(|(path, class, message, run)| FoundFailure {
                 replay: format!(
                     "{} replay --scenario {} --path {path}{swarm}",
-                    exploration.program, exploration.scenario
+                    options.program, exploration.scenario
                 ),
                 path,
                 class,

@@ -21,6 +21,7 @@ pub mod outcome;
 pub mod parallel;
 mod path_stub;
 pub mod report;
+pub mod runner;
 
 pub use coverage::{Reached, Target};
 pub use engine::{Exploration, explore_with};
@@ -28,3 +29,49 @@ pub use options::{ExploreError, ExploreOptions};
 pub use outcome::{FaultAt, PathOutcome, PathRunner, Peak};
 pub use path_stub::{Branch, PATH_BRANCHES_MAX, PathError, RunPath};
 pub use report::{ExploreReport, FoundFailure, StopReason, render};
+
+use umi_dst::scenario::Scenario;
+
+/// Explores `scenario`: reruns the frontier in `options.frontier` first (if any), then
+/// branches and fresh seeds until a stop condition holds, and writes this shard's
+/// frontier file there.
+pub fn explore(
+    scenario: &dyn Scenario,
+    options: &ExploreOptions,
+) -> Result<ExploreReport, ExploreError> {
+    options.validate()?;
+    let name = scenario.name();
+    let frontier = match &options.frontier {
+        Some(dir) => frontier::frontier_paths(dir, name)?,
+        None => Vec::new(),
+    };
+    let exploration = Exploration {
+        scenario: name.to_owned(),
+        declared: declared(scenario),
+        frontier,
+    };
+    let limit = crate::watched::seed_wall_timeout().map_err(|reason| ExploreError::Option {
+        option: umi_dst::watchdog::SEED_TIMEOUT_VAR,
+        reason,
+    })?;
+    let runner = runner::ScenarioRunner {
+        scenario,
+        swarm: options.swarm,
+        limit,
+        program: options.program.clone(),
+    };
+    let report = explore_with(&runner, &exploration, options)?;
+    if let Some(dir) = &options.frontier {
+        frontier::write_report(&frontier::shard_file(dir, name, options.shard), &report)?;
+    }
+    Ok(report)
+}
+
+/// The marks `scenario` declares: its coverage marks.
+fn declared(scenario: &dyn Scenario) -> Vec<String> {
+    scenario
+        .marks()
+        .iter()
+        .map(|name| (*name).to_owned())
+        .collect()
+}

@@ -53,6 +53,8 @@ pub struct ExploreOptions {
     pub shard: Option<Shard>,
     /// Where shards share their frontier: read at the start, this shard's written at the end.
     pub frontier: Option<PathBuf>,
+    /// How `dst` is invoked, for replay lines.
+    pub program: String,
 }
 
 impl Default for ExploreOptions {
@@ -68,6 +70,7 @@ impl Default for ExploreOptions {
             seed_start: 1,
             shard: None,
             frontier: None,
+            program: "dst".to_owned(),
         }
     }
 }
