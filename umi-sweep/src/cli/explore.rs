@@ -55,10 +55,14 @@ pub(crate) struct ExploreArgs {
     /// Write the JSON report here.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// Explore as shard K of N (1-based): fresh seeds of its own, and the frontier
-    /// shared through --frontier.
-    #[arg(long, value_name = "K/N", value_parser = Shard::parse, requires = "frontier")]
+    /// Explore as shard K of N (1-based; `auto/N` takes K from JOB_COMPLETION_INDEX):
+    /// fresh seeds and explorer choices of its own, the frontier shared through
+    /// --frontier.
+    #[arg(long, value_name = "K/N", value_parser = shard_arg, requires = "frontier")]
     shard: Option<Shard>,
+    /// The first fresh seed (shard K of N takes every N-th from the K-th).
+    #[arg(long, default_value = "1", value_parser = parse_seed)]
+    seed_start: u64,
     /// The frontier directory: the reports there are rerun first, and this run's is
     /// written there (`explore-<scenario>[-<k>-of-<n>].json`).
     #[arg(long, value_name = "DIR")]
@@ -70,6 +74,11 @@ pub(crate) struct ExploreArgs {
     /// Run even though this `dst` was built without debug assertions.
     #[arg(long)]
     allow_no_debug_assertions: bool,
+}
+
+/// `--shard K/N` or `auto/N`, as `dst sweep` takes it.
+fn shard_arg(text: &str) -> Result<Shard, String> {
+    super::sweep::shard(Some(text))?.ok_or_else(|| format!("shard {text:?} is not K/N"))
 }
 
 /// Runs `dst explore`.
@@ -98,6 +107,7 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &ExploreArgs, program: 
         stop_at_first_failure: args.until_failure,
         swarm: args.swarm,
         shard: args.shard,
+        seed_start: args.seed_start,
         frontier: args.frontier.clone(),
         program: program.to_owned(),
         ..ExploreOptions::default()
