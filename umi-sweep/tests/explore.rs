@@ -8,8 +8,8 @@ use std::time::Duration;
 use umi_sweep::Shard;
 use umi_sweep::explore::frontier::{frontier_paths, merge, read_dir, shard_file, write_report};
 use umi_sweep::explore::{
-    Exploration, ExploreError, ExploreOptions, ExploreReport, PathOutcome, PathRunner, Peak,
-    RunPath, StopReason, Target, explore_with,
+    Exploration, ExploreError, ExploreOptions, ExploreReport, PathOutcome, PathRunner, RunPath,
+    StopReason, Target, Watermark, explore_with,
 };
 
 /// The steps of the three events.
@@ -52,8 +52,13 @@ impl PathRunner for DeepToy {
             }
             depth += 1;
             let name = ["a", "b", "c"][k];
-            outcome.mark_steps.insert(name.to_owned(), step);
-            let peak = Peak { value: depth, step };
+            // As the kernel records it: the first step from which a branch keeps it.
+            let kept_from = step + 1;
+            outcome.mark_steps.insert(name.to_owned(), kept_from);
+            let peak = Watermark {
+                value: depth,
+                step: kept_from,
+            };
             outcome.watermarks.insert("depth".to_owned(), peak);
         }
         if depth == 3 {

@@ -1,5 +1,5 @@
 //! The explorer's corpus: the paths that reached something new, each with the steps to
-//! branch from (just after each novelty), and an energy: the branches it may still
+//! branch from (the first step from which a branch keeps each novelty), and an energy: the branches it may still
 //! spawn. A pick spends one; a branch that reaches something new earns its parent
 //! [`ENERGY_REWARD`], so productive entries get more runs. A path that already holds
 //! [`PATH_BRANCHES_MAX`] branches is not added.
@@ -41,12 +41,13 @@ pub struct Corpus {
 }
 
 impl Corpus {
-    /// Adds `path` (run `run`), to branch just after each of `novelty_steps`.
+    /// Adds `path` (run `run`), to branch at each of `novelty_steps` (the first step
+    /// from which a branch keeps the novelty; after the path's last branch).
     pub fn add(&mut self, path: RunPath, novelty_steps: &[u64], run: u64) {
-        let last = path.branches.last().map_or(0, |b| b.step);
+        let after = path.last_step().saturating_add(1);
         let mut branch_steps: Vec<u64> = novelty_steps
             .iter()
-            .map(|step| step.saturating_add(1).max(last + 1))
+            .map(|step| (*step).max(after))
             .collect();
         branch_steps.sort_unstable();
         branch_steps.dedup();
@@ -117,7 +118,7 @@ mod tests {
         for _ in 0..(ENERGY_INITIAL + 5) {
             let planned = corpus.plan_branch(&mut rng).unwrap();
             assert_eq!(planned.parent, Some(0));
-            assert_eq!(planned.path.branches[0].step, 101);
+            assert_eq!(planned.path.branches[0].step, 100);
         }
     }
 }

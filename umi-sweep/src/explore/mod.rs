@@ -19,16 +19,17 @@ pub mod frontier;
 pub mod options;
 pub mod outcome;
 pub mod parallel;
-mod path_stub;
 pub mod report;
 pub mod runner;
 
 pub use coverage::{Reached, Target};
 pub use engine::{Exploration, explore_with};
 pub use options::{ExploreError, ExploreOptions};
-pub use outcome::{FaultAt, PathOutcome, PathRunner, Peak};
-pub use path_stub::{Branch, PATH_BRANCHES_MAX, PathError, RunPath};
+pub use outcome::{FaultAt, PathOutcome, PathRunner};
 pub use report::{ExploreReport, FoundFailure, StopReason, render};
+pub use umi_dst::Watermark;
+pub use umi_dst::path::PATH_BRANCHES_MAX;
+pub use umi_dst::{Branch, PathError, RunPath};
 
 use umi_dst::scenario::Scenario;
 

@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use umi_dst::scenario::Scenario;
+use umi_dst::scenario::{Scenario, run_path};
 use umi_dst::simulation::SeedRun;
 use umi_dst::watchdog::Watchdog;
 
@@ -45,14 +45,9 @@ impl PathRunner for ScenarioRunner<'_> {
             let _watched = watchdog
                 .as_mut()
                 .map(|watchdog| watchdog.watch(&what, self.limit, &replay));
-            outcome(&run_path(self.scenario, path, self.swarm))
+            outcome(&run_path(self.scenario, path, self.swarm, |config| config))
         })
     }
-}
-
-/// Runs `path` (until the core's `run_path` lands: its seed).
-fn run_path(scenario: &dyn Scenario, path: &RunPath, swarm: bool) -> SeedRun {
-    umi_dst::scenario::run_one(scenario, path.seed, swarm, |config| config)
 }
 
 /// What the explorer reads of a run.
@@ -62,15 +57,16 @@ fn outcome(run: &SeedRun) -> PathOutcome {
             .failure
             .as_ref()
             .map(|(class, message)| (class.to_string(), message.clone())),
-        mark_steps: run.marks.keys().map(|name| (name.clone(), 0)).collect(),
-        watermarks: std::collections::BTreeMap::new(),
+        mark_steps: run.mark_steps.clone(),
+        watermarks: run.watermarks.clone(),
         faults: run
             .injections
             .iter()
-            .map(|injection| FaultAt {
+            .zip(&run.injection_steps)
+            .map(|(injection, step)| FaultAt {
                 kind: injection.kind.to_string(),
                 operation: injection.operation.clone(),
-                step: 0,
+                step: *step,
             })
             .collect(),
         steps: run.steps,
