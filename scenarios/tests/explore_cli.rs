@@ -152,3 +152,40 @@ fn shards_share_a_frontier_directory_and_merge() {
         "{output:?}"
     );
 }
+
+/// On a real scenario, every mark's first reach replays: its path, run again, hits the
+/// mark at the step the report says, however many branches the path holds; and the
+/// exploration reaches marks through branches, not only fresh seeds.
+#[test]
+fn first_reaches_replay_at_their_steps() {
+    let scenarios = umi_scenarios::all();
+    let scenario = scenarios
+        .iter()
+        .find(|s| s.name() == "wire_faults")
+        .unwrap();
+    let options = umi_sweep::explore::ExploreOptions {
+        runs_max: 200,
+        jobs: 2,
+        ..umi_sweep::explore::ExploreOptions::default()
+    };
+    let report = umi_sweep::explore::explore(scenario.as_ref(), &options).unwrap();
+    assert_eq!(report.runs, 200);
+    let mut branched = 0;
+    for reached in &report.reached {
+        let umi_sweep::explore::Target::Mark { name } = &reached.target else {
+            continue;
+        };
+        branched += usize::from(!reached.path.is_seed_only());
+        let run = umi_dst::scenario::run_path(scenario.as_ref(), &reached.path, false, |c| c);
+        assert_eq!(
+            run.mark_steps.get(name),
+            Some(&reached.step),
+            "{name} on {}",
+            reached.path
+        );
+    }
+    assert!(
+        branched > 0,
+        "no mark first reached on a branch: {report:#?}"
+    );
+}
