@@ -110,7 +110,6 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &ExploreArgs, program: 
         seed_start: args.seed_start,
         frontier: args.frontier.clone(),
         program: program.to_owned(),
-        ..ExploreOptions::default()
     };
     finish(explore(scenario, &options), args, scenario.is_canary())
 }

@@ -1,6 +1,11 @@
 //! Runs a batch of paths over `jobs` threads (each run its own simulation) and returns
 //! the outcomes in batch order, so what the explorer folds does not depend on which
 //! thread finished first.
+#![allow(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "the explorer runs its runs on threads, outside every simulation"
+)]
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
