@@ -303,3 +303,77 @@ fn shards_share_their_frontier_and_merge() {
         "{error}"
     );
 }
+
+/// A scenario whose marks are a cover mark, a steering mark it hits on some seeds, a
+/// watermark and a steering mark it never hits.
+struct Marked;
+
+const SOMETIMES_ODD: umi_core::env::steer::Mark =
+    umi_core::env::steer::Mark::sometimes("odd draw", "the draw was odd");
+const NEVER: umi_core::env::steer::Mark =
+    umi_core::env::steer::Mark::reachable("never", "no run gets here");
+const HIGHEST: umi_core::env::steer::Mark =
+    umi_core::env::steer::Mark::maximize("highest draw", "the largest draw");
+
+impl umi_dst::Scenario for Marked {
+    fn name(&self) -> &'static str {
+        "marked"
+    }
+
+    fn goal(&self) -> &'static str {
+        "declares marks for the explorer's report"
+    }
+
+    fn marks(&self) -> &'static [&'static str] {
+        &["marked.ran"]
+    }
+
+    fn steering(&self) -> &'static [&'static umi_core::env::steer::Mark] {
+        &[&SOMETIMES_ODD, &NEVER, &HIGHEST]
+    }
+
+    fn run(
+        &self,
+        sim: umi_dst::SimEnvironment,
+    ) -> futures::future::LocalBoxFuture<'static, Result<(), umi_dst::Violation>> {
+        Box::pin(async move {
+            use umi_core::env::EnvironmentExt;
+            let env = sim.env();
+            let draw = env.random_in_range("marked", 1, 100);
+            env.cover("marked.ran");
+            umi_core::sometimes!(env, draw % 2 == 1, SOMETIMES_ODD);
+            umi_core::maximize!(env, HIGHEST, draw);
+            if draw > 1_000 {
+                umi_core::reachable!(env, NEVER);
+            }
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn a_scenario_declares_its_cover_and_steering_marks_and_the_never_reached_are_named() {
+    let scenario = Marked;
+    assert_eq!(
+        umi_sweep::explore::declared(&scenario),
+        ["marked.ran", "odd draw", "never", "highest draw"]
+    );
+    let options = ExploreOptions {
+        runs_max: 64,
+        ..ExploreOptions::default()
+    };
+    let report = umi_sweep::explore::explore(&scenario, &options).unwrap();
+    assert_eq!(report.never_reached, vec!["never".to_owned()]);
+    let highest = report
+        .reached
+        .iter()
+        .find(|r| {
+            r.target
+                == Target::Watermark {
+                    name: "highest draw".into(),
+                }
+        })
+        .unwrap();
+    assert!(highest.value.is_some_and(|value| value > 90), "{highest:?}");
+    assert!(report.first_failure.is_none());
+}

@@ -121,7 +121,8 @@ pub(crate) fn mode_key(path: RunPath, meaning: &SeedMeaning) -> ModeKey {
 /// A line's first word: a seed (`12345`, `0x2a`) or a path (`7/412:9913`).
 fn parse_seed_or_path(text: &str) -> Result<RunPath, String> {
     if text.contains('/') {
-        text.parse().map_err(|error: crate::path::PathError| error.to_string())
+        text.parse()
+            .map_err(|error: crate::path::PathError| error.to_string())
     } else {
         parse_seed(text).map(RunPath::from_seed)
     }

@@ -33,8 +33,8 @@ use super::{
     AppendOutcome, CorpusError, ModeKey, SeedCorpus, SeedMeaning, format_entry, mode_key,
     replace_atomically, sibling,
 };
-use crate::path::RunPath;
 use crate::constants::{CORPUS_LINES_MAX, CORPUS_RECORDER_SYNC_EVERY_APPENDS};
+use crate::path::RunPath;
 
 /// What a torn last line becomes when a recorder repairs the file.
 pub const TORN_LINE_COMMENT: &str = "# torn line (a write cut short), kept as a comment: ";
@@ -98,7 +98,8 @@ impl CorpusRecorder {
     /// Whether `seed` is in the file in the mode of `meaning` (as of the last append or
     /// open).
     pub fn contains(&self, seed: u64, meaning: &SeedMeaning) -> bool {
-        self.seeds.contains(&mode_key(RunPath::from_seed(seed), meaning))
+        self.seeds
+            .contains(&mode_key(RunPath::from_seed(seed), meaning))
     }
 
     /// Seeds in the file, counted once per mode (as of the last append or open).
@@ -197,7 +198,8 @@ impl CorpusRecorder {
         self.len_bytes = len + line.len() as u64;
         self.newlines += line.matches('\n').count();
         self.terminated = true;
-        self.seeds.insert(mode_key(RunPath::from_seed(seed), meaning));
+        self.seeds
+            .insert(mode_key(RunPath::from_seed(seed), meaning));
         self.unsynced += 1;
         if self.unsynced >= CORPUS_RECORDER_SYNC_EVERY_APPENDS {
             file.sync_data().map_err(|source| self.io(source))?;

@@ -403,7 +403,10 @@ impl Simulation {
     {
         let mut config = self.config_for(seed);
         if let Some(entry) = kept {
-            config = entry.meaning.apply(config).with_branches(entry.branches.clone());
+            config = entry
+                .meaning
+                .apply(config)
+                .with_branches(entry.branches.clone());
         }
         // A seed kept for nondeterminism only shows it when run twice.
         let check_determinism = self.settings.check_determinism

@@ -334,12 +334,18 @@ mod tests {
         );
         for (bad, expected) in [
             ("7/0:1", "DST_PATH=\"7/0:1\": path branch 1: step 0"),
-            ("7/x", "DST_PATH=\"7/x\": path branch 1 `x` is not STEP:STREAM"),
+            (
+                "7/x",
+                "DST_PATH=\"7/x\": path branch 1 `x` is not STEP:STREAM",
+            ),
         ] {
             let error = read(&[("DST_PATH", bad)]).unwrap_err().to_string();
             assert!(error.starts_with(expected), "{error}");
         }
         let both = read(&[("DST_SEED", "8"), ("DST_PATH", "7/1:2")]).unwrap_err();
-        assert!(both.to_string().contains("another seed than DST_SEED"), "{both}");
+        assert!(
+            both.to_string().contains("another seed than DST_SEED"),
+            "{both}"
+        );
     }
 }

@@ -68,11 +68,14 @@ pub fn explore(
     Ok(report)
 }
 
-/// The marks `scenario` declares: its coverage marks.
-fn declared(scenario: &dyn Scenario) -> Vec<String> {
-    scenario
-        .marks()
-        .iter()
-        .map(|name| (*name).to_owned())
-        .collect()
+/// The marks `scenario` declares: its coverage marks, then its steering marks.
+pub fn declared(scenario: &dyn Scenario) -> Vec<String> {
+    let steering = scenario.steering().iter().map(|mark| mark.name);
+    let mut names: Vec<String> = Vec::new();
+    for name in scenario.marks().iter().copied().chain(steering) {
+        if !names.iter().any(|known| known == name) {
+            names.push(name.to_owned());
+        }
+    }
+    names
 }
