@@ -307,7 +307,11 @@ impl Simulation {
     /// The config one seed runs with (with `DST_PATH`'s branch points when it is that
     /// path's seed).
     pub fn config_for(&self, seed: u64) -> SimConfig {
-        self.template.clone().for_path(&self.plain_path(seed))
+        match &self.settings.path {
+            Some(path) if path.seed == seed => self.template.clone().for_path(path),
+            // The template's own branch points stay (`scenario::run_path` sets them there).
+            _ => self.template.clone().with_seed(seed),
+        }
     }
 
     /// The path the plain run of `seed` runs: `DST_PATH` for its seed, else the seed.
