@@ -73,6 +73,10 @@ mod cassette_cli;
 /// flag name for a listen address.
 mod cli;
 
+/// `dst explore` as users run it: refusals by name, a canary found with its replay
+/// line, shards sharing a frontier directory and merged.
+mod explore_cli;
+
 /// No library code names a wire format's variant outside its crate's registry.
 mod format_seam;
 

@@ -21,6 +21,8 @@
 //!   command that runs the rest of its range.
 //! - [`sizing`]: how many shards a sweep needs for its time budget, from measured
 //!   seeds per core-second (`dst size`).
+//! - [`explore`]: guided exploration (`dst explore`): a corpus of paths that reached
+//!   something new, branched from where they got there, with shard frontiers.
 //! - [`minimize`]: delta debugging over a failing seed's injected faults; [`find`]:
 //!   searching seeds for one that reaches a fault.
 //! - [`html`]: self-contained HTML pages of a run (`dst replay --html`: a timeline on
@@ -38,6 +40,7 @@ pub mod compare;
 mod crash;
 pub mod distribution;
 pub mod engine;
+pub mod explore;
 pub mod find;
 pub mod groups;
 pub mod html;
