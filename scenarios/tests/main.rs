@@ -6,6 +6,10 @@
 /// canary must be found within 100 seeds.
 mod scenarios;
 
+/// The deep canaries: each planted bug fires with all its events in order and never
+/// without one; the runs kept in `seeds/` still find it.
+mod deep_canaries;
+
 /// A storage bug planted for each kind of loss (batch, note, entity, delete, link,
 /// content) is found by the memory scenarios within 200 seeds of the default sweep.
 mod planted;
