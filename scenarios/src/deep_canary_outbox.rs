@@ -4,16 +4,17 @@
 //! An outbox layer sits between umi-core's `Memory` and SimStorage. A write that fails is
 //! parked in the outbox and acknowledged (the outbox is sent when the run ends). When the
 //! disk is full while batches are parked, they are spilled aside; when a write is slow
-//! while batches are spilled, the layer decides to send the spill along with the next
-//! write, merged into it. The planted bug: it clears the spill when it builds the merged
-//! batch, and when that merged write fails it parks only the caller's own batch. The
-//! spilled batches, acknowledged long ago, are gone, and the no-data-loss checker says so.
+//! while batches are spilled, the layer suspects some spilled batch landed after all, and
+//! before the next write reads each one's note back, to send only those that did not. The
+//! planted bug: a read-back that fails is taken for "it landed", and that batch is dropped.
+//! The batch, acknowledged long ago, is gone, and the no-data-loss checker says so.
 //!
-//! The events, each a rule on one `storage.write` with chance 1/20, in order:
+//! The events, each a rule with chance 1/20, in order (each fault kind has one rule, so
+//! each stepping stone is reached only from the one before):
 //! 1. write 2 fails: a batch is parked (`deep_outbox.parked`);
 //! 2. write 4 finds the disk full: the parked batch is spilled (`deep_outbox.spilled`);
-//! 3. write 6 is slow: the spill rides on the next write (`deep_outbox.merge_pending`);
-//! 4. write 7 (the merged one) fails: the spilled batch is lost.
+//! 3. write 6 is slow: a read-back is due (`deep_outbox.recheck_pending`);
+//! 4. the read-back (the run's first `storage.read`) fails: the spilled batch is dropped.
 //!
 //! A blind seed needs all four (odds 1/160,000); each stepping stone is one run in twenty
 //! from the one before. Runs only when named (`--scenario deep_canary_outbox`): the
@@ -39,7 +40,7 @@ const FACTS_PER_SEED: usize = 10;
 const MARKS: &[&str] = &[
     "deep_outbox.parked",
     "deep_outbox.spilled",
-    "deep_outbox.merge_pending",
+    "deep_outbox.recheck_pending",
 ];
 
 /// The scenario.
@@ -60,7 +61,7 @@ impl Scenario for DeepCanaryOutbox {
             event(FaultKind::StorageWriteFail, "storage.write", 2),
             event(FaultKind::StorageDiskFull, "storage.write", 4),
             event(FaultKind::StorageLatency, "storage.write", 6),
-            event(FaultKind::StorageWriteFail, "storage.write", 7),
+            event(FaultKind::StorageReadFail, "storage.read", 1),
         ]
     }
 
@@ -107,8 +108,8 @@ struct State {
     parked: Vec<WriteBatch>,
     /// Parked batches moved aside when the disk was full, sent at the end too.
     spilled: Vec<WriteBatch>,
-    /// Whether the spill rides on the next write.
-    merge_pending: bool,
+    /// Whether the spilled batches are read back before the next write.
+    recheck_pending: bool,
 }
 
 /// The layer with the planted bug.
@@ -123,21 +124,23 @@ impl Outbox {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `batch` with the spill merged in when a merge is pending (the bug: the spill is
-    /// cleared here, before the merged write is known to have landed).
-    fn with_spill(&self, mut batch: WriteBatch) -> (WriteBatch, WriteBatch) {
-        let own = batch.clone();
-        let mut state = self.state();
-        if std::mem::take(&mut state.merge_pending) {
-            for spilled in std::mem::take(&mut state.spilled) {
-                batch.notes.extend(spilled.notes);
-                batch.entities.extend(spilled.entities);
-                batch.vectors.extend(spilled.vectors);
-                batch.links.extend(spilled.links);
-                batch.delete_entities.extend(spilled.delete_entities);
+    /// Reads back each spilled batch's note, when a recheck is due, and drops the batches
+    /// that landed. The planted bug: a read that fails counts as landed.
+    async fn recheck_spill(&self, inner: &dyn Storage) {
+        if !std::mem::take(&mut self.state().recheck_pending) {
+            return;
+        }
+        let spilled = std::mem::take(&mut self.state().spilled);
+        let mut kept = Vec::new();
+        for batch in spilled {
+            let Some(note) = batch.notes.first() else {
+                continue;
+            };
+            if let Ok(None) = inner.get_note(&note.id).await {
+                kept.push(batch);
             }
         }
-        (batch, own)
+        self.state().spilled.extend(kept);
     }
 
     /// Sends what is parked and spilled (faults are healed by then).
@@ -157,13 +160,13 @@ impl Outbox {
 #[async_trait]
 impl WriteHook for Outbox {
     async fn apply(&self, inner: &dyn Storage, batch: WriteBatch) -> Result<(), StorageError> {
-        let (sent, own) = self.with_spill(batch);
+        self.recheck_spill(inner).await;
         let began = self.env.elapsed();
-        match inner.apply(sent).await {
+        match inner.apply(batch.clone()).await {
             Ok(()) => {
                 let slow = self.env.elapsed() > began;
                 if slow && !self.state().spilled.is_empty() && self.stages.climb(3) {
-                    self.state().merge_pending = true;
+                    self.state().recheck_pending = true;
                 }
                 Ok(())
             }
@@ -176,7 +179,7 @@ impl WriteHook for Outbox {
                 Err(StorageError::DiskFull)
             }
             Err(_) => {
-                self.state().parked.push(own);
+                self.state().parked.push(batch);
                 self.stages.climb(1);
                 Ok(())
             }
