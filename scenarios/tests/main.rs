@@ -10,6 +10,10 @@ mod scenarios;
 /// without one; the runs kept in `seeds/` still find it.
 mod deep_canaries;
 
+/// Paths: a seed alone keeps the trace hashes pinned before paths existed; a branch
+/// changes the run after it and replays.
+mod paths;
+
 /// A storage bug planted for each kind of loss (batch, note, entity, delete, link,
 /// content) is found by the memory scenarios within 200 seeds of the default sweep.
 mod planted;
@@ -72,6 +76,10 @@ mod cassette_cli;
 /// The `dst` binary's own face: `--version`, `--help` naming every served format, one
 /// flag name for a listen address.
 mod cli;
+
+/// `dst explore` as users run it: refusals by name, a canary found with its replay
+/// line, shards sharing a frontier directory and merged.
+mod explore_cli;
 
 /// No library code names a wire format's variant outside its crate's registry.
 mod format_seam;

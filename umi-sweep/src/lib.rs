@@ -38,6 +38,7 @@ pub mod compare;
 mod crash;
 pub mod distribution;
 pub mod engine;
+pub mod explore;
 pub mod find;
 pub mod groups;
 pub mod html;

@@ -4,6 +4,8 @@
 //! recorded once, canaries only when asked; reports list a bounded number of failures,
 //! count and group all of them, merge and export.
 
+mod explore;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;

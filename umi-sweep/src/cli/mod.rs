@@ -1,4 +1,4 @@
-//! The `dst` command: `list`, `sweep`, `replay`, `minimize`, `merge`, `compare`, `size`, `find`,
+//! The `dst` command: `list`, `sweep`, `explore`, `replay`, `minimize`, `merge`, `compare`, `size`, `find`,
 //! `trace-html` and `serve` (a file each), as a library function so your own project gets its own
 //! `dst` in three lines:
 //!
@@ -15,6 +15,7 @@
 
 mod assertions;
 mod compare;
+mod explore;
 mod merge;
 mod minimize;
 mod replay;
@@ -53,6 +54,10 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Run one seed of one scenario and show what happened, with simulated timestamps.
     Replay(replay::ReplayArgs),
+    /// Explore a scenario guided by what its runs reach: branch the paths that reached
+    /// something new from the step they got there, until a budget or stable coverage;
+    /// report what was reached, how, and what never was.
+    Explore(explore::ExploreArgs),
     /// Find the smallest set of a failing seed's injected faults that still fails.
     Minimize(RunArgs),
     /// Combine the JSON reports of several shards.
@@ -147,6 +152,7 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
         Command::List => list(&scenarios),
         Command::Sweep(args) => sweep::run(&scenarios, args, program),
         Command::Replay(args) => replay::run(&scenarios, &args, &program),
+        Command::Explore(args) => explore::run(&scenarios, &args, &program),
         Command::Minimize(args) => minimize::run(&scenarios, &args, &program),
         Command::Merge(args) => merge::run(&args),
         Command::Compare(args) => compare::run(&args),

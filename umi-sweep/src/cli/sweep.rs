@@ -248,7 +248,7 @@ fn options(
 }
 
 /// `--shard i/n`, or `auto/n` with i from `JOB_COMPLETION_INDEX` (0-based).
-fn shard(text: Option<&str>) -> Result<Option<Shard>, String> {
+pub(super) fn shard(text: Option<&str>) -> Result<Option<Shard>, String> {
     let Some(text) = text else { return Ok(None) };
     let Some(count) = text.strip_prefix("auto/") else {
         return Shard::parse(text).map(Some);
