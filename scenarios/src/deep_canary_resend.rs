@@ -18,8 +18,8 @@
 //! 3. payment 4 answers empty: the queue is rebuilt without keys (`deep_resend.rebuilt`);
 //! 4. receipt 5 is garbled: the rebuilt queue is sent, and pays again.
 //!
-//! A blind seed needs all four and the stall's paying first (odds 1/320,000). Runs only
-//! when named (`--scenario deep_canary_resend`).
+//! A blind seed needs all four and the stall's paying first (half of stalls do): odds
+//! 1/320,000. Runs only when named (`--scenario deep_canary_resend`).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -202,7 +202,7 @@ impl Payments {
             Err(_) if !self.queue().in_doubt.is_empty() => {
                 self.stages.climb(2);
             }
-            Ok(text) if serde_json::from_str::<Value>(&text).is_err() => {
+            Ok(text) if garbled(&text) => {
                 if self.stages.climb(4) {
                     self.retry_rebuilt().await;
                 }
@@ -237,6 +237,14 @@ impl Payments {
 fn receipt(text: &str) -> Option<String> {
     let value: Value = serde_json::from_str(text).ok()?;
     value.get("receipt")?.as_str().map(str::to_owned)
+}
+
+/// Whether `notify`'s answer is not what its output schema says (no `sent` flag).
+fn garbled(text: &str) -> bool {
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|value| value.get("sent")?.as_bool())
+        .is_none()
 }
 
 /// An in-doubt payment as the audit log has it: the order, not the key.

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use umi_dst::Scenario;
 use umi_dst::scenario::run_one;
+use umi_sweep::explore::ExploreOptions;
 
 /// The same allocator as the `dst` binary, so the seconds are the ones a sweep spends.
 #[global_allocator]
@@ -35,6 +36,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Runs a search may make before it gives up.
 const RUNS_MAX_DEFAULT: u64 = 400_000;
+
+/// The wall-clock budget of one exploration (the issue's: ten minutes on two cores).
+const EXPLORE_BUDGET: Duration = Duration::from_secs(600);
 
 /// Where each of the three blind searches starts.
 const SEED_STARTS: [u64; 3] = [1, 1_000_001, 2_000_001];
@@ -166,10 +170,33 @@ fn blind(canary: &dyn Scenario, seed_start: u64, swarm: bool, runs_max: u64) -> 
     }
 }
 
-/// `dst explore` stopping at its first failure, explorer seed `explorer_seed`; `None`
-/// until the explorer is wired in.
-fn explore(_canary: &dyn Scenario, _explorer_seed: u64, _runs_max: u64) -> Option<Search> {
-    None
+/// `dst explore` stopping at its first failure (explorer seed `explorer_seed`, `JOBS`
+/// workers, fresh seeds from 1), at most `runs_max` runs.
+fn explore(canary: &dyn Scenario, explorer_seed: u64, runs_max: u64) -> Option<Search> {
+    let options = ExploreOptions {
+        runs_max,
+        budget: EXPLORE_BUDGET,
+        jobs: JOBS as usize,
+        explorer_seed,
+        stop_at_first_failure: true,
+        ..ExploreOptions::default()
+    };
+    let report = match umi_sweep::explore::explore(canary, &options) {
+        Ok(report) => report,
+        Err(error) => {
+            println!("{}: explore refused: {error}", canary.name());
+            return None;
+        }
+    };
+    if let Some(failure) = &report.first_failure {
+        println!("  {}: first failing path {}", canary.name(), failure.path);
+    }
+    Some(Search {
+        runs: report.first_failure.as_ref().map(|failure| failure.run + 1),
+        runs_made: report.runs,
+        seed: None,
+        elapsed: report.elapsed,
+    })
 }
 
 fn print_search(canary: &str, way: Way, trial: usize, search: &Search, runs_max: u64) {
