@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
+use umi_dst::RunPath;
 use umi_dst::Scenario;
 use umi_dst::corpus::SeedCorpus;
-use umi_dst::RunPath;
 use umi_dst::scenario::{run_one, run_path};
 use umi_dst::simulation::SeedRun;
 use umi_scenarios::deep_canary_outbox::DeepCanaryOutbox;
@@ -86,7 +86,11 @@ fn kept_runs_still_fail(scenario: &dyn Scenario, finds: &str) {
         .join("../seeds")
         .join(format!("{}.seeds", scenario.name()));
     let corpus = SeedCorpus::load(&path).unwrap_or_else(|error| panic!("{error}"));
-    assert!(!corpus.entries().is_empty(), "{} keeps no run", path.display());
+    assert!(
+        !corpus.entries().is_empty(),
+        "{} keeps no run",
+        path.display()
+    );
     for entry in corpus.entries() {
         let meaning = entry.meaning.clone();
         let run = run_one(scenario, entry.seed, meaning.swarm, |c| meaning.apply(c));
@@ -131,15 +135,17 @@ fn deep_canary_stale_answer_kept_runs_still_fail() {
     kept_runs_still_fail(&DeepCanaryStaleAnswer, DOUBLE_EFFECT);
 }
 
-
-
 /// `path` of `scenario` fails saying `finds`, and its seed alone does not (the branches
 /// are what reach the bug).
 fn explored_path_still_fails(scenario: &dyn Scenario, path: &str, finds: &str) {
     let path: RunPath = path.parse().expect("a path");
     let run = run_path(scenario, &path, false, |c| c);
     let message = run.failure.map(|(_, message)| message).unwrap_or_default();
-    assert!(message.contains(finds), "{}: path {path}: {message:?}", scenario.name());
+    assert!(
+        message.contains(finds),
+        "{}: path {path}: {message:?}",
+        scenario.name()
+    );
     let seed_only = run_one(scenario, path.seed, false, |c| c);
     assert!(
         seed_only.failure.is_none(),

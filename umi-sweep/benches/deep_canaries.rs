@@ -225,10 +225,7 @@ fn mean_runs(searches: &[Search]) -> Option<(f64, bool)> {
         return None;
     }
     let capped = searches.iter().any(|s| s.runs.is_none());
-    let total: u64 = searches
-        .iter()
-        .map(|s| s.runs.unwrap_or(s.runs_made))
-        .sum();
+    let total: u64 = searches.iter().map(|s| s.runs.unwrap_or(s.runs_made)).sum();
     Some((total as f64 / searches.len() as f64, capped))
 }
 
