@@ -179,11 +179,9 @@ impl Payments {
                 self.queue().in_doubt.push(invocation);
                 self.stages.climb(1);
             }
-            Ok(Ok(text)) if receipt(&text).is_none() => {
-                if self.stages.climb(3) {
-                    let mut queue = self.queue();
-                    queue.rebuilt = queue.in_doubt.iter().map(from_audit_log).collect();
-                }
+            Ok(Ok(text)) if receipt(&text).is_none() && self.stages.climb(3) => {
+                let mut queue = self.queue();
+                queue.rebuilt = queue.in_doubt.iter().map(from_audit_log).collect();
             }
             Ok(_) => {}
         }
@@ -202,11 +200,7 @@ impl Payments {
             Err(_) if !self.queue().in_doubt.is_empty() => {
                 self.stages.climb(2);
             }
-            Ok(text) if garbled(&text) => {
-                if self.stages.climb(4) {
-                    self.retry_rebuilt().await;
-                }
-            }
+            Ok(text) if garbled(&text) && self.stages.climb(4) => self.retry_rebuilt().await,
             _ => {}
         }
         call_id
