@@ -17,7 +17,8 @@
 //! 3. call 6 (run 3's answer) is invalid: fallback on (`deep_cache.fallback_on`);
 //! 4. call 7 (run 4's tool turn) finds the provider down: a stale tool call runs.
 //!
-//! A blind seed needs all four (odds 1/160,000). Runs only when named (`--scenario
+//! A blind seed needs all four (odds 1/160,000; with all four forced, 336 seeds in 400
+//! fail, so about 1/190,000). Runs only when named (`--scenario
 //! deep_canary_stale_answer`).
 
 use std::collections::BTreeMap;
