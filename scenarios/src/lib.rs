@@ -21,6 +21,11 @@
 //! - [`all`]: every scenario, for the `dst` binary and the tests.
 //! - [`planted_refund_twice`]: a support agent that refunds one order twice after a
 //!   whole-run retry, and its correct twin (run by the tests, not in [`all`]).
+//! - [`deep_canaries`]: planted bugs that need four faults in order (odds near 10⁻⁵ or
+//!   lower per blind seed), [`deep_canary_outbox`] (memory on storage),
+//!   [`deep_canary_resend`] (tools) and [`deep_canary_stale_answer`] (the agent loop),
+//!   with a stepping-stone mark per event: what `dst explore` is measured on; in the `dst`
+//!   binary, reachable only by name.
 //! - [`planted_crashes`]: seeds that abort, overflow the stack, exit, allocate without
 //!   bound or busy-loop, to test the harness; in the `dst` binary ([`with_planted`]),
 //!   reachable only by name.
@@ -35,6 +40,9 @@ pub mod canary_mcp_resend;
 pub mod cassette_agent;
 pub mod common;
 pub mod context_overflow_recovery;
+pub mod deep_canary_outbox;
+pub mod deep_canary_resend;
+pub mod deep_canary_stale_answer;
 pub mod mcp_agent;
 pub mod memory_no_data_loss;
 pub mod mixed_formats;
@@ -81,10 +89,21 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
     ]
 }
 
-/// [`all`], then the [`planted_crashes`] (which run only when named): the `dst` binary's
-/// scenarios.
+/// The deep canaries (each runs only when named): bugs a blind sweep rarely reaches,
+/// which guided exploration must find.
+pub fn deep_canaries() -> Vec<Arc<dyn Scenario>> {
+    vec![
+        Arc::new(deep_canary_outbox::DeepCanaryOutbox),
+        Arc::new(deep_canary_resend::DeepCanaryResend),
+        Arc::new(deep_canary_stale_answer::DeepCanaryStaleAnswer),
+    ]
+}
+
+/// [`all`], then the [`deep_canaries`] and the [`planted_crashes`] (which run only when
+/// named): the `dst` binary's scenarios.
 pub fn with_planted() -> Vec<Arc<dyn Scenario>> {
     let mut scenarios = all();
+    scenarios.extend(deep_canaries());
     scenarios.extend(
         planted_crashes::all()
             .into_iter()

@@ -6,6 +6,10 @@
 /// canary must be found within 100 seeds.
 mod scenarios;
 
+/// The deep canaries: each planted bug fires with all its events in order and never
+/// without one; the runs kept in `seeds/` still find it.
+mod deep_canaries;
+
 /// Paths: a seed alone keeps the trace hashes pinned before paths existed; a branch
 /// changes the run after it and replays.
 mod paths;

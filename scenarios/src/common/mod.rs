@@ -3,11 +3,13 @@
 //! requests is `umi_dst::doubles::RecordingLanguageModel`.)
 
 mod calls;
+mod deep;
 mod router_stack;
 mod tools;
 mod workload;
 
 pub use calls::{ask, chat, fault_on};
+pub use deep::{DEEP_EVENT_CHANCE, Stages, event};
 pub use router_stack::{PROVIDERS, RouterStack, scenario_retry, sim_model};
 pub use tools::{
     Execution, orphan_tool_result, tool_definitions, tool_registry, unanswered_tool_call,
