@@ -10,6 +10,11 @@ mod scenarios;
 /// content) is found by the memory scenarios within 200 seeds of the default sweep.
 mod planted;
 
+/// The liveness phase in a scenario: `outbox_drains` with a drainer that gives up is
+/// found within a few seeds as a liveness failure naming the outbox, and its replay
+/// line and JSON say `liveness`; the correct drainer passes the same seeds.
+mod liveness;
+
 /// The default sweep is clean, finds the canary, and hits every coverage mark of every
 /// scenario.
 mod coverage;

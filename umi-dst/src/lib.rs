@@ -37,6 +37,8 @@
 //! - [`environment`]: `SimEnvironment`, what a test body gets: the kernel plus the
 //!   simulators a run shares (`sim.llm()`).
 //! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
+//! - [`liveness`]: the liveness phase: after `sim.heal()`, [`eventually`] checks that a
+//!   condition comes to hold within a bound of simulated time.
 //! - [`scenario`]: a simulation with a goal, invariants and a fault profile, and
 //!   [`test_scenario`], which runs one under `cargo test`. Sweeping scenarios over many
 //!   seeds (worker processes, shards, reports, replay, minimization, the `dst` command)
@@ -79,6 +81,7 @@ pub mod failure_class;
 pub mod fault;
 pub mod foreign;
 pub mod kernel;
+pub mod liveness;
 pub mod llm;
 pub mod mcp;
 pub mod network;
@@ -103,6 +106,7 @@ pub use config::SimConfig;
 pub use environment::SimEnvironment;
 pub use fault::{FaultConfig, FaultDomain, FaultInjector, FaultKind};
 pub use kernel::SimKernel;
+pub use liveness::{Eventually, eventually};
 pub use llm::{SimLlm, SimLlmConfig};
 pub use network::{Endpoint, SimNetwork};
 pub use rng::DeterministicRng;

@@ -3,7 +3,7 @@
 //! The runner ([`Simulation`]), the run's handle ([`SimEnvironment`], its
 //! [`SimKernel`]), the simulators ([`SimLlm`], [`SimNetwork`], [`SimStorage`]), the
 //! settings ([`SimConfig`], [`FaultConfig`], [`FaultKind`]), the verdict
-//! ([`Violation`], [`ensure!`](crate::ensure)), scenarios ([`Scenario`],
+//! ([`Violation`], [`ensure!`](crate::ensure), [`eventually`] for the liveness phase), scenarios ([`Scenario`],
 //! [`test_scenario`]) and umi-core's environment traits, whose methods
 //! (`env.sleep`, `env.random_in_range`) the code under test calls.
 //!
@@ -26,6 +26,6 @@
 pub use crate::ensure;
 pub use crate::{
     FaultConfig, FaultKind, Scenario, SimConfig, SimEnvironment, SimKernel, SimLlm, SimLlmConfig,
-    SimNetwork, SimStorage, Simulation, Violation, test_scenario,
+    SimNetwork, SimStorage, Simulation, Violation, eventually, test_scenario,
 };
 pub use umi_core::env::{Env, Environment, EnvironmentExt};
