@@ -147,7 +147,10 @@ pub async fn run_with(sim: SimEnvironment, policy: DrainPolicy) -> Result<(), Vi
         sim.heal();
         let drained = eventually(&sim, DRAIN_BOUND, "the outbox drains", || async {
             let queued = outbox.queued.borrow().len();
-            ensure!(queued == 0, "{queued} of {FACTS_PER_SEED} facts still queued");
+            ensure!(
+                queued == 0,
+                "{queued} of {FACTS_PER_SEED} facts still queued"
+            );
             Ok(())
         })
         .await;

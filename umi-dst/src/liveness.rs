@@ -22,7 +22,6 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-
 use crate::kernel::SimKernel;
 use crate::simulation::Violation;
 
@@ -132,7 +131,11 @@ impl<'a> Eventually<'a> {
     }
 
     /// Runs the check in `sim` (see [`eventually`]).
-    pub async fn check<C, F>(self, sim: &impl AsRef<SimKernel>, mut condition: C) -> Result<(), Violation>
+    pub async fn check<C, F>(
+        self,
+        sim: &impl AsRef<SimKernel>,
+        mut condition: C,
+    ) -> Result<(), Violation>
     where
         C: FnMut() -> F,
         F: Future,
@@ -153,7 +156,11 @@ impl<'a> Eventually<'a> {
         while checks <= EVENTUALLY_CHECKS_MAX {
             checks += 1;
             let remaining = deadline.saturating_sub(clock.now());
-            match clock.timeout(remaining, condition()).await.map(Holds::holds) {
+            match clock
+                .timeout(remaining, condition())
+                .await
+                .map(Holds::holds)
+            {
                 Ok(Ok(())) => {
                     let waited = clock.now() - started;
                     kernel.trace().record(
@@ -179,7 +186,11 @@ impl<'a> Eventually<'a> {
 
     /// A plain violation when the bound ends at or past the run's `sim_time_max` (the run
     /// would be cut off first, with a message that names nothing).
-    fn refuse_past_run_bound(&self, kernel: &SimKernel, deadline: Duration) -> Result<(), Violation> {
+    fn refuse_past_run_bound(
+        &self,
+        kernel: &SimKernel,
+        deadline: Duration,
+    ) -> Result<(), Violation> {
         let run_max = kernel.config().sim_time_max;
         if deadline < run_max {
             return Ok(());
@@ -202,7 +213,11 @@ impl<'a> Eventually<'a> {
         };
         kernel.trace().record(
             "liveness",
-            format_args!("`{}` did not hold within {:.3}s", self.name, self.within.as_secs_f64()),
+            format_args!(
+                "`{}` did not hold within {:.3}s",
+                self.name,
+                self.within.as_secs_f64()
+            ),
         );
         Violation::liveness(format!(
             "`{}` did not hold within {:.3}s of simulated time {phase} (eventually, checked \

@@ -12,8 +12,8 @@ use umi_dst::fault::point::STORAGE_WRITE;
 use umi_dst::liveness::Eventually;
 use umi_dst::simulation::SeedRun;
 use umi_dst::{
-    FailureClass, FaultConfig, FaultKind, SimConfig, SimEnvironment, Simulation, Violation,
-    ensure, eventually,
+    FailureClass, FaultConfig, FaultKind, SimConfig, SimEnvironment, Simulation, Violation, ensure,
+    eventually,
 };
 
 /// Items the toy queue holds at the start.
@@ -91,7 +91,11 @@ fn run(give_up_after: Option<u32>) -> SeedRun {
 fn a_queue_that_drains_after_the_heal_passes() {
     let run = run(None);
     assert_eq!(run.failure, None);
-    assert!(run.injections.len() >= 10, "{} faults", run.injections.len());
+    assert!(
+        run.injections.len() >= 10,
+        "{} faults",
+        run.injections.len()
+    );
 }
 
 /// The worker that gives up never drains the queue: a liveness failure (not a
@@ -149,7 +153,10 @@ fn a_hanging_check_fails_at_the_bound_and_a_true_one_returns_at_once() {
     assert_eq!(hung.sim_elapsed, Duration::from_secs(5));
 
     let at_once = run_body(async |sim| {
-        eventually(&sim, Duration::from_secs(5), "already true", || async { true }).await
+        eventually(&sim, Duration::from_secs(5), "already true", || async {
+            true
+        })
+        .await
     });
     assert_eq!(at_once.failure, None);
     assert_eq!(at_once.sim_elapsed, Duration::ZERO);
@@ -186,9 +193,12 @@ fn an_erroring_condition_is_not_yet_and_the_poll_interval_is_kept() {
 fn a_bound_past_the_runs_sim_time_max_is_refused() {
     let run = Simulation::new(SimConfig::new(1).with_sim_time_max(Duration::from_secs(60)))
         .run_seed(1, &|sim: SimEnvironment| async move {
-            eventually(&sim, Duration::from_secs(90), "the queue drains", || async {
-                true
-            })
+            eventually(
+                &sim,
+                Duration::from_secs(90),
+                "the queue drains",
+                || async { true },
+            )
             .await
         });
     let (class, message) = run.failure.expect("a bound past sim_time_max was taken");
