@@ -19,6 +19,11 @@ mod planted;
 /// line and JSON say `liveness`; the correct drainer passes the same seeds.
 mod liveness;
 
+/// `dst minimize` on a path: the fewest branch points (one of three here), then the
+/// smallest fault set with the path fixed; a seed alone as before; `--path` beside
+/// `--seed`.
+mod minimize_paths;
+
 /// The default sweep is clean, finds the canary, and hits every coverage mark of every
 /// scenario.
 mod coverage;

@@ -4,10 +4,12 @@
 
 use std::fmt;
 
+use umi_dst::Branch;
 use umi_dst::fault::InjectionId;
 
 /// A `dst replay` command: `dst replay --scenario S --seed N [--swarm] [--only IDS]
-/// [--check-determinism]`, in that order.
+/// [--check-determinism]`, in that order; `--path N/STEP:STREAM/...` in place of `--seed
+/// N` for a path with branch points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplayCommand<'a> {
     /// How the binary is invoked (`dst`, `cargo run -p umi-scenarios --bin dst --`).
@@ -16,6 +18,8 @@ pub struct ReplayCommand<'a> {
     pub scenario: &'a str,
     /// The seed.
     pub seed: u64,
+    /// The path's branch points after the seed (none: the seed alone, `--seed`).
+    pub branches: &'a [Branch],
     /// Whether the run was in swarm mode.
     pub swarm: bool,
     /// The injections the replay allows (a minimized fault schedule); `None`: all.
@@ -31,10 +35,19 @@ impl<'a> ReplayCommand<'a> {
             program,
             scenario,
             seed,
+            branches: &[],
             swarm: false,
             only: None,
             check_determinism: false,
         }
+    }
+
+    /// The run of the path of `seed` with `branches` (the `--path` flag when there are
+    /// any).
+    #[must_use]
+    pub fn branches(mut self, branches: &'a [Branch]) -> Self {
+        self.branches = branches;
+        self
     }
 
     /// In swarm mode or not.
@@ -61,13 +74,21 @@ impl<'a> ReplayCommand<'a> {
 
 impl fmt::Display for ReplayCommand<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let flag = if self.branches.is_empty() {
+            "--seed"
+        } else {
+            "--path"
+        };
         write!(
             f,
-            "{} replay --scenario {} --seed {}",
+            "{} replay --scenario {} {flag} {}",
             self.program,
             self.scenario,
             seed_text(self.seed)
         )?;
+        for branch in self.branches {
+            write!(f, "/{}:{}", branch.step, branch.stream)?;
+        }
         if self.swarm {
             f.write_str(" --swarm")?;
         }
@@ -100,7 +121,17 @@ mod tests {
     #[test]
     fn every_flag_in_its_place() {
         let ids: Vec<InjectionId> = vec!["0:1".parse().unwrap(), "2:3".parse().unwrap()];
-        let cases: [(ReplayCommand<'_>, &str); 6] = [
+        let branches = [
+            Branch {
+                step: 412,
+                stream: 9913,
+            },
+            Branch {
+                step: 1200,
+                stream: 55,
+            },
+        ];
+        let cases: [(ReplayCommand<'_>, &str); 8] = [
             (
                 ReplayCommand::new("dst", "wire_faults", 7),
                 "dst replay --scenario wire_faults --seed 7",
@@ -126,6 +157,17 @@ mod tests {
                     .swarm(true)
                     .check_determinism(true),
                 "x -- replay --scenario s --seed 0xffffffffffffffff --swarm --check-determinism",
+            ),
+            (
+                ReplayCommand::new("dst", "s", 7).branches(&branches[..1]),
+                "dst replay --scenario s --path 7/412:9913",
+            ),
+            (
+                ReplayCommand::new("dst", "s", 7)
+                    .branches(&branches)
+                    .swarm(true)
+                    .only(Some(&ids)),
+                "dst replay --scenario s --path 7/412:9913/1200:55 --swarm --only '0:1,2:3'",
             ),
         ];
         for (command, expected) in cases {

@@ -53,8 +53,9 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Run one seed of one scenario and show what happened, with simulated timestamps.
     Replay(replay::ReplayArgs),
-    /// Find the smallest set of a failing seed's injected faults that still fails.
-    Minimize(RunArgs),
+    /// Find the smallest set of a failing seed's injected faults that still fails; for a
+    /// path (`--path`), first the fewest of its branch points.
+    Minimize(minimize::MinimizeArgs),
     /// Combine the JSON reports of several shards.
     Merge(merge::MergeArgs),
     /// Compare two sweeps of the same seeds (before and after a change): per scenario,
