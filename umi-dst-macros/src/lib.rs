@@ -10,7 +10,7 @@
 //! ```
 //!
 //! expands to a `#[test]` that runs the body through `umi_dst::Simulation::from_env()`
-//! (so `DST_SEED`, `DST_SEEDS` and the other `DST_*` variables work as for any simulation
+//! (so `DST_SEED`, `DST_PATH`, `DST_SEEDS` and the other `DST_*` variables work as for any simulation
 //! test), over the seeds given (default: the environment's range), under the faults
 //! given, replaying the seeds kept in `seeds/<corpus>.seeds` (default: the test's name).
 //! The expansion uses only umi-dst's public API; this crate holds no runtime code.
@@ -28,7 +28,7 @@ use syn::{Expr, FnArg, ItemFn, LitStr, Token};
 /// Arguments, all optional, comma-separated:
 /// - `seeds = 1..=200`: the seed range (any `IntoIterator<Item = u64>`; default: the
 ///   runner's, `umi_dst::constants::SEED_COUNT_DEFAULT` seeds from 1); `DST_SEED`,
-///   `DST_SEEDS` and `DST_SEED_START` still win, as for `Simulation::with_seeds`;
+///   `DST_PATH`, `DST_SEEDS` and `DST_SEED_START` still win, as for `Simulation::with_seeds`;
 /// - `faults = [a, b]`: `FaultConfig`s the run injects;
 /// - `budget = Budget::new().tokens_max(5_000)`: what one run may spend; a run over it
 ///   fails as `budget`, naming the call that pushed it over (`umi_dst::usage::Budget`);

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use umi_core::env::steer::{Mark, MarkKind};
 use umi_core::env::{Env, Environment};
 
 use crate::branch_epoch::BranchEpoch;
@@ -400,6 +401,17 @@ impl Environment for SimInner {
         let step = self.record_step();
         self.mark_log().cover(mark, step);
         self.trace.emit(TraceKind::Cover { mark });
+    }
+
+    /// Records a steering mark: no step, no draw, no trace event (a seed's meaning is
+    /// kept wherever marks are added).
+    fn steer(&self, mark: &'static Mark, value: u64) {
+        let step = self.record_step();
+        let mut log = self.mark_log();
+        match mark.kind {
+            MarkKind::Sometimes | MarkKind::Reachable => log.hit(mark.name, step),
+            MarkKind::Maximize => log.maximize(mark.name, value, step),
+        }
     }
 }
 

@@ -30,6 +30,13 @@ pub trait Scenario: Send + Sync {
         &[]
     }
 
+    /// The steering marks its code declares (`sometimes!`, `reachable!`, `maximize!`; see
+    /// `umi_core::env::steer`): `dst list` shows them, and an exploration reports the ones
+    /// no run reached.
+    fn steering(&self) -> &'static [&'static umi_core::env::steer::Mark] {
+        &[]
+    }
+
     /// Whether this is the canary.
     fn is_canary(&self) -> bool {
         false

@@ -23,9 +23,12 @@
 //! level; in a simulation it is appended, with its simulated timestamp, to the trace
 //! whose hash proves a run is deterministic. [`Environment::cover`] marks a rare path (a
 //! retry after a rate limit, a note stored after a failed extraction) so sweeps can tell
-//! which paths their seeds reached.
+//! which paths their seeds reached. [`steer`] declares *steering marks* (`sometimes!`,
+//! `reachable!`, `maximize!`) that tell a guided explorer where interesting paths go;
+//! they are free in production and change nothing a seed draws in a simulation.
 
 mod random;
+pub mod steer;
 mod system;
 mod timeout;
 
@@ -76,6 +79,12 @@ pub trait Environment: Send + Sync + fmt::Debug + 'static {
     /// simulation counts the marks, and a sweep reports which paths its seeds exercised
     /// (coverage marks, after TigerBeetle's).
     fn cover(&self, _mark: &'static str) {}
+
+    /// Records a steering mark (see [`steer`]): a hit of a `sometimes`/`reachable` mark,
+    /// or a value of a `maximize` mark. Use the macros (`umi_core::maximize!`), not this.
+    /// Free in production; a simulation records it without a step, a draw or a trace
+    /// event, so adding one changes no seed.
+    fn steer(&self, _mark: &'static steer::Mark, _value: u64) {}
 }
 
 /// Helpers every environment gets: timeouts, ranges, probabilities and identifiers.

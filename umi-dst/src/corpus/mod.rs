@@ -9,7 +9,11 @@
 //! 12345  # correctness: lost write after storage.write_fail
 //! 0x2a   # liveness: retry loop without backoff
 //! 77 swarm expect=correctness faults=storage.write_fail  # found by a swarm sweep
+//! 7/412:9913  # liveness: found by dst explore (a path: seed 7, from step 412 stream 9913)
 //! ```
+//!
+//! A line may hold a path ([`crate::path`]) where a seed goes: it is replayed as that
+//! path, in the mode its words say, like a seed.
 //!
 //! Words between the seed and the comment say what the replay needs and what the seed
 //! found ([`meaning`]).
@@ -34,6 +38,7 @@ pub use meaning::SeedMeaning;
 pub use recorder::CorpusRecorder;
 
 use crate::constants::{CORPUS_COMMENT_BYTES_MAX, CORPUS_LINES_MAX};
+use crate::path::{Branch, RunPath};
 use crate::seed_text::parse_seed;
 
 /// Characters of an unreadable line quoted in an error.
@@ -84,6 +89,8 @@ pub enum CorpusError {
 pub struct CorpusEntry {
     /// The seed.
     pub seed: u64,
+    /// The branch points of a line that holds a path (empty for a seed).
+    pub branches: Vec<Branch>,
     /// The comment after `#`, if any.
     pub comment: Option<String>,
     /// The 1-based line it is on.
@@ -92,13 +99,33 @@ pub struct CorpusEntry {
     pub meaning: SeedMeaning,
 }
 
-/// What makes two corpus lines the same kept run: the seed and its mode (swarm flag and
-/// schedule; `SeedMeaning::same_mode`). A seed may be kept once per mode.
-pub(crate) type ModeKey = (u64, bool, Option<Vec<crate::fault::InjectionId>>);
+impl CorpusEntry {
+    /// The path the line holds (its seed alone for a seed line).
+    pub fn path(&self) -> RunPath {
+        RunPath {
+            seed: self.seed,
+            branches: self.branches.clone(),
+        }
+    }
+}
 
-/// The key of `seed` kept in `meaning`'s mode.
-pub(crate) fn mode_key(seed: u64, meaning: &SeedMeaning) -> ModeKey {
-    (seed, meaning.swarm, meaning.only.clone())
+/// What makes two corpus lines the same kept run: the path and its mode (swarm flag and
+/// schedule; `SeedMeaning::same_mode`). A seed or path may be kept once per mode.
+pub(crate) type ModeKey = (RunPath, bool, Option<Vec<crate::fault::InjectionId>>);
+
+/// The key of `path` kept in `meaning`'s mode.
+pub(crate) fn mode_key(path: RunPath, meaning: &SeedMeaning) -> ModeKey {
+    (path, meaning.swarm, meaning.only.clone())
+}
+
+/// A line's first word: a seed (`12345`, `0x2a`) or a path (`7/412:9913`).
+fn parse_seed_or_path(text: &str) -> Result<RunPath, String> {
+    if text.contains('/') {
+        text.parse()
+            .map_err(|error: crate::path::PathError| error.to_string())
+    } else {
+        parse_seed(text).map(RunPath::from_seed)
+    }
 }
 
 /// Whether [`SeedCorpus::append`] added the seed.
@@ -164,14 +191,15 @@ impl SeedCorpus {
                     reason
                 },
             };
-            let seed = parse_seed(seed_text).map_err(parse_error)?;
+            let run = parse_seed_or_path(seed_text).map_err(parse_error)?;
             let meaning = SeedMeaning::parse(words).map_err(parse_error)?;
-            if !seen.insert(mode_key(seed, &meaning)) {
+            if !seen.insert(mode_key(run.clone(), &meaning)) {
                 continue;
             }
             let comment = comment.filter(|c| !c.is_empty()).map(str::to_owned);
             entries.push(CorpusEntry {
-                seed,
+                seed: run.seed,
+                branches: run.branches,
                 comment,
                 line,
                 meaning,
@@ -197,9 +225,16 @@ impl SeedCorpus {
 
     /// Whether `seed` is kept in the mode of `meaning` (swarm flag and schedule).
     pub fn contains_in_mode(&self, seed: u64, meaning: &SeedMeaning) -> bool {
-        self.entries
-            .iter()
-            .any(|entry| entry.seed == seed && entry.meaning.same_mode(meaning))
+        self.contains_path_in_mode(&RunPath::from_seed(seed), meaning)
+    }
+
+    /// Whether `path` is kept in the mode of `meaning` (a seed is the path of itself).
+    pub fn contains_path_in_mode(&self, path: &RunPath, meaning: &SeedMeaning) -> bool {
+        self.entries.iter().any(|entry| {
+            entry.seed == path.seed
+                && entry.branches == path.branches
+                && entry.meaning.same_mode(meaning)
+        })
     }
 
     /// Adds `seed` with `comment` to the file at `path`, atomically and only if absent.
@@ -212,6 +247,17 @@ impl SeedCorpus {
     pub fn append_with(
         path: &Path,
         seed: u64,
+        meaning: &SeedMeaning,
+        comment: &str,
+    ) -> Result<AppendOutcome, CorpusError> {
+        Self::append_path(path, &RunPath::from_seed(seed), meaning, comment)
+    }
+
+    /// Like [`SeedCorpus::append_with`], for a path (`7/412:9913  # liveness: ...`); a
+    /// path without branches is written as its seed.
+    pub fn append_path(
+        path: &Path,
+        run: &RunPath,
         meaning: &SeedMeaning,
         comment: &str,
     ) -> Result<AppendOutcome, CorpusError> {
@@ -236,14 +282,14 @@ impl SeedCorpus {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(source) => return Err(io(source)),
         };
-        if Self::parse(path, &existing)?.contains_in_mode(seed, meaning) {
+        if Self::parse(path, &existing)?.contains_path_in_mode(run, meaning) {
             return Ok(AppendOutcome::AlreadyPresent);
         }
         let mut text = existing;
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str(&format_entry(seed, meaning, comment));
+        text.push_str(&format_path_entry(run, meaning, comment));
 
         replace_atomically(path, &text).map_err(io)?;
         drop(lock);
@@ -278,6 +324,12 @@ pub fn format_line(seed: u64, comment: &str) -> String {
 
 /// One corpus line with the seed's words: `77 swarm expect=crash  # comment`.
 pub fn format_entry(seed: u64, meaning: &SeedMeaning, comment: &str) -> String {
+    format_path_entry(&RunPath::from_seed(seed), meaning, comment)
+}
+
+/// One corpus line for a path: `7/412:9913 expect=liveness  # comment` (a path without
+/// branches is its seed's line).
+pub fn format_path_entry(seed: &RunPath, meaning: &SeedMeaning, comment: &str) -> String {
     let mut comment: String = umi_core::llm::secrets::redact_patterns(comment)
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })

@@ -34,6 +34,7 @@ use super::{
     replace_atomically, sibling,
 };
 use crate::constants::{CORPUS_LINES_MAX, CORPUS_RECORDER_SYNC_EVERY_APPENDS};
+use crate::path::RunPath;
 
 /// What a torn last line becomes when a recorder repairs the file.
 pub const TORN_LINE_COMMENT: &str = "# torn line (a write cut short), kept as a comment: ";
@@ -97,7 +98,8 @@ impl CorpusRecorder {
     /// Whether `seed` is in the file in the mode of `meaning` (as of the last append or
     /// open).
     pub fn contains(&self, seed: u64, meaning: &SeedMeaning) -> bool {
-        self.seeds.contains(&mode_key(seed, meaning))
+        self.seeds
+            .contains(&mode_key(RunPath::from_seed(seed), meaning))
     }
 
     /// Seeds in the file, counted once per mode (as of the last append or open).
@@ -196,7 +198,8 @@ impl CorpusRecorder {
         self.len_bytes = len + line.len() as u64;
         self.newlines += line.matches('\n').count();
         self.terminated = true;
-        self.seeds.insert(mode_key(seed, meaning));
+        self.seeds
+            .insert(mode_key(RunPath::from_seed(seed), meaning));
         self.unsynced += 1;
         if self.unsynced >= CORPUS_RECORDER_SYNC_EVERY_APPENDS {
             file.sync_data().map_err(|source| self.io(source))?;
@@ -265,7 +268,7 @@ fn keys(corpus: &SeedCorpus) -> BTreeSet<ModeKey> {
     corpus
         .entries()
         .iter()
-        .map(|entry| mode_key(entry.seed, &entry.meaning))
+        .map(|entry| mode_key(entry.path(), &entry.meaning))
         .collect()
 }
 

@@ -15,7 +15,8 @@
 //! }
 //! ```
 //!
-//! `Simulation::from_env()` reads `DST_SEED` (exactly that seed), `DST_SEEDS` and
+//! `Simulation::from_env()` reads `DST_SEED` (exactly that seed), `DST_PATH` (exactly
+//! that path, `7/412:9913`: see [`crate::path`]), `DST_SEEDS` and
 //! `DST_SEED_START` (the default range; without them seeds 1 to 8), and
 //! `DST_CHECK_DETERMINISM=1` (each seed twice, traces compared), and `DST_SEED_TIMEOUT`
 //! (the wall time one seed may take, 60 s by default: a seed that never yields is
@@ -272,14 +273,14 @@ impl Simulation {
     pub fn try_with_corpus(mut self, path: impl AsRef<Path>) -> Result<Self, CorpusError> {
         let corpus = SeedCorpus::load(path.as_ref())?;
         let path = path.as_ref().to_owned();
-        // With DST_SEED, that seed in every mode the corpus keeps it in (besides its plain
-        // run): the failing run is among them.
-        let chosen = self.settings.seed;
+        // With DST_SEED (DST_PATH), that seed (path) in every mode the corpus keeps it in
+        // (besides its plain run): the failing run is among them.
+        let chosen = self.settings.chosen_path();
         self.kept.extend(
             corpus
                 .entries()
                 .iter()
-                .filter(|entry| chosen.is_none_or(|seed| entry.seed == seed))
+                .filter(|entry| chosen.as_ref().is_none_or(|path| entry.path() == *path))
                 .map(|entry| (path.clone(), entry.clone())),
         );
         Ok(self)
@@ -303,9 +304,20 @@ impl Simulation {
         self.runs().into_iter().map(|(seed, _)| seed).collect()
     }
 
-    /// The config one seed runs with.
+    /// The config one seed runs with (with `DST_PATH`'s branch points when it is that
+    /// path's seed, else the template's).
     pub fn config_for(&self, seed: u64) -> SimConfig {
-        self.template.clone().with_seed(seed)
+        let config = self.template.clone().with_seed(seed);
+        match &self.settings.path {
+            Some(path) if path.seed == seed => config.with_branches(path.branches.clone()),
+            _ => config,
+        }
+    }
+
+    /// The path the plain run of `seed` runs: `DST_PATH` for its seed, else the seed
+    /// with the template's branch points.
+    fn plain_path(&self, seed: u64) -> crate::path::RunPath {
+        self.config_for(seed).path()
     }
 
     /// Runs every seed; on the first failure prints its report and fails the calling
@@ -343,7 +355,8 @@ impl Simulation {
         for (seed, kept) in self.runs() {
             let limit = self.settings.seed_timeout;
             let _watched = watchdog.as_mut().map(|watchdog| {
-                let command = replay.command(seed, FailureClass::Liveness);
+                let path = kept.map_or_else(|| self.plain_path(seed), |(_, entry)| entry.path());
+                let command = replay.command_for_path(&path, FailureClass::Liveness);
                 watchdog.watch(&format!("seed {seed}"), limit, &command)
             });
             let first = self.run_checked(seed, kept.map(|(_, entry)| entry), &body)?;
@@ -392,7 +405,10 @@ impl Simulation {
     {
         let mut config = self.config_for(seed);
         if let Some(entry) = kept {
-            config = entry.meaning.apply(config);
+            config = entry
+                .meaning
+                .apply(config)
+                .with_branches(entry.branches.clone());
         }
         // A seed kept for nondeterminism only shows it when run twice.
         let check_determinism = self.settings.check_determinism
@@ -446,9 +462,9 @@ impl Simulation {
             self.seeds.iter().map(|&seed| (seed, None)).collect();
         for kept in &self.kept {
             let entry = &kept.1;
-            let same = runs
-                .iter()
-                .position(|(seed, kept)| *seed == entry.seed && kept.is_none());
+            let same = runs.iter().position(|(seed, kept)| {
+                *seed == entry.seed && kept.is_none() && entry.path() == self.plain_path(*seed)
+            });
             match same {
                 Some(index) if entry.meaning.is_default_mode() => runs[index].1 = Some(kept),
                 _ => runs.push((entry.seed, Some(kept))),
@@ -479,6 +495,7 @@ impl Simulation {
         let skip = run.injections.len().saturating_sub(INJECTIONS_SHOWN);
         Box::new(FailureReport {
             seed: run.seed,
+            path: run.path.clone(),
             class,
             message,
             faults: run.faults.clone(),

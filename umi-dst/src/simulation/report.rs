@@ -118,7 +118,17 @@ impl ReplayTarget {
     /// The command that replays `seed` of this test, failed with `class` (a
     /// nondeterminism failure only shows with the determinism check on).
     pub fn command(&self, seed: u64, class: FailureClass) -> String {
-        let mut command = format!("DST_SEED={seed}");
+        self.command_for_path(&crate::path::RunPath::from_seed(seed), class)
+    }
+
+    /// The command that replays `path` of this test: `DST_PATH=7/412:9913 cargo test ...`
+    /// for a path with branch points, the seed's command otherwise.
+    pub fn command_for_path(&self, path: &crate::path::RunPath, class: FailureClass) -> String {
+        let mut command = if path.is_seed_only() {
+            format!("DST_SEED={}", path.seed)
+        } else {
+            format!("DST_PATH={path}")
+        };
         if class == FailureClass::Nondeterminism {
             command.push_str(" DST_CHECK_DETERMINISM=1");
         }
@@ -175,6 +185,8 @@ impl ReplayTarget {
 pub struct FailureReport {
     /// The failing seed.
     pub seed: u64,
+    /// The failing path (the seed alone unless the run had branch points).
+    pub path: crate::path::RunPath,
     /// Why it failed.
     pub class: FailureClass,
     /// The violation, panic message or bound that was hit.
@@ -211,7 +223,7 @@ fn serialize_ms<S: serde::Serializer>(at: &Duration, s: S) -> Result<S::Ok, S::E
 impl FailureReport {
     /// The command that replays this failure.
     pub fn replay_command(&self) -> String {
-        self.replay.command(self.seed, self.class)
+        self.replay.command_for_path(&self.path, self.class)
     }
 }
 
@@ -229,6 +241,9 @@ impl fmt::Display for FailureReport {
             writeln!(f, "test:      {test}")?;
         }
         writeln!(f, "seed:      {} (0x{:x})", self.seed, self.seed)?;
+        if !self.path.is_seed_only() {
+            writeln!(f, "path:      {}", self.path)?;
+        }
         writeln!(f, "class:     {}", self.class)?;
         // Defense in depth (clients redact their own secrets): nothing that looks like a
         // credential is printed, in the message or the trace's last events.
@@ -269,7 +284,8 @@ impl fmt::Display for FailureReport {
             }
         }
         writeln!(f, "replay:    {}", self.replay_command())?;
-        if let Some(make) = self.replay.make_command(self.seed, self.class) {
+        let make = self.replay.make_command(self.seed, self.class);
+        if let Some(make) = make.filter(|_| self.path.is_seed_only()) {
             writeln!(f, "           {make}")?;
         }
         write!(f, "{rule}")
@@ -340,6 +356,15 @@ mod tests {
         assert_eq!(
             ReplayTarget::default().command(3, correctness),
             "DST_SEED=3 cargo test"
+        );
+        let path: crate::path::RunPath = "12/40:7".parse().unwrap();
+        assert_eq!(
+            target.command_for_path(&path, correctness),
+            "DST_PATH=12/40:7 cargo test -p umi-dst --test main -- self_test::canary --exact --nocapture"
+        );
+        assert_eq!(
+            target.command_for_path(&crate::path::RunPath::from_seed(12), correctness),
+            target.command(12, correctness)
         );
     }
 

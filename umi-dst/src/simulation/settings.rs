@@ -1,4 +1,4 @@
-//! Reading the run's settings from the environment: `DST_SEED`, `DST_SEEDS`,
+//! Reading the run's settings from the environment: `DST_SEED`, `DST_PATH`, `DST_SEEDS`,
 //! `DST_SEED_START`, `DST_CHECK_DETERMINISM`, `DST_LOG`, `DST_TRACE`, `DST_PRINT_HASH`,
 //! `DST_SEED_TIMEOUT`.
 //!
@@ -15,6 +15,7 @@ use std::time::Duration;
 use crate::constants::{
     SEED_COUNT_DEFAULT, SEED_START_DEFAULT, SEED_WALL_TIMEOUT_DEFAULT, SEEDS_PER_RUN_MAX,
 };
+use crate::path::RunPath;
 use crate::seed_text::parse_seed;
 use crate::watchdog::SEED_TIMEOUT_VAR;
 
@@ -66,8 +67,11 @@ impl LogFilter {
 /// Everything `DST_*` can set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
-    /// `DST_SEED`: run exactly this seed (and no corpus).
+    /// `DST_SEED`: run exactly this seed (and no corpus). `DST_PATH` sets it to its
+    /// path's seed.
     pub seed: Option<u64>,
+    /// `DST_PATH`: run exactly this path (`7/412:9913`), wherever `DST_SEED` works.
+    pub path: Option<RunPath>,
     /// `DST_SEED_START`: the first seed of the default range.
     pub seed_start: u64,
     /// `DST_SEEDS`: how many seeds the default range covers.
@@ -94,6 +98,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             seed: None,
+            path: None,
             seed_start: SEED_START_DEFAULT,
             seed_count: SEED_COUNT_DEFAULT,
             seed_range_from_env: false,
@@ -122,6 +127,20 @@ impl Settings {
         };
         if let Some(value) = lookup("DST_SEED") {
             settings.seed = Some(parse_seed(&value).map_err(|r| invalid("DST_SEED", &value, r))?);
+        }
+        if let Some(value) = lookup("DST_PATH") {
+            let path: RunPath = value
+                .parse()
+                .map_err(|e: crate::path::PathError| invalid("DST_PATH", &value, e.to_string()))?;
+            if settings.seed.is_some_and(|seed| seed != path.seed) {
+                return Err(invalid(
+                    "DST_PATH",
+                    &value,
+                    "names another seed than DST_SEED (set one of them)".into(),
+                ));
+            }
+            settings.seed = Some(path.seed);
+            settings.path = Some(path);
         }
         settings.seed_range_from_env =
             lookup("DST_SEEDS").is_some() || lookup("DST_SEED_START").is_some();
@@ -165,6 +184,13 @@ impl Settings {
                 LogFilter::parse(&value).map_err(|reason| invalid("DST_LOG", &value, reason))?;
         }
         Ok(settings)
+    }
+
+    /// The path `DST_PATH` or `DST_SEED` chose, if any.
+    pub fn chosen_path(&self) -> Option<RunPath> {
+        self.path
+            .clone()
+            .or_else(|| self.seed.map(RunPath::from_seed))
     }
 
     /// The seeds to run, before any corpus: `DST_SEED` alone, or the default range.
@@ -287,6 +313,39 @@ mod tests {
             read(&[("DST_CHECK_DETERMINISM", "1")])
                 .unwrap()
                 .check_determinism
+        );
+    }
+
+    #[test]
+    fn a_path_is_read_wherever_a_seed_is() {
+        let chosen = read(&[("DST_PATH", "7/412:9913")]).unwrap();
+        assert_eq!(chosen.seeds(), [7]);
+        assert_eq!(chosen.chosen_path().unwrap().to_string(), "7/412:9913");
+        assert_eq!(
+            read(&[("DST_SEED", "7"), ("DST_PATH", "7/1:2")])
+                .unwrap()
+                .path
+                .map(|p| p.to_string()),
+            Some("7/1:2".to_owned())
+        );
+        assert_eq!(
+            read(&[("DST_SEED", "3")]).unwrap().chosen_path(),
+            Some(RunPath::from_seed(3))
+        );
+        for (bad, expected) in [
+            ("7/0:1", "DST_PATH=\"7/0:1\": path branch 1: step 0"),
+            (
+                "7/x",
+                "DST_PATH=\"7/x\": path branch 1 `x` is not STEP:STREAM",
+            ),
+        ] {
+            let error = read(&[("DST_PATH", bad)]).unwrap_err().to_string();
+            assert!(error.starts_with(expected), "{error}");
+        }
+        let both = read(&[("DST_SEED", "8"), ("DST_PATH", "7/1:2")]).unwrap_err();
+        assert!(
+            both.to_string().contains("another seed than DST_SEED"),
+            "{both}"
         );
     }
 }
