@@ -158,7 +158,8 @@ pub async fn run_with(sim: SimEnvironment, policy: DrainPolicy) -> Result<(), Vi
         drained
     };
     futures::join!(drainer, phases).1?;
-    check_no_data_loss(&memory, &outbox.model.borrow(), &storage.corrupted()).await
+    let model = outbox.model.take();
+    check_no_data_loss(&memory, &model, &storage.corrupted()).await
 }
 
 /// The outbox, the model of what the memory acknowledged, and the stop signal.
