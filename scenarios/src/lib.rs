@@ -16,7 +16,8 @@
 //!   [`recall_by_embeddings`], [`router_rate_limit_storm`],
 //!   [`router_fallback_chain`], [`context_overflow_recovery`], [`streaming_tool_calls`],
 //!   [`wire_faults`], [`wire_shapes`], [`mixed_formats`], [`agent_loop_under_faults`],
-//!   [`tool_effects`], [`mcp_agent`], [`cassette_agent`], and the canaries [`canary`], [`canary_lost_link`],
+//!   [`tool_effects`], [`mcp_agent`], [`cassette_agent`], [`outbox_drains`] (a liveness
+//!   phase), and the canaries [`canary`], [`canary_lost_link`],
 //!   [`canary_double_charge`], [`canary_lost_update`], [`canary_mcp_resend`] and [`canary_cassette_drift`].
 //! - [`all`]: every scenario, for the `dst` binary and the tests.
 //! - [`planted_refund_twice`]: a support agent that refunds one order twice after a
@@ -46,6 +47,7 @@ pub mod deep_canary_stale_answer;
 pub mod mcp_agent;
 pub mod memory_no_data_loss;
 pub mod mixed_formats;
+pub mod outbox_drains;
 pub mod planted_crashes;
 pub mod planted_refund_twice;
 pub mod recall_by_embeddings;
@@ -80,6 +82,7 @@ pub fn all() -> Vec<Arc<dyn Scenario>> {
         Arc::new(tool_effects::ToolEffects),
         Arc::new(mcp_agent::McpAgent),
         Arc::new(cassette_agent::CassetteAgent),
+        Arc::new(outbox_drains::OutboxDrains),
         Arc::new(canary::Canary),
         Arc::new(canary_lost_link::CanaryLostLink),
         Arc::new(canary_double_charge::CanaryDoubleCharge),
@@ -99,11 +102,12 @@ pub fn deep_canaries() -> Vec<Arc<dyn Scenario>> {
     ]
 }
 
-/// [`all`], then the [`deep_canaries`] and the [`planted_crashes`] (which run only when
-/// named): the `dst` binary's scenarios.
+/// [`all`], then the [`deep_canaries`], [`outbox_drains::OutboxGivesUp`] and the
+/// [`planted_crashes`] (which run only when named): the `dst` binary's scenarios.
 pub fn with_planted() -> Vec<Arc<dyn Scenario>> {
     let mut scenarios = all();
     scenarios.extend(deep_canaries());
+    scenarios.push(Arc::new(outbox_drains::OutboxGivesUp));
     scenarios.extend(
         planted_crashes::all()
             .into_iter()

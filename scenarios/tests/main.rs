@@ -18,6 +18,16 @@ mod paths;
 /// content) is found by the memory scenarios within 200 seeds of the default sweep.
 mod planted;
 
+/// The liveness phase in a scenario: `outbox_drains` with a drainer that gives up is
+/// found within a few seeds as a liveness failure naming the outbox, and its replay
+/// line and JSON say `liveness`; the correct drainer passes the same seeds.
+mod liveness;
+
+/// `dst minimize` on a path: the fewest branch points (one of three here), then the
+/// smallest fault set with the path fixed; a seed alone as before; `--path` beside
+/// `--seed`.
+mod minimize_paths;
+
 /// The default sweep is clean, finds the canary, and hits every coverage mark of every
 /// scenario.
 mod coverage;

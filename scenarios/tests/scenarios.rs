@@ -97,6 +97,12 @@ fn mcp_agent() {
     replay(&umi_scenarios::mcp_agent::McpAgent);
 }
 
+/// Scenario `outbox_drains` (a liveness phase): its recorded seeds and default range.
+#[test]
+fn outbox_drains() {
+    replay(&umi_scenarios::outbox_drains::OutboxDrains);
+}
+
 /// Scenario `cassette_agent`: its recorded seeds and default range.
 #[test]
 fn cassette_agent() {

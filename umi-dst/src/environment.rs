@@ -41,6 +41,14 @@ impl SimEnvironment {
         &self.kernel
     }
 
+    /// Ends the run's fault phase: no fault fires from now on, recorded in the trace as
+    /// `fault.heal` (the same as `sim.faults().heal()`). What follows is the run's liveness
+    /// phase: the system must recover and make progress, which
+    /// [`crate::liveness::eventually`] checks within a simulated-time bound.
+    pub fn heal(&self) {
+        self.kernel.faults().heal();
+    }
+
     /// The run's SimLLM with the default config, shared by everyone who asks (one
     /// occurrence count per request across the run). For another config build one with
     /// [`SimLlm::with_config`].

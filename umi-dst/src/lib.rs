@@ -40,6 +40,8 @@
 //! - [`environment`]: `SimEnvironment`, what a test body gets: the kernel plus the
 //!   simulators a run shares (`sim.llm()`).
 //! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
+//! - [`liveness`]: the liveness phase: after `sim.heal()`, [`eventually`] checks that a
+//!   condition comes to hold within a bound of simulated time.
 //! - [`scenario`]: a simulation with a goal, invariants and a fault profile, and
 //!   [`test_scenario`], which runs one under `cargo test`. Sweeping scenarios over many
 //!   seeds (worker processes, shards, reports, replay, minimization, the `dst` command)
@@ -83,6 +85,7 @@ pub mod failure_class;
 pub mod fault;
 pub mod foreign;
 pub mod kernel;
+pub mod liveness;
 pub mod llm;
 pub mod marks;
 pub mod mcp;
@@ -109,6 +112,7 @@ pub use config::SimConfig;
 pub use environment::SimEnvironment;
 pub use fault::{FaultConfig, FaultDomain, FaultInjector, FaultKind};
 pub use kernel::SimKernel;
+pub use liveness::{Eventually, eventually};
 pub use llm::{SimLlm, SimLlmConfig};
 pub use marks::Watermark;
 pub use network::{Endpoint, SimNetwork};

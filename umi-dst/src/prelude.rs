@@ -3,10 +3,11 @@
 //! The runner ([`Simulation`]), the run's handle ([`SimEnvironment`], its
 //! [`SimKernel`]), the simulators ([`SimLlm`], [`SimNetwork`], [`SimStorage`]), the
 //! settings ([`SimConfig`], [`FaultConfig`], [`FaultKind`]), the verdict
-//! ([`Violation`], [`ensure!`](crate::ensure)), scenarios ([`Scenario`],
-//! [`test_scenario`]), umi-core's environment traits, whose methods
-//! (`env.sleep`, `env.random_in_range`) the code under test calls, and the steering
-//! marks ([`Mark`], `sometimes!`, `reachable!`, `maximize!`; see `umi_core::env::steer`).
+//! ([`Violation`], [`ensure!`](crate::ensure), [`eventually`] for the liveness phase),
+//! scenarios ([`Scenario`], [`test_scenario`]), umi-core's environment traits, whose
+//! methods (`env.sleep`, `env.random_in_range`) the code under test calls, and the
+//! steering marks ([`Mark`], `sometimes!`, `reachable!`, `maximize!`; see
+//! `umi_core::env::steer`).
 //!
 //! The `#[umi_dst::test]` attribute is not here: a glob import of a macro named `test`
 //! would take the place of the built-in `#[test]` in the importing module, so it is
@@ -27,7 +28,7 @@
 pub use crate::ensure;
 pub use crate::{
     FaultConfig, FaultKind, Scenario, SimConfig, SimEnvironment, SimKernel, SimLlm, SimLlmConfig,
-    SimNetwork, SimStorage, Simulation, Violation, test_scenario,
+    SimNetwork, SimStorage, Simulation, Violation, eventually, test_scenario,
 };
 pub use umi_core::env::steer::{Mark, MarkKind};
 pub use umi_core::env::{Env, Environment, EnvironmentExt};

@@ -25,6 +25,10 @@ mod faults;
 /// Every fault kind, always on, has its effect through the real simulators.
 mod fault_kinds;
 
+/// The liveness phase: after `sim.heal()`, `eventually` passes a system that recovers and
+/// fails one that never does as a liveness failure naming the condition and the bound.
+mod liveness;
+
 /// The seed corpus replayed through the runner, and bad `DST_*` input.
 mod corpus;
 

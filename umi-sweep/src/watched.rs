@@ -8,9 +8,10 @@
 
 use std::time::Duration;
 
+use umi_dst::RunPath;
 use umi_dst::duration_text::positive_duration_arg;
 use umi_dst::fault::InjectionId;
-use umi_dst::scenario::{Scenario, run_one};
+use umi_dst::scenario::{Scenario, run_path};
 use umi_dst::simulation::SeedRun;
 use umi_dst::watchdog::{SEED_TIMEOUT_VAR, Watchdog};
 
@@ -57,7 +58,20 @@ impl WatchedRuns {
         swarm: bool,
         only: Option<&[InjectionId]>,
     ) -> SeedRun {
-        let command = ReplayCommand::new(&self.program, scenario.name(), seed)
+        self.run_path(what, scenario, &RunPath::from_seed(seed), swarm, only)
+    }
+
+    /// [`WatchedRuns::run`] of a path (a seed alone runs exactly as its seed).
+    pub(crate) fn run_path(
+        &mut self,
+        what: &str,
+        scenario: &dyn Scenario,
+        path: &RunPath,
+        swarm: bool,
+        only: Option<&[InjectionId]>,
+    ) -> SeedRun {
+        let command = ReplayCommand::new(&self.program, scenario.name(), path.seed)
+            .branches(&path.branches)
             .swarm(swarm)
             .only(only)
             .to_string();
@@ -67,7 +81,7 @@ impl WatchedRuns {
             .as_mut()
             .map(|watchdog| watchdog.watch(what, limit, &command));
         let only = only.map(<[InjectionId]>::to_vec);
-        run_one(scenario, seed, swarm, |mut config| {
+        run_path(scenario, path, swarm, |mut config| {
             if only.is_some() {
                 config.only_injections = only;
             }

@@ -132,6 +132,8 @@ struct State {
 pub struct FaultInjector {
     state: Mutex<State>,
     healed: AtomicBool,
+    /// Simulated time of the heal, in microseconds (meaningful once `healed` is set).
+    healed_at_us: AtomicU64,
     trace: Arc<Trace>,
     clock: crate::clock::SimClock,
     /// The run's step count, when a kernel gave it (for the injections' steps).
@@ -175,6 +177,7 @@ impl FaultInjector {
             trace,
             clock,
             healed: AtomicBool::new(false),
+            healed_at_us: AtomicU64::new(0),
             steps: None,
         })
     }
@@ -189,8 +192,17 @@ impl FaultInjector {
     /// must recover and make progress). Recorded in the trace.
     pub fn heal(&self) {
         if !self.healed.swap(true, Ordering::Relaxed) {
+            let at_us = u64::try_from(self.clock.now().as_micros()).unwrap_or(u64::MAX);
+            self.healed_at_us.store(at_us, Ordering::Relaxed);
             self.trace.emit(TraceKind::FaultHeal);
         }
+    }
+
+    /// The simulated time of the first [`FaultInjector::heal`], if there was one (what a
+    /// liveness check's bound is counted after; see [`crate::liveness`]).
+    pub fn healed_at(&self) -> Option<Duration> {
+        self.is_healed()
+            .then(|| Duration::from_micros(self.healed_at_us.load(Ordering::Relaxed)))
     }
 
     /// Whether [`FaultInjector::heal`] was called.
@@ -524,8 +536,10 @@ mod tests {
                 None,
                 "the read rule never saw the write"
             );
+            assert_eq!(injector.healed_at(), None);
             injector.heal();
             assert!(injector.is_healed());
+            assert_eq!(injector.healed_at(), Some(Duration::ZERO));
             assert_eq!(injector.decide(&STORAGE_WRITE), None);
         });
     }

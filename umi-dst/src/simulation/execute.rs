@@ -173,8 +173,9 @@ where
 type BodyOutcome =
     std::thread::Result<Result<Result<Result<(), Violation>, umi_core::env::Elapsed>, ()>>;
 
-/// The failure a body's `outcome` is, if any: a violation (correctness), a panic
-/// (crash), or a run past its simulated time or steps (liveness).
+/// The failure a body's `outcome` is, if any: a violation (correctness, or liveness when
+/// it is a [`Violation::liveness`]), a panic (crash), or a run past its simulated time or
+/// steps (liveness).
 fn failure_of(
     outcome: BodyOutcome,
     env: &SimEnvironment,
@@ -182,6 +183,9 @@ fn failure_of(
 ) -> Option<(FailureClass, String)> {
     let failure = match outcome {
         Ok(Ok(Ok(Ok(())))) => None,
+        Ok(Ok(Ok(Err(violation)))) if violation.is_liveness() => {
+            Some((FailureClass::Liveness, violation.to_string()))
+        }
         Ok(Ok(Ok(Err(violation)))) => Some((FailureClass::Correctness, violation.to_string())),
         Ok(Err(())) => Some(step_failure(config)),
         Ok(Ok(Err(_elapsed))) => Some((

@@ -6,6 +6,11 @@
 //! sources become the violation's), so a body needs no `map_err` to call code with its
 //! own error type. That blanket conversion is also why `Violation` is not itself a
 //! `std::error::Error` (as with `anyhow::Error`, the two cannot coexist).
+//!
+//! A violation is of a safety property (something bad happened: the runner reports it as
+//! a correctness failure) or, made by [`Violation::liveness`], of a liveness property
+//! (something good did not happen in time: [`crate::liveness::eventually`] returns one,
+//! and the runner reports it as a [`FailureClass::Liveness`](crate::FailureClass) failure).
 
 use std::error::Error;
 use std::fmt;
@@ -15,14 +20,34 @@ use std::fmt;
 pub struct Violation {
     /// What was broken, with the values involved.
     pub message: String,
+    /// Whether a liveness property was broken (reported as a liveness failure).
+    liveness: bool,
 }
 
 impl Violation {
-    /// A violation with `message`.
+    /// A violation of a safety property with `message` (a correctness failure).
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            liveness: false,
         }
+    }
+
+    /// A violation of a liveness property with `message`: something that had to happen
+    /// within a bound did not. The runner reports it as a
+    /// [`FailureClass::Liveness`](crate::FailureClass) failure (exit code 12), beside runs
+    /// past their simulated-time or step bound. [`crate::liveness::eventually`] is the
+    /// usual way to get one.
+    pub fn liveness(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            liveness: true,
+        }
+    }
+
+    /// Whether this violation is of a liveness property ([`Violation::liveness`]).
+    pub fn is_liveness(&self) -> bool {
+        self.liveness
     }
 }
 
@@ -51,7 +76,7 @@ impl<E: Error> From<E> for Violation {
             }
             source = cause.source();
         }
-        Self { message }
+        Self::new(message)
     }
 }
 
@@ -103,6 +128,13 @@ mod tests {
         }
         "x".parse::<u32>()?;
         Ok(())
+    }
+
+    #[test]
+    fn only_a_liveness_violation_says_it_is_one() {
+        assert!(Violation::liveness("the queue never drained").is_liveness());
+        assert!(!Violation::new("balance 90 != 100").is_liveness());
+        assert!(!body(true).unwrap_err().is_liveness());
     }
 
     #[test]

@@ -58,8 +58,9 @@ enum Command {
     /// something new from the step they got there, until a budget or stable coverage;
     /// report what was reached, how, and what never was.
     Explore(explore::ExploreArgs),
-    /// Find the smallest set of a failing seed's injected faults that still fails.
-    Minimize(RunArgs),
+    /// Find the smallest set of a failing seed's injected faults that still fails; for a
+    /// path (`--path`), first the fewest of its branch points.
+    Minimize(minimize::MinimizeArgs),
     /// Combine the JSON reports of several shards.
     Merge(merge::MergeArgs),
     /// Compare two sweeps of the same seeds (before and after a change): per scenario,
