@@ -34,10 +34,12 @@
 mod address;
 mod aim;
 mod answer;
+mod branch;
 mod config;
 mod digest;
 mod error;
 mod http;
+mod marks;
 mod mcp;
 mod mcp_tools;
 mod own;
