@@ -58,7 +58,8 @@ pub(crate) fn address(
     }
     if let Some(text) = seed_header {
         let text = text.map_err(|()| "header x-umi-seed: not text".to_owned())?;
-        let path = ServePath::parse(text).map_err(|e| format!("header x-umi-seed {text:?}: {e}"))?;
+        let path =
+            ServePath::parse(text).map_err(|e| format!("header x-umi-seed {text:?}: {e}"))?;
         seed = Some(path.seed);
         branches = path;
     }
@@ -178,13 +179,21 @@ mod tests {
 
     #[test]
     fn a_path_goes_where_a_seed_goes() {
-        let got = read("/seed/7/3:9913/12:55/scope/s/v1/chat/completions", None, None).unwrap();
+        let got = read(
+            "/seed/7/3:9913/12:55/scope/s/v1/chat/completions",
+            None,
+            None,
+        )
+        .unwrap();
         assert_eq!(
             (got.seed, got.branches.to_string(), got.path.as_str()),
             (Some(7), "7/3:9913/12:55".into(), "/v1/chat/completions")
         );
         let got = read("/seed/7/scope/s/v1/models", Some("8/2:1"), None).unwrap();
-        assert_eq!((got.seed, got.branches.to_string()), (Some(8), "8/2:1".into()));
+        assert_eq!(
+            (got.seed, got.branches.to_string()),
+            (Some(8), "8/2:1".into())
+        );
         // A bare seed has no branches; a first API segment is never a branch.
         let got = read("/seed/7/v1beta/models/m:generateContent", None, None).unwrap();
         assert_eq!(
@@ -192,12 +201,18 @@ mod tests {
             (0, "/v1beta/models/m:generateContent")
         );
         let table = [
-            (read("/seed/7/3:x/v1", None, None), "path /seed/7/: branch \"3:x\": the stream"),
+            (
+                read("/seed/7/3:x/v1", None, None),
+                "path /seed/7/: branch \"3:x\": the stream",
+            ),
             (
                 read("/seed/7/3:1/2:1/v1", None, None),
                 "path /seed/7/ branch \"2:1\": steps must increase",
             ),
-            (read("/v1", Some("7/0:1"), None), "header x-umi-seed \"7/0:1\": branch"),
+            (
+                read("/v1", Some("7/0:1"), None),
+                "header x-umi-seed \"7/0:1\": branch",
+            ),
         ];
         for (result, says) in table {
             let error = result.unwrap_err();
