@@ -8,16 +8,18 @@ continued many times from just after it.
 
 The explorer does what Umi's `dst explore` does with a simulation's steps, over a
 scope's requests: the coverage is the server's marks for the run's scope (the faults
-that fired at each fault point, the response shapes sent, the tool outcomes:
-`GET /umi/marks`), and a run that reached a mark no earlier run did is kept, to be
-branched right after the request where the new mark first happened (`step + 1`), each
-branch drawing from a fresh stream of a seeded RNG (`random.Random(explorer seed)`, so
-the same options explore the same paths). Newest kept runs are branched first (depth
-first, where the ordered bugs are); each gets `ENERGY_START` branches, and more
-(`ENERGY_BONUS`) each time one of its branches reaches something new. With nothing left
-to branch, a run draws everything afresh (`SEED/1:STREAM`). The first run is the seed
-itself; the first failure ends the loop, and its report names the path and the
-`--umi-path=` command that replays it exactly.
+that fired, the response shapes sent, the tool outcomes: `GET /umi/marks`), a fault
+counted at the request it first fired at (a fault kind at a fault point), and a run
+that reached something no earlier run did is kept, to be branched right after the
+request where it first happened (`step + 1`), each branch drawing from a fresh stream
+of a seeded RNG (`random.Random(explorer seed)`, so the same options explore the same
+paths). Newest kept runs are branched first (depth first, where the ordered bugs are);
+one kept for a fault (a stepping stone) gets `ENERGY_START` branches, one kept for a
+shape or outcome alone one, and each gets `ENERGY_BONUS` more each time one of its
+branches reaches something new. With every kept run spent, `FRESH_SHARE` of the runs
+draw everything afresh (`SEED/1:STREAM`) and the rest branch a stepping stone chosen at
+random. The first run is the seed itself; the first failure ends the loop, and its
+report names the path and the `--umi-path=` command that replays it exactly.
 """
 
 import random
