@@ -166,7 +166,7 @@ def test_a_path_replays_exactly_and_a_bare_path_is_its_seed():
 def test_path_and_explore_options_are_checked(inner, pytester):
     pytester.makepyfile(test_inner="def test_nothing(umi):\n    pass\n")
     for args, says in [(["--umi-path=7/0:1"], "--umi-path '7/0:1': branch '0:1': a branch's step counts"),
-                       (["--umi-path=7", "--umi-seed=7"], "--umi-path and a seed pin"),
+                       (["--umi-path=7", "--umi-seed=7"], "--umi-path and --umi-seed together"),
                        (["--umi-explore=0"], "--umi-explore: '0'; at least 1"),
                        (["--umi-explore=3", "--umi-path=7"], "--umi-explore with a path pin")]:
         result = inner(*args)

@@ -91,13 +91,20 @@ def pytest_configure(config):
 
 
 def pinned_path(config):
-    """`--umi-path` (or `UMI_PATH`) as a `RunPath`, or None."""
-    value, source = _setting(config, "umi_path", "UMI_PATH")
-    if value is None:
+    """`--umi-path` (or `UMI_PATH`) as a `RunPath`, or None. The command line wins over the
+    environment (`--umi-seed` over `UMI_PATH`, `--umi-path` over `UMI_SEED`); two pins at
+    one level are a usage error."""
+    cli_path, cli_seed = config.getoption("umi_path"), config.getoption("umi_seed")
+    if cli_path is not None and cli_seed is not None:
+        raise pytest.UsageError("--umi-path and --umi-seed together: give one")
+    if cli_path is not None:
+        return _checked(RunPath.parse, cli_path, "--umi-path")
+    env_path = os.environ.get("UMI_PATH", "").strip()
+    if cli_seed is not None or not env_path:
         return None
-    if _setting(config, "umi_seed", "UMI_SEED")[0] is not None:
-        raise pytest.UsageError(f"{source} and a seed pin (--umi-seed / UMI_SEED) together: give one")
-    return _checked(RunPath.parse, value, source)
+    if os.environ.get("UMI_SEED", "").strip():
+        raise pytest.UsageError("UMI_PATH and UMI_SEED together: give one")
+    return _checked(RunPath.parse, env_path, "UMI_PATH")
 
 
 def explore_options(config):
