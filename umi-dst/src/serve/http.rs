@@ -106,14 +106,10 @@ pub(crate) async fn handle(
     let (hash, conversation) = answer::conversation_hash(endpoint, &rest, &http);
     let history = conversation.as_ref().map(super::digest::history);
     let endpoint_key = format!("{}{}", endpoint.profile, endpoint.prefix);
-    let (occurrence, arrival) =
-        state
-            .session
-            .next_occurrence(&address.scope, seed, &endpoint_key, hash);
+    let session = &state.session;
+    let (occurrence, arrival) = session.next_occurrence(&address.scope, seed, &endpoint_key, hash);
     let asked_at = super::aim::model_operations(endpoint.profile, endpoint.api_root(), &rest);
-    let aimed = state
-        .session
-        .aimed_config(&state.config, &address.scope, asked_at);
+    let aimed = session.aimed_config(&state.config, &address.scope, asked_at);
     let key = (address.scope, seed, endpoint_key, hash, occurrence);
     let asked = asked_path(&state.config, format, &rest, query);
     let branched = (&address.branches, arrival + 1);
