@@ -539,7 +539,9 @@ def pytest_runtest_makereport(item, call):
     if stale and report.passed:
         report.outcome = "failed"
         report.longrepr = stale
-    keep = umi_report.keep_marker(run.seed, trace) if trace is not None else None
+    # A kept seed replays no branch: a run on a path has no keep line (its rerun line pins it).
+    on_path = getattr(run, "path", None) is not None and not run.path.is_seed_only()
+    keep = umi_report.keep_marker(run.seed, trace) if trace is not None and not on_path else None
     if keep and keeping:
         item.config.stash[_KEPT_KEY].append((item.nodeid, keep))
     if not report.failed:
