@@ -6,6 +6,10 @@
 /// canary must be found within 100 seeds.
 mod scenarios;
 
+/// Paths: a seed alone keeps the trace hashes pinned before paths existed; a branch
+/// changes the run after it and replays.
+mod paths;
+
 /// A storage bug planted for each kind of loss (batch, note, entity, delete, link,
 /// content) is found by the memory scenarios within 200 seeds of the default sweep.
 mod planted;

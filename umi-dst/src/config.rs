@@ -8,6 +8,7 @@ use crate::constants::{
 };
 use crate::fault::point;
 use crate::fault::{FaultConfig, FaultConfigError, FaultKind, FaultPoint, InjectionId};
+use crate::path::{Branch, PathError, RunPath};
 
 /// A setting that cannot work, named with its value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -35,6 +36,9 @@ pub enum SimConfigError {
     /// A fault config is invalid.
     #[error(transparent)]
     Fault(#[from] FaultConfigError),
+    /// The branch points are not a path's (see [`crate::path`]).
+    #[error(transparent)]
+    Path(#[from] PathError),
     /// The simulation was started inside a tokio runtime.
     #[error(
         "Simulation::run was called inside a tokio runtime (a #[tokio::test], or block_on): \
@@ -84,6 +88,9 @@ pub struct SimConfig {
     pub budget: crate::usage::Budget,
     /// The prices the budget's cost limit and the reports' cost use.
     pub prices: Option<std::sync::Arc<crate::usage::PriceTable>>,
+    /// The run's branch points: with `seed`, the [`RunPath`] it runs. Empty (the seed
+    /// alone, exactly as it always ran) by default.
+    pub branches: Vec<Branch>,
 }
 
 impl SimConfig {
@@ -104,6 +111,32 @@ impl SimConfig {
             interleave: false,
             budget: crate::usage::Budget::new(),
             prices: None,
+            branches: Vec::new(),
+        }
+    }
+
+    /// The settings for running `path`: its seed and its branch points.
+    pub fn for_path(self, path: &RunPath) -> Self {
+        self.with_seed(path.seed)
+            .with_branches(path.branches.clone())
+    }
+
+    /// Sets the branch points (checked by [`SimConfig::validate`]).
+    pub fn with_branches(mut self, branches: Vec<Branch>) -> Self {
+        self.branches = branches;
+        self
+    }
+
+    /// The branch points.
+    pub fn branches(&self) -> &[Branch] {
+        &self.branches
+    }
+
+    /// The path this config runs: its seed and branch points.
+    pub fn path(&self) -> RunPath {
+        RunPath {
+            seed: self.seed,
+            branches: self.branches.clone(),
         }
     }
 
@@ -206,6 +239,7 @@ impl SimConfig {
             }
             .into());
         }
+        crate::path::check_branches(&self.branches)?;
         for own in &self.fault_points {
             point::check_point(own)?;
         }
@@ -237,5 +271,27 @@ mod tests {
             c.with_fault(FaultConfig::always(FaultKind::ClockJump))
         });
         assert!(matches!(many.validate(), Err(SimConfigError::Fault(_))));
+    }
+
+    #[test]
+    fn branches_are_checked_as_a_path_is() {
+        let at = |step| Branch { step, stream: 1 };
+        let ok = SimConfig::new(1).with_branches(vec![at(3), at(9)]);
+        assert_eq!(ok.validate(), Ok(()));
+        assert_eq!(ok.path().to_string(), "1/3:1/9:1");
+        assert_eq!(ok.branches(), &[at(3), at(9)]);
+        let zero = SimConfig::new(1).with_branches(vec![at(0)]).validate();
+        assert_eq!(
+            zero,
+            Err(SimConfigError::Path(PathError::StepZero { index: 1 }))
+        );
+        let backwards = SimConfig::new(1)
+            .with_branches(vec![at(9), at(3)])
+            .validate();
+        let error = backwards.unwrap_err().to_string();
+        assert!(error.contains("branch 2: step 3 is not after"), "{error}");
+        let path: RunPath = "5/2:7".parse().unwrap();
+        let config = SimConfig::new(1).for_path(&path);
+        assert_eq!((config.seed, config.path()), (5, path));
     }
 }

@@ -11,6 +11,10 @@
 //! simulators and tests see the rest. Every `Environment` call counts as a step, and a
 //! run that takes more than `steps_max` steps is stopped as a liveness failure, so a
 //! livelock that never sleeps still ends.
+//!
+//! The step count is also the clock of a path's branch points ([`crate::path`]): when it
+//! reaches a branch's step, the kernel passes the run's [`BranchEpoch`] and every RNG
+//! stream of the run switches to its fresh stream. A run of a seed alone has no epoch.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,12 +25,14 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use umi_core::env::{Env, Environment};
 
+use crate::branch_epoch::BranchEpoch;
 use crate::clock::SimClock;
 use crate::config::{SimConfig, SimConfigError};
 use crate::constants::CLOCK_JUMP_MS_MAX;
 use crate::fault::point;
 use crate::fault::swarm::{self, SwarmDraw};
 use crate::fault::{FaultInjector, FaultKind, FaultPoint};
+use crate::marks::{MarkLog, Watermark};
 use crate::rng::DeterministicRng;
 use crate::trace::{Trace, TraceKind};
 
@@ -46,10 +52,13 @@ struct SimInner {
     faults: Arc<FaultInjector>,
     trace: Arc<Trace>,
     swarm: Vec<SwarmDraw>,
-    steps: AtomicU64,
+    /// Steps taken (shared with the injector, which notes the step of each injection).
+    steps: Arc<AtomicU64>,
     step_limit_hit: AtomicBool,
     clock_faults: bool,
-    marks: Mutex<BTreeMap<&'static str, u64>>,
+    /// The branch points of a run of a path with branches; `None` for a seed alone.
+    branch_epoch: Option<Arc<BranchEpoch>>,
+    marks: Mutex<MarkLog>,
     /// What the run spent (SimLLM writes to it).
     usage: Arc<crate::usage::UsageLedger>,
     /// How many times [`SimKernel::task_rng`] has handed out each label's stream.
@@ -62,7 +71,9 @@ impl SimKernel {
     pub fn new(config: &SimConfig) -> Result<Self, SimConfigError> {
         config.validate()?;
         let clock = SimClock::new(config.epoch_unix_ms);
-        let root = DeterministicRng::new(config.seed);
+        let branch_epoch = (!config.branches.is_empty())
+            .then(|| Arc::new(BranchEpoch::new(config.branches.clone())));
+        let root = branched(DeterministicRng::new(config.seed), branch_epoch.as_ref());
         let trace = Arc::new(Trace::new(
             clock.clone(),
             config.trace_tail_events,
@@ -74,8 +85,10 @@ impl SimKernel {
         } else {
             (config.faults.clone(), Vec::new())
         };
+        let steps = Arc::new(AtomicU64::new(0));
         let injector =
-            FaultInjector::new(faults, &root.fork("faults"), trace.clone(), clock.clone())?;
+            FaultInjector::new(faults, &root.fork("faults"), trace.clone(), clock.clone())?
+                .with_step_counter(steps.clone());
         injector.suppress(config.suppressed.iter().copied());
         if let Some(only) = &config.only_injections {
             injector.allow_only(only.iter().copied());
@@ -105,10 +118,11 @@ impl SimKernel {
                 faults: Arc::new(injector),
                 trace,
                 swarm,
-                steps: AtomicU64::new(0),
+                steps,
                 step_limit_hit: AtomicBool::new(false),
                 clock_faults,
-                marks: Mutex::new(BTreeMap::new()),
+                branch_epoch,
+                marks: Mutex::new(MarkLog::default()),
                 usage: Arc::new(crate::usage::UsageLedger::default()),
                 task_rng_calls: Mutex::new(BTreeMap::new()),
             }),
@@ -149,7 +163,10 @@ impl SimKernel {
         if split.trial.is_none() {
             return self.rng(label);
         }
-        let root = DeterministicRng::new(split.task);
+        let root = branched(
+            DeterministicRng::new(split.task),
+            self.inner.branch_epoch.as_ref(),
+        );
         counted_fork(&root, &self.inner.task_rng_calls, label)
     }
 
@@ -243,16 +260,36 @@ impl SimKernel {
 
     /// The coverage marks hit so far, with their counts.
     pub fn marks(&self) -> BTreeMap<&'static str, u64> {
-        self.inner
-            .marks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.inner.mark_log().counts().clone()
+    }
+
+    /// Every mark reached so far (coverage and steering marks), with the step of its
+    /// first hit (the first step from which a branch keeps it, see [`crate::marks`]).
+    pub fn mark_steps(&self) -> BTreeMap<&'static str, u64> {
+        self.inner.mark_log().first_steps().clone()
+    }
+
+    /// The `maximize!` marks' high-water marks so far.
+    pub fn watermarks(&self) -> BTreeMap<&'static str, Watermark> {
+        self.inner.mark_log().watermarks().clone()
+    }
+
+    /// The path this run runs: its seed and branch points.
+    pub fn path(&self) -> crate::path::RunPath {
+        self.inner.config.path()
     }
 
     /// This environment as umi-core's [`Env`], to hand to the code under test.
     pub fn env(&self) -> Env {
         self.inner.clone()
+    }
+}
+
+/// `root` under the run's branch points, if it has any.
+fn branched(root: DeterministicRng, epoch: Option<&Arc<BranchEpoch>>) -> DeterministicRng {
+    match epoch {
+        Some(epoch) => root.with_branches(epoch.clone()),
+        None => root,
     }
 }
 
@@ -274,8 +311,21 @@ fn counted_fork(
 }
 
 impl SimInner {
+    fn mark_log(&self) -> std::sync::MutexGuard<'_, MarkLog> {
+        self.marks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The step a record made now is kept at: one past the steps taken (see
+    /// [`crate::marks`]).
+    fn record_step(&self) -> u64 {
+        self.steps.load(Ordering::Relaxed) + 1
+    }
+
     fn step(&self) {
         let taken = self.steps.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(epoch) = &self.branch_epoch {
+            epoch.on_step(taken);
+        }
         if taken > self.config.steps_max && !self.step_limit_hit.swap(true, Ordering::Relaxed) {
             // Unwind once, out of whatever loop is spinning; later calls return normally
             // so destructors that record during the unwind cannot double-panic.
@@ -347,12 +397,8 @@ impl Environment for SimInner {
 
     fn cover(&self, mark: &'static str) {
         self.step();
-        *self
-            .marks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(mark)
-            .or_insert(0) += 1;
+        let step = self.record_step();
+        self.mark_log().cover(mark, step);
         self.trace.emit(TraceKind::Cover { mark });
     }
 }

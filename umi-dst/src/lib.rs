@@ -28,6 +28,9 @@
 //!
 //! - [`prelude`]: `use umi_dst::prelude::*;` for a test.
 //! - [`rng`]: `DeterministicRng`, ChaCha streams with label-derived forks.
+//! - [`path`], [`branch_epoch`]: a run as a path (its seed and the branch points where
+//!   every stream switches to a fresh one), its text form, and the epoch the kernel and
+//!   the streams share.
 //! - [`clock`]: `SimClock`, simulated time on tokio's paused clock.
 //! - [`fault`]: the fault catalog, configs, the injector and swarm mode.
 //! - [`trace`]: the event log and its hash.
@@ -64,6 +67,7 @@
 //! - [`watchdog`]: the wall-clock watchdog that ends a hung seed with its name.
 
 pub mod adapters;
+pub mod branch_epoch;
 pub mod checkers;
 pub mod checksum;
 pub mod clock;
@@ -80,8 +84,10 @@ pub mod fault;
 pub mod foreign;
 pub mod kernel;
 pub mod llm;
+pub mod marks;
 pub mod mcp;
 pub mod network;
+pub mod path;
 pub mod planted;
 pub mod prelude;
 pub mod rng;
@@ -104,7 +110,9 @@ pub use environment::SimEnvironment;
 pub use fault::{FaultConfig, FaultDomain, FaultInjector, FaultKind};
 pub use kernel::SimKernel;
 pub use llm::{SimLlm, SimLlmConfig};
+pub use marks::Watermark;
 pub use network::{Endpoint, SimNetwork};
+pub use path::{Branch, PathError, RunPath};
 pub use rng::DeterministicRng;
 pub use scenario::{Scenario, test_scenario, test_scenario_in};
 pub use simulation::report::{FailureClass, FailureReport};

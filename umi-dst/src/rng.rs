@@ -12,14 +12,23 @@
 //!
 //! Keys are derived with SHA-256 over a versioned domain tag, the parent key and the
 //! label, so distinct labels give unrelated streams.
+//!
+//! 3. **Branches switch every stream at once.** The root of a run of a path with branch
+//!    points ([`crate::path`]) carries the run's [`BranchEpoch`], and so does every stream
+//!    forked from it: when the kernel passes a branch point, each stream's next draw comes
+//!    from the start of a fresh stream keyed by its own key and the branch. A stream
+//!    without an epoch (every stream of a seed alone) pays nothing for this.
 
 use std::convert::Infallible;
 use std::fmt;
+use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng, TryRng};
 use sha2::{Digest, Sha256};
 use umi_core::env::{below, chance, in_range, unit_f64};
+
+use crate::branch_epoch::BranchEpoch;
 
 /// Domain tag mixed into every key derivation; bump it only with a deliberate break of
 /// every recorded seed.
@@ -28,8 +37,21 @@ const KEY_DOMAIN: &[u8] = b"umi.rng.v1";
 /// A deterministic random number generator. Cloning it clones its position.
 #[derive(Clone)]
 pub struct DeterministicRng {
+    /// The stream's own key: what the seed alone gives it (forks derive from this).
     key: [u8; 32],
     stream: ChaCha8Rng,
+    /// The run's branch points, for a stream of a run of a path with branches.
+    branching: Option<Branching>,
+}
+
+/// A stream's view of its run's branch points.
+#[derive(Clone)]
+struct Branching {
+    epoch: Arc<BranchEpoch>,
+    /// The epoch `stream` is keyed for.
+    seen: usize,
+    /// The ChaCha stream parameter the stream was made with (0, or a substream's index).
+    substream: u64,
 }
 
 impl DeterministicRng {
@@ -46,7 +68,55 @@ impl DeterministicRng {
         Self {
             key,
             stream: ChaCha8Rng::from_seed(key),
+            branching: None,
         }
+    }
+
+    /// This stream as the root of a run with branch points `epoch`: it and every stream
+    /// forked from it switch streams as the run passes them. Its position is kept until
+    /// the first branch point is passed.
+    pub fn with_branches(mut self, epoch: Arc<BranchEpoch>) -> Self {
+        self.branching = Some(Branching {
+            epoch,
+            seen: 0,
+            substream: 0,
+        });
+        self
+    }
+
+    /// A child keyed `key`: no draws yet, under this stream's branch points if any.
+    fn child(&self, key: [u8; 32], substream: u64) -> Self {
+        let mut stream = ChaCha8Rng::from_seed(key);
+        if substream > 0 {
+            stream.set_stream(substream);
+        }
+        Self {
+            key,
+            stream,
+            branching: self.branching.as_ref().map(|branching| Branching {
+                epoch: branching.epoch.clone(),
+                seen: 0,
+                substream,
+            }),
+        }
+    }
+
+    /// Keys the stream for the run's current epoch before a draw: free without branch
+    /// points, one relaxed load with them, a rekey when a branch point was passed.
+    #[inline]
+    fn sync(&mut self) -> &mut ChaCha8Rng {
+        if let Some(branching) = &mut self.branching {
+            let current = branching.epoch.current();
+            if current != branching.seen {
+                let key = branching.epoch.key_at(&self.key, current);
+                self.stream = ChaCha8Rng::from_seed(key);
+                if branching.substream > 0 {
+                    self.stream.set_stream(branching.substream);
+                }
+                branching.seen = current;
+            }
+        }
+        &mut self.stream
     }
 
     /// An independent child stream for `label`. The same parent and label always give the
@@ -58,7 +128,7 @@ impl DeterministicRng {
         hasher.update(self.key);
         hasher.update((label.len() as u64).to_le_bytes());
         hasher.update(label.as_bytes());
-        Self::from_key(hasher.finalize().into())
+        self.child(hasher.finalize().into(), 0)
     }
 
     /// A child stream for a label made of several parts (`fork_parts(&["llm", hash, "3"])`),
@@ -72,7 +142,7 @@ impl DeterministicRng {
             hasher.update((part.len() as u64).to_le_bytes());
             hasher.update(part);
         }
-        Self::from_key(hasher.finalize().into())
+        self.child(hasher.finalize().into(), 0)
     }
 
     /// Sub-stream `index` (from 1) of this stream's key: independent of the stream itself
@@ -81,27 +151,24 @@ impl DeterministicRng {
     /// operation needs; use `fork` for anything named.
     pub fn substream(&self, index: u64) -> Self {
         assert!(index > 0, "substream 0 is the stream itself");
-        let mut stream = ChaCha8Rng::from_seed(self.key);
-        stream.set_stream(index);
-        Self {
-            key: self.key,
-            stream,
-        }
+        self.child(self.key, index)
     }
 
     /// The next raw 64 bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.stream.next_u64()
+        self.sync().next_u64()
     }
 
     /// A uniform integer in `0..bound`; `bound` must be positive.
     pub fn below(&mut self, bound: u64) -> u64 {
-        below(bound, || self.stream.next_u64())
+        let stream = self.sync();
+        below(bound, || stream.next_u64())
     }
 
     /// A uniform integer in `low..=high`.
     pub fn range_inclusive(&mut self, low: u64, high: u64) -> u64 {
-        in_range(low, high, || self.stream.next_u64())
+        let stream = self.sync();
+        in_range(low, high, || stream.next_u64())
     }
 
     /// A uniform `usize` index in `0..len`; `len` must be positive.
@@ -167,13 +234,13 @@ impl DeterministicRng {
     /// `len` random bytes.
     pub fn bytes(&mut self, len: usize) -> Vec<u8> {
         let mut out = vec![0; len];
-        self.stream.fill_bytes(&mut out);
+        self.sync().fill_bytes(&mut out);
         out
     }
 
     /// Fills `out` with random bytes.
     pub fn fill_bytes(&mut self, out: &mut [u8]) {
-        self.stream.fill_bytes(out);
+        self.sync().fill_bytes(out);
     }
 
     /// A short fingerprint of this stream's key, for logs (not its position).
@@ -197,15 +264,15 @@ impl TryRng for DeterministicRng {
     type Error = Infallible;
 
     fn try_next_u32(&mut self) -> Result<u32, Infallible> {
-        Ok(self.stream.next_u32())
+        Ok(self.sync().next_u32())
     }
 
     fn try_next_u64(&mut self) -> Result<u64, Infallible> {
-        Ok(self.stream.next_u64())
+        Ok(self.sync().next_u64())
     }
 
     fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
-        self.stream.fill_bytes(dst);
+        self.sync().fill_bytes(dst);
         Ok(())
     }
 }
@@ -277,6 +344,68 @@ mod tests {
         assert_eq!(one, draws(&mut parent.substream(1), 8));
         assert_ne!(one, draws(&mut parent.substream(2), 8));
         assert_ne!(one, draws(&mut parent.clone(), 8));
+    }
+
+    fn branched(seed: u64, branches: &[(u64, u64)]) -> (DeterministicRng, Arc<BranchEpoch>) {
+        let branches = branches
+            .iter()
+            .map(|&(step, stream)| crate::path::Branch { step, stream })
+            .collect();
+        let epoch = Arc::new(BranchEpoch::new(branches));
+        (
+            DeterministicRng::new(seed).with_branches(epoch.clone()),
+            epoch,
+        )
+    }
+
+    /// Before its first branch point a branched stream is the seed's; after it, every
+    /// stream (forks, parts, substreams) draws from a fresh stream of its own.
+    #[test]
+    fn branches_keep_the_prefix_and_switch_every_stream() {
+        let plain = DeterministicRng::new(5);
+        let (root, epoch) = branched(5, &[(10, 77)]);
+        let mut before = (plain.fork("llm"), root.fork("llm"));
+        assert_eq!(draws(&mut before.0, 4), draws(&mut before.1, 4));
+        epoch.on_step(10);
+        assert_ne!(draws(&mut before.0, 4), draws(&mut before.1, 4));
+        for (mut seed_only, mut path) in [
+            (plain.fork("x"), root.fork("x")),
+            (plain.fork_parts(&[b"a"]), root.fork_parts(&[b"a"])),
+            (plain.substream(3), root.substream(3)),
+            (plain.clone(), root.clone()),
+        ] {
+            assert_ne!(draws(&mut seed_only, 4), draws(&mut path, 4));
+        }
+        let (other, other_epoch) = branched(5, &[(10, 78)]);
+        other_epoch.on_step(10);
+        assert_ne!(
+            draws(&mut root.fork("x"), 4),
+            draws(&mut other.fork("x"), 4),
+            "another branch stream draws other numbers"
+        );
+    }
+
+    /// A fork made before a branch point (having drawn or not) and one made after it draw
+    /// the same numbers after it; so do two runs of the same path.
+    #[test]
+    fn forks_before_and_after_a_branch_agree() {
+        let (root, epoch) = branched(8, &[(4, 9), (6, 1)]);
+        let mut early = root.fork("storage");
+        let mut early_drawn = root.fork("storage");
+        let mut early_sub = root.substream(2);
+        draws(&mut early_drawn, 3);
+        epoch.on_step(4);
+        let after = draws(&mut root.fork("storage"), 5);
+        assert_eq!(draws(&mut early, 5), after);
+        assert_eq!(draws(&mut early_drawn, 5), after);
+        assert_eq!(draws(&mut early_sub, 2), draws(&mut root.substream(2), 2));
+        epoch.on_step(6);
+        let second = draws(&mut root.fork("storage"), 5);
+        assert_ne!(second, after, "the second branch switches again");
+        assert_eq!(draws(&mut early, 5), second);
+        let (again, again_epoch) = branched(8, &[(4, 9), (6, 1)]);
+        again_epoch.on_step(6);
+        assert_eq!(draws(&mut again.fork("storage"), 5), second);
     }
 
     #[test]

@@ -123,3 +123,15 @@ pub fn run_one(
     let config = edit(scenario.config(seed, swarm));
     Simulation::new(config).run_seed(seed, &|sim| scenario.run(sim))
 }
+
+/// Runs one path of `scenario`: its seed, with the path's branch points (a path with
+/// none is exactly [`run_one`] of its seed). `edit` sees the config with the path set.
+pub fn run_path(
+    scenario: &dyn Scenario,
+    path: &crate::path::RunPath,
+    swarm: bool,
+    edit: impl FnOnce(SimConfig) -> SimConfig,
+) -> SeedRun {
+    let config = edit(scenario.config(path.seed, swarm).for_path(path));
+    Simulation::new(config).run_seed(path.seed, &|sim| scenario.run(sim))
+}

@@ -12,6 +12,10 @@ mod self_test;
 /// Same seed, same trace hash, in this process and in two fresh processes.
 mod determinism;
 
+/// Paths: a seed alone is the seed, a path replays exactly, a branch keeps the run up to
+/// its step and switches every stream after it.
+mod paths;
+
 /// Fault injection statistics and scoping, over many operations.
 mod faults;
 

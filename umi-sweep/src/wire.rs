@@ -118,6 +118,7 @@ impl RunSummary {
         };
         Ok(SeedRun {
             seed: self.seed,
+            path: umi_dst::RunPath::from_seed(self.seed),
             failure,
             trace_hash,
             events: self.events,
@@ -135,6 +136,9 @@ impl RunSummary {
             full_trace: None,
             marks: self.marks,
             rule_reach: self.rule_reach,
+            mark_steps: Default::default(),
+            watermarks: Default::default(),
+            injection_steps: Vec::new(),
             usage: self.usage,
         })
     }

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -120,6 +120,9 @@ struct State {
     rules: Vec<Rule>,
     stats: FaultStats,
     schedule: Vec<Injection>,
+    /// Parallel to `schedule`: the step of each injection (see
+    /// [`FaultInjector::schedule_steps`]).
+    schedule_steps: Vec<u64>,
     suppressed: BTreeSet<InjectionId>,
     /// When set, only these injections may happen; every other is suppressed.
     only: Option<BTreeSet<InjectionId>>,
@@ -131,6 +134,8 @@ pub struct FaultInjector {
     healed: AtomicBool,
     trace: Arc<Trace>,
     clock: crate::clock::SimClock,
+    /// The run's step count, when a kernel gave it (for the injections' steps).
+    steps: Option<Arc<AtomicU64>>,
 }
 
 impl FaultInjector {
@@ -163,13 +168,21 @@ impl FaultInjector {
                 rules,
                 stats: FaultStats::default(),
                 schedule: Vec::new(),
+                schedule_steps: Vec::new(),
                 suppressed: BTreeSet::new(),
                 only: None,
             }),
             trace,
             clock,
             healed: AtomicBool::new(false),
+            steps: None,
         })
+    }
+
+    /// Notes each injection's step from the run's step count `steps` (the kernel's).
+    pub fn with_step_counter(mut self, steps: Arc<AtomicU64>) -> Self {
+        self.steps = Some(steps);
+        self
     }
 
     /// Stops every injection from now on (the "heal" phase: faults end, and the system
@@ -220,6 +233,7 @@ impl FaultInjector {
             rules,
             stats,
             schedule,
+            schedule_steps,
             suppressed,
             only,
         } = &mut *state;
@@ -265,7 +279,12 @@ impl FaultInjector {
             operation: operation.to_owned(),
             at_us,
         };
-        record_injection(stats, schedule, injection);
+        record_injection(
+            stats,
+            (schedule, schedule_steps),
+            injection,
+            self.record_step(),
+        );
         drop(state);
         self.trace.emit(TraceKind::Fault {
             kind: kind.name(),
@@ -315,6 +334,23 @@ impl FaultInjector {
         self.lock().schedule.clone()
     }
 
+    /// Parallel to [`FaultInjector::schedule`]: the step of each injection, the first
+    /// step from which a branch of the run keeps it (the run's steps when it fired, plus
+    /// one; see [`crate::marks`]). 1 for every injection of an injector no kernel gave
+    /// its step count.
+    pub fn schedule_steps(&self) -> Vec<u64> {
+        self.lock().schedule_steps.clone()
+    }
+
+    /// The step an injection made now is kept at: the first step from which a branch
+    /// keeps it (its draw came after the steps taken so far; see `crate::marks`).
+    fn record_step(&self) -> u64 {
+        self.steps
+            .as_ref()
+            .map_or(0, |steps| steps.load(Ordering::Relaxed))
+            + 1
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -357,7 +393,12 @@ fn eligible(config: &FaultConfig, ordinal: u64, fired: u64) -> bool {
 
 /// Counts `injection` (by kind, by kind and operation) and keeps it in the schedule,
 /// up to [`FAULT_SCHEDULE_ENTRIES_MAX`] entries.
-fn record_injection(stats: &mut FaultStats, schedule: &mut Vec<Injection>, injection: Injection) {
+fn record_injection(
+    stats: &mut FaultStats,
+    (schedule, steps): (&mut Vec<Injection>, &mut Vec<u64>),
+    injection: Injection,
+    step: u64,
+) {
     let kind = injection.kind;
     *stats.injected_by_kind.entry(kind).or_default() += 1;
     *stats
@@ -366,6 +407,7 @@ fn record_injection(stats: &mut FaultStats, schedule: &mut Vec<Injection>, injec
         .or_default() += 1;
     if schedule.len() < FAULT_SCHEDULE_ENTRIES_MAX {
         schedule.push(injection);
+        steps.push(step);
     }
 }
 

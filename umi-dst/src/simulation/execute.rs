@@ -38,6 +38,8 @@ use crate::trace::{TraceEvent, TraceHash};
 pub struct SeedRun {
     /// The seed.
     pub seed: u64,
+    /// What ran: the seed and the branch points (the seed alone for a plain run).
+    pub path: crate::path::RunPath,
     /// `None` if the run passed; the class and message if not.
     pub failure: Option<(FailureClass, String)>,
     /// The trace hash at the end.
@@ -64,6 +66,14 @@ pub struct SeedRun {
     pub full_trace: Option<Vec<TraceEvent>>,
     /// Coverage marks hit, with their counts.
     pub marks: std::collections::BTreeMap<String, u64>,
+    /// Every mark reached (coverage `cover`, `sometimes!`, `reachable!`, `maximize!`),
+    /// with the step of its first hit: the first step from which a branch keeps it (see
+    /// [`crate::marks`]).
+    pub mark_steps: std::collections::BTreeMap<String, u64>,
+    /// The `maximize!` marks' high-water marks.
+    pub watermarks: std::collections::BTreeMap<String, crate::marks::Watermark>,
+    /// Parallel to `injections`: the step of each (as `mark_steps`'s).
+    pub injection_steps: Vec<u64>,
     /// For each fault rule, in config order, the operations it reached (see
     /// [`crate::fault::FaultInjector::rule_reach`]).
     pub rule_reach: Vec<u64>,
@@ -203,6 +213,7 @@ fn seed_run(
 ) -> SeedRun {
     SeedRun {
         seed: config.seed,
+        path: config.path(),
         foreign,
         failure,
         trace_hash: env.trace().hash(),
@@ -227,6 +238,17 @@ fn seed_run(
             .into_iter()
             .map(|(mark, count)| (mark.to_owned(), count))
             .collect(),
+        mark_steps: env
+            .mark_steps()
+            .into_iter()
+            .map(|(mark, step)| (mark.to_owned(), step))
+            .collect(),
+        watermarks: env
+            .watermarks()
+            .into_iter()
+            .map(|(mark, watermark)| (mark.to_owned(), watermark))
+            .collect(),
+        injection_steps: env.faults().schedule_steps(),
     }
 }
 

@@ -349,6 +349,7 @@ mod tests {
     fn run_of(events: Vec<TraceEvent>, failure: Option<&str>) -> SeedRun {
         SeedRun {
             seed: 42,
+            path: umi_dst::RunPath::from_seed(42),
             failure: failure.map(|m| (FailureClass::Correctness, m.to_owned())),
             trace_hash: TraceHash([7; 32]),
             events: events.len() as u64,
@@ -363,6 +364,9 @@ mod tests {
             full_trace: Some(events),
             marks: Default::default(),
             rule_reach: Vec::new(),
+            mark_steps: Default::default(),
+            watermarks: Default::default(),
+            injection_steps: Vec::new(),
             usage: Default::default(),
         }
     }
