@@ -11,7 +11,7 @@
 //! the same answers on a fresh server and on one that already served it: a rerun is a
 //! rerun. Both are checked here, with a refusal naming the header or path segment.
 
-use super::branch::{ServePath, parse_branch};
+use crate::path::RunPath;
 use crate::seed_text::parse_seed;
 
 /// The longest scope name, in bytes.
@@ -22,8 +22,8 @@ pub(crate) const SCOPE_BYTES_MAX: usize = 128;
 pub(crate) struct Address {
     /// The seed it names (`None`: the session's).
     pub(crate) seed: Option<u64>,
-    /// The branches of the path it names (empty for a bare seed, or none).
-    pub(crate) branches: ServePath,
+    /// The path it names (no branches for a bare seed, or none).
+    pub(crate) branches: RunPath,
     /// The scope its occurrences are counted in (`""`: the server-wide one).
     pub(crate) scope: String,
     /// The path with the `/seed/{n}` and `/scope/{name}` segments taken off.
@@ -39,17 +39,18 @@ pub(crate) fn address(
 ) -> Result<Address, String> {
     let mut rest = path.to_owned();
     let mut seed = None;
-    let mut branches = ServePath::default();
+    let mut branches = RunPath::from_seed(0);
     if let Some((number, tail)) = segment(&rest, "/seed/") {
         seed = Some(parse_seed(&number).map_err(|e| format!("path /seed/{number}: {e}"))?);
         rest = tail;
-        while let Some((text, tail)) = branch_segment(&rest) {
-            let branch = parse_branch(&text).map_err(|e| format!("path /seed/{number}/: {e}"))?;
-            branches
-                .push(branch)
-                .map_err(|e| format!("path /seed/{number}/ branch {text:?}: {e}"))?;
+        let mut text = number;
+        while let Some((branch, tail)) = branch_segment(&rest) {
+            text = format!("{text}/{branch}");
             rest = tail;
         }
+        branches = text
+            .parse()
+            .map_err(|e| format!("path /seed/{text}: {e}"))?;
     }
     let mut scope = String::new();
     if let Some((name, tail)) = segment(&rest, "/scope/") {
@@ -58,8 +59,9 @@ pub(crate) fn address(
     }
     if let Some(text) = seed_header {
         let text = text.map_err(|()| "header x-umi-seed: not text".to_owned())?;
-        let path =
-            ServePath::parse(text).map_err(|e| format!("header x-umi-seed {text:?}: {e}"))?;
+        let path: RunPath = text
+            .parse()
+            .map_err(|e| format!("header x-umi-seed {text:?}: {e}"))?;
         seed = Some(path.seed);
         branches = path;
     }
@@ -68,7 +70,6 @@ pub(crate) fn address(
         scope = checked_scope(text)
             .map_err(|reason| format!("header x-umi-scope {text:?}: {reason}"))?;
     }
-    branches.seed = seed.unwrap_or_default();
     Ok(Address {
         seed,
         branches,

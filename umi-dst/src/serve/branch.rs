@@ -12,98 +12,20 @@
 //! branch depends on the order a scope's requests arrive in: an agent that sends one
 //! request at a time replays a path exactly.
 //!
-//! Parsing here is a local stand-in for `umi_dst::RunPath`'s (same grammar), kept until
-//! the two are merged.
+//! The text is read by [`RunPath`]'s own parser (`crate::path`); what this module adds is
+//! what a branch means here.
 
 use sha2::{Digest, Sha256};
 
-use crate::seed_text::parse_seed;
+use crate::path::RunPath;
 
-/// The most branches a path holds.
-pub(crate) const PATH_BRANCHES_MAX: usize = 64;
-
-/// One branch: from arrival `step` (from 1) on, every request draws from `stream`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct Branch {
-    pub(crate) step: u64,
-    pub(crate) stream: u64,
-}
-
-/// A seed and the branches taken from it, in increasing step order.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub(crate) struct ServePath {
-    pub(crate) seed: u64,
-    pub(crate) branches: Vec<Branch>,
-}
-
-impl ServePath {
-    /// Reads `7`, `7/3:9913`, `7/3:9913/12:55` (numbers decimal or `0x` hex).
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let mut parts = text.trim().split('/');
-        let seed_text = parts.next().unwrap_or_default();
-        let seed = parse_seed(seed_text).map_err(|e| format!("the seed {seed_text:?} {e}"))?;
-        let mut path = Self {
-            seed,
-            branches: Vec::new(),
-        };
-        for part in parts {
-            path.push(parse_branch(part)?)
-                .map_err(|reason| format!("branch {part:?}: {reason}"))?;
-        }
-        Ok(path)
-    }
-
-    /// Adds `branch` after the others: its step must be past the last one's, and at
-    /// least 1.
-    pub(crate) fn push(&mut self, branch: Branch) -> Result<(), String> {
-        if branch.step == 0 {
-            return Err("a branch's step counts arrivals from 1".to_owned());
-        }
-        if let Some(last) = self.branches.last()
-            && branch.step <= last.step
-        {
-            return Err(format!(
-                "steps must increase (this one follows step {})",
-                last.step
-            ));
-        }
-        if self.branches.len() == PATH_BRANCHES_MAX {
-            return Err(format!("a path holds at most {PATH_BRANCHES_MAX} branches"));
-        }
-        self.branches.push(branch);
-        Ok(())
-    }
-
-    /// The run seed of the request at arrival `step` (from 1) whose unbranched run seed
-    /// is `run_seed`: `run_seed` itself before the first branch.
-    pub(crate) fn run_seed_at(&self, run_seed: u64, step: u64) -> u64 {
-        self.branches
-            .iter()
-            .take_while(|branch| branch.step <= step)
-            .fold(run_seed, |seed, branch| mix(seed, branch.stream))
-    }
-}
-
-impl std::fmt::Display for ServePath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.seed)?;
-        for branch in &self.branches {
-            write!(f, "/{}:{}", branch.step, branch.stream)?;
-        }
-        Ok(())
-    }
-}
-
-/// `STEP:STREAM`.
-pub(crate) fn parse_branch(text: &str) -> Result<Branch, String> {
-    let Some((step, stream)) = text.split_once(':') else {
-        return Err(format!(
-            "branch {text:?}: expected STEP:STREAM (e.g. 3:9913: from the 3rd request on, stream 9913)"
-        ));
-    };
-    let step = parse_seed(step).map_err(|e| format!("branch {text:?}: the step {e}"))?;
-    let stream = parse_seed(stream).map_err(|e| format!("branch {text:?}: the stream {e}"))?;
-    Ok(Branch { step, stream })
+/// The run seed of the request at arrival `step` (from 1) of a scope on `path`, whose
+/// unbranched run seed is `run_seed`: `run_seed` itself before the first branch.
+pub(crate) fn run_seed_at(path: &RunPath, run_seed: u64, step: u64) -> u64 {
+    path.branches
+        .iter()
+        .take_while(|branch| branch.step <= step)
+        .fold(run_seed, |seed, branch| mix(seed, branch.stream))
 }
 
 /// `seed` drawn from `stream`.
@@ -124,43 +46,22 @@ fn mix(seed: u64, stream: u64) -> u64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn paths_read_and_print_as_run_paths_do() {
-        for text in ["7", "7/3:9913", "7/3:9913/12:55"] {
-            assert_eq!(ServePath::parse(text).unwrap().to_string(), text);
-        }
-        let hex = ServePath::parse("0x10/0x2:1").unwrap();
-        assert_eq!(hex.to_string(), "16/2:1");
-        let table = [
-            ("x", "the seed \"x\""),
-            ("7/3", "expected STEP:STREAM"),
-            ("7/0:1", "counts arrivals from 1"),
-            ("7/3:1/3:2", "steps must increase (this one follows step 3)"),
-            ("7/3:y", "the stream"),
-            ("7/", "expected STEP:STREAM"),
-        ];
-        for (text, says) in table {
-            let error = ServePath::parse(text).unwrap_err();
-            assert!(error.contains(says), "{text}: {error}");
-        }
-        let long: String = (1..=65).map(|step| format!("/{step}:1")).collect();
-        let error = ServePath::parse(&format!("1{long}")).unwrap_err();
-        assert!(error.contains("at most 64"), "{error}");
+    fn path(text: &str) -> RunPath {
+        text.parse().unwrap()
     }
 
     #[test]
     fn a_branch_changes_the_run_seeds_from_its_step_on_and_chains() {
-        let seed_only = ServePath::parse("7").unwrap();
-        assert_eq!(seed_only.run_seed_at(42, 1), 42);
-        assert_eq!(seed_only.run_seed_at(42, 1_000), 42);
-        let path = ServePath::parse("7/3:9913/5:55").unwrap();
-        assert_eq!(path.run_seed_at(42, 1), 42);
-        assert_eq!(path.run_seed_at(42, 2), 42);
-        let third = path.run_seed_at(42, 3);
+        let seed_only = path("7");
+        assert_eq!(run_seed_at(&seed_only, 42, 1), 42);
+        assert_eq!(run_seed_at(&seed_only, 42, 1_000), 42);
+        let branched = path("7/3:9913/5:55");
+        assert_eq!(run_seed_at(&branched, 42, 1), 42);
+        assert_eq!(run_seed_at(&branched, 42, 2), 42);
+        let third = run_seed_at(&branched, 42, 3);
         assert_ne!(third, 42);
-        assert_eq!(path.run_seed_at(42, 4), third);
-        assert_ne!(path.run_seed_at(42, 5), third);
-        let other = ServePath::parse("7/3:9914").unwrap();
-        assert_ne!(other.run_seed_at(42, 3), third);
+        assert_eq!(run_seed_at(&branched, 42, 4), third);
+        assert_ne!(run_seed_at(&branched, 42, 5), third);
+        assert_ne!(run_seed_at(&path("7/3:9914"), 42, 3), third);
     }
 }

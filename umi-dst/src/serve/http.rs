@@ -154,10 +154,10 @@ async fn simulate(
     key: &Key,
     rest: &str,
     (http, aimed): (HttpRequest, Option<Arc<ServeConfig>>),
-    (path, step): (&super::branch::ServePath, u64),
+    (path, step): (&crate::path::RunPath, u64),
 ) -> Result<Recorded, String> {
     let unbranched = answer::run_seed(key.1, endpoint, &key.3, key.4);
-    let (run_seed, occurrence) = (path.run_seed_at(unbranched, step), key.4);
+    let (run_seed, occurrence) = (super::branch::run_seed_at(path, unbranched, step), key.4);
     let worker = state.clone();
     let endpoint = endpoint.clone();
     let rest = rest.to_owned();

@@ -91,9 +91,8 @@ pub(super) async fn handle(
         world: (*world).clone(),
     };
     // Drawn from the stream the request's path names at its arrival (`branch.rs`).
-    let run_seed = address
-        .branches
-        .run_seed_at(run_seed(seed, &hash, occurrence), arrival + 1);
+    let unbranched = run_seed(seed, &hash, occurrence);
+    let run_seed = super::branch::run_seed_at(&address.branches, unbranched, arrival + 1);
     let asked_at = super::aim::mcp_operations(&http);
     let aimed = state
         .session
