@@ -118,7 +118,7 @@ fn a_path_replays_the_seed_before_its_branch_and_itself_exactly() {
         )
         .await;
         assert_eq!(status, 400);
-        assert!(text.contains("steps must increase"), "{text}");
+        assert!(text.contains("is not after the previous branch"), "{text}");
         server.shutdown().await;
     });
 }
