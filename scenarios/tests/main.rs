@@ -74,6 +74,10 @@ mod serve_mcp;
 /// only, and a rule naming no served operation refused by name.
 mod serve_aim;
 
+/// Paths over `dst serve`: the seed's answers before a branch's arrival, another
+/// stream's from it on, the same path twice alike; the marks a scope reached.
+mod serve_paths;
+
 /// `dst serve --cassette`: a recording of `dst serve` served back byte for byte under
 /// other seeds, faults and misses in the providers' envelopes.
 mod serve_cassette;

@@ -10,7 +10,7 @@
 
 import path from 'node:path';
 
-import { freshScope, requireTestId, resolveSeed } from './seed.js';
+import { freshScope, requireTestId, resolvePath, resolveSeed } from './seed.js';
 import { checkCutEntries, checkToolResultEntries, fetchTrace, faultsFired } from './trace.js';
 import { checkEffectEntries } from './effects.js';
 
@@ -35,7 +35,7 @@ export function shellQuote(text) {
  * and before it `dst` (the binary the run used, when it came from UMI_DST) as `UMI_DST=`,
  * so that the line works as printed in a shell that has neither.
  */
-export function replayCommand({ runner, file, testName, seed, nodeOptions, dst }) {
+export function replayCommand({ runner, file, testName, seed, nodeOptions, dst, path }) {
   if (!RUNNERS.includes(runner)) {
     throw new TypeError(`replayLine: runner must be one of ${RUNNERS.join(', ')}, got ${JSON.stringify(runner)}`);
   }
@@ -54,7 +54,9 @@ export function replayCommand({ runner, file, testName, seed, nodeOptions, dst }
   }[runner];
   const options = nodeOptions ? `NODE_OPTIONS=${shellQuote(nodeOptions)} ` : '';
   const binary = dst ? `UMI_DST=${shellQuote(dst)} ` : '';
-  return `${binary}UMI_SEED=${seed} ${options}${command}`;
+  // A path with branches replays through UMI_PATH (its seed is the path's first part).
+  const pin = path && path.includes('/') ? `UMI_PATH=${path}` : `UMI_SEED=${seed}`;
+  return `${binary}${pin} ${options}${command}`;
 }
 
 /** `file` relative to the working directory when it lies under it. */
@@ -89,7 +91,7 @@ export function testContext(options) {
   if (options === null || typeof options !== 'object') {
     throw new TypeError('testContext: pass { server, testId }');
   }
-  const known = new Set(['server', 'testId', 'seed', 'testName', 'file', 'runner', 'env']);
+  const known = new Set(['server', 'testId', 'seed', 'path', 'testName', 'file', 'runner', 'env']);
   for (const key of Object.keys(options)) {
     if (!known.has(key)) {
       throw new TypeError(`testContext: unknown option ${JSON.stringify(key)} (known: ${[...known].join(', ')})`);
@@ -102,12 +104,22 @@ export function testContext(options) {
   if (!RUNNERS.includes(runner)) {
     throw new TypeError(`testContext: runner must be one of ${RUNNERS.join(', ')}, got ${JSON.stringify(runner)}`);
   }
-  const { seed, source: seedSource } = resolveSeed(testId, options.seed, options.env ?? process.env);
+  if (options.seed !== undefined && options.seed !== null && options.path !== undefined && options.path !== null) {
+    throw new TypeError('testContext: give seed or path, not both (a path starts with its seed)');
+  }
+  const pinned = resolvePath(options.path, options.seed != null ? {} : options.env ?? process.env);
+  const resolved = pinned.path
+    ? { seed: pinned.path.seed, source: pinned.source }
+    : resolveSeed(testId, options.seed, options.env ?? process.env);
+  const { seed, source: seedSource } = resolved;
+  // What the server is told where a seed goes: the path's text when there is one.
+  const runPath = pinned.path ? pinned.path.text : null;
+  const seedText = runPath ?? seed;
   const scope = freshScope(testId);
   const file = displayPath(options.file ?? process.argv[1]);
   const defaultName =
     options.testName ?? (testId.includes('::') ? testId.slice(testId.lastIndexOf('::') + 2) : testId);
-  const baseURL = `${url}/seed/${seed}/scope/${scope}`;
+  const baseURL = `${url}/seed/${seedText}/scope/${scope}`;
   // Jest on ES modules runs only with this flag: the replay line must carry it.
   const env = options.env ?? process.env;
   const nodeOptions =
@@ -123,7 +135,7 @@ export function testContext(options) {
     if ((summary.left_out ?? 0) > 0 || summary.evicted === true) {
       throw new Error(
         `${check}: the server no longer holds this run's whole log (left out: ` +
-          `${summary.left_out ?? 0}, evicted: ${summary.evicted === true}; seed ${seed}, scope ` +
+          `${summary.left_out ?? 0}, evicted: ${summary.evicted === true}; seed ${seedText}, scope ` +
           `${scope}): nothing can be concluded. Use a fresh server, or fewer requests per scope.`,
       );
     }
@@ -134,6 +146,8 @@ export function testContext(options) {
     testId,
     seed,
     seedSource,
+    /** The path this run is on (`7/3:9913`), or null: the seed alone. */
+    path: runPath,
     scope,
     serverURL: url,
     /** http://HOST:PORT/seed/N/scope/S: @anthropic-ai/sdk's baseURL, and ollama's host. */
@@ -144,7 +158,7 @@ export function testContext(options) {
     anthropicBaseURL: baseURL,
     ollamaHost: baseURL,
     /** The same seed and scope as headers, for clients given the bare server URL. */
-    headers: { 'x-umi-seed': seed, 'x-umi-scope': scope },
+    headers: { 'x-umi-seed': seedText, 'x-umi-scope': scope },
 
     /** Another run of the same test: the same seed, a fresh scope. */
     rerun() {
@@ -157,6 +171,17 @@ export function testContext(options) {
     /** This run's entries of the server's trace, in the server's (key) order. */
     async trace() {
       return (await fetchTrace(url, scope)).entries;
+    },
+    /**
+     * What this run reached, as the server counts it (`GET /umi/marks?scope=S`): the
+     * faults fired at each fault point, the response shapes sent, the tool outcomes,
+     * each `{ name, kind, arrival, step, count }` (`step`: the first request, from 1,
+     * that reached it: what a path's branch counts).
+     */
+    async marks() {
+      const response = await fetch(`${url}/umi/marks?scope=${encodeURIComponent(scope)}`);
+      if (!response.ok) throw new Error(`GET ${url}/umi/marks: ${response.status} ${await response.text()}`);
+      return (await response.json()).marks;
     },
     /** The faults that fired in this run: ["llm.rate_limit@llm.call", ...]. */
     async faultsFired() {
@@ -221,7 +246,7 @@ export function testContext(options) {
     },
     /** The command that reruns this test on this seed. */
     replayLine(testName = defaultName) {
-      return replayCommand({ runner, file, testName, seed, nodeOptions, dst });
+      return replayCommand({ runner, file, testName, seed, nodeOptions, dst, path: runPath });
     },
     /**
      * What a failure report says: seed, scope, the faults that fired, the replay line.
@@ -243,6 +268,7 @@ export function testContext(options) {
       }
       return [
         `umi seed: ${seed} (from ${seedSource})`,
+        ...(runPath ? [`umi path: ${runPath}`] : []),
         `umi scope: ${scope} on ${url}`,
         `umi faults fired: ${faults}`,
         `umi replay: ${replay}`,

@@ -65,6 +65,19 @@ export function resolveSeed(
   explicit?: SeedInput,
   env?: NodeJS.ProcessEnv,
 ): { seed: string; source: 'option' | 'UMI_SEED' | 'test id' };
+/** A path: a seed and its branches (`7/3:9913`), numbers as decimal strings. */
+export interface RunPath {
+  seed: string;
+  branches: { step: string; stream: string }[];
+  /** `7/3:9913`: what the server is told where a seed goes. */
+  text: string;
+}
+export const PATH_BRANCHES_MAX: 64;
+export function parsePath(value: SeedInput, source?: string): RunPath;
+export function resolvePath(
+  explicit?: SeedInput | null,
+  env?: NodeJS.ProcessEnv,
+): { path: RunPath | null; source: 'path option' | 'UMI_PATH' | null };
 export function freshScope(testId: string): string;
 export function isScope(text: unknown): boolean;
 
@@ -238,6 +251,9 @@ export interface TestContextOptions {
   testId: string;
   /** Overrides UMI_SEED and the derived seed. */
   seed?: SeedInput;
+  /** A path (`7/3:9913`: seed 7, from the scope's 3rd request on answers drawn from stream
+   * 9913); overrides UMI_PATH, UMI_SEED and the derived seed. Not with `seed`. */
+  path?: string;
   /** For replayLine; default: testId after its last "::". */
   testName?: string;
   /** The test file, for replayLine; default process.argv[1]. */
@@ -252,7 +268,9 @@ export interface TestContext {
   readonly testId: string;
   /** u64, decimal. */
   readonly seed: string;
-  readonly seedSource: 'option' | 'UMI_SEED' | 'test id';
+  readonly seedSource: 'option' | 'UMI_SEED' | 'test id' | 'path option' | 'UMI_PATH';
+  /** The path (`7/3:9913`) from the `path` option or UMI_PATH, or null: the seed alone. */
+  readonly path: string | null;
   /** Fresh for every context: `<12 hex>-<32 hex>`. */
   readonly scope: string;
   readonly serverURL: string;
@@ -274,6 +292,8 @@ export interface TestContext {
   traceWithSummary(): Promise<{ entries: TraceEntry[]; summary: TraceSummary }>;
   /** `kind@operation` of every fault that fired in this run. */
   faultsFired(): Promise<string[]>;
+  /** What this run reached (`GET /umi/marks?scope=S`): faults at fault points, shapes, tool outcomes. */
+  marks(): Promise<{ name: string; kind: 'fault' | 'shape' | 'tool'; arrival: number; step: number; count: number }[]>;
   /** Tool calls reported with reportToolCall. */
   readonly toolCallsReported: ReportedToolCall[];
   /** The agent ran tool `name` with `args` itself (not over MCP), for call `callId`. */
@@ -297,6 +317,8 @@ export function replayCommand(options: {
   file: string;
   testName: string;
   seed: string;
+  /** A path with branches (`7/3:9913`): the line pins it with `UMI_PATH=` instead of `UMI_SEED=`. */
+  path?: string | null;
   nodeOptions?: string;
   /** The binary, when it came from UMI_DST: the line starts `UMI_DST=...`. */
   dst?: string;

@@ -18,7 +18,16 @@ export {
   START_TIMEOUT_MS_DEFAULT,
 } from './server.js';
 export { testContext, replayCommand, namePattern, shellQuote } from './context.js';
-export { seedForTestId, parseSeed, resolveSeed, freshScope, isScope } from './seed.js';
+export {
+  seedForTestId,
+  parseSeed,
+  resolveSeed,
+  parsePath,
+  resolvePath,
+  PATH_BRANCHES_MAX,
+  freshScope,
+  isScope,
+} from './seed.js';
 export {
   parseJsonExact,
   parseTrace,

@@ -77,6 +77,58 @@ export function resolveSeed(testId, explicit, env = process.env) {
   return { seed: seedForTestId(testId), source: 'test id' };
 }
 
+/** Branches a path holds at most (as the server's). */
+export const PATH_BRANCHES_MAX = 64;
+
+/**
+ * A path (`7`, `7/3:9913`, `7/3:9913/6:55`: seed 7, and from the scope's 3rd request on
+ * every answer drawn from stream 9913, ...) as `{ seed, branches: [{ step, stream }], text }`
+ * (numbers as decimal strings). `dst serve` takes the text wherever it takes a seed.
+ * `source` names where it came from in the error ("UMI_PATH", "the path option").
+ */
+export function parsePath(value, source = 'path') {
+  if (typeof value !== 'string') {
+    return { seed: parseSeed(value, source), branches: [], text: parseSeed(value, source) };
+  }
+  const [seedText, ...parts] = value.trim().split('/');
+  const seed = parseSeed(seedText, `${source} ${JSON.stringify(value)}: the seed`);
+  const branches = [];
+  for (const part of parts) {
+    const where = `${source} ${JSON.stringify(value)}: branch ${JSON.stringify(part)}`;
+    const [step, stream, extra] = part.split(':');
+    if (stream === undefined || extra !== undefined) {
+      throw new TypeError(`${where} is not STEP:STREAM (e.g. 3:9913: from the 3rd request on, stream 9913)`);
+    }
+    const branch = { step: parseSeed(step, `${where}: the step`), stream: parseSeed(stream, `${where}: the stream`) };
+    const last = branches[branches.length - 1];
+    if (BigInt(branch.step) < 1n) throw new RangeError(`${where}: a branch's step counts requests from 1`);
+    if (last && BigInt(branch.step) <= BigInt(last.step)) {
+      throw new RangeError(`${where}: steps must increase (this one follows step ${last.step})`);
+    }
+    if (branches.length === PATH_BRANCHES_MAX) {
+      throw new RangeError(`${where}: a path holds at most ${PATH_BRANCHES_MAX} branches`);
+    }
+    branches.push(branch);
+  }
+  const text = [seed, ...branches.map((b) => `${b.step}:${b.stream}`)].join('/');
+  return { seed, branches, text };
+}
+
+/**
+ * The path a test runs on, or null: `explicit` (the `path` option) when given, else
+ * $UMI_PATH when set. Returns `{ path, source }` (source: "path option", "UMI_PATH").
+ */
+export function resolvePath(explicit, env = process.env) {
+  if (explicit !== undefined && explicit !== null) {
+    return { path: parsePath(explicit, 'the path option'), source: 'path option' };
+  }
+  const pinned = env.UMI_PATH;
+  if (pinned !== undefined && pinned !== '') {
+    return { path: parsePath(pinned, 'UMI_PATH'), source: 'UMI_PATH' };
+  }
+  return { path: null, source: null };
+}
+
 /** A fresh scope for one run of `testId`: `<12 hex>-<32 hex>`, 45 characters. */
 export function freshScope(testId) {
   requireTestId(testId, 'freshScope');

@@ -37,6 +37,8 @@ import pytest
 
 from . import report as umi_report
 from ._binary import DstNotFound
+from . import explore as umi_explore
+from .path import RunPath
 from .run import Umi, derive_seed, describe, parse_seed
 from .server import Server, ServeError, ServeRefused
 
@@ -46,6 +48,8 @@ NOT_SERVE_KEYS = ("seed", "seeds", "expect_requests")
 _RUN_KEY = pytest.StashKey()
 _OVERRIDES_KEY = pytest.StashKey()
 _KEPT_KEY = pytest.StashKey()
+_PATH_KEY = pytest.StashKey()
+_EXPLORED_KEY = pytest.StashKey()
 
 
 def pytest_addoption(parser):
@@ -59,6 +63,15 @@ def pytest_addoption(parser):
     group.addoption("--umi-html-dir", default=None, metavar="DIR",
                     help="where a failed umi test's picture goes (default: .umi/html under the rootdir); "
                          "env UMI_HTML_DIR; 'off' writes none")
+    group.addoption("--umi-path", default=None, metavar="PATH",
+                    help="run every umi test on path PATH (SEED[/STEP:STREAM]..., e.g. 7/3:9913: seed 7, and "
+                         "from its 3rd request on answers drawn from stream 9913), what --umi-explore prints; "
+                         "env UMI_PATH")
+    group.addoption("--umi-explore", default=None, metavar="N",
+                    help="rerun each umi test up to N times along paths steered by what the server's marks "
+                         "say each run reached, stopping at its first failure; env UMI_EXPLORE")
+    group.addoption("--umi-explore-seed", default=None, metavar="S",
+                    help="the seed of --umi-explore's choices (default: each test's seed)")
     group.addoption("--umi-keep", action="store_true", default=False,
                     help="print, for every umi test run, the marker that keeps its seed with its request hashes")
 
@@ -72,6 +85,42 @@ def pytest_configure(config):
     )
     config.stash[_OVERRIDES_KEY] = {}
     config.stash[_KEPT_KEY] = []
+    config.stash[_EXPLORED_KEY] = []
+    pinned_path(config)  # a bad path, a bad count or two pins are usage errors up front
+    explore_options(config)
+
+
+def pinned_path(config):
+    """`--umi-path` (or `UMI_PATH`) as a `RunPath`, or None. The command line wins over the
+    environment (`--umi-seed` over `UMI_PATH`, `--umi-path` over `UMI_SEED`); two pins at
+    one level are a usage error."""
+    cli_path, cli_seed = config.getoption("umi_path"), config.getoption("umi_seed")
+    if cli_path is not None and cli_seed is not None:
+        raise pytest.UsageError("--umi-path and --umi-seed together: give one")
+    if cli_path is not None:
+        return _checked(RunPath.parse, cli_path, "--umi-path")
+    env_path = os.environ.get("UMI_PATH", "").strip()
+    if cli_seed is not None or not env_path:
+        return None
+    if os.environ.get("UMI_SEED", "").strip():
+        raise pytest.UsageError("UMI_PATH and UMI_SEED together: give one")
+    return _checked(RunPath.parse, env_path, "UMI_PATH")
+
+
+def explore_options(config):
+    """`(runs_max, explorer_seed)` of `--umi-explore`, or None when not exploring."""
+    value, source = _setting(config, "umi_explore", "UMI_EXPLORE")
+    if value is None:
+        return None
+    runs_max = _checked(_count, value, source)
+    if runs_max > umi_explore.EXPLORE_RUNS_MAX:
+        raise pytest.UsageError(f"{source} {value}: at most {umi_explore.EXPLORE_RUNS_MAX} runs")
+    if _setting(config, "umi_path", "UMI_PATH")[0] is not None:
+        raise pytest.UsageError(f"{source} with a path pin (--umi-path / UMI_PATH): a path replays one run; "
+                                f"give one")
+    seed = config.getoption("umi_explore_seed")
+    seed = None if seed is None else _checked(parse_seed, seed, "--umi-explore-seed")
+    return runs_max, seed
 
 
 def _setting(config, option, env):
@@ -86,12 +135,18 @@ def _setting(config, option, env):
 
 
 def pinned_seed(config):
+    path = pinned_path(config)
+    if path is not None:
+        return path.seed
     value, source = _setting(config, "umi_seed", "UMI_SEED")
     return None if value is None else _checked(parse_seed, value, source)
 
 
 def _option_seed(config):
-    """`--umi-seed`, when given on the command line."""
+    """`--umi-seed` (or `--umi-path`'s seed), when given on the command line."""
+    path = config.getoption("umi_path")
+    if path is not None:
+        return _checked(RunPath.parse, path, "--umi-path").seed
     value = config.getoption("umi_seed")
     return None if value is None else _checked(parse_seed, value, "--umi-seed")
 
@@ -319,10 +374,11 @@ def umi_seed(request):
     return derive_seed(request.node.nodeid)
 
 
-def rerun_command(item, seed, dst=None):
-    """The shell command that reruns `item` on `seed`, as printed, from where pytest was
-    started (`report.rerun_line`: plugin, binary, package path and test path included)."""
-    return umi_report.rerun_line(item, seed, dst)
+def rerun_command(item, seed, dst=None, path=None):
+    """The shell command that reruns `item` on `seed` (or `path`), as printed, from where
+    pytest was started (`report.rerun_line`: plugin, binary, package path and test path
+    included)."""
+    return umi_report.rerun_line(item, seed, dst, run_path=path)
 
 
 def pytest_report_collectionfinish(config, start_path, items):
@@ -357,8 +413,12 @@ def umi(request, umi_servers, umi_seed):
                     f"{' '.join(flags) or '(none)'}: {error.reason}", pytrace=False)
     except ServeError as error:
         pytest.fail(f"umi: {error}", pytrace=False)
-    run = Umi(server, umi_seed, node_id=request.node.nodeid,
-              rerun_command=rerun_command(request.node, umi_seed, getattr(server, "dst", None)))
+    path = request.node.stash.get(_PATH_KEY, None) or pinned_path(request.config)
+    if path is not None and path.seed != umi_seed:
+        # A kept seed= marker that --umi-path does not replace (UMI_PATH, like UMI_SEED).
+        path = None
+    run = Umi(server, umi_seed, node_id=request.node.nodeid, path=path,
+              rerun_command=rerun_command(request.node, umi_seed, getattr(server, "dst", None), path))
     request.node.stash[_RUN_KEY] = run
     return run
 
@@ -386,8 +446,10 @@ def _describe_run(run, lines, label):
 def failure_section(run, html=None, keep=None, stale=None):
     """The report text of a failed run: seed, server, the faults that fired, the rerun,
     and (when given) its picture, the marker that keeps its seed, and why it is stale."""
-    lines = [f"seed:    {run.seed}",
-             f"scope:   {run.scope}",
+    lines = [f"seed:    {run.seed}"]
+    if getattr(run, "path", None) is not None:
+        lines.append(f"path:    {run.path}")
+    lines += [f"scope:   {run.scope}",
              f"server:  dst serve {' '.join(shlex.quote(f) for f in run.server.flags)}".rstrip()]
     _describe_run(run, lines, "")
     for number, child in enumerate(run.runs()[1:], 1):
@@ -477,7 +539,9 @@ def pytest_runtest_makereport(item, call):
     if stale and report.passed:
         report.outcome = "failed"
         report.longrepr = stale
-    keep = umi_report.keep_marker(run.seed, trace) if trace is not None else None
+    # A kept seed replays no branch: a run on a path has no keep line (its rerun line pins it).
+    on_path = getattr(run, "path", None) is not None and not run.path.is_seed_only()
+    keep = umi_report.keep_marker(run.seed, trace) if trace is not None and not on_path else None
     if keep and keeping:
         item.config.stash[_KEPT_KEY].append((item.nodeid, keep))
     if not report.failed:
@@ -486,8 +550,25 @@ def pytest_runtest_makereport(item, call):
     report.sections.append(("umi", failure_section(run, html=html, keep=keep, stale=stale)))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """`--umi-explore=N`: each umi test rerun along paths (`explore.py`)."""
+    options = explore_options(item.config)
+    if options is None or "umi" not in getattr(item, "fixturenames", ()):
+        return None
+    said = umi_explore.explore_item(item, nextitem, options, (_PATH_KEY, _RUN_KEY))
+    item.config.stash[_EXPLORED_KEY].append(said)
+    return True
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """`--umi-keep`: the marker that keeps each run's seed, with its request hashes."""
+    """`--umi-explore`: what each test's exploration found; `--umi-keep`: the marker that
+    keeps each run's seed, with its request hashes."""
+    explored = config.stash.get(_EXPLORED_KEY, [])
+    if explored:
+        terminalreporter.section("umi explore")
+        for line in explored:
+            terminalreporter.write_line(line)
     kept = config.stash.get(_KEPT_KEY, [])
     if not kept:
         return

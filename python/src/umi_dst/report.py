@@ -94,9 +94,9 @@ def _dst_from_env(dst):
     return os.path.abspath(configured)
 
 
-def rerun_line(item, seed, dst=None):
+def rerun_line(item, seed, dst=None, run_path=None):
     """The shell command that reruns `item` on `seed`, as printed, from the directory
-    pytest was started in."""
+    pytest was started in; on `run_path` (a `RunPath`, `--umi-path=7/3:9913`) when given."""
     config = item.config
     path, sep, rest = item.nodeid.partition("::")
     where = config.invocation_params.dir
@@ -111,9 +111,13 @@ def rerun_line(item, seed, dst=None):
     pythonpath = _package_pythonpath()
     if pythonpath:
         words.append(f"PYTHONPATH={shlex.quote(pythonpath)}")
-    words += [f"UMI_SEED={seed}", pytest_command()]
+    if run_path is None:
+        words.append(f"UMI_SEED={seed}")
+    words.append(pytest_command())
     if loaded_by_p(config):
         words.append("-p umi_dst.plugin")
+    if run_path is not None:
+        words.append(f"--umi-path={run_path}")
     words.append(shlex.quote(relative + sep + rest))
     return " ".join(words)
 

@@ -109,9 +109,17 @@ class Umi:
     scope for clients that take default headers instead of a base URL.
     """
 
-    def __init__(self, server, seed, scope=None, node_id="", rerun_command=None):
+    def __init__(self, server, seed, scope=None, node_id="", rerun_command=None, path=None):
         self.server = server
         self.seed = parse_seed(seed, "seed")
+        # A path (`umi_dst.path.RunPath`, or its text `7/3:9913`) of this seed: from its
+        # branches' requests on, answers are drawn from other streams. None: the seed.
+        if path is not None:
+            from .path import RunPath  # path.py imports parse_seed from here
+            path = RunPath.parse(path, "path")
+            if path.seed != self.seed:
+                raise ValueError(f"path {path}: its seed is not the run's seed {self.seed}")
+        self.path = path
         self.scope = scope if scope is not None else new_scope(node_id)
         if not SCOPE_CHARS.match(self.scope):
             raise ValueError(f"scope {self.scope!r}: 1 to 128 characters of A-Z a-z 0-9 . _ ~ -")
@@ -124,9 +132,14 @@ class Umi:
         return f"Umi(seed={self.seed}, scope={self.scope!r}, server={self.server!r})"
 
     @property
+    def seed_text(self):
+        """What the server is told: the seed, or the path (`7/3:9913`) when one is set."""
+        return str(self.path) if self.path is not None else str(self.seed)
+
+    @property
     def url(self):
-        """The server's root with this run's seed and scope in the path."""
-        return f"{self.server.url}/seed/{self.seed}/scope/{self.scope}"
+        """The server's root with this run's seed (or path) and scope in the path."""
+        return f"{self.server.url}/seed/{self.seed_text}/scope/{self.scope}"
 
     @property
     def openai_base_url(self):
@@ -153,13 +166,14 @@ class Umi:
     @property
     def headers(self):
         """The seed and scope as headers, for a client given the server's root URL."""
-        return {"x-umi-seed": str(self.seed), "x-umi-scope": self.scope}
+        return {"x-umi-seed": self.seed_text, "x-umi-scope": self.scope}
 
     def new_scope(self, server=None, seed=None):
         """The same test again: same seed (unless given), a fresh scope, on this server or
         another. A run under it must get the same answers as this one."""
         child = Umi(server or self.server, self.seed if seed is None else seed,
-                    node_id=self.node_id, rerun_command=self.rerun_command)
+                    node_id=self.node_id, rerun_command=self.rerun_command,
+                    path=self.path if seed is None else None)
         self.children.append(child)
         return child
 
@@ -173,6 +187,15 @@ class Umi:
     def trace(self):
         """What this run asked and got: the server's entries for this scope (a `Trace`)."""
         return self.server.trace(self.scope)
+
+    def marks(self):
+        """What this run reached, as the server counts it (`GET /umi/marks?scope=S`): a
+        list of dicts `{"name", "kind", "arrival", "step", "count"}`, one per fault that
+        fired at a fault point (`fault:llm.stream_cut@llm.call`), response shape sent
+        (`shape:429/complete`) and tool outcome (`tool:issue_refund:ran`), each with the
+        first arrival it was reached at (`step` = `arrival` + 1, what a path's branch
+        counts). What `--umi-explore` steers by."""
+        return self.server.marks(self.scope)["marks"]
 
     def faults(self):
         """The faults that fired in this run, `kind@operation`, in trace order."""
@@ -261,7 +284,7 @@ class Umi:
             rerun = f"\nrerun: {self.rerun_command}" if self.rerun_command else ""
             raise ActedOnCut(
                 f"Umi finding: the run acted on {len(cut)} response(s) the server cut "
-                f"(seed {self.seed}, scope {self.scope}):\n{lines}{rerun}",
+                f"(seed {self.seed_text}, scope {self.scope}):\n{lines}{rerun}",
                 cut, findings,
             )
         return findings
@@ -276,7 +299,7 @@ class Umi:
             lines = "\n".join(f"  {problem}" for problem in problems)
             rerun = f"\nrerun: {self.rerun_command}" if self.rerun_command else ""
             raise UnpairedToolResults(
-                f"Umi finding: tool results not paired with calls (seed {self.seed}, scope {self.scope}):\n"
+                f"Umi finding: tool results not paired with calls (seed {self.seed_text}, scope {self.scope}):\n"
                 f"{lines}{rerun}", problems)
         return problems
 
@@ -320,7 +343,7 @@ class Umi:
         whose reported calls (`report_tool_call`) are effects too. Returns the effects.
         """
         found, ordered = self._effects(effect_tools)
-        context = f"seed {self.seed}, scope {self.scope}"
+        context = f"seed {self.seed_text}, scope {self.scope}"
         rerun = f"\nrerun: {self.rerun_command}" if self.rerun_command else ""
         for field, words in (("idempotency_key", "idempotency key"), ("call_id", "call id")):
             groups = {}

@@ -166,6 +166,19 @@ class Server:
             raise ServeError(f"GET {url}: no summary line at the end of {text[:200]!r}")
         return Trace(lines[:-1], lines[-1])
 
+    def marks(self, scope=None):
+        """What one scope (or every scope) reached (`GET /umi/marks?scope=S`): the server's
+        JSON object, `marks` (each `name`, `kind`, `arrival`, `step`, `count`), `entries`,
+        `left_out` and, for a scope, `evicted`."""
+        url = f"{self.url}/umi/marks"
+        if scope is not None:
+            url += "?" + urllib.parse.urlencode({"scope": scope})
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                return json.loads(response.read().decode("utf-8"))
+        except (urllib.error.URLError, OSError, ValueError) as error:
+            raise ServeError(f"GET {url} failed: {error}") from error
+
     def reset(self):
         """`POST /umi/reset`: the server forgets every occurrence count and its log."""
         request = urllib.request.Request(f"{self.url}/umi/reset", data=b"", method="POST")

@@ -1,6 +1,8 @@
 //! Where a request says which seed it runs under and which scope counts its repeats:
 //! `/seed/{n}/` and `/scope/{name}/` path segments (in that order, both optional), or the
-//! `x-umi-seed` and `x-umi-scope` headers (a header wins over the path).
+//! `x-umi-seed` and `x-umi-scope` headers (a header wins over the path). Where a seed
+//! goes, a path may (`branch.rs`): `x-umi-seed: 7/3:9913`, or `/seed/7/3:9913/` (each
+//! branch its own `STEP:STREAM` segment after the seed's).
 //!
 //! The seed picks the answers. The scope only counts occurrences: the second identical
 //! request in one scope is occurrence 1 (so a retry after a fault meets the next draw),
@@ -9,6 +11,7 @@
 //! the same answers on a fresh server and on one that already served it: a rerun is a
 //! rerun. Both are checked here, with a refusal naming the header or path segment.
 
+use crate::path::RunPath;
 use crate::seed_text::parse_seed;
 
 /// The longest scope name, in bytes.
@@ -19,6 +22,8 @@ pub(crate) const SCOPE_BYTES_MAX: usize = 128;
 pub(crate) struct Address {
     /// The seed it names (`None`: the session's).
     pub(crate) seed: Option<u64>,
+    /// The path it names (no branches for a bare seed, or none).
+    pub(crate) branches: RunPath,
     /// The scope its occurrences are counted in (`""`: the server-wide one).
     pub(crate) scope: String,
     /// The path with the `/seed/{n}` and `/scope/{name}` segments taken off.
@@ -34,9 +39,18 @@ pub(crate) fn address(
 ) -> Result<Address, String> {
     let mut rest = path.to_owned();
     let mut seed = None;
+    let mut branches = RunPath::from_seed(0);
     if let Some((number, tail)) = segment(&rest, "/seed/") {
         seed = Some(parse_seed(&number).map_err(|e| format!("path /seed/{number}: {e}"))?);
         rest = tail;
+        let mut text = number;
+        while let Some((branch, tail)) = branch_segment(&rest) {
+            text = format!("{text}/{branch}");
+            rest = tail;
+        }
+        branches = text
+            .parse()
+            .map_err(|e| format!("path /seed/{text}: {e}"))?;
     }
     let mut scope = String::new();
     if let Some((name, tail)) = segment(&rest, "/scope/") {
@@ -45,7 +59,11 @@ pub(crate) fn address(
     }
     if let Some(text) = seed_header {
         let text = text.map_err(|()| "header x-umi-seed: not text".to_owned())?;
-        seed = Some(parse_seed(text).map_err(|e| format!("header x-umi-seed {text:?}: {e}"))?);
+        let path: RunPath = text
+            .parse()
+            .map_err(|e| format!("header x-umi-seed {text:?}: {e}"))?;
+        seed = Some(path.seed);
+        branches = path;
     }
     if let Some(text) = scope_header {
         let text = text.map_err(|()| "header x-umi-scope: not text".to_owned())?;
@@ -54,6 +72,7 @@ pub(crate) fn address(
     }
     Ok(Address {
         seed,
+        branches,
         scope,
         path: rest,
     })
@@ -84,6 +103,15 @@ fn segment(path: &str, marker: &str) -> Option<(String, String)> {
     let rest = path.strip_prefix(marker)?;
     let (value, tail) = rest.split_once('/').unwrap_or((rest, ""));
     Some((value.to_owned(), format!("/{tail}")))
+}
+
+/// `(STEP:STREAM, the path after it)` when `path`'s first segment is a branch: it
+/// starts with a digit and holds a `:` (no API path's first segment does).
+fn branch_segment(path: &str) -> Option<(String, String)> {
+    let rest = path.strip_prefix('/')?;
+    let (value, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let is_branch = value.starts_with(|c: char| c.is_ascii_digit()) && value.contains(':');
+    is_branch.then(|| (value.to_owned(), format!("/{tail}")))
 }
 
 /// A scope name: 1 to `SCOPE_BYTES_MAX` bytes of letters, digits, `.`, `_`, `~`, `-`
@@ -147,6 +175,49 @@ mod tests {
                 (want_seed, want_scope, want_path),
                 "{path}"
             );
+        }
+    }
+
+    #[test]
+    fn a_path_goes_where_a_seed_goes() {
+        let got = read(
+            "/seed/7/3:9913/12:55/scope/s/v1/chat/completions",
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (got.seed, got.branches.to_string(), got.path.as_str()),
+            (Some(7), "7/3:9913/12:55".into(), "/v1/chat/completions")
+        );
+        let got = read("/seed/7/scope/s/v1/models", Some("8/2:1"), None).unwrap();
+        assert_eq!(
+            (got.seed, got.branches.to_string()),
+            (Some(8), "8/2:1".into())
+        );
+        // A bare seed has no branches; a first API segment is never a branch.
+        let got = read("/seed/7/v1beta/models/m:generateContent", None, None).unwrap();
+        assert_eq!(
+            (got.branches.branches.len(), got.path.as_str()),
+            (0, "/v1beta/models/m:generateContent")
+        );
+        let table = [
+            (
+                read("/seed/7/3:x/v1", None, None),
+                "path /seed/7/: branch \"3:x\": the stream",
+            ),
+            (
+                read("/seed/7/3:1/2:1/v1", None, None),
+                "path /seed/7/ branch \"2:1\": steps must increase",
+            ),
+            (
+                read("/v1", Some("7/0:1"), None),
+                "header x-umi-seed \"7/0:1\": branch",
+            ),
+        ];
+        for (result, says) in table {
+            let error = result.unwrap_err();
+            assert!(error.starts_with(says), "{error} should start with {says}");
         }
     }
 

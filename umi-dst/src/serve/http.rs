@@ -106,16 +106,14 @@ pub(crate) async fn handle(
     let (hash, conversation) = answer::conversation_hash(endpoint, &rest, &http);
     let history = conversation.as_ref().map(super::digest::history);
     let endpoint_key = format!("{}{}", endpoint.profile, endpoint.prefix);
-    let occurrence = state
-        .session
-        .next_occurrence(&address.scope, seed, &endpoint_key, hash);
+    let session = &state.session;
+    let (occurrence, arrival) = session.next_occurrence(&address.scope, seed, &endpoint_key, hash);
     let asked_at = super::aim::model_operations(endpoint.profile, endpoint.api_root(), &rest);
-    let aimed = state
-        .session
-        .aimed_config(&state.config, &address.scope, asked_at);
+    let aimed = session.aimed_config(&state.config, &address.scope, asked_at);
     let key = (address.scope, seed, endpoint_key, hash, occurrence);
     let asked = asked_path(&state.config, format, &rest, query);
-    let recorded = match simulate(&state, endpoint, &key, &asked, (http, aimed)).await {
+    let branched = (&address.branches, arrival + 1);
+    let recorded = match simulate(&state, endpoint, &key, &asked, (http, aimed), branched).await {
         Ok(recorded) => recorded,
         Err(error) => {
             return Ok(own_error(
@@ -147,16 +145,19 @@ fn asked_path(
 }
 
 /// The request answered in its own simulation (seeded by `key`'s seed, endpoint, hash
-/// and occurrence), on the simulation pool; with `aimed`'s rules when its scope moved
-/// an ordinal rule along (`aim.rs`).
+/// and occurrence, drawn from the stream its path names at its arrival `step`:
+/// `branch.rs`), on the simulation pool; with `aimed`'s rules when its scope moved an
+/// ordinal rule along (`aim.rs`).
 async fn simulate(
     state: &Arc<State>,
     endpoint: &EndpointSpec,
     key: &Key,
     rest: &str,
     (http, aimed): (HttpRequest, Option<Arc<ServeConfig>>),
+    (path, step): (&crate::path::RunPath, u64),
 ) -> Result<Recorded, String> {
-    let (run_seed, occurrence) = (answer::run_seed(key.1, endpoint, &key.3, key.4), key.4);
+    let unbranched = answer::run_seed(key.1, endpoint, &key.3, key.4);
+    let (run_seed, occurrence) = (super::branch::run_seed_at(path, unbranched, step), key.4);
     let worker = state.clone();
     let endpoint = endpoint.clone();
     let rest = rest.to_owned();
@@ -176,16 +177,17 @@ async fn simulate(
         .map_err(|error| error.to_string())
 }
 
-/// The server's own paths under `/umi`: the trace (`GET /umi/trace`) and the reset
-/// (`POST /umi/reset`), of every scope or of one (`?scope=S`, or the scope of the path
-/// or header the request came with: a base URL's `/scope/S/` reaches its own trace).
+/// The server's own paths under `/umi`: the trace (`GET /umi/trace`), what it reached
+/// (`GET /umi/marks`, `marks.rs`) and the reset (`POST /umi/reset`), of every scope or
+/// of one (`?scope=S`, or the scope of the path or header the request came with: a base
+/// URL's `/scope/S/` reaches its own trace).
 fn own_path(
     state: &State,
     request: &Request<Incoming>,
     address: &Address,
 ) -> Option<Response<Body>> {
     let path = address.path.as_str();
-    if path != "/umi/trace" && path != "/umi/reset" {
+    if !["/umi/trace", "/umi/marks", "/umi/reset"].contains(&path) {
         return None;
     }
     let scope = match own_path_scope(request.uri().query(), &address.scope) {
@@ -194,6 +196,11 @@ fn own_path(
     };
     Some(match (request.method(), path) {
         (&hyper::Method::GET, "/umi/trace") => session_trace(&state.session, scope.as_deref()),
+        (&hyper::Method::GET, "/umi/marks") => respond(
+            200,
+            vec![("content-type".into(), "application/json".into())],
+            full(state.session.marks(scope.as_deref())),
+        ),
         (&hyper::Method::POST, "/umi/reset") => {
             state.session.reset(scope.as_deref());
             let body = serde_json::json!({"reset": true, "scope": scope});
@@ -206,7 +213,7 @@ fn own_path(
         _ => own_error(
             None,
             405,
-            "the server's own paths are GET /umi/trace and POST /umi/reset",
+            "the server's own paths are GET /umi/trace, GET /umi/marks and POST /umi/reset",
             Vec::new(),
         ),
     })

@@ -53,7 +53,7 @@ pub(crate) const MCP_PATH: &str = "/mcp";
 const SIM_MCP_URL: &str = "http://umi.serve/mcp";
 
 /// The endpoint key MCP requests are counted and logged under.
-const MCP_ENDPOINT_KEY: &str = "mcp";
+pub(crate) const MCP_ENDPOINT_KEY: &str = "mcp";
 
 /// Answers one request to `/mcp`.
 pub(super) async fn handle(
@@ -80,16 +80,19 @@ pub(super) async fn handle(
     let seed = address.seed.unwrap_or(state.config.seed);
     let hash = mcp_hash(&http);
     let session_id = http.header(SESSION_HEADER).map(str::to_owned);
-    let occurrence = state
-        .session
-        .next_occurrence(&address.scope, seed, MCP_ENDPOINT_KEY, hash);
+    let (occurrence, arrival) =
+        state
+            .session
+            .next_occurrence(&address.scope, seed, MCP_ENDPOINT_KEY, hash);
     let before = McpState {
         sessions: state
             .session
             .mcp_sessions(&address.scope, session_id.as_deref()),
         world: (*world).clone(),
     };
-    let run_seed = run_seed(seed, &hash, occurrence);
+    // Drawn from the stream the request's path names at its arrival (`branch.rs`).
+    let unbranched = run_seed(seed, &hash, occurrence);
+    let run_seed = super::branch::run_seed_at(&address.branches, unbranched, arrival + 1);
     let asked_at = super::aim::mcp_operations(&http);
     let aimed = state
         .session

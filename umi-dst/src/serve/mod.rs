@@ -16,8 +16,11 @@
 //! Every response says how to reproduce it: `x-umi-seed`, `x-umi-request-hash`,
 //! `x-umi-occurrence`, `x-umi-run-seed` and the faults applied (`x-umi-faults`).
 //! `GET /umi/trace` returns the session's log (one JSON line per answered request, in
-//! key order) and its trace hash (`?scope=S`: one scope's); `POST /umi/reset` forgets
-//! every occurrence. With no endpoints named, every format is served at its standard
+//! key order) and its trace hash (`?scope=S`: one scope's); `GET /umi/marks` what a
+//! scope reached (faults at fault points, shapes sent, tool outcomes: `marks.rs`);
+//! `POST /umi/reset` forgets every occurrence. Where a request names a seed it may name
+//! a path (`7/3:9913`: from the scope's 3rd request on, answers drawn from stream 9913:
+//! `branch.rs`). With no endpoints named, every format is served at its standard
 //! path, and any model name is answered. `/mcp` is a simulated MCP server (the tools of
 //! `ServeConfig::mcp`), seeded and scoped the same way (`mcp.rs`); `dst mcp` serves the
 //! same over stdio (`stdio.rs`). `dst record` forwards to a real provider through the same
@@ -34,10 +37,12 @@
 mod address;
 mod aim;
 mod answer;
+mod branch;
 mod config;
 mod digest;
 mod error;
 mod http;
+mod marks;
 mod mcp;
 mod mcp_tools;
 mod own;

@@ -211,14 +211,15 @@ impl Session {
         self.store.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The occurrence of this request in `scope` (0 the first time it is seen there).
+    /// The occurrence of this request in `scope` (0 the first time it is seen there),
+    /// and its arrival there (0 for the scope's first request).
     pub(crate) fn next_occurrence(
         &self,
         scope: &str,
         seed: u64,
         endpoint: &str,
         hash: [u8; 32],
-    ) -> u64 {
+    ) -> (u64, u64) {
         let mut store = self.store();
         let occurrence = Self::count(&mut store, scope, (seed, endpoint.to_owned(), hash));
         let state = store.touch(scope);
@@ -230,7 +231,7 @@ impl Session {
         state
             .arrivals
             .insert((seed, endpoint.to_owned(), hash, occurrence), arrival);
-        occurrence
+        (occurrence, arrival)
     }
 
     /// Counts one more `seen` in `scope`; its occurrence.
@@ -316,6 +317,35 @@ impl Session {
         }
     }
 
+    /// What `scope`'s requests (every scope's, when none is named) reached
+    /// (`marks.rs`), as one JSON object: `marks` by name, with how many entries they were
+    /// read from, how many were left out of the log and whether the scope was evicted
+    /// (marks read from a partial log may miss some).
+    pub(crate) fn marks(&self, scope: Option<&str>) -> String {
+        let store = self.store();
+        let (mut entries, mut left_out) = (0_u64, 0);
+        let mut logged = Vec::new();
+        for (name, state) in &store.scopes {
+            if scope.is_some_and(|scope| scope != name) {
+                continue;
+            }
+            left_out += state.left_out;
+            entries += state.log.len() as u64;
+            logged.extend(state.log.values());
+        }
+        let marks = super::marks::marks(logged);
+        let mut body = serde_json::json!({
+            "scope": scope,
+            "marks": marks,
+            "entries": entries,
+            "left_out": left_out,
+        });
+        if let Some(scope) = scope {
+            body["evicted"] = store.evicted.iter().any(|e| e == scope).into();
+        }
+        umi_core::canonical_json::to_string(&body)
+    }
+
     /// The log as JSON lines in key order (only `scope`'s entries, when one is named),
     /// then a last line with the trace hash of those entries (over each entry's seed,
     /// endpoint, request hash, occurrence and trace hash: never the scope's name, so two
@@ -386,7 +416,7 @@ mod tests {
     #[test]
     fn repeats_count_per_scope_and_a_reset_of_one_scope_spares_the_others() {
         let session = Session::default();
-        let count = |scope: &str| session.next_occurrence(scope, 1, "openai", [7; 32]);
+        let count = |scope: &str| session.next_occurrence(scope, 1, "openai", [7; 32]).0;
         assert_eq!(
             (count("a"), count("a"), count("b"), count("a")),
             (0, 1, 0, 2)
@@ -436,7 +466,7 @@ mod tests {
     fn arrivals_count_a_scope_s_requests_in_order_and_go_into_no_hash() {
         let session = Session::default();
         let arrive = |scope: &str, hash: u8| {
-            let occurrence = session.next_occurrence(scope, 1, "openai", [hash; 32]);
+            let (occurrence, _) = session.next_occurrence(scope, 1, "openai", [hash; 32]);
             (
                 scope.to_owned(),
                 1,
