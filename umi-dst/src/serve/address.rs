@@ -204,20 +204,24 @@ mod tests {
         let table = [
             (
                 read("/seed/7/3:x/v1", None, None),
-                "path /seed/7/: branch \"3:x\": the stream",
+                ["/seed/7/3:x", "stream `x` is not a number"],
             ),
             (
                 read("/seed/7/3:1/2:1/v1", None, None),
-                "path /seed/7/ branch \"2:1\": steps must increase",
+                ["/seed/7/3:1/2:1", "step 2 is not after the previous branch's step 3"],
             ),
             (
                 read("/v1", Some("7/0:1"), None),
-                "header x-umi-seed \"7/0:1\": branch",
+                ["x-umi-seed", "step 0"],
             ),
         ];
+        // The path parser's own words (`RunPath`'s `PathError`), behind the place it
+        // was read from.
         for (result, says) in table {
             let error = result.unwrap_err();
-            assert!(error.starts_with(says), "{error} should start with {says}");
+            for part in says {
+                assert!(error.contains(part), "{error} should name {part}");
+            }
         }
     }
 
