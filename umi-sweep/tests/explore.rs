@@ -88,7 +88,7 @@ fn until_failure(explorer_seed: u64, jobs: usize) -> ExploreOptions {
 }
 
 /// Seeds from 1 a blind search runs to the first failure.
-fn blind_runs(toy: &DeepToy) -> u64 {
+fn blind_runs(toy: &dyn PathRunner) -> u64 {
     (1..=2_000_000)
         .find(|seed| toy.run(&RunPath::from_seed(*seed)).failure.is_some())
         .expect("a failing seed in two million")
@@ -114,6 +114,90 @@ fn exploration_finds_the_deep_bug_in_far_fewer_runs_than_blind_seeds() {
         assert_eq!(
             failure.replay,
             format!("dst replay --scenario deep_toy --path {}", failure.path)
+        );
+    }
+}
+
+/// The deep toy with a choice at its first stepping stone, as a payment that stalls may
+/// or may not have paid first: event `a` is reached dead or live (half each, drawn with
+/// it; a live one also hits mark `a.live`), `b` and `c` follow from either, and only a
+/// live `a` makes all three a failure. The first seed to reach `a` reaches it dead.
+struct DeadEndToy {
+    odds: u64,
+    /// Whether an `a` drawn with this parity (of `draw / odds`) is live.
+    live_parity: u64,
+}
+
+impl DeadEndToy {
+    fn new(odds: u64) -> DeadEndToy {
+        let first = (1..)
+            .map(RunPath::from_seed)
+            .find(|path| draw(path, EVENT_STEPS[0]).is_multiple_of(odds))
+            .expect("a seed reaches a");
+        let parity = (draw(&first, EVENT_STEPS[0]) / odds) % 2;
+        DeadEndToy {
+            odds,
+            live_parity: 1 - parity,
+        }
+    }
+}
+
+impl PathRunner for DeadEndToy {
+    fn run(&self, path: &RunPath) -> PathOutcome {
+        let mut deep = DeepToy { odds: self.odds }.run(path);
+        let live = (draw(path, EVENT_STEPS[0]) / self.odds) % 2 == self.live_parity;
+        if live && let Some(step) = deep.mark_steps.get("a").copied() {
+            deep.mark_steps.insert("a.live".to_owned(), step);
+        }
+        PathOutcome {
+            failure: deep.failure.filter(|_| live),
+            ..deep
+        }
+    }
+}
+
+/// The first run to reach `a` reaches it dead, and `b` and `c` are first reached on its
+/// lineage: keeping only first reaches, a live `a` reached later brings only `a.live`,
+/// its branches reach `b` and `c` again, nothing new, and are never kept; keeping a few
+/// lineages per target told apart by their history, `b` reached after `a.live` is a new
+/// lineage of `b`, kept and branched from.
+#[test]
+fn a_dead_end_first_lineage_is_escaped_by_keeping_a_few_lineages_per_target() {
+    // Keeping only first reaches, the live `a`'s branches must reach `b` and `c` at
+    // once (1 in 1,600): 1,768 to 32,302 runs for explorer seeds 1 to 8; with lineages,
+    // 520 to 1,193.
+    const RUNS: u64 = 1_500;
+    let toy = DeadEndToy::new(40);
+    let first_a = (1..)
+        .map(RunPath::from_seed)
+        .find(|path| toy.run(path).mark_steps.contains_key("a"))
+        .unwrap();
+    let live = (draw(&first_a, EVENT_STEPS[0]) / 40) % 2 == toy.live_parity;
+    assert!(!live, "the first a is live");
+    let blind = blind_runs(&toy);
+    assert!(blind > 20_000, "the toy is not deep: seed {blind} fails");
+    for explorer_seed in 1..=3 {
+        let only_first = ExploreOptions {
+            runs_max: RUNS,
+            lineages_per_target: 1,
+            ..until_failure(explorer_seed, 1)
+        };
+        let stuck = explore_with(&toy, &exploration(), &only_first).unwrap();
+        assert!(
+            stuck.first_failure.is_none(),
+            "seed {explorer_seed}: {stuck:?}"
+        );
+        let lineages = ExploreOptions {
+            runs_max: RUNS,
+            ..until_failure(explorer_seed, 1)
+        };
+        let report = explore_with(&toy, &exploration(), &lineages).unwrap();
+        let failure = report.first_failure.as_ref().expect("the deep bug found");
+        assert!(toy.run(&failure.path).failure.is_some(), "the path replays");
+        assert!(
+            report.runs * 10 <= blind,
+            "explorer seed {explorer_seed}: {} runs, blind {blind}",
+            report.runs
         );
     }
 }
@@ -229,6 +313,13 @@ fn options_out_of_range_are_refused_by_name() {
                 ..ExploreOptions::default()
             },
             "runs_max",
+        ),
+        (
+            ExploreOptions {
+                lineages_per_target: 0,
+                ..ExploreOptions::default()
+            },
+            "lineages_per_target",
         ),
         (
             ExploreOptions {

@@ -110,6 +110,7 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &ExploreArgs, program: 
         seed_start: args.seed_start,
         frontier: args.frontier.clone(),
         program: program.to_owned(),
+        lineages_per_target: crate::explore::options::LINEAGES_PER_TARGET,
     };
     finish(explore(scenario, &options), args, scenario.is_canary())
 }

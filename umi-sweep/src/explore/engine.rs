@@ -59,7 +59,7 @@ pub fn explore_with(
     let mut state = State {
         rng: DeterministicRng::new(options.explorer_seed)
             .fork_parts(&[b"explore", &shard_index.to_le_bytes()]),
-        coverage: Coverage::default(),
+        coverage: Coverage::new(options.lineages_per_target),
         corpus: Corpus::default(),
         queue: exploration.frontier.iter().cloned().collect(),
         runs: 0,
@@ -140,12 +140,18 @@ impl State {
             let found = (planned.path.clone(), class.clone(), message.clone(), run);
             self.first_failure = Some(found);
         }
-        if novelties.is_empty() {
+        // Only a first reach is new coverage (and earns the parent energy); a new
+        // lineage to a known target is kept in the corpus all the same.
+        let first = novelties.iter().any(|novelty| novelty.first);
+        if first {
+            self.stable_runs = 0;
+        } else {
             self.stable_runs += 1;
+        }
+        if novelties.is_empty() {
             return;
         }
-        self.stable_runs = 0;
-        if let Some(parent) = planned.parent {
+        if let Some(parent) = planned.parent.filter(|_| first) {
             self.corpus.reward(parent);
         }
         let steps: Vec<u64> = novelties

@@ -6,6 +6,13 @@ use std::time::Duration;
 
 use crate::plan::Shard;
 
+/// Lineages kept per target by default: besides the run that reached it first, the
+/// next runs that reach it themselves (after their last branch point) are kept in the
+/// corpus too, until a target holds this many, since the first way there may lead
+/// nowhere further (see [`super::coverage`]).
+pub const LINEAGES_PER_TARGET: u64 = 4;
+/// Lineages per target an exploration may ask for at most.
+pub const LINEAGES_PER_TARGET_MAX: u64 = 64;
 /// Entries the corpus keeps at most (the one with the least energy goes first).
 pub const CORPUS_ENTRIES_MAX: usize = 4096;
 /// Energy a new entry starts with: the runs branched from it before it must earn more.
@@ -55,6 +62,8 @@ pub struct ExploreOptions {
     pub frontier: Option<PathBuf>,
     /// How `dst` is invoked, for replay lines.
     pub program: String,
+    /// Lineages kept per target (1: only the run that reached it first).
+    pub lineages_per_target: u64,
 }
 
 impl Default for ExploreOptions {
@@ -71,6 +80,7 @@ impl Default for ExploreOptions {
             shard: None,
             frontier: None,
             program: "dst".to_owned(),
+            lineages_per_target: LINEAGES_PER_TARGET,
         }
     }
 }
@@ -120,6 +130,12 @@ impl ExploreOptions {
         }
         if self.jobs == 0 {
             return bad("jobs", "need at least 1");
+        }
+        if !(1..=LINEAGES_PER_TARGET_MAX).contains(&self.lineages_per_target) {
+            return bad(
+                "lineages_per_target",
+                &format!("need 1 to {LINEAGES_PER_TARGET_MAX}"),
+            );
         }
         if self.budget.is_zero() {
             return bad("budget", "need more than zero");
