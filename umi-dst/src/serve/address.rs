@@ -208,12 +208,12 @@ mod tests {
             ),
             (
                 read("/seed/7/3:1/2:1/v1", None, None),
-                ["/seed/7/3:1/2:1", "step 2 is not after the previous branch's step 3"],
+                [
+                    "/seed/7/3:1/2:1",
+                    "step 2 is not after the previous branch's step 3",
+                ],
             ),
-            (
-                read("/v1", Some("7/0:1"), None),
-                ["x-umi-seed", "step 0"],
-            ),
+            (read("/v1", Some("7/0:1"), None), ["x-umi-seed", "step 0"]),
         ];
         // The path parser's own words (`RunPath`'s `PathError`), behind the place it
         // was read from.
