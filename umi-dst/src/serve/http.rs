@@ -199,7 +199,7 @@ fn own_path(
         (&hyper::Method::GET, "/umi/marks") => respond(
             200,
             vec![("content-type".into(), "application/json".into())],
-            full(state.session.marks(scope.as_deref())),
+            full(super::marks::marks_json(&state.session, scope.as_deref())),
         ),
         (&hyper::Method::POST, "/umi/reset") => {
             state.session.reset(scope.as_deref());

@@ -17,7 +17,27 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::session::Entry;
+use super::session::{Entry, Session};
+
+/// What `scope`'s requests (every scope's, when none is named) reached, as one JSON
+/// object (`GET /umi/marks`): `marks` by name, with how many entries they were read
+/// from, how many were left out of the log and whether the scope was evicted (marks read
+/// from a partial log may miss some).
+pub(crate) fn marks_json(session: &Session, scope: Option<&str>) -> String {
+    session.read_log(scope, |logged, left_out, evicted| {
+        let entries = logged.len() as u64;
+        let mut body = serde_json::json!({
+            "scope": scope,
+            "marks": marks(logged),
+            "entries": entries,
+            "left_out": left_out,
+        });
+        if let Some(evicted) = evicted {
+            body["evicted"] = evicted.into();
+        }
+        umi_core::canonical_json::to_string(&body)
+    })
+}
 
 /// One mark a scope reached.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -317,33 +317,26 @@ impl Session {
         }
     }
 
-    /// What `scope`'s requests (every scope's, when none is named) reached
-    /// (`marks.rs`), as one JSON object: `marks` by name, with how many entries they were
-    /// read from, how many were left out of the log and whether the scope was evicted
-    /// (marks read from a partial log may miss some).
-    pub(crate) fn marks(&self, scope: Option<&str>) -> String {
+    /// `scope`'s logged entries (every scope's, when none is named), how many entries
+    /// were left out of the log, and whether the scope was evicted (`None` for the whole
+    /// session), handed to `read` under the store's lock: what `marks.rs` reads.
+    pub(crate) fn read_log<T>(
+        &self,
+        scope: Option<&str>,
+        read: impl FnOnce(Vec<&Entry>, u64, Option<bool>) -> T,
+    ) -> T {
         let store = self.store();
-        let (mut entries, mut left_out) = (0_u64, 0);
+        let mut left_out = 0;
         let mut logged = Vec::new();
         for (name, state) in &store.scopes {
             if scope.is_some_and(|scope| scope != name) {
                 continue;
             }
             left_out += state.left_out;
-            entries += state.log.len() as u64;
             logged.extend(state.log.values());
         }
-        let marks = super::marks::marks(logged);
-        let mut body = serde_json::json!({
-            "scope": scope,
-            "marks": marks,
-            "entries": entries,
-            "left_out": left_out,
-        });
-        if let Some(scope) = scope {
-            body["evicted"] = store.evicted.iter().any(|e| e == scope).into();
-        }
-        umi_core::canonical_json::to_string(&body)
+        let evicted = scope.map(|scope| store.evicted.iter().any(|e| e == scope));
+        read(logged, left_out, evicted)
     }
 
     /// The log as JSON lines in key order (only `scope`'s entries, when one is named),
