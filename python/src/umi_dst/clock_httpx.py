@@ -1,0 +1,317 @@
+"""The httpx hook: requests to `dst serve` carry the agent's clock, and its answers take
+the simulated time the server says they took (SCHEMA section 1, "What the client does").
+
+openai, anthropic, google-genai, ollama, pydantic-ai, the OpenAI Agents SDK and mcp all
+send through httpx's default transports (the openai and anthropic SDKs through `httpx2`,
+httpx's successor with the same API): `HTTPTransport.handle_request` and
+`AsyncHTTPTransport.handle_async_request` are wrapped, in whichever of `httpx` and
+`httpx2` is installed, while a clock runs. A request whose origin is not one of the
+clock's servers goes through untouched. One to a server:
+
+1. gets `x-umi-clock-us: N` (the clock now) and is IN FLIGHT until its head is read, and
+   again while the agent waits for each next piece of its body (`clock_flights.py`); its
+   real I/O has no httpx timeout of its own (a sync client's socket waits are capped at
+   `REAL_WAIT_SECS_MAX` instead: a real timeout there is a hung server, named);
+2. head read: the agent waits until N + head_us on the clock (async: a sleep on the
+   simulated loop, so concurrent responses resume in simulated order); first body byte:
+   until N + first_us; the body's end: until N + last_us;
+3. `ending=reset`: until N + end_us, then the error the library raised;
+   `ending=stall`: after the last byte the read blocks for the client's own read timeout
+   (`request.extensions["timeout"]["read"]`, or `STALL_SECS_MAX` when it has none), then
+   raises the library's `ReadTimeout` (an agent deadline shorter than that fires first);
+4. the 502 with `x-umi-no-response` (no response at all) never reaches the SDK: `reset`
+   waits until N + end_us and raises `RemoteProtocolError("Server disconnected without
+   sending a response.")`, what httpx raises for a connection closed before its head;
+   `stall` blocks for the read timeout and raises `ReadTimeout`.
+
+A response without `x-umi-timing` (a server that does not know the clock, or its own
+`/umi/...` paths) is handed over as it came.
+"""
+
+import asyncio
+import functools
+import importlib
+
+from . import clock as umi_clock
+from .clock_flights import REAL_WAIT_SECS_MAX
+from .clock_loop import wait_until_us
+from .clock_timing import CLOCK_HEADER, TIMING_HEADER, Timing, no_response
+
+# A stall's read blocks this long when the client set no read timeout (an hour).
+STALL_SECS_MAX = 3600
+# The HTTP client packages hooked, when installed.
+MODULES = ("httpx", "httpx2")
+DISCONNECTED = "Server disconnected without sending a response."
+READ_TIMED_OUT = "timed out"
+
+_installed = {}  # module name -> (module, original sync, original async)
+
+
+def install():
+    """Wraps the default transports of every installed httpx (idempotent)."""
+    for name in MODULES:
+        if name in _installed:
+            continue
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        sync_original = module.HTTPTransport.handle_request
+        async_original = module.AsyncHTTPTransport.handle_async_request
+        _installed[name] = (module, sync_original, async_original)
+        module.HTTPTransport.handle_request = _sync_hook(module, sync_original)
+        module.AsyncHTTPTransport.handle_async_request = _async_hook(module, async_original)
+
+
+def uninstall():
+    for name, (module, sync_original, async_original) in list(_installed.items()):
+        module.HTTPTransport.handle_request = sync_original
+        module.AsyncHTTPTransport.handle_async_request = async_original
+        del _installed[name]
+
+
+def _sync_hook(module, original):
+    @functools.wraps(original)
+    def handle_request(self, request):
+        clock = umi_clock.active()
+        if clock is None or not clock.covers(request.url):
+            return original(self, request)
+        return Exchange(module, clock, request).send(functools.partial(original, self))
+
+    return handle_request
+
+
+def _async_hook(module, original):
+    @functools.wraps(original)
+    async def handle_async_request(self, request):
+        clock = umi_clock.active()
+        if clock is None or not clock.covers(request.url):
+            return await original(self, request)
+        return await Exchange(module, clock, request).send_async(functools.partial(original, self))
+
+    return handle_async_request
+
+
+def _read_timeout_us(request):
+    """The client's read timeout, in microseconds (`STALL_SECS_MAX` when it has none)."""
+    timeout = (request.extensions.get("timeout") or {}).get("read")
+    if timeout is None:
+        return STALL_SECS_MAX * umi_clock.US_PER_SEC
+    return umi_clock.seconds_to_us(min(float(timeout), STALL_SECS_MAX), "the read timeout")
+
+
+class Exchange:
+    """One request to `dst serve` and its response, on the clock."""
+
+    def __init__(self, module, clock, request):
+        self.module = module
+        self.clock = clock
+        self.request = request
+        self.what = f"{request.method} {request.url}"
+        self.sent_us = None
+        self.timing = None
+        self.read_timeout_us = _read_timeout_us(request)
+
+    def _stamp(self, real_timeout):
+        """Adds the header; the request's timeouts for its real I/O (the client's are
+        kept for the simulated stall). Returns the extensions to restore."""
+        self.sent_us = self.clock.now_us
+        self.request.headers[CLOCK_HEADER] = str(self.sent_us)
+        kept = self.request.extensions
+        self.request.extensions = {**kept, "timeout": dict.fromkeys(("connect", "read", "write", "pool"),
+                                                                      real_timeout)}
+        return kept
+
+    def _timing_of(self, response):
+        text = response.headers.get(TIMING_HEADER)
+        self.timing = None if text is None else Timing.parse(text)
+        return self.timing
+
+    def _no_response_error(self, kind):
+        if kind == "reset":
+            return self.sent_us + self.timing.end_us, self.module.RemoteProtocolError(DISCONNECTED,
+                                                                                      request=self.request)
+        return self.sent_us + self.read_timeout_us, self.module.ReadTimeout(READ_TIMED_OUT, request=self.request)
+
+    def end_of_body(self, error):
+        """When the body's reading ends (`at_us`) and what it raises then (None: nothing),
+        given the library's error while reading (None when it ended cleanly)."""
+        timing, sent = self.timing, self.sent_us
+        if timing.ending == "stall":
+            stalled = self.module.ReadTimeout(READ_TIMED_OUT, request=self.request)
+            return sent + timing.last_us + self.read_timeout_us, stalled
+        if timing.ending == "reset":
+            return sent + timing.end_us, error or self.module.RemoteProtocolError(DISCONNECTED, request=self.request)
+        return sent + timing.last_us, error
+
+    # -- sync ------------------------------------------------------------------------
+
+    def send(self, original):
+        kept = self._stamp(REAL_WAIT_SECS_MAX)
+        flight = self.clock.flights.begin(self.what)
+        try:
+            response = original(self.request)
+        except self.module.TimeoutException as error:
+            raise flight.exceeded() from error
+        finally:
+            self.clock.flights.end(flight)
+            self.request.extensions = kept
+        try:
+            if self._timing_of(response) is None:
+                return response
+            self.clock.advance_to(self.sent_us + self.timing.head_us, "response")
+            kind = no_response(response.headers)
+            if kind is not None:
+                at_us, error = self._no_response_error(kind)
+                self.clock.advance_to(at_us, "response")
+                raise error
+        except BaseException:
+            response.close()
+            raise
+        response.stream = timed_sync_stream(self, response.stream)
+        return response
+
+    # -- async -----------------------------------------------------------------------
+
+    async def send_async(self, original):
+        kept = self._stamp(None)
+        flight = self.clock.flights.begin(self.what)
+        try:
+            response = await original(self.request)
+        except asyncio.CancelledError:
+            _raise_if_expired(flight)
+            raise
+        finally:
+            self.clock.flights.end(flight)
+            self.request.extensions = kept
+        try:
+            if self._timing_of(response) is None:
+                return response
+            await wait_until_us(self.clock, self.sent_us + self.timing.head_us)
+            kind = no_response(response.headers)
+            if kind is not None:
+                at_us, error = self._no_response_error(kind)
+                await wait_until_us(self.clock, at_us)
+                raise error
+        except BaseException:
+            await response.aclose()
+            raise
+        response.stream = timed_async_stream(self, response.stream)
+        return response
+
+
+def _raise_if_expired(flight):
+    """A flight cancelled for passing its real-time cap raises `RealWaitExceeded`."""
+    if flight.expired:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        raise flight.exceeded() from None
+
+
+def _raise_end(raised, error):
+    """Raises what ends the body (nothing, the library's own error, or the one that stands
+    for it: a stall's `ReadTimeout`, chained to the error the socket gave)."""
+    if raised is None:
+        return
+    if raised is error:
+        raise error
+    raise raised from error
+
+
+_stream_classes = {}
+
+
+def _stream_class(module, mixin, base_name):
+    """`mixin` over `module`'s byte stream base (httpx checks the body's type)."""
+    key = (module.__name__, mixin.__name__)
+    if key not in _stream_classes:
+        _stream_classes[key] = type(mixin.__name__, (mixin, getattr(module, base_name)), {})
+    return _stream_classes[key]
+
+
+def timed_sync_stream(exchange, inner):
+    return _stream_class(exchange.module, TimedSyncStream, "SyncByteStream")(exchange, inner)
+
+
+def timed_async_stream(exchange, inner):
+    return _stream_class(exchange.module, TimedAsyncStream, "AsyncByteStream")(exchange, inner)
+
+
+class TimedSyncStream:
+    """A sync response body read on the clock (`Exchange.end_of_body`); a mixin over the
+    library's `SyncByteStream` (`timed_sync_stream`)."""
+
+    def __init__(self, exchange, inner):
+        self.exchange = exchange
+        self.inner = inner
+
+    def __iter__(self):
+        exchange = self.exchange
+        clock, flights = exchange.clock, exchange.clock.flights
+        pieces = iter(self.inner)
+        first = True
+        error = None
+        while True:
+            flight = flights.begin(exchange.what)
+            try:
+                piece = next(pieces)
+            except StopIteration:
+                break
+            except exchange.module.TransportError as raised:
+                if isinstance(raised, exchange.module.TimeoutException) and exchange.timing.ending != "stall":
+                    raise flight.exceeded() from raised
+                error = raised
+                break
+            finally:
+                flights.end(flight)
+            if first:
+                clock.advance_to(exchange.sent_us + exchange.timing.first_us, "response")
+                first = False
+            yield piece
+        at_us, raised = exchange.end_of_body(error)
+        clock.advance_to(at_us, "response")
+        _raise_end(raised, error)
+
+    def close(self):
+        self.inner.close()
+
+
+class TimedAsyncStream:
+    """An async response body read on the clock, each wait a sleep on the loop; a mixin
+    over the library's `AsyncByteStream` (`timed_async_stream`)."""
+
+    def __init__(self, exchange, inner):
+        self.exchange = exchange
+        self.inner = inner
+
+    async def __aiter__(self):
+        exchange = self.exchange
+        clock, flights = exchange.clock, exchange.clock.flights
+        pieces = self.inner.__aiter__()
+        first = True
+        error = None
+        while True:
+            flight = flights.begin(exchange.what)
+            try:
+                piece = await pieces.__anext__()
+            except StopAsyncIteration:
+                break
+            except asyncio.CancelledError:
+                _raise_if_expired(flight)
+                raise
+            except exchange.module.TransportError as raised:
+                error = raised
+                break
+            finally:
+                flights.end(flight)
+            if first:
+                await wait_until_us(clock, exchange.sent_us + exchange.timing.first_us)
+                first = False
+            yield piece
+        at_us, raised = exchange.end_of_body(error)
+        await wait_until_us(clock, at_us)
+        _raise_end(raised, error)
+
+    async def aclose(self):
+        await self.inner.aclose()
