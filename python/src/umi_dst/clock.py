@@ -117,7 +117,8 @@ class SimClock:
         self._saved = {}
         self._random_state = None
         self._owner = None
-        self.flights = None  # clock_flights.Flights, set by start()
+        self.flights = None  # clock_flights.Flights: clock_on.start sets it
+        self.saved_policy = None  # the event loop policy clock_on.start replaced
 
     def __repr__(self):
         return f"SimClock(now_us={self._now_us}, running={self.running})"
@@ -190,25 +191,22 @@ class SimClock:
     # -- the process on the clock ----------------------------------------------------
 
     def start(self):
-        """Puts the process on this clock: time-machine for the wall clock, the monotonic
-        clocks and `time.sleep` here, `random` seeded, the httpx hooks installed."""
+        """Puts the process's time on this clock: time-machine for the wall clock, the
+        monotonic clocks and `time.sleep` here, `random` seeded. (`clock_on.start` does
+        this and the rest: the httpx hooks, the event loop policy.)"""
         global _active
-        from . import clock_flights, clock_httpx  # they import this module
-
         with _active_lock:
             if _active is not None:
                 raise ClockError(f"a simulated clock is already running ({_active!r}); one at a time")
             _active = self
         try:
             self._owner = threading.get_ident()
-            self.flights = clock_flights.Flights()
             self._travel = time_machine.travel(self._unix_seconds(), tick=False)
             self._traveller = self._travel.start()
             self._patch()
             self._random_state = random.getstate()
             if self.seed is not None:
                 random.seed(self.seed)
-            clock_httpx.install()
         except BaseException:
             self.stop()
             raise
@@ -218,9 +216,6 @@ class SimClock:
         """Takes the process off the clock (idempotent): every patch undone, `random`'s
         state restored."""
         global _active
-        from . import clock_httpx
-
-        clock_httpx.uninstall()
         for name, original in self._saved.items():
             setattr(time, name, original)
         self._saved = {}

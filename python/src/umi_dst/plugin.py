@@ -4,7 +4,9 @@ Registered through the `pytest11` entry point of the `umi-dst` wheel (or load it
 `-p umi_dst.plugin`). It gives a test:
 
 * the `umi` fixture (`umi_dst.Umi`): the test's seed, a fresh scope, base URLs for the
-  openai, anthropic and ollama SDKs, `headers`, `trace()`, `check_cut_streams()`;
+  openai, anthropic and ollama SDKs, `headers`, `trace()`, `check_cut_streams()`, and
+  `clock` (the run's simulated clock, `clock_pytest.py`: on where safe, `clock=` on the
+  marker or `--umi-clock=on|off` to say so);
 * the `umi` marker: `@pytest.mark.umi(seeds=20, faults="llm.stream_cut=0.3",
   time_scale=0, endpoints=[...], models=[...], args=[...], seed=N)`: the test runs once
   per seed (ids `seed=N`) against a server started with those flags;
@@ -35,6 +37,7 @@ import shlex
 
 import pytest
 
+from . import clock_pytest
 from . import report as umi_report
 from ._binary import DstNotFound
 from . import explore as umi_explore
@@ -42,9 +45,9 @@ from .path import RunPath
 from .run import Umi, derive_seed, describe, parse_seed
 from .server import Server, ServeError, ServeRefused
 
-MARKER_KEYS = ("seeds", "seed", "faults", "time_scale", "endpoints", "models", "args", "expect_requests")
+MARKER_KEYS = ("seeds", "seed", "faults", "time_scale", "endpoints", "models", "args", "expect_requests", "clock")
 # Marker keys that are not `dst serve` flags.
-NOT_SERVE_KEYS = ("seed", "seeds", "expect_requests")
+NOT_SERVE_KEYS = ("seed", "seeds", "expect_requests", "clock")
 _RUN_KEY = pytest.StashKey()
 _OVERRIDES_KEY = pytest.StashKey()
 _KEPT_KEY = pytest.StashKey()
@@ -74,20 +77,22 @@ def pytest_addoption(parser):
                     help="the seed of --umi-explore's choices (default: each test's seed)")
     group.addoption("--umi-keep", action="store_true", default=False,
                     help="print, for every umi test run, the marker that keeps its seed with its request hashes")
+    clock_pytest.add_option(group)
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "umi(seeds=N or [..], seed=N, faults={aim: p} or 'aim=p,..' (aim: KIND[@OPERATION][#N[..]]), "
-        "time_scale=X, endpoints=[..], models=[..], args=[..], expect_requests=[..]): run the test on N seeds "
-        "against `dst serve` started with these flags",
+        "time_scale=X, endpoints=[..], models=[..], args=[..], expect_requests=[..], clock=True|False): run the "
+        "test on N seeds against `dst serve` started with these flags, on the simulated clock or not",
     )
     config.stash[_OVERRIDES_KEY] = {}
     config.stash[_KEPT_KEY] = []
     config.stash[_EXPLORED_KEY] = []
     pinned_path(config)  # a bad path, a bad count or two pins are usage errors up front
     explore_options(config)
+    clock_pytest.setting(config)
 
 
 def pinned_path(config):
@@ -326,6 +331,8 @@ def pytest_generate_tests(metafunc):
         raise pytest.UsageError(f"{where}: @pytest.mark.umi is on a test that does not use the `umi` fixture")
     try:
         seeds = _seeds_of(metafunc.config, kwargs, where)
+        if "clock" in kwargs:
+            clock_pytest.check_marker(kwargs["clock"], where)
         serve_flags(**{k: v for k, v in kwargs.items() if k not in NOT_SERVE_KEYS}, where=where)
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
@@ -420,6 +427,7 @@ def umi(request, umi_servers, umi_seed):
     run = Umi(server, umi_seed, node_id=request.node.nodeid, path=path,
               rerun_command=rerun_command(request.node, umi_seed, getattr(server, "dst", None), path))
     request.node.stash[_RUN_KEY] = run
+    clock_pytest.start_for(request, run, kwargs)
     return run
 
 

@@ -127,6 +127,9 @@ class Umi:
         self.rerun_command = rerun_command
         self.children = []  # the runs new_scope() made: a failure report covers them too
         self.tool_calls_reported = []  # report_tool_call(): tools the agent ran itself
+        # The run's simulated clock (`umi_dst.clock.SimClock`: `now_us`, `elapsed_us`,
+        # `sleeps_us()`, `waits`), or None when the test runs on the wall clock.
+        self.clock = None
 
     def __repr__(self):
         return f"Umi(seed={self.seed}, scope={self.scope!r}, server={self.server!r})"
@@ -174,6 +177,10 @@ class Umi:
         child = Umi(server or self.server, self.seed if seed is None else seed,
                     node_id=self.node_id, rerun_command=self.rerun_command,
                     path=self.path if seed is None else None)
+        # One clock per test: the new run shares it, and its server's requests carry it.
+        child.clock = self.clock
+        if self.clock is not None:
+            self.clock.cover(child.server.url)
         self.children.append(child)
         return child
 

@@ -22,6 +22,11 @@ import urllib.request
 
 from ._binary import find_dst
 
+# The real clocks, bound at import: a test on the simulated clock (`clock.py` patches
+# `time.monotonic` and `time.sleep`) may start a server of its own, which waits for real.
+_real_monotonic = time.monotonic
+_real_sleep = time.sleep
+
 LISTENING = re.compile(r"listening on (http://\S+)")
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
@@ -129,7 +134,7 @@ class Server:
         return os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", "replace")
 
     def _wait_for_url(self):
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = _real_monotonic() + START_TIMEOUT_S
         while True:
             match = LISTENING.search(self._output(self._stdout))
             if match:
@@ -140,12 +145,12 @@ class Server:
                 if self.process.returncode == EXIT_CODE_BAD_ARGUMENTS:
                     raise ServeRefused(message, said.removeprefix("dst serve: "))
                 raise ServeError(message)
-            if time.monotonic() > deadline:
+            if _real_monotonic() > deadline:
                 self.process.kill()
                 self.process.wait()
                 raise ServeError(f"`{' '.join(self.command)}` printed no `listening on` line in "
                                  f"{START_TIMEOUT_S:.0f} s; stderr:\n{self._output(self._stderr)}")
-            time.sleep(0.01)
+            _real_sleep(0.01)
 
     def stderr(self):
         """What the server has written to stderr so far."""
