@@ -27,6 +27,7 @@ def inner(pytester, monkeypatch):
     monkeypatch.delenv("UMI_SEED_START", raising=False)
     monkeypatch.delenv("UMI_PATH", raising=False)
     monkeypatch.delenv("UMI_EXPLORE", raising=False)
+    monkeypatch.delenv("UMI_CLOCK", raising=False)
 
     def run(*args, subprocess=False):
         runner = pytester.runpytest_subprocess if subprocess else pytester.runpytest
