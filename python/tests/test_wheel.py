@@ -76,6 +76,7 @@ def test_the_wheel_installs_dst_and_the_plugin(tmp_path):
     (tmp_path / "project").mkdir()
     (tmp_path / "project" / "test_user.py").write_text(textwrap.dedent("""
         import json
+        import time
         import urllib.request
 
         import pytest
@@ -89,6 +90,8 @@ def test_the_wheel_installs_dst_and_the_plugin(tmp_path):
                 assert response.headers["x-umi-seed"] == str(umi.seed)
                 assert json.load(response)["choices"][0]["message"]["content"]
             assert len(umi.trace()) == 1
+            time.sleep(3600)  # on the simulated clock: the wheel brings time-machine along
+            assert umi.clock.elapsed_us == 3600 * 1_000_000
     """))
     tested, _ = run([user_python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py"],
                     cwd=str(tmp_path / "project"), env=clean)
