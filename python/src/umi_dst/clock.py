@@ -40,6 +40,7 @@ import time_machine
 SIM_EPOCH_UNIX_MS = 1_704_067_200_000
 SIM_EPOCH_UNIX_US = SIM_EPOCH_UNIX_MS * 1_000
 US_PER_SEC = 1_000_000
+SIM_EPOCH = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
 # The most waits a clock keeps for `waits` (a run that waits more keeps counting them).
 WAITS_KEPT_MAX = 10_000
 
@@ -137,8 +138,7 @@ class SimClock:
 
     def now(self):
         """The simulated wall clock as an aware UTC `datetime`."""
-        return (datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
-                + datetime.timedelta(microseconds=self._now_us))
+        return SIM_EPOCH + datetime.timedelta(microseconds=self._now_us)
 
     def unix_us(self):
         """The simulated wall clock in microseconds since the Unix epoch."""
@@ -201,7 +201,7 @@ class SimClock:
             _active = self
         try:
             self._owner = threading.get_ident()
-            self._travel = time_machine.travel(self._unix_seconds(), tick=False)
+            self._travel = time_machine.travel(self.now(), tick=False)
             self._traveller = self._travel.start()
             self._patch()
             self._random_state = random.getstate()
@@ -244,9 +244,6 @@ class SimClock:
             if self.seed is not None and self.running:
                 random.seed(self.seed)
 
-    def _unix_seconds(self):
-        return datetime.datetime.fromtimestamp(self.unix_us() // US_PER_SEC, datetime.timezone.utc) \
-            + datetime.timedelta(microseconds=self.unix_us() % US_PER_SEC)
 
     def _patch(self):
         fakes = {
