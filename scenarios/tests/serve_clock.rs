@@ -311,3 +311,48 @@ fn a_bad_clock_is_refused_by_name() {
         server.shutdown().await;
     });
 }
+
+/// A stream that stalls mid-body at `--time-scale 0`: a client on the clock gets the head
+/// and the bytes sent before the stall, then the broken connection, and plays the stall
+/// on its own clock (`ending=stall`); an ordinary client is answered as before, with
+/// nothing (the error follows the bytes at once and hyper drops what it holds).
+#[test]
+fn a_stalled_stream_on_the_clock_sends_its_head_and_bytes_first() {
+    runtime().block_on(async {
+        let transport = ReqwestTransport::new().unwrap();
+        let clock = CLOCK_US.to_string();
+        let faults = vec![
+            FaultConfig::new(FaultKind::NetworkTimeout, 1.0)
+                .unwrap()
+                .on_operation("network.body")
+                .unwrap(),
+        ];
+        let server = Server::start(config(1, faults, 0.0)).await.unwrap();
+        let base = server.base_url();
+        let clocked = post(
+            &transport,
+            format!("{base}/scope/a/v1/chat/completions"),
+            STREAMED,
+            &[("x-umi-clock-us", &clock)],
+        )
+        .await;
+        let plain = post(
+            &transport,
+            format!("{base}/scope/b/v1/chat/completions"),
+            STREAMED,
+            &[],
+        )
+        .await;
+        server.shutdown().await;
+        let (response, body) = clocked.expect("the head comes before the stall");
+        assert_eq!(response.status, 200);
+        let (_head, first, last, end, ending) = timing(&response);
+        assert_eq!(ending, "stall");
+        assert!(first <= last && end >= last + 600_000_000, "{first} {last} {end}");
+        assert!(
+            body.starts_with(b"data: "),
+            "the bytes before the stall: {body:?}"
+        );
+        assert!(plain.is_none(), "an ordinary client's answer changed");
+    });
+}

@@ -11,13 +11,15 @@ import httpx2
 import openai
 import pytest
 
+from umi_dst import Server
 from umi_dst.clock import real_monotonic
 
 MODEL = "umi-sim"
 QUESTION = [{"role": "user", "content": "What should I pack for a week in Oslo?"}]
 # The first three model calls of each run are refused with a 429 (the ordinal counts a
-# scope); the fourth answers. A seed whose three 429s all carry Retry-After (the OpenAI
-# profile sends it or not, drawn per response): openai-python then waits exactly that.
+# scope); the fourth answers. Seed 4's three 429s all carry Retry-After (the OpenAI
+# profile sends it or not, drawn per response), 30, 14 and 25 s (drawn from 0.5 to 30 s):
+# openai-python waits exactly what each says.
 RATE_LIMITED_THRICE = {"llm.rate_limit@llm.call#1": 1.0, "llm.rate_limit@llm.call#2": 1.0,
                        "llm.rate_limit@llm.call#3": 1.0}
 RETRIES = 3
@@ -67,7 +69,7 @@ def _one_run(umi, run_agent, measured, label):
 
 
 @pytest.mark.parametrize("flavour", ["sync", "async"])
-@pytest.mark.umi(seed=3, faults=RATE_LIMITED_THRICE, clock=True)
+@pytest.mark.umi(seed=4, faults=RATE_LIMITED_THRICE, clock=True)
 def test_an_agent_waits_out_retry_after_three_times_on_the_clock(umi, flavour, measured):
     run_agent = _sync_agent if flavour == "sync" else _async_agent
     answer, responses, trace, elapsed_us = _one_run(umi, run_agent, measured, f"retry-after x3 ({flavour})")
@@ -126,25 +128,32 @@ def test_an_agents_deadline_fires_on_a_stalled_stream_at_exactly_its_time(umi, m
     assert ended_us - started_us == deadline_s * 1_000_000
 
 
-def _retry_after(umi):
-    """The Retry-After of the run's first answer (a 429: every model call is refused)."""
+def _retry_after(url):
+    """The Retry-After of a run's first answer (a 429: every model call is refused)."""
     with httpx2.Client() as client:
-        response = client.post(f"{umi.openai_base_url}/chat/completions",
-                               json={"model": MODEL, "messages": QUESTION})
+        response = client.post(f"{url}/chat/completions", json={"model": MODEL, "messages": QUESTION})
     assert response.status_code == 429, response.text
     return response.headers.get("retry-after")
 
 
-@pytest.mark.umi(seed=3, faults={"llm.rate_limit": 1.0}, clock=True)
+RATE_LIMITED = {"llm.rate_limit": 1.0}
+
+
+@pytest.mark.umi(seed=4, faults=RATE_LIMITED, clock=True)
 def test_retry_after_at_time_scale_0_is_the_drawn_value_on_the_clock(umi):
-    after = _retry_after(umi)
-    assert after is not None and 1 <= int(after) <= 30, after
+    on_the_clock = _retry_after(umi.openai_base_url)
     [entry] = umi.trace()
+    assert entry["clock_us"] == 0
     assert umi.clock.elapsed_us == entry["timing"]["last_us"]
+    # The drawn value is what a server that plays simulated time in real time sends to a
+    # client on the wall clock (this server's origin is not the clock's: no header).
+    with Server(["--faults", "llm.rate_limit=1.0", "--time-scale", "1"]) as real_time:
+        unscaled = _retry_after(f"{real_time.url}/seed/{umi.seed}/scope/wall-clock/v1")
+    assert on_the_clock == unscaled == "30"
 
 
-@pytest.mark.umi(seed=3, faults={"llm.rate_limit": 1.0}, clock=False)
+@pytest.mark.umi(seed=4, faults=RATE_LIMITED, clock=False)
 def test_retry_after_at_time_scale_0_is_scaled_without_the_clock(umi):
-    assert _retry_after(umi) == "0"
+    assert _retry_after(umi.openai_base_url) == "0"
     [entry] = umi.trace()
     assert "clock_us" not in entry

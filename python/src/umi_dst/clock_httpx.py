@@ -238,80 +238,128 @@ def timed_async_stream(exchange, inner):
     return _stream_class(exchange.module, TimedAsyncStream, "AsyncByteStream")(exchange, inner)
 
 
-class TimedSyncStream:
-    """A sync response body read on the clock (`Exchange.end_of_body`); a mixin over the
-    library's `SyncByteStream` (`timed_sync_stream`)."""
+class _Body:
+    """Where the reading of one body stands. It lives on the stream, not in one iteration:
+    a client may iterate the stream again after stopping early (openai drains a stream
+    it left at `[DONE]`), and that iteration goes on from here (and ends at once when the
+    body has)."""
 
     def __init__(self, exchange, inner):
         self.exchange = exchange
         self.inner = inner
+        self.pieces = None
+        self.held = None
+        self.first = True
+        self.ended = False
+        self.error = None
+        self.finished = False
+
+    def took(self, piece, error, ended):
+        """Records a read; returns the piece to hand over now and when (or None, None)."""
+        held = self.held
+        self.held = None if ended else piece
+        if ended:
+            self.ended, self.error = True, error
+        if held is None:
+            return None, None
+        timing = self.exchange.timing
+        at_us = self.exchange.sent_us + (timing.last_us if ended else timing.first_us if self.first else 0)
+        self.first = False
+        return held, at_us
+
+    def finish(self):
+        """When the body's end comes and what it raises, once (None, None after)."""
+        if self.finished:
+            return None, None
+        self.finished = True
+        return self.exchange.end_of_body(self.error)
+
+
+class TimedSyncStream:
+    """A sync response body read on the clock (`Exchange.end_of_body`); a mixin over the
+    library's `SyncByteStream` (`timed_sync_stream`).
+
+    It reads one piece ahead: the first piece is handed over at N + first_us, the last
+    (known once the next read ends the body) at N + last_us, those between at once. So a
+    client that stops at the last event it needs (openai's `[DONE]`) has it when the
+    simulation sent it, not when the first bytes came."""
+
+    def __init__(self, exchange, inner):
+        self.body = _Body(exchange, inner)
+
+    def _read(self):
+        """(piece, error, ended) of the next read, in flight meanwhile."""
+        exchange = self.body.exchange
+        flights = exchange.clock.flights
+        flight = flights.begin(exchange.what)
+        try:
+            return next(self.body.pieces), None, False
+        except StopIteration:
+            return None, None, True
+        except exchange.module.TransportError as raised:
+            if isinstance(raised, exchange.module.TimeoutException) and exchange.timing.ending != "stall":
+                raise flight.exceeded() from raised
+            return None, raised, True
+        finally:
+            flights.end(flight)
 
     def __iter__(self):
-        exchange = self.exchange
-        clock, flights = exchange.clock, exchange.clock.flights
-        pieces = iter(self.inner)
-        first = True
-        error = None
-        while True:
-            flight = flights.begin(exchange.what)
-            try:
-                piece = next(pieces)
-            except StopIteration:
-                break
-            except exchange.module.TransportError as raised:
-                if isinstance(raised, exchange.module.TimeoutException) and exchange.timing.ending != "stall":
-                    raise flight.exceeded() from raised
-                error = raised
-                break
-            finally:
-                flights.end(flight)
-            if first:
-                clock.advance_to(exchange.sent_us + exchange.timing.first_us, "response")
-                first = False
-            yield piece
-        at_us, raised = exchange.end_of_body(error)
-        clock.advance_to(at_us, "response")
-        _raise_end(raised, error)
+        body = self.body
+        clock = body.exchange.clock
+        if body.pieces is None:
+            body.pieces = iter(body.inner)
+        while not body.ended:
+            piece, at_us = body.took(*self._read())
+            if piece is not None:
+                clock.advance_to(at_us, "response")
+                yield piece
+        at_us, raised = body.finish()
+        if at_us is not None:
+            clock.advance_to(at_us, "response")
+            _raise_end(raised, body.error)
 
     def close(self):
-        self.inner.close()
+        self.body.inner.close()
 
 
 class TimedAsyncStream:
-    """An async response body read on the clock, each wait a sleep on the loop; a mixin
-    over the library's `AsyncByteStream` (`timed_async_stream`)."""
+    """An async response body read on the clock, each wait a sleep on the loop, one piece
+    read ahead as `TimedSyncStream` does; a mixin over the library's `AsyncByteStream`
+    (`timed_async_stream`)."""
 
     def __init__(self, exchange, inner):
-        self.exchange = exchange
-        self.inner = inner
+        self.body = _Body(exchange, inner)
+
+    async def _read(self):
+        exchange = self.body.exchange
+        flights = exchange.clock.flights
+        flight = flights.begin(exchange.what)
+        try:
+            return await self.body.pieces.__anext__(), None, False
+        except StopAsyncIteration:
+            return None, None, True
+        except asyncio.CancelledError:
+            _raise_if_expired(flight)
+            raise
+        except exchange.module.TransportError as raised:
+            return None, raised, True
+        finally:
+            flights.end(flight)
 
     async def __aiter__(self):
-        exchange = self.exchange
-        clock, flights = exchange.clock, exchange.clock.flights
-        pieces = self.inner.__aiter__()
-        first = True
-        error = None
-        while True:
-            flight = flights.begin(exchange.what)
-            try:
-                piece = await pieces.__anext__()
-            except StopAsyncIteration:
-                break
-            except asyncio.CancelledError:
-                _raise_if_expired(flight)
-                raise
-            except exchange.module.TransportError as raised:
-                error = raised
-                break
-            finally:
-                flights.end(flight)
-            if first:
-                await wait_until_us(clock, exchange.sent_us + exchange.timing.first_us)
-                first = False
-            yield piece
-        at_us, raised = exchange.end_of_body(error)
-        await wait_until_us(clock, at_us)
-        _raise_end(raised, error)
+        body = self.body
+        clock = body.exchange.clock
+        if body.pieces is None:
+            body.pieces = body.inner.__aiter__()
+        while not body.ended:
+            piece, at_us = body.took(*await self._read())
+            if piece is not None:
+                await wait_until_us(clock, at_us)
+                yield piece
+        at_us, raised = body.finish()
+        if at_us is not None:
+            await wait_until_us(clock, at_us)
+            _raise_end(raised, body.error)
 
     async def aclose(self):
-        await self.inner.aclose()
+        await self.body.inner.aclose()
