@@ -348,7 +348,10 @@ fn a_stalled_stream_on_the_clock_sends_its_head_and_bytes_first() {
         assert_eq!(response.status, 200);
         let (_head, first, last, end, ending) = timing(&response);
         assert_eq!(ending, "stall");
-        assert!(first <= last && end >= last + 600_000_000, "{first} {last} {end}");
+        assert!(
+            first <= last && end >= last + 600_000_000,
+            "{first} {last} {end}"
+        );
         assert!(
             body.starts_with(b"data: "),
             "the bytes before the stall: {body:?}"
