@@ -35,6 +35,7 @@
 //! ```
 
 mod address;
+mod agent_spans;
 mod aim;
 mod answer;
 mod branch;
@@ -52,6 +53,7 @@ mod proxy;
 mod read;
 mod reply;
 mod session;
+mod spans_in;
 mod stdio;
 mod world;
 
@@ -63,6 +65,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, oneshot};
 
+pub use agent_spans::{AGENT_SPAN_SCOPES_MAX, AGENT_SPANS_PER_SCOPE_MAX};
 pub use aim::{MCP_METHODS, served_operations};
 pub use config::{
     BODY_BYTES_MAX_DEFAULT, CLIENT_READ_TIMEOUT_MS, CONCURRENCY_MAX_DEFAULT, DEFAULT_PROFILES,
@@ -70,6 +73,7 @@ pub use config::{
 };
 pub use error::ServeError;
 pub use mcp_tools::{MCP_TOOLS_FILE_BYTES_MAX, MCP_TOOLS_MAX, McpToolSpec, McpToolsSpec};
+pub use spans_in::SCOPE_ATTRIBUTE;
 pub use proxy::{FailureHook, PROXY_BODY_BYTES_MAX, ProxyConfig, RunningProxy};
 pub use stdio::{StdioReply, StdioServer};
 
@@ -111,6 +115,7 @@ impl Server {
             ),
             config,
             session: session::Session::default(),
+            agent_spans: agent_spans::AgentSpans::default(),
         });
         let (stop, stopped) = oneshot::channel();
         let handle = move |request| http::handle(state.clone(), request);

@@ -1,0 +1,345 @@
+//! The agent's own OpenTelemetry spans in `dst serve` (`POST /v1/traces`, OTLP/HTTP):
+//! protobuf, JSON and gzip bodies decoded with the official opentelemetry-proto types,
+//! filed under the scope of the path, the header or the resource's `umi.scope`, read back
+//! by `GET /umi/spans`, counted in `/umi/trace`'s summary, forgotten by `/umi/reset`,
+//! bounded per scope (`partial_success.rejected_spans`), and bad bodies refused with a
+//! `google.rpc.Status` naming what failed.
+
+use std::io::Write as _;
+
+use futures::StreamExt;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, span, status};
+use prost::Message;
+use serde_json::{Value, json};
+use umi_core::llm::transport::{HttpRequest, ReqwestTransport, Transport};
+use umi_dst::serve::{AGENT_SPANS_PER_SCOPE_MAX, RunningServer, ServeConfig, Server};
+
+use crate::support::runtime;
+
+/// `google.rpc.Status` (googleapis `google/rpc/status.proto`), to read a 400's body.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RpcStatus {
+    #[prost(int32, tag = "1")]
+    code: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+}
+
+async fn send(
+    method: &'static str,
+    url: String,
+    headers: Vec<(&str, &str)>,
+    body: Vec<u8>,
+) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let transport = ReqwestTransport::new().unwrap();
+    let response = transport
+        .send(HttpRequest {
+            method,
+            url,
+            headers: (headers.into_iter())
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+            body,
+        })
+        .await
+        .unwrap();
+    let (status, headers) = (response.status, response.headers.clone());
+    let bytes: Vec<u8> = response
+        .body
+        .filter_map(|r| async move { r.ok() })
+        .concat()
+        .await;
+    (status, headers, bytes)
+}
+
+fn string(key: &str, value: &str) -> KeyValue {
+    KeyValue {
+        key: key.to_owned(),
+        value: Some(AnyValue {
+            value: Some(Any::StringValue(value.to_owned())),
+        }),
+    }
+}
+
+/// A span named `name`, the `n`th of its trace (ids from `n`, never zero).
+fn a_span(name: &str, n: u8, parent: Option<u8>) -> Span {
+    Span {
+        trace_id: vec![7; 16],
+        span_id: vec![n + 1; 8],
+        parent_span_id: parent.map_or(Vec::new(), |p| vec![p + 1; 8]),
+        name: name.to_owned(),
+        kind: span::SpanKind::Client as i32,
+        start_time_unix_nano: 1_704_067_200_000_000_000 + u64::from(n) * 1_000,
+        end_time_unix_nano: 1_704_067_200_000_000_000 + u64::from(n) * 1_000 + 500,
+        attributes: vec![string("gen_ai.request.model", "umi-sim")],
+        events: vec![span::Event {
+            time_unix_nano: 1_704_067_200_000_000_100,
+            name: "retry".into(),
+            attributes: vec![KeyValue {
+                key: "attempt".into(),
+                value: Some(AnyValue {
+                    value: Some(Any::IntValue(2)),
+                }),
+            }],
+            ..Default::default()
+        }],
+        status: Some(opentelemetry_proto::tonic::trace::v1::Status {
+            message: "boom".into(),
+            code: status::StatusCode::Error as i32,
+        }),
+        ..Default::default()
+    }
+}
+
+/// An export of `spans` under a resource with `resource_scope` as `umi.scope` (if any).
+fn export(spans: Vec<Span>, resource_scope: Option<&str>) -> ExportTraceServiceRequest {
+    let mut attributes = vec![string("service.name", "agent-under-test")];
+    if let Some(scope) = resource_scope {
+        attributes.push(string("umi.scope", scope));
+    }
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes,
+                ..Default::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                scope: Some(InstrumentationScope {
+                    name: "pydantic-ai".into(),
+                    ..Default::default()
+                }),
+                spans,
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        }],
+    }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+async fn spans(server: &RunningServer, scope: &str) -> Value {
+    let url = format!("{}/umi/spans?scope={scope}", server.base_url());
+    let (status, _, body) = send("GET", url, Vec::new(), Vec::new()).await;
+    assert_eq!(status, 200);
+    serde_json::from_slice(&body).unwrap()
+}
+
+async fn summary(server: &RunningServer, scope: &str) -> Value {
+    let url = format!("{}/umi/trace?scope={scope}", server.base_url());
+    let (_, _, body) = send("GET", url, Vec::new(), Vec::new()).await;
+    let text = String::from_utf8(body).unwrap();
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    (headers.iter())
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn protobuf_json_and_gzip_bodies_are_filed_under_their_scope() {
+    runtime().block_on(async {
+        let server = Server::start(ServeConfig::default()).await.unwrap();
+        let base = server.base_url();
+        let body = export(vec![a_span("chat umi-sim", 0, None)], None).encode_to_vec();
+        // Protobuf under the path's scope.
+        let (status, headers, answer) = send(
+            "POST",
+            format!("{base}/seed/3/scope/by-path/v1/traces"),
+            vec![("content-type", "application/x-protobuf")],
+            body.clone(),
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            header(&headers, "content-type"),
+            Some("application/x-protobuf")
+        );
+        let answer = ExportTraceServiceResponse::decode(&answer[..]).unwrap();
+        assert_eq!(answer.partial_success, None);
+        // Gzipped protobuf under the header's scope (which wins over the resource's).
+        let gzipped = export(vec![a_span("a", 1, Some(0))], Some("ignored")).encode_to_vec();
+        let (status, _, _) = send(
+            "POST",
+            format!("{base}/v1/traces"),
+            vec![
+                ("content-type", "application/x-protobuf"),
+                ("content-encoding", "gzip"),
+                ("x-umi-scope", "by-header"),
+            ],
+            gzip(&gzipped),
+        )
+        .await;
+        assert_eq!(status, 200);
+        // JSON (the official types' serde: hex ids, lowerCamelCase) under the resource's.
+        let json = serde_json::to_vec(&export(vec![a_span("b", 2, None)], Some("by-res"))).unwrap();
+        let (status, headers, answer) = send(
+            "POST",
+            format!("{base}/v1/traces"),
+            vec![("content-type", "application/json; charset=utf-8")],
+            gzip(&json),
+        )
+        .await;
+        assert_eq!(status, 400, "gzip without content-encoding is not JSON");
+        assert_eq!(header(&headers, "content-type"), Some("application/json"));
+        let said: Value = serde_json::from_slice(&answer).unwrap();
+        assert!(said["message"].as_str().unwrap().contains("in JSON"), "{said}");
+        let (status, _, answer) = send(
+            "POST",
+            format!("{base}/v1/traces"),
+            vec![("content-type", "application/json; charset=utf-8")],
+            json,
+        )
+        .await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+        let answer: ExportTraceServiceResponse = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(answer.partial_success, None);
+
+        let by_path = spans(&server, "by-path").await;
+        let listed = &by_path["spans"][0];
+        assert_eq!(by_path["spans"].as_array().unwrap().len(), 1);
+        assert_eq!(listed["trace_id"], "07".repeat(16));
+        assert_eq!(listed["span_id"], "01".repeat(8));
+        assert_eq!(listed["parent_span_id"], Value::Null);
+        assert_eq!(listed["name"], "chat umi-sim");
+        assert_eq!(listed["kind"], "client");
+        assert_eq!(listed["start_unix_nano"], 1_704_067_200_000_000_000u64);
+        assert_eq!(listed["attributes"]["gen_ai.request.model"], "umi-sim");
+        assert_eq!(listed["events"][0]["name"], "retry");
+        assert_eq!(listed["events"][0]["attributes"]["attempt"], 2);
+        assert_eq!(listed["status"], json!({"code": "error", "message": "boom"}));
+        assert_eq!(listed["resource"]["service.name"], "agent-under-test");
+        assert_eq!(listed["instrumentation_scope"], "pydantic-ai");
+        let by_header = spans(&server, "by-header").await;
+        assert_eq!(by_header["spans"][0]["name"], "a");
+        assert_eq!(by_header["spans"][0]["parent_span_id"], "01".repeat(8));
+        assert_eq!(spans(&server, "by-res").await["spans"][0]["name"], "b");
+        assert_eq!(spans(&server, "ignored").await["spans"], json!([]));
+        assert_eq!(summary(&server, "by-path").await["agent_spans"], 1);
+        assert_eq!(summary(&server, "nothing").await["agent_spans"], 0);
+        server.shutdown().await;
+    });
+}
+
+#[test]
+fn a_reset_forgets_the_spans_of_its_scope_only() {
+    runtime().block_on(async {
+        let server = Server::start(ServeConfig::default()).await.unwrap();
+        let base = server.base_url();
+        for scope in ["one", "two"] {
+            let body = export(vec![a_span("x", 0, None)], Some(scope)).encode_to_vec();
+            let headers = vec![("content-type", "application/x-protobuf")];
+            let (status, _, _) = send("POST", format!("{base}/v1/traces"), headers, body).await;
+            assert_eq!(status, 200);
+        }
+        let reset = format!("{base}/umi/reset?scope=one");
+        assert_eq!(send("POST", reset, Vec::new(), Vec::new()).await.0, 200);
+        assert_eq!(spans(&server, "one").await["spans"], json!([]));
+        assert_eq!(spans(&server, "two").await["spans"][0]["name"], "x");
+        assert_eq!(summary(&server, "two").await["agent_spans"], 1);
+        server.shutdown().await;
+    });
+}
+
+#[test]
+fn bad_bodies_and_content_types_are_refused_naming_what_failed() {
+    runtime().block_on(async {
+        let server = Server::start(ServeConfig::default()).await.unwrap();
+        let url = format!("{}/scope/bad/v1/traces", server.base_url());
+        let proto = vec![("content-type", "application/x-protobuf")];
+        let json_type = vec![("content-type", "application/json")];
+        // Not protobuf: a 400 whose google.rpc.Status (protobuf) says so.
+        let (status, _, body) = send("POST", url.clone(), proto.clone(), vec![0xff; 9]).await;
+        assert_eq!(status, 400);
+        let said = RpcStatus::decode(&body[..]).unwrap();
+        assert_eq!(said.code, 3);
+        assert!(said.message.contains("not an OTLP ExportTraceServiceRequest in protobuf"));
+        // JSON with a bad trace id: the path in the document is named.
+        let bad = json!({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]});
+        let (status, _, body) = send("POST", url.clone(), json_type.clone(), bad.to_string().into_bytes()).await;
+        assert_eq!(status, 400);
+        let said: Value = serde_json::from_slice(&body).unwrap();
+        let message = said["message"].as_str().unwrap();
+        assert!(message.contains("resourceSpans[0].scopeSpans[0].spans[0].traceId"), "{message}");
+        // Gzip that is not gzip.
+        let mut gz = proto.clone();
+        gz.push(("content-encoding", "gzip"));
+        let (status, _, body) = send("POST", url.clone(), gz, b"plain".to_vec()).await;
+        assert_eq!(status, 400);
+        assert!(RpcStatus::decode(&body[..]).unwrap().message.contains("not gzip"));
+        // A content type OTLP/HTTP does not define, an encoding it does not either.
+        let text = vec![("content-type", "text/plain")];
+        let (status, _, body) = send("POST", url.clone(), text, b"{}".to_vec()).await;
+        assert_eq!(status, 415);
+        let said: Value = serde_json::from_slice(&body).unwrap();
+        assert!(said["message"].as_str().unwrap().contains("header content-type \"text/plain\""));
+        let mut br = proto.clone();
+        br.push(("content-encoding", "br"));
+        assert_eq!(send("POST", url.clone(), br, Vec::new()).await.0, 415);
+        // A resource scope that is not a scope name.
+        let named = export(vec![a_span("x", 0, None)], Some("a b"));
+        let root = format!("{}/v1/traces", server.base_url());
+        let (status, _, body) = send("POST", root, proto.clone(), named.encode_to_vec()).await;
+        assert_eq!(status, 400);
+        let message = RpcStatus::decode(&body[..]).unwrap().message;
+        assert!(message.contains("resourceSpans[0].resource.attributes[\"umi.scope\"] \"a b\""), "{message}");
+        // A span with a zero trace id is rejected, the others kept.
+        let mut zero = a_span("zero", 1, None);
+        zero.trace_id = vec![0; 16];
+        let mixed = export(vec![a_span("ok", 0, None), zero], None).encode_to_vec();
+        let (status, _, body) = send("POST", url.clone(), proto.clone(), mixed).await;
+        assert_eq!(status, 200);
+        let partial = ExportTraceServiceResponse::decode(&body[..]).unwrap().partial_success.unwrap();
+        assert_eq!(partial.rejected_spans, 1);
+        assert!(partial.error_message.contains("spans[1].traceId: all zero"), "{}", partial.error_message);
+        assert_eq!(spans(&server, "bad").await["spans"].as_array().unwrap().len(), 1);
+        // GET is not how spans arrive.
+        assert_eq!(send("GET", url, Vec::new(), Vec::new()).await.0, 405);
+        server.shutdown().await;
+    });
+}
+
+#[test]
+fn a_scope_keeps_at_most_its_bound_and_says_how_many_it_rejected() {
+    runtime().block_on(async {
+        let server = Server::start(ServeConfig::default()).await.unwrap();
+        let url = format!("{}/scope/full/v1/traces", server.base_url());
+        let proto = vec![("content-type", "application/x-protobuf")];
+        let many = |count: usize| {
+            let spans = (0..count)
+                .map(|n| {
+                    let mut span = a_span("s", 0, None);
+                    span.span_id = (n as u64 + 1).to_be_bytes().to_vec();
+                    span
+                })
+                .collect();
+            export(spans, None).encode_to_vec()
+        };
+        let (status, _, body) = send("POST", url.clone(), proto.clone(), many(AGENT_SPANS_PER_SCOPE_MAX - 1)).await;
+        assert_eq!(status, 200);
+        assert_eq!(ExportTraceServiceResponse::decode(&body[..]).unwrap().partial_success, None);
+        let (status, _, body) = send("POST", url.clone(), proto.clone(), many(3)).await;
+        assert_eq!(status, 200);
+        let partial = ExportTraceServiceResponse::decode(&body[..]).unwrap().partial_success.unwrap();
+        assert_eq!(partial.rejected_spans, 2);
+        assert!(partial.error_message.contains("AGENT_SPANS_PER_SCOPE_MAX"), "{}", partial.error_message);
+        assert_eq!(summary(&server, "full").await["agent_spans"], AGENT_SPANS_PER_SCOPE_MAX);
+        // Another scope is not affected.
+        let other = format!("{}/scope/other/v1/traces", server.base_url());
+        let (_, _, body) = send("POST", other, proto, many(1)).await;
+        assert_eq!(ExportTraceServiceResponse::decode(&body[..]).unwrap().partial_success, None);
+        server.shutdown().await;
+    });
+}
