@@ -95,6 +95,10 @@ mod test_macro;
 /// faults over recorded exchanges, misses explained, recorded time in simulated time.
 mod cassette;
 
+/// OpenTelemetry export: OTLP JSON and protobuf judged by the official generated types,
+/// the GenAI span mapping, deterministic ids and bytes.
+mod otlp;
+
 /// async-openai, unmodified, parses a replayed cassette exactly as it parsed the
 /// recorded answers, whole and streamed (feature `async-openai`).
 #[cfg(feature = "async-openai")]
