@@ -64,6 +64,7 @@ fn string(key: &str, value: &str) -> KeyValue {
         value: Some(AnyValue {
             value: Some(Any::StringValue(value.to_owned())),
         }),
+        ..Default::default()
     }
 }
 
@@ -86,6 +87,7 @@ fn a_span(name: &str, n: u8, parent: Option<u8>) -> Span {
                 value: Some(AnyValue {
                     value: Some(Any::IntValue(2)),
                 }),
+                ..Default::default()
             }],
             ..Default::default()
         }],
