@@ -1,7 +1,8 @@
 """pydantic-ai's own OpenTelemetry spans in a `dst serve` run, with the real SDKs.
 
-The agent is instrumented as pydantic-ai's docs say (`Agent(..., instrument=
-InstrumentationSettings(tracer_provider=...))`), with the OpenTelemetry SDK's
+The agent is instrumented as pydantic-ai's docs say (its `Instrumentation` capability,
+`Agent(..., capabilities=[Instrumentation(settings=InstrumentationSettings(
+tracer_provider=...))])`), with the OpenTelemetry SDK's
 `TracerProvider` exporting OTLP/HTTP protobuf through
 `opentelemetry-exporter-otlp-proto-http` to the run's scope (`umi.tracer_provider()`,
 `umi.otlp_traces_url`). Its first model call is refused with a 429
@@ -29,6 +30,7 @@ from openai import AsyncOpenAI
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from pydantic_ai import Agent
+from pydantic_ai.capabilities import Instrumentation
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -53,8 +55,8 @@ def run_instrumented(umi):
         client = AsyncOpenAI(base_url=umi.openai_base_url, api_key="sk-unused", max_retries=3)
         try:
             model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client))
-            agent = Agent(model, tools=[get_weather],
-                          instrument=InstrumentationSettings(tracer_provider=provider))
+            instrumented = Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))
+            agent = Agent(model, tools=[get_weather], capabilities=[instrumented])
             result = await agent.run(QUESTION)
             return result.output
         finally:
