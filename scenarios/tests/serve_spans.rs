@@ -345,3 +345,112 @@ fn a_scope_keeps_at_most_its_bound_and_says_how_many_it_rejected() {
         server.shutdown().await;
     });
 }
+
+/// A scope's run as OTLP JSON (`GET /umi/trace?scope=S&format=otlp`), read back with the
+/// official types' serde.
+async fn otlp(server: &RunningServer, scope: &str) -> (Vec<u8>, ExportTraceServiceRequest) {
+    let url = format!(
+        "{}/umi/trace?scope={scope}&format=otlp",
+        server.base_url()
+    );
+    let (status, headers, body) = send("GET", url, Vec::new(), Vec::new()).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(header(&headers, "content-type"), Some("application/json"));
+    let decoded = serde_json::from_slice(&body).unwrap();
+    (body, decoded)
+}
+
+/// Two chats in `scope` (the first refused by the rule) and one agent span.
+async fn a_run(server: &RunningServer, scope: &str) {
+    let base = server.base_url();
+    for _ in 0..2 {
+        let body = json!({"model": "umi-sim", "messages": [{"role": "user", "content": "hi"}]});
+        send(
+            "POST",
+            format!("{base}/seed/11/scope/{scope}/v1/chat/completions"),
+            vec![("content-type", "application/json")],
+            body.to_string().into_bytes(),
+        )
+        .await;
+    }
+    let spans = export(vec![a_span("invoke_agent weather", 0, None)], None).encode_to_vec();
+    let url = format!("{base}/scope/{scope}/v1/traces");
+    let proto = vec![("content-type", "application/x-protobuf")];
+    assert_eq!(send("POST", url, proto, spans).await.0, 200);
+}
+
+fn attribute<'a>(pairs: &'a [KeyValue], key: &str) -> Option<&'a Any> {
+    (pairs.iter())
+        .find(|pair| pair.key == key)
+        .and_then(|pair| pair.value.as_ref()?.value.as_ref())
+}
+
+#[test]
+fn a_scope_exports_as_otlp_with_the_agents_spans_beside_the_served_ones() {
+    runtime().block_on(async {
+        let mut config = ServeConfig::default();
+        config.faults = umi_dst::fault::aim::parse_rules("llm.rate_limit@llm.call#1=1").unwrap();
+        let server = Server::start(config).await.unwrap();
+        a_run(&server, "run-a").await;
+        let (bytes, document) = otlp(&server, "run-a").await;
+        assert_eq!(document.resource_spans.len(), 2, "the server's and the agent's");
+        let served = &document.resource_spans[0];
+        let resource = &served.resource.as_ref().unwrap().attributes;
+        assert_eq!(
+            attribute(resource, "service.name"),
+            Some(&Any::StringValue("umi.dst-serve".into()))
+        );
+        assert_eq!(attribute(resource, "umi.seed"), Some(&Any::StringValue("11".into())));
+        assert_eq!(attribute(resource, "umi.scope"), Some(&Any::StringValue("run-a".into())));
+        let spans = &served.scope_spans[0].spans;
+        let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+        println!("served spans: {names:?}");
+        let server_spans: Vec<&Span> = spans.iter().filter(|s| s.kind == span::SpanKind::Server as i32).collect();
+        assert_eq!(server_spans.len(), 2);
+        assert!(server_spans.iter().all(|s| s.name == "POST /v1/chat/completions"));
+        let chats: Vec<&Span> = spans.iter().filter(|s| s.name == "chat umi-sim").collect();
+        assert_eq!(chats.len(), 2, "{names:?}");
+        for chat in &chats {
+            assert_eq!(chat.kind, span::SpanKind::Client as i32);
+            assert_eq!(attribute(&chat.attributes, "gen_ai.operation.name"), Some(&Any::StringValue("chat".into())));
+            assert_eq!(attribute(&chat.attributes, "gen_ai.request.model"), Some(&Any::StringValue("umi-sim".into())));
+        }
+        // Each chat under its request's span; the requests one after the other.
+        assert_eq!(chats[0].parent_span_id, server_spans[0].span_id);
+        assert_eq!(chats[1].parent_span_id, server_spans[1].span_id);
+        assert!(server_spans[1].start_time_unix_nano >= server_spans[0].end_time_unix_nano);
+        assert!(server_spans[0].start_time_unix_nano >= 1_704_067_200_000_000_000);
+        // The refused one: its status and the fault as an event.
+        assert_eq!(attribute(&server_spans[0].attributes, "http.response.status_code"), Some(&Any::IntValue(429)));
+        let faults: Vec<&span::Event> = chats[0].events.iter().filter(|e| e.name == "umi.fault").collect();
+        assert_eq!(faults.len(), 1, "{:?}", chats[0]);
+        assert_eq!(attribute(&faults[0].attributes, "umi.fault.kind"), Some(&Any::StringValue("llm.rate_limit".into())));
+        assert!(attribute(&chats[0].attributes, "error.type").is_some());
+        assert!(matches!(attribute(&chats[1].attributes, "gen_ai.usage.output_tokens"), Some(Any::IntValue(n)) if *n > 0));
+        // The agent's span, as received, under its own resource.
+        let agent = &document.resource_spans[1];
+        assert_eq!(
+            attribute(&agent.resource.as_ref().unwrap().attributes, "service.name"),
+            Some(&Any::StringValue("agent-under-test".into()))
+        );
+        assert_eq!(agent.scope_spans[0].spans[0].name, "invoke_agent weather");
+        assert_eq!(agent.scope_spans[0].spans[0].trace_id, vec![7; 16]);
+        // The same document twice; and the same run in a fresh scope, apart from its ids.
+        assert_eq!(otlp(&server, "run-a").await.0, bytes);
+        a_run(&server, "run-b").await;
+        let (_, again) = otlp(&server, "run-b").await;
+        let strip = |document: &ExportTraceServiceRequest| -> Vec<(String, u64, u64, usize, usize)> {
+            (document.resource_spans[0].scope_spans[0].spans.iter())
+                .map(|s| (s.name.clone(), s.start_time_unix_nano, s.end_time_unix_nano, s.attributes.len(), s.events.len()))
+                .collect()
+        };
+        assert_eq!(strip(&document), strip(&again));
+        assert_ne!(document.resource_spans[0].scope_spans[0].spans[0].trace_id, again.resource_spans[0].scope_spans[0].spans[0].trace_id);
+        // An unknown format is refused by name.
+        let url = format!("{}/umi/trace?format=zipkin", server.base_url());
+        let (status, _, body) = send("GET", url, Vec::new(), Vec::new()).await;
+        assert_eq!(status, 400);
+        assert!(String::from_utf8_lossy(&body).contains("format=\\\"zipkin\\\""), "{}", String::from_utf8_lossy(&body));
+        server.shutdown().await;
+    });
+}

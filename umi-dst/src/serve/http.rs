@@ -201,7 +201,17 @@ fn own_path(
         Err(message) => return Some(own_error(None, 400, &message, Vec::new())),
     };
     Some(match (request.method(), path) {
-        (&hyper::Method::GET, "/umi/trace") => session_trace(state, scope.as_deref()),
+        (&hyper::Method::GET, "/umi/trace") => {
+            match super::otlp_trace::wants_otlp(request.uri().query()) {
+                Ok(false) => session_trace(state, scope.as_deref()),
+                Ok(true) => respond(
+                    200,
+                    vec![("content-type".into(), "application/json".into())],
+                    full(super::otlp_trace::otlp_json(state, scope.as_deref())),
+                ),
+                Err(message) => own_error(None, 400, &message, Vec::new()),
+            }
+        }
         (&hyper::Method::GET, "/umi/spans") => respond(
             200,
             vec![("content-type".into(), "application/json".into())],

@@ -46,6 +46,7 @@ mod http;
 mod marks;
 mod mcp;
 mod mcp_tools;
+mod otlp_trace;
 mod own;
 mod play;
 mod pool;
@@ -73,6 +74,7 @@ pub use config::{
 };
 pub use error::ServeError;
 pub use mcp_tools::{MCP_TOOLS_FILE_BYTES_MAX, MCP_TOOLS_MAX, McpToolSpec, McpToolsSpec};
+pub use otlp_trace::SERVICE_NAME_SERVE;
 pub use spans_in::SCOPE_ATTRIBUTE;
 pub use proxy::{FailureHook, PROXY_BODY_BYTES_MAX, ProxyConfig, RunningProxy};
 pub use stdio::{StdioReply, StdioServer};
