@@ -146,6 +146,13 @@ pub enum TraceKind {
         model: String,
         /// The error's text.
         error: String,
+        /// The error's kind (`rate_limit`: umi-core's `LlmErrorKind`). Not in the text
+        /// (so not in the hash): the OTLP export's `error.type`.
+        error_kind: &'static str,
+        /// The refused call's `llm.call` (its `request` and `occurrence`), `None` for a
+        /// request refused before it was traced (an invalid one). Not in the text: what
+        /// pairs the refusal with its call in the OTLP export when calls overlap.
+        call: Option<([u8; 4], u64)>,
     },
     /// `net.request`: a request reached the simulated network.
     NetRequest {
@@ -443,7 +450,7 @@ impl fmt::Display for TraceKind {
                 f,
                 "routes for tasks {tasks:?} cannot match requests without a task tag (over SimNetwork none has one): use FnRoute::for_task_or"
             ),
-            Self::LlmRefuse { model, error } => write!(f, "{model} {error}"),
+            Self::LlmRefuse { model, error, .. } => write!(f, "{model} {error}"),
             Self::NetModelNotFound {
                 base_url,
                 asked,
