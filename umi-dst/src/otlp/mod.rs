@@ -42,6 +42,7 @@ mod encode;
 mod error;
 pub mod ids;
 mod run;
+mod served;
 pub mod semconv;
 mod spans;
 pub mod time;
@@ -52,6 +53,7 @@ pub use error::OtlpError;
 pub use ids::{SpanId, TraceId};
 pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 pub use run::{RunExport, SERVICE_NAME_RUN, export_run};
+pub use served::{HTTP_REQUEST_METHOD, ServedRequest, URL_PATH, served_request};
 pub use spans::{
     CallError, EVENTS_PER_SPAN_MAX, Fault, McpCall, ModelCall, SCOPE_NAME, SPANS_PER_EXPORT_MAX,
     SpanIndex, SpanSpec, Spans, ToolCall,

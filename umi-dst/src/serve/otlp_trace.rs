@@ -105,15 +105,21 @@ fn scope_spans(
 }
 
 /// The agent's clock when it sent the request (`x-umi-clock-us`), if it sent it.
-/// CLOCK-MERGE: `entry.clock_us` once the log entry has it (SCHEMA section 1).
-fn clock_of(_entry: &Entry) -> Option<u64> {
-    None
+fn clock_of(entry: &Entry) -> Option<u64> {
+    entry.clock_us
 }
 
-/// How long the response took in simulated time, when the server recorded it.
-/// CLOCK-MERGE: `entry.timing.end_us` once the log entry has it (SCHEMA section 1).
-fn length_of(_entry: &Entry) -> Option<Duration> {
-    None
+/// How long the response took in simulated time (`timing`): to its end, or for a stall
+/// to its last byte (the server's 600 s hold on a stalled connection is no part of the
+/// run: the client's own timeout ends it first).
+fn length_of(entry: &Entry) -> Option<Duration> {
+    let timing = &entry.timing;
+    let end_us = if timing.ending == "stall" {
+        timing.last_us
+    } else {
+        timing.end_us
+    };
+    Some(Duration::from_micros(end_us))
 }
 
 /// What the server's log says of a request, as `umi.*` attributes of its span.

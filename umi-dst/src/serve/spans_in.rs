@@ -211,30 +211,14 @@ fn gunzip(body: &[u8], limit: usize) -> Result<Vec<u8>, Refusal> {
     Ok(out)
 }
 
-/// The body as an `ExportTraceServiceRequest`, or a 400 naming what failed (for JSON,
-/// the path in the document).
+/// The body as an `ExportTraceServiceRequest` (`otlp::from_protobuf`, `otlp::from_json`),
+/// or a 400 naming what failed (for JSON, the path in the document).
 fn decode(body: &[u8], encoding: Encoding) -> Result<ExportTraceServiceRequest, Refusal> {
-    match encoding {
-        Encoding::Protobuf => ExportTraceServiceRequest::decode(body).map_err(|error| {
-            refused(
-                400,
-                format!("the body is not an OTLP ExportTraceServiceRequest in protobuf: {error}"),
-            )
-        }),
-        Encoding::Json => {
-            let mut reader = serde_json::Deserializer::from_slice(body);
-            serde_path_to_error::deserialize(&mut reader).map_err(|error| {
-                refused(
-                    400,
-                    format!(
-                        "the body is not an OTLP ExportTraceServiceRequest in JSON, at {}: {}",
-                        error.path(),
-                        error.inner()
-                    ),
-                )
-            })
-        }
-    }
+    let decoded = match encoding {
+        Encoding::Protobuf => crate::otlp::from_protobuf(body),
+        Encoding::Json => crate::otlp::from_json(body),
+    };
+    decoded.map_err(|error| refused(400, format!("the body is {error}")))
 }
 
 /// Spans to keep, by scope, in the request's order; how many were rejected for their
