@@ -14,7 +14,7 @@ tracer_provider=...))])`), with the OpenTelemetry SDK's
   `opentelemetry-proto` package (`google.protobuf.json_format` into
   `ExportTraceServiceRequest`), holds the served requests as GenAI spans (`chat umi-sim`,
   `gen_ai.operation.name`, `gen_ai.request.model`, token counts, the 429's `error.type`
-  and its `umi.fault` event) under `service.name = umi.dst-serve` with `umi.seed` and
+  (`error.type = rate_limit`) and its `umi.fault` event) under `service.name = umi.dst-serve` with `umi.seed` and
   `umi.scope`, and the agent's own spans under its own resource, in one document;
 * a page of the run (`dst trace-html --agent-spans`, what the plugin writes on a
   failure) draws the agent's spans beside the requests.
@@ -120,7 +120,8 @@ def test_the_agents_spans_are_in_the_run_beside_the_served_requests(umi, tmp_pat
         assert said["gen_ai.request.model"] == MODEL
     refused = [span for span in model_calls if attributes(span).get("http.response.status_code") == 429]
     assert len(refused) == 1, [attributes(span) for span in model_calls]
-    assert attributes(refused[0]).get("error.type") == "429"
+    assert attributes(refused[0]).get("error.type") == "rate_limit"
+    assert refused[0].status.code == refused[0].status.STATUS_CODE_ERROR
     faults = [event for event in refused[0].events if event.name == "umi.fault"]
     assert [attributes(event)["umi.fault.kind"] for event in faults] == ["llm.rate_limit"]
     answered = [span for span in model_calls if attributes(span).get("http.response.status_code") == 200]

@@ -32,6 +32,8 @@ const PLOT_WIDTH_PX: f64 = 1_100.0;
 const ROW_HEIGHT_PX: f64 = 16.0;
 /// Characters of a row's label.
 const LABEL_CHARS_MAX: usize = 40;
+/// Characters of an attribute's value in the spans' table.
+const VALUE_CHARS_MAX: usize = 120;
 
 /// One event of an agent span.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -197,7 +199,12 @@ pub fn section(entries: &[ServedEntry], spans: &[AgentSpan]) -> Result<String, S
     }
     let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&note));
     out.push_str(&gantt(drawn));
-    out.push_str(&spans_table(spans));
+    let shift_us = if aligned {
+        0
+    } else {
+        (spans.iter().map(|s| sim_us(s.start_unix_nano)).min()).unwrap_or(0)
+    };
+    out.push_str(&spans_table(spans, shift_us));
     out.push_str(&json_script("agent-spans", &drawn)?);
     Ok(out)
 }
@@ -256,8 +263,9 @@ fn gantt(rows: &[Row]) -> String {
     out
 }
 
-/// The spans' table: name, kind, times, status, events, its gen_ai attributes.
-fn spans_table(spans: &[AgentSpan]) -> String {
+/// The spans' table: name, kind, times (on the time line: less `shift_us`), status,
+/// events, its gen_ai attributes (each value cut to [`VALUE_CHARS_MAX`] characters).
+fn spans_table(spans: &[AgentSpan], shift_us: u64) -> String {
     let mut out = String::from(
         "<table id=\"agent-spans-table\">\n<thead><tr><th>#</th><th>name</th><th>kind</th>\
          <th>start</th><th>length</th><th>status</th><th>events</th><th>gen_ai</th></tr></thead>\n<tbody>\n",
@@ -267,7 +275,14 @@ fn spans_table(spans: &[AgentSpan]) -> String {
         let events: Vec<&str> = span.events.iter().map(|e| e.name.as_str()).collect();
         let gen_ai: Vec<String> = (span.attributes.iter())
             .filter(|(key, _)| key.starts_with("gen_ai."))
-            .map(|(key, value)| format!("{key}={value}"))
+            .map(|(key, value)| {
+                let text = value.to_string();
+                let mut cut: String = text.chars().take(VALUE_CHARS_MAX).collect();
+                if cut.len() < text.len() {
+                    cut.push('…');
+                }
+                format!("{key}={cut}")
+            })
             .collect();
         let status = if span.status.message.is_empty() {
             span.status.code.clone()
@@ -281,7 +296,9 @@ fn spans_table(spans: &[AgentSpan]) -> String {
             if span.status.code == "error" { " class=\"differs\"" } else { "" },
             escape(&span.name),
             escape(&span.kind),
-            escape(&seconds_text(sim_us(span.start_unix_nano))),
+            escape(&seconds_text(
+                sim_us(span.start_unix_nano).saturating_sub(shift_us)
+            )),
             escape(&seconds_text(length_us)),
             escape(&status),
             escape(&events.join(", ")),
