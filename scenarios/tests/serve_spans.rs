@@ -197,7 +197,10 @@ fn protobuf_json_and_gzip_bodies_are_filed_under_their_scope() {
         assert_eq!(status, 400, "gzip without content-encoding is not JSON");
         assert_eq!(header(&headers, "content-type"), Some("application/json"));
         let said: Value = serde_json::from_slice(&answer).unwrap();
-        assert!(said["message"].as_str().unwrap().contains("not OTLP JSON"), "{said}");
+        assert!(
+            said["message"].as_str().unwrap().contains("not OTLP JSON"),
+            "{said}"
+        );
         let (status, _, answer) = send(
             "POST",
             format!("{base}/v1/traces"),
@@ -221,7 +224,10 @@ fn protobuf_json_and_gzip_bodies_are_filed_under_their_scope() {
         assert_eq!(listed["attributes"]["gen_ai.request.model"], "umi-sim");
         assert_eq!(listed["events"][0]["name"], "retry");
         assert_eq!(listed["events"][0]["attributes"]["attempt"], 2);
-        assert_eq!(listed["status"], json!({"code": "error", "message": "boom"}));
+        assert_eq!(
+            listed["status"],
+            json!({"code": "error", "message": "boom"})
+        );
         assert_eq!(listed["resource"]["service.name"], "agent-under-test");
         assert_eq!(listed["instrumentation_scope"], "pydantic-ai");
         let by_header = spans(&server, "by-header").await;
@@ -267,26 +273,50 @@ fn bad_bodies_and_content_types_are_refused_naming_what_failed() {
         assert_eq!(status, 400);
         let said = RpcStatus::decode(&body[..]).unwrap();
         assert_eq!(said.code, 3);
-        assert!(said.message.contains("not OTLP protobuf (an ExportTraceServiceRequest)"), "{}", said.message);
+        assert!(
+            said.message
+                .contains("not OTLP protobuf (an ExportTraceServiceRequest)"),
+            "{}",
+            said.message
+        );
         // JSON with a bad trace id: the path in the document is named.
         let bad = json!({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]});
-        let (status, _, body) = send("POST", url.clone(), json_type.clone(), bad.to_string().into_bytes()).await;
+        let (status, _, body) = send(
+            "POST",
+            url.clone(),
+            json_type.clone(),
+            bad.to_string().into_bytes(),
+        )
+        .await;
         assert_eq!(status, 400);
         let said: Value = serde_json::from_slice(&body).unwrap();
         let message = said["message"].as_str().unwrap();
-        assert!(message.contains("resourceSpans[0].scopeSpans[0].spans[0].traceId"), "{message}");
+        assert!(
+            message.contains("resourceSpans[0].scopeSpans[0].spans[0].traceId"),
+            "{message}"
+        );
         // Gzip that is not gzip.
         let mut gz = proto.clone();
         gz.push(("content-encoding", "gzip"));
         let (status, _, body) = send("POST", url.clone(), gz, b"plain".to_vec()).await;
         assert_eq!(status, 400);
-        assert!(RpcStatus::decode(&body[..]).unwrap().message.contains("not gzip"));
+        assert!(
+            RpcStatus::decode(&body[..])
+                .unwrap()
+                .message
+                .contains("not gzip")
+        );
         // A content type OTLP/HTTP does not define, an encoding it does not either.
         let text = vec![("content-type", "text/plain")];
         let (status, _, body) = send("POST", url.clone(), text, b"{}".to_vec()).await;
         assert_eq!(status, 415);
         let said: Value = serde_json::from_slice(&body).unwrap();
-        assert!(said["message"].as_str().unwrap().contains("header content-type \"text/plain\""));
+        assert!(
+            said["message"]
+                .as_str()
+                .unwrap()
+                .contains("header content-type \"text/plain\"")
+        );
         let mut br = proto.clone();
         br.push(("content-encoding", "br"));
         assert_eq!(send("POST", url.clone(), br, Vec::new()).await.0, 415);
@@ -296,17 +326,33 @@ fn bad_bodies_and_content_types_are_refused_naming_what_failed() {
         let (status, _, body) = send("POST", root, proto.clone(), named.encode_to_vec()).await;
         assert_eq!(status, 400);
         let message = RpcStatus::decode(&body[..]).unwrap().message;
-        assert!(message.contains("resourceSpans[0].resource.attributes[\"umi.scope\"] \"a b\""), "{message}");
+        assert!(
+            message.contains("resourceSpans[0].resource.attributes[\"umi.scope\"] \"a b\""),
+            "{message}"
+        );
         // A span with a zero trace id is rejected, the others kept.
         let mut zero = a_span("zero", 1, None);
         zero.trace_id = vec![0; 16];
         let mixed = export(vec![a_span("ok", 0, None), zero], None).encode_to_vec();
         let (status, _, body) = send("POST", url.clone(), proto.clone(), mixed).await;
         assert_eq!(status, 200);
-        let partial = ExportTraceServiceResponse::decode(&body[..]).unwrap().partial_success.unwrap();
+        let partial = ExportTraceServiceResponse::decode(&body[..])
+            .unwrap()
+            .partial_success
+            .unwrap();
         assert_eq!(partial.rejected_spans, 1);
-        assert!(partial.error_message.contains("spans[1].traceId: all zero"), "{}", partial.error_message);
-        assert_eq!(spans(&server, "bad").await["spans"].as_array().unwrap().len(), 1);
+        assert!(
+            partial.error_message.contains("spans[1].traceId: all zero"),
+            "{}",
+            partial.error_message
+        );
+        assert_eq!(
+            spans(&server, "bad").await["spans"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
         // GET is not how spans arrive.
         assert_eq!(send("GET", url, Vec::new(), Vec::new()).await.0, 405);
         server.shutdown().await;
@@ -329,19 +375,45 @@ fn a_scope_keeps_at_most_its_bound_and_says_how_many_it_rejected() {
                 .collect();
             export(spans, None).encode_to_vec()
         };
-        let (status, _, body) = send("POST", url.clone(), proto.clone(), many(AGENT_SPANS_PER_SCOPE_MAX - 1)).await;
+        let (status, _, body) = send(
+            "POST",
+            url.clone(),
+            proto.clone(),
+            many(AGENT_SPANS_PER_SCOPE_MAX - 1),
+        )
+        .await;
         assert_eq!(status, 200);
-        assert_eq!(ExportTraceServiceResponse::decode(&body[..]).unwrap().partial_success, None);
+        assert_eq!(
+            ExportTraceServiceResponse::decode(&body[..])
+                .unwrap()
+                .partial_success,
+            None
+        );
         let (status, _, body) = send("POST", url.clone(), proto.clone(), many(3)).await;
         assert_eq!(status, 200);
-        let partial = ExportTraceServiceResponse::decode(&body[..]).unwrap().partial_success.unwrap();
+        let partial = ExportTraceServiceResponse::decode(&body[..])
+            .unwrap()
+            .partial_success
+            .unwrap();
         assert_eq!(partial.rejected_spans, 2);
-        assert!(partial.error_message.contains("AGENT_SPANS_PER_SCOPE_MAX"), "{}", partial.error_message);
-        assert_eq!(summary(&server, "full").await["agent_spans"], AGENT_SPANS_PER_SCOPE_MAX);
+        assert!(
+            partial.error_message.contains("AGENT_SPANS_PER_SCOPE_MAX"),
+            "{}",
+            partial.error_message
+        );
+        assert_eq!(
+            summary(&server, "full").await["agent_spans"],
+            AGENT_SPANS_PER_SCOPE_MAX
+        );
         // Another scope is not affected.
         let other = format!("{}/scope/other/v1/traces", server.base_url());
         let (_, _, body) = send("POST", other, proto, many(1)).await;
-        assert_eq!(ExportTraceServiceResponse::decode(&body[..]).unwrap().partial_success, None);
+        assert_eq!(
+            ExportTraceServiceResponse::decode(&body[..])
+                .unwrap()
+                .partial_success,
+            None
+        );
         server.shutdown().await;
     });
 }
@@ -349,10 +421,7 @@ fn a_scope_keeps_at_most_its_bound_and_says_how_many_it_rejected() {
 /// A scope's run as OTLP JSON (`GET /umi/trace?scope=S&format=otlp`), read back with the
 /// official types' serde.
 async fn otlp(server: &RunningServer, scope: &str) -> (Vec<u8>, ExportTraceServiceRequest) {
-    let url = format!(
-        "{}/umi/trace?scope={scope}&format=otlp",
-        server.base_url()
-    );
+    let url = format!("{}/umi/trace?scope={scope}&format=otlp", server.base_url());
     let (status, headers, body) = send("GET", url, Vec::new(), Vec::new()).await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     assert_eq!(header(&headers, "content-type"), Some("application/json"));
@@ -404,7 +473,6 @@ fn a_scope_exports_as_otlp_with_the_agents_spans_beside_the_served_ones() {
         assert_eq!(attribute(resource, "umi.scope"), Some(&Any::StringValue("run-a".into())));
         let spans = &served.scope_spans[0].spans;
         let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
-        println!("served spans: {names:?}");
         let server_spans: Vec<&Span> = spans.iter().filter(|s| s.kind == span::SpanKind::Server as i32).collect();
         assert_eq!(server_spans.len(), 2);
         assert!(server_spans.iter().all(|s| s.name == "POST /v1/chat/completions"));

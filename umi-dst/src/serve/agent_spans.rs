@@ -142,14 +142,17 @@ fn span_json(kept: &Kept) -> Value {
         SpanKind::Producer => "producer",
         SpanKind::Consumer => "consumer",
     });
-    let status = span.status.as_ref().map_or(json!({"code": "unset", "message": ""}), |status| {
-        let code = StatusCode::try_from(status.code).map_or("unset", |code| match code {
-            StatusCode::Unset => "unset",
-            StatusCode::Ok => "ok",
-            StatusCode::Error => "error",
+    let status = span
+        .status
+        .as_ref()
+        .map_or(json!({"code": "unset", "message": ""}), |status| {
+            let code = StatusCode::try_from(status.code).map_or("unset", |code| match code {
+                StatusCode::Unset => "unset",
+                StatusCode::Ok => "ok",
+                StatusCode::Error => "error",
+            });
+            json!({"code": code, "message": status.message})
         });
-        json!({"code": code, "message": status.message})
-    });
     let events: Vec<Value> = (span.events.iter())
         .map(|event| {
             json!({"name": event.name, "time_unix_nano": event.time_unix_nano,
@@ -222,7 +225,8 @@ pub(crate) fn regrouped(spans: Vec<Kept>) -> Vec<ResourceSpans> {
     let mut out: Vec<ResourceSpans> = Vec::new();
     for kept in spans {
         let same_resource = out.last().is_some_and(|last| {
-            (last.resource.as_ref(), &last.schema_url) == (kept.resource.0.as_ref(), &kept.resource.1)
+            (last.resource.as_ref(), &last.schema_url)
+                == (kept.resource.0.as_ref(), &kept.resource.1)
         });
         if !same_resource {
             out.push(ResourceSpans {

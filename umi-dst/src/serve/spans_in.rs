@@ -116,7 +116,10 @@ fn request_encoding(request: &Request<Incoming>) -> Result<Encoding, Refusal> {
     if request.method() != hyper::Method::POST {
         return Err(refused(
             405,
-            format!("{TRACES_PATH} takes POST (OTLP/HTTP), not {}", request.method()),
+            format!(
+                "{TRACES_PATH} takes POST (OTLP/HTTP), not {}",
+                request.method()
+            ),
         ));
     }
     let value = (request.headers().get(hyper::header::CONTENT_TYPE))
@@ -205,7 +208,9 @@ fn gunzip(body: &[u8], limit: usize) -> Result<Vec<u8>, Refusal> {
     if out.len() > limit {
         return Err(refused(
             413,
-            format!("the gzipped body inflates past this server's limit of {limit} bytes (--body-bytes-max)"),
+            format!(
+                "the gzipped body inflates past this server's limit of {limit} bytes (--body-bytes-max)"
+            ),
         ));
     }
     Ok(out)

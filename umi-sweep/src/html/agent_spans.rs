@@ -155,9 +155,15 @@ pub fn rows(entries: &[ServedEntry], spans: &[AgentSpan]) -> (Vec<Row>, bool) {
         });
     }
     for (number, span) in spans.iter().enumerate() {
-        let shift = if aligned { 0 } else { first_span_us.unwrap_or(0) };
+        let shift = if aligned {
+            0
+        } else {
+            first_span_us.unwrap_or(0)
+        };
         let start_us = sim_us(span.start_unix_nano).saturating_sub(shift);
-        let end_us = sim_us(span.end_unix_nano).saturating_sub(shift).max(start_us);
+        let end_us = sim_us(span.end_unix_nano)
+            .saturating_sub(shift)
+            .max(start_us);
         out.push(Row {
             source: "agent",
             number,
@@ -244,7 +250,10 @@ fn gantt(rows: &[Row]) -> String {
             row.source,
             row.number,
             top + ROW_HEIGHT_PX - 4.0,
-            escape(&format!("{} {label}", if row.source == "agent" { "◆" } else { "▶" })),
+            escape(&format!(
+                "{} {label}",
+                if row.source == "agent" { "◆" } else { "▶" }
+            )),
             top + 3.0,
             (right - left).max(2.0),
             ROW_HEIGHT_PX - 6.0,
@@ -293,7 +302,11 @@ fn spans_table(spans: &[AgentSpan], shift_us: u64) -> String {
             out,
             "<tr id=\"agent-span-{at}\"{}><td class=\"mono\">{at}</td><td>{}</td><td>{}</td>\
              <td class=\"mono\">{}</td><td class=\"mono\">{}</td><td>{}</td><td>{}</td><td><pre>{}</pre></td></tr>",
-            if span.status.code == "error" { " class=\"differs\"" } else { "" },
+            if span.status.code == "error" {
+                " class=\"differs\""
+            } else {
+                ""
+            },
             escape(&span.name),
             escape(&span.kind),
             escape(&seconds_text(
@@ -317,7 +330,13 @@ mod tests {
     const EPOCH_NS: u64 = SIM_EPOCH_UNIX_MS_DEFAULT * 1_000_000;
 
     fn entries(clock: bool) -> Vec<ServedEntry> {
-        let clock_us = |us: u64| if clock { format!(",\"clock_us\":{us}") } else { String::new() };
+        let clock_us = |us: u64| {
+            if clock {
+                format!(",\"clock_us\":{us}")
+            } else {
+                String::new()
+            }
+        };
         let text = format!(
             "{{\"path\":\"/v1/chat/completions\",\"status\":200,\"end\":\"complete\",\"arrival\":0,\
              \"events\":[{{\"index\":0,\"at\":500,\"kind\":\"llm.call\",\"detail\":\"\"}}]{}}}\n\
@@ -349,8 +368,10 @@ mod tests {
     fn requests_and_spans_share_the_simulated_clock_when_requests_carry_it() {
         let (rows, aligned) = rows(&entries(true), &spans());
         assert!(aligned);
-        let order: Vec<(&str, u64, u64)> =
-            rows.iter().map(|r| (r.source, r.start_us, r.end_us)).collect();
+        let order: Vec<(&str, u64, u64)> = rows
+            .iter()
+            .map(|r| (r.source, r.start_us, r.end_us))
+            .collect();
         assert_eq!(
             order,
             [
@@ -383,6 +404,9 @@ mod tests {
     #[test]
     fn a_file_that_is_not_a_spans_answer_is_refused() {
         let error = parse_spans("[1, 2]").unwrap_err();
-        assert!(error.starts_with("not a `GET /umi/spans` answer"), "{error}");
+        assert!(
+            error.starts_with("not a `GET /umi/spans` answer"),
+            "{error}"
+        );
     }
 }
