@@ -59,6 +59,21 @@ fn header<'a>(request: &'a Request<Incoming>, name: &str) -> Option<Result<&'a s
         .map(|value| value.to_str().map_err(|_| ()))
 }
 
+/// What a request's path and headers say: its seed, scope and path (`address.rs`) and
+/// the agent's clock (`x-umi-clock-us`, `clock.rs`); the refusal names what was wrong.
+fn request_address(request: &Request<Incoming>) -> Result<Address, String> {
+    let address = address(
+        request.uri().path(),
+        header(request, "x-umi-seed"),
+        header(request, "x-umi-scope"),
+    )?;
+    let clock_us = super::clock::agent_clock_us(header(request, super::clock::CLOCK_HEADER))?;
+    Ok(Address {
+        clock_us,
+        ..address
+    })
+}
+
 /// Answers one HTTP request. An `Err` closes the connection without a response (a
 /// connection the simulation refused or broke before the headers).
 pub(crate) async fn handle(
@@ -67,23 +82,11 @@ pub(crate) async fn handle(
 ) -> Result<Response<Body>, io::Error> {
     // A cassette matches on the query too (`?api-version=`, `?alt=sse`).
     let query = request.uri().query().map(str::to_owned);
-    let address = match address(
-        request.uri().path(),
-        header(&request, "x-umi-seed"),
-        header(&request, "x-umi-scope"),
-    )
-    .and_then(|address| {
-        let clock_us = super::clock::agent_clock_us(header(&request, super::clock::CLOCK_HEADER))?;
-        Ok(Address {
-            clock_us,
-            ..address
-        })
-    }) {
+    let address = match request_address(&request) {
         Ok(address) => address,
         Err(message) => return Ok(own_error(None, 400, &message, Vec::new())),
     };
-    // The agent's own spans (OTLP/HTTP), before any endpoint: `/v1/traces` is never a
-    // model's path.
+    // The agent's own spans (OTLP/HTTP): `/v1/traces` never reaches a model endpoint.
     if address.path == super::spans_in::TRACES_PATH {
         return Ok(super::spans_in::handle(&state, request, &address).await);
     }
