@@ -1,5 +1,5 @@
 //! `GET /umi/trace?scope=S&format=otlp`: a scope's run as OpenTelemetry, one OTLP JSON
-//! `ExportTraceServiceRequest` (https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding)
+//! `ExportTraceServiceRequest` (<https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding>)
 //! holding two kinds of resource:
 //!
 //! - the served requests, under `service.name = umi.dst-serve`, `umi.seed`, `umi.scope`:

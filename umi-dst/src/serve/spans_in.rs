@@ -3,7 +3,7 @@
 //! `umi.trace()` and `GET /umi/trace?format=otlp` show them beside the simulated model,
 //! tools and faults.
 //!
-//! As the OTLP/HTTP spec says (https://opentelemetry.io/docs/specs/otlp/#otlphttp):
+//! As the OTLP/HTTP spec says (<https://opentelemetry.io/docs/specs/otlp/#otlphttp>):
 //! the body is an `ExportTraceServiceRequest` (opentelemetry-proto's
 //! `collector/trace/v1/trace_service.proto`), binary protobuf with `Content-Type:
 //! application/x-protobuf` or OTLP JSON with `application/json`, optionally
