@@ -522,3 +522,96 @@ fn a_scope_exports_as_otlp_with_the_agents_spans_beside_the_served_ones() {
         server.shutdown().await;
     });
 }
+
+#[test]
+fn an_mcp_tools_call_exports_as_an_execute_tool_span() {
+    use std::sync::Arc;
+    use umi_core::env::SystemEnvironment;
+    use umi_core::mcp::McpClient;
+    runtime().block_on(async {
+        let server = Server::start(ServeConfig::default()).await.unwrap();
+        let url = format!("{}/seed/5/scope/tools/mcp", server.base_url());
+        let transport: Arc<dyn Transport> = Arc::new(ReqwestTransport::new().unwrap());
+        let client = McpClient::new(transport, Arc::new(SystemEnvironment::new()), &url);
+        client.connect().await.expect("initialize");
+        client
+            .call_tool("get_weather", json!({"city": "Oslo"}), Some("call_7"))
+            .await
+            .expect("tools/call");
+        let (_, document) = otlp(&server, "tools").await;
+        let spans = &document.resource_spans[0].scope_spans[0].spans;
+        let tools: Vec<&Span> = (spans.iter())
+            .filter(|s| s.name == "execute_tool get_weather")
+            .collect();
+        assert_eq!(
+            tools.len(),
+            1,
+            "{:?}",
+            spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+        );
+        let tool = tools[0];
+        assert_eq!(tool.kind, span::SpanKind::Internal as i32);
+        assert_eq!(
+            attribute(&tool.attributes, "gen_ai.operation.name"),
+            Some(&Any::StringValue("execute_tool".into()))
+        );
+        assert_eq!(
+            attribute(&tool.attributes, "gen_ai.tool.name"),
+            Some(&Any::StringValue("get_weather".into()))
+        );
+        // Under the request's SERVER span, `POST /mcp`.
+        let parent = (spans.iter())
+            .find(|s| s.span_id == tool.parent_span_id)
+            .unwrap();
+        assert_eq!(parent.kind, span::SpanKind::Server as i32);
+        assert!(parent.name.starts_with("POST "), "{}", parent.name);
+        server.shutdown().await;
+    });
+}
+
+#[test]
+fn a_request_on_the_agents_clock_starts_there_and_one_without_after_the_previous() {
+    runtime().block_on(async {
+        let server = Server::start(ServeConfig::default()).await.unwrap();
+        let url = format!(
+            "{}/seed/3/scope/clocked/v1/chat/completions",
+            server.base_url()
+        );
+        for (content, clock) in [
+            ("one", Some("5000000")),
+            ("two", None),
+            ("three", Some("9000000")),
+        ] {
+            let body =
+                json!({"model": "umi-sim", "messages": [{"role": "user", "content": content}]});
+            let mut headers = vec![("content-type", "application/json")];
+            if let Some(clock) = clock {
+                headers.push(("x-umi-clock-us", clock));
+            }
+            assert_eq!(
+                send("POST", url.clone(), headers, body.to_string().into_bytes())
+                    .await
+                    .0,
+                200
+            );
+        }
+        let (_, document) = otlp(&server, "clocked").await;
+        let requests: Vec<(u64, u64)> = (document.resource_spans[0].scope_spans[0].spans.iter())
+            .filter(|s| s.kind == span::SpanKind::Server as i32)
+            .map(|s| (s.start_time_unix_nano, s.end_time_unix_nano))
+            .collect();
+        const EPOCH_NS: u64 = 1_704_067_200_000_000_000;
+        assert_eq!(requests.len(), 3);
+        assert_eq!(requests[0].0, EPOCH_NS + 5_000_000_000);
+        assert!(
+            requests[0].1 > requests[0].0,
+            "a model call takes simulated time"
+        );
+        assert_eq!(
+            requests[1].0, requests[0].1,
+            "no clock: where the previous one ended"
+        );
+        assert_eq!(requests[2].0, EPOCH_NS + 9_000_000_000);
+        server.shutdown().await;
+    });
+}
