@@ -81,6 +81,10 @@ async fn collect(
 }
 
 /// A collector on a loopback port, on a thread of its own, for the rest of the process.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a real HTTP server beside the test, outside any simulation"
+)]
 fn start_collector() -> (SocketAddr, Seen) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();

@@ -67,8 +67,9 @@ pub(super) struct ReplayArgs {
     otlp: Option<PathBuf>,
     /// Also send the run as an OpenTelemetry trace to the collector the standard
     /// variables name: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (else OTEL_EXPORTER_OTLP_ENDPOINT
-    /// + /v1/traces), OTEL_EXPORTER_OTLP_HEADERS (k=v,k2=v2), OTEL_EXPORTER_OTLP_PROTOCOL
-    /// (http/protobuf or http/json), OTEL_EXPORTER_OTLP_TIMEOUT (ms).
+    /// with /v1/traces appended), OTEL_EXPORTER_OTLP_HEADERS (k=v,k2=v2),
+    /// OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf or http/json), OTEL_EXPORTER_OTLP_TIMEOUT
+    /// (ms).
     #[arg(long)]
     otlp_export: bool,
 }

@@ -137,7 +137,7 @@ pub(super) struct SweepArgs {
 }
 
 /// Runs `dst sweep`.
-pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> ExitCode {
+pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: &str) -> ExitCode {
     if let Err(error) = super::assertions::check(args.allow_no_debug_assertions) {
         return fail(&error);
     }
@@ -154,7 +154,7 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: Str
     let html = args.html.clone();
     let otlp = args.otlp.clone();
     let no_record = args.no_record;
-    let options = match options(args, program.clone(), interrupt.clone()) {
+    let options = match options(args, program.to_owned(), interrupt.clone()) {
         Ok(options) => options,
         Err(error) => return fail(&error),
     };
@@ -187,7 +187,7 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: Str
     print_seeds_and_resume(&report, no_record);
     let mut write_errors = write_errors;
     if let Some(dir) = &otlp
-        && let Err(error) = export_failures(scenarios, &report, dir, &program)
+        && let Err(error) = export_failures(scenarios, &report, dir, program)
     {
         write_errors.push(error);
     }
