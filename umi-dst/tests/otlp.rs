@@ -553,3 +553,88 @@ fn overlapping_calls_pair_with_their_own_answers() {
         Some("timeout")
     );
 }
+
+/// umi-core's MCP client against a simulated MCP server: `initialize`, `tools/list`
+/// (failed by an internal-error fault) and `tools/call`.
+async fn mcp_session(sim: SimEnvironment) -> Result<(), Violation> {
+    use std::sync::Arc;
+    use umi_core::llm::transport::Transport;
+    use umi_core::mcp::{McpClient, McpClientConfig};
+    use umi_dst::mcp::SimMcpServer;
+    use umi_dst::network::SimNetwork;
+    let url = "http://tools.sim/mcp";
+    let tools = SimTools::new(&sim).with(
+        SimTool::new("pay", "pays", serde_json::json!({"type": "object"})).with_latency_ms(5, 5),
+    );
+    let network: Arc<dyn Transport> =
+        Arc::new(SimNetwork::new(&sim).with_mcp(url, SimMcpServer::new("t", tools)));
+    let config = McpClientConfig::default().with_request_timeout(Duration::from_secs(5));
+    let client = McpClient::new(network, sim.env(), url).with_config(config);
+    let _listed = client.list_tools().await;
+    let _called = client
+        .call_tool("pay", serde_json::json!({}), Some("call_9"))
+        .await;
+    Ok(())
+}
+
+/// MCP requests are CLIENT spans named after their method, with the MCP conventions'
+/// attributes; the fault decided for `tools/list` is on its span and no other, and the
+/// tool that `tools/call` ran is an `execute_tool` span.
+#[test]
+fn mcp_requests_are_spans_and_their_faults_land_on_them() {
+    let fault = FaultConfig::always(FaultKind::McpInternalError)
+        .on_operation("tool.mcp.request.tools/list")
+        .unwrap();
+    let mut config = SimConfig::new(4).with_fault(fault);
+    config.trace_full = true;
+    let run = Simulation::new(config).run_seed(4, &mcp_session);
+    assert!(run.passed(), "{:?}", run.failure);
+    assert_eq!(run.injections.len(), 1, "{:?}", run.injections);
+    let request = export(&run);
+    let all = spans(&request);
+    let mcp: Vec<&Span> = all
+        .iter()
+        .filter(|span| attribute(span, "mcp.method.name").is_some())
+        .collect();
+    let methods: Vec<String> = mcp
+        .iter()
+        .map(|span| string_attribute(span, "mcp.method.name").unwrap())
+        .collect();
+    for method in ["initialize", "tools/list", "tools/call"] {
+        assert!(
+            methods.iter().any(|m| m == method),
+            "{method} in {methods:?}"
+        );
+    }
+    for span in &mcp {
+        assert_eq!(
+            span.name,
+            string_attribute(span, "mcp.method.name").unwrap()
+        );
+        assert_eq!(span.kind, span::SpanKind::Client as i32);
+        assert!(
+            string_attribute(span, "mcp.session.id").is_some(),
+            "{}",
+            span.name
+        );
+        let faults = fault_kinds(span);
+        if span.name == "tools/list" {
+            assert_eq!(faults, [FaultKind::McpInternalError.name()]);
+            assert_eq!(
+                string_attribute(span, "error.type").as_deref(),
+                Some("error")
+            );
+        } else {
+            assert!(faults.is_empty(), "{}: {faults:?}", span.name);
+        }
+    }
+    let initialize = mcp.iter().find(|span| span.name == "initialize").unwrap();
+    assert!(string_attribute(initialize, "mcp.protocol.version").is_some());
+    let pay = named(&request, "execute_tool pay");
+    assert_eq!(pay.len(), 1);
+    assert_eq!(
+        string_attribute(pay[0], "gen_ai.tool.call.id").as_deref(),
+        Some("call_9")
+    );
+    assert!(fault_kinds(&all[0]).is_empty(), "a fault on the root");
+}
