@@ -1,102 +1,10 @@
-//! OpenTelemetry export (issue 43): what `umi_dst::otlp` writes, judged by the official
-//! generated types (`opentelemetry-proto`'s prost messages and serde derives).
+//! OpenTelemetry export (issue 43): a simulation's run as `umi_dst::otlp` exports it,
+//! judged by the official generated types (`opentelemetry-proto`'s prost messages and
+//! serde derives).
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
-use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, span};
-use serde_json::Value;
-
-/// A request with one span whose fields exercise every special case of OTLP JSON.
-fn one_span_request() -> ExportTraceServiceRequest {
-    let span = Span {
-        trace_id: vec![
-            0x5b, 0x8e, 0xff, 0xf7, 0x98, 0x03, 0x81, 0x03, 0xd2, 0x69, 0xb6, 0x33, 0x81, 0x3f,
-            0xc6, 0x0c,
-        ],
-        span_id: vec![0xee, 0xe1, 0x9b, 0x7e, 0xc3, 0xc1, 0xb1, 0x74],
-        name: "chat sim-model".into(),
-        kind: span::SpanKind::Client as i32,
-        // Past 2^53: a JSON number would lose it, so OTLP JSON writes it as a string.
-        start_time_unix_nano: 1_704_067_200_000_000_123,
-        end_time_unix_nano: 1_704_067_200_250_000_123,
-        attributes: vec![KeyValue {
-            key: "gen_ai.usage.input_tokens".into(),
-            value: Some(AnyValue {
-                value: Some(any_value::Value::IntValue(9_007_199_254_740_993)),
-            }),
-            ..KeyValue::default()
-        }],
-        ..Span::default()
-    };
-    ExportTraceServiceRequest {
-        resource_spans: vec![ResourceSpans {
-            scope_spans: vec![ScopeSpans {
-                spans: vec![span],
-                ..ScopeSpans::default()
-            }],
-            ..ResourceSpans::default()
-        }],
-    }
-}
-
-/// The crate's serde JSON is OTLP JSON as the spec says
-/// (https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding): hex trace and span
-/// ids (not protobuf-JSON's base64), lowerCamelCase keys, enums as integers, 64-bit
-/// integers as decimal strings; and it reads back to the same message.
-#[test]
-fn opentelemetry_proto_serde_is_otlp_json() {
-    let request = one_span_request();
-    let json: Value = serde_json::to_value(&request).unwrap();
-    let span = &json["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
-    assert_eq!(
-        span["traceId"], "5b8efff798038103d269b633813fc60c",
-        "{json}"
-    );
-    assert_eq!(span["spanId"], "eee19b7ec3c1b174", "{json}");
-    assert_eq!(span["kind"], 3, "SPAN_KIND_CLIENT as an integer: {json}");
-    assert_eq!(span["startTimeUnixNano"], "1704067200000000123", "{json}");
-    assert_eq!(span["endTimeUnixNano"], "1704067200250000123", "{json}");
-    let attribute = &span["attributes"][0];
-    assert_eq!(attribute["key"], "gen_ai.usage.input_tokens");
-    assert_eq!(attribute["value"]["intValue"], "9007199254740993", "{json}");
-    for snake in [
-        "resource_spans",
-        "scope_spans",
-        "trace_id",
-        "start_time_unix_nano",
-    ] {
-        assert!(!json.to_string().contains(snake), "{snake} in {json}");
-    }
-    let back: ExportTraceServiceRequest = serde_json::from_value(json).unwrap();
-    assert_eq!(back, request);
-}
-
-/// The other way: a collector's own OTLP JSON (the spec's example form, numbers for
-/// 64-bit fields accepted too) decodes with the same types.
-#[test]
-fn otlp_json_from_elsewhere_decodes() {
-    let text = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"x"}}]},
-        "scopeSpans":[{"spans":[{"traceId":"5B8EFFF798038103D269B633813FC60C","spanId":"EEE19B7EC3C1B174",
-        "name":"n","kind":2,"startTimeUnixNano":1544712660000000000,"endTimeUnixNano":"1544712661000000000",
-        "attributes":[{"key":"n","value":{"intValue":"7"}}]}]}]}]}"#;
-    let request: ExportTraceServiceRequest = serde_json::from_str(text).unwrap();
-    let span = &request.resource_spans[0].scope_spans[0].spans[0];
-    assert_eq!(span.trace_id[0], 0x5b);
-    assert_eq!(span.start_time_unix_nano, 1_544_712_660_000_000_000);
-    assert_eq!(span.end_time_unix_nano, 1_544_712_661_000_000_000);
-    assert_eq!(
-        span.attributes[0].value.as_ref().unwrap().value,
-        Some(any_value::Value::IntValue(7))
-    );
-    assert!(
-        serde_json::from_str::<ExportTraceServiceRequest>(
-            r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"not hex"}]}]}]}"#
-        )
-        .is_err()
-    );
-}
-
-// --- The export of a simulation's run ------------------------------------------------
+use opentelemetry_proto::tonic::common::v1::any_value;
+use opentelemetry_proto::tonic::trace::v1::{Span, span};
 
 use std::time::Duration;
 
@@ -552,4 +460,89 @@ fn overlapping_calls_pair_with_their_own_answers() {
         string_attribute(timed_out, "error.type").as_deref(),
         Some("timeout")
     );
+}
+
+/// umi-core's MCP client against a simulated MCP server: `initialize`, `tools/list`
+/// (failed by an internal-error fault) and `tools/call`.
+async fn mcp_session(sim: SimEnvironment) -> Result<(), Violation> {
+    use std::sync::Arc;
+    use umi_core::llm::transport::Transport;
+    use umi_core::mcp::{McpClient, McpClientConfig};
+    use umi_dst::mcp::SimMcpServer;
+    use umi_dst::network::SimNetwork;
+    let url = "http://tools.sim/mcp";
+    let tools = SimTools::new(&sim).with(
+        SimTool::new("pay", "pays", serde_json::json!({"type": "object"})).with_latency_ms(5, 5),
+    );
+    let network: Arc<dyn Transport> =
+        Arc::new(SimNetwork::new(&sim).with_mcp(url, SimMcpServer::new("t", tools)));
+    let config = McpClientConfig::default().with_request_timeout(Duration::from_secs(5));
+    let client = McpClient::new(network, sim.env(), url).with_config(config);
+    let _listed = client.list_tools().await;
+    let _called = client
+        .call_tool("pay", serde_json::json!({}), Some("call_9"))
+        .await;
+    Ok(())
+}
+
+/// MCP requests are CLIENT spans named after their method, with the MCP conventions'
+/// attributes; the fault decided for `tools/list` is on its span and no other, and the
+/// tool that `tools/call` ran is an `execute_tool` span.
+#[test]
+fn mcp_requests_are_spans_and_their_faults_land_on_them() {
+    let fault = FaultConfig::always(FaultKind::McpInternalError)
+        .on_operation("tool.mcp.request.tools/list")
+        .unwrap();
+    let mut config = SimConfig::new(4).with_fault(fault);
+    config.trace_full = true;
+    let run = Simulation::new(config).run_seed(4, &mcp_session);
+    assert!(run.passed(), "{:?}", run.failure);
+    assert_eq!(run.injections.len(), 1, "{:?}", run.injections);
+    let request = export(&run);
+    let all = spans(&request);
+    let mcp: Vec<&Span> = all
+        .iter()
+        .filter(|span| attribute(span, "mcp.method.name").is_some())
+        .collect();
+    let methods: Vec<String> = mcp
+        .iter()
+        .map(|span| string_attribute(span, "mcp.method.name").unwrap())
+        .collect();
+    for method in ["initialize", "tools/list", "tools/call"] {
+        assert!(
+            methods.iter().any(|m| m == method),
+            "{method} in {methods:?}"
+        );
+    }
+    for span in &mcp {
+        assert_eq!(
+            span.name,
+            string_attribute(span, "mcp.method.name").unwrap()
+        );
+        assert_eq!(span.kind, span::SpanKind::Client as i32);
+        assert!(
+            string_attribute(span, "mcp.session.id").is_some(),
+            "{}",
+            span.name
+        );
+        let faults = fault_kinds(span);
+        if span.name == "tools/list" {
+            assert_eq!(faults, [FaultKind::McpInternalError.name()]);
+            assert_eq!(
+                string_attribute(span, "error.type").as_deref(),
+                Some("error")
+            );
+        } else {
+            assert!(faults.is_empty(), "{}: {faults:?}", span.name);
+        }
+    }
+    let initialize = mcp.iter().find(|span| span.name == "initialize").unwrap();
+    assert!(string_attribute(initialize, "mcp.protocol.version").is_some());
+    let pay = named(&request, "execute_tool pay");
+    assert_eq!(pay.len(), 1);
+    assert_eq!(
+        string_attribute(pay[0], "gen_ai.tool.call.id").as_deref(),
+        Some("call_9")
+    );
+    assert!(fault_kinds(&all[0]).is_empty(), "a fault on the root");
 }

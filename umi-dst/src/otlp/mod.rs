@@ -33,7 +33,7 @@
 //! | `tool.invalid_params` | the same span, no duration, `error.type = invalid_params` |
 //! | `mcp.initialize`, `mcp.request` | CLIENT span named after the JSON-RPC method, from its `net.request` (first in, first out) to the answer: `mcp.method.name`, `mcp.session.id`, `jsonrpc.request.id`, `mcp.protocol.version`, `umi.mcp.reply`; a reply other than a result: status ERROR, `error.type` = the reply |
 //! | `mcp.refused` | CLIENT span named after the HTTP method, `http.response.status_code`, status ERROR |
-//! | `fault` | span event `umi.fault` (`umi.fault.kind`, `umi.fault.operation`, `umi.fault.rule`, `umi.fault.ordinal`) on the span of the operation it hit: an `llm.call` fault on its model call, a `tool.call.{name}` fault on that tool's next call, an `mcp.*` fault on the next MCP request, a `network.body` fault on the model call it cut; any other (storage, clock, connect) on the root |
+//! | `fault` | span event `umi.fault` (`umi.fault.kind`, `umi.fault.operation`, `umi.fault.rule`, `umi.fault.ordinal`) on the span of the operation it hit: an `llm.call` fault on its model call, a `tool.call.{name}` fault on that tool's next call, a `tool.mcp.*` fault on the next MCP request, a `network.body` fault on the model call it cut; any other (storage, clock, connect) on the root |
 //! | the rest (`sleep`, `cover`, storage, cassette, named events) | nothing |
 //!
 //! A model call still open when the run ends ends with the run, `umi.call.unfinished`.

@@ -278,7 +278,9 @@ impl Walk {
             }
         } else if operation.starts_with("tool.call") {
             push_bounded(&mut self.tool_faults, fault, &mut self.spans, self.root);
-        } else if operation.starts_with("mcp.") {
+        } else if operation.starts_with("tool.mcp.") || operation.starts_with("mcp.") {
+            // `tool.mcp.initialize`, `tool.mcp.request.<method>`: decided as the request
+            // arrives, before its answer's `mcp.*` event.
             push_bounded(&mut self.mcp_faults, fault, &mut self.spans, self.root);
         } else if operation.starts_with("network.body")
             && let Some((last, true)) = self.last.as_mut()

@@ -704,6 +704,18 @@ mod tests {
                 "llm.untagged",
                 "routes for tasks [\"a\", \"b\"] cannot match requests without a task tag (over SimNetwork none has one): use FnRoute::for_task_or",
             ),
+            // The refusal's kind and call are typed fields for the OTLP export, not
+            // text: the hash of a run with a refusal is what it was before they came.
+            (
+                TraceKind::LlmRefuse {
+                    model: s("sim/m"),
+                    error: s("rate limited; retry after 20 ms"),
+                    error_kind: "rate_limit",
+                    call: Some(([1, 2, 3, 4], 2)),
+                },
+                "llm.refuse",
+                "sim/m rate limited; retry after 20 ms",
+            ),
             (
                 TraceKind::NetRequest {
                     method: s("POST"),
