@@ -1,6 +1,6 @@
 //! `--otlp-export`: an export sent to an OpenTelemetry collector over OTLP/HTTP,
 //! configured as every OpenTelemetry SDK is, by the standard variables
-//! (https://opentelemetry.io/docs/specs/otel/protocol/exporter/):
+//! (<https://opentelemetry.io/docs/specs/otel/protocol/exporter/>):
 //!
 //! - where: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as it is, else
 //!   `OTEL_EXPORTER_OTLP_ENDPOINT` with `v1/traces` appended to its path; neither is a

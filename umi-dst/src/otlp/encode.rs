@@ -1,7 +1,7 @@
 //! An `ExportTraceServiceRequest` as the two OTLP encodings, and back: binary protobuf
 //! (prost, `application/x-protobuf`) and OTLP JSON (`application/json`: the
 //! opentelemetry-proto crate's serde derives, which write what the spec's "JSON Protobuf
-//! Encoding" asks, https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding: hex
+//! Encoding" asks, <https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding>: hex
 //! trace and span ids, lowerCamelCase keys, enums as integers, 64-bit integers as
 //! decimal strings; checked by umi-dst's `otlp` tests).
 

@@ -2,13 +2,13 @@
 //!
 //! The `gen_ai.*` names, the span names and kinds follow the OpenTelemetry semantic
 //! conventions for generative AI, version 1.37.0 ("Semantic conventions for generative
-//! client AI spans", https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/:
+//! client AI spans", <https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/>:
 //! the inference span `{gen_ai.operation.name} {gen_ai.request.model}`, kind CLIENT; the
 //! execute-tool span `execute_tool {gen_ai.tool.name}`, kind INTERNAL). 1.37.0 is the
 //! version that renamed `gen_ai.system` to `gen_ai.provider.name`; the export writes
 //! both, so backends that read either (Phoenix, Langfuse, older Jaeger UIs) show the
 //! provider. The MCP names follow the same conventions' MCP page
-//! (https://opentelemetry.io/docs/specs/semconv/gen-ai/mcp/): `mcp.method.name`,
+//! (<https://opentelemetry.io/docs/specs/semconv/gen-ai/mcp/>): `mcp.method.name`,
 //! `mcp.session.id`, `mcp.protocol.version`, `jsonrpc.request.id`. `error.type`,
 //! `http.response.status_code` and `service.name` are the general conventions'. The
 //! `umi.*` names are Umi's own.
