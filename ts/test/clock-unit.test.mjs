@@ -8,6 +8,10 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { setTimeout as sleepPromise } from 'node:timers/promises';
 
 import {
@@ -31,6 +35,7 @@ const realSetTimeout = globalThis.setTimeout;
 const realFetch = globalThis.fetch;
 const realRandom = Math.random;
 const SECOND_US = 1_000_000;
+const here = path.dirname(fileURLToPath(import.meta.url));
 
 /** Runs `body` on the clock and prints the wall time it took (never asserted). */
 async function timed(name, options, body) {
@@ -314,6 +319,11 @@ describe('a response on the clock', () => {
         /POST http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions got no whole answer within 0.3 s of real time/.test(error.message),
     );
   });
+});
+
+test("Node's own fetch keeps real timers: the process's first fetch, on the clock, puts none on it", async () => {
+  const { stdout } = await promisify(execFile)(process.execPath, [path.join(here, 'fixtures', 'clock-first-fetch.mjs')]);
+  assert.deepEqual(JSON.parse(stdout), { text: 'ok', fakeTimersInFlight: 0 });
 });
 
 describe('x-umi-timing', () => {
