@@ -45,6 +45,14 @@ const real = {
 };
 const RealTimeout = real.setTimeout(() => {}, 0).constructor;
 
+/** fake-timers numbers its timers from 1e12 (its `idCounterStart`), clear of Node's ids. */
+const FAKE_TIMER_ID_MIN = 1e12;
+
+/** A timer (or a timer's numeric id) of the real clock. */
+function isRealTimer(timer) {
+  return timer instanceof RealTimeout || (typeof timer === 'number' && timer < FAKE_TIMER_ID_MIN);
+}
+
 /** Whether the caller of the function that calls this is Node's own code. */
 function calledByNode() {
   const frames = new Error().stack.split('\n');
@@ -71,7 +79,7 @@ function routeNodeTimers() {
   const clear = (name) =>
     Object.assign(
       function (timer) {
-        return (timer instanceof RealTimeout ? real : fake)[name](timer);
+        return (isRealTimer(timer) ? real : fake)[name](timer);
       },
       { clock: fake[name].clock },
     );
