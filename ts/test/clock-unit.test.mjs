@@ -28,6 +28,8 @@ import {
   UNDICI_BODY_TIMEOUT_SECS,
   UNDICI_HEADERS_TIMEOUT_SECS,
 } from '../src/index.js';
+import OpenAI from 'openai';
+
 import { timedServer, timing } from './support/timed-server.mjs';
 
 const realDate = Date;
@@ -324,6 +326,34 @@ describe('a response on the clock', () => {
 test("Node's own fetch keeps real timers: the process's first fetch, on the clock, puts none on it", async () => {
   const { stdout } = await promisify(execFile)(process.execPath, [path.join(here, 'fixtures', 'clock-first-fetch.mjs')]);
   assert.deepEqual(JSON.parse(stdout), { text: 'ok', fakeTimersInFlight: 0 });
+});
+
+test("the openai SDK's own backoff draws its jitter from the seed: one seed, one schedule", async (t) => {
+  // Two 503s without Retry-After, then an answer: the SDK backs off 0.5 s, then 1 s, each
+  // less up to 25 % of jitter from Math.random.
+  let calls = 0;
+  const completion = { id: 'c', object: 'chat.completion', created: 0, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] };
+  const server = await timedServer(t, () => {
+    calls += 1;
+    const ok = calls % 3 === 0;
+    return {
+      status: ok ? 200 : 503,
+      headers: { 'content-type': 'application/json', 'x-umi-timing': timing(1000, 1000, 1000, 1000, 'complete') },
+      chunks: [JSON.stringify(ok ? completion : { error: { message: 'overloaded' } })],
+    };
+  });
+  const schedule = (seed) =>
+    runOnClock({ serverURL: server.url, seed }, async (clock) => {
+      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 2 });
+      await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+      return clock.requests.map((r) => r.clockUs);
+    });
+  const [a, b, other] = [await schedule(11), await schedule(11), await schedule(12)];
+  assert.deepEqual(a, b);
+  assert.notDeepEqual(a, other);
+  assert.equal(a.length, 3);
+  const waits = [a[1] - a[0] - 1000, a[2] - a[1] - 1000];
+  assert.ok(waits[0] > 375_000 && waits[0] <= 500_000 && waits[1] > 750_000 && waits[1] <= 1_000_000, JSON.stringify(waits));
 });
 
 describe('x-umi-timing', () => {
