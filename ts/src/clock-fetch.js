@@ -113,9 +113,12 @@ async function receive({ driver, realFetch, input, init, signal, where, realWait
   }
 }
 
-/** The body of a played response: chunks at N + F and N + L, then its ending. */
+/** The body of a played response: chunks at N + F and N + L, then its ending. A body
+ * cancelled by its reader leaves no wait behind (the clock must not jump for it). */
 function playedBody({ driver, nowUs, timing, chunks, bodyError, signal }) {
-  const wait = (atUs) => driver.waitUntil(atUs, signal, () => abortReason(signal));
+  const local = new AbortController();
+  const unlink = link(signal, local);
+  const wait = (atUs) => driver.waitUntil(atUs, local.signal, () => abortReason(local.signal));
   let step = 0;
   return new ReadableStream(
     {
@@ -139,17 +142,23 @@ function playedBody({ driver, nowUs, timing, chunks, bodyError, signal }) {
           }
           await wait(nowUs + timing.lastUs);
           if (timing.ending === 'complete') {
+            unlink();
             controller.close();
           } else if (timing.ending === 'reset') {
             await wait(nowUs + timing.endUs);
-            controller.error(bodyError instanceof TypeError ? bodyError : connectionClosedInBody());
+            throw bodyError instanceof TypeError ? bodyError : connectionClosedInBody();
           } else {
             await wait(nowUs + timing.lastUs + UNDICI_BODY_TIMEOUT_SECS * 1_000_000);
-            controller.error(bodyTimeout());
+            throw bodyTimeout();
           }
         } catch (error) {
+          unlink();
           controller.error(error);
         }
+      },
+      cancel(reason) {
+        unlink();
+        local.abort(reason);
       },
     },
     { highWaterMark: 0 },

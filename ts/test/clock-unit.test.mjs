@@ -184,6 +184,23 @@ describe('a response on the clock', () => {
     ]);
   });
 
+  test('a body its reader cancels leaves no wait behind: the clock does not jump for it', async (t) => {
+    const server = await timedServer(t, () => ({ headers: { 'x-umi-timing': timing(0, 0, 50 * SECOND_US, 50 * SECOND_US, 'complete') }, chunks: ['a', 'b'] }));
+    const got = await runOnClock({ serverURL: server.url, seed: 1 }, async (clock) => {
+      const reader = (await fetch(`${server.url}/v1/x`)).body.getReader();
+      await reader.read(); // the first chunk, at N + F
+      const pending = reader.read(); // the rest is due at N + L = 50 s
+      await new Promise((resolve) => setImmediate(resolve)); // the body's pull starts waiting
+      await reader.cancel();
+      await pending;
+      // Waiting on something the clock does not know (100 real ms): nothing is due, so
+      // the clock stays (a wait left for the cancelled body would have moved it to 50 s).
+      await new Promise((resolve) => realSetTimeout(resolve, 100));
+      return clock.nowUs();
+    });
+    assert.equal(got, 0);
+  });
+
   test('reset: the body errors at N + E with the error of the closed socket', async (t) => {
     const server = await timedServer(t, () => ({
       headers: { 'x-umi-timing': timing(0, 100, 100, 4000, 'reset') },
