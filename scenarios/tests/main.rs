@@ -66,6 +66,10 @@ mod serve;
 /// fresh scope, every format and any model with no flags.
 mod serve_promises;
 
+/// `dst serve` for an agent on Umi's simulated clock (`x-umi-clock-us`): the drawn
+/// Retry-After, dates on the agent's clock, `x-umi-timing`, no response told apart.
+mod serve_clock;
+
 /// `dst serve`'s MCP server at `/mcp`: umi-core's MCP client over real HTTP, reruns under
 /// a fresh scope, MCP's faults as typed errors, the transport's refusals.
 mod serve_mcp;

@@ -28,6 +28,9 @@ pub(crate) struct Address {
     pub(crate) scope: String,
     /// The path with the `/seed/{n}` and `/scope/{name}` segments taken off.
     pub(crate) path: String,
+    /// The agent's clock when it sent the request, µs since the simulated epoch, when it
+    /// runs on Umi's clock (`x-umi-clock-us`: `super::clock`); set by the caller.
+    pub(crate) clock_us: Option<u64>,
 }
 
 /// Reads `path` and the `x-umi-seed` / `x-umi-scope` header values (`None` when absent;
@@ -75,6 +78,7 @@ pub(crate) fn address(
         branches,
         scope,
         path: rest,
+        clock_us: None,
     })
 }
 

@@ -71,7 +71,14 @@ pub(crate) async fn handle(
         request.uri().path(),
         header(&request, "x-umi-seed"),
         header(&request, "x-umi-scope"),
-    ) {
+    )
+    .and_then(|address| {
+        let clock_us = super::clock::agent_clock_us(header(&request, super::clock::CLOCK_HEADER))?;
+        Ok(Address {
+            clock_us,
+            ..address
+        })
+    }) {
         Ok(address) => address,
         Err(message) => return Ok(own_error(None, 400, &message, Vec::new())),
     };
@@ -110,6 +117,7 @@ pub(crate) async fn handle(
     let (occurrence, arrival) = session.next_occurrence(&address.scope, seed, &endpoint_key, hash);
     let asked_at = super::aim::model_operations(endpoint.profile, endpoint.api_root(), &rest);
     let aimed = session.aimed_config(&state.config, &address.scope, asked_at);
+    let clock_us = address.clock_us;
     let key = (address.scope, seed, endpoint_key, hash, occurrence);
     let asked = asked_path(&state.config, format, &rest, query);
     let branched = (&address.branches, arrival + 1);
@@ -125,7 +133,8 @@ pub(crate) async fn handle(
         }
     };
     let carried = super::digest::carried(format, &recorded, super::session::is_cut(&recorded));
-    log_and_play_model(&state, key, &rest, recorded, permit, (carried, history)).await
+    let digest = (carried, history);
+    log_and_play_model(&state, key, &rest, (recorded, clock_us), permit, digest).await
 }
 
 /// The path the simulation is asked: with the query when a cassette matches on it or

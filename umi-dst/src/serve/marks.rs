@@ -144,6 +144,8 @@ mod tests {
             arrival,
             carried: None,
             history: None,
+            clock_us: None,
+            timing: crate::serve::clock::Timing::ZERO,
         }
     }
 

@@ -114,6 +114,7 @@ pub(super) async fn handle(
         .merge_mcp(&address.scope, session_id.as_deref(), &after.sessions);
     *world = after.world;
     drop(world);
+    let clock_us = address.clock_us;
     let key = (
         address.scope,
         seed,
@@ -121,7 +122,7 @@ pub(super) async fn handle(
         hash,
         occurrence,
     );
-    log_and_play(&state, key, MCP_PATH, recorded, permit).await
+    log_and_play(&state, key, MCP_PATH, (recorded, clock_us), permit).await
 }
 
 /// The 403 of an `Origin` that is not allowed (MCP 2025-11-25, transports, security

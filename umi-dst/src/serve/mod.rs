@@ -12,6 +12,9 @@
 //! the same request in a fresh scope, streamed and whole alike. The bytes are SimNetwork's, in the endpoint's profile;
 //! there is no second encoder. Simulated latency is played back in real time multiplied
 //! by `time_scale` (0, the default, waits not at all; Retry-After is scaled the same way).
+//! A client on Umi's simulated clock (`x-umi-clock-us`: the pytest plugin, the TypeScript
+//! helper) is told the drawn Retry-After and when each part was sent instead, and plays
+//! the waits on its own clock (`clock.rs`).
 //!
 //! Every response says how to reproduce it: `x-umi-seed`, `x-umi-request-hash`,
 //! `x-umi-occurrence`, `x-umi-run-seed` and the faults applied (`x-umi-faults`).
@@ -38,6 +41,7 @@ mod address;
 mod aim;
 mod answer;
 mod branch;
+mod clock;
 mod config;
 mod digest;
 mod error;

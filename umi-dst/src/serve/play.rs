@@ -16,18 +16,20 @@ use hyper::Response;
 use hyper::body::Frame;
 
 use super::answer::{End, Recorded};
+use super::clock;
 use super::config::ServeConfig;
 use super::digest::{Carried, History};
-use super::reply::{Body, State, respond};
+use super::reply::{Body, State, full, respond};
 use super::session::{Entry, Key, hex};
 
 /// Logs a recorded answer under `key` (scope, seed, endpoint, hash, occurrence) and plays
-/// it back: the last steps of every simulated request, model or MCP.
+/// it back: the last steps of every simulated request, model or MCP. `recorded` comes with
+/// the agent's clock when the client runs on Umi's (`super::clock`).
 pub(crate) async fn log_and_play(
     state: &State,
     key: Key,
     path: &str,
-    recorded: Recorded,
+    recorded: (Recorded, Option<u64>),
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Result<Response<Body>, io::Error> {
     log_and_play_model(state, key, path, recorded, permit, (None, None)).await
@@ -39,17 +41,20 @@ pub(crate) async fn log_and_play_model(
     state: &State,
     key: Key,
     path: &str,
-    mut recorded: Recorded,
+    recorded: (Recorded, Option<u64>),
     permit: tokio::sync::OwnedSemaphorePermit,
     digest: (Option<Carried>, Option<History>),
 ) -> Result<Response<Body>, io::Error> {
+    let (mut recorded, clock_us) = recorded;
     let mut entry = Entry::new(&key, path, &mut recorded);
     (entry.carried, entry.history) = digest;
+    entry.clock_us = clock_us;
     let played = Played {
         seed: key.1,
         scope: key.0.clone(),
         hash: key.3,
         occurrence: key.4,
+        clock_us,
     };
     state.session.record(key, entry);
     play(&state.config, &played, recorded, permit).await
@@ -122,6 +127,8 @@ struct Played {
     scope: String,
     hash: [u8; 32],
     occurrence: u64,
+    /// The agent's clock when it sent the request, when it runs on Umi's.
+    clock_us: Option<u64>,
 }
 
 /// Plays `recorded` back: headers, then each piece after its scaled delay, then its end.
@@ -134,6 +141,13 @@ async fn play(
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Result<Response<Body>, io::Error> {
     let scale = config.time_scale;
+    if recorded.status.is_none() && played.clock_us.is_some() {
+        // A client on the simulated clock is told which: a reset and a hang look alike as
+        // a closed connection, and it plays the difference on its own clock.
+        let (status, headers) = clock::no_response(&recorded);
+        drop(permit);
+        return Ok(respond(status, headers, full(Bytes::new())));
+    }
     let Some(status) = recorded.status else {
         // Refused or broken before the headers: the connection closes (after the stall,
         // scaled, when the server hung instead).
@@ -226,6 +240,7 @@ fn played_body(
 /// retry headers scaled to real time, and the `x-umi-*` headers that name the seed, the
 /// request, its occurrence, the run's seed and its faults.
 fn played_headers(recorded: &mut Recorded, played: &Played, scale: f64) -> Vec<(String, String)> {
+    let timing = clock::Timing::of(recorded);
     let mut headers: Vec<(String, String)> = std::mem::take(&mut recorded.headers)
         .into_iter()
         .filter(|(n, _)| {
@@ -233,7 +248,15 @@ fn played_headers(recorded: &mut Recorded, played: &Played, scale: f64) -> Vec<(
                 && !n.eq_ignore_ascii_case("transfer-encoding")
         })
         .collect();
-    scale_retry_headers(&mut headers, scale);
+    match played.clock_us {
+        // On the agent's clock a wait is told as the simulation drew it, and dates read
+        // the agent's time; the client waits out each part on that clock.
+        Some(clock_us) => {
+            clock::onto_agent_clock(&mut headers, clock_us);
+            headers.push((clock::TIMING_HEADER.into(), timing.header_value()));
+        }
+        None => scale_retry_headers(&mut headers, scale),
+    }
     headers.push(("x-umi-seed".into(), played.seed.to_string()));
     if !played.scope.is_empty() {
         headers.push(("x-umi-scope".into(), played.scope.clone()));

@@ -61,6 +61,13 @@ pub(crate) struct Entry {
     /// A digest of the request's conversation (a model entry the format could parse).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) history: Option<super::digest::History>,
+    /// The agent's clock when it sent the request, µs since the simulated epoch, when it
+    /// runs on Umi's clock (`x-umi-clock-us`); in no trace hash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) clock_us: Option<u64>,
+    /// When the response's parts were sent, in the run's simulated time (`super::clock`);
+    /// in no trace hash.
+    pub(crate) timing: super::clock::Timing,
 }
 
 impl Entry {
@@ -84,6 +91,8 @@ impl Entry {
             arrival: 0,
             carried: None,
             history: None,
+            clock_us: None,
+            timing: super::clock::Timing::of(recorded),
         }
     }
 }
@@ -403,6 +412,8 @@ mod tests {
             arrival: 0,
             carried: None,
             history: None,
+            clock_us: None,
+            timing: crate::serve::clock::Timing::ZERO,
         }
     }
 
