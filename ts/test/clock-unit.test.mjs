@@ -239,7 +239,7 @@ describe('a response on the clock', () => {
     const server = await timedServer(t, ({ path }) => ({
       status: 502,
       headers: {
-        'x-umi-timing': timing(0, 0, 0, path.endsWith('reset') ? 3000 : 600 * SECOND_US, 'complete'),
+        'x-umi-timing': path.endsWith('reset') ? timing(0, 0, 0, 3000, 'reset') : timing(0, 0, 0, 600 * SECOND_US, 'stall'),
         'x-umi-no-response': path.endsWith('reset') ? 'reset' : 'stall',
       },
     }));
@@ -269,7 +269,7 @@ describe('a response on the clock', () => {
     const real = await realFetch(`http://127.0.0.1:${server.address().port}/`).catch((error) => error);
     const fake = await timedServer(t, () => ({
       status: 502,
-      headers: { 'x-umi-timing': timing(0, 0, 0, 0, 'complete'), 'x-umi-no-response': 'reset' },
+      headers: { 'x-umi-timing': timing(0, 0, 0, 0, 'reset'), 'x-umi-no-response': 'reset' },
     }));
     const played = await runOnClock({ serverURL: fake.url, seed: 1 }, () => fetch(`${fake.url}/v1/x`).catch((error) => error));
     const shape = (error) => ({

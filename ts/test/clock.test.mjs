@@ -2,8 +2,9 @@
 // an agent on the official openai SDK waits out three rate limits as the server's
 // Retry-After says, on the simulated clock, and finishes, the same way twice on one seed;
 // an agent whose own 10-second deadline (setTimeout + AbortController) meets a stalled
-// stream gives up at exactly start + 10 s on the clock. Wall times are printed, never
-// asserted.
+// stream gives up at exactly start + 10 s on the clock; a server that never answers is
+// the SDK's own timeout, or its connection error, when the clock says. Wall times are
+// printed, never asserted.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,6 +22,9 @@ const limited = await serve({
 });
 // Every body stops part-way and never ends (a hang past any client's patience).
 const stalled = await serve({ faults: 'network.timeout@network.body=1' });
+// No response at all: every connection hangs before the head, or is refused.
+const hung = await serve({ faults: 'network.timeout@network.connect=1' });
+const refused = await serve({ faults: 'network.connection_refused=1' });
 
 // A seed whose three 429s all carry a Retry-After (25, 30 and 27 s with this prompt and
 // today's simulator): an OpenAI 429 does not always have one (then the SDK backs off on
@@ -129,4 +133,31 @@ test("an agent's 10-second deadline fires on a stalled stream at exactly start +
   const [entry] = await umi.trace();
   assert.equal(entry.end, 'stall');
   assert.equal(run.text, entry.carried.text);
+});
+
+test("no response: the SDK's own timeout on a hung server, its connection error on a refused one, on the clock", async () => {
+  const outcome = async (server, timeoutMs) => {
+    const umi = testContext({ server, testId: 'clock::no-response' });
+    return umi.onClock(async (clock) => {
+      const client = new OpenAI({ baseURL: umi.openaiBaseURL, apiKey: 'unused', maxRetries: 0, timeout: timeoutMs });
+      try {
+        await client.chat.completions.create({ model: MODEL, messages: MESSAGES });
+        return { error: null };
+      } catch (error) {
+        return { error: error.constructor.name, atUs: clock.nowUs(), request: clock.requests[0] };
+      }
+    });
+  };
+  // The SDK aborts a request with no head after its `timeout` (20 s here, on the clock).
+  const timedOut = await outcome(hung, 20_000);
+  assert.deepEqual(
+    { error: timedOut.error, atUs: timedOut.atUs, noResponse: timedOut.request.noResponse },
+    { error: 'APIConnectionTimeoutError', atUs: 20 * SECOND_US, noResponse: 'stall' },
+  );
+  // A refused connection fails when the simulation says it closed.
+  const failed = await outcome(refused, 20_000);
+  assert.deepEqual(
+    { error: failed.error, atUs: failed.atUs, noResponse: failed.request.noResponse },
+    { error: 'APIConnectionError', atUs: failed.request.timing.endUs, noResponse: 'reset' },
+  );
 });
