@@ -16,7 +16,9 @@
 //
 // Other hosts are passed through untouched (no header, no timing) but counted in flight
 // until their head comes, so the clock does not jump while the agent waits on them; so
-// are the server's own paths (`/umi/...`). The undici figures are Node 20's bundled
+// are the server's own paths (`/umi/...`). The server's own refusals (an error status
+// without `x-umi-timing`: a bad seed in the path, a path no endpoint serves) are handed
+// over at once, as nothing was simulated; a success without it is a ClockProtocolError. The undici figures are Node 20's bundled
 // undici's defaults (undici's Agent: headersTimeout and bodyTimeout, 300e3 ms each).
 
 import {
@@ -165,6 +167,14 @@ function playedBody({ driver, nowUs, timing, chunks, bodyError, signal }) {
   );
 }
 
+/** `response` again, with the body already read (`chunks`). */
+function replayed(response, chunks) {
+  const body = chunks.length ? new Blob(chunks) : null;
+  const again = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  Object.defineProperty(again, 'url', { value: response.url });
+  return again;
+}
+
 /** What a 502 standing for no response becomes: a rejection, on the clock. */
 async function noResponse({ driver, nowUs, timing, kind, signal }) {
   const onAbort = () => abortReason(signal);
@@ -214,6 +224,12 @@ export function clockFetch({ driver, realFetch, serverURL, log, realWaitSecsMax 
     });
     const { response } = received;
     if (!response.headers.has(TIMING_HEADER)) {
+      if (response.status >= 400) {
+        // The server's own refusal (a bad seed in the path, a path no endpoint serves):
+        // nothing was simulated, so no time passed; handed over as it came.
+        log.push({ method, url: url.href, clockUs: nowUs, status: response.status, timing: null, noResponse: null });
+        return replayed(response, received.chunks);
+      }
       throw new ClockProtocolError(
         `the agent's clock: ${where} was answered ${response.status} without ${TIMING_HEADER}: ` +
           `the server does not keep the agent's clock (a dst older than issue 43's; it must answer ${CLOCK_HEADER})`,

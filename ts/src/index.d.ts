@@ -425,7 +425,8 @@ export interface ClockRequest {
   clockUs: number;
   /** Null when the simulation produced no response. */
   status: number | null;
-  timing: Timing;
+  /** Null for the server's own refusal (nothing simulated: no `x-umi-timing`). */
+  timing: Timing | null;
   noResponse: 'reset' | 'stall' | null;
 }
 

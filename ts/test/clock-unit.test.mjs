@@ -312,10 +312,17 @@ describe('a response on the clock', () => {
     ]);
   });
 
-  test('a server that does not keep the clock, or a bad header, is named', async (t) => {
+  test("the server's own refusal comes at once; a server that does not keep the clock, or a bad header, is named", async (t) => {
     const server = await timedServer(t, ({ path }) => ({
+      status: path.endsWith('nope') ? 404 : 200,
       headers: path.endsWith('bad') ? { 'x-umi-timing': 'head_us=1, first_us=2' } : {},
+      chunks: path.endsWith('nope') ? ['{"error":"no such path"}'] : [],
     }));
+    const refusal = await runOnClock({ serverURL: server.url, seed: 1 }, async (clock) => {
+      const response = await fetch(`${server.url}/v1/nope`);
+      return { status: response.status, body: await response.text(), at: clock.nowUs(), timing: clock.requests[0].timing };
+    });
+    assert.deepEqual(refusal, { status: 404, body: '{"error":"no such path"}', at: 0, timing: null });
     for (const [path, kind, says] of [
       ['/v1/old', ClockProtocolError, /GET http:\/\/127\.0\.0\.1:\d+\/v1\/old was answered 200 without x-umi-timing/],
       ['/v1/bad', TimingHeaderError, /^x-umi-timing: "head_us=1, first_us=2" is not `head_us=H/],

@@ -42,7 +42,7 @@ export async function usage(): Promise<void> {
   const answer: string = await umi.onClock(async (clock: Clock) => {
     const started: number = clock.nowUs();
     const response = await clock.fetch(umi.openaiBaseURL + '/chat/completions');
-    void [started, clock.requests[0]?.timing.headUs];
+    void [started, clock.requests[0]?.timing?.headUs];
     return response.text();
   }, { startUs: 1_000_000 });
   const n: number = await runOnClock({ serverURL: server.url, seed: '7' }, () => 1);
