@@ -45,7 +45,7 @@ async function timed(name, options, body) {
   try {
     return await runOnClock(options, body);
   } finally {
-    console.log(`# ${name}: ${(performance.now() - started).toFixed(1)} ms of wall time`);
+    console.log(`${name}: ${(performance.now() - started).toFixed(1)} ms of wall time`);
   }
 }
 

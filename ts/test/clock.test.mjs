@@ -62,7 +62,7 @@ async function patientAgent(umi) {
       finishedDate: new Date().toISOString(),
     };
   });
-  console.log(`# the patient agent (scope ${umi.scope}): ${(performance.now() - started).toFixed(1)} ms of wall time, ` +
+  console.log(`the patient agent (scope ${umi.scope}): ${(performance.now() - started).toFixed(1)} ms of wall time, ` +
     `${run.finishedUs / SECOND_US} s on the clock`);
   return run;
 }
@@ -86,7 +86,7 @@ test('an agent on the openai SDK waits out three Retry-Afters on the clock and a
       (headMs + first.heads[i].waitMs) * 1000,
       `retry ${i + 1}: sent when the ${first.heads[i].waitMs} ms the server asked for had passed`,
     );
-    console.log(`# retry ${i + 1}: Retry-After ${first.heads[i].waitMs / 1000} s, sent at ${first.requests[i + 1].clockUs} us`);
+    console.log(`retry ${i + 1}: Retry-After ${first.heads[i].waitMs / 1000} s, sent at ${first.requests[i + 1].clockUs} us`);
   }
   const last = first.requests[3];
   assert.equal(first.finishedUs, last.clockUs + last.timing.lastUs);
@@ -124,7 +124,7 @@ test("an agent's 10-second deadline fires on a stalled stream at exactly start +
     }
     return { startUs, endUs: clock.nowUs(), gaveUp: deadline.signal.aborted, text, request: clock.requests[0] };
   });
-  console.log(`# the deadline agent: ${(performance.now() - started).toFixed(1)} ms of wall time`);
+  console.log(`the deadline agent: ${(performance.now() - started).toFixed(1)} ms of wall time`);
   assert.equal(run.gaveUp, true, 'the deadline fired');
   assert.equal(run.endUs, run.startUs + 10 * SECOND_US);
   assert.equal(run.request.timing.ending, 'stall');
