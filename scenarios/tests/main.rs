@@ -86,6 +86,10 @@ mod serve_paths;
 /// other seeds, faults and misses in the providers' envelopes.
 mod serve_cassette;
 
+/// The agent's own OpenTelemetry spans in `dst serve`: `POST /v1/traces` (protobuf, JSON,
+/// gzip), scopes, the bound, refusals; `GET /umi/spans`; `GET /umi/trace?format=otlp`.
+mod serve_spans;
+
 /// `dst record` and `dst cassette` run as users run them: a proxy recording real HTTP
 /// with every planted key removed, an upstream that is down, HAR import, `check` and
 /// `diff` on the files written.

@@ -22,6 +22,15 @@ function resolveServer(server, who) {
   return resolved;
 }
 
+/**
+ * Runs `run` as the adapter's `clock` option says: on the agent's clock (`true`, or the
+ * clock's options: `{ startUs }`), or as it is (absent, false).
+ */
+function onClockIf(umi, clock, run) {
+  if (clock === undefined || clock === false) return run();
+  return umi.onClock(run, clock === true ? {} : clock);
+}
+
 function requireBody(body, who) {
   if (typeof body !== 'function') {
     throw new TypeError(`${who}: the test body must be a function, got ${typeof body}`);
@@ -64,7 +73,8 @@ export function annotateError(error, report) {
 /**
  * node:test: `test('name', forNodeTest(server, async (t, umi) => { ... }))`.
  * On failure the seed, faults and replay line go to `t.diagnostic` and onto the error.
- * options: `seed`, `file` (default process.argv[1], the file node --test runs).
+ * options: `seed`, `file` (default process.argv[1], the file node --test runs), `clock`
+ * (`true` or the clock's options: the body runs on the agent's clock, `umi.onClock`).
  */
 export function forNodeTest(server, body, options = {}) {
   requireBody(body, 'forNodeTest');
@@ -79,7 +89,7 @@ export function forNodeTest(server, body, options = {}) {
       ...(options.seed !== undefined ? { seed: options.seed } : {}),
     });
     try {
-      return await body(t, umi);
+      return await onClockIf(umi, options.clock, () => body(t, umi));
     } catch (error) {
       const report = await umi.report(t.name);
       for (const line of report.split('\n')) t.diagnostic(line);
@@ -138,7 +148,7 @@ export function forVitest(server, vitestContext, options = {}) {
  * Jest: `test('name', forJest(server, async (umi) => { ... }))`. On failure the seed,
  * the faults and the replay line are appended to the thrown error. The test's name and
  * file come from Jest's `expect.getState()`; outside Jest pass `testName` and `file`.
- * options: `seed`, `testName`, `file`.
+ * options: `seed`, `testName`, `file`, `clock` (as forNodeTest's).
  */
 export function forJest(server, body, options = {}) {
   requireBody(body, 'forJest');
@@ -158,7 +168,7 @@ export function forJest(server, body, options = {}) {
       ...(options.seed !== undefined ? { seed: options.seed } : {}),
     });
     try {
-      return await body(umi);
+      return await onClockIf(umi, options.clock, () => body(umi));
     } catch (error) {
       const annotated = annotateError(error, await umi.report(name));
       // Jest rebuilds the text of node's AssertionError from actual/expected and shows

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { freshScope, requireTestId, resolvePath, resolveSeed } from './seed.js';
 import { checkCutEntries, checkToolResultEntries, fetchTrace, faultsFired } from './trace.js';
 import { checkEffectEntries } from './effects.js';
+import { runOnClock } from './clock.js';
 
 const RUNNERS = ['node', 'vitest', 'jest'];
 
@@ -243,6 +244,20 @@ export function testContext(options) {
       const entries = await wholeTrace('checkEffects');
       const reported = context.toolCallsReported ?? [];
       return checkEffectEntries(entries, { reported, effectTools }, `seed ${seed}, scope ${scope}`);
+    },
+    /**
+     * Runs `body(clock)` on the agent's clock (clock.js; docs/guide.md, "The agent's
+     * clock"): the run's time is simulated from Umi's epoch, requests to this server carry
+     * it, Math.random is seeded from this run's seed. `clockOptions`: `startUs`, `fetch`
+     * (the fetch to wrap), `realWaitSecsMax`, `idleRealSecsMax`.
+     */
+    onClock(body, clockOptions = {}) {
+      for (const key of ['serverURL', 'seed']) {
+        if (clockOptions && key in clockOptions) {
+          throw new TypeError(`onClock: ${key} is the context's; pass only startUs, fetch, realWaitSecsMax, idleRealSecsMax`);
+        }
+      }
+      return runOnClock({ ...clockOptions, serverURL: url, seed }, body);
     },
     /** The command that reruns this test on this seed. */
     replayLine(testName = defaultName) {

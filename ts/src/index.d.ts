@@ -309,6 +309,8 @@ export interface TestContext {
   replayLine(testName?: string): string;
   /** Seed, scope, faults fired and the replay line, one per line. Never rejects. */
   report(testName?: string): Promise<string>;
+  /** Runs `body` on the agent's clock: this server, this run's seed (runOnClock). */
+  onClock<R>(body: (clock: Clock) => R | Promise<R>, options?: ClockOptions): Promise<R>;
 }
 
 export function testContext(options: TestContextOptions): TestContext;
@@ -334,6 +336,8 @@ export type ServerSource = { url: string } | string | (() => { url: string } | s
 export interface AdapterOptions {
   seed?: SeedInput;
   file?: string;
+  /** The test body runs on the agent's clock (`umi.onClock`): `true`, or the clock's options. */
+  clock?: boolean | ClockOptions;
 }
 
 /** node:test's TestContext, as much as the adapter uses. */
@@ -363,3 +367,130 @@ export function forJest<R>(
 ): () => Promise<R>;
 
 export function annotateError(error: unknown, report: string): Error;
+
+// ---- clock.js, clock-driver.js, clock-fetch.js, clock-errors.js, timing.js ----
+
+/** Umi's simulated epoch, 2024-01-01T00:00:00Z, in ms since the Unix epoch. */
+export const SIM_EPOCH_UNIX_MS: 1704067200000;
+/** What @sinonjs/fake-timers fakes during a run. */
+export const FAKED: readonly string[];
+export const SETTLE_CYCLES: number;
+export const POLL_MS: number;
+export const JUMPS_MAX: number;
+export const IDLE_REAL_SECS_MAX: number;
+export const WAITERS_MAX: number;
+export const REAL_WAIT_SECS_MAX: number;
+export const BODY_BYTES_MAX: number;
+/** undici's headersTimeout (Node's fetch): a response that never comes fails then. */
+export const UNDICI_HEADERS_TIMEOUT_SECS: 300;
+/** undici's bodyTimeout: a stalled body fails this long after its last byte. */
+export const UNDICI_BODY_TIMEOUT_SECS: 300;
+export const CLOCK_HEADER: 'x-umi-clock-us';
+export const TIMING_HEADER: 'x-umi-timing';
+export const NO_RESPONSE_HEADER: 'x-umi-no-response';
+
+/** Options of a run on the clock (the context's `onClock` takes all but serverURL and seed). */
+export interface ClockOptions {
+  /** Where the clock starts, in microseconds after the epoch; default 0. */
+  startUs?: number;
+  /** The fetch to put on the clock; default the global fetch. */
+  fetch?: typeof fetch;
+  /** Real seconds a request to the server may take to come in whole; default 60. */
+  realWaitSecsMax?: number;
+  /** Real seconds the run may wait on nothing the clock knows; default 60. */
+  idleRealSecsMax?: number;
+}
+
+export interface RunOnClockOptions extends ClockOptions {
+  /** The server's URL (`http://127.0.0.1:PORT`): requests under it go on the clock. */
+  serverURL: string;
+  /** The run's seed: Math.random is seeded from it. */
+  seed: SeedInput;
+}
+
+/** When each part of a response came, in microseconds after the request (`x-umi-timing`). */
+export interface Timing {
+  headUs: number;
+  firstUs: number;
+  lastUs: number;
+  endUs: number;
+  ending: 'complete' | 'reset' | 'stall';
+}
+
+/** A request to the server made on the clock. */
+export interface ClockRequest {
+  method: string;
+  url: string;
+  /** The clock when it was sent (`x-umi-clock-us`). */
+  clockUs: number;
+  /** Null when the simulation produced no response. */
+  status: number | null;
+  /** Null for the server's own refusal (nothing simulated: no `x-umi-timing`). */
+  timing: Timing | null;
+  noResponse: 'reset' | 'stall' | null;
+}
+
+/** What a body on the clock is handed. */
+export interface Clock {
+  /** The clock: microseconds since the simulated epoch. */
+  nowUs(): number;
+  /** The run's fetch on the clock (also the global fetch during the run). */
+  readonly fetch: typeof fetch;
+  /** Each request to the server, in the order sent. */
+  readonly requests: readonly ClockRequest[];
+  /** u64, decimal. */
+  readonly seed: string;
+  readonly startUs: number;
+  readonly epochUnixMs: number;
+}
+
+export function runOnClock<R>(options: RunOnClockOptions, body: (clock: Clock) => R | Promise<R>): Promise<R>;
+/** A fetch for clients made before a run: the run's fetch inside one, the global fetch outside. */
+export function fetchOnClock(input: string | URL | Request, init?: RequestInit): Promise<Response>;
+
+export class ClockDriver {
+  constructor(fake: unknown, options: { baseMs: number; epochMs: number; idleRealSecsMax?: number });
+  nowUs(): number;
+  readonly inFlight: number;
+  beginIO(): () => void;
+  waitUntil(atUs: number, signal?: AbortSignal, onAbort?: () => unknown): Promise<void>;
+  nextDueUs(): number | null;
+  advanceTo(atUs: number): Promise<void>;
+  drive<R>(promise: Promise<R>): Promise<R>;
+}
+
+export function clockFetch(options: {
+  driver: ClockDriver;
+  realFetch: typeof fetch;
+  serverURL: string;
+  log: ClockRequest[];
+  realWaitSecsMax?: number;
+}): typeof fetch;
+
+/** `dst serve` did not answer (whole) within the real-time cap. */
+export class ClockRealWaitError extends Error {
+  name: 'ClockRealWaitError';
+}
+/** The run waits on nothing the clock can move. */
+export class ClockStuckError extends Error {
+  name: 'ClockStuckError';
+}
+/** Another fake clock is installed. */
+export class ClockBusyError extends Error {
+  name: 'ClockBusyError';
+}
+/** The server answered without `x-umi-timing` (it does not keep the agent's clock). */
+export class ClockProtocolError extends Error {
+  name: 'ClockProtocolError';
+}
+/** A header of the clock that cannot be read: `header` names it. */
+export class TimingHeaderError extends Error {
+  name: 'TimingHeaderError';
+  header: 'x-umi-timing' | 'x-umi-no-response';
+  value: unknown;
+}
+
+export function parseTiming(value: string | null | undefined, where?: string): Timing;
+export function parseNoResponse(value: string | null | undefined, where?: string): 'reset' | 'stall';
+/** SplitMix64 from `seed`, as Math.random is during a run. */
+export function seededRandom(seed: SeedInput): () => number;

@@ -7,6 +7,8 @@
 //   forNodeTest / forVitest / forJest   runner adapters              (adapters.js)
 //   checkCutEntries ...  the cut-stream and tool-result checks         (trace.js, evidence.js)
 //   checkEffectEntries   the effects check over trace entries         (effects.js)
+//   runOnClock / umi.onClock   the agent's clock is the run's clock   (clock.js, clock-driver.js,
+//                              clock-fetch.js, clock-errors.js, timing.js, seeded-random.js)
 
 export {
   startServer,
@@ -51,3 +53,29 @@ export {
 } from './evidence.js';
 export { forNodeTest, forVitest, forJest, annotateError } from './adapters.js';
 export { checkEffectEntries, effectsOf, EffectError } from './effects.js';
+export { runOnClock, fetchOnClock, SIM_EPOCH_UNIX_MS, FAKED } from './clock.js';
+export {
+  ClockDriver,
+  SETTLE_CYCLES,
+  POLL_MS,
+  JUMPS_MAX,
+  IDLE_REAL_SECS_MAX,
+  WAITERS_MAX,
+} from './clock-driver.js';
+export {
+  clockFetch,
+  REAL_WAIT_SECS_MAX,
+  BODY_BYTES_MAX,
+  UNDICI_HEADERS_TIMEOUT_SECS,
+  UNDICI_BODY_TIMEOUT_SECS,
+} from './clock-fetch.js';
+export { ClockRealWaitError, ClockStuckError, ClockBusyError, ClockProtocolError } from './clock-errors.js';
+export {
+  parseTiming,
+  parseNoResponse,
+  TimingHeaderError,
+  CLOCK_HEADER,
+  TIMING_HEADER,
+  NO_RESPONSE_HEADER,
+} from './timing.js';
+export { seededRandom } from './seeded-random.js';

@@ -8,6 +8,9 @@ import {
   forJest,
   forVitest,
   CutStreamError,
+  runOnClock,
+  fetchOnClock,
+  type Clock,
   type TestContext,
   type TraceEntry,
 } from '../src/index.js';
@@ -36,6 +39,15 @@ export async function usage(): Promise<void> {
   void jestBody;
   const fromVitest: TestContext = forVitest(server, { task: { name: 'n' }, onTestFailed: () => {} });
   void fromVitest;
+  const answer: string = await umi.onClock(async (clock: Clock) => {
+    const started: number = clock.nowUs();
+    const response = await clock.fetch(umi.openaiBaseURL + '/chat/completions');
+    void [started, clock.requests[0]?.timing?.headUs];
+    return response.text();
+  }, { startUs: 1_000_000 });
+  const n: number = await runOnClock({ serverURL: server.url, seed: '7' }, () => 1);
+  test('on the clock', forNodeTest(server, async (_t, u) => { void u; }, { clock: true }));
+  void [answer, n, fetchOnClock];
   await server.close();
 
   // @ts-expect-error a test id is a string
@@ -44,6 +56,10 @@ export async function usage(): Promise<void> {
   await umi.checkCutStreams({});
   // @ts-expect-error an answer is text
   await umi.checkCutStreams({ answer: 5 });
+  // @ts-expect-error the clock's server and seed are the context's
+  await umi.onClock(() => 1, { seed: '7' });
+  // @ts-expect-error a run on the clock needs its seed
+  await runOnClock({ serverURL: server.url }, () => 1);
   // @ts-expect-error faults are probabilities
   await startServer({ faults: { 'llm.rate_limit': 'often' } });
 }

@@ -67,6 +67,7 @@
 //! - [`seed_text`], [`duration_text`]: seeds and durations as `DST_*` variables and the
 //!   `dst` command read them, for tools of your own that take the same.
 //! - [`watchdog`]: the wall-clock watchdog that ends a hung seed with its name.
+//! - [`otlp`]: a run as OpenTelemetry spans (OTLP JSON and protobuf), GenAI conventions.
 
 pub mod adapters;
 pub mod branch_epoch;
@@ -90,6 +91,7 @@ pub mod llm;
 pub mod marks;
 pub mod mcp;
 pub mod network;
+pub mod otlp;
 pub mod path;
 pub mod planted;
 pub mod prelude;

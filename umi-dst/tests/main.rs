@@ -95,6 +95,13 @@ mod test_macro;
 /// faults over recorded exchanges, misses explained, recorded time in simulated time.
 mod cassette;
 
+/// OpenTelemetry export: a run's spans (GenAI mapping, faults on their spans, MCP),
+/// deterministic ids and bytes, judged by the official generated types.
+mod otlp;
+
+/// The official types' serde JSON is OTLP JSON (hex ids, camelCase, 64-bit strings).
+mod otlp_json;
+
 /// async-openai, unmodified, parses a replayed cassette exactly as it parsed the
 /// recorded answers, whole and streamed (feature `async-openai`).
 #[cfg(feature = "async-openai")]

@@ -27,6 +27,8 @@
 //!   searching seeds for one that reaches a fault.
 //! - [`html`]: self-contained HTML pages of a run (`dst replay --html`: a timeline on
 //!   simulated time by part of the system) and of a sweep report (`--html`).
+//! - [`otlp_cli`]: runs as OpenTelemetry traces (`dst replay --otlp`, `dst sweep
+//!   --otlp`); [`otlp_http`]: sending one to a collector per `OTEL_EXPORTER_OTLP_*`.
 //! - [`cli::main`]: the `dst` command, for your own binary.
 #[cfg(feature = "serve")]
 pub mod cassette_check;
@@ -53,6 +55,8 @@ pub mod memory_limit;
 pub mod merge_check;
 pub mod minimize;
 pub mod options;
+pub mod otlp_cli;
+pub mod otlp_http;
 mod outcome;
 mod parent_watch;
 pub mod pass_k;

@@ -70,6 +70,30 @@ impl WatchedRuns {
         swarm: bool,
         only: Option<&[InjectionId]>,
     ) -> SeedRun {
+        self.run_path_traced(what, scenario, path, swarm, only, false)
+    }
+
+    /// [`WatchedRuns::run`] keeping every trace event (`SimConfig::trace_full`), for an
+    /// export of the whole run (`dst sweep --otlp`).
+    pub(crate) fn run_full(
+        &mut self,
+        what: &str,
+        scenario: &dyn Scenario,
+        seed: u64,
+        swarm: bool,
+    ) -> SeedRun {
+        self.run_path_traced(what, scenario, &RunPath::from_seed(seed), swarm, None, true)
+    }
+
+    fn run_path_traced(
+        &mut self,
+        what: &str,
+        scenario: &dyn Scenario,
+        path: &RunPath,
+        swarm: bool,
+        only: Option<&[InjectionId]>,
+        trace_full: bool,
+    ) -> SeedRun {
         let command = ReplayCommand::new(&self.program, scenario.name(), path.seed)
             .branches(&path.branches)
             .swarm(swarm)
@@ -85,6 +109,7 @@ impl WatchedRuns {
             if only.is_some() {
                 config.only_injections = only;
             }
+            config.trace_full |= trace_full;
             config
         })
     }

@@ -6,6 +6,9 @@
 
 mod explore;
 
+/// The OpenTelemetry export: `--otlp-export` to a test collector, `dst sweep --otlp`.
+mod otlp;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;

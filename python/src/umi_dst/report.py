@@ -6,7 +6,8 @@
   (`PYTHONPATH=...` when `umi_dst` was found through it), and a path valid from there.
 * `write_picture`: a failed run's scope trace saved as JSON lines and drawn as an HTML
   page by `dst trace-html` (the page of `dst replay --html`, over the scope's requests in
-  arrival order), for the report to link.
+  arrival order, with the agent's own OpenTelemetry spans beside them when it sent any),
+  for the report to link.
 * `keep_marker` and `stale_requests`: a seed kept as a regression
   (`@pytest.mark.umi(seed=N, expect_requests=[...])`) records the request hashes its run
   sent; answers are seeded by request hash, so when a prompt, a tool schema or the agent
@@ -15,6 +16,7 @@
 """
 
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -199,6 +201,13 @@ def write_picture(dst, trace, directory, name, title, rerun=None, failure=None):
     with open(saved, "w", encoding="utf-8") as out:
         out.write(trace.to_jsonl())
     command = [dst, "trace-html", saved, "--output", page, "--title", title]
+    agent_spans = getattr(trace, "agent_spans", None)
+    if agent_spans:
+        # The agent's own spans (OTLP), drawn beside the requests on one time line.
+        spans_file = os.path.join(directory, f"{name}.spans.json")
+        with open(spans_file, "w", encoding="utf-8") as out:
+            json.dump({"spans": agent_spans}, out, ensure_ascii=False)
+        command += ["--agent-spans", spans_file]
     if rerun:
         command += ["--rerun", rerun]
     if failure:

@@ -167,6 +167,28 @@ class Umi:
         return f"{self.url}/mcp"
 
     @property
+    def otlp_traces_url(self):
+        """Where the agent's own OpenTelemetry spans go (OTLP/HTTP, protobuf or JSON): the
+        server files them under this run's scope, beside what it served
+        (`trace().agent_spans`, `otlp_trace()`). For `OTLPSpanExporter(endpoint=...)` or
+        `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`; `tracer_provider()` builds one for you."""
+        return f"{self.url}/v1/traces"
+
+    def tracer_provider(self, service_name="agent-under-test", resource_attributes=None, compression=None):
+        """An OpenTelemetry SDK `TracerProvider` exporting every span to this run's scope
+        (`otlp_traces_url`) with a `SimpleSpanProcessor` (`umi_dst.otel`); `ImportError`
+        naming the packages when the SDK or its OTLP/HTTP exporter is not installed."""
+        from .otel import tracer_provider
+        return tracer_provider(self, service_name, resource_attributes, compression)
+
+    def otlp_trace(self):
+        """This run as OpenTelemetry: an OTLP JSON `ExportTraceServiceRequest` (a dict) with
+        the served requests as spans (GenAI semantic conventions, faults as `umi.fault`
+        events) and the agent's own spans, on one time line
+        (`GET /umi/trace?scope=S&format=otlp`)."""
+        return self.server.otlp_trace(self.scope)
+
+    @property
     def headers(self):
         """The seed and scope as headers, for a client given the server's root URL."""
         return {"x-umi-seed": self.seed_text, "x-umi-scope": self.scope}
@@ -192,7 +214,8 @@ class Umi:
         return found
 
     def trace(self):
-        """What this run asked and got: the server's entries for this scope (a `Trace`)."""
+        """What this run asked and got: the server's entries for this scope (a `Trace`), and
+        the spans the agent sent to `otlp_traces_url` (`Trace.agent_spans`)."""
         return self.server.trace(self.scope)
 
     def marks(self):

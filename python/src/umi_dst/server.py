@@ -56,12 +56,23 @@ class Trace(list):
     Each entry is the server's JSON object as a `dict`: `seed`, `scope`, `endpoint`,
     `path`, `request_hash`, `occurrence`, `run_seed`, `status`, `end`, `cut`, `faults`
     (`kind@operation` strings), `trace_hash`, `events`. `summary` is the last line
-    (`entries`, `left_out`, `session_trace_hash`).
+    (`entries`, `left_out`, `session_trace_hash`, `agent_spans`).
+
+    `agent_spans` are the spans the agent itself sent to the server over OTLP/HTTP
+    (`POST /v1/traces`, e.g. through `umi.tracer_provider()`), in arrival order, each a
+    `dict` as `GET /umi/spans` lists it: `trace_id`, `span_id`, `parent_span_id`, `name`,
+    `kind`, `start_unix_nano`, `end_unix_nano`, `attributes`, `events`, `status`,
+    `resource`, `instrumentation_scope`.
     """
 
-    def __init__(self, entries, summary):
+    def __init__(self, entries, summary, agent_spans=()):
         super().__init__(entries)
         self.summary = summary
+        self.agent_spans = list(agent_spans)
+
+    def agent_span_names(self):
+        """The agent's spans' names, in arrival order."""
+        return [span.get("name") for span in self.agent_spans]
 
     @property
     def hash(self):
@@ -169,7 +180,33 @@ class Server:
         lines = [json.loads(line) for line in text.splitlines() if line.strip()]
         if not lines or "session_trace_hash" not in lines[-1]:
             raise ServeError(f"GET {url}: no summary line at the end of {text[:200]!r}")
-        return Trace(lines[:-1], lines[-1])
+        summary = lines[-1]
+        spans = self.spans(scope)["spans"] if summary.get("agent_spans") else []
+        return Trace(lines[:-1], summary, spans)
+
+    def _get_json(self, path, query):
+        url = f"{self.url}{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                return json.loads(response.read().decode("utf-8"))
+        except (urllib.error.URLError, OSError, ValueError) as error:
+            raise ServeError(f"GET {url} failed: {error}") from error
+
+    def spans(self, scope=None):
+        """The spans the agent sent over OTLP/HTTP (`GET /umi/spans?scope=S`): the server's
+        JSON object, `scope` and `spans` (dicts, in arrival order)."""
+        return self._get_json("/umi/spans", {"scope": scope} if scope is not None else None)
+
+    def otlp_trace(self, scope=None):
+        """One scope's run as OpenTelemetry (`GET /umi/trace?scope=S&format=otlp`): an OTLP
+        JSON `ExportTraceServiceRequest` as a dict, the served requests as spans (GenAI
+        semantic conventions) and the agent's own spans in one document."""
+        query = {"format": "otlp"}
+        if scope is not None:
+            query["scope"] = scope
+        return self._get_json("/umi/trace", query)
 
     def marks(self, scope=None):
         """What one scope (or every scope) reached (`GET /umi/marks?scope=S`): the server's
@@ -185,7 +222,8 @@ class Server:
             raise ServeError(f"GET {url} failed: {error}") from error
 
     def reset(self):
-        """`POST /umi/reset`: the server forgets every occurrence count and its log."""
+        """`POST /umi/reset`: the server forgets every occurrence count, its log and the
+        agent's spans."""
         request = urllib.request.Request(f"{self.url}/umi/reset", data=b"", method="POST")
         with urllib.request.urlopen(request, timeout=30) as response:
             response.read()

@@ -213,10 +213,14 @@ impl SimLlm {
         }
     }
 
-    fn refuse(&self, error: LlmError) -> Result<CallPlan, LlmError> {
+    /// Refuses with `error`; `call` is the refused call's `llm.call` key (its `request`
+    /// and `occurrence`), when it was traced.
+    fn refuse(&self, error: LlmError, call: Option<([u8; 4], u64)>) -> Result<CallPlan, LlmError> {
         self.trace.emit(TraceKind::LlmRefuse {
             model: self.config.model_ref.id(),
             error: error.to_string(),
+            error_kind: error.kind().as_str(),
+            call,
         });
         Err(error)
     }

@@ -29,6 +29,16 @@ struct Call {
     model: String,
     /// The call's number in the run's usage ledger.
     ledger_call: u64,
+    /// The first bytes of the request's hash, as `llm.call` traced them.
+    request: [u8; 4],
+}
+
+impl Call {
+    /// The call's key as `llm.call` traced it (request and occurrence): what a refusal
+    /// names so the OTLP export pairs it with its call.
+    fn key(&self) -> Option<([u8; 4], u64)> {
+        Some((self.request, self.occurrence))
+    }
 }
 
 /// A fault that ends the call before anything is generated (step 5), as a decision: the
@@ -48,13 +58,13 @@ impl SimLlm {
     pub(super) async fn prepare(&self, request: &CompletionRequest) -> Result<CallPlan, LlmError> {
         // 1. The request is valid.
         if let Err(error) = request.validate() {
-            return self.refuse(error);
+            return self.refuse(error, None);
         }
         // 2 and 3. The call's stream, route and size, traced.
         let call = self.identify(request);
         // 4. The rate-limit model.
         if let Err(error) = self.admit(call.prompt_tokens) {
-            return self.refuse(error);
+            return self.refuse(error, call.key());
         }
         // 5. One fault decision; sub-streams of the call's stream, one per concern, so a
         // change in one (say, chunking) never shifts another (the content).
@@ -68,22 +78,25 @@ impl SimLlm {
             EarlyFault::TimeoutAfter(stall) => {
                 self.clock.sleep(stall).await;
                 let after_ms = u64::try_from(stall.as_millis()).unwrap_or(u64::MAX);
-                return self.refuse(LlmError::Timeout { after_ms });
+                return self.refuse(LlmError::Timeout { after_ms }, call.key());
             }
-            EarlyFault::Refuse(error) => return self.refuse(error),
+            EarlyFault::Refuse(error) => return self.refuse(error, call.key()),
         }
         // 6. The context window.
         let window = self.config.model_ref.context_window_tokens;
         if call.prompt_tokens > window {
-            return self.refuse(LlmError::ContextOverflow {
-                prompt_tokens: Some(call.prompt_tokens),
-                limit: Some(window),
-            });
+            return self.refuse(
+                LlmError::ContextOverflow {
+                    prompt_tokens: Some(call.prompt_tokens),
+                    limit: Some(window),
+                },
+                call.key(),
+            );
         }
         // 7. The answer, shaped by stop sequences and the token budget; answer faults.
         let (mut shaped, structured) = match self.generate(request, &call) {
             Ok(generated) => generated,
-            Err(error) => return self.refuse(error),
+            Err(error) => return self.refuse(error, call.key()),
         };
         self.break_answer(&mut shaped, structured, fault, request, &mut fault_rng);
         // 8. Events, chunking and latency.
@@ -140,6 +153,7 @@ impl SimLlm {
             prompt_tokens,
             model,
             ledger_call,
+            request: [hash[0], hash[1], hash[2], hash[3]],
         }
     }
 

@@ -120,7 +120,7 @@ fn branch_segment(path: &str) -> Option<(String, String)> {
 
 /// A scope name: 1 to `SCOPE_BYTES_MAX` bytes of letters, digits, `.`, `_`, `~`, `-`
 /// (what a URL path segment carries unencoded).
-fn checked_scope(name: &str) -> Result<String, String> {
+pub(crate) fn checked_scope(name: &str) -> Result<String, String> {
     if name.is_empty() || name.len() > SCOPE_BYTES_MAX {
         return Err(format!("a scope is 1 to {SCOPE_BYTES_MAX} characters"));
     }

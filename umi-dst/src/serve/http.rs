@@ -21,7 +21,7 @@ use super::own::{
 use super::play::log_and_play_model;
 use super::read;
 use super::reply::{Body, State, full, respond};
-use super::session::{Key, Session};
+use super::session::Key;
 use crate::network::WireFormat;
 use umi_core::llm::transport::HttpRequest;
 
@@ -59,6 +59,21 @@ fn header<'a>(request: &'a Request<Incoming>, name: &str) -> Option<Result<&'a s
         .map(|value| value.to_str().map_err(|_| ()))
 }
 
+/// What a request's path and headers say: its seed, scope and path (`address.rs`) and
+/// the agent's clock (`x-umi-clock-us`, `clock.rs`); the refusal names what was wrong.
+fn request_address(request: &Request<Incoming>) -> Result<Address, String> {
+    let address = address(
+        request.uri().path(),
+        header(request, "x-umi-seed"),
+        header(request, "x-umi-scope"),
+    )?;
+    let clock_us = super::clock::agent_clock_us(header(request, super::clock::CLOCK_HEADER))?;
+    Ok(Address {
+        clock_us,
+        ..address
+    })
+}
+
 /// Answers one HTTP request. An `Err` closes the connection without a response (a
 /// connection the simulation refused or broke before the headers).
 pub(crate) async fn handle(
@@ -67,21 +82,14 @@ pub(crate) async fn handle(
 ) -> Result<Response<Body>, io::Error> {
     // A cassette matches on the query too (`?api-version=`, `?alt=sse`).
     let query = request.uri().query().map(str::to_owned);
-    let address = match address(
-        request.uri().path(),
-        header(&request, "x-umi-seed"),
-        header(&request, "x-umi-scope"),
-    )
-    .and_then(|address| {
-        let clock_us = super::clock::agent_clock_us(header(&request, super::clock::CLOCK_HEADER))?;
-        Ok(Address {
-            clock_us,
-            ..address
-        })
-    }) {
+    let address = match request_address(&request) {
         Ok(address) => address,
         Err(message) => return Ok(own_error(None, 400, &message, Vec::new())),
     };
+    // The agent's own spans (OTLP/HTTP): `/v1/traces` never reaches a model endpoint.
+    if address.path == super::spans_in::TRACES_PATH {
+        return Ok(super::spans_in::handle(&state, request, &address).await);
+    }
     if let Some(response) = own_path(&state, &request, &address) {
         return Ok(response);
     }
@@ -186,9 +194,10 @@ async fn simulate(
         .map_err(|error| error.to_string())
 }
 
-/// The server's own paths under `/umi`: the trace (`GET /umi/trace`), what it reached
-/// (`GET /umi/marks`, `marks.rs`) and the reset (`POST /umi/reset`), of every scope or
-/// of one (`?scope=S`, or the scope of the path or header the request came with: a base
+/// The server's own paths under `/umi`: the trace (`GET /umi/trace`, with
+/// `?format=otlp` as OTLP JSON: `otlp_trace.rs`), what it reached (`GET /umi/marks`,
+/// `marks.rs`), the agent's own spans (`GET /umi/spans`, `agent_spans.rs`) and the reset
+/// (`POST /umi/reset`, which forgets both the log and the spans), of every scope or of one (`?scope=S`, or the scope of the path or header the request came with: a base
 /// URL's `/scope/S/` reaches its own trace).
 fn own_path(
     state: &State,
@@ -196,7 +205,7 @@ fn own_path(
     address: &Address,
 ) -> Option<Response<Body>> {
     let path = address.path.as_str();
-    if !["/umi/trace", "/umi/marks", "/umi/reset"].contains(&path) {
+    if !["/umi/trace", "/umi/marks", "/umi/spans", "/umi/reset"].contains(&path) {
         return None;
     }
     let scope = match own_path_scope(request.uri().query(), &address.scope) {
@@ -204,7 +213,25 @@ fn own_path(
         Err(message) => return Some(own_error(None, 400, &message, Vec::new())),
     };
     Some(match (request.method(), path) {
-        (&hyper::Method::GET, "/umi/trace") => session_trace(&state.session, scope.as_deref()),
+        (&hyper::Method::GET, "/umi/trace") => {
+            match super::otlp_trace::wants_otlp(request.uri().query()) {
+                Ok(false) => session_trace(state, scope.as_deref()),
+                Ok(true) => respond(
+                    200,
+                    vec![("content-type".into(), "application/json".into())],
+                    full(super::otlp_trace::otlp_json(state, scope.as_deref())),
+                ),
+                Err(message) => own_error(None, 400, &message, Vec::new()),
+            }
+        }
+        (&hyper::Method::GET, "/umi/spans") => respond(
+            200,
+            vec![("content-type".into(), "application/json".into())],
+            full(super::agent_spans::spans_json(
+                &state.agent_spans,
+                scope.as_deref(),
+            )),
+        ),
         (&hyper::Method::GET, "/umi/marks") => respond(
             200,
             vec![("content-type".into(), "application/json".into())],
@@ -212,6 +239,7 @@ fn own_path(
         ),
         (&hyper::Method::POST, "/umi/reset") => {
             state.session.reset(scope.as_deref());
+            state.agent_spans.reset(scope.as_deref());
             let body = serde_json::json!({"reset": true, "scope": scope});
             respond(
                 200,
@@ -222,7 +250,7 @@ fn own_path(
         _ => own_error(
             None,
             405,
-            "the server's own paths are GET /umi/trace, GET /umi/marks and POST /umi/reset",
+            "the server's own paths are GET /umi/trace, GET /umi/marks, GET /umi/spans and POST /umi/reset",
             Vec::new(),
         ),
     })
@@ -251,9 +279,9 @@ fn listing_format(
 }
 
 /// The session's trace (one scope's, when named), one entry per line, with its hash in
-/// `x-umi-trace-hash`.
-fn session_trace(session: &Session, scope: Option<&str>) -> Response<Body> {
-    let (text, hash) = session.trace(scope);
+/// `x-umi-trace-hash`; the summary line counts the agent's spans (`agent_spans`).
+fn session_trace(state: &State, scope: Option<&str>) -> Response<Body> {
+    let (text, hash) = (state.session).trace_with_spans(scope, state.agent_spans.count(scope));
     respond(
         200,
         vec![

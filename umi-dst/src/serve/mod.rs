@@ -38,6 +38,7 @@
 //! ```
 
 mod address;
+mod agent_spans;
 mod aim;
 mod answer;
 mod branch;
@@ -49,6 +50,7 @@ mod http;
 mod marks;
 mod mcp;
 mod mcp_tools;
+mod otlp_trace;
 mod own;
 mod play;
 mod pool;
@@ -56,6 +58,7 @@ mod proxy;
 mod read;
 mod reply;
 mod session;
+mod spans_in;
 mod stdio;
 mod world;
 
@@ -67,6 +70,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, oneshot};
 
+pub use agent_spans::{AGENT_SPAN_SCOPES_MAX, AGENT_SPANS_PER_SCOPE_MAX};
 pub use aim::{MCP_METHODS, served_operations};
 pub use config::{
     BODY_BYTES_MAX_DEFAULT, CLIENT_READ_TIMEOUT_MS, CONCURRENCY_MAX_DEFAULT, DEFAULT_PROFILES,
@@ -74,7 +78,9 @@ pub use config::{
 };
 pub use error::ServeError;
 pub use mcp_tools::{MCP_TOOLS_FILE_BYTES_MAX, MCP_TOOLS_MAX, McpToolSpec, McpToolsSpec};
+pub use otlp_trace::SERVICE_NAME_SERVE;
 pub use proxy::{FailureHook, PROXY_BODY_BYTES_MAX, ProxyConfig, RunningProxy};
+pub use spans_in::SCOPE_ATTRIBUTE;
 pub use stdio::{StdioReply, StdioServer};
 
 /// How long shutdown waits for in-flight responses before it drops them.
@@ -115,6 +121,7 @@ impl Server {
             ),
             config,
             session: session::Session::default(),
+            agent_spans: agent_spans::AgentSpans::default(),
         });
         let (stop, stopped) = oneshot::channel();
         let handle = move |request| http::handle(state.clone(), request);

@@ -180,8 +180,10 @@ async fn play(
 
 /// The body of a played response: each piece at its time after the first (`first_at`),
 /// scaled; then the end as recorded (`ending`: how and when): complete, a reset, or a
-/// stall that times out. The permit is held until the body ends. `pace` is the time scale
-/// and whether the client runs on Umi's clock.
+/// stall that times out. The permit is held until the body ends. `pace` is the time
+/// scale and whether the client runs on the agent's clock: such a client is sent what
+/// came before a stall (at `--time-scale 0` the stall's end follows at once, and hyper
+/// would drop the head and bytes it still holds), since it plays the stall itself.
 fn played_body(
     pieces: Vec<(Duration, Vec<u8>)>,
     first_at: Duration,
@@ -190,7 +192,7 @@ fn played_body(
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Body {
     let (end, end_at) = ending;
-    let (scale, on_clock) = pace;
+    let (scale, on_agent_clock) = pace;
     let stream = futures::stream::unfold(
         (pieces.into_iter(), first_at, false, Some(permit)),
         move |(mut pieces, last, finished, mut permit)| async move {
@@ -223,11 +225,7 @@ fn played_body(
                     }
                     End::Stall => {
                         wait(scaled(end_at.saturating_sub(last), scale)).await;
-                        if on_clock {
-                            // A client on Umi's clock plays the stall itself, after the
-                            // bytes that came before it (at `--time-scale 0` the error
-                            // follows at once, and hyper would drop what it holds, the
-                            // head included, as for a reset).
+                        if on_agent_clock {
                             tokio::task::yield_now().await;
                         }
                         Some((

@@ -24,6 +24,8 @@ pub(crate) type Body = UnsyncBoxBody<Bytes, io::Error>;
 pub(crate) struct State {
     pub(crate) config: ServeConfig,
     pub(crate) session: Session,
+    /// The agent's own spans, per scope (`POST /v1/traces`).
+    pub(crate) agent_spans: super::agent_spans::AgentSpans,
     pub(crate) permits: Arc<Semaphore>,
     pub(crate) simulations: SimulationPool,
 }

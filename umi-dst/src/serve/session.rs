@@ -348,13 +348,25 @@ impl Session {
         read(logged, left_out, evicted)
     }
 
+    /// The trace with no agent spans counted.
+    #[cfg(test)]
+    pub(crate) fn trace(&self, scope: Option<&str>) -> (String, String) {
+        self.trace_with_spans(scope, 0)
+    }
+
     /// The log as JSON lines in key order (only `scope`'s entries, when one is named),
     /// then a last line with the trace hash of those entries (over each entry's seed,
     /// endpoint, request hash, occurrence and trace hash: never the scope's name, so two
     /// runs of one test under two scopes hash alike when they got the same answers), how
     /// many entries were left out of the log, and whether the scope was evicted (or how
     /// many scopes were, for the whole session).
-    pub(crate) fn trace(&self, scope: Option<&str>) -> (String, String) {
+    /// The summary line also says how many spans the agent sent in the scope
+    /// (`agent_spans`: `POST /v1/traces`, `agent_spans.rs`; in no hash).
+    pub(crate) fn trace_with_spans(
+        &self,
+        scope: Option<&str>,
+        agent_spans: usize,
+    ) -> (String, String) {
         let store = self.store();
         let mut out = String::new();
         let mut hasher = Sha256::new();
@@ -378,7 +390,7 @@ impl Session {
             }
         }
         let hash = hex(&hasher.finalize());
-        let mut summary = serde_json::json!({"session_trace_hash": hash, "entries": entries, "left_out": left_out});
+        let mut summary = serde_json::json!({"session_trace_hash": hash, "entries": entries, "left_out": left_out, "agent_spans": agent_spans});
         match scope {
             Some(scope) => summary["evicted"] = store.evicted.iter().any(|e| e == scope).into(),
             None => summary["scopes_evicted"] = store.evicted_total.into(),

@@ -146,6 +146,13 @@ pub enum TraceKind {
         model: String,
         /// The error's text.
         error: String,
+        /// The error's kind (`rate_limit`: umi-core's `LlmErrorKind`). Not in the text
+        /// (so not in the hash): the OTLP export's `error.type`.
+        error_kind: &'static str,
+        /// The refused call's `llm.call` (its `request` and `occurrence`), `None` for a
+        /// request refused before it was traced (an invalid one). Not in the text: what
+        /// pairs the refusal with its call in the OTLP export when calls overlap.
+        call: Option<([u8; 4], u64)>,
     },
     /// `net.request`: a request reached the simulated network.
     NetRequest {
@@ -443,7 +450,7 @@ impl fmt::Display for TraceKind {
                 f,
                 "routes for tasks {tasks:?} cannot match requests without a task tag (over SimNetwork none has one): use FnRoute::for_task_or"
             ),
-            Self::LlmRefuse { model, error } => write!(f, "{model} {error}"),
+            Self::LlmRefuse { model, error, .. } => write!(f, "{model} {error}"),
             Self::NetModelNotFound {
                 base_url,
                 asked,
@@ -696,6 +703,18 @@ mod tests {
                 },
                 "llm.untagged",
                 "routes for tasks [\"a\", \"b\"] cannot match requests without a task tag (over SimNetwork none has one): use FnRoute::for_task_or",
+            ),
+            // The refusal's kind and call are typed fields for the OTLP export, not
+            // text: the hash of a run with a refusal is what it was before they came.
+            (
+                TraceKind::LlmRefuse {
+                    model: s("sim/m"),
+                    error: s("rate limited; retry after 20 ms"),
+                    error_kind: "rate_limit",
+                    call: Some(([1, 2, 3, 4], 2)),
+                },
+                "llm.refuse",
+                "sim/m rate limited; retry after 20 ms",
             ),
             (
                 TraceKind::NetRequest {

@@ -151,7 +151,7 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
         .unwrap_or_else(|| "dst".into());
     match cli.command {
         Command::List => list(&scenarios),
-        Command::Sweep(args) => sweep::run(&scenarios, args, program),
+        Command::Sweep(args) => sweep::run(&scenarios, args, &program),
         Command::Replay(args) => replay::run(&scenarios, &args, &program),
         Command::Explore(args) => explore::run(&scenarios, &args, &program),
         Command::Minimize(args) => minimize::run(&scenarios, &args, &program),

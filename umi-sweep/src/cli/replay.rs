@@ -1,7 +1,11 @@
 //! `dst replay`: one seed (or path, `--path 7/412:9913`) of one scenario, shown with
 //! simulated timestamps (its result, faults, injections, marks and trace), under the
 //! wall-clock watchdog.
-#![allow(clippy::print_stdout, reason = "a command's output")]
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command's output"
+)]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -55,6 +59,26 @@ pub(super) struct ReplayArgs {
     /// (the full trace is kept), and with --check-determinism the two runs side by side.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// Also write the run as an OpenTelemetry trace in OTLP JSON here (`-`: standard
+    /// output, which then holds only the JSON): a root span for the run, GenAI spans for
+    /// its model and tool calls, its faults as `umi.fault` events, on simulated time
+    /// from 2024-01-01T00:00:00Z (see the guide, "OpenTelemetry").
+    #[arg(long, value_name = "FILE")]
+    otlp: Option<PathBuf>,
+    /// Also send the run as an OpenTelemetry trace to the collector the standard
+    /// variables name: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (else OTEL_EXPORTER_OTLP_ENDPOINT
+    /// with /v1/traces appended), OTEL_EXPORTER_OTLP_HEADERS (k=v,k2=v2),
+    /// OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf or http/json), OTEL_EXPORTER_OTLP_TIMEOUT
+    /// (ms).
+    #[arg(long)]
+    otlp_export: bool,
+}
+
+impl ReplayArgs {
+    /// Whether the run's OTLP JSON goes to standard output (and the report does not).
+    fn otlp_to_stdout(&self) -> bool {
+        self.otlp.as_deref() == Some(Path::new("-"))
+    }
 }
 
 impl ReplayArgs {
@@ -101,15 +125,31 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &
             .to_string();
         watchdog.watch(&what, limit, &command)
     });
+    // A collector that is not configured is refused before the run.
+    let exporter = match args
+        .otlp_export
+        .then(crate::otlp_http::ExporterConfig::from_env)
+        .transpose()
+    {
+        Ok(exporter) => exporter,
+        Err(error) => return fail(&error.to_string()),
+    };
     match replay(scenarios, args) {
         Err(error) => fail(&error),
         Ok(replayed) => {
-            print_run(&replayed.run, replayed.scenario.as_ref(), args, program);
+            if !args.otlp_to_stdout() {
+                print_run(&replayed.run, replayed.scenario.as_ref(), args, program);
+            }
             if let Some(path) = &args.html {
                 if let Err(error) = write_html(path, &replayed, args, program) {
                     return fail(&format!("--html {error}"));
                 }
-                println!("html:     {}", path.display());
+                if !args.otlp_to_stdout() {
+                    println!("html:     {}", path.display());
+                }
+            }
+            if let Err(error) = export_otlp(&replayed, args, exporter.as_ref()) {
+                return fail(&error);
             }
             exit(
                 replayed
@@ -119,6 +159,44 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &
             )
         }
     }
+}
+
+/// `--otlp` and `--otlp-export`: the run as an OTLP trace, written and sent.
+fn export_otlp(
+    replayed: &Replayed,
+    args: &ReplayArgs,
+    exporter: Option<&crate::otlp_http::ExporterConfig>,
+) -> Result<(), String> {
+    if args.otlp.is_none() && exporter.is_none() {
+        return Ok(());
+    }
+    let request = crate::otlp_cli::run_export(replayed.scenario.name(), &replayed.run)?;
+    if let Some(path) = &args.otlp {
+        crate::otlp_cli::write_json(path, &request).map_err(|error| format!("--otlp {error}"))?;
+        if !args.otlp_to_stdout() {
+            println!("otlp:     {}", path.display());
+        }
+    }
+    if let Some(config) = exporter {
+        let sent = crate::otlp_http::send(config, &request).map_err(|error| error.to_string())?;
+        let rejected = if sent.rejected_spans > 0 || !sent.message.is_empty() {
+            format!(
+                "; it rejected {} span(s): {}",
+                sent.rejected_spans, sent.message
+            )
+        } else {
+            String::new()
+        };
+        // On standard error: with `--otlp -` standard output holds only the JSON.
+        eprintln!(
+            "otlp:     sent {} bytes ({}) to {}: {}{rejected}",
+            sent.body_bytes,
+            config.protocol.content_type(),
+            config.endpoint,
+            sent.status
+        );
+    }
+    Ok(())
 }
 
 /// Writes the run's page to `path`; the error names the path.
@@ -157,7 +235,11 @@ fn replay(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs) -> Result<Replayed
         check_only_known(ids, &full, &path)?;
     }
     let edit = |mut config: umi_dst::SimConfig| {
-        config.trace_full = args.trace || args.check_determinism || args.html.is_some();
+        config.trace_full = args.trace
+            || args.check_determinism
+            || args.html.is_some()
+            || args.otlp.is_some()
+            || args.otlp_export;
         config.only_injections.clone_from(&only);
         config
     };

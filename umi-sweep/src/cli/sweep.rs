@@ -125,13 +125,19 @@ pub(super) struct SweepArgs {
     /// give pass@1, pass@K and pass^K per scenario and task class, and the flaky tasks.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=umi_dst::usage::TRIALS_MAX))]
     trials: Option<u64>,
+    /// Also write each failing seed the report lists as an OpenTelemetry trace (OTLP
+    /// JSON) into this directory, as `<scenario>-<seed>.otlp.json`: each runs again
+    /// here, with its full trace, after the sweep (crashes are left to `dst replay
+    /// --otlp`; at most 100 seeds).
+    #[arg(long, value_name = "DIR")]
+    otlp: Option<PathBuf>,
     /// No progress output.
     #[arg(long)]
     quiet: bool,
 }
 
 /// Runs `dst sweep`.
-pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: String) -> ExitCode {
+pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: &str) -> ExitCode {
     if let Err(error) = super::assertions::check(args.allow_no_debug_assertions) {
         return fail(&error);
     }
@@ -146,8 +152,9 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: Str
     };
     let junit = args.junit.clone();
     let html = args.html.clone();
+    let otlp = args.otlp.clone();
     let no_record = args.no_record;
-    let options = match options(args, program, interrupt.clone()) {
+    let options = match options(args, program.to_owned(), interrupt.clone()) {
         Ok(options) => options,
         Err(error) => return fail(&error),
     };
@@ -178,6 +185,12 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: SweepArgs, program: Str
         html.as_ref(),
     );
     print_seeds_and_resume(&report, no_record);
+    let mut write_errors = write_errors;
+    if let Some(dir) = &otlp
+        && let Err(error) = export_failures(scenarios, &report, dir, program)
+    {
+        write_errors.push(error);
+    }
     if !write_errors.is_empty() {
         return fail(&write_errors.join("; "));
     }
@@ -328,6 +341,27 @@ fn write_reports(
         errors.push(format!("--html {error}"));
     }
     errors
+}
+
+/// `--otlp DIR`: the failing seeds the report lists as OTLP JSON files, and what was
+/// not exported; the error names the flag.
+fn export_failures(
+    scenarios: &[Arc<dyn Scenario>],
+    report: &SweepReport,
+    dir: &std::path::Path,
+    program: &str,
+) -> Result<(), String> {
+    let done = crate::otlp_cli::export_failures(scenarios, report, dir, program)
+        .map_err(|error| format!("--otlp {error}"))?;
+    println!(
+        "otlp: {} failing seed(s) written to {}",
+        done.written.len(),
+        dir.display()
+    );
+    for skipped in &done.skipped {
+        println!("  not exported: {skipped}");
+    }
+    Ok(())
 }
 
 /// Where failing seeds went, and the command for the rest of a sweep cut short.

@@ -1,7 +1,9 @@
 //! `dst trace-html TRACE --output PAGE`: a `dst serve` scope's saved trace (the lines of
 //! `GET /umi/trace?scope=S`; `-` reads them from stdin) drawn as one self-contained HTML
-//! page by the run page's parts (`html::scope_page`). The pytest plugin runs it on a
-//! failed test's trace and links the page from the failure report.
+//! page by the run page's parts (`html::scope_page`); with `--agent-spans SPANS` (what
+//! `GET /umi/spans?scope=S` returned) the agent's own spans beside the requests on one
+//! time line (`html::agent_spans`). The pytest plugin runs it on a failed test's trace
+//! and links the page from the failure report.
 #![allow(clippy::print_stdout, reason = "a command's output")]
 
 use std::io::Read as _;
@@ -11,6 +13,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::fail;
+use crate::html::agent_spans::parse_spans;
 use crate::html::scope_page::{ScopePage, render};
 use crate::html::served::parse;
 use crate::html::write_page;
@@ -35,6 +38,10 @@ pub(super) struct TraceHtmlArgs {
     /// How the test failed, shown in the header and as the timeline's failure marker.
     #[arg(long, value_name = "TEXT")]
     failure: Option<String>,
+    /// The spans the agent sent to the scope over OTLP (the JSON `GET /umi/spans?scope=S`
+    /// returned; `-` for stdin), drawn beside the requests on one time line.
+    #[arg(long, value_name = "FILE")]
+    agent_spans: Option<PathBuf>,
 }
 
 /// The saved trace's text; the error names the file.
@@ -70,11 +77,19 @@ pub(super) fn run(args: &TraceHtmlArgs) -> ExitCode {
         Ok(trace) => trace,
         Err(error) => return fail(&format!("{}: {error}", args.trace.display())),
     };
+    let agent_spans = match &args.agent_spans {
+        None => Vec::new(),
+        Some(path) => match read(path).and_then(|text| parse_spans(&text)) {
+            Ok(spans) => spans,
+            Err(error) => return fail(&format!("--agent-spans {}: {error}", path.display())),
+        },
+    };
     let html = match render(&ScopePage {
         title: &args.title,
         trace: &trace,
         rerun: args.rerun.as_deref(),
         failure: args.failure.as_deref(),
+        agent_spans: &agent_spans,
     }) {
         Ok(html) => html,
         Err(error) => return fail(&format!("--output {}: {error}", args.output.display())),

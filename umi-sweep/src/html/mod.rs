@@ -13,8 +13,10 @@
 //!   determinism check's two traces side by side);
 //! - [`sweep_page`]: a sweep report's page, one function per section;
 //! - [`served`] and [`scope_page`]: a `dst serve` scope's saved trace read back, and its
-//!   page (`dst trace-html`, what the pytest plugin writes on a failure).
+//!   page (`dst trace-html`, what the pytest plugin writes on a failure);
+//!   [`agent_spans`]: the agent's own OpenTelemetry spans beside its requests on that page.
 
+pub mod agent_spans;
 pub mod outcome_sections;
 pub mod run_page;
 pub mod scope_page;

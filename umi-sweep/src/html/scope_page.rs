@@ -41,6 +41,9 @@ pub struct ScopePage<'a> {
     pub rerun: Option<&'a str>,
     /// How the test failed, if it did.
     pub failure: Option<&'a str>,
+    /// The spans the agent sent over OTLP (`GET /umi/spans?scope=S`), drawn beside the
+    /// requests when there are any (`agent_spans.rs`).
+    pub agent_spans: &'a [super::agent_spans::AgentSpan],
 }
 
 /// One event as the page embeds it.
@@ -129,6 +132,12 @@ pub fn render(page_of: &ScopePage<'_>) -> Result<String, String> {
     let mut body = header(page_of);
     body.push_str(&requests_section(trace, &laid));
     body.push_str(&timeline_section(page_of, &marks, recorded));
+    if !page_of.agent_spans.is_empty() {
+        body.push_str(&super::agent_spans::section(
+            &trace.entries,
+            page_of.agent_spans,
+        )?);
+    }
     body.push_str(&events_table(&marks));
     body.push_str(&json_script("trace", &page_data(page_of, &laid, recorded))?);
     Ok(page(&format!("{} (dst serve)", page_of.title), &body))
@@ -466,6 +475,7 @@ mod tests {
             trace: &trace,
             rerun: Some("UMI_SEED=9 pytest -p umi_dst.plugin 'x'"),
             failure: Some("AssertionError: <b>refunded twice</b>"),
+            agent_spans: &[],
         })
         .unwrap();
         let data = embedded(&html);
@@ -506,6 +516,7 @@ mod tests {
             trace: &trace,
             rerun: None,
             failure: None,
+            agent_spans: &[],
         })
         .unwrap();
         assert!(html.contains("this dst records no arrival order"));

@@ -166,6 +166,28 @@ pub struct ServedEntry {
     pub history: Option<History>,
     /// The MCP tool call it ran, when the server records it.
     pub tool: Option<ToolRun>,
+    /// The agent's simulated clock when it sent the request (`x-umi-clock-us`), when it
+    /// sent one.
+    pub clock_us: Option<u64>,
+    /// When the response's parts were sent, from the request's arrival, when recorded.
+    pub timing: Option<Timing>,
+}
+
+/// When a response's parts were sent (`x-umi-timing`, SCHEMA section 1): microseconds
+/// from the request's arrival in the run's simulated time.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Timing {
+    /// The status line and headers.
+    pub head_us: u64,
+    /// The first body byte.
+    pub first_us: u64,
+    /// The last body byte.
+    pub last_us: u64,
+    /// The end of the response.
+    pub end_us: u64,
+    /// `complete`, `reset` or `stall`.
+    pub ending: String,
 }
 
 /// Where part of a request's history came from: an earlier entry, and by what.

@@ -1,0 +1,254 @@
+//! The agent's own OpenTelemetry spans, kept per scope: what `POST /v1/traces`
+//! (`spans_in.rs`) filed, read back by `GET /umi/spans?scope=S` (this file's JSON view),
+//! counted in `GET /umi/trace`'s summary line (`agent_spans`) and exported beside the
+//! served requests by `GET /umi/trace?format=otlp` (`otlp_trace.rs`).
+//!
+//! A span is kept as received (the OTLP `Span` with its `Resource` and
+//! `InstrumentationScope`), in arrival order. Nothing here feeds a seed, an answer or a
+//! trace hash: spans are what the agent says it did, shown beside what the server did.
+//! Memory is bounded twice: at most [`AGENT_SPANS_PER_SCOPE_MAX`] spans per scope (the
+//! ingest rejects the rest, as OTLP's `partial_success.rejected_spans`), and at most
+//! [`AGENT_SPAN_SCOPES_MAX`] scopes (past it the least recently used one is forgotten).
+//! `POST /umi/reset` forgets them as it forgets the scope's log.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
+
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+use serde_json::{Map, Value, json};
+
+/// Spans kept per scope; past it a scope's new spans are rejected (`rejected_spans`).
+pub const AGENT_SPANS_PER_SCOPE_MAX: usize = 10_000;
+
+/// Scopes holding spans at most; past it the least recently used one is forgotten.
+pub const AGENT_SPAN_SCOPES_MAX: usize = 1_000;
+
+/// Depth of nested array/kvlist attribute values rendered in `/umi/spans` (deeper ones
+/// are shown as `null`): a bound on the recursion a hostile body could ask for.
+const ATTRIBUTE_DEPTH_MAX: usize = 16;
+
+/// One span as the agent sent it, with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Kept {
+    /// The resource it was sent under (`service.name`, ...), with its schema URL.
+    pub(crate) resource: (Option<Resource>, String),
+    /// The instrumentation scope that made it (`pydantic-ai`, ...), with its schema URL.
+    pub(crate) instrumentation: (Option<InstrumentationScope>, String),
+    /// The span.
+    pub(crate) span: Span,
+}
+
+/// One scope's spans and when it was last used.
+#[derive(Debug, Default)]
+struct ScopeSpansKept {
+    spans: Vec<Kept>,
+    last_used: u64,
+}
+
+#[derive(Debug, Default)]
+struct Store {
+    scopes: BTreeMap<String, ScopeSpansKept>,
+    tick: u64,
+}
+
+/// Every scope's agent spans.
+#[derive(Debug, Default)]
+pub(crate) struct AgentSpans {
+    store: Mutex<Store>,
+}
+
+impl AgentSpans {
+    fn store(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Files `spans` under `scope` in order; how many were rejected because the scope
+    /// already held [`AGENT_SPANS_PER_SCOPE_MAX`].
+    pub(crate) fn add(&self, scope: &str, spans: Vec<Kept>) -> usize {
+        let mut store = self.store();
+        store.tick += 1;
+        let tick = store.tick;
+        if !store.scopes.contains_key(scope) && store.scopes.len() >= AGENT_SPAN_SCOPES_MAX {
+            let oldest = (store.scopes.iter())
+                .min_by_key(|(_, kept)| kept.last_used)
+                .map(|(name, _)| name.clone());
+            if let Some(oldest) = oldest {
+                store.scopes.remove(&oldest);
+            }
+        }
+        let kept = store.scopes.entry(scope.to_owned()).or_default();
+        kept.last_used = tick;
+        let room = AGENT_SPANS_PER_SCOPE_MAX.saturating_sub(kept.spans.len());
+        let offered = spans.len();
+        kept.spans.extend(spans.into_iter().take(room));
+        offered.saturating_sub(room)
+    }
+
+    /// Forgets `scope`'s spans, or every scope's.
+    pub(crate) fn reset(&self, scope: Option<&str>) {
+        let mut store = self.store();
+        match scope {
+            Some(scope) => {
+                store.scopes.remove(scope);
+            }
+            None => store.scopes.clear(),
+        }
+    }
+
+    /// How many spans `scope` holds (every scope, when none is named).
+    pub(crate) fn count(&self, scope: Option<&str>) -> usize {
+        let store = self.store();
+        match scope {
+            Some(scope) => store.scopes.get(scope).map_or(0, |kept| kept.spans.len()),
+            None => store.scopes.values().map(|kept| kept.spans.len()).sum(),
+        }
+    }
+
+    /// A copy of `scope`'s spans in arrival order (every scope's, by scope name, when
+    /// none is named).
+    pub(crate) fn spans(&self, scope: Option<&str>) -> Vec<Kept> {
+        let store = self.store();
+        (store.scopes.iter())
+            .filter(|(name, _)| scope.is_none_or(|scope| scope == name.as_str()))
+            .flat_map(|(_, kept)| kept.spans.iter().cloned())
+            .collect()
+    }
+}
+
+/// `GET /umi/spans[?scope=S]`: `{"scope": S, "spans": [...]}` (SCHEMA.md section 2).
+pub(crate) fn spans_json(spans: &AgentSpans, scope: Option<&str>) -> String {
+    let listed: Vec<Value> = spans.spans(scope).iter().map(span_json).collect();
+    umi_core::canonical_json::to_string(&json!({"scope": scope, "spans": listed}))
+}
+
+/// Lowercase hex of an id (empty for an absent one).
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One kept span as `/umi/spans` lists it.
+fn span_json(kept: &Kept) -> Value {
+    let span = &kept.span;
+    let kind = SpanKind::try_from(span.kind).map_or("unspecified", |kind| match kind {
+        SpanKind::Unspecified => "unspecified",
+        SpanKind::Internal => "internal",
+        SpanKind::Server => "server",
+        SpanKind::Client => "client",
+        SpanKind::Producer => "producer",
+        SpanKind::Consumer => "consumer",
+    });
+    let status = span
+        .status
+        .as_ref()
+        .map_or(json!({"code": "unset", "message": ""}), |status| {
+            let code = StatusCode::try_from(status.code).map_or("unset", |code| match code {
+                StatusCode::Unset => "unset",
+                StatusCode::Ok => "ok",
+                StatusCode::Error => "error",
+            });
+            json!({"code": code, "message": status.message})
+        });
+    let events: Vec<Value> = (span.events.iter())
+        .map(|event| {
+            json!({"name": event.name, "time_unix_nano": event.time_unix_nano,
+                   "attributes": attributes(&event.attributes)})
+        })
+        .collect();
+    let parent = (!span.parent_span_id.is_empty()).then(|| hex(&span.parent_span_id));
+    let resource = kept.resource.0.as_ref().map_or(&[][..], |r| &r.attributes);
+    let instrumentation = kept.instrumentation.0.as_ref().map(|s| s.name.as_str());
+    json!({
+        "trace_id": hex(&span.trace_id),
+        "span_id": hex(&span.span_id),
+        "parent_span_id": parent,
+        "name": span.name,
+        "kind": kind,
+        "start_unix_nano": span.start_time_unix_nano,
+        "end_unix_nano": span.end_time_unix_nano,
+        "attributes": attributes(&span.attributes),
+        "events": events,
+        "status": status,
+        "resource": attributes(resource),
+        "instrumentation_scope": instrumentation,
+    })
+}
+
+/// OTLP attributes as a JSON object, key to value (a repeated key: the last one).
+pub(crate) fn attributes(pairs: &[KeyValue]) -> Value {
+    let mut out = Map::new();
+    for pair in pairs {
+        out.insert(pair.key.clone(), any_json(pair.value.as_ref(), 0));
+    }
+    Value::Object(out)
+}
+
+/// An OTLP `AnyValue` as plain JSON: strings, booleans, integers and doubles as
+/// themselves, arrays as arrays, key-value lists as objects, bytes as lowercase hex.
+fn any_json(value: Option<&AnyValue>, depth: usize) -> Value {
+    let Some(value) = value.and_then(|v| v.value.as_ref()) else {
+        return Value::Null;
+    };
+    if depth >= ATTRIBUTE_DEPTH_MAX {
+        return Value::Null;
+    }
+    match value {
+        Any::StringValue(text) => Value::String(text.clone()),
+        Any::BoolValue(flag) => Value::Bool(*flag),
+        Any::IntValue(number) => json!(number),
+        Any::DoubleValue(number) => json!(number),
+        Any::ArrayValue(array) => Value::Array(
+            (array.values.iter())
+                .map(|v| any_json(Some(v), depth + 1))
+                .collect(),
+        ),
+        Any::KvlistValue(list) => {
+            let mut out = Map::new();
+            for pair in &list.values {
+                out.insert(pair.key.clone(), any_json(pair.value.as_ref(), depth + 1));
+            }
+            Value::Object(out)
+        }
+        Any::BytesValue(bytes) => Value::String(hex(bytes)),
+        #[allow(unreachable_patterns)] // newer protos add kinds (string table references)
+        _ => Value::Null,
+    }
+}
+
+/// Kept spans grouped back into OTLP's shape: consecutive spans of one resource and
+/// instrumentation scope share a `ResourceSpans`/`ScopeSpans`, in arrival order.
+pub(crate) fn regrouped(spans: Vec<Kept>) -> Vec<ResourceSpans> {
+    let mut out: Vec<ResourceSpans> = Vec::new();
+    for kept in spans {
+        let same_resource = out.last().is_some_and(|last| {
+            (last.resource.as_ref(), &last.schema_url)
+                == (kept.resource.0.as_ref(), &kept.resource.1)
+        });
+        if !same_resource {
+            out.push(ResourceSpans {
+                resource: kept.resource.0.clone(),
+                scope_spans: Vec::new(),
+                schema_url: kept.resource.1.clone(),
+            });
+        }
+        let resource = out.last_mut().expect("pushed above");
+        let same_scope = resource.scope_spans.last().is_some_and(|last| {
+            (last.scope.as_ref(), &last.schema_url)
+                == (kept.instrumentation.0.as_ref(), &kept.instrumentation.1)
+        });
+        if !same_scope {
+            resource.scope_spans.push(ScopeSpans {
+                scope: kept.instrumentation.0.clone(),
+                spans: Vec::new(),
+                schema_url: kept.instrumentation.1.clone(),
+            });
+        }
+        let scope = resource.scope_spans.last_mut().expect("pushed above");
+        scope.spans.push(kept.span);
+    }
+    out
+}
