@@ -14,11 +14,17 @@
 // milliseconds): what a response's `x-umi-timing` says is met to the microsecond, and two
 // responses resume in simulated order, never in the order their bytes came.
 //
+// Nor does the clock jump while Node's own real work is pending beyond what was there when
+// the run began (a file read, a child process, a DNS lookup: clock-real-work.js), or while
+// a `realWait(promise)` is unsettled; it stands still for them at most `realWaitSecsMax`
+// real seconds, then the run fails with a ClockRealWaitError naming what it waited on.
+//
 // The real event loop keeps running: setImmediate, process.nextTick and queueMicrotask are
 // not faked (Node's own I/O needs them), and the driver waits on the real timers captured
 // in `realTimers` before any clock is installed.
 
-import { ClockStuckError } from './clock-errors.js';
+import { ClockRealWaitError, ClockStuckError } from './clock-errors.js';
+import { realWorkBeyond, realWorkCounts } from './clock-real-work.js';
 
 /** Turns of the real event loop a run gets to settle before the clock jumps. */
 export const SETTLE_CYCLES = 8;
@@ -28,6 +34,8 @@ export const POLL_MS = 10;
 export const JUMPS_MAX = 1_000_000;
 /** Default real seconds a run may wait on nothing the clock knows before it is stuck. */
 export const IDLE_REAL_SECS_MAX = 60;
+/** Default real seconds the clock stands still for one real wait (a request, Node's work, realWait). */
+export const REAL_WAIT_SECS_MAX = 60;
 /** Responses being played on the clock at once, at most (their waits are this driver's queue). */
 export const WAITERS_MAX = 10_000;
 
@@ -67,13 +75,17 @@ export class ClockDriver {
   /**
    * `fake`: an installed fake-timers clock whose start (`now`) was `baseMs` (ms since the
    * Unix epoch, whole); `epochMs`: the simulated clock's zero on that scale.
-   * `idleRealSecsMax`: how long a run may wait on nothing the clock knows.
+   * `idleRealSecsMax`: how long a run may wait on nothing the clock knows;
+   * `realWaitSecsMax`: how long the clock stands still for Node's own work or a realWait.
    */
-  constructor(fake, { baseMs, epochMs, idleRealSecsMax = IDLE_REAL_SECS_MAX }) {
+  constructor(fake, { baseMs, epochMs, idleRealSecsMax = IDLE_REAL_SECS_MAX, realWaitSecsMax = REAL_WAIT_SECS_MAX }) {
     this.fake = fake;
     this.baseUs = (baseMs - epochMs) * 1000;
     this.epochMs = epochMs;
     this.idleRealSecsMax = idleRealSecsMax;
+    this.realWaitSecsMax = realWaitSecsMax;
+    // Node's own work already there (the `dst serve` child, a server started before the run).
+    this.realWorkBaseline = realWorkCounts();
     this.inFlight = 0;
     this.waiters = [];
     this.sequence = 0;
@@ -113,6 +125,45 @@ export class ClockDriver {
       this.inFlight -= 1;
       this.notify();
     };
+  }
+
+  /**
+   * Settles as `promise` does, counted in flight meanwhile (the clock stands still for it):
+   * for real work the clock cannot see (zlib, crypto, a reply on a socket or a pipe).
+   * Rejects with ClockRealWaitError when it is not settled within `realWaitSecsMax` real
+   * seconds.
+   */
+  async realWait(promise) {
+    const end = this.beginIO();
+    let timer;
+    const capped = new Promise((_, reject) => {
+      timer = realTimers.setTimeout(() => {
+        reject(new ClockRealWaitError(`the agent's clock: a realWait did not settle within ${this.realWaitSecsMax} s of real time (realWaitSecsMax)`));
+      }, this.realWaitSecsMax * 1000);
+    });
+    try {
+      return await Promise.race([promise, capped]);
+    } finally {
+      realTimers.clearTimeout(timer);
+      end();
+    }
+  }
+
+  /**
+   * Whether Node's own real work holds the clock (and it has not held it too long: past
+   * `realWaitSecsMax` real seconds since `sinceMs`, throws ClockRealWaitError naming it).
+   */
+  heldByRealWork(sinceMs) {
+    const pending = realWorkBeyond(this.realWorkBaseline);
+    if (pending.length === 0) return false;
+    if (realTimers.nowMs() - sinceMs > this.realWaitSecsMax * 1000) {
+      throw new ClockRealWaitError(
+        `the agent's clock: a timer is due at ${this.nextDueUs()} us but Node's own work (${pending.join(', ')}) ` +
+          `has been pending for ${this.realWaitSecsMax} s of real time (realWaitSecsMax); a long-lived child process ` +
+          'started in the run holds the clock: start it before the run, or unref() it',
+      );
+    }
+    return true;
   }
 
   /**
@@ -194,11 +245,13 @@ export class ClockDriver {
       this.notify();
     });
     let idleSinceMs = null;
+    let heldSinceMs = null;
     while (!settled) {
       for (let i = 0; i < SETTLE_CYCLES && !settled; i++) await turn();
       if (settled) break;
       if (this.inFlight > 0) {
         idleSinceMs = null;
+        heldSinceMs = null;
         this.runDue();
         await realSleep(POLL_MS, this.wake);
         continue;
@@ -217,6 +270,13 @@ export class ClockDriver {
         continue;
       }
       idleSinceMs = null;
+      heldSinceMs ??= realTimers.nowMs();
+      if (this.heldByRealWork(heldSinceMs)) {
+        this.runDue();
+        await realSleep(POLL_MS, this.wake);
+        continue;
+      }
+      heldSinceMs = null;
       if (++this.jumps > JUMPS_MAX) {
         throw new RangeError(`the agent's clock: more than JUMPS_MAX (${JUMPS_MAX}) jumps in one run (a timer that never stops?)`);
       }

@@ -30,11 +30,11 @@ import {
   connectionClosedInBody,
   headersTimeout,
 } from './clock-errors.js';
-import { realTimers } from './clock-driver.js';
+import { REAL_WAIT_SECS_MAX, realTimers } from './clock-driver.js';
 import { CLOCK_HEADER, NO_RESPONSE_HEADER, TIMING_HEADER, parseNoResponse, parseTiming } from './timing.js';
 
-/** Default real seconds a request to the server may take to come in whole. */
-export const REAL_WAIT_SECS_MAX = 60;
+// REAL_WAIT_SECS_MAX (clock-driver.js): default real seconds a request may take to come in whole.
+export { REAL_WAIT_SECS_MAX };
 /** A response body read while in flight, at most. */
 export const BODY_BYTES_MAX = 64 * 1024 * 1024;
 /** undici's headersTimeout (Node 20's fetch): no head within it fails the fetch. */

@@ -53,9 +53,24 @@ function isRealTimer(timer) {
   return timer instanceof RealTimeout || (typeof timer === 'number' && timer < FAKE_TIMER_ID_MIN);
 }
 
-/** Whether the caller of the function that calls this is Node's own code. */
+/** Stack frames calledByNode needs: "Error", itself, the wrapper, the wrapper's caller. */
+const CALLER_FRAMES_MIN = 4;
+
+/**
+ * Whether the caller of the function that calls this is Node's own code. The stack is
+ * taken with at least CALLER_FRAMES_MIN frames whatever `Error.stackTraceLimit` the
+ * process set (some libraries lower it to 0 or 1), and the limit is put back after.
+ */
 function calledByNode() {
-  const frames = new Error().stack.split('\n');
+  const savedLimit = Error.stackTraceLimit;
+  let stack;
+  try {
+    if (!(savedLimit >= CALLER_FRAMES_MIN)) Error.stackTraceLimit = CALLER_FRAMES_MIN;
+    stack = new Error().stack ?? '';
+  } finally {
+    Error.stackTraceLimit = savedLimit;
+  }
+  const frames = stack.split('\n');
   // [0] "Error", [1] calledByNode, [2] the wrapper, [3] its caller.
   const caller = frames[3] ?? '';
   return caller.includes('node:internal/');

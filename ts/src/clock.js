@@ -88,7 +88,8 @@ function readOptions(options) {
 
 /**
  * Runs `body(clock)` on the agent's clock and resolves as it does. `clock`:
- * `{ nowUs(), fetch, requests, seed, startUs, epochUnixMs }` (`requests`: each request to
+ * `{ nowUs(), fetch, realWait(promise), requests, seed, startUs, epochUnixMs }`
+ * (`realWait`: settles as `promise` does, the clock standing still meanwhile) (`requests`: each request to
  * the server, `{ method, url, clockUs, status, timing, noResponse }`).
  */
 export async function runOnClock(options, body) {
@@ -110,7 +111,7 @@ export async function runOnClock(options, body) {
   try {
     installed = installClock(baseMs);
     const { fake } = installed;
-    const driver = new ClockDriver(fake, { baseMs, epochMs: SIM_EPOCH_UNIX_MS, idleRealSecsMax });
+    const driver = new ClockDriver(fake, { baseMs, epochMs: SIM_EPOCH_UNIX_MS, idleRealSecsMax, realWaitSecsMax });
     await driver.advanceTo(startUs);
     const requests = [];
     const fetch = clockFetch({ driver, realFetch: givenFetch ?? saved.fetch, serverURL, log: requests, realWaitSecsMax });
@@ -120,6 +121,7 @@ export async function runOnClock(options, body) {
     const clock = Object.freeze({
       nowUs: () => driver.nowUs(),
       fetch,
+      realWait: (promise) => driver.realWait(promise),
       requests,
       seed,
       startUs,

@@ -8,7 +8,9 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -152,6 +154,71 @@ describe('the driver', () => {
       timed('stuck', { serverURL: 'http://127.0.0.1:9', seed: 1, idleRealSecsMax: 0.2 }, () => new Promise(() => {})),
       (error) => error instanceof ClockStuckError && /waited 0.2 s of real time on nothing the clock knows/.test(error.message),
     );
+  });
+});
+
+/** A child process `sleep secs`, and a promise of its exit. */
+function sleeper(secs) {
+  const child = spawn('sleep', [String(secs)], { stdio: 'ignore' });
+  return { child, exited: new Promise((resolve) => child.on('exit', () => resolve('exited'))) };
+}
+
+/** Races `work` against a 30-second timer of the agent's: `{ first, atUs }`. */
+async function raceDeadline(clock, work) {
+  const deadline = new Promise((resolve) => setTimeout(() => resolve('deadline'), 30_000));
+  const first = await Promise.race([work, deadline]);
+  return { first, atUs: clock.nowUs() };
+}
+
+describe("Node's own real work holds the clock", () => {
+  test('a pending fs.promises.readFile of a large file is not overtaken by a 30 s timer', async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'umi-clock-'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const big = path.join(dir, 'big.bin');
+    fs.writeFileSync(big, Buffer.alloc(32 * 1024 * 1024, 7)); // 64 reads of 512 KiB
+    const seen = await timed('readFile vs 30 s', { serverURL: 'http://127.0.0.1:9', seed: 1 }, (clock) =>
+      raceDeadline(clock, fs.promises.readFile(big).then((bytes) => `read ${bytes.length}`)),
+    );
+    assert.deepEqual(seen, { first: `read ${32 * 1024 * 1024}`, atUs: 0 });
+  });
+
+  test('a child process (sleep 0.3) is not overtaken by a 30 s timer', async () => {
+    const seen = await timed('child vs 30 s', { serverURL: 'http://127.0.0.1:9', seed: 1 }, (clock) =>
+      raceDeadline(clock, sleeper(0.3).exited),
+    );
+    assert.deepEqual(seen, { first: 'exited', atUs: 0 });
+  });
+
+  test('clock.realWait holds the clock for work it cannot see, and is capped by realWaitSecsMax', async () => {
+    const seen = await timed('realWait vs 30 s', { serverURL: 'http://127.0.0.1:9', seed: 1 }, (clock) =>
+      raceDeadline(clock, clock.realWait(new Promise((resolve) => realSetTimeout(() => resolve('waited'), 300)))),
+    );
+    assert.deepEqual(seen, { first: 'waited', atUs: 0 });
+    await assert.rejects(
+      timed('realWait never', { serverURL: 'http://127.0.0.1:9', seed: 1, realWaitSecsMax: 0.2 }, (clock) =>
+        clock.realWait(new Promise(() => {})),
+      ),
+      (error) => error instanceof ClockRealWaitError && /a realWait did not settle within 0.2 s of real time/.test(error.message),
+    );
+  });
+
+  test('work pending past realWaitSecsMax fails the run, naming it; work from before the run holds nothing', async (t) => {
+    const inRun = [];
+    t.after(() => inRun.forEach((child) => child.kill()));
+    await assert.rejects(
+      timed('child past the cap', { serverURL: 'http://127.0.0.1:9', seed: 1, realWaitSecsMax: 0.3 }, (clock) => {
+        const { child, exited } = sleeper(30);
+        inRun.push(child);
+        return raceDeadline(clock, exited);
+      }),
+      (error) => error instanceof ClockRealWaitError && /Node's own work \(ProcessWrap x1\) has been pending for 0.3 s/.test(error.message),
+    );
+    const before = sleeper(30);
+    t.after(() => before.child.kill());
+    const seen = await timed('child from before', { serverURL: 'http://127.0.0.1:9', seed: 1 }, (clock) =>
+      raceDeadline(clock, before.exited),
+    );
+    assert.deepEqual(seen, { first: 'deadline', atUs: 30 * SECOND_US });
   });
 });
 
@@ -349,7 +416,14 @@ describe('a response on the clock', () => {
 
 test("Node's own fetch keeps real timers: the process's first fetch, on the clock, puts none on it", async () => {
   const { stdout } = await promisify(execFile)(process.execPath, [path.join(here, 'fixtures', 'clock-first-fetch.mjs')]);
-  assert.deepEqual(JSON.parse(stdout), { text: 'ok', fakeTimersInFlight: 0 });
+  assert.deepEqual(JSON.parse(stdout), { text: 'ok', fakeTimersInFlight: 0, stackTraceLimit: 10 });
+});
+
+test("a lowered Error.stackTraceLimit still routes undici's timers to real time, and is left as it was", async () => {
+  for (const limit of ['0', '1']) {
+    const { stdout } = await promisify(execFile)(process.execPath, [path.join(here, 'fixtures', 'clock-first-fetch.mjs'), limit]);
+    assert.deepEqual(JSON.parse(stdout), { text: 'ok', fakeTimersInFlight: 0, stackTraceLimit: Number(limit) });
+  }
 });
 
 test("the openai SDK's own backoff draws its jitter from the seed: one seed, one schedule", async (t) => {
