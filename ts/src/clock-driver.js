@@ -263,7 +263,7 @@ export class ClockDriver {
           throw new ClockStuckError(
             `the agent's clock: the run has waited ${this.idleRealSecsMax} s of real time on nothing the clock ` +
               `knows (no timer, no request in flight) at ${this.nowUs()} us; it waits on something else ` +
-              '(a promise never settled, or I/O other than fetch)',
+              '(a promise never settled, or I/O the clock does not see: wrap its wait in clock.realWait)',
           );
         }
         await realSleep(POLL_MS, this.wake);

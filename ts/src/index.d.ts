@@ -379,6 +379,8 @@ export const POLL_MS: number;
 export const JUMPS_MAX: number;
 export const IDLE_REAL_SECS_MAX: number;
 export const WAITERS_MAX: number;
+/** Node's resource names (process.getActiveResourcesInfo) whose pending work holds the clock. */
+export const REAL_WORK_RESOURCES: readonly string[];
 export const REAL_WAIT_SECS_MAX: number;
 export const BODY_BYTES_MAX: number;
 /** undici's headersTimeout (Node's fetch): a response that never comes fails then. */
@@ -395,7 +397,10 @@ export interface ClockOptions {
   startUs?: number;
   /** The fetch to put on the clock; default the global fetch. */
   fetch?: typeof fetch;
-  /** Real seconds a request to the server may take to come in whole; default 60. */
+  /**
+   * Real seconds the clock stands still for one real wait (a request to the server coming
+   * in whole, Node's own work pending, a `realWait`); default 60.
+   */
   realWaitSecsMax?: number;
   /** Real seconds the run may wait on nothing the clock knows; default 60. */
   idleRealSecsMax?: number;
@@ -436,6 +441,11 @@ export interface Clock {
   nowUs(): number;
   /** The run's fetch on the clock (also the global fetch during the run). */
   readonly fetch: typeof fetch;
+  /**
+   * Settles as `promise` does; the clock stands still meanwhile (for real work it cannot
+   * see: zlib, crypto, a reply on a socket or a pipe). ClockRealWaitError past realWaitSecsMax.
+   */
+  realWait<T>(promise: Promise<T>): Promise<T>;
   /** Each request to the server, in the order sent. */
   readonly requests: readonly ClockRequest[];
   /** u64, decimal. */
@@ -449,10 +459,14 @@ export function runOnClock<R>(options: RunOnClockOptions, body: (clock: Clock) =
 export function fetchOnClock(input: string | URL | Request, init?: RequestInit): Promise<Response>;
 
 export class ClockDriver {
-  constructor(fake: unknown, options: { baseMs: number; epochMs: number; idleRealSecsMax?: number });
+  constructor(
+    fake: unknown,
+    options: { baseMs: number; epochMs: number; idleRealSecsMax?: number; realWaitSecsMax?: number },
+  );
   nowUs(): number;
   readonly inFlight: number;
   beginIO(): () => void;
+  realWait<T>(promise: Promise<T>): Promise<T>;
   waitUntil(atUs: number, signal?: AbortSignal, onAbort?: () => unknown): Promise<void>;
   nextDueUs(): number | null;
   advanceTo(atUs: number): Promise<void>;
@@ -467,7 +481,7 @@ export function clockFetch(options: {
   realWaitSecsMax?: number;
 }): typeof fetch;
 
-/** `dst serve` did not answer (whole) within the real-time cap. */
+/** A real wait past its cap: `dst serve` did not answer (whole), Node's own work or a realWait did not end. */
 export class ClockRealWaitError extends Error {
   name: 'ClockRealWaitError';
 }

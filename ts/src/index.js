@@ -8,7 +8,8 @@
 //   checkCutEntries ...  the cut-stream and tool-result checks         (trace.js, evidence.js)
 //   checkEffectEntries   the effects check over trace entries         (effects.js)
 //   runOnClock / umi.onClock   the agent's clock is the run's clock   (clock.js, clock-driver.js,
-//                              clock-fetch.js, clock-errors.js, timing.js, seeded-random.js)
+//                              clock-fetch.js, clock-errors.js, timing.js, seeded-random.js,
+//                              clock-real-work.js)
 
 export {
   startServer,
@@ -62,6 +63,7 @@ export {
   IDLE_REAL_SECS_MAX,
   WAITERS_MAX,
 } from './clock-driver.js';
+export { REAL_WORK_RESOURCES } from './clock-real-work.js';
 export {
   clockFetch,
   REAL_WAIT_SECS_MAX,
