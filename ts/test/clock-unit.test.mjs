@@ -1,5 +1,6 @@
 // The agent's clock without `dst`: the driver (it jumps when the run is idle, never while
-// a request is in flight, and plays two responses in simulated order), the timing rules
+// a request is in flight, nor while a file read, a child process or a
+// realWait is pending, and plays two responses in simulated order), the timing rules
 // of a response against a stand-in server (head, first and last byte, reset, stall, no
 // response, the caller's abort), the header's grammar, the errors next to the ones a real
 // socket gives, seeded Math.random, and that a run leaves nothing installed, however it
