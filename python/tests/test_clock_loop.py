@@ -175,7 +175,7 @@ def test_no_response_never_reaches_the_client(server):
             assert clock.now_us == 250_000 + 12_000_000
 
 
-def test_other_hosts_are_untouched(server):
+def test_a_sync_request_to_another_host_gets_no_header_and_no_time(server):
     with on_clock(servers=["http://127.0.0.1:1"]) as clock:
         with httpx.Client() as client:
             assert client.get(server.at(head_us=5_000_000, body="z")).text == "z"
