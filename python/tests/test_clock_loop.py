@@ -6,14 +6,17 @@ assertion is on the simulated clock; real durations are printed, never asserted.
 """
 
 import asyncio
+import sys
 
+import anyio
+import anyio.to_thread
 import httpx
 import pytest
 
 from timed_server import TimedServer
 from umi_dst import clock_flights, clock_httpx
 from umi_dst.clock import real_monotonic, real_sleep
-from umi_dst.clock_loop import SimEventLoop
+from umi_dst.clock_loop import LoopBeforeClock, SimEventLoop
 from umi_dst.clock_on import on_clock
 
 
@@ -172,7 +175,7 @@ def test_no_response_never_reaches_the_client(server):
             assert clock.now_us == 250_000 + 12_000_000
 
 
-def test_other_hosts_are_untouched(server):
+def test_a_sync_request_to_another_host_gets_no_header_and_no_time(server):
     with on_clock(servers=["http://127.0.0.1:1"]) as clock:
         with httpx.Client() as client:
             assert client.get(server.at(head_us=5_000_000, body="z")).text == "z"
@@ -214,3 +217,89 @@ def test_the_clock_waits_for_an_executor_thread():
             return order
 
         assert asyncio.run(main()) == [("thread", 0), ("sleeper", 1_000_000)]
+
+
+def test_an_async_request_to_another_host_holds_the_clock(server):
+    """Another host answers after 0.3 s of real time; the client's 0.1 s timeout and a 1 s
+    sleeper wait meanwhile. The request takes no simulated time and carries no header,
+    and nothing fires early (before, the loop jumped: httpx's ReadTimeout at once)."""
+    with on_clock(servers=["http://127.0.0.1:1"]) as clock:
+        async def main():
+            woke = []
+
+            async def sleeper():
+                await asyncio.sleep(1)
+                woke.append(clock.now_us)
+
+            sleeping = asyncio.create_task(sleeper())
+            started = real_monotonic()
+            async with httpx.AsyncClient(timeout=0.1) as client:
+                response = await client.get(server.at(delay_s=0.3, head_us=5_000_000, body="far"))
+            print(f"\nanother host, 0.3 s real delay: {real_monotonic() - started:.3f} s of wall time")
+            answered_at = clock.now_us
+            await sleeping
+            return response.text, answered_at, woke
+
+        assert asyncio.run(main()) == ("far", 0, [1_000_000])
+    assert server.seen == [(None, None)]
+
+
+def test_the_clock_waits_for_an_anyio_worker_thread():
+    """`anyio.to_thread.run_sync` (pydantic-ai's sync tools) is not `run_in_executor`; a
+    30 s deadline around a 0.3 s real thread must not fire (before: the clock jumped to
+    it, or not, depending on how fast the thread was)."""
+    with on_clock() as clock:
+        async def main():
+            with anyio.fail_after(30):
+                await anyio.to_thread.run_sync(real_sleep, 0.3)
+            return clock.now_us
+
+        assert asyncio.run(main()) == 0
+
+
+def test_a_real_wait_holds_the_clock_for_a_subprocess():
+    """A child that takes 0.3 s of real time, awaited with a 30 s timeout inside
+    `clock.real_wait()` (`async with`, and plain `with` around an await)."""
+    with on_clock() as clock:
+        async def child():
+            return await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; time.sleep(0.3)")
+
+        async def main():
+            proc = await child()
+            async with clock.real_wait("the child"):
+                assert await asyncio.wait_for(proc.wait(), 30) == 0
+            proc = await child()
+            with clock.real_wait("the child again"):
+                assert await asyncio.wait_for(proc.wait(), 30) == 0
+            return clock.now_us
+
+        assert asyncio.run(main()) == 0
+
+
+def test_a_real_wait_past_the_real_cap_is_named(monkeypatch):
+    monkeypatch.setattr(clock_flights, "REAL_WAIT_SECS_MAX", 0.2)
+    with on_clock() as clock:
+        async def main():
+            async with clock.real_wait("the MCP server's exit"):
+                await asyncio.Event().wait()
+
+        with pytest.raises(clock_flights.RealWaitExceeded, match="the MCP server's exit: the real wait did not end"):
+            asyncio.run(main())
+
+
+def test_a_loop_made_before_the_clock_is_named(server):
+    """A loop created before the clock started has a frozen time; a request to the server
+    from it is refused, named, before it is sent (before: it went through, and a hung
+    server would have hung the test)."""
+    loop = asyncio.new_event_loop()
+    try:
+        with on_clock(servers=[server.url]):
+            async def main():
+                async with httpx.AsyncClient() as client:
+                    await client.get(server.at(head_us=1_000, body="x"))
+
+            with pytest.raises(LoopBeforeClock, match=r"GET http://127\.0\.0\.1:\d+/.*created before the simulated clock"):
+                loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert server.seen == []

@@ -17,6 +17,7 @@ import time_machine
 from umi_dst import clock_on
 from umi_dst.clock import SIM_EPOCH_UNIX_MS, ClockError, real_monotonic, real_sleep
 from umi_dst.clock_loop import SimEventLoop
+from umi_dst.clock_pytest import safe_by_default
 from umi_dst.clock_timing import Timing, TimingHeaderError, no_response
 
 
@@ -132,6 +133,20 @@ def test_no_response_header():
     assert no_response(httpx.Headers({"x-umi-no-response": "stall"})) == "stall"
     with pytest.raises(TimingHeaderError, match="x-umi-no-response: 'hung'"):
         no_response(httpx.Headers({"x-umi-no-response": "hung"}))
+
+
+@pytest.mark.parametrize("kwargs, safe", [
+    ({}, True),
+    ({"time_scale": 0}, True),
+    ({"time_scale": 0.01}, False),
+    ({"args": ["--time-scale", "1"]}, False),
+    ({"args": ["--faults", "none", "--time-scale=0.5"]}, False),
+    ({"args": ["--time-scale", "0"]}, True),
+    ({"args": ["--time-scale=0"], "time_scale": 0}, True),
+    ({"args": ["--seed", "3"]}, True),
+])
+def test_a_time_scale_in_args_is_not_safe_by_default(kwargs, safe):
+    assert safe_by_default(kwargs) is safe
 
 
 INNER = """

@@ -22,6 +22,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON_DIR = os.path.dirname(HERE)
 REPO = os.path.dirname(PYTHON_DIR)
 
+# The longest one step may take in real time (the maturin build of `dst` is the slow one).
+RUN_SECS_MAX = 1800
+# The inner pytest: one test, two seeds, an hour's sleep on the simulated clock.
+INNER_SECS_MAX = 300
+
 pytestmark = pytest.mark.skipif(os.environ.get("UMI_TEST_WHEEL") != "1",
                                 reason="builds the wheel with cargo: UMI_TEST_WHEEL=1 (scripts/python-tests.sh --wheel)")
 
@@ -40,9 +45,9 @@ def make_venv(path):
     return bin_dir, os.path.join(bin_dir, "python")
 
 
-def run(command, **kwargs):
+def run(command, timeout_secs=RUN_SECS_MAX, **kwargs):
     started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_secs, **kwargs)
     took = time.monotonic() - started
     assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     return done, took
@@ -65,7 +70,9 @@ def test_the_wheel_installs_dst_and_the_plugin(tmp_path):
     user_bin, user_python = make_venv(str(tmp_path / "user"))
     run([user_python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(built[0]),
          pinned("pytest")])
-    clean = {k: v for k, v in os.environ.items() if k not in ("UMI_DST", "PYTHONPATH", "UMI_SEED")}
+    # Nothing of this run's Umi settings reaches the user's: UMI_DST, UMI_SEED, UMI_CLOCK
+    # (off would make the inner hour's sleep real), UMI_SEED_START, UMI_PATH, UMI_EXPLORE...
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("UMI_")}
     dst = os.path.join(user_bin, "dst.exe" if os.name == "nt" else "dst")
     helped, _ = run([dst, "serve", "--help"], env=clean)
     assert "Usage: dst serve" in helped.stdout
@@ -81,7 +88,7 @@ def test_the_wheel_installs_dst_and_the_plugin(tmp_path):
 
         import pytest
 
-        @pytest.mark.umi(seeds=2)
+        @pytest.mark.umi(seeds=2, clock=True)
         def test_served(umi):
             body = {"model": "umi-sim", "messages": [{"role": "user", "content": "hello"}]}
             request = urllib.request.Request(umi.openai_base_url + "/chat/completions", data=json.dumps(body).encode(),
@@ -94,5 +101,5 @@ def test_the_wheel_installs_dst_and_the_plugin(tmp_path):
             assert umi.clock.elapsed_us == 3600 * 1_000_000
     """))
     tested, _ = run([user_python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py"],
-                    cwd=str(tmp_path / "project"), env=clean)
+                    timeout_secs=INNER_SECS_MAX, cwd=str(tmp_path / "project"), env=clean)
     assert "2 passed" in tested.stdout

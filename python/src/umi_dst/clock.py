@@ -20,7 +20,10 @@ timeout) or when a response from `dst serve` says simulated time passed
   `time.sleep()` (the openai and anthropic SDKs' retry backoff) are simulated; a name
   bound earlier with `from time import monotonic` keeps the real clock (the standard
   library's `threading`, `queue` and `subprocess` do that, which keeps their waits real);
-* asyncio's loop time and its sleeps and timers: `clock_loop.SimEventLoop`.
+* asyncio's loop time and its sleeps and timers: `clock_loop.SimEventLoop`. Its clock
+  stands still while a request (to any host), an executor or anyio worker thread, or a
+  `real_wait()` block is pending; any other real wait it cannot see (a subprocess, a
+  thread of the agent's own) goes in `with clock.real_wait(...)`.
 
 `time.sleep` on the thread that started the clock moves the clock and returns at once;
 on any other thread it sleeps for real (a helper thread polling in a loop would otherwise
@@ -162,6 +165,19 @@ class SimClock:
     def covers(self, url):
         """Whether a request to `url` (an httpx URL or text) is one of the servers'."""
         return _origin(url) in self._origins
+
+    # -- real waits ------------------------------------------------------------------
+
+    def real_wait(self, what="a real wait"):
+        """A context manager (`with` or `async with`) that holds the clock still while
+        its block waits for something real the event loop cannot see: a subprocess (an
+        MCP stdio server), a thread of the agent's own, a queue fed from outside.
+        `what` names it in the error past `REAL_WAIT_SECS_MAX` real seconds
+        (`clock_flights.RealWait`)."""
+        if self.flights is None:
+            raise ClockError(f"real_wait({what!r}): this clock was not started by clock_on.start "
+                             f"(it has no in-flight registry)")
+        return self.flights.real_wait(what)
 
     # -- moving ----------------------------------------------------------------------
 

@@ -10,6 +10,11 @@ each flight is bounded by `REAL_WAIT_SECS_MAX` seconds of REAL time: past it, th
 flight's task is cancelled and the hook raises `RealWaitExceeded`, naming the server and
 the request (a server that hangs is a broken harness, not a timeout the agent should
 see).
+
+A request to any OTHER host is in flight the same way (no header, no timing: its
+answer takes no simulated time), and so is a `real_wait()` block: a subprocess, a
+thread of the agent's own, anything the loop cannot see. Their cap is the same, and
+their error names the host or the wait instead of `dst serve`.
 """
 
 import asyncio
@@ -25,6 +30,11 @@ IN_FLIGHT_MAX = 1_000
 # The real-time poll while only a flight without a task (a sync client on another thread)
 # is past its cap: its socket timeout ends it.
 REAL_POLL_SECS = 0.05
+# Who sends the bytes of a request to another host, and what a `real_wait()` is.
+OTHER_HOST = "the host"
+REAL_WAIT = "the real wait"
+# Who sends a covered request's bytes (`Flight.who`).
+SERVER = "dst serve"
 
 
 class RealWaitExceeded(ClockError):
@@ -33,11 +43,13 @@ class RealWaitExceeded(ClockError):
 
 
 class Flight:
-    """One request in flight: `what` names it (`POST http://127.0.0.1:PORT/...`)."""
+    """One request in flight: `what` names it (`POST http://127.0.0.1:PORT/...`), `who`
+    is what sends its bytes (`dst serve`, `the host`, `the real wait`)."""
 
-    def __init__(self, what, task):
+    def __init__(self, what, task, who=SERVER):
         self.what = what
         self.task = task
+        self.who = who
         self.started_s = real_monotonic()
         self.expired = False
 
@@ -45,7 +57,8 @@ class Flight:
         return now_s - self.started_s - REAL_WAIT_SECS_MAX
 
     def exceeded(self):
-        return RealWaitExceeded(f"{self.what}: dst serve sent nothing for {REAL_WAIT_SECS_MAX:.0f} s of real "
+        said = "sent nothing" if self.who != REAL_WAIT else "did not end"
+        return RealWaitExceeded(f"{self.what}: {self.who} {said} for {REAL_WAIT_SECS_MAX:.0f} s of real "
                                 f"time (REAL_WAIT_SECS_MAX) while the simulated clock waited for it")
 
 
@@ -68,14 +81,17 @@ class Flights:
         with self._lock:
             return len(self._open)
 
-    def begin(self, what):
-        flight = Flight(what, _current_task())
+    def begin(self, what, who=SERVER):
+        flight = Flight(what, _current_task(), who)
         with self._lock:
             if len(self._open) >= IN_FLIGHT_MAX:
                 raise ClockError(f"{what}: {IN_FLIGHT_MAX} requests already in flight (IN_FLIGHT_MAX)")
             flight.key = next(self._ids)
             self._open[flight.key] = flight
         return flight
+
+    def real_wait(self, what):
+        return RealWait(self, what)
 
     def end(self, flight):
         with self._lock:
@@ -106,3 +122,41 @@ class Flights:
             if flight.task is not None:
                 flight.task.cancel(flight.what)
         return overdue
+
+
+def raise_if_expired(flight):
+    """A flight cancelled for passing its real-time cap raises `RealWaitExceeded` (in
+    place of the `CancelledError` its task got)."""
+    if flight.expired:
+        task = _current_task()
+        if task is not None:
+            task.uncancel()
+        raise flight.exceeded() from None
+
+
+class RealWait:
+    """`with clock.real_wait("..."):` or `async with ...`: the clock stands still while
+    the block runs, as for a request in flight (a subprocess, a thread the loop does not
+    know, any real wait); past `REAL_WAIT_SECS_MAX` real seconds its task is cancelled
+    and the block raises `RealWaitExceeded`, naming `what`."""
+
+    def __init__(self, flights, what):
+        self.flights = flights
+        self.what = what
+        self.flight = None
+
+    def __enter__(self):
+        self.flight = self.flights.begin(self.what, REAL_WAIT)
+        return self
+
+    def __exit__(self, kind, _error, _traceback):
+        self.flights.end(self.flight)
+        if kind is not None and issubclass(kind, asyncio.CancelledError):
+            raise_if_expired(self.flight)
+        return False
+
+    async def __aenter__(self):
+        return self.__enter__()
+
+    async def __aexit__(self, kind, error, traceback):
+        return self.__exit__(kind, error, traceback)

@@ -6,7 +6,10 @@ send through httpx's default transports (the openai and anthropic SDKs through `
 httpx's successor with the same API): `HTTPTransport.handle_request` and
 `AsyncHTTPTransport.handle_async_request` are wrapped, in whichever of `httpx` and
 `httpx2` is installed, while a clock runs. A request whose origin is not one of the
-clock's servers goes through untouched. One to a server:
+clock's servers gets no header and takes no simulated time, but it is IN FLIGHT until its
+head is read and while each next piece of its body is awaited, so the clock stands
+still while a real host answers (an async client's own timeouts, on the loop's time,
+would otherwise fire before its bytes came). One to a server:
 
 1. gets `x-umi-clock-us: N` (the clock now) and is IN FLIGHT until its head is read, and
    again while the agent waits for each next piece of its body (`clock_flights.py`); its
@@ -24,6 +27,10 @@ clock's servers goes through untouched. One to a server:
    sending a response.")`, what httpx raises for a connection closed before its head;
    `stall` blocks for the read timeout and raises `ReadTimeout`.
 
+An async request to a server from an event loop that is not the clock's (one created
+before the clock started: its time is frozen, and nothing caps its real waits) raises
+`clock_loop.LoopBeforeClock` before it is sent.
+
 A response without `x-umi-timing` (a server that does not know the clock, or its own
 `/umi/...` paths) is handed over as it came.
 """
@@ -33,8 +40,8 @@ import functools
 import importlib
 
 from . import clock as umi_clock
-from .clock_flights import REAL_WAIT_SECS_MAX
-from .clock_loop import wait_until_us
+from .clock_flights import OTHER_HOST, REAL_WAIT_SECS_MAX, raise_if_expired
+from .clock_loop import check_loop, wait_until_us
 from .clock_timing import CLOCK_HEADER, TIMING_HEADER, Timing, no_response
 
 # A stall's read blocks this long when the client set no read timeout (an hour).
@@ -74,8 +81,10 @@ def _sync_hook(module, original):
     @functools.wraps(original)
     def handle_request(self, request):
         clock = umi_clock.active()
-        if clock is None or not clock.covers(request.url):
+        if clock is None:
             return original(self, request)
+        if not clock.covers(request.url):
+            return _other_host_sync(module, clock, request, functools.partial(original, self))
         return Exchange(module, clock, request).send(functools.partial(original, self))
 
     return handle_request
@@ -85,11 +94,42 @@ def _async_hook(module, original):
     @functools.wraps(original)
     async def handle_async_request(self, request):
         clock = umi_clock.active()
-        if clock is None or not clock.covers(request.url):
+        if clock is None:
             return await original(self, request)
+        if not clock.covers(request.url):
+            return await _other_host_async(module, clock, request, functools.partial(original, self))
         return await Exchange(module, clock, request).send_async(functools.partial(original, self))
 
     return handle_async_request
+
+
+def _what(request):
+    return f"{request.method} {request.url}"
+
+
+def _other_host_sync(module, clock, request, send):
+    """A request to another host: as it is, in flight until its head is read (and for
+    each piece of its body), its own timeouts kept."""
+    flight = clock.flights.begin(_what(request), OTHER_HOST)
+    try:
+        response = send(request)
+    finally:
+        clock.flights.end(flight)
+    response.stream = _stream_class(module, InFlightSyncStream, "SyncByteStream")(clock, request, response.stream)
+    return response
+
+
+async def _other_host_async(module, clock, request, send):
+    flight = clock.flights.begin(_what(request), OTHER_HOST)
+    try:
+        response = await send(request)
+    except asyncio.CancelledError:
+        raise_if_expired(flight)
+        raise
+    finally:
+        clock.flights.end(flight)
+    response.stream = _stream_class(module, InFlightAsyncStream, "AsyncByteStream")(clock, request, response.stream)
+    return response
 
 
 def _read_timeout_us(request):
@@ -107,7 +147,7 @@ class Exchange:
         self.module = module
         self.clock = clock
         self.request = request
-        self.what = f"{request.method} {request.url}"
+        self.what = _what(request)
         self.sent_us = None
         self.timing = None
         self.read_timeout_us = _read_timeout_us(request)
@@ -174,12 +214,13 @@ class Exchange:
     # -- async -----------------------------------------------------------------------
 
     async def send_async(self, original):
+        check_loop(self.clock, self.what)
         kept = self._stamp(None)
         flight = self.clock.flights.begin(self.what)
         try:
             response = await original(self.request)
         except asyncio.CancelledError:
-            _raise_if_expired(flight)
+            raise_if_expired(flight)
             raise
         finally:
             self.clock.flights.end(flight)
@@ -198,15 +239,6 @@ class Exchange:
             raise
         response.stream = timed_async_stream(self, response.stream)
         return response
-
-
-def _raise_if_expired(flight):
-    """A flight cancelled for passing its real-time cap raises `RealWaitExceeded`."""
-    if flight.expired:
-        task = asyncio.current_task()
-        if task is not None:
-            task.uncancel()
-        raise flight.exceeded() from None
 
 
 def _raise_end(raised, error):
@@ -339,7 +371,7 @@ class TimedAsyncStream:
         except StopAsyncIteration:
             return None, None, True
         except asyncio.CancelledError:
-            _raise_if_expired(flight)
+            raise_if_expired(flight)
             raise
         except exchange.module.TransportError as raised:
             return None, raised, True
@@ -363,3 +395,55 @@ class TimedAsyncStream:
 
     async def aclose(self):
         await self.body.inner.aclose()
+
+
+class InFlightSyncStream:
+    """The body of a response from another host, each read in flight (no timing); a mixin
+    over the library's `SyncByteStream`."""
+
+    def __init__(self, clock, request, inner):
+        self.flights = clock.flights
+        self.what = _what(request)
+        self.inner = inner
+
+    def __iter__(self):
+        pieces = iter(self.inner)
+        while True:
+            flight = self.flights.begin(self.what, OTHER_HOST)
+            try:
+                piece = next(pieces)
+            except StopIteration:
+                return
+            finally:
+                self.flights.end(flight)
+            yield piece
+
+    def close(self):
+        self.inner.close()
+
+
+class InFlightAsyncStream:
+    """`InFlightSyncStream` for an async body (over `AsyncByteStream`)."""
+
+    def __init__(self, clock, request, inner):
+        self.flights = clock.flights
+        self.what = _what(request)
+        self.inner = inner
+
+    async def __aiter__(self):
+        pieces = self.inner.__aiter__()
+        while True:
+            flight = self.flights.begin(self.what, OTHER_HOST)
+            try:
+                piece = await pieces.__anext__()
+            except StopAsyncIteration:
+                return
+            except asyncio.CancelledError:
+                raise_if_expired(flight)
+                raise
+            finally:
+                self.flights.end(flight)
+            yield piece
+
+    async def aclose(self):
+        await self.inner.aclose()

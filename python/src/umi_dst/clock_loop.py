@@ -6,10 +6,13 @@ all run on it), and whose selector wait fast-forwards the clock to the next time
 only when nothing can happen from outside:
 
 1. I/O that is ready is handled first (a poll with no wait).
-2. While a request to `dst serve` is in flight (`clock_flights.py`), or a thread started
-   with `run_in_executor` (`getaddrinfo`, `asyncio.to_thread`) is still running, the loop
-   waits for real I/O in real time and the clock stands still (SCHEMA section 1,
-   rule 2); a flight past `REAL_WAIT_SECS_MAX` is cancelled, named.
+2. While a request is in flight (`clock_flights.py`: to `dst serve` or any other host,
+   or a `clock.real_wait()` block), or a thread started with `run_in_executor`
+   (`getaddrinfo`, `asyncio.to_thread`) or anyio's `to_thread.run_sync` (pydantic-ai's
+   sync tools, mcp) is still running, the loop waits for real I/O in real time and the
+   clock stands still (SCHEMA section 1, rule 2); a flight past `REAL_WAIT_SECS_MAX` is
+   cancelled, named. A real wait the loop cannot see (a subprocess's exit, a thread of
+   the agent's own) counts as idle: it goes in `with clock.real_wait(...)`.
 3. With no timer at all, it waits for the outside world like any loop.
 4. Otherwise, after `NOOP_CYCLES` polls that found nothing (ready tasks get their turn to
    schedule what they were about to: an `async with timeout(2)` around a `sleep(1)`), the
@@ -25,13 +28,22 @@ what this loop must not do; its no-op cycles before a jump are looptime's idea, 
 count.
 
 `SimEventLoopPolicy` makes `asyncio.run`, `asyncio.Runner` and anyio's runner create
-this loop while the clock runs (`install_policy`; undone by `uninstall_policy`).
+this loop while the clock runs (`install_policy`; undone by `uninstall_policy`), and
+`install_anyio` makes anyio's worker threads count as threads the loop waits on. A loop
+created BEFORE the clock started is not one of these: its `time()` reads the patched
+`time.monotonic`, which stands still, so nothing there ever comes due; a request to
+`dst serve` from it raises `LoopBeforeClock` (`check_loop`) instead of hanging.
 """
 
 import asyncio
+import functools
 import weakref
 
 from . import clock as umi_clock
+
+class LoopBeforeClock(umi_clock.ClockError):
+    """An async request to `dst serve` ran on an event loop that is not the clock's."""
+
 
 # Polls that found nothing before the clock jumps to the next timer (looptime's default).
 NOOP_CYCLES = 42
@@ -48,6 +60,7 @@ class SimEventLoop(asyncio.SelectorEventLoop):
         self._clock_resolution = 0.5e-6
         self._noop_cycles = 0
         self._executor_futures = weakref.WeakSet()
+        self.worker_threads = 0  # anyio worker threads running for this loop
         self._real_select = self._selector.select
         self._selector.select = self._sim_select
 
@@ -60,7 +73,7 @@ class SimEventLoop(asyncio.SelectorEventLoop):
         return future
 
     def _threads_running(self):
-        return any(not future.done() for future in self._executor_futures)
+        return self.worker_threads > 0 or any(not future.done() for future in self._executor_futures)
 
     def _sim_select(self, timeout):
         ready = self._real_select(0)
@@ -139,12 +152,59 @@ def uninstall_policy(previous):
     asyncio.set_event_loop_policy(previous)
 
 
-async def wait_until_us(clock, until_us):
-    """The agent's task waits until the clock reads `until_us`: a sleep on the simulated
-    loop when it runs on one (so concurrent waits end in simulated order), else the clock
-    just moves (a loop the clock does not own)."""
+def check_loop(clock, what):
+    """The running loop, when it is a `SimEventLoop` on `clock`; else `LoopBeforeClock`
+    naming `what` (its timers would never come due, and its real waits have no cap)."""
     loop = asyncio.get_running_loop()
     if isinstance(loop, SimEventLoop) and loop.sim_clock is clock:
-        await loop.sleep_until_us(until_us)
-    else:
-        clock.advance_to(until_us, "response")
+        return loop
+    raise LoopBeforeClock(f"{what}: this event loop ({type(loop).__name__}) was created before the simulated clock "
+                          f"started, so its time stands still and its timers never come due; create the loop "
+                          f"inside the test (asyncio.run, or a fixture that runs after `umi`), or use "
+                          f"@pytest.mark.umi(clock=False)")
+
+
+async def wait_until_us(clock, until_us, what="a response"):
+    """The agent's task waits until the clock reads `until_us`: a sleep on the simulated
+    loop (so concurrent waits end in simulated order); `LoopBeforeClock` on any other."""
+    await check_loop(clock, what).sleep_until_us(until_us)
+
+
+_anyio_saved = {}  # "run_sync_in_worker_thread" -> anyio's own classmethod
+
+
+def install_anyio():
+    """Counts anyio's worker threads (`anyio.to_thread.run_sync`, on asyncio) on the
+    running `SimEventLoop` while they run (idempotent; nothing when anyio is absent)."""
+    try:
+        from anyio._backends._asyncio import AsyncIOBackend
+    except ImportError:
+        return
+    name = "run_sync_in_worker_thread"
+    if name in _anyio_saved:
+        return
+    original = AsyncIOBackend.__dict__[name]
+    _anyio_saved[name] = original
+
+    @functools.wraps(original.__func__)
+    async def counted(cls, *args, **kwargs):
+        loop = asyncio.get_running_loop()
+        if not isinstance(loop, SimEventLoop):
+            return await original.__func__(cls, *args, **kwargs)
+        loop.worker_threads += 1
+        try:
+            return await original.__func__(cls, *args, **kwargs)
+        finally:
+            loop.worker_threads -= 1
+
+    AsyncIOBackend.run_sync_in_worker_thread = classmethod(counted)
+
+
+def uninstall_anyio():
+    if not _anyio_saved:
+        return
+    from anyio._backends._asyncio import AsyncIOBackend
+
+    for name, original in list(_anyio_saved.items()):
+        setattr(AsyncIOBackend, name, original)
+        del _anyio_saved[name]

@@ -2,7 +2,7 @@
 
 `start(seed, servers)` starts a `SimClock` (the wall clock through time-machine, the
 monotonic clocks and `time.sleep`, `random` seeded), gives it its in-flight registry,
-wraps httpx's transports (`clock_httpx.py`) and makes new asyncio loops `SimEventLoop`s
+wraps httpx's transports (`clock_httpx.py`), counts anyio's worker threads and makes new asyncio loops `SimEventLoop`s
 (`clock_loop.py`); `stop(clock)` undoes all of it, whatever state the run left. The
 pytest plugin does both around each test on the clock; `on_clock(...)` is the same as a
 context manager, for a script:
@@ -26,6 +26,7 @@ def start(seed=None, servers=(), start_us=0):
     clock.start()
     try:
         clock_httpx.install()
+        clock_loop.install_anyio()
         clock.saved_policy = clock_loop.install_policy(clock)
     except BaseException:
         stop(clock)
@@ -37,6 +38,7 @@ def stop(clock):
     """Takes the process off `clock` (idempotent)."""
     try:
         clock_httpx.uninstall()
+        clock_loop.uninstall_anyio()
         saved = getattr(clock, "saved_policy", None)
         if saved is not None:
             clock_loop.uninstall_policy(saved)

@@ -4,8 +4,8 @@
 (env `UMI_CLOCK`) says it for every test that takes the `umi` fixture and whose marker
 does not; with neither, a test is on the clock when that is SAFE (`safe_by_default`):
 it takes the `umi` fixture and its server does not play simulated time in real time
-(`time_scale` above 0 makes the server wait for real, and the agent would then wait the
-same time twice). What counts as safe was decided by running the repository's Python
+(`time_scale` above 0, or `--time-scale` above 0 in its `args`, makes the server wait
+for real, and the agent would then wait the same time twice). What counts as safe was decided by running the repository's Python
 suite with the clock forced on (docs/guide.md, "The agent's clock").
 
 The clock starts when the `umi` fixture is set up (after the server is, so starting
@@ -20,6 +20,8 @@ import pytest
 from . import clock_on
 
 CLOCK_SETTINGS = ("on", "off")
+# `dst serve`'s flag for playing simulated time in real time.
+TIME_SCALE_FLAG = "--time-scale"
 
 
 def add_option(group):
@@ -47,10 +49,32 @@ def check_marker(value, where):
     return value
 
 
+def _scales(kwargs):
+    """Every time scale the marker gives the server: `time_scale=X`, and `--time-scale X`
+    or `--time-scale=X` in its `args` (as text: `dst serve` parses it)."""
+    if kwargs.get("time_scale") is not None:
+        yield kwargs["time_scale"]
+    args = [str(arg) for arg in kwargs.get("args") or ()]
+    for at, arg in enumerate(args):
+        if arg == TIME_SCALE_FLAG and at + 1 < len(args):
+            yield args[at + 1]
+        elif arg.startswith(TIME_SCALE_FLAG + "="):
+            yield arg.split("=", 1)[1]
+
+
+def _real_time(scale):
+    """Whether a scale makes the server wait for real (above 0); one that is not a
+    number is left to `dst serve` to refuse."""
+    try:
+        return float(scale) > 0
+    except (TypeError, ValueError):
+        return False
+
+
 def safe_by_default(kwargs):
-    """The default for a test that takes `umi`: on, unless its server plays in real time."""
-    scale = kwargs.get("time_scale")
-    return scale is None or scale == 0
+    """The default for a test that takes `umi`: on, unless its server plays in real time
+    (`time_scale` above 0, in the marker's keyword or in its `args`)."""
+    return not any(_real_time(scale) for scale in _scales(kwargs))
 
 
 def wanted(config, kwargs, where):
