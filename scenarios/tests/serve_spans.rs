@@ -2,8 +2,9 @@
 //! protobuf, JSON and gzip bodies decoded with the official opentelemetry-proto types,
 //! filed under the scope of the path, the header or the resource's `umi.scope`, read back
 //! by `GET /umi/spans`, counted in `/umi/trace`'s summary, forgotten by `/umi/reset`,
-//! bounded per scope (`partial_success.rejected_spans`), and bad bodies refused with a
-//! `google.rpc.Status` naming what failed.
+//! bounded per scope in spans and bytes (`partial_success.rejected_spans`), a resource
+//! counted once for all its spans, a full success answered with an empty response, and
+//! bad bodies refused with a `google.rpc.Status` naming what failed.
 
 use std::io::Write as _;
 
@@ -18,7 +19,9 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, spa
 use prost::Message;
 use serde_json::{Value, json};
 use umi_core::llm::transport::{HttpRequest, ReqwestTransport, Transport};
-use umi_dst::serve::{AGENT_SPANS_PER_SCOPE_MAX, RunningServer, ServeConfig, Server};
+use umi_dst::serve::{
+    AGENT_SPAN_BYTES_PER_SCOPE_MAX, AGENT_SPANS_PER_SCOPE_MAX, RunningServer, ServeConfig, Server,
+};
 
 use crate::support::runtime;
 
@@ -612,6 +615,156 @@ fn a_request_on_the_agents_clock_starts_there_and_one_without_after_the_previous
             "no clock: where the previous one ended"
         );
         assert_eq!(requests[2].0, EPOCH_NS + 9_000_000_000);
+        server.shutdown().await;
+    });
+}
+
+/// A string attribute of `bytes` bytes.
+fn big(key: &str, bytes: usize) -> KeyValue {
+    string(key, &"x".repeat(bytes))
+}
+
+/// `count` spans of one trace, ids from 1.
+fn numbered(count: usize, each: impl Fn(Span) -> Span) -> Vec<Span> {
+    (0..count)
+        .map(|n| {
+            let mut span = a_span("s", 0, None);
+            span.span_id = (n as u64 + 1).to_be_bytes().to_vec();
+            each(span)
+        })
+        .collect()
+}
+
+async fn post_protobuf(url: &str, body: Vec<u8>) -> ExportTraceServiceResponse {
+    let proto = vec![("content-type", "application/x-protobuf")];
+    let (status, _, answer) = send("POST", url.to_owned(), proto, body).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+    ExportTraceServiceResponse::decode(&answer[..]).unwrap()
+}
+
+#[test]
+fn a_full_success_answers_an_empty_response_and_every_gzip_member_is_read() {
+    runtime().block_on(async {
+        let server = Server::start(ServeConfig::default()).await.unwrap();
+        let url = format!("{}/scope/empty/v1/traces", server.base_url());
+        // JSON: `{}`, as the Collector answers, not `{"partialSuccess":null}`.
+        let json = serde_json::to_vec(&export(vec![a_span("j", 0, None)], None)).unwrap();
+        let json_type = vec![("content-type", "application/json")];
+        let (status, _, answer) = send("POST", url.clone(), json_type, json).await;
+        assert_eq!(status, 200);
+        assert_eq!(String::from_utf8_lossy(&answer), "{}");
+        // Protobuf: the empty message, no bytes.
+        let body = export(vec![a_span("p", 1, None)], None).encode_to_vec();
+        let proto = vec![("content-type", "application/x-protobuf")];
+        let (status, _, answer) = send("POST", url.clone(), proto.clone(), body).await;
+        assert_eq!(status, 200);
+        assert!(answer.is_empty(), "{answer:?}");
+        // Two gzip members (as `cat a.gz b.gz` makes): protobuf messages concatenated
+        // are one message with both spans, so both are kept.
+        let mut two = gzip(&export(vec![a_span("m1", 2, None)], None).encode_to_vec());
+        two.extend(gzip(
+            &export(vec![a_span("m2", 3, None)], None).encode_to_vec(),
+        ));
+        let mut gz = proto;
+        gz.push(("content-encoding", "gzip"));
+        let (status, _, _) = send("POST", url, gz, two).await;
+        assert_eq!(status, 200);
+        let names: Vec<Value> = (spans(&server, "empty").await["spans"].as_array().unwrap())
+            .iter()
+            .map(|span| span["name"].clone())
+            .collect();
+        assert_eq!(names, [json!("j"), json!("p"), json!("m1"), json!("m2")]);
+        server.shutdown().await;
+    });
+}
+
+#[test]
+fn a_scope_keeps_at_most_its_bytes_and_says_how_many_it_rejected() {
+    runtime().block_on(async {
+        let server = Server::start(ServeConfig::default()).await.unwrap();
+        let url = format!("{}/scope/heavy/v1/traces", server.base_url());
+        // Seven spans of about 1 MiB each per request, under the 8 MiB body limit.
+        const SPAN_BYTES: usize = 1024 * 1024;
+        let heavy = |span: Span| Span {
+            attributes: vec![big("payload", SPAN_BYTES)],
+            ..span
+        };
+        let span_len = heavy(a_span("s", 0, None)).encoded_len();
+        let posts_max = AGENT_SPAN_BYTES_PER_SCOPE_MAX / (7 * SPAN_BYTES) + 2;
+        let (mut sent, mut refusal) = (0, None);
+        for _ in 0..posts_max {
+            let answer =
+                post_protobuf(&url, export(numbered(7, heavy), None).encode_to_vec()).await;
+            sent += 7;
+            if let Some(partial) = answer.partial_success {
+                refusal = Some(partial);
+                break;
+            }
+        }
+        let partial = refusal.expect("the scope's bytes are bounded");
+        assert!(partial.rejected_spans > 0);
+        assert!(
+            partial
+                .error_message
+                .contains("AGENT_SPAN_BYTES_PER_SCOPE_MAX"),
+            "{}",
+            partial.error_message
+        );
+        let kept = summary(&server, "heavy").await["agent_spans"]
+            .as_u64()
+            .unwrap() as usize;
+        assert_eq!(kept, sent - partial.rejected_spans as usize);
+        assert!(
+            kept * span_len <= AGENT_SPAN_BYTES_PER_SCOPE_MAX,
+            "{kept} kept"
+        );
+        assert!(
+            (kept + 7) * span_len > AGENT_SPAN_BYTES_PER_SCOPE_MAX,
+            "{kept} kept"
+        );
+        // Another scope is not affected; a reset makes room again.
+        let other = format!("{}/scope/light/v1/traces", server.base_url());
+        let answer = post_protobuf(&other, export(numbered(7, heavy), None).encode_to_vec()).await;
+        assert_eq!(answer.partial_success, None);
+        let reset = format!("{}/umi/reset?scope=heavy", server.base_url());
+        assert_eq!(send("POST", reset, Vec::new(), Vec::new()).await.0, 200);
+        let answer = post_protobuf(&url, export(numbered(7, heavy), None).encode_to_vec()).await;
+        assert_eq!(answer.partial_success, None);
+        server.shutdown().await;
+    });
+}
+
+#[test]
+fn one_large_resource_with_many_spans_is_kept_and_counted_once() {
+    runtime().block_on(async {
+        let server = Server::start(ServeConfig::default()).await.unwrap();
+        let url = format!("{}/scope/shared/v1/traces", server.base_url());
+        // A 1 MiB resource and 500 spans: counted per span it would be 500 MiB, past
+        // AGENT_SPAN_BYTES_PER_SCOPE_MAX; shared, it is 1 MiB and the spans.
+        const RESOURCE_BYTES: usize = 1024 * 1024;
+        const SPANS: usize = 500;
+        const { assert!(SPANS * RESOURCE_BYTES > AGENT_SPAN_BYTES_PER_SCOPE_MAX) };
+        let mut request = export(numbered(SPANS, |span| span), None);
+        let resource = request.resource_spans[0].resource.as_mut().unwrap();
+        resource
+            .attributes
+            .push(big("process.command_args", RESOURCE_BYTES));
+        for _ in 0..2 {
+            let answer = post_protobuf(&url, request.encode_to_vec()).await;
+            assert_eq!(answer.partial_success, None);
+        }
+        assert_eq!(summary(&server, "shared").await["agent_spans"], 2 * SPANS);
+        // Exported under one resource per request, as sent.
+        let (_, document) = otlp(&server, "shared").await;
+        let agent: Vec<&ResourceSpans> = (document.resource_spans.iter())
+            .filter(|r| {
+                let attributes = &r.resource.as_ref().unwrap().attributes;
+                attribute(attributes, "service.name")
+                    == Some(&Any::StringValue("agent-under-test".into()))
+            })
+            .collect();
+        assert_eq!(agent.len(), 1, "identical resources in a row export as one");
+        assert_eq!(agent[0].scope_spans[0].spans.len(), 2 * SPANS);
         server.shutdown().await;
     });
 }

@@ -15,7 +15,12 @@
 //!
 //! The request is a `POST` by reqwest (the workspace's HTTP client, rustls with ring).
 //! A collector's non-2xx answer is an error naming its status and (the start of) its
-//! body. Header values hold API keys: no error, log line or `Debug` prints them.
+//! body. Header values hold API keys: no error, log line or `Debug` prints them, nor a
+//! headers entry whose name is not a header name (the colon form `Authorization: Basic
+//! ...` splits at the first `=`, so its "name" is the credential): its entry number
+//! only. The endpoint may hold credentials too (`https://user:token@host`, `?api_key=`):
+//! errors, log lines and `Debug` show it without its userinfo, query and fragment
+//! ([`ExporterConfig::endpoint_shown`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -92,7 +97,7 @@ impl fmt::Debug for ExporterConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
         f.debug_struct("ExporterConfig")
-            .field("endpoint", &self.endpoint)
+            .field("endpoint", &self.endpoint_shown())
             .field("headers", &names)
             .field("protocol", &self.protocol)
             .field("timeout", &self.timeout)
@@ -123,7 +128,7 @@ pub enum OtlpHttpError {
         var: &'static str,
         /// The entry's position.
         entry: usize,
-        /// What is wrong (naming the key, never the value).
+        /// What is wrong (naming a valid key, never a value or an invalid key).
         reason: String,
     },
     /// A protocol other than `http/protobuf` or `http/json`.
@@ -203,6 +208,12 @@ impl ExporterConfig {
         })
     }
 
+    /// The endpoint as errors and logs show it: without userinfo, query and fragment,
+    /// where credentials go.
+    pub fn endpoint_shown(&self) -> String {
+        shown(&self.endpoint)
+    }
+
     /// The configuration of this process's environment.
     pub fn from_env() -> Result<Self, OtlpHttpError> {
         Self::from_vars(|name| std::env::var(name).ok())
@@ -217,6 +228,21 @@ fn traces_url(base: &str) -> String {
     } else {
         format!("{base}/v1/traces")
     }
+}
+
+/// `endpoint` without userinfo, query and fragment (parsed by reqwest's URL parser);
+/// one that does not parse as a URL (never the case past [`check_url`]) shows as a
+/// placeholder, not as itself.
+fn shown(endpoint: &str) -> String {
+    let Ok(mut url) = reqwest::Url::parse(endpoint) else {
+        return "(an endpoint that is not a URL)".to_owned();
+    };
+    // Both fail only for URLs that cannot have userinfo (no host), which is what we want.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.set_query(None);
+    url.set_fragment(None);
+    url.to_string()
 }
 
 /// Refuses what is not an absolute http(s) URL (parsed by reqwest's URL parser).
@@ -255,6 +281,10 @@ fn parse_headers(var: &'static str, text: &str) -> Result<Vec<(String, String)>,
             return Err(bad("is not key=value".to_owned()));
         };
         let name = name.trim();
+        // Checked first, and never printed when it fails: a name that is not a header
+        // name may be a credential (`Authorization: Basic ...=` splits at its `=`).
+        reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| bad("has a key that is not an HTTP header name".to_owned()))?;
         let value = percent_encoding::percent_decode_str(value.trim())
             .decode_utf8()
             .map_err(|_| {
@@ -263,8 +293,6 @@ fn parse_headers(var: &'static str, text: &str) -> Result<Vec<(String, String)>,
                 ))
             })?
             .into_owned();
-        reqwest::header::HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| bad(format!("({name:?}) is not an HTTP header name")))?;
         reqwest::header::HeaderValue::from_str(&value)
             .map_err(|_| bad(format!("({name}): its value is not an HTTP header value")))?;
         headers.insert(name.to_ascii_lowercase(), value);
@@ -291,7 +319,7 @@ pub fn send(
     request: &ExportTraceServiceRequest,
 ) -> Result<Sent, OtlpHttpError> {
     let failed = |reason: String| OtlpHttpError::Send {
-        endpoint: config.endpoint.clone(),
+        endpoint: config.endpoint_shown(),
         reason,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -307,7 +335,7 @@ async fn post(
     request: &ExportTraceServiceRequest,
 ) -> Result<Sent, OtlpHttpError> {
     let failed = |error: reqwest::Error| OtlpHttpError::Send {
-        endpoint: config.endpoint.clone(),
+        endpoint: config.endpoint_shown(),
         reason: error_chain(error),
     };
     umi_core::llm::transport::install_crypto_provider();
@@ -343,7 +371,7 @@ async fn post(
     }
     if !response_is_success(status) {
         return Err(OtlpHttpError::Status {
-            endpoint: config.endpoint.clone(),
+            endpoint: config.endpoint_shown(),
             status,
             body: quote(&answer),
         });
@@ -477,6 +505,41 @@ mod tests {
             config(&[(ENDPOINT_VAR, "http://c"), (HEADERS_VAR, "k=bad%0Avalue")]).unwrap_err();
         assert!(error.to_string().contains("(k)"), "{error}");
         assert!(!error.to_string().contains("bad"), "{error}");
+    }
+
+    #[test]
+    fn a_key_that_is_not_a_header_name_is_never_printed() {
+        // The colon form splits at the first `=`: the whole credential is the "key".
+        let error = config(&[
+            (ENDPOINT_VAR, "http://c"),
+            (HEADERS_VAR, "a=1,Authorization: Basic dXNlcjpw=="),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("{HEADERS_VAR}: entry 2 (1-based) has a key that is not an HTTP header name")
+        );
+        assert!(!format!("{error:?}").contains("dXNlcjpw"), "{error:?}");
+    }
+
+    #[test]
+    fn the_endpoint_is_shown_without_userinfo_query_or_fragment() {
+        let secret = "http://user:t0ken@127.0.0.1:1/v1/traces?api_key=k3y#frag";
+        let config = config(&[(TRACES_ENDPOINT_VAR, secret)]).unwrap();
+        assert_eq!(config.endpoint, secret, "sent as given");
+        assert_eq!(config.endpoint_shown(), "http://127.0.0.1:1/v1/traces");
+        let debug = format!("{config:?}");
+        for hidden in ["user", "t0ken", "k3y", "frag"] {
+            assert!(!debug.contains(hidden), "{debug}");
+        }
+        // Port 1 on loopback: nothing listens, the send fails and names the endpoint.
+        let error = send(&config, &ExportTraceServiceRequest::default()).unwrap_err();
+        let text = format!("{error} {error:?}");
+        assert!(matches!(error, OtlpHttpError::Send { .. }), "{text}");
+        assert!(text.contains("http://127.0.0.1:1/v1/traces"), "{text}");
+        for hidden in ["user", "t0ken", "k3y", "frag"] {
+            assert!(!text.contains(hidden), "{text}");
+        }
     }
 
     #[test]

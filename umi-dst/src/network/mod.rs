@@ -35,7 +35,7 @@ pub mod embed;
 mod embed_serve;
 mod format;
 pub(crate) mod gemini;
-mod headers;
+pub(crate) mod headers;
 mod ids;
 mod json;
 mod ollama;

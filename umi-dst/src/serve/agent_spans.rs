@@ -6,13 +6,17 @@
 //! A span is kept as received (the OTLP `Span` with its `Resource` and
 //! `InstrumentationScope`), in arrival order. Nothing here feeds a seed, an answer or a
 //! trace hash: spans are what the agent says it did, shown beside what the server did.
-//! Memory is bounded twice: at most [`AGENT_SPANS_PER_SCOPE_MAX`] spans per scope (the
-//! ingest rejects the rest, as OTLP's `partial_success.rejected_spans`), and at most
-//! [`AGENT_SPAN_SCOPES_MAX`] scopes (past it the least recently used one is forgotten).
+//! Memory is bounded three ways: at most [`AGENT_SPANS_PER_SCOPE_MAX`] spans and
+//! [`AGENT_SPAN_BYTES_PER_SCOPE_MAX`] bytes per scope (the ingest rejects the rest, as
+//! OTLP's `partial_success.rejected_spans`), and at most [`AGENT_SPAN_SCOPES_MAX`] scopes
+//! (past it the least recently used one is forgotten). The spans of one `ResourceSpans`
+//! share its resource, and those of one `ScopeSpans` its instrumentation scope (an
+//! [`Arc`], kept and counted once), so a large resource sent with many spans costs its
+//! size once, not once per span.
 //! `POST /umi/reset` forgets them as it forgets the scope's log.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};
@@ -20,10 +24,16 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+use prost::Message;
 use serde_json::{Map, Value, json};
 
 /// Spans kept per scope; past it a scope's new spans are rejected (`rejected_spans`).
 pub const AGENT_SPANS_PER_SCOPE_MAX: usize = 10_000;
+
+/// Bytes kept per scope (OTLP protobuf sizes, prost's `encoded_len`: each span, plus each
+/// resource and instrumentation scope once per `ResourceSpans`/`ScopeSpans` it came in);
+/// past it a scope's new spans are rejected (`rejected_spans`).
+pub const AGENT_SPAN_BYTES_PER_SCOPE_MAX: usize = 64 * 1024 * 1024;
 
 /// Scopes holding spans at most; past it the least recently used one is forgotten.
 pub const AGENT_SPAN_SCOPES_MAX: usize = 1_000;
@@ -32,21 +42,57 @@ pub const AGENT_SPAN_SCOPES_MAX: usize = 1_000;
 /// are shown as `null`): a bound on the recursion a hostile body could ask for.
 const ATTRIBUTE_DEPTH_MAX: usize = 16;
 
+/// A resource with its schema URL, shared by the spans of one `ResourceSpans`.
+pub(crate) type Resourced = Arc<(Option<Resource>, String)>;
+
+/// An instrumentation scope with its schema URL, shared by the spans of one `ScopeSpans`.
+pub(crate) type Scoped = Arc<(Option<InstrumentationScope>, String)>;
+
 /// One span as the agent sent it, with where it came from.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Kept {
-    /// The resource it was sent under (`service.name`, ...), with its schema URL.
-    pub(crate) resource: (Option<Resource>, String),
-    /// The instrumentation scope that made it (`pydantic-ai`, ...), with its schema URL.
-    pub(crate) instrumentation: (Option<InstrumentationScope>, String),
+    /// The resource it was sent under (`service.name`, ...), with its schema URL, shared
+    /// by the spans of its `ResourceSpans`.
+    pub(crate) resource: Resourced,
+    /// The instrumentation scope that made it (`pydantic-ai`, ...), with its schema URL,
+    /// shared by the spans of its `ScopeSpans`.
+    pub(crate) instrumentation: Scoped,
     /// The span.
     pub(crate) span: Span,
 }
 
-/// One scope's spans and when it was last used.
+impl Kept {
+    /// The bytes this span adds after `previous` (the scope's last kept span): its own
+    /// encoded size, plus its resource's and instrumentation scope's when it does not
+    /// share them with `previous`.
+    fn bytes_after(&self, previous: Option<&Kept>) -> usize {
+        let mut bytes = self.span.encoded_len();
+        if previous.is_none_or(|p| !Arc::ptr_eq(&p.resource, &self.resource)) {
+            let (resource, url) = &*self.resource;
+            bytes += resource.as_ref().map_or(0, Message::encoded_len) + url.len();
+        }
+        if previous.is_none_or(|p| !Arc::ptr_eq(&p.instrumentation, &self.instrumentation)) {
+            let (scope, url) = &*self.instrumentation;
+            bytes += scope.as_ref().map_or(0, Message::encoded_len) + url.len();
+        }
+        bytes
+    }
+}
+
+/// Which bound a rejected span met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// [`AGENT_SPANS_PER_SCOPE_MAX`].
+    Spans,
+    /// [`AGENT_SPAN_BYTES_PER_SCOPE_MAX`].
+    Bytes,
+}
+
+/// One scope's spans, their bytes, and when it was last used.
 #[derive(Debug, Default)]
 struct ScopeSpansKept {
     spans: Vec<Kept>,
+    bytes: usize,
     last_used: u64,
 }
 
@@ -68,8 +114,9 @@ impl AgentSpans {
     }
 
     /// Files `spans` under `scope` in order; how many were rejected because the scope
-    /// already held [`AGENT_SPANS_PER_SCOPE_MAX`].
-    pub(crate) fn add(&self, scope: &str, spans: Vec<Kept>) -> usize {
+    /// held [`AGENT_SPANS_PER_SCOPE_MAX`] spans or would pass
+    /// [`AGENT_SPAN_BYTES_PER_SCOPE_MAX`] bytes, and the bound the first one met.
+    pub(crate) fn add(&self, scope: &str, spans: Vec<Kept>) -> (usize, Option<Bound>) {
         let mut store = self.store();
         store.tick += 1;
         let tick = store.tick;
@@ -83,10 +130,25 @@ impl AgentSpans {
         }
         let kept = store.scopes.entry(scope.to_owned()).or_default();
         kept.last_used = tick;
-        let room = AGENT_SPANS_PER_SCOPE_MAX.saturating_sub(kept.spans.len());
-        let offered = spans.len();
-        kept.spans.extend(spans.into_iter().take(room));
-        offered.saturating_sub(room)
+        let (mut rejected, mut bound) = (0, None);
+        for span in spans {
+            let bytes = span.bytes_after(kept.spans.last());
+            let over = if kept.spans.len() >= AGENT_SPANS_PER_SCOPE_MAX {
+                Some(Bound::Spans)
+            } else if kept.bytes.saturating_add(bytes) > AGENT_SPAN_BYTES_PER_SCOPE_MAX {
+                Some(Bound::Bytes)
+            } else {
+                None
+            };
+            if over.is_some() {
+                rejected += 1;
+                bound = bound.or(over);
+                continue;
+            }
+            kept.bytes += bytes;
+            kept.spans.push(span);
+        }
+        (rejected, bound)
     }
 
     /// Forgets `scope`'s spans, or every scope's.
@@ -160,7 +222,7 @@ fn span_json(kept: &Kept) -> Value {
         })
         .collect();
     let parent = (!span.parent_span_id.is_empty()).then(|| hex(&span.parent_span_id));
-    let resource = kept.resource.0.as_ref().map_or(&[][..], |r| &r.attributes);
+    let resource = (kept.resource.0.as_ref()).map_or(&[][..], |r| &r.attributes);
     let instrumentation = kept.instrumentation.0.as_ref().map(|s| s.name.as_str());
     json!({
         "trace_id": hex(&span.trace_id),
@@ -223,10 +285,10 @@ fn any_json(value: Option<&AnyValue>, depth: usize) -> Value {
 /// instrumentation scope share a `ResourceSpans`/`ScopeSpans`, in arrival order.
 pub(crate) fn regrouped(spans: Vec<Kept>) -> Vec<ResourceSpans> {
     let mut out: Vec<ResourceSpans> = Vec::new();
+    let mut previous: Option<(Resourced, Scoped)> = None;
     for kept in spans {
-        let same_resource = out.last().is_some_and(|last| {
-            (last.resource.as_ref(), &last.schema_url)
-                == (kept.resource.0.as_ref(), &kept.resource.1)
+        let same_resource = previous.as_ref().is_some_and(|(resource, _)| {
+            Arc::ptr_eq(resource, &kept.resource) || *resource == kept.resource
         });
         if !same_resource {
             out.push(ResourceSpans {
@@ -236,10 +298,10 @@ pub(crate) fn regrouped(spans: Vec<Kept>) -> Vec<ResourceSpans> {
             });
         }
         let resource = out.last_mut().expect("pushed above");
-        let same_scope = resource.scope_spans.last().is_some_and(|last| {
-            (last.scope.as_ref(), &last.schema_url)
-                == (kept.instrumentation.0.as_ref(), &kept.instrumentation.1)
-        });
+        let same_scope = same_resource
+            && previous.as_ref().is_some_and(|(_, scope)| {
+                Arc::ptr_eq(scope, &kept.instrumentation) || *scope == kept.instrumentation
+            });
         if !same_scope {
             resource.scope_spans.push(ScopeSpans {
                 scope: kept.instrumentation.0.clone(),
@@ -249,6 +311,7 @@ pub(crate) fn regrouped(spans: Vec<Kept>) -> Vec<ResourceSpans> {
         }
         let scope = resource.scope_spans.last_mut().expect("pushed above");
         scope.spans.push(kept.span);
+        previous = Some((kept.resource, kept.instrumentation));
     }
     out
 }

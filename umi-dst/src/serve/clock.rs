@@ -122,15 +122,26 @@ fn micros(duration: Duration) -> u64 {
 
 /// Moves the HTTP dates of `headers` (`date`, an HTTP-date `retry-after`) onto the
 /// agent's clock: the run began at the epoch, the agent sent the request `clock_us` after
-/// it. HTTP dates count whole seconds, so the shift does too.
-pub(crate) fn onto_agent_clock(headers: &mut [(String, String)], clock_us: u64) {
-    let shift = Duration::from_secs(clock_us / 1_000_000);
+/// it, and the head was sent `head_us` into the run. HTTP dates count whole seconds:
+/// - `date` was made as `floor(epoch + H)` and must read `floor(epoch + clock + H)`
+///   (the schema's `epoch + clock + H`, to the second), so it moves by
+///   `floor((clock + H) / 1 s) - floor(H / 1 s)` seconds: by the clock's whole seconds
+///   alone, a clock of 0.6 s and a head at 0.6 s would read 0 s instead of 1 s;
+/// - an HTTP-date `retry-after` was rounded up (`ceil(epoch + now + wait)`), and moves by
+///   the clock rounded up, so the wait it asks for is never shorter than drawn.
+pub(crate) fn onto_agent_clock(headers: &mut [(String, String)], clock_us: u64, head_us: u64) {
+    const SEC_US: u64 = 1_000_000;
+    let date_shift =
+        Duration::from_secs(clock_us.saturating_add(head_us) / SEC_US - head_us / SEC_US);
+    let retry_shift = Duration::from_secs(clock_us.div_ceil(SEC_US));
     for (name, value) in headers.iter_mut() {
-        let is_date = name.eq_ignore_ascii_case("date")
-            || (name.eq_ignore_ascii_case("retry-after") && value.trim().parse::<f64>().is_err());
-        if !is_date {
+        let shift = if name.eq_ignore_ascii_case("date") {
+            date_shift
+        } else if name.eq_ignore_ascii_case("retry-after") && value.trim().parse::<f64>().is_err() {
+            retry_shift
+        } else {
             continue;
-        }
+        };
         if let Ok(at) = httpdate::parse_http_date(value.trim()) {
             *value = httpdate::fmt_http_date(at + shift);
         }
@@ -259,12 +270,69 @@ mod tests {
             ("retry-after".to_owned(), later),
             ("content-type".to_owned(), "application/json".to_owned()),
         ];
-        onto_agent_clock(&mut headers, 90_500_000);
+        onto_agent_clock(&mut headers, 90_000_000, 0);
         assert_eq!(unix_secs(&headers[0].1), epoch_secs + 90);
         assert_eq!(unix_secs(&headers[1].1), epoch_secs + 90 + 21);
         assert_eq!(headers[2].1, "application/json");
         let mut seconds = vec![("retry-after".to_owned(), "21".to_owned())];
-        onto_agent_clock(&mut seconds, 90_500_000);
+        onto_agent_clock(&mut seconds, 90_500_000, 0);
         assert_eq!(seconds[0].1, "21", "a wait in seconds is not a date");
+    }
+
+    #[test]
+    fn date_reads_the_agents_clock_plus_the_head_to_the_second() {
+        let epoch_ms = crate::constants::SIM_EPOCH_UNIX_MS_DEFAULT;
+        // (clock_us, head_us): `date` is made as floor(epoch + H), as the simulation
+        // does (`network::headers::http_date`), and must read floor(epoch + clock + H).
+        let cases = [
+            (600_000, 600_000),
+            (0, 600_000),
+            (600_000, 0),
+            (400_000, 599_999),
+            (400_000, 600_000),
+            (999_999, 1),
+            (1_500_000, 2_700_000),
+            (90_500_000, 120_000),
+            (90_500_000, 500_000),
+        ];
+        for (clock_us, head_us) in cases {
+            let made = crate::network::headers::http_date(epoch_ms + head_us / 1_000);
+            let mut headers = vec![("date".to_owned(), made)];
+            onto_agent_clock(&mut headers, clock_us, head_us);
+            let expected = (epoch_ms * 1_000 + clock_us + head_us) / 1_000_000;
+            assert_eq!(
+                unix_secs(&headers[0].1),
+                expected,
+                "clock_us={clock_us} head_us={head_us}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_http_date_retry_after_never_asks_for_a_shorter_wait_than_drawn() {
+        let epoch_ms = crate::constants::SIM_EPOCH_UNIX_MS_DEFAULT;
+        // (clock_us, now_ms, wait_ms): the agent reads the header at epoch + clock + now.
+        let cases = [
+            (900_000, 0, 1_000),
+            (600_000, 600, 500),
+            (1, 0, 1),
+            (0, 0, 1_200),
+        ];
+        for (clock_us, now_ms, wait_ms) in cases {
+            let (made, _) = crate::network::headers::retry_after(
+                crate::network::shapes::RetryAfterForm::HttpDate,
+                wait_ms,
+                epoch_ms + now_ms,
+            );
+            let mut headers = made;
+            onto_agent_clock(&mut headers, clock_us, now_ms * 1_000);
+            let at_us = unix_secs(&headers[0].1) * 1_000_000;
+            let read_at_us = epoch_ms * 1_000 + clock_us + now_ms * 1_000;
+            assert!(
+                at_us >= read_at_us + wait_ms * 1_000,
+                "clock_us={clock_us} now_ms={now_ms} wait_ms={wait_ms}: {}",
+                headers[0].1
+            );
+        }
     }
 }

@@ -70,7 +70,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, oneshot};
 
-pub use agent_spans::{AGENT_SPAN_SCOPES_MAX, AGENT_SPANS_PER_SCOPE_MAX};
+pub use agent_spans::{
+    AGENT_SPAN_BYTES_PER_SCOPE_MAX, AGENT_SPAN_SCOPES_MAX, AGENT_SPANS_PER_SCOPE_MAX,
+};
 pub use aim::{MCP_METHODS, served_operations};
 pub use config::{
     BODY_BYTES_MAX_DEFAULT, CLIENT_READ_TIMEOUT_MS, CONCURRENCY_MAX_DEFAULT, DEFAULT_PROFILES,

@@ -259,7 +259,7 @@ fn played_headers(recorded: &mut Recorded, played: &Played, scale: f64) -> Vec<(
         // On the agent's clock a wait is told as the simulation drew it, and dates read
         // the agent's time; the client waits out each part on that clock.
         Some(clock_us) => {
-            clock::onto_agent_clock(&mut headers, clock_us);
+            clock::onto_agent_clock(&mut headers, clock_us, timing.head_us);
             headers.push((clock::TIMING_HEADER.into(), timing.header_value()));
         }
         None => scale_retry_headers(&mut headers, scale),

@@ -17,10 +17,14 @@
 //! `x-umi-scope`), else the resource attribute `umi.scope`, else `""`. Spans with
 //! malformed ids (a trace id not 16 bytes or all zero, a span id not 8 bytes or all
 //! zero, a parent id neither empty nor 8 bytes) are rejected, as are spans past
-//! [`super::agent_spans::AGENT_SPANS_PER_SCOPE_MAX`] in a scope.
+//! [`super::agent_spans::AGENT_SPANS_PER_SCOPE_MAX`] or
+//! [`super::agent_spans::AGENT_SPAN_BYTES_PER_SCOPE_MAX`] in a scope. A full success
+//! answers an empty `ExportTraceServiceResponse` (`{}` in JSON, no bytes in protobuf), as
+//! the Collector does.
 
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::sync::Arc;
 
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -32,7 +36,7 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, Span};
 use prost::Message;
 
 use super::address::{Address, checked_scope};
-use super::agent_spans::{AGENT_SPANS_PER_SCOPE_MAX, Kept};
+use super::agent_spans::{AGENT_SPAN_BYTES_PER_SCOPE_MAX, AGENT_SPANS_PER_SCOPE_MAX, Bound, Kept};
 use super::read;
 use super::reply::{Body, State, full, respond};
 
@@ -157,15 +161,10 @@ async fn ingest(
     let decoded = decode(&body, encoding)?;
     let (by_scope, mut rejected, mut why) = sorted(decoded, &address.scope)?;
     for (scope, spans) in by_scope {
-        let over = state.agent_spans.add(&scope, spans);
-        if over > 0 {
-            rejected += over;
-            why.get_or_insert_with(|| {
-                format!(
-                    "scope {scope:?} holds {AGENT_SPANS_PER_SCOPE_MAX} spans, this server's limit per scope \
-                     (AGENT_SPANS_PER_SCOPE_MAX); POST /umi/reset?scope={scope} forgets them"
-                )
-            });
+        let (over, bound) = state.agent_spans.add(&scope, spans);
+        rejected += over;
+        if let Some(bound) = bound {
+            why.get_or_insert_with(|| over_bound(&scope, bound));
         }
     }
     Ok(ExportTraceServiceResponse {
@@ -174,6 +173,20 @@ async fn ingest(
             error_message: why.unwrap_or_default(),
         }),
     })
+}
+
+/// Why spans of `scope` were rejected at `bound`.
+fn over_bound(scope: &str, bound: Bound) -> String {
+    let held = match bound {
+        Bound::Spans => format!(
+            "holds {AGENT_SPANS_PER_SCOPE_MAX} spans, this server's limit per scope (AGENT_SPANS_PER_SCOPE_MAX)"
+        ),
+        Bound::Bytes => format!(
+            "would pass {AGENT_SPAN_BYTES_PER_SCOPE_MAX} bytes of spans, this server's limit per scope \
+             (AGENT_SPAN_BYTES_PER_SCOPE_MAX)"
+        ),
+    };
+    format!("scope {scope:?} {held}; POST /umi/reset?scope={scope} forgets them")
 }
 
 /// Whether the body is gzipped (`Content-Encoding: gzip`); identity or none: not.
@@ -191,12 +204,12 @@ fn content_encoding(request: &Request<Incoming>) -> Result<bool, Refusal> {
     }
 }
 
-/// The gzipped `body` inflated, refused past `limit` bytes (`--body-bytes-max`: a small
+/// The gzipped `body` inflated (every member, as `gzip -d` does), refused past `limit` bytes (`--body-bytes-max`: a small
 /// body must not inflate into a large one).
 fn gunzip(body: &[u8], limit: usize) -> Result<Vec<u8>, Refusal> {
     let mut out = Vec::new();
     let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    flate2::read::GzDecoder::new(body)
+    flate2::read::MultiGzDecoder::new(body)
         .take(cap)
         .read_to_end(&mut out)
         .map_err(|error| {
@@ -247,7 +260,9 @@ fn sorted(request: ExportTraceServiceRequest, scope: &str) -> Result<Sorted, Ref
             scope_spans,
             schema_url,
         } = resource_spans;
+        let resource = Arc::new((resource, schema_url));
         for (s, scope_spans) in scope_spans.into_iter().enumerate() {
+            let instrumentation = Arc::new((scope_spans.scope, scope_spans.schema_url));
             for (n, span) in scope_spans.spans.into_iter().enumerate() {
                 if let Err(reason) = ids_valid(&span) {
                     rejected += 1;
@@ -257,8 +272,8 @@ fn sorted(request: ExportTraceServiceRequest, scope: &str) -> Result<Sorted, Ref
                     continue;
                 }
                 kept.push(Kept {
-                    resource: (resource.clone(), schema_url.clone()),
-                    instrumentation: (scope_spans.scope.clone(), scope_spans.schema_url.clone()),
+                    resource: Arc::clone(&resource),
+                    instrumentation: Arc::clone(&instrumentation),
                     span,
                 });
             }
@@ -309,9 +324,14 @@ fn ids_valid(span: &Span) -> Result<(), String> {
 
 /// A 200 with `answer` in `encoding`.
 fn answer_response(encoding: Encoding, answer: &ExportTraceServiceResponse) -> Response<Body> {
-    let body = match encoding {
-        Encoding::Protobuf => answer.encode_to_vec(),
-        Encoding::Json => serde_json::to_vec(answer).expect("an OTLP response serializes"),
+    let body = match (encoding, &answer.partial_success) {
+        (Encoding::Protobuf, _) => answer.encode_to_vec(),
+        // The official types' serde writes `{"partialSuccess":null}`; the Collector sends
+        // `{}` for a full success, the safer bytes for a strict client.
+        (Encoding::Json, None) => b"{}".to_vec(),
+        (Encoding::Json, Some(_)) => {
+            serde_json::to_vec(answer).expect("an OTLP response serializes")
+        }
     };
     respond(
         200,
@@ -335,4 +355,66 @@ fn status_response(encoding: Encoding, refusal: &Refusal) -> Response<Body> {
         vec![("content-type".into(), encoding.content_type().into())],
         full(body),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
+    use opentelemetry_proto::tonic::resource::v1::Resource;
+    use opentelemetry_proto::tonic::trace::v1::ScopeSpans;
+
+    fn span(n: u8) -> Span {
+        Span {
+            trace_id: vec![7; 16],
+            span_id: vec![n; 8],
+            ..Default::default()
+        }
+    }
+
+    fn scope_spans(name: &str, spans: Vec<Span>) -> ScopeSpans {
+        ScopeSpans {
+            scope: Some(InstrumentationScope {
+                name: name.into(),
+                ..Default::default()
+            }),
+            spans,
+            schema_url: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_spans_of_a_resource_share_it_and_those_of_a_scope_share_that() {
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                resource: Some(Resource::default()),
+                scope_spans: vec![
+                    scope_spans("a", vec![span(1), span(2)]),
+                    scope_spans("b", vec![span(3)]),
+                ],
+                schema_url: String::new(),
+            }],
+        };
+        let (by_scope, rejected, _) = sorted(request, "s").unwrap_or_else(|_| panic!("sorted"));
+        assert_eq!(rejected, 0);
+        let kept = &by_scope["s"];
+        assert_eq!(kept.len(), 3);
+        assert!(
+            kept.iter()
+                .all(|k| Arc::ptr_eq(&k.resource, &kept[0].resource))
+        );
+        assert!(Arc::ptr_eq(
+            &kept[0].instrumentation,
+            &kept[1].instrumentation
+        ));
+        assert!(!Arc::ptr_eq(
+            &kept[1].instrumentation,
+            &kept[2].instrumentation
+        ));
+        assert_eq!(
+            Arc::strong_count(&kept[0].resource),
+            3,
+            "one resource, not three"
+        );
+    }
 }

@@ -192,7 +192,7 @@ fn export_otlp(
             "otlp:     sent {} bytes ({}) to {}: {}{rejected}",
             sent.body_bytes,
             config.protocol.content_type(),
-            config.endpoint,
+            config.endpoint_shown(),
             sent.status
         );
     }
