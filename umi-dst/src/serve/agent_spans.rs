@@ -8,8 +8,10 @@
 //! trace hash: spans are what the agent says it did, shown beside what the server did.
 //! Memory is bounded three ways: at most [`AGENT_SPANS_PER_SCOPE_MAX`] spans and
 //! [`AGENT_SPAN_BYTES_PER_SCOPE_MAX`] bytes per scope (the ingest rejects the rest, as
-//! OTLP's `partial_success.rejected_spans`), and at most [`AGENT_SPAN_SCOPES_MAX`] scopes
-//! (past it the least recently used one is forgotten). The spans of one `ResourceSpans`
+//! OTLP's `partial_success.rejected_spans`), at most [`AGENT_SPAN_SCOPES_MAX`] scopes
+//! (past it the least recently used one is forgotten), and at most [`AGENT_SPAN_BYTES_MAX`]
+//! bytes across every scope (past it the least recently used other scopes are forgotten
+//! to make room, and what still does not fit is rejected). The spans of one `ResourceSpans`
 //! share its resource, and those of one `ScopeSpans` its instrumentation scope (an
 //! [`Arc`], kept and counted once), so a large resource sent with many spans costs its
 //! size once, not once per span.
@@ -37,6 +39,27 @@ pub const AGENT_SPAN_BYTES_PER_SCOPE_MAX: usize = 64 * 1024 * 1024;
 
 /// Scopes holding spans at most; past it the least recently used one is forgotten.
 pub const AGENT_SPAN_SCOPES_MAX: usize = 1_000;
+
+/// Bytes kept across every scope (counted as [`AGENT_SPAN_BYTES_PER_SCOPE_MAX`] counts
+/// them): eight full scopes. Past it the least recently used other scopes are forgotten
+/// to make room for a scope's new spans; what still does not fit is rejected.
+pub const AGENT_SPAN_BYTES_MAX: usize = 8 * AGENT_SPAN_BYTES_PER_SCOPE_MAX;
+
+/// The bounds [`AgentSpans::add`] keeps (the constants above; smaller in the tests).
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    spans_per_scope: usize,
+    bytes_per_scope: usize,
+    bytes: usize,
+    scopes: usize,
+}
+
+const LIMITS: Limits = Limits {
+    spans_per_scope: AGENT_SPANS_PER_SCOPE_MAX,
+    bytes_per_scope: AGENT_SPAN_BYTES_PER_SCOPE_MAX,
+    bytes: AGENT_SPAN_BYTES_MAX,
+    scopes: AGENT_SPAN_SCOPES_MAX,
+};
 
 /// Depth of nested array/kvlist attribute values rendered in `/umi/spans` (deeper ones
 /// are shown as `null`): a bound on the recursion a hostile body could ask for.
@@ -84,7 +107,8 @@ impl Kept {
 pub(crate) enum Bound {
     /// [`AGENT_SPANS_PER_SCOPE_MAX`].
     Spans,
-    /// [`AGENT_SPAN_BYTES_PER_SCOPE_MAX`].
+    /// [`AGENT_SPAN_BYTES_PER_SCOPE_MAX`], or [`AGENT_SPAN_BYTES_MAX`] with no other
+    /// scope left to forget.
     Bytes,
 }
 
@@ -99,7 +123,41 @@ struct ScopeSpansKept {
 #[derive(Debug, Default)]
 struct Store {
     scopes: BTreeMap<String, ScopeSpansKept>,
+    /// The bytes of every scope, summed.
+    bytes: usize,
     tick: u64,
+}
+
+impl Store {
+    /// Forgets `name`'s spans and their bytes.
+    fn forget(&mut self, name: &str) {
+        if let Some(gone) = self.scopes.remove(name) {
+            assert!(
+                self.bytes >= gone.bytes,
+                "the total holds every scope's bytes"
+            );
+            self.bytes -= gone.bytes;
+        }
+    }
+
+    /// The least recently used scope other than `scope`.
+    fn oldest_but(&self, scope: &str) -> Option<String> {
+        (self.scopes.iter())
+            .filter(|(name, _)| name.as_str() != scope)
+            .min_by_key(|(_, kept)| kept.last_used)
+            .map(|(name, _)| name.clone())
+    }
+
+    /// Forgets the least recently used scopes other than `scope` until `incoming` more
+    /// bytes fit under `bytes_max`, or none is left.
+    fn make_room(&mut self, scope: &str, incoming: usize, bytes_max: usize) {
+        while self.bytes.saturating_add(incoming) > bytes_max {
+            let Some(oldest) = self.oldest_but(scope) else {
+                return;
+            };
+            self.forget(&oldest);
+        }
+    }
 }
 
 /// Every scope's agent spans.
@@ -117,48 +175,18 @@ impl AgentSpans {
     /// held [`AGENT_SPANS_PER_SCOPE_MAX`] spans or would pass
     /// [`AGENT_SPAN_BYTES_PER_SCOPE_MAX`] bytes, and the bound the first one met.
     pub(crate) fn add(&self, scope: &str, spans: Vec<Kept>) -> (usize, Option<Bound>) {
-        let mut store = self.store();
-        store.tick += 1;
-        let tick = store.tick;
-        if !store.scopes.contains_key(scope) && store.scopes.len() >= AGENT_SPAN_SCOPES_MAX {
-            let oldest = (store.scopes.iter())
-                .min_by_key(|(_, kept)| kept.last_used)
-                .map(|(name, _)| name.clone());
-            if let Some(oldest) = oldest {
-                store.scopes.remove(&oldest);
-            }
-        }
-        let kept = store.scopes.entry(scope.to_owned()).or_default();
-        kept.last_used = tick;
-        let (mut rejected, mut bound) = (0, None);
-        for span in spans {
-            let bytes = span.bytes_after(kept.spans.last());
-            let over = if kept.spans.len() >= AGENT_SPANS_PER_SCOPE_MAX {
-                Some(Bound::Spans)
-            } else if kept.bytes.saturating_add(bytes) > AGENT_SPAN_BYTES_PER_SCOPE_MAX {
-                Some(Bound::Bytes)
-            } else {
-                None
-            };
-            if over.is_some() {
-                rejected += 1;
-                bound = bound.or(over);
-                continue;
-            }
-            kept.bytes += bytes;
-            kept.spans.push(span);
-        }
-        (rejected, bound)
+        add_within(&mut self.store(), scope, spans, LIMITS)
     }
 
     /// Forgets `scope`'s spans, or every scope's.
     pub(crate) fn reset(&self, scope: Option<&str>) {
         let mut store = self.store();
         match scope {
-            Some(scope) => {
-                store.scopes.remove(scope);
+            Some(scope) => store.forget(scope),
+            None => {
+                store.scopes.clear();
+                store.bytes = 0;
             }
-            None => store.scopes.clear(),
         }
     }
 
@@ -180,6 +208,59 @@ impl AgentSpans {
             .flat_map(|(_, kept)| kept.spans.iter().cloned())
             .collect()
     }
+}
+
+/// [`AgentSpans::add`] under `limits`.
+fn add_within(
+    store: &mut Store,
+    scope: &str,
+    spans: Vec<Kept>,
+    limits: Limits,
+) -> (usize, Option<Bound>) {
+    store.tick += 1;
+    let tick = store.tick;
+    if !store.scopes.contains_key(scope)
+        && store.scopes.len() >= limits.scopes
+        && let Some(oldest) = store.oldest_but(scope)
+    {
+        store.forget(&oldest);
+    }
+    let incoming = (spans.iter().enumerate())
+        .map(|(i, span)| span.bytes_after(i.checked_sub(1).map(|p| &spans[p])))
+        .fold(0usize, usize::saturating_add);
+    let held = store.scopes.get(scope).map_or(0, |kept| kept.bytes);
+    let room = limits.bytes_per_scope.saturating_sub(held);
+    store.make_room(scope, incoming.min(room), limits.bytes);
+    let Store {
+        scopes,
+        bytes: total,
+        ..
+    } = store;
+    let kept = scopes.entry(scope.to_owned()).or_default();
+    kept.last_used = tick;
+    let (mut rejected, mut bound) = (0, None);
+    for span in spans {
+        let bytes = span.bytes_after(kept.spans.last());
+        let over = if kept.spans.len() >= limits.spans_per_scope {
+            Some(Bound::Spans)
+        } else if kept.bytes.saturating_add(bytes) > limits.bytes_per_scope
+            || total.saturating_add(bytes) > limits.bytes
+        {
+            Some(Bound::Bytes)
+        } else {
+            None
+        };
+        if over.is_some() {
+            rejected += 1;
+            bound = bound.or(over);
+            continue;
+        }
+        kept.bytes += bytes;
+        *total += bytes;
+        kept.spans.push(span);
+    }
+    assert!(*total <= limits.bytes, "the spans kept fit the total");
+    (rejected, bound)
 }
 
 /// `GET /umi/spans[?scope=S]`: `{"scope": S, "spans": [...]}` (SCHEMA.md section 2).
@@ -314,4 +395,75 @@ pub(crate) fn regrouped(spans: Vec<Kept>) -> Vec<ResourceSpans> {
         previous = Some((kept.resource, kept.instrumentation));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A span of about `bytes` bytes (its name) under its own small resource.
+    fn span(bytes: usize) -> Kept {
+        Kept {
+            resource: Arc::new((None, String::new())),
+            instrumentation: Arc::new((None, String::new())),
+            span: Span {
+                name: "x".repeat(bytes),
+                ..Span::default()
+            },
+        }
+    }
+
+    const SMALL: Limits = Limits {
+        spans_per_scope: 100,
+        bytes_per_scope: 3_000,
+        bytes: 5_000,
+        scopes: 10,
+    };
+
+    /// Past the total, the least recently used other scopes are forgotten to make room;
+    /// with none left to forget, the rest is rejected as over the byte bound. (Before the
+    /// total existed, 1,000 scopes of 64 MiB each could be kept: 64 GB.)
+    #[test]
+    fn the_total_forgets_the_oldest_scopes_then_rejects() {
+        let mut store = Store::default();
+        for scope in ["a", "b"] {
+            let added = add_within(&mut store, scope, vec![span(1_000), span(1_000)], SMALL);
+            assert_eq!(added, (0, None), "{scope}");
+        }
+        assert!(
+            store.bytes > 4_000 && store.bytes <= 5_000,
+            "{}",
+            store.bytes
+        );
+        // "c" needs about 2,000 more: "a", the oldest, is forgotten; "b" stays.
+        assert_eq!(
+            add_within(&mut store, "c", vec![span(1_000), span(1_000)], SMALL),
+            (0, None)
+        );
+        let names: Vec<&str> = store.scopes.keys().map(String::as_str).collect();
+        assert_eq!(names, ["b", "c"]);
+        // "c"'s own bound rejects what passes 3,000 bytes.
+        let (rejected, bound) = add_within(&mut store, "c", vec![span(1_000); 3], SMALL);
+        assert_eq!((rejected, bound), (3, Some(Bound::Bytes)));
+        let total: usize = store.scopes.values().map(|kept| kept.bytes).sum();
+        assert_eq!(store.bytes, total, "the total is the scopes' sum");
+        store.forget("c");
+        let left: usize = store.scopes.values().map(|kept| kept.bytes).sum();
+        assert_eq!(store.bytes, left, "forgetting a scope takes its bytes off");
+    }
+
+    /// With no other scope to forget, what passes the total is rejected even under the
+    /// scope's own bound.
+    #[test]
+    fn alone_past_the_total_the_rest_is_rejected() {
+        let mut store = Store::default();
+        let tight = Limits {
+            bytes: 2_500,
+            ..SMALL
+        };
+        let (rejected, bound) = add_within(&mut store, "solo", vec![span(1_000); 3], tight);
+        assert_eq!((rejected, bound), (1, Some(Bound::Bytes)));
+        assert_eq!(store.scopes["solo"].spans.len(), 2);
+        assert!(store.bytes <= 2_500);
+    }
 }

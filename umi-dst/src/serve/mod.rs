@@ -71,7 +71,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, oneshot};
 
 pub use agent_spans::{
-    AGENT_SPAN_BYTES_PER_SCOPE_MAX, AGENT_SPAN_SCOPES_MAX, AGENT_SPANS_PER_SCOPE_MAX,
+    AGENT_SPAN_BYTES_MAX, AGENT_SPAN_BYTES_PER_SCOPE_MAX, AGENT_SPAN_SCOPES_MAX,
+    AGENT_SPANS_PER_SCOPE_MAX,
 };
 pub use aim::{MCP_METHODS, served_operations};
 pub use config::{

@@ -36,7 +36,9 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, Span};
 use prost::Message;
 
 use super::address::{Address, checked_scope};
-use super::agent_spans::{AGENT_SPAN_BYTES_PER_SCOPE_MAX, AGENT_SPANS_PER_SCOPE_MAX, Bound, Kept};
+use super::agent_spans::{
+    AGENT_SPAN_BYTES_MAX, AGENT_SPAN_BYTES_PER_SCOPE_MAX, AGENT_SPANS_PER_SCOPE_MAX, Bound, Kept,
+};
 use super::read;
 use super::reply::{Body, State, full, respond};
 
@@ -183,7 +185,8 @@ fn over_bound(scope: &str, bound: Bound) -> String {
         ),
         Bound::Bytes => format!(
             "would pass {AGENT_SPAN_BYTES_PER_SCOPE_MAX} bytes of spans, this server's limit per scope \
-             (AGENT_SPAN_BYTES_PER_SCOPE_MAX)"
+             (AGENT_SPAN_BYTES_PER_SCOPE_MAX), or the {AGENT_SPAN_BYTES_MAX} bytes of every scope \
+             together (AGENT_SPAN_BYTES_MAX) with no other scope left to forget"
         ),
     };
     format!("scope {scope:?} {held}; POST /umi/reset?scope={scope} forgets them")
