@@ -7,7 +7,6 @@
 use std::process::Command;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use serde_json::{Value, json};
 use umi_core::env::SystemEnvironment;
 use umi_core::llm::transport::{HttpRequest, ReqwestTransport, Transport};
@@ -15,7 +14,7 @@ use umi_core::mcp::McpClient;
 use umi_dst::fault::aim::parse_rules;
 use umi_dst::serve::{McpToolsSpec, RunningServer, ServeConfig, Server};
 
-use crate::support::runtime;
+use crate::support::{get_text, runtime};
 
 /// A support agent's tools: a lookup and a refund that moves money.
 fn support_tools() -> McpToolsSpec {
@@ -38,28 +37,9 @@ fn config(faults: &str) -> ServeConfig {
     config
 }
 
-async fn get(url: &str) -> String {
-    let transport = ReqwestTransport::new().unwrap();
-    let response = transport
-        .send(HttpRequest {
-            method: "GET",
-            url: url.to_owned(),
-            headers: Vec::new(),
-            body: Vec::new(),
-        })
-        .await
-        .unwrap();
-    let bytes: Vec<u8> = response
-        .body
-        .filter_map(|r| async move { r.ok() })
-        .concat()
-        .await;
-    String::from_utf8(bytes).unwrap()
-}
-
 /// Every fault of one scope's trace, as `kind@operation`.
 async fn faults_of(server: &RunningServer, scope: &str) -> Vec<String> {
-    let text = get(&format!("{}/umi/trace?scope={scope}", server.base_url())).await;
+    let text = get_text(&format!("{}/umi/trace?scope={scope}", server.base_url())).await;
     text.lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter_map(|entry| entry.get("faults").cloned())

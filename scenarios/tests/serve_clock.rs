@@ -9,7 +9,7 @@ use umi_core::llm::transport::{HttpRequest, HttpResponse, ReqwestTransport, Tran
 use umi_dst::fault::{FaultConfig, FaultKind};
 use umi_dst::serve::{EndpointSpec, ServeConfig, Server};
 
-use crate::support::runtime;
+use crate::support::{get_text, runtime};
 
 const CHAT: &str = r#"{"model":"umi-sim","messages":[{"role":"user","content":"hi"}]}"#;
 const STREAMED: &str =
@@ -182,12 +182,12 @@ fn timing_is_told_and_logged_with_the_agent_clock() {
         )
         .await
         .unwrap();
-        let (logged, _) = trace_line(&transport, &base, "c").await;
+        let (logged, _) = trace_line(&base, "c").await;
         assert_eq!(logged["clock_us"], CLOCK_US);
         assert_eq!(logged["timing"]["head_us"], head);
         assert_eq!(logged["timing"]["last_us"], last);
         assert_eq!(logged["timing"]["ending"], "complete");
-        let (plain, _) = trace_line(&transport, &base, "d").await;
+        let (plain, _) = trace_line(&base, "d").await;
         assert!(plain.get("clock_us").is_none(), "{plain}");
         assert_eq!(
             plain["timing"]["ending"], "complete",
@@ -198,27 +198,9 @@ fn timing_is_told_and_logged_with_the_agent_clock() {
 }
 
 /// The first log line of `scope`, and the summary.
-async fn trace_line(
-    transport: &ReqwestTransport,
-    base: &str,
-    scope: &str,
-) -> (serde_json::Value, serde_json::Value) {
-    let response = transport
-        .send(HttpRequest {
-            method: "GET",
-            url: format!("{base}/umi/trace?scope={scope}"),
-            headers: vec![],
-            body: Vec::new(),
-        })
-        .await
-        .unwrap();
-    let bytes: Vec<u8> = response
-        .body
-        .filter_map(|r| async move { r.ok() })
-        .concat()
-        .await;
-    let lines: Vec<serde_json::Value> = String::from_utf8(bytes)
-        .unwrap()
+async fn trace_line(base: &str, scope: &str) -> (serde_json::Value, serde_json::Value) {
+    let text = get_text(&format!("{base}/umi/trace?scope={scope}")).await;
+    let lines: Vec<serde_json::Value> = text
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
