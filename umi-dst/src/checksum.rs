@@ -1,5 +1,5 @@
-//! Record checksums: a SHA-256 over every field of a stored note, entity, entity vector
-//! or link.
+//! Record checksums: a 128-bit XXH3 over every field of a stored note, entity, entity
+//! vector or link.
 //!
 //! Two users need the same notion of "this record, exactly": SimStorage keeps a checksum
 //! beside each record it stores and verifies it on every read (so rot is reported, never
@@ -7,23 +7,30 @@
 //! acknowledged and compares it with what is read back (so a storage that silently
 //! alters a record is caught). Each field is length-prefixed, so no two different records
 //! hash the same bytes.
+//!
+//! The checksum only has to tell a record from a damaged copy of itself, inside one run:
+//! nobody forges a record here, and no checksum is ever printed, hashed into the trace or
+//! drawn from, so its function decides nothing a seed means. It was SHA-256 until issue
+//! 41: XXH3 (the `xxhash-rust` crate, 128 bits) costs a fraction of it on the short
+//! records a seed writes and reads back thousands of times, and SimStorage and the memory
+//! checker were spending 5-10% of the memory scenarios' time in SHA-256.
 
-use sha2::{Digest, Sha256};
 use umi_core::storage::{Entity, EntityVector, EvolutionLink, Note};
+use xxhash_rust::xxh3::Xxh3Default;
 
 /// A record's checksum.
-pub type Checksum = [u8; 32];
+pub type Checksum = [u8; 16];
 
-fn text_fields(hasher: &mut Sha256, fields: &[&str]) {
+fn text_fields(hasher: &mut Xxh3Default, fields: &[&str]) {
     for field in fields {
-        hasher.update((field.len() as u64).to_le_bytes());
+        hasher.update(&(field.len() as u64).to_le_bytes());
         hasher.update(field.as_bytes());
     }
 }
 
 /// Every field of `entity`.
 pub fn entity_checksum(entity: &Entity) -> Checksum {
-    let mut hasher = Sha256::new();
+    let mut hasher = Xxh3Default::new();
     let note_id = entity.note_id.as_deref().unwrap_or("");
     text_fields(
         &mut hasher,
@@ -35,33 +42,33 @@ pub fn entity_checksum(entity: &Entity) -> Checksum {
             note_id,
         ],
     );
-    hasher.update(entity.confidence.to_bits().to_le_bytes());
-    hasher.update(entity.created_at_ms.to_le_bytes());
-    hasher.update(entity.updated_at_ms.to_le_bytes());
-    hasher.finalize().into()
+    hasher.update(&entity.confidence.to_bits().to_le_bytes());
+    hasher.update(&entity.created_at_ms.to_le_bytes());
+    hasher.update(&entity.updated_at_ms.to_le_bytes());
+    hasher.digest128().to_le_bytes()
 }
 
 /// Every field of `note`.
 pub fn note_checksum(note: &Note) -> Checksum {
-    let mut hasher = Sha256::new();
+    let mut hasher = Xxh3Default::new();
     text_fields(&mut hasher, &[note.id.as_str(), &note.text]);
-    hasher.update(note.created_at_ms.to_le_bytes());
-    hasher.finalize().into()
+    hasher.update(&note.created_at_ms.to_le_bytes());
+    hasher.digest128().to_le_bytes()
 }
 
 /// Every field of `vector`: its entity, its model, and its numbers' bytes (so a vector
 /// that reads back with one bit changed has another checksum).
 pub fn vector_checksum(vector: &EntityVector) -> Checksum {
-    let mut hasher = Sha256::new();
+    let mut hasher = Xxh3Default::new();
     text_fields(&mut hasher, &[vector.entity_id.as_str(), &vector.model]);
-    hasher.update((vector.dimensions() as u64).to_le_bytes());
-    hasher.update(vector.to_bytes());
-    hasher.finalize().into()
+    hasher.update(&(vector.dimensions() as u64).to_le_bytes());
+    hasher.update(&vector.to_bytes());
+    hasher.digest128().to_le_bytes()
 }
 
 /// Every field of `link`.
 pub fn link_checksum(link: &EvolutionLink) -> Checksum {
-    let mut hasher = Sha256::new();
+    let mut hasher = Xxh3Default::new();
     text_fields(
         &mut hasher,
         &[
@@ -72,9 +79,9 @@ pub fn link_checksum(link: &EvolutionLink) -> Checksum {
             &link.reason,
         ],
     );
-    hasher.update(link.confidence.to_bits().to_le_bytes());
-    hasher.update(link.created_at_ms.to_le_bytes());
-    hasher.finalize().into()
+    hasher.update(&link.confidence.to_bits().to_le_bytes());
+    hasher.update(&link.created_at_ms.to_le_bytes());
+    hasher.digest128().to_le_bytes()
 }
 
 #[cfg(test)]

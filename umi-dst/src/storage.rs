@@ -30,7 +30,7 @@ use umi_core::storage::{
     WriteBatch,
 };
 
-use crate::checksum::{entity_checksum, note_checksum, vector_checksum};
+use crate::checksum::{Checksum, entity_checksum, note_checksum, vector_checksum};
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
 use crate::fault::point::{self, unreachable_kind};
@@ -76,7 +76,7 @@ pub struct SimStorage<S = InMemoryStorage> {
 #[derive(Default)]
 struct Books {
     /// `entity:<id>` / `note:<id>` / `vector:<entity id>` -> SHA-256 of the record as written (or rotted).
-    checksums: BTreeMap<String, [u8; 32]>,
+    checksums: BTreeMap<String, Checksum>,
     ledger: Vec<LedgerEntry>,
     corrupted: BTreeSet<String>,
 }
@@ -197,7 +197,7 @@ impl<S> SimStorage<S> {
 }
 
 /// `kind:id` and the checksum of every record `batch` writes: notes, entities, vectors.
-fn record_checksums(batch: &WriteBatch) -> Vec<(String, [u8; 32])> {
+fn record_checksums(batch: &WriteBatch) -> Vec<(String, Checksum)> {
     let notes = batch
         .notes
         .iter()
