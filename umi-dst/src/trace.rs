@@ -128,10 +128,28 @@ pub struct Trace {
 struct TraceState {
     hasher: Sha256,
     count: u64,
-    tail: VecDeque<TraceEvent>,
+    tail: VecDeque<Kept>,
     tail_max: usize,
-    full: Option<Vec<TraceEvent>>,
+    full: Option<Vec<Kept>>,
     full_overflowed: bool,
+    /// The text of the event being hashed (reused: no allocation per event).
+    scratch: String,
+}
+
+/// An event as the trace keeps it: its record, without its text. Most events are never
+/// read (a passing seed's tail is dropped), so their text is written once, to be hashed,
+/// and again only for the events someone asks for.
+#[derive(Clone)]
+struct Kept {
+    index: u64,
+    at: Duration,
+    record: TraceKind,
+}
+
+impl Kept {
+    fn event(&self) -> TraceEvent {
+        TraceEvent::new(self.index, self.at, self.record.clone())
+    }
 }
 
 impl Trace {
@@ -147,6 +165,7 @@ impl Trace {
                 tail_max,
                 full: record_full.then(Vec::new),
                 full_overflowed: false,
+                scratch: String::new(),
             }),
         }
     }
@@ -170,34 +189,32 @@ impl Trace {
     /// index, time, kind and text ([`TraceKind::name`] and its `Display`, cut to
     /// `TRACE_DETAIL_BYTES_MAX` bytes), each length-prefixed.
     pub fn emit(&self, record: TraceKind) {
-        let kind = record.name();
-        let detail = cut_detail(record.detail());
         let at = self.clock.now();
-        let mut state = self.lock();
+        let mut guard = self.lock();
+        let state = &mut *guard;
         let index = state.count;
-        let event = TraceEvent {
-            index,
-            at,
-            kind,
-            detail,
-            record,
-        };
+        let kind = record.name();
+        // The text goes into one buffer the trace keeps for it, not a new `String` per
+        // event: the kept events hold the record and write their text again when read
+        // ([`Kept::event`]), which is the same text, since it is a function of the record.
+        write_detail(&record, &mut state.scratch);
         state.hasher.update(index.to_le_bytes());
         state.hasher.update(
             u64::try_from(at.as_nanos())
                 .unwrap_or(u64::MAX)
                 .to_le_bytes(),
         );
-        state.hasher.update((event.kind.len() as u64).to_le_bytes());
-        state.hasher.update(event.kind.as_bytes());
+        state.hasher.update((kind.len() as u64).to_le_bytes());
+        state.hasher.update(kind.as_bytes());
         state
             .hasher
-            .update((event.detail.len() as u64).to_le_bytes());
-        state.hasher.update(event.detail.as_bytes());
+            .update((state.scratch.len() as u64).to_le_bytes());
+        state.hasher.update(state.scratch.as_bytes());
         state.count += 1;
+        let kept = Kept { index, at, record };
         if let Some(full) = state.full.as_mut() {
             if full.len() < TRACE_EVENTS_FULL_MAX {
-                full.push(event.clone());
+                full.push(kept.clone());
             } else {
                 state.full_overflowed = true;
             }
@@ -206,7 +223,7 @@ impl Trace {
             if state.tail.len() == state.tail_max {
                 state.tail.pop_front();
             }
-            state.tail.push_back(event);
+            state.tail.push_back(kept);
         }
     }
 
@@ -227,7 +244,7 @@ impl Trace {
 
     /// The last events kept for reports, oldest first.
     pub fn tail(&self) -> Vec<TraceEvent> {
-        self.lock().tail.iter().cloned().collect()
+        self.lock().tail.iter().map(Kept::event).collect()
     }
 
     /// Every event, when full recording is on (`None` otherwise, or when the run passed
@@ -237,7 +254,10 @@ impl Trace {
         if state.full_overflowed {
             return None;
         }
-        state.full.clone()
+        state
+            .full
+            .as_ref()
+            .map(|full| full.iter().map(Kept::event).collect())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, TraceState> {
@@ -259,8 +279,15 @@ impl fmt::Debug for Trace {
 
 /// Cuts `detail` to `TRACE_DETAIL_BYTES_MAX` bytes at a character boundary.
 fn cut_detail(mut detail: String) -> String {
+    cut_in_place(&mut detail);
+    detail
+}
+
+/// Cuts `detail` in place to `TRACE_DETAIL_BYTES_MAX` bytes at a character boundary,
+/// marking the cut.
+fn cut_in_place(detail: &mut String) {
     if detail.len() <= TRACE_DETAIL_BYTES_MAX {
-        return detail;
+        return;
     }
     const MARK: &str = "…[cut]";
     let mut end = TRACE_DETAIL_BYTES_MAX - MARK.len();
@@ -270,7 +297,19 @@ fn cut_detail(mut detail: String) -> String {
     detail.truncate(end);
     detail.push_str(MARK);
     debug_assert!(detail.len() <= TRACE_DETAIL_BYTES_MAX);
-    detail
+}
+
+/// Writes `record`'s text, cut as [`cut_detail`] cuts it, into `buffer` (emptied first):
+/// the same bytes as `cut_detail(record.detail())`.
+fn write_detail(record: &TraceKind, buffer: &mut String) {
+    use fmt::Write as _;
+    buffer.clear();
+    match record.text() {
+        Some(text) => buffer.push_str(text),
+        // Writing to a `String` cannot fail; a `Display` that returns an error is a bug.
+        None => write!(buffer, "{record}").expect("a trace record's Display does not fail"),
+    }
+    cut_in_place(buffer);
 }
 
 /// The index of the first event where two full traces differ, if they do.
@@ -379,6 +418,30 @@ mod tests {
             assert!(detail.len() <= TRACE_DETAIL_BYTES_MAX, "{}", detail.len());
             assert_eq!(detail, &events[0].detail);
         });
+    }
+
+    /// The text hashed from the trace's buffer and the text an event shows when read are
+    /// the same bytes, cut or not (issue 41 made the first a reused buffer and the second
+    /// a text written again from the record).
+    #[test]
+    fn the_hashed_text_is_the_shown_text() {
+        let long = "é".repeat(TRACE_DETAIL_BYTES_MAX);
+        let records = [
+            TraceKind::Named {
+                kind: "k",
+                detail: "plain".into(),
+            },
+            TraceKind::Sleep {
+                duration: Duration::from_millis(250),
+            },
+            TraceKind::StorageRot { key: long.clone() },
+            TraceKind::NetBadRequest { message: long },
+        ];
+        let mut buffer = String::from("left over from the last event");
+        for record in records {
+            write_detail(&record, &mut buffer);
+            assert_eq!(buffer, TraceEvent::new(0, Duration::ZERO, record).detail);
+        }
     }
 
     #[test]

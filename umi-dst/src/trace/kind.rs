@@ -386,7 +386,7 @@ impl TraceKind {
 
     /// The detail as plain text without formatting, where it is a field as it is (what
     /// the trace keeps without a copy through the formatter).
-    fn as_str(&self) -> Option<&str> {
+    pub(super) fn text(&self) -> Option<&str> {
         match self {
             Self::SimFault { rule: text }
             | Self::StorageRot { key: text }
@@ -406,7 +406,7 @@ impl TraceKind {
 
     /// The detail text (what `Display` writes), before the trace cuts it.
     pub fn detail(&self) -> String {
-        match self.as_str() {
+        match self.text() {
             Some(text) => text.to_owned(),
             None => self.to_string(),
         }
@@ -426,7 +426,7 @@ impl fmt::Display for Hex4<'_> {
 /// The event's detail, exactly as the trace shows and hashes it (before the cut).
 impl fmt::Display for TraceKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(text) = self.as_str() {
+        if let Some(text) = self.text() {
             return f.write_str(text);
         }
         match self {
