@@ -14,6 +14,10 @@
 //! run again on what is there). Every run gets its own name (seed and a process-wide
 //! counter): the same seed can run twice at once (the determinism check, parallel tests)
 //! and must not share a database. The name never enters the trace.
+//!
+//! A run's database starts as a copy of a migrated image built once per worker thread
+//! ([`image`]): the schema is not built again for every seed. The working connection
+//! opens the copy as production opens a file (header, pragmas, migrations).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,6 +31,8 @@ use umi_core::storage::{
 use crate::environment::SimEnvironment;
 use crate::trace::{Trace, TraceKind};
 
+mod image;
+
 /// Databases opened by this process, for unique names.
 static DATABASES_OPENED: AtomicU64 = AtomicU64::new(0);
 
@@ -39,7 +45,7 @@ pub struct SqliteDisk {
 struct Shared {
     name: String,
     /// The idle handle that keeps the database alive across reopens.
-    _disk: SqliteStorage,
+    _disk: Mutex<rusqlite::Connection>,
     /// The working connection (none between a close and a reopen that failed).
     current: Mutex<Option<Arc<SqliteStorage>>>,
     trace: Arc<Trace>,
@@ -58,12 +64,12 @@ impl SqliteDisk {
     pub fn open(sim: &SimEnvironment) -> Result<Self, StorageError> {
         let number = DATABASES_OPENED.fetch_add(1, Ordering::Relaxed);
         let name = format!("umi-sim-{}-{number}", sim.seed());
-        let disk = SqliteStorage::open_in_memory(&name)?;
+        let disk = image::restore(&name)?;
         let current = SqliteStorage::open_in_memory(&name)?;
         Ok(Self {
             shared: Arc::new(Shared {
                 name,
-                _disk: disk,
+                _disk: Mutex::new(disk),
                 current: Mutex::new(Some(Arc::new(current))),
                 trace: sim.trace().clone(),
             }),
