@@ -209,12 +209,12 @@ fn check_result(
 /// The Retry-After the caller got is what the last 429 meant: at least its wait (an
 /// HTTP date or whole seconds round up), or none when it sent none.
 fn check_retry_after(label: &str, network: &SimNetwork, got: Option<u64>) -> Result<(), Violation> {
-    let meant = network
-        .exchanges()
-        .iter()
-        .rev()
-        .find(|exchange| exchange.status == 429)
-        .map(|exchange| exchange.retry_after_meant_ms);
+    let meant = network.with_exchanges(|all| {
+        all.iter()
+            .rev()
+            .find(|exchange| exchange.status == 429)
+            .map(|exchange| exchange.retry_after_meant_ms)
+    });
     match (meant, got) {
         (Some(None), None) => Ok(()),
         (Some(Some(meant)), Some(got)) if got >= meant && got <= meant + 2_000 => Ok(()),

@@ -246,7 +246,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         if retired {
             request.model = "retired-model".to_owned();
         }
-        let exchanges_before = network.exchanges().len();
+        let exchanges_before = network.with_exchanges(<[_]>::len);
         let faults_before = sim.faults().injected_total();
         let result = if stream {
             streamed(target.client.as_ref(), &request, &label).await?
@@ -254,8 +254,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
             target.client.complete(&request).await
         };
         let faulted = sim.faults().injected_total() > faults_before;
-        let exchanges = network.exchanges();
-        let exchange = exchanges.get(exchanges_before);
+        let exchange = network.with_exchanges(|all| all.get(exchanges_before).cloned());
         if retired && !faulted {
             ensure!(
                 matches!(result, Err(LlmError::ModelNotFound { .. })),
@@ -267,7 +266,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
             &label,
             target,
             stream,
-            exchange,
+            exchange.as_ref(),
             &result,
             faulted,
             &mut splits,

@@ -71,6 +71,13 @@ fn every_refusal_is_typed_as_the_router_needs() {
                         "{kind} stream={stream}: {error:?}"
                     );
                     let exchange = network.exchanges().pop().expect("an exchange");
+                    // Read in place, the log is the one `exchanges` copies.
+                    ensure!(
+                        network.with_exchanges(|all| {
+                            all.last().map(|last| (last.status, last.reads.clone()))
+                        }) == Some((exchange.status, exchange.reads.clone())),
+                        "with_exchanges reads another log than exchanges"
+                    );
                     ensure!(
                         exchange.status == status,
                         "{kind}: HTTP {}",

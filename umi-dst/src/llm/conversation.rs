@@ -356,13 +356,14 @@ fn read_text(text: &str, facts: &mut Vec<Fact>) {
     while index < words.len() && facts.len() < FACTS_MAX {
         let raw = words[index];
         let word = trimmed(raw);
-        let hints: Vec<String> = previous.iter().cloned().collect();
+        // The previous word, as hints; built only for a fact (most words give none).
+        let hints = || -> Vec<String> { previous.iter().cloned().collect() };
         index += 1;
-        if let Some(fact) = number_fact(word, &hints) {
+        if let Some(fact) = number_fact(word, previous.as_slice()) {
             let id_noun = previous.as_deref().is_some_and(|p| ID_NOUNS.contains(&p));
             if id_noun && let Value::Number(n) = &fact.value {
                 facts.push(Fact {
-                    hints: hints.clone(),
+                    hints: hints(),
                     key: None,
                     value: Value::String(n.to_string()),
                     kind: Kind::Id,
@@ -378,14 +379,14 @@ fn read_text(text: &str, facts: &mut Vec<Fact>) {
             });
         } else if is_date(word) {
             facts.push(Fact {
-                hints,
+                hints: hints(),
                 key: None,
                 value: Value::String(word.to_owned()),
                 kind: Kind::Date,
             });
         } else if is_id(word.trim_start_matches('#')) {
             let id = word.trim_start_matches('#');
-            let mut id_hints = hints;
+            let mut id_hints = hints();
             let prefix: String = id.chars().take_while(char::is_ascii_alphabetic).collect();
             if !prefix.is_empty() {
                 id_hints.push(prefix.to_lowercase());
@@ -404,16 +405,33 @@ fn read_text(text: &str, facts: &mut Vec<Fact>) {
                 index += 1;
             }
             facts.push(Fact {
-                hints,
+                hints: hints(),
                 key: None,
                 value: Value::String(name),
                 kind: Kind::Name,
             });
         }
         sentence_start = raw.ends_with(['.', '!', '?']);
-        let lower = word.to_lowercase();
-        previous = (lower.chars().all(char::is_alphabetic) && !lower.is_empty()).then_some(lower);
+        previous = lower_word(word, previous.take());
     }
+}
+
+/// `word` in lower case when it is all letters (the next word's hint), else `None`;
+/// an ASCII word is lowered into `spare`'s buffer (what `to_lowercase` gives, without
+/// a new string per word).
+fn lower_word(word: &str, spare: Option<String>) -> Option<String> {
+    if word.is_ascii() {
+        if word.is_empty() || !word.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return None;
+        }
+        let mut lower = spare.unwrap_or_default();
+        lower.clear();
+        lower.push_str(word);
+        lower.make_ascii_lowercase();
+        return Some(lower);
+    }
+    let lower = word.to_lowercase();
+    (lower.chars().all(char::is_alphabetic) && !lower.is_empty()).then_some(lower)
 }
 
 /// `"..."` spans of at most `TEXT_CHARS_MAX` characters.
@@ -435,6 +453,10 @@ fn read_quoted(text: &str, facts: &mut Vec<Fact>) {
 
 /// A number, with a currency sign or not (`$25.00`, `1,200`, `42`, `-3.5`).
 fn number_fact(word: &str, hints: &[String]) -> Option<Fact> {
+    // A number has a digit (checked first: most words are not numbers).
+    if !word.bytes().any(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let money = word.starts_with(CURRENCY) || word.ends_with(CURRENCY);
     let digits: String = word
         .trim_start_matches(CURRENCY)
@@ -493,6 +515,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_word_is_lowered_as_to_lowercase_lowers_it() {
+        let reference = |word: &str| {
+            let lower = word.to_lowercase();
+            (lower.chars().all(char::is_alphabetic) && !lower.is_empty()).then_some(lower)
+        };
+        let words = [
+            "", "Order", "ORDER", "order", "id42", "x-y", "ÉLAN", "İD", "ΣΟΦΟΣ", "K", "naïve",
+            "12", "a",
+        ];
+        for word in words {
+            for spare in [None, Some("leftover text".to_owned())] {
+                assert_eq!(lower_word(word, spare), reference(word), "{word}");
+            }
+        }
+    }
 
     fn any(_: &Value) -> bool {
         true

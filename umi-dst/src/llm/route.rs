@@ -226,7 +226,19 @@ impl Builtin {
             Some(_) => return Self::Generic,
             None => {}
         }
-        let text = request.prompt_text().to_lowercase();
+        Self::by_words(request.prompt_text())
+    }
+
+    /// The built-in an untagged prompt's words ask for (`text` is the whole prompt).
+    ///
+    /// ASCII lowercasing in place finds exactly what `to_lowercase` would: the words
+    /// looked for are ASCII letters, and no other character lowercases to a run of them
+    /// (of the two non-ASCII characters whose lowercase holds an ASCII letter, U+212A
+    /// KELVIN SIGN gives `k`, in no word, and U+0130 gives `i` followed by U+0307, a mark
+    /// no word has after its `i`). It spares a char-by-char copy of the whole prompt on
+    /// every untagged call.
+    fn by_words(mut text: String) -> Self {
+        text.make_ascii_lowercase();
         let has = |a: &str, b: &str| text.contains(a) && text.contains(b);
         if has("extract", "entit") {
             Self::ExtractEntities
@@ -246,6 +258,41 @@ mod tests {
     use umi_core::memory::tasks::{
         EntityType, EvolutionSubject, evolution_request, extraction_request, rewrite_request,
     };
+
+    #[test]
+    fn words_are_found_as_unicode_lowercasing_finds_them() {
+        let reference = |text: &str| {
+            let text = text.to_lowercase();
+            let has = |a: &str, b: &str| text.contains(a) && text.contains(b);
+            if has("extract", "entit") {
+                Builtin::ExtractEntities
+            } else if has("rewrite", "query") {
+                Builtin::RewriteQuery
+            } else if has("detect", "evolution") {
+                Builtin::DetectEvolution
+            } else {
+                Builtin::Generic
+            }
+        };
+        let texts = [
+            "EXTRACT the ENTITIES",
+            "Extract the entİties",
+            "Extract the ENTİTIES and REWRITE the QUERY",
+            "rewrite this \u{212A}query",
+            "Detect EVOLUTİON, detect Evolution",
+            "ÉXTRACT ÉNTITIES",
+            "Σ DETECT ΣEVOLUTION",
+            "nothing here at all",
+            "",
+        ];
+        for text in texts {
+            assert_eq!(
+                Builtin::by_words(text.to_owned()),
+                reference(text),
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn umi_core_prompts_route_by_tag_and_by_keywords() {

@@ -21,6 +21,14 @@ pub(crate) enum Json {
     /// Any plain value (numbers, strings, `null`, and objects written with their keys
     /// sorted).
     Value(Value),
+    /// `null`, written as a `Value::Null` is (without building one).
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An unsigned integer, written as a `Value` holding it is.
+    U64(u64),
+    /// A string, escaped by serde_json as a `Value::String` is.
+    Str(String),
     /// An object, keys in this order.
     Object(Vec<(&'static str, Json)>),
     /// An array.
@@ -35,7 +43,21 @@ impl Json {
 
     /// `null`.
     pub(crate) fn null() -> Self {
-        Self::Value(Value::Null)
+        Self::Null
+    }
+
+    /// Whether this is `null`, in either form.
+    pub(crate) fn is_null(&self) -> bool {
+        matches!(self, Self::Null | Self::Value(Value::Null))
+    }
+
+    /// The text of a string, in either form.
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match self {
+            Self::Str(text) => Some(text),
+            Self::Value(Value::String(text)) => Some(text),
+            _ => None,
+        }
     }
 
     /// Adds a field at the end of an object (no-op on anything else).
@@ -79,19 +101,26 @@ impl Json {
     /// The bytes, with `spacing`.
     pub(crate) fn to_bytes(&self, spacing: Spacing) -> Vec<u8> {
         let mut out = Vec::with_capacity(256);
+        self.write_to(&mut out, spacing);
+        out
+    }
+
+    /// Appends the bytes, with `spacing`, to `out` (no buffer of their own: a streamed
+    /// chunk is written straight into its frame).
+    pub(crate) fn write_to(&self, out: &mut Vec<u8>, spacing: Spacing) {
         let written = match spacing {
             Spacing::Compact => {
-                serde::Serialize::serialize(self, &mut serde_json::Serializer::new(&mut out))
+                serde::Serialize::serialize(self, &mut serde_json::Serializer::new(&mut *out))
             }
             Spacing::Python => serde::Serialize::serialize(
                 self,
-                &mut serde_json::Serializer::with_formatter(&mut out, PythonFormatter),
+                &mut serde_json::Serializer::with_formatter(&mut *out, PythonFormatter),
             ),
             Spacing::Indented4 => {
                 let formatter = PrettyFormatter::with_indent(b"    ");
                 serde::Serialize::serialize(
                     self,
-                    &mut serde_json::Serializer::with_formatter(&mut out, formatter),
+                    &mut serde_json::Serializer::with_formatter(&mut *out, formatter),
                 )
                 .map(|()| out.push(b'\n'))
             }
@@ -99,17 +128,16 @@ impl Json {
                 let formatter = PrettyFormatter::with_indent(b"  ");
                 serde::Serialize::serialize(
                     self,
-                    &mut serde_json::Serializer::with_formatter(&mut out, formatter),
+                    &mut serde_json::Serializer::with_formatter(&mut *out, formatter),
                 )
             }
             Spacing::ColonSpace => serde::Serialize::serialize(
                 self,
-                &mut serde_json::Serializer::with_formatter(&mut out, ColonSpaceFormatter),
+                &mut serde_json::Serializer::with_formatter(&mut *out, ColonSpaceFormatter),
             ),
         };
         // Writing to a Vec cannot fail, and every value here is valid JSON.
         written.expect("serializing built JSON into memory cannot fail");
-        out
     }
 
     /// The text, with `spacing`.
@@ -127,31 +155,31 @@ impl From<Value> for Json {
 
 impl From<&str> for Json {
     fn from(text: &str) -> Self {
-        Self::Value(Value::String(text.to_owned()))
+        Self::Str(text.to_owned())
     }
 }
 
 impl From<String> for Json {
     fn from(text: String) -> Self {
-        Self::Value(Value::String(text))
+        Self::Str(text)
     }
 }
 
 impl From<u64> for Json {
     fn from(number: u64) -> Self {
-        Self::Value(Value::from(number))
+        Self::U64(number)
     }
 }
 
 impl From<u32> for Json {
     fn from(number: u32) -> Self {
-        Self::Value(Value::from(number))
+        Self::U64(u64::from(number))
     }
 }
 
 impl From<bool> for Json {
     fn from(flag: bool) -> Self {
-        Self::Value(Value::Bool(flag))
+        Self::Bool(flag)
     }
 }
 
@@ -171,6 +199,12 @@ impl serde::Serialize for Json {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             Self::Value(value) => Canonical(value).serialize(serializer),
+            // As serde_json writes `Value::Null`, `Value::Bool`, a `Value::Number` holding
+            // a u64, and `Value::String`.
+            Self::Null => serializer.serialize_unit(),
+            Self::Bool(flag) => serializer.serialize_bool(*flag),
+            Self::U64(number) => serializer.serialize_u64(*number),
+            Self::Str(text) => serializer.serialize_str(text),
             Self::Object(fields) => {
                 let mut map = serializer.serialize_map(Some(fields.len()))?;
                 for (key, value) in fields {
@@ -258,6 +292,53 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn scalars_write_as_their_values_do() {
+        let text = "line\nbreak \"quoted\" \u{7f} é \u{1F600} \\ tab\t";
+        let pairs = [
+            (Json::null(), Json::Value(Value::Null)),
+            (Json::from(true), Json::Value(Value::Bool(true))),
+            (Json::from(false), Json::Value(Value::Bool(false))),
+            (Json::from(u64::MAX), Json::Value(Value::from(u64::MAX))),
+            (Json::from(0u32), Json::Value(Value::from(0u32))),
+            (
+                Json::from(text),
+                Json::Value(Value::String(text.to_owned())),
+            ),
+            (
+                Json::from(String::new()),
+                Json::Value(Value::String(String::new())),
+            ),
+        ];
+        for (fast, plain) in pairs {
+            for spacing in [
+                Spacing::Compact,
+                Spacing::Python,
+                Spacing::Indented4,
+                Spacing::Indented2,
+                Spacing::ColonSpace,
+            ] {
+                let object = |value: Json| {
+                    Json::object(vec![
+                        ("k", value.clone()),
+                        ("l", Json::Array(vec![value.clone(), value])),
+                    ])
+                };
+                assert_eq!(
+                    object(fast.clone()).to_bytes(spacing),
+                    object(plain.clone()).to_bytes(spacing),
+                    "{plain:?} {spacing:?}"
+                );
+            }
+            assert_eq!(fast.is_null(), plain.is_null());
+            assert_eq!(fast.as_str(), plain.as_str());
+        }
+        let mut out = b"data: ".to_vec();
+        Json::from(text).write_to(&mut out, Spacing::Compact);
+        assert_eq!(&out[..6], b"data: ");
+        assert_eq!(out[6..], Json::from(text).to_bytes(Spacing::Compact));
+    }
 
     #[test]
     fn order_and_spacing_are_the_servers() {

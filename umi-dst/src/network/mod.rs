@@ -351,11 +351,18 @@ impl SimNetwork {
         self
     }
 
-    /// The exchanges so far (empty without [`SimNetwork::with_capture`]).
+    /// The exchanges so far (empty without [`SimNetwork::with_capture`]), copied.
     pub fn exchanges(&self) -> Vec<Exchange> {
-        self.capture.as_ref().map_or_else(Vec::new, |log| {
-            log.lock().unwrap_or_else(PoisonError::into_inner).clone()
-        })
+        self.with_exchanges(<[Exchange]>::to_vec)
+    }
+
+    /// What `read` makes of the exchanges so far, read in place (a checker that looks at
+    /// one exchange per call copies that one, not the whole log, which grows all run).
+    pub fn with_exchanges<R>(&self, read: impl FnOnce(&[Exchange]) -> R) -> R {
+        match &self.capture {
+            Some(log) => read(&log.lock().unwrap_or_else(PoisonError::into_inner)),
+            None => read(&[]),
+        }
     }
 
     /// Makes the endpoint at `base_url` refuse connections from `from` to `until`

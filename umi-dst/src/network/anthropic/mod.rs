@@ -298,11 +298,21 @@ pub(crate) fn signature(rng: &mut DeterministicRng) -> String {
 
 /// `json`'s bytes with `pad` spaces before its last `}` (FANTASY: every length from 0 to
 /// 15 occurs, about evenly).
+#[cfg(test)]
 pub(crate) fn padded(json: &Json, pad: usize) -> Vec<u8> {
-    let mut bytes = json.to_bytes(Spacing::Compact);
-    let last = bytes.len().saturating_sub(1);
-    bytes.splice(last..last, std::iter::repeat_n(b' ', pad));
+    let mut bytes = Vec::new();
+    write_padded(json, pad, &mut bytes);
     bytes
+}
+
+/// Appends [`padded`]'s bytes to `out`, written in place.
+pub(crate) fn write_padded(json: &Json, pad: usize, out: &mut Vec<u8>) {
+    let start = out.len();
+    json.write_to(out, Spacing::Compact);
+    if pad > 0 {
+        let last = out.len().saturating_sub(1).max(start);
+        out.splice(last..last, std::iter::repeat_n(b' ', pad));
+    }
 }
 
 struct AnthropicResponder {

@@ -20,7 +20,7 @@ use umi_core::llm::tokens::estimate_request_tokens;
 use umi_core::llm::{FinishReason, LlmError, StreamEvent, TokenUsage};
 
 use super::errors;
-use super::{Era, Layout, padded, signature};
+use super::{Era, Layout, signature, write_padded};
 use crate::network::format::{Flow, Parsed, StreamEncoder};
 use crate::network::json::Json;
 use crate::network::shapes::KeepAlive;
@@ -128,7 +128,7 @@ impl AnthropicStream {
         out.extend_from_slice(b"event: ");
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b"\ndata: ");
-        out.extend_from_slice(&padded(data, pad));
+        write_padded(data, pad, out);
         out.extend_from_slice(b"\n\n");
     }
 

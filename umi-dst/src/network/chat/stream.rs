@@ -42,23 +42,32 @@ pub(crate) struct ChatStream {
     marks: Vec<&'static str>,
 }
 
-/// Writes one `data:` event in `framing`, the JSON with `spacing`.
-fn frame(out: &mut Vec<u8>, framing: Framing, payload: &[u8]) {
-    // What the encoder hands the decoder: one event per frame. A line break in the payload
-    // would end its `data:` line early (the decoder asserts it gets whole lines).
-    debug_assert!(
-        !payload.contains(&b'\n') && !payload.contains(&b'\r'),
-        "the chat encoder framed a payload with a line break in it: {:?}",
-        String::from_utf8_lossy(payload)
-    );
+/// Writes one `data:` event in `framing`, the payload written by `write` into `out`
+/// in place (no buffer of its own).
+fn frame_with(out: &mut Vec<u8>, framing: Framing, write: impl FnOnce(&mut Vec<u8>)) {
     let (prefix, end): (&[u8], &[u8]) = match framing {
         Framing::Standard => (b"data: ", b"\n\n"),
         Framing::Crlf => (b"data: ", b"\r\n\r\n"),
         Framing::NoSpaceNoDone => (b"data:", b"\n\n"),
     };
     out.extend_from_slice(prefix);
-    out.extend_from_slice(payload);
+    let start = out.len();
+    write(out);
+    // What the encoder hands the decoder: one event per frame. A line break in the payload
+    // would end its `data:` line early (the decoder asserts it gets whole lines).
+    let payload = &out[start..];
+    debug_assert!(
+        !payload.contains(&b'\n') && !payload.contains(&b'\r'),
+        "the chat encoder framed a payload with a line break in it: {:?}",
+        String::from_utf8_lossy(payload)
+    );
     out.extend_from_slice(end);
+}
+
+/// Writes one `data:` event in `framing` carrying `payload`.
+#[cfg(test)]
+fn frame(out: &mut Vec<u8>, framing: Framing, payload: &[u8]) {
+    frame_with(out, framing, |out| out.extend_from_slice(payload));
 }
 
 /// The JSON spacing of a framing's server (sse-starlette servers use `json.dumps`).
@@ -72,7 +81,7 @@ fn spacing(framing: Framing) -> Spacing {
 impl ChatStream {
     fn sse(&self, out: &mut Vec<u8>, chunk: &Json) {
         let framing = self.draw.framing;
-        frame(out, framing, &chunk.to_bytes(spacing(framing)));
+        frame_with(out, framing, |out| chunk.write_to(out, spacing(framing)));
     }
 
     fn done(&self, out: &mut Vec<u8>) {
@@ -493,7 +502,7 @@ impl ChatStream {
         spacing: Spacing,
     ) -> Flow {
         out.extend_from_slice(field);
-        out.extend_from_slice(&value.to_bytes(spacing));
+        value.write_to(out, spacing);
         out.extend_from_slice(b"\n\n");
         self.done(out);
         Flow::End
@@ -604,7 +613,7 @@ impl StreamEncoder for ChatStream {
                 spacing,
                 then_done: false,
             } => {
-                frame(out, self.draw.framing, &payload.to_bytes(spacing));
+                frame_with(out, self.draw.framing, |out| payload.write_to(out, spacing));
                 Flow::Close
             }
             InStream::ErrorField(payload) => {

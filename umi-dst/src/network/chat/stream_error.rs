@@ -95,10 +95,7 @@ pub(crate) fn inner_error(body: &Json) -> Option<Json> {
 }
 
 fn text_of(value: &Json) -> Option<String> {
-    match value {
-        Json::Value(serde_json::Value::String(text)) => Some(text.clone()),
-        _ => None,
-    }
+    value.as_str().map(str::to_owned)
 }
 
 /// The error's message as one line of text, wherever the envelope keeps it: FastAPI's

@@ -72,7 +72,7 @@ impl GeminiStream {
     fn write(&mut self, chunk: &Json, out: &mut Vec<u8>) {
         if self.era.route.sse {
             out.extend_from_slice(b"data: ");
-            out.extend(chunk.to_bytes(Spacing::ColonSpace));
+            chunk.write_to(out, Spacing::ColonSpace);
             out.extend_from_slice(b"\r\n\r\n");
         } else {
             out.extend_from_slice(if self.chunks_written == 0 {
@@ -80,7 +80,7 @@ impl GeminiStream {
             } else {
                 b"\n,\r\n"
             });
-            out.extend(chunk.to_bytes(Spacing::Indented2));
+            chunk.write_to(out, Spacing::Indented2);
         }
         self.chunks_written += 1;
     }

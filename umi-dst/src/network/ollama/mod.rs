@@ -286,7 +286,7 @@ struct OllamaStream {
 }
 
 fn ndjson(out: &mut Vec<u8>, line: &Json) {
-    out.extend_from_slice(&line.to_bytes(Spacing::Compact));
+    line.write_to(out, Spacing::Compact);
     out.push(b'\n');
 }
 

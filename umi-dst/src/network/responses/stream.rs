@@ -79,7 +79,7 @@ impl ResponsesStream {
         out.extend_from_slice(b"event: ");
         out.extend_from_slice(kind.as_bytes());
         out.extend_from_slice(b"\ndata: ");
-        out.extend_from_slice(&data.to_bytes(Spacing::Compact));
+        data.write_to(out, Spacing::Compact);
         out.extend_from_slice(b"\n\n");
     }
 
@@ -390,7 +390,7 @@ impl StreamEncoder for ResponsesStream {
         // `response.error.code` is one of SPEC's `ResponseErrorCode`s, never null: a
         // failure OpenAI gives no code of its own is `server_error`.
         let code = match field("code") {
-            Json::Value(serde_json::Value::Null) => Json::from("server_error"),
+            code if code.is_null() => Json::from("server_error"),
             code => code,
         };
         let nested = Json::object(vec![
