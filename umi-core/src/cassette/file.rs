@@ -181,6 +181,15 @@ fn parse_header(line: &str, path: &Path) -> Result<Header, CassetteError> {
 
 /// `line` as a `T`, or what is wrong and at which JSON path.
 fn parse_json<T: serde::de::DeserializeOwned>(line: &str) -> Result<T, String> {
+    // Tracking the path costs on every field; it is only needed for the error, so a line
+    // that parses is parsed without it (the same value: the same deserializer, no
+    // trailing-characters check either way), and one that does not is parsed again
+    // with it for the message.
+    if let Ok(value) =
+        <T as serde::Deserialize>::deserialize(&mut serde_json::Deserializer::from_str(line))
+    {
+        return Ok(value);
+    }
     let mut deserializer = serde_json::Deserializer::from_str(line);
     serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let at = error.path().to_string();

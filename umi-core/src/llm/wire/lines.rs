@@ -19,29 +19,39 @@ impl LineDecoder {
 
     /// Feeds `chunk`, pushing the lines it completed onto `lines`. On an error (a line
     /// over the limit or not UTF-8) the lines completed before it are still pushed.
-    pub fn feed(&mut self, chunk: &[u8], lines: &mut Vec<String>) -> Result<(), LlmError> {
-        for &byte in chunk {
-            if std::mem::take(&mut self.pending_cr) && byte == b'\n' {
-                continue; // the `\n` of a `\r\n`, possibly split across chunks
+    pub fn feed(&mut self, mut chunk: &[u8], lines: &mut Vec<String>) -> Result<(), LlmError> {
+        // A run of bytes up to the next line break is copied at once (not byte by byte):
+        // the same lines, errors and state as one byte at a time, for every split.
+        while let Some(&first) = chunk.first() {
+            if std::mem::take(&mut self.pending_cr) && first == b'\n' {
+                chunk = &chunk[1..]; // the `\n` of a `\r\n`, possibly split across chunks
+                continue;
             }
-            match byte {
-                b'\n' => lines.push(self.take_line()?),
-                b'\r' => {
-                    lines.push(self.take_line()?);
-                    self.pending_cr = true;
-                }
-                _ => {
-                    if self.buffer.len() == WIRE_LINE_BYTES_MAX {
-                        return Err(LlmError::ResponseTooLarge {
-                            what: "a line of the response".into(),
-                            bytes: WIRE_LINE_BYTES_MAX + 1,
-                            limit: WIRE_LINE_BYTES_MAX,
-                        });
-                    }
-                    self.buffer.push(byte);
-                }
-            }
+            let end = chunk.iter().position(|&b| b == b'\n' || b == b'\r');
+            self.extend(&chunk[..end.unwrap_or(chunk.len())])?;
+            let Some(at) = end else {
+                break;
+            };
+            lines.push(self.take_line()?);
+            self.pending_cr = chunk[at] == b'\r';
+            chunk = &chunk[at + 1..];
         }
+        Ok(())
+    }
+
+    /// Appends `bytes` (no line break in them) to the line being read; past
+    /// `WIRE_LINE_BYTES_MAX` the bytes up to it are kept and the line is refused.
+    fn extend(&mut self, bytes: &[u8]) -> Result<(), LlmError> {
+        let room = WIRE_LINE_BYTES_MAX - self.buffer.len();
+        if bytes.len() > room {
+            self.buffer.extend_from_slice(&bytes[..room]);
+            return Err(LlmError::ResponseTooLarge {
+                what: "a line of the response".into(),
+                bytes: WIRE_LINE_BYTES_MAX + 1,
+                limit: WIRE_LINE_BYTES_MAX,
+            });
+        }
+        self.buffer.extend_from_slice(bytes);
         Ok(())
     }
 
@@ -85,6 +95,99 @@ mod tests {
             pending_cr: false,
         };
         let _ = decoder.finish();
+    }
+
+    /// The decoder as it was before it copied runs of bytes: one byte at a time.
+    fn feed_bytewise(
+        decoder: &mut LineDecoder,
+        chunk: &[u8],
+        lines: &mut Vec<String>,
+    ) -> Result<(), LlmError> {
+        for &byte in chunk {
+            if std::mem::take(&mut decoder.pending_cr) && byte == b'\n' {
+                continue;
+            }
+            match byte {
+                b'\n' => lines.push(decoder.take_line()?),
+                b'\r' => {
+                    lines.push(decoder.take_line()?);
+                    decoder.pending_cr = true;
+                }
+                _ => {
+                    if decoder.buffer.len() == WIRE_LINE_BYTES_MAX {
+                        return Err(LlmError::ResponseTooLarge {
+                            what: "a line of the response".into(),
+                            bytes: WIRE_LINE_BYTES_MAX + 1,
+                            limit: WIRE_LINE_BYTES_MAX,
+                        });
+                    }
+                    decoder.buffer.push(byte);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every chunk's lines and result, and the decoder's state after each, fed through
+    /// `feed`.
+    type Run = Vec<(Vec<String>, String, Vec<u8>, bool)>;
+
+    fn run(chunks: &[&[u8]], bytewise: bool) -> Run {
+        let mut decoder = LineDecoder::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let mut lines = Vec::new();
+            let result = if bytewise {
+                feed_bytewise(&mut decoder, chunk, &mut lines)
+            } else {
+                decoder.feed(chunk, &mut lines)
+            };
+            let state = (decoder.buffer.clone(), decoder.pending_cr);
+            out.push((lines, format!("{result:?}"), state.0, state.1));
+        }
+        let finish = format!("{:?}", decoder.finish());
+        out.push((
+            Vec::new(),
+            finish,
+            decoder.buffer.clone(),
+            decoder.pending_cr,
+        ));
+        out
+    }
+
+    #[test]
+    fn runs_of_bytes_decode_as_one_byte_at_a_time_did() {
+        let table: [&[u8]; 10] = [
+            b"",
+            b"\n",
+            b"\r\n\r\n",
+            b"\r\r\n\n\r",
+            b"data: {\"a\":1}\n\ndata: [DONE]\n\n",
+            "data: héllo\r\ndata: 東京\n\nlast\rmore".as_bytes(),
+            b"good\n\xff\xfe\nafter\n",
+            b"a\rb\r\nc\n\rd",
+            b"no newline at all",
+            b"\xe6\x9d\xb1\r\n\xe6\x9d",
+        ];
+        for input in table {
+            for cut in 0..=input.len() {
+                let chunks = [&input[..cut], &input[cut..]];
+                assert_eq!(run(&chunks, false), run(&chunks, true), "cut at {cut}");
+            }
+            let bytes: Vec<&[u8]> = input.chunks(1).collect();
+            assert_eq!(run(&bytes, false), run(&bytes, true));
+        }
+        // Lines at and past the cap, cut around it.
+        let at_cap = [vec![b'a'; WIRE_LINE_BYTES_MAX - 2], b"bc\nd".to_vec()].concat();
+        let over = [vec![b'a'; WIRE_LINE_BYTES_MAX - 1], b"bcd\nok\n".to_vec()].concat();
+        for input in [at_cap, over] {
+            let near = WIRE_LINE_BYTES_MAX - 3..=WIRE_LINE_BYTES_MAX + 3;
+            let cuts = [0, 1, input.len()].into_iter().chain(near);
+            for cut in cuts.filter(|&cut| cut <= input.len()) {
+                let chunks = [&input[..cut], &input[cut..]];
+                assert_eq!(run(&chunks, false), run(&chunks, true), "cut at {cut}");
+            }
+        }
     }
 
     fn split_everywhere(input: &[u8]) -> Vec<Vec<String>> {

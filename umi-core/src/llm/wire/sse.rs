@@ -69,7 +69,7 @@ impl SseDecoder {
         // What the line decoder hands over: one line, its terminator gone. A line break
         // here would be a field boundary (or a dispatch) the decoder never saw.
         debug_assert!(
-            !line.contains(['\n', '\r']),
+            !line.as_bytes().contains(&b'\n') && !line.as_bytes().contains(&b'\r'),
             "the SSE decoder received a line with a line break in it: {line:?}"
         );
         if line.is_empty() {
