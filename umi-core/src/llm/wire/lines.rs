@@ -27,7 +27,7 @@ impl LineDecoder {
                 chunk = &chunk[1..]; // the `\n` of a `\r\n`, possibly split across chunks
                 continue;
             }
-            let end = chunk.iter().position(|&b| b == b'\n' || b == b'\r');
+            let end = line_break(chunk);
             self.extend(&chunk[..end.unwrap_or(chunk.len())])?;
             let Some(at) = end else {
                 break;
@@ -80,6 +80,29 @@ impl LineDecoder {
     }
 }
 
+/// Where the first `\n` or `\r` in `bytes` is: eight bytes at a time, then the byte.
+fn line_break(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Whether a byte of `word` is `byte`: a byte of `word ^ byte…` is zero.
+    let holds = |word: u64, byte: u8| {
+        let x = word ^ (ONES * u64::from(byte));
+        x.wrapping_sub(ONES) & !x & HIGHS != 0
+    };
+    let mut at = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        if holds(word, b'\n') || holds(word, b'\r') {
+            break;
+        }
+        at += 8;
+    }
+    let found = bytes[at..].iter().position(|&b| b == b'\n' || b == b'\r');
+    found.map(|offset| at + offset)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +118,27 @@ mod tests {
             pending_cr: false,
         };
         let _ = decoder.finish();
+    }
+
+    #[test]
+    fn a_line_break_is_found_where_a_byte_scan_finds_it() {
+        let mut inputs: Vec<Vec<u8>> = vec![Vec::new(), b"\n".to_vec(), b"\r".to_vec()];
+        for len in 1..24 {
+            for at in 0..len {
+                for byte in [b'\n', b'\r', 0x0b, 0x0c, 0x8a, 0x8d, 0xff] {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = byte;
+                    inputs.push(bytes.clone());
+                    bytes[len - 1] = b'\n';
+                    inputs.push(bytes);
+                }
+            }
+        }
+        inputs.push("東京 héllo\r\n".repeat(5).into_bytes());
+        for bytes in inputs {
+            let expected = bytes.iter().position(|&b| b == b'\n' || b == b'\r');
+            assert_eq!(line_break(&bytes), expected, "{bytes:?}");
+        }
     }
 
     /// The decoder as it was before it copied runs of bytes: one byte at a time.
