@@ -19,24 +19,62 @@ impl LineDecoder {
 
     /// Feeds `chunk`, pushing the lines it completed onto `lines`. On an error (a line
     /// over the limit or not UTF-8) the lines completed before it are still pushed.
-    pub fn feed(&mut self, mut chunk: &[u8], lines: &mut Vec<String>) -> Result<(), LlmError> {
-        // A run of bytes up to the next line break is copied at once (not byte by byte):
+    pub fn feed(&mut self, chunk: &[u8], lines: &mut Vec<String>) -> Result<(), LlmError> {
+        self.feed_each(chunk, &mut |line| {
+            lines.push(line.to_owned());
+            Ok(())
+        })
+    }
+
+    /// Feeds `chunk`, handing each line it completes to `on_line`, in order, without a
+    /// copy of its own (a line inside `chunk` is lent from it). The lines are those
+    /// [`LineDecoder::feed`] pushes. Once `on_line` fails no other line is handed over,
+    /// but the rest of `chunk` is still split (the decoder is left as `feed` leaves it);
+    /// the first error `on_line` returned is returned, else the decoder's own.
+    pub fn feed_each(
+        &mut self,
+        mut chunk: &[u8],
+        on_line: &mut dyn FnMut(&str) -> Result<(), LlmError>,
+    ) -> Result<(), LlmError> {
+        // A run of bytes up to the next line break is taken at once (not byte by byte):
         // the same lines, errors and state as one byte at a time, for every split.
+        let mut failed = None;
+        let mut hand_over = |line: &str, failed: &mut Option<LlmError>| {
+            if failed.is_none() {
+                *failed = on_line(line).err();
+            }
+        };
         while let Some(&first) = chunk.first() {
             if std::mem::take(&mut self.pending_cr) && first == b'\n' {
                 chunk = &chunk[1..]; // the `\n` of a `\r\n`, possibly split across chunks
                 continue;
             }
             let end = line_break(chunk);
-            self.extend(&chunk[..end.unwrap_or(chunk.len())])?;
+            let run = &chunk[..end.unwrap_or(chunk.len())];
             let Some(at) = end else {
+                if let Err(error) = self.extend(run) {
+                    return Err(failed.unwrap_or(error));
+                }
                 break;
             };
-            lines.push(self.take_line()?);
+            let lent = self.buffer.is_empty() && run.len() <= WIRE_LINE_BYTES_MAX;
+            if !lent && let Err(error) = self.extend(run) {
+                return Err(failed.unwrap_or(error)); // over the cap: the bytes up to it kept
+            }
+            // A whole line inside this chunk is lent from it, not copied.
+            let line = line_text(if lent { run } else { &self.buffer });
+            match line {
+                Ok(line) => hand_over(line, &mut failed),
+                Err(error) => {
+                    self.buffer.clear();
+                    return Err(failed.unwrap_or(error));
+                }
+            }
+            self.buffer.clear();
             self.pending_cr = chunk[at] == b'\r';
             chunk = &chunk[at + 1..];
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     /// Appends `bytes` (no line break in them) to the line being read; past
@@ -78,6 +116,21 @@ impl LineDecoder {
             snippet: snippet(&String::from_utf8_lossy(error.as_bytes())),
         })
     }
+}
+
+/// `bytes` (one line, its terminator gone) as text, or the error for a line that is
+/// not UTF-8.
+fn line_text(bytes: &[u8]) -> Result<&str, LlmError> {
+    // What this decoder hands over (the SSE decoder asserts the same on receipt): a
+    // line, its terminator gone, within the line cap.
+    debug_assert!(
+        !bytes.contains(&b'\n') && !bytes.contains(&b'\r') && bytes.len() <= WIRE_LINE_BYTES_MAX,
+        "the line decoder hands over a line with a line break or over its cap"
+    );
+    std::str::from_utf8(bytes).map_err(|_| LlmError::InvalidResponse {
+        reason: "a line of the response is not UTF-8".into(),
+        snippet: snippet(&String::from_utf8_lossy(bytes)),
+    })
 }
 
 /// Where the first `\n` or `\r` in `bytes` is: eight bytes at a time, then the byte.
