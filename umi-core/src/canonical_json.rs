@@ -43,7 +43,10 @@ pub fn sorted_entries(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
 
 /// `value` as compact JSON text with its objects' keys sorted.
 pub fn to_string(value: &Value) -> String {
-    Canonical(value).to_string()
+    // What `Canonical(value).to_string()` gives, without copying the text again; a
+    // `Value` always serializes (its keys are strings and its numbers finite).
+    serde_json::to_string(&Canonical(value))
+        .unwrap_or_else(|error| panic!("a JSON value did not serialize: {error}"))
 }
 
 /// `value` as compact JSON bytes with its objects' keys sorted.
@@ -71,8 +74,15 @@ impl Serialize for Canonical<'_> {
         match self.0 {
             Value::Object(map) => {
                 let mut out = serializer.serialize_map(Some(map.len()))?;
-                for (key, value) in sorted_entries(map) {
-                    out.serialize_entry(key, &Canonical(value))?;
+                if map.keys().is_sorted() {
+                    // Always so in the default build (a `BTreeMap`): no sorted copy.
+                    for (key, value) in map {
+                        out.serialize_entry(key, &Canonical(value))?;
+                    }
+                } else {
+                    for (key, value) in sorted_entries(map) {
+                        out.serialize_entry(key, &Canonical(value))?;
+                    }
                 }
                 out.end()
             }

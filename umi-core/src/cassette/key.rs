@@ -16,7 +16,9 @@
 
 use serde_json::Value;
 
-use crate::llm::secrets::{REDACTED, is_secret_header, redact_patterns};
+use crate::llm::secrets::{
+    REDACTED, changed_by_redaction, is_secret_header, redact_patterns, redaction_if_changed,
+};
 
 /// Most differing paths an explanation lists.
 pub const DIFF_PATHS_MAX: usize = 12;
@@ -161,10 +163,18 @@ impl RequestKey {
     /// Whether redacting this key's body (and path) again would leave it as it is, so a
     /// live body equal to it before redaction is equal to it after.
     pub fn is_redaction_fixed_point(&self, ignore: &IgnoreRules) -> bool {
-        let Ok(value) = serde_json::from_str::<Value>(&self.body) else {
+        let Ok(mut value) = serde_json::from_str::<Value>(&self.body) else {
             return false;
         };
-        Self::new(&self.method, &self.path, Some(&value), None, ignore) == *self
+        if changed_by_redaction_anywhere(&value) {
+            return Self::new(&self.method, &self.path, Some(&value), None, ignore) == *self;
+        }
+        // Redaction leaves `value` as it is, so its comparable form is `value` stripped:
+        // what `new` computes, without the copy and the scans that would change nothing.
+        ignore.strip(&mut value);
+        self.method == self.method.to_ascii_uppercase()
+            && self.path == redact_path(&self.path)
+            && self.body == crate::canonical_json::to_string(&value)
     }
 
     /// The key of a recorded request.
@@ -196,7 +206,11 @@ fn comparable_owned(mut value: Value, ignore: &IgnoreRules) -> Value {
 /// field whose name says it holds a credential ([`is_secret_field`]).
 fn redact_strings(value: &mut Value) {
     match value {
-        Value::String(text) => *text = redact_patterns(text),
+        Value::String(text) => {
+            if let Some(redacted) = redaction_if_changed(text) {
+                *text = redacted;
+            }
+        }
         Value::Array(items) => items.iter_mut().for_each(redact_strings),
         Value::Object(map) => {
             for (name, child) in map.iter_mut() {
@@ -208,6 +222,23 @@ fn redact_strings(value: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// Whether [`redact_strings`] would change `value`: a string redaction changes, or a
+/// field named as a credential whose value is neither `null` nor already [`REDACTED`].
+fn changed_by_redaction_anywhere(value: &Value) -> bool {
+    match value {
+        Value::String(text) => changed_by_redaction(text),
+        Value::Array(items) => items.iter().any(changed_by_redaction_anywhere),
+        Value::Object(map) => map.iter().any(|(name, child)| {
+            if is_secret_field(name) {
+                !child.is_null() && child.as_str() != Some(REDACTED)
+            } else {
+                changed_by_redaction_anywhere(child)
+            }
+        }),
+        _ => false,
     }
 }
 
@@ -358,6 +389,58 @@ mod tests {
         assert!(redacted.is_redaction_fixed_point(&ignore));
         assert!(!unredacted.is_redaction_fixed_point(&ignore));
         assert!(RequestKey::of_json_unredacted("POST", "/v1/x", b"not json", &ignore).is_none());
+    }
+
+    #[test]
+    fn the_fixed_point_check_agrees_with_redacting_again() {
+        // What `is_redaction_fixed_point` computed before it skipped the copy: the key
+        // made again from its own body.
+        let again = |key: &RequestKey, ignore: &IgnoreRules| {
+            serde_json::from_str::<Value>(&key.body).is_ok_and(|value| {
+                RequestKey::new(&key.method, &key.path, Some(&value), None, ignore) == *key
+            })
+        };
+        let bodies = [
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+            json!({"api_key": "[REDACTED]", "n": 1}),
+            json!({"api_key": null}),
+            json!({"api_key": "k"}),
+            json!({"api_key": 7}),
+            json!({"api_key": {"nested": "[REDACTED]"}}),
+            json!({"messages": [{"content": "Bearer abcdefghijklmnopqrstuvwxyz012345"}]}),
+            json!({"messages": [{"content": "Bearer [REDACTED]"}]}),
+            json!({"messages": [{"content": "see https://u:[REDACTED]@h/x and the key"}]}),
+            json!({"user": "u1", "metadata": {"password": "p"}, "list": [1, "token=x"]}),
+            json!(["?key=abc", {"x_token": "[REDACTED]"}]),
+            json!("just a string"),
+            json!(12.5),
+        ];
+        let rules = [
+            IgnoreRules::none(),
+            IgnoreRules::none().with_path("user").with_path("metadata"),
+            IgnoreRules::none().with_path("api_key"),
+        ];
+        for ignore in &rules {
+            for body in &bodies {
+                for (method, path) in [("POST", "/v1/x"), ("post", "/v1/x?key=abc")] {
+                    let unredacted = RequestKey::with_body(method, path, body.to_string());
+                    let made = RequestKey::new(method, path, Some(body), None, ignore);
+                    let text = RequestKey::new(method, path, None, Some("not json"), ignore);
+                    let raw = RequestKey {
+                        method: method.to_owned(),
+                        path: path.to_owned(),
+                        body: format!(" {body}"),
+                    };
+                    for key in [unredacted, made, text, raw] {
+                        assert_eq!(
+                            key.is_redaction_fixed_point(ignore),
+                            again(&key, ignore),
+                            "{key:?} ignoring {ignore:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

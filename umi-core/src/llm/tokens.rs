@@ -62,21 +62,64 @@ const BYTE_CLASSES: [ByteClass; 256] = {
 /// One pass over the bytes with a class table; the same count as walking the characters
 /// (a multi-byte character is one token at its lead byte).
 pub fn estimate_text_tokens(text: &str) -> u32 {
-    let mut tokens: u64 = 0;
-    let mut word_bytes: usize = 0;
-    for &byte in text.as_bytes() {
-        match BYTE_CLASSES[byte as usize] {
-            ByteClass::Word => word_bytes += 1,
-            ByteClass::Continuation => {}
-            class => {
-                tokens += word_bytes.div_ceil(TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN) as u64;
-                word_bytes = 0;
-                tokens += u64::from(class != ByteClass::Space);
+    let mut counter = TokenCounter::default();
+    counter.feed(text.as_bytes());
+    counter.total()
+}
+
+/// Estimated tokens of `value`'s compact JSON text (what `value.to_string()` gives),
+/// counted as it is written rather than from a copy of the text.
+pub fn estimate_json_tokens(value: &serde_json::Value) -> u32 {
+    let mut counter = TokenCounter::default();
+    // A `Value` always serializes, and the counter never fails a write.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.total()
+}
+
+/// The estimate of a text fed in pieces: the same count as the pieces joined.
+#[derive(Default)]
+struct TokenCounter {
+    tokens: u64,
+    /// Bytes of the run of word bytes the text ends in so far.
+    word_bytes: usize,
+}
+
+impl TokenCounter {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            match BYTE_CLASSES[byte as usize] {
+                ByteClass::Word => self.word_bytes += 1,
+                ByteClass::Continuation => {}
+                class => {
+                    self.tokens += self
+                        .word_bytes
+                        .div_ceil(TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN)
+                        as u64;
+                    self.word_bytes = 0;
+                    self.tokens += u64::from(class != ByteClass::Space);
+                }
             }
         }
     }
-    tokens += word_bytes.div_ceil(TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN) as u64;
-    u32::try_from(tokens).unwrap_or(u32::MAX)
+
+    fn total(&self) -> u32 {
+        let tokens = self.tokens
+            + self
+                .word_bytes
+                .div_ceil(TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN) as u64;
+        u32::try_from(tokens).unwrap_or(u32::MAX)
+    }
+}
+
+impl std::io::Write for TokenCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.feed(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Estimated tokens of one message, with its overhead and tool calls.
@@ -86,7 +129,7 @@ pub fn estimate_message_tokens(message: &Message) -> u32 {
     for call in message.tool_calls() {
         tokens = tokens
             .saturating_add(estimate_text_tokens(&call.name))
-            .saturating_add(estimate_text_tokens(&call.arguments.to_string()));
+            .saturating_add(estimate_json_tokens(&call.arguments));
     }
     if let Message::Tool { tool_call_id, .. } = message {
         tokens = tokens.saturating_add(estimate_text_tokens(tool_call_id));
@@ -98,7 +141,7 @@ pub fn estimate_message_tokens(message: &Message) -> u32 {
 pub fn estimate_tool_tokens(tool: &ToolDefinition) -> u32 {
     estimate_text_tokens(&tool.name)
         .saturating_add(estimate_text_tokens(&tool.description))
-        .saturating_add(estimate_text_tokens(&tool.parameters.to_string()))
+        .saturating_add(estimate_json_tokens(&tool.parameters))
 }
 
 /// Estimated prompt tokens of a whole request.
@@ -154,6 +197,35 @@ mod tests {
         #[test]
         fn byte_table_matches_the_character_rules(text in "\\PC{0,200}") {
             proptest::prop_assert_eq!(estimate_text_tokens(&text), reference_estimate(&text));
+        }
+    }
+
+    #[test]
+    fn a_text_fed_in_pieces_counts_as_it_whole() {
+        let text = "catsup, 東京 and more words{\"a\":1}  x";
+        for cut in 0..=text.len() {
+            let mut counter = TokenCounter::default();
+            counter.feed(&text.as_bytes()[..cut]);
+            counter.feed(&text.as_bytes()[cut..]);
+            assert_eq!(counter.total(), estimate_text_tokens(text), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn json_is_counted_as_its_text() {
+        let values = [
+            serde_json::json!({"type": "object", "properties": {"q": {"type": "string",
+                "description": "what to look up, in 東京 or anywhere"}}, "required": ["q"]}),
+            serde_json::json!({"a": [1, 2.5, -3, null, true], "longwordlongword": "x\"y\\z\n"}),
+            serde_json::json!("just text"),
+            serde_json::json!({}),
+        ];
+        for value in values {
+            assert_eq!(
+                estimate_json_tokens(&value),
+                estimate_text_tokens(&value.to_string()),
+                "{value}"
+            );
         }
     }
 

@@ -14,5 +14,8 @@ mod patterns;
 mod redactor;
 
 pub use key::{ApiKey, KeyError};
-pub use patterns::{REDACTED, is_secret_header, redact_headers, redact_patterns, redact_url};
+pub use patterns::{
+    REDACTED, changed_by_redaction, is_secret_header, redact_headers, redact_patterns, redact_url,
+    redaction_if_changed,
+};
 pub use redactor::Redactor;

@@ -97,7 +97,87 @@ pub fn redact_url(url: &str) -> String {
 /// `text` with everything that looks like a credential replaced by [`REDACTED`]; text
 /// already redacted is left as it is.
 pub fn redact_patterns(text: &str) -> String {
+    if !may_hold_credential(text) {
+        return text.to_owned();
+    }
     replace_spans(text, credential_spans(text))
+}
+
+/// Whether [`redact_patterns`] would change `text` (a quick scan when it holds nothing
+/// any pattern starts with).
+pub fn changed_by_redaction(text: &str) -> bool {
+    redaction_if_changed(text).is_some()
+}
+
+/// [`redact_patterns`] of `text`, or `None` when that is `text` as it is (found without
+/// a copy when `text` holds nothing any pattern starts with).
+pub fn redaction_if_changed(text: &str) -> Option<String> {
+    if !may_hold_credential(text) {
+        return None;
+    }
+    let redacted = replace_spans(text, credential_spans(text));
+    (redacted != text).then_some(redacted)
+}
+
+/// The first byte (either case) of every name a pattern starts at: an auth scheme, a
+/// secret field, a secret query parameter.
+const NAME_FIRST_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut at = 0;
+    while at < PATTERN_NAMES.len() {
+        let first = PATTERN_NAMES[at].as_bytes()[0];
+        table[first.to_ascii_lowercase() as usize] = true;
+        table[first.to_ascii_uppercase() as usize] = true;
+        at += 1;
+    }
+    table
+};
+
+/// Every name a pattern starts at (a word beginning with one of them), but `://`.
+const PATTERN_NAMES: [&str; 18] = [
+    AUTH_SCHEMES[0],
+    AUTH_SCHEMES[1],
+    SECRET_FIELDS[0],
+    SECRET_FIELDS[1],
+    SECRET_FIELDS[2],
+    SECRET_FIELDS[3],
+    SECRET_FIELDS[4],
+    SECRET_FIELDS[5],
+    SECRET_FIELDS[6],
+    SECRET_FIELDS[7],
+    SECRET_FIELDS[8],
+    SECRET_FIELDS[9],
+    SECRET_FIELDS[10],
+    SECRET_QUERY_PARAMS[0],
+    SECRET_QUERY_PARAMS[1],
+    SECRET_QUERY_PARAMS[2],
+    SECRET_QUERY_PARAMS[3],
+    SECRET_QUERY_PARAMS[4],
+];
+
+/// Whether [`credential_spans`] may find anything in `text`: one pass over it, where the
+/// patterns take one per name. Each pattern starts at a word beginning with one of
+/// [`PATTERN_NAMES`] (case-insensitive, at a word boundary, as [`word_starts`] finds
+/// them) or at a `://`; a text with neither holds no span, and is left as it is.
+fn may_hold_credential(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if text.contains("://") {
+        return true;
+    }
+    let mut at_boundary = true;
+    for (at, &byte) in bytes.iter().enumerate() {
+        if at_boundary && NAME_FIRST_BYTES[usize::from(byte)] {
+            let rest = &bytes[at..];
+            let starts_name = PATTERN_NAMES.iter().any(|name| {
+                rest.len() >= name.len() && rest[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+            });
+            if starts_name {
+                return true;
+            }
+        }
+        at_boundary = !is_word_byte(byte);
+    }
+    false
 }
 
 /// Where the credentials found by pattern are in `text` (unsorted, may overlap).
@@ -313,6 +393,65 @@ mod tests {
         for (text, expected) in table {
             assert_eq!(redact_patterns(text), expected, "{text}");
         }
+    }
+
+    /// Texts around every pattern name: before it a word byte or not, the name in
+    /// either case, after it what each pattern reads next.
+    fn texts_around_names() -> Vec<String> {
+        let mut texts = Vec::new();
+        for name in PATTERN_NAMES {
+            for before in ["", " ", "x", "?", "&", "-", "_", "\"", "é", "a?"] {
+                for after in [
+                    "",
+                    ":",
+                    "=",
+                    " ",
+                    "s",
+                    "=abcdefgh12",
+                    ": Bearer sk-0123456789",
+                    " abcdefgh12",
+                    "\": \"v4lue\"",
+                ] {
+                    texts.push(format!("{before}{name}{after}"));
+                    texts.push(format!("{before}{}{after}", name.to_ascii_uppercase()));
+                }
+            }
+        }
+        texts
+    }
+
+    #[test]
+    fn the_quick_scan_never_skips_a_text_a_pattern_redacts() {
+        let mut texts = texts_around_names();
+        texts.extend(
+            [
+                "https://bob:hunter2@proxy.example/v1",
+                "ftp://tok@h",
+                "a :// b",
+                "plain prose with no names in it at all",
+                "kebab-key=1 and snake_key=2",
+                "the keys, tokens and secrets",
+                "",
+                "x",
+                "東京 bearer 東京東京東京東京東京",
+            ]
+            .map(str::to_owned),
+        );
+        for text in &texts {
+            let spans = credential_spans(text);
+            if !may_hold_credential(text) {
+                assert!(spans.is_empty(), "{text:?} skipped but has {spans:?}");
+            }
+            let redacted = replace_spans(text, spans);
+            assert_eq!(redact_patterns(text), redacted, "{text:?}");
+            assert_eq!(
+                redaction_if_changed(text),
+                (redacted != *text).then(|| redacted.clone()),
+                "{text:?}"
+            );
+        }
+        assert!(!may_hold_credential("the model answered in prose"));
+        assert!(may_hold_credential("pass a Token"));
     }
 
     #[test]

@@ -45,13 +45,16 @@ impl SseDecoder {
     /// Feeds `chunk`, pushing the events it completed onto `events`. On an error the
     /// events completed before it in the same chunk are still pushed.
     pub fn feed(&mut self, chunk: &[u8], events: &mut Vec<SseEvent>) -> Result<(), LlmError> {
-        let mut lines = Vec::new();
-        let fed = self.lines.feed(chunk, &mut lines);
-        for line in lines {
-            if let Some(event) = self.line(&line)? {
+        // The lines are read as they are split, lent rather than copied; the line decoder
+        // is out of `self` meanwhile (so `line` can have the rest of it), and put back.
+        let mut lines = std::mem::take(&mut self.lines);
+        let fed = lines.feed_each(chunk, &mut |line| {
+            if let Some(event) = self.line(line)? {
                 events.push(event);
             }
-        }
+            Ok(())
+        });
+        self.lines = lines;
         fed
     }
 
@@ -69,7 +72,7 @@ impl SseDecoder {
         // What the line decoder hands over: one line, its terminator gone. A line break
         // here would be a field boundary (or a dispatch) the decoder never saw.
         debug_assert!(
-            !line.contains(['\n', '\r']),
+            !line.as_bytes().contains(&b'\n') && !line.as_bytes().contains(&b'\r'),
             "the SSE decoder received a line with a line break in it: {line:?}"
         );
         if line.is_empty() {
@@ -159,6 +162,69 @@ mod tests {
             ..SseDecoder::default()
         };
         let _ = decoder.dispatch();
+    }
+
+    /// `feed` as it was before lines were lent: every line of the chunk copied out
+    /// first, then read.
+    fn feed_copied(
+        decoder: &mut SseDecoder,
+        chunk: &[u8],
+        events: &mut Vec<SseEvent>,
+    ) -> Result<(), LlmError> {
+        let mut lines = Vec::new();
+        let fed = decoder.lines.feed(chunk, &mut lines);
+        for line in lines {
+            if let Some(event) = decoder.line(&line)? {
+                events.push(event);
+            }
+        }
+        fed
+    }
+
+    /// Each chunk's events and result, and the decoder's pending event after it.
+    fn run(chunks: &[&[u8]], copied: bool) -> Vec<String> {
+        let mut decoder = SseDecoder::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let mut events = Vec::new();
+            let result = if copied {
+                feed_copied(&mut decoder, chunk, &mut events)
+            } else {
+                decoder.feed(chunk, &mut events)
+            };
+            out.push(format!(
+                "{events:?} {result:?} {:?} {} {:?} {:?}",
+                decoder.data, decoder.has_data, decoder.event, decoder.error
+            ));
+        }
+        out.push(format!("{:?}", decoder.finish()));
+        out
+    }
+
+    #[test]
+    fn lent_lines_decode_as_copied_lines_did() {
+        let big = format!("data: {}\n", "x".repeat(WIRE_EVENT_BYTES_MAX / 2 + 1));
+        let over_cap = format!("{big}{big}\n").into_bytes();
+        let table: [&[u8]; 7] = [
+            b"event: ping\n\nevent: message\ndata:{\"a\":1}\r\n\r\nerror: {\"code\":500}\n\n",
+            b"data: a\ndata: b\n\n: comment\ndata\n\nid: 1\nretry: 5\n\n",
+            b"data: good\n\ndata: \xff\n\ndata: after\n\n",
+            b"data: x\rdata: y\r\rdata: z",
+            "data: 東京\n\n".as_bytes(),
+            b"",
+            &over_cap,
+        ];
+        for input in table {
+            let cuts: Vec<usize> = if input.len() > 1_000 {
+                vec![0, 7, input.len() / 2, input.len() - 3, input.len()]
+            } else {
+                (0..=input.len()).collect()
+            };
+            for cut in cuts {
+                let chunks = [&input[..cut], &input[cut..]];
+                assert_eq!(run(&chunks, false), run(&chunks, true), "cut at {cut}");
+            }
+        }
     }
 
     fn decode_split_at(input: &[u8], cut: usize) -> Vec<SseEvent> {
