@@ -21,6 +21,13 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
+mod paced;
+pub use paced::Paced;
+
+/// The longest delay tokio's `sleep` takes as asked (it caps longer ones here, about 30
+/// years, so the deadline cannot overflow).
+const SLEEP_MAX: Duration = Duration::from_secs(86_400 * 365 * 30);
+
 /// Simulated time for one run. Cheap to clone; clones share the clock.
 #[derive(Clone, Debug)]
 pub struct SimClock {
@@ -89,6 +96,31 @@ impl SimClock {
     /// Sleeps for `duration` of simulated time.
     pub fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
         tokio::time::sleep(duration).boxed()
+    }
+
+    /// [`SimClock::sleep`] unboxed, for a caller that keeps it in place (pinned) itself.
+    pub fn sleep_unboxed(&self, duration: Duration) -> tokio::time::Sleep {
+        tokio::time::sleep(duration)
+    }
+
+    /// A timer that fires at `deadline` (from [`SimClock::deadline_after`]), unboxed.
+    pub(crate) fn sleep_until(&self, deadline: tokio::time::Instant) -> tokio::time::Sleep {
+        tokio::time::sleep_until(deadline)
+    }
+
+    /// The instant `duration` from now, exactly as `tokio::time::sleep(duration)`
+    /// computes its deadline (a delay capped at about 30 years, as tokio caps it).
+    pub(crate) fn deadline_after(&self, duration: Duration) -> tokio::time::Instant {
+        tokio::time::Instant::now() + duration.min(SLEEP_MAX)
+    }
+
+    /// `items` released one after another, each after its delay of simulated time, on
+    /// one timer ([`Paced`]).
+    pub fn paced<I, T>(&self, items: I) -> Paced<I::IntoIter, T>
+    where
+        I: IntoIterator<Item = (Duration, T)>,
+    {
+        Paced::new(self.clone(), items)
     }
 
     /// Runs `future` for at most `duration` of simulated time (future polled first).

@@ -251,17 +251,12 @@ impl LanguageModel for SimLlm {
     async fn stream(&self, request: &CompletionRequest) -> Result<EventStream, LlmError> {
         self.check_tool_results(request);
         let plan = self.prepare(request).await?;
-        let clock = self.clock.clone();
-        let items = futures::stream::iter(plan.items()).then(move |planned| {
-            let sleep = (!planned.delay.is_zero()).then(|| clock.sleep(planned.delay));
-            async move {
-                if let Some(sleep) = sleep {
-                    sleep.await;
-                }
-                planned.item
-            }
-        });
-        Ok(items.boxed())
+        // Each event after its delay, on one timer for the whole answer (`Paced`).
+        let items = plan.items().into_iter();
+        let paced = self
+            .clock
+            .paced(items.map(|planned| (planned.delay, planned.item)));
+        Ok(paced.boxed())
     }
 
     async fn complete(&self, request: &CompletionRequest) -> Result<CompletionResponse, LlmError> {

@@ -10,6 +10,8 @@
 //! the first after a drawn interval of silence, then at that interval, so they depend on
 //! simulated time only, never on how often the client polls.
 
+use std::future::Future;
+use std::task::Poll;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -66,34 +68,51 @@ impl State {
         cut.unwrap_or_else(|| frame[..frame.len() / 2].to_vec())
     }
 
+    /// The model's next item (`Some`), or `None` when the keep-alive falls due first.
+    /// The item is polled first (a `biased` race); the keep-alive timer is built only
+    /// when the item is not ready at once, unboxed, and polled right after it, as the
+    /// `tokio::select!` of a boxed timer this replaces polled its timer.
+    async fn next_or_keep_alive(&mut self) -> Option<Option<Result<StreamEvent, LlmError>>> {
+        let mut timer = std::pin::pin!(None::<tokio::time::Sleep>);
+        let (events, clock, due) = (&mut self.events, &self.clock, self.due);
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(item) = events.poll_next_unpin(cx) {
+                return Poll::Ready(Some(item));
+            }
+            if timer.is_none() {
+                let wait = due.saturating_sub(clock.now());
+                timer.set(Some(clock.sleep_unboxed(wait)));
+            }
+            let armed = timer.as_mut().as_pin_mut();
+            match armed.map(|timer| timer.poll(cx)) {
+                Some(Poll::Pending) => Poll::Pending,
+                _ => Poll::Ready(None),
+            }
+        })
+        .await
+    }
+
     async fn step(&mut self) -> Option<Result<Vec<u8>, TransportError>> {
         loop {
             if self.ended {
                 return None;
             }
-            let next = self.events.next();
-            let outcome = match self.keep_alive {
+            let item = match self.keep_alive {
                 Some((comment, every)) if self.keep_alives < KEEP_ALIVES_PER_RESPONSE_MAX => {
-                    let wait = self.due.saturating_sub(self.clock.now());
-                    let timer = self.clock.sleep(wait);
-                    tokio::select! {
-                        biased;
-                        item = next => Some(item),
-                        () = timer => {
-                            self.keep_alives += 1;
-                            self.due = self.clock.now() + every;
-                            self.env.cover("wire.keep_alive");
-                            let line_end = self.encoder.line_end();
-                            let now_ms = self.unix_offset_ms + self.clock.now().as_millis() as u64;
-                            let comment = comment.replace("{date}", &stamps::python_utc(now_ms));
-                            let bytes = format!("{comment}{line_end}{line_end}").into_bytes();
-                            return Some(Ok(bytes));
-                        }
-                    }
+                    let Some(item) = self.next_or_keep_alive().await else {
+                        self.keep_alives += 1;
+                        self.due = self.clock.now() + every;
+                        self.env.cover("wire.keep_alive");
+                        let line_end = self.encoder.line_end();
+                        let now_ms = self.unix_offset_ms + self.clock.now().as_millis() as u64;
+                        let comment = comment.replace("{date}", &stamps::python_utc(now_ms));
+                        let bytes = format!("{comment}{line_end}{line_end}").into_bytes();
+                        return Some(Ok(bytes));
+                    };
+                    item
                 }
-                _ => Some(next.await),
+                _ => self.events.next().await,
             };
-            let Some(item) = outcome else { continue };
             let mut out = Vec::new();
             let flow = match item {
                 None => {
