@@ -149,9 +149,18 @@ pub(crate) fn value(hasher: &mut impl Sink, json: &Value) {
         Value::Object(map) => {
             hasher.update([b'{']);
             hasher.update((map.len() as u64).to_le_bytes());
-            for key in umi_core::canonical_json::sorted_keys(map) {
-                str_field(hasher, key);
-                value(hasher, &map[key]);
+            // Keys sorted, whatever the map type. The default build's map iterates sorted
+            // already: walked as it is, without a sorted copy and a lookup per key.
+            if map.keys().is_sorted() {
+                for (key, item) in map {
+                    str_field(hasher, key);
+                    value(hasher, item);
+                }
+            } else {
+                for (key, item) in umi_core::canonical_json::sorted_entries(map) {
+                    str_field(hasher, key);
+                    value(hasher, item);
+                }
             }
         }
     }
@@ -207,5 +216,48 @@ mod tests {
             request("q").with_tools(vec![ToolDefinition::new("t", "", Value::Object(params))])
         };
         assert_eq!(request_hash(&tool(forward)), request_hash(&tool(backward)));
+    }
+
+    /// The walk writes what a walk over sorted keys with a lookup per key writes (how it
+    /// was written before it walked a sorted map as it is).
+    #[test]
+    fn objects_are_walked_in_sorted_key_order() {
+        fn reference(hasher: &mut Sha256, json: &Value) {
+            match json {
+                Value::Object(map) => {
+                    Sink::update(hasher, [b'{']);
+                    Sink::update(hasher, (map.len() as u64).to_le_bytes());
+                    for key in umi_core::canonical_json::sorted_keys(map) {
+                        str_field(hasher, key);
+                        reference(hasher, &map[key]);
+                    }
+                }
+                Value::Array(items) => {
+                    Sink::update(hasher, [b'[']);
+                    Sink::update(hasher, (items.len() as u64).to_le_bytes());
+                    for item in items {
+                        reference(hasher, item);
+                    }
+                }
+                scalar => value(hasher, scalar),
+            }
+        }
+        let mut reversed = serde_json::Map::new();
+        for key in ["zeta", "Beta", "alpha", "é", "a"] {
+            reversed.insert(
+                key.into(),
+                json!({"y": [1, {"q": null, "b": 2.5}], "x": "s"}),
+            );
+        }
+        for json in [
+            Value::Object(reversed),
+            json!({"type": "object", "properties": {"b": {"type": "string"}, "a": {}}}),
+            json!([{"k": true}, {}, []]),
+        ] {
+            let (mut walked, mut expected) = (Sha256::new(), Sha256::new());
+            value(&mut walked, &json);
+            reference(&mut expected, &json);
+            assert_eq!(walked.finalize(), expected.finalize(), "{json}");
+        }
     }
 }

@@ -523,8 +523,19 @@ mod tests {
             (lower.chars().all(char::is_alphabetic) && !lower.is_empty()).then_some(lower)
         };
         let words = [
-            "", "Order", "ORDER", "order", "id42", "x-y", "ÉLAN", "İD", "ΣΟΦΟΣ", "K", "naïve",
-            "12", "a",
+            "",
+            "Order",
+            "ORDER",
+            "order",
+            "id42",
+            "x-y",
+            "ÉLAN",
+            "İD",
+            "ΣΟΦΟΣ",
+            "\u{212A}elvin",
+            "naïve",
+            "12",
+            "a",
         ];
         for word in words {
             for spare in [None, Some("leftover text".to_owned())] {
