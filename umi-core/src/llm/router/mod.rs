@@ -295,8 +295,11 @@ impl LlmRouter {
         } = attempted;
         let target = self.targets[id].model.clone();
         let provider = crate::llm::ModelId::provider_of(id).to_owned();
+        // Shared by every attempt on this model (each one's future owns a handle, not a
+        // copy of the whole conversation).
         let mut routed = request.clone();
         routed.model = target.model_ref().model.clone();
+        let routed = Arc::new(routed);
         for number in 0..=self.retry.max_retries {
             let now = self.env.elapsed();
             if now >= deadline {
@@ -354,13 +357,13 @@ impl LlmRouter {
     async fn attempt_within(
         &self,
         target: &Arc<dyn LanguageModel>,
-        routed: &CompletionRequest,
+        routed: &Arc<CompletionRequest>,
         streaming: bool,
         budget: Duration,
     ) -> Result<Answer, LlmError> {
         let idle = Duration::from_millis(self.retry.request_timeout_ms);
         let env = self.env.clone();
-        let run = attempt(target.clone(), routed.clone(), streaming, env, idle);
+        let run = attempt(target.clone(), Arc::clone(routed), streaming, env, idle);
         match self.env.timeout(budget, run).await {
             Ok(result) => result,
             Err(_) => Err(LlmError::Timeout {
