@@ -295,11 +295,7 @@ impl LlmRouter {
         } = attempted;
         let target = self.targets[id].model.clone();
         let provider = crate::llm::ModelId::provider_of(id).to_owned();
-        // Shared by every attempt on this model (each one's future owns a handle, not a
-        // copy of the whole conversation).
-        let mut routed = request.clone();
-        routed.model = target.model_ref().model.clone();
-        let routed = Arc::new(routed);
+        let routed = routed_to(request, &target);
         for number in 0..=self.retry.max_retries {
             let now = self.env.elapsed();
             if now >= deadline {
@@ -509,4 +505,15 @@ impl LanguageModel for LlmRouter {
             Answer::Response(_) => unreachable!("stream routes streams"),
         }
     }
+}
+
+/// `request` addressed to `target`'s model, shared by every attempt on it: each
+/// attempt's future owns a handle, not a copy of the whole conversation.
+fn routed_to(
+    request: &CompletionRequest,
+    target: &Arc<dyn LanguageModel>,
+) -> Arc<CompletionRequest> {
+    let mut routed = request.clone();
+    routed.model = target.model_ref().model.clone();
+    Arc::new(routed)
 }
