@@ -44,7 +44,7 @@ pub(super) enum Answer {
 /// One attempt: a whole answer, or a stream whose first event has arrived.
 pub(super) fn attempt(
     model: Arc<dyn LanguageModel>,
-    request: CompletionRequest,
+    request: Arc<CompletionRequest>,
     streaming: bool,
     env: Env,
     idle: Duration,

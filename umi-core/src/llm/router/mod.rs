@@ -295,8 +295,7 @@ impl LlmRouter {
         } = attempted;
         let target = self.targets[id].model.clone();
         let provider = crate::llm::ModelId::provider_of(id).to_owned();
-        let mut routed = request.clone();
-        routed.model = target.model_ref().model.clone();
+        let routed = routed_to(request, &target);
         for number in 0..=self.retry.max_retries {
             let now = self.env.elapsed();
             if now >= deadline {
@@ -354,13 +353,13 @@ impl LlmRouter {
     async fn attempt_within(
         &self,
         target: &Arc<dyn LanguageModel>,
-        routed: &CompletionRequest,
+        routed: &Arc<CompletionRequest>,
         streaming: bool,
         budget: Duration,
     ) -> Result<Answer, LlmError> {
         let idle = Duration::from_millis(self.retry.request_timeout_ms);
         let env = self.env.clone();
-        let run = attempt(target.clone(), routed.clone(), streaming, env, idle);
+        let run = attempt(target.clone(), Arc::clone(routed), streaming, env, idle);
         match self.env.timeout(budget, run).await {
             Ok(result) => result,
             Err(_) => Err(LlmError::Timeout {
@@ -506,4 +505,15 @@ impl LanguageModel for LlmRouter {
             Answer::Response(_) => unreachable!("stream routes streams"),
         }
     }
+}
+
+/// `request` addressed to `target`'s model, shared by every attempt on it: each
+/// attempt's future owns a handle, not a copy of the whole conversation.
+fn routed_to(
+    request: &CompletionRequest,
+    target: &Arc<dyn LanguageModel>,
+) -> Arc<CompletionRequest> {
+    let mut routed = request.clone();
+    routed.model = target.model_ref().model.clone();
+    Arc::new(routed)
 }

@@ -61,6 +61,10 @@ impl LineDecoder {
             if !lent && let Err(error) = self.extend(run) {
                 return Err(failed.unwrap_or(error)); // over the cap: the bytes up to it kept
             }
+            debug_assert!(
+                lent || !self.buffer.contains(&b'\n') && !self.buffer.contains(&b'\r'),
+                "the line decoder hands over a line with a line break or over its cap"
+            );
             // A whole line inside this chunk is lent from it, not copied.
             let line = line_text(if lent { run } else { &self.buffer });
             match line {
@@ -122,10 +126,11 @@ impl LineDecoder {
 /// not UTF-8.
 fn line_text(bytes: &[u8]) -> Result<&str, LlmError> {
     // What this decoder hands over (the SSE decoder asserts the same on receipt): a
-    // line, its terminator gone, within the line cap.
+    // line, its terminator gone, within the line cap. A line lent from a chunk ends at
+    // the first break `line_break` found, so only a line held across chunks is scanned.
     debug_assert!(
-        !bytes.contains(&b'\n') && !bytes.contains(&b'\r') && bytes.len() <= WIRE_LINE_BYTES_MAX,
-        "the line decoder hands over a line with a line break or over its cap"
+        bytes.len() <= WIRE_LINE_BYTES_MAX,
+        "the line decoder hands over a line over its cap"
     );
     std::str::from_utf8(bytes).map_err(|_| LlmError::InvalidResponse {
         reason: "a line of the response is not UTF-8".into(),
