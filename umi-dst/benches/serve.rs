@@ -24,6 +24,13 @@ use tokio::net::TcpListener;
 use umi_core::llm::transport::{HttpRequest, ReqwestTransport, Transport};
 use umi_dst::serve::{ServeConfig, Server};
 
+/// The allocator `dst serve` runs with (the `dst` binary's: `scenarios/src/bin/dst.rs`),
+/// so the bench measures the server as it ships; the floor shares it. With the system
+/// allocator the simulation threads' many small allocations cost it a third of its
+/// throughput or more (the figures: docs/guide.md, "What it costs").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Requests sent per measurement, split evenly among the clients.
 const REQUESTS_PER_MEASUREMENT: usize = 2_560;
 
@@ -152,8 +159,10 @@ fn main() {
                 let (rps, p50, p99) =
                     load(&transport, &served, stream, clients, REQUESTS_PER_MEASUREMENT).await;
                 println!(
-                    "  {clients:>2} clients: dst serve {rps:>8.0} req/s (p50 {p50:>9.2?}, p99 {p99:>9.2?})   floor {floor_rps:>8.0} req/s (p50 {floor_p50:>9.2?}, p99 {floor_p99:>9.2?})   ratio {:.2}",
-                    rps / floor_rps
+                    "  {clients:>2} clients: dst serve {rps:>8.0} req/s (p50 {p50:>9.2?}, p99 {p99:>9.2?})   floor {floor_rps:>8.0} req/s (p50 {floor_p50:>9.2?}, p99 {floor_p99:>9.2?})   ratio {:.2}   added p50 {:>9.2?}, p99 {:>9.2?}",
+                    rps / floor_rps,
+                    p50.saturating_sub(floor_p50),
+                    p99.saturating_sub(floor_p99),
                 );
             }
         }

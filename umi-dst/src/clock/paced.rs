@@ -203,8 +203,8 @@ mod tests {
             for task in tasks {
                 task.await.unwrap();
             }
-            let log = log.lock().unwrap().clone();
-            log
+            let log = Arc::try_unwrap(log).expect("every task is done");
+            log.into_inner().unwrap()
         })
     }
 
