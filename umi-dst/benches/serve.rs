@@ -26,8 +26,8 @@ use umi_dst::serve::{ServeConfig, Server};
 
 /// The allocator `dst serve` runs with (the `dst` binary's: `scenarios/src/bin/dst.rs`),
 /// so the bench measures the server as it ships; the floor shares it. With the system
-/// allocator the simulation threads' many small allocations cost it a third of its
-/// throughput or more (the figures: docs/guide.md, "What it costs").
+/// allocator, glibc's malloc and free were about a sixth of the bench's perf samples and
+/// the served p50 latencies 10-20% higher (issue 41).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
