@@ -44,7 +44,7 @@ mod vectors;
 pub const UMI_APPLICATION_ID: i32 = 0x554D_4931;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 3;
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 

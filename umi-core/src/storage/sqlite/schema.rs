@@ -12,7 +12,7 @@ use super::{SCHEMA_VERSION, UMI_APPLICATION_ID, database_error};
 use crate::storage::StorageError;
 
 /// Schema migrations: the SQL that takes a database from version `n - 1` to `n`.
-const MIGRATIONS: [(u32, &str); 4] = [
+const MIGRATIONS: [(u32, &str); 3] = [
     (
         1,
         "CREATE TABLE notes (
@@ -73,20 +73,6 @@ const MIGRATIONS: [(u32, &str); 4] = [
             vector BLOB NOT NULL
         );
         CREATE INDEX entity_vectors_model ON entity_vectors(model, dimensions);",
-    ),
-    (
-        4,
-        // FTS5 writes each transaction's terms as a new segment, and a query opens an
-        // iterator on every segment for every term. By default a level is merged only
-        // once it holds 4 segments (at once only at 16, the crisis), so a memory of a few
-        // hundred entities written in small transactions keeps 6 or 7 segments, and a
-        // search spent most of its time opening them. `crisismerge = 3` merges a level
-        // as soon as it holds three: at most two segments per level. Results, their order
-        // and bm25 scores do not depend on how the index is segmented. Measured for issue
-        // 41 (callgrind, 50 seeds): `sqlite_no_data_loss` -7.3% instructions,
-        // `recall_by_embeddings` -7.1% (2 gave -5.6% and -6.2%: more merging on writes;
-        // 4 the same as 3).
-        "INSERT INTO entities_fts(entities_fts, rank) VALUES ('crisismerge', 3);",
     ),
 ];
 
