@@ -37,8 +37,8 @@ use crate::limit_in_force;
 use crate::outcome::{Outcome, RunEnd};
 use crate::process_worker::worker_arguments;
 use crate::wire::{
-    LineEnd, RESULT_PREFIX, RUN_START_MARK, ReplyEnd, RunRequest, WIRE_LINE_BYTES_MAX,
-    parse_reply_line, read_line_bounded,
+    LineEnd, RESULT_PREFIX, ReplyEnd, RunRequest, WIRE_LINE_BYTES_MAX, parse_reply_line,
+    read_line_bounded,
 };
 use crate::worker::{Shared, WORKER_THREAD_PREFIX};
 
@@ -124,21 +124,23 @@ impl Worker {
         })
     }
 
-    /// Queues `request` on the worker's stdin; `false` when the worker is gone.
-    fn send(&mut self, request: &RunRequest) -> bool {
-        let Ok(mut line) = serde_json::to_vec(request) else {
-            return false; // a request of plain fields always serializes
-        };
+    /// Sends `request` and waits for its result; `Err` when the worker is gone (or
+    /// said something that is not a result), with what it said, if anything.
+    fn run(&mut self, request: &RunRequest) -> Result<ReplyEnd, Option<String>> {
+        self.stderr_tail
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        let mut line = serde_json::to_vec(request).map_err(|error| Some(error.to_string()))?;
         line.push(b'\n');
-        self.stdin
+        if self
+            .stdin
             .write_all(&line)
             .and_then(|()| self.stdin.flush())
-            .is_ok()
-    }
-
-    /// Waits for the result of run `index`, the oldest one sent; `Err` when the worker
-    /// is gone (or said something that is not a result), with what it said, if anything.
-    fn receive(&mut self, index: usize) -> Result<ReplyEnd, Option<String>> {
+            .is_err()
+        {
+            return Err(None);
+        }
         let mut buffer = Vec::new();
         loop {
             let end = read_line_bounded(&mut self.stdout, &mut buffer, WIRE_LINE_BYTES_MAX)
@@ -155,7 +157,7 @@ impl Worker {
                 LineEnd::Complete => match parse_reply_line(&text) {
                     None => {} // scenario output
                     Some(Err(error)) => return Err(Some(error)),
-                    Some(Ok(reply)) if reply.index == index => return Ok(reply.end),
+                    Some(Ok(reply)) if reply.index == request.index => return Ok(reply.end),
                     Some(Ok(_)) => {} // not this run's: printed by seed code, ignored
                 },
             }
@@ -185,19 +187,15 @@ impl Worker {
     }
 }
 
-/// Keeps the last lines of a worker's stderr since its current run started (which must
-/// be read, or a chatty seed would block on a full pipe).
-fn keep_tail(stderr: impl std::io::Read, tail: &Mutex<VecDeque<String>>) {
+/// Keeps the last lines of a worker's stderr (which must be read, or a chatty seed
+/// would block on a full pipe).
+fn keep_tail(stderr: std::process::ChildStderr, tail: &Mutex<VecDeque<String>>) {
     let mut reader = BufReader::new(stderr);
     let mut line = Vec::new();
     while let Ok(LineEnd::Complete | LineEnd::TooLong) =
         read_line_bounded(&mut reader, &mut line, WORKER_STDERR_LINE_BYTES_MAX)
     {
         let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
-        if line.starts_with(RUN_START_MARK.as_bytes()) {
-            tail.clear(); // a new run: what came before was an earlier run's
-            continue;
-        }
         if tail.len() == WORKER_STDERR_TAIL_LINES_MAX {
             tail.pop_front();
         }
@@ -228,31 +226,32 @@ fn drive(
     seed_timeout: Duration,
 ) {
     let mut worker: Option<Worker> = None;
-    let mut claimed = Claimed::default();
     loop {
-        claimed.top_up(shared);
-        let Some(index) = claimed.front() else {
+        let index = shared.next.fetch_add(1, Ordering::Relaxed);
+        let Some((scenario, seed)) = shared.plan.item(index) else {
             break;
+        };
+        let started = Instant::now();
+        let request = RunRequest {
+            index,
+            scenario: shared.scenarios[scenario].name().to_owned(),
+            seed,
+            swarm: shared.swarm,
+            check_determinism: shared.check_determinism,
         };
         let end = match running(&mut worker, shared, slot, processes, seed_timeout) {
             Err(error) => Some(RunEnd::Died(format!(
                 "cannot start a worker process: {error}"
             ))),
             Ok(running) => {
-                let started = claimed.send_all(running);
                 set_slot(shared, slot, Some((index, started)));
-                let reply = running.receive(index);
+                let reply = running.run(&request);
                 // The watchdog clears a hung run's slot (and kills its worker) under
                 // this lock: a cleared slot means the watchdog has reported the run.
                 let hung = !take_slot(shared, slot, index);
-                let end = settle(reply, hung, &mut worker, shared, slot, processes);
-                if worker.is_none() {
-                    claimed.worker_gone(); // the runs queued behind go to the next worker
-                }
-                end
+                settle(reply, hung, &mut worker, shared, slot, processes)
             }
         };
-        let started = claimed.pop_front();
         if let Some(run) = end {
             let outcome = Outcome {
                 index,
@@ -267,82 +266,6 @@ fn drive(
     }
     if worker.is_some() {
         retire(&mut worker, shared, slot);
-    }
-}
-
-/// Runs a driver has claimed and keeps queued on its worker's stdin at once: the one
-/// running and the next, so the worker starts the next seed as soon as it has written a
-/// result instead of waiting for the parent to read it and answer (on a 2-core machine
-/// that round trip cost a `canary` seed about 40 µs, nearly as much as the seed).
-const DRIVER_RUNS_QUEUED_MAX: usize = 2;
-
-/// A driver's claimed runs, oldest first: the worker runs them in this order.
-#[derive(Default)]
-struct Claimed {
-    requests: VecDeque<RunRequest>,
-    /// How many of `requests` (from the front) the current worker has been sent.
-    sent: usize,
-    /// When the front run became the worker's: sent to an idle worker, or the result
-    /// before it read. A run's wall time is counted from here, not from its claim.
-    front_started: Option<Instant>,
-}
-
-impl Claimed {
-    /// Claims runs from the shared counter until `DRIVER_RUNS_QUEUED_MAX` are held or
-    /// none is left (every claimed run still produces exactly one outcome).
-    fn top_up(&mut self, shared: &Shared) {
-        while self.requests.len() < DRIVER_RUNS_QUEUED_MAX {
-            let index = shared.next.fetch_add(1, Ordering::Relaxed);
-            let Some((scenario, seed)) = shared.plan.item(index) else {
-                return;
-            };
-            self.requests.push_back(RunRequest {
-                index,
-                scenario: shared.scenarios[scenario].name().to_owned(),
-                seed,
-                swarm: shared.swarm,
-                check_determinism: shared.check_determinism,
-            });
-        }
-    }
-
-    fn front(&self) -> Option<usize> {
-        self.requests.front().map(|request| request.index)
-    }
-
-    /// Sends `worker` every held run it has not been sent, and returns when the front
-    /// run started. A failed send is left for `receive` to find (the worker is gone).
-    fn send_all(&mut self, worker: &mut Worker) -> Instant {
-        assert!(self.sent <= self.requests.len(), "sent more runs than held");
-        if self.sent == 0 {
-            self.front_started = Some(Instant::now());
-        }
-        for request in self.requests.iter().skip(self.sent) {
-            if !worker.send(request) {
-                break;
-            }
-            self.sent += 1;
-        }
-        *self.front_started.get_or_insert_with(Instant::now)
-    }
-
-    /// The worker was retired: none of the held runs has been sent to the next one.
-    fn worker_gone(&mut self) {
-        self.sent = 0;
-    }
-
-    /// Forgets the front run (its outcome is settled) and returns when it started; the
-    /// next run starts now, if the worker already has it.
-    fn pop_front(&mut self) -> Instant {
-        let popped = self.requests.pop_front();
-        assert!(popped.is_some(), "a driver settled a run it did not hold");
-        self.sent = self.sent.saturating_sub(1);
-        let now = Instant::now();
-        let started = self.front_started.take().unwrap_or(now);
-        if self.sent > 0 {
-            self.front_started = Some(now);
-        }
-        started
     }
 }
 
@@ -438,65 +361,5 @@ fn take_slot(shared: &Shared, slot: usize, index: usize) -> bool {
         true
     } else {
         false
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A crash reports the stderr of its own run only: with the next run queued, the
-    /// parent cannot clear the tail when it reads a result (the worker may already have
-    /// written the next run's first lines), so the worker's run-start mark does it.
-    #[test]
-    fn a_run_start_mark_forgets_the_earlier_runs_stderr() {
-        let stderr = format!("first run\n{RUN_START_MARK}\nsecond run\nits panic\n");
-        let tail = Mutex::new(VecDeque::new());
-        keep_tail(stderr.as_bytes(), &tail);
-        let kept: Vec<String> = tail.into_inner().unwrap().into_iter().collect();
-        assert_eq!(kept, ["second run", "its panic"]);
-    }
-
-    #[test]
-    fn the_tail_keeps_the_last_lines_of_a_long_run() {
-        let stderr: String = (0..WORKER_STDERR_TAIL_LINES_MAX + 3)
-            .map(|i| format!("line {i}\n"))
-            .collect();
-        let tail = Mutex::new(VecDeque::new());
-        keep_tail(stderr.as_bytes(), &tail);
-        let kept = tail.into_inner().unwrap();
-        assert_eq!(kept.len(), WORKER_STDERR_TAIL_LINES_MAX);
-        assert_eq!(kept.front().map(String::as_str), Some("line 3"));
-    }
-
-    /// The bookkeeping of queued runs: a settled run leaves the next one started if the
-    /// worker had it, and a retired worker's queued runs are sent again to the next.
-    #[test]
-    fn queued_runs_are_resent_after_a_worker_is_retired() {
-        let request = |index| RunRequest {
-            index,
-            scenario: "s".into(),
-            seed: 1,
-            swarm: false,
-            check_determinism: false,
-        };
-        let mut claimed = Claimed {
-            requests: VecDeque::from([request(0), request(1)]),
-            sent: 2,
-            front_started: Some(Instant::now()),
-        };
-        claimed.pop_front();
-        assert_eq!((claimed.front(), claimed.sent), (Some(1), 1));
-        assert!(
-            claimed.front_started.is_some(),
-            "run 1 was already queued: it runs"
-        );
-        claimed.worker_gone();
-        claimed.pop_front();
-        assert_eq!((claimed.front(), claimed.sent), (None, 0));
-        assert!(
-            claimed.front_started.is_none(),
-            "nothing runs until it is sent"
-        );
     }
 }

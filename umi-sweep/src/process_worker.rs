@@ -2,10 +2,7 @@
 //! (`process_pool.rs`) with the hidden `__sweep-worker` command. It limits its own
 //! address space (`--seed-memory-max`), then runs one request at a time from stdin,
 //! each seed of the same scenarios its parent has, and writes each result as a prefixed
-//! JSON line on stdout (`wire.rs`). It ends when its stdin ends. The parent keeps the
-//! next request queued on stdin while one runs, so a worker goes from one seed to the
-//! next without waiting for its parent; each run starts with a mark on stderr
-//! ([`RUN_START_MARK`]) that tells the parent where that run's stderr begins.
+//! JSON line on stdout (`wire.rs`). It ends when its stdin ends.
 //!
 //! Anything a seed does to this process (an abort, a stack overflow, a failed
 //! allocation, `exit`) ends only this worker; its parent sees the death, records the
@@ -33,8 +30,8 @@ use clap::Args;
 use crate::memory_limit;
 use crate::parent_watch;
 use crate::wire::{
-    LineEnd, RUN_START_MARK, ReplyEnd, RunReply, RunRequest, RunSummary, WIRE_LINE_BYTES_MAX,
-    read_line_bounded, reply_line,
+    LineEnd, ReplyEnd, RunReply, RunRequest, RunSummary, WIRE_LINE_BYTES_MAX, read_line_bounded,
+    reply_line,
 };
 use crate::worker::run_checked;
 use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, process_exit_code};
@@ -122,7 +119,6 @@ pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitC
             let what = format!("dst worker: seed {} of {}", request.seed, request.scenario);
             watchdog.watch(&what, self_limit, "its parent's table")
         });
-        mark_run_start();
         let reply = run(scenarios, &request);
         let mut stdout = std::io::stdout().lock();
         if stdout
@@ -133,13 +129,6 @@ pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitC
             return ExitCode::SUCCESS; // the parent is gone
         }
     }
-}
-
-/// Tells the parent's stderr reader that what follows is the next run's
-/// ([`RUN_START_MARK`]). A worker whose stderr is gone still runs its seeds.
-fn mark_run_start() {
-    let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "{RUN_START_MARK}").and_then(|()| stderr.flush());
 }
 
 fn run(scenarios: &[Arc<dyn Scenario>], request: &RunRequest) -> RunReply {

@@ -20,11 +20,6 @@ use umi_dst::trace::TraceHash;
 /// The prefix of a result line on a worker's stdout.
 pub(crate) const RESULT_PREFIX: &str = "\u{1e}umi-dst-result ";
 
-/// The line a worker writes on its stderr as it starts a run: what came before it on
-/// stderr belongs to earlier runs, so a crash reports only its own run's lines. (The
-/// parent has the next run queued while one runs, so it cannot tell by when it reads.)
-pub(crate) const RUN_START_MARK: &str = "\u{1e}umi-dst-run-start";
-
 /// Bytes of one line either side reads: a longer line is skipped (scenario output) or,
 /// for a result, replaced by a crash saying so.
 pub(crate) const WIRE_LINE_BYTES_MAX: usize = 16 << 20;
