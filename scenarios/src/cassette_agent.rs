@@ -22,7 +22,7 @@
 //! 4. When every run finished, every recorded exchange was used (an agent that stops
 //!    early leaves some over).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
@@ -34,7 +34,7 @@ use umi_core::llm::transport::Transport;
 use umi_core::llm::wire::sse::SseDecoder;
 use umi_core::llm::{Connection, LanguageModel, LlmErrorKind, Message, ModelRef};
 use umi_dst::checkers::router::RouterLog;
-use umi_dst::network::ReplayOptions;
+use umi_dst::network::{Replay, ReplayOptions};
 use umi_dst::{
     Endpoint, FaultConfig, FaultKind, Scenario, SimEnvironment, SimNetwork, Violation, ensure,
 };
@@ -178,12 +178,9 @@ pub async fn run_over(
     sim: SimEnvironment,
     transport: impl FnOnce(Arc<dyn Transport>) -> Arc<dyn Transport>,
 ) -> Result<(), Violation> {
-    let cassette = Cassette::parse(CASSETTE, std::path::Path::new(CASSETTE_PATH))
-        .map_err(|error| Violation::new(format!("the scenario's cassette: {error}")))?;
-    let finals = recorded_finals(&cassette);
+    let (replay, finals) = indexed_cassette().map_err(Violation::new)?;
     let llm = sim_model(&sim, MODEL.0, MODEL.1, 128_000, |config| config);
-    let endpoint =
-        Endpoint::openai(BASE_URL, llm).with_cassette(Arc::new(cassette), ReplayOptions::default());
+    let endpoint = Endpoint::openai(BASE_URL, llm).with_replay(Arc::clone(replay));
     let network = Arc::new(SimNetwork::new(&sim).with_endpoint(endpoint));
     let (log, executions) = (RouterLog::new(), Arc::new(Mutex::new(Vec::new())));
     let agent = agent(&sim, transport(network.clone()), &log, &executions);
@@ -193,7 +190,7 @@ pub async fn run_over(
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
-        let finished = one_run(&agent, prompt, &executions, &finals).await?;
+        let finished = one_run(&agent, prompt, &executions, finals).await?;
         all_finished &= finished;
     }
     let report = network
@@ -215,6 +212,26 @@ pub async fn run_over(
         report.leftovers
     );
     umi_dst::checkers::router::check_router(&log.events(), &scenario_retry(), &Default::default())
+}
+
+/// The scenario's cassette, parsed and indexed for replay, and its final answers: made
+/// once per process, since they are a function of the checked-in file alone (parsing,
+/// indexing and reading the finals cost a quarter of a seed when made per seed, issue
+/// 41). Nothing a seed does reaches them: a `Replay` is read-only (the replay's cursor
+/// lives in each run's `SimNetwork`), and the finals are only compared with.
+fn indexed_cassette() -> Result<(&'static Arc<Replay>, &'static [String]), String> {
+    static INDEXED: OnceLock<Result<(Arc<Replay>, Vec<String>), String>> = OnceLock::new();
+    let indexed = INDEXED.get_or_init(|| {
+        let cassette = Cassette::parse(CASSETTE, std::path::Path::new(CASSETTE_PATH))
+            .map_err(|error| format!("the scenario's cassette: {error}"))?;
+        let finals = recorded_finals(&cassette);
+        let replay = Replay::new(Arc::new(cassette), ReplayOptions::default());
+        Ok((Arc::new(replay), finals))
+    });
+    match indexed {
+        Ok((replay, finals)) => Ok((replay, finals)),
+        Err(error) => Err(error.clone()),
+    }
 }
 
 /// The final answers the cassette holds: the text of each whole answer with no tool
