@@ -12,7 +12,6 @@
 //! lines before it intact; a line that was cut anyway (a full disk) fails the load by
 //! name, and deleting it is the repair.
 
-use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -101,28 +100,7 @@ impl Cassette {
     }
 
     /// Parses cassette `text`; `path` names it in errors.
-    ///
-    /// A thread that parses the same text (and path) again, as a scenario does once per
-    /// seed, gets a copy of its last cassette instead of parsing it again.
     pub fn parse(text: &str, path: &Path) -> Result<Self, CassetteError> {
-        let hit = LAST_PARSED.with_borrow(|last| {
-            last.as_ref()
-                .filter(|last| last.text == text && last.path == path)
-                .map(|last| last.cassette.clone())
-        });
-        if let Some(cassette) = hit {
-            return Ok(cassette);
-        }
-        let cassette = Self::parse_text(text, path)?;
-        LAST_PARSED.set(Some(LastParsed {
-            text: text.to_owned(),
-            path: path.to_owned(),
-            cassette: cassette.clone(),
-        }));
-        Ok(cassette)
-    }
-
-    fn parse_text(text: &str, path: &Path) -> Result<Self, CassetteError> {
         let mut lines = text
             .lines()
             .enumerate()
@@ -173,20 +151,6 @@ impl Cassette {
         std::fs::write(&partial, self.to_text()).map_err(io)?;
         std::fs::rename(&partial, path).map_err(io)
     }
-}
-
-/// The last cassette a thread parsed, with the text and path it came from.
-struct LastParsed {
-    text: String,
-    path: PathBuf,
-    cassette: Cassette,
-}
-
-thread_local! {
-    /// Each worker thread's last parse. It cannot leak between seeds: parsing is a pure
-    /// function of the text and path, so the copy a later seed gets equals what parsing
-    /// would give it, whatever ran before; a text that fails to parse is never kept.
-    static LAST_PARSED: RefCell<Option<LastParsed>> = const { RefCell::new(None) };
 }
 
 fn parse_header(line: &str, path: &Path) -> Result<Header, CassetteError> {
@@ -394,30 +358,6 @@ mod tests {
         assert_eq!(reads, vec![(b"he".to_vec(), 3), (b"llo".to_vec(), 9)]);
         let again = Cassette::parse(&cassette.to_text(), Path::new("c.jsonl")).unwrap();
         assert_eq!(again, cassette);
-    }
-
-    #[test]
-    fn a_text_parsed_again_gives_what_a_fresh_parse_gives() {
-        let path = Path::new("c.jsonl");
-        let one = format!("{HEADER}\n{}\n", exchange_line("[[0,3],[2,9]]"));
-        let two = format!("{HEADER}\n{}\n", exchange_line("[[0,5]]"));
-        let bad = format!("{HEADER}\n{}\n", exchange_line("[[1,3]]"));
-        let first = Cassette::parse(&one, path).unwrap();
-        assert_eq!(first, Cassette::parse_text(&one, path).unwrap());
-        assert_eq!(Cassette::parse(&one, path).unwrap(), first);
-        let other = Cassette::parse(&two, path).unwrap();
-        assert_ne!(other, first);
-        assert_eq!(other, Cassette::parse_text(&two, path).unwrap());
-        for _ in 0..2 {
-            let error = Cassette::parse(&bad, path).unwrap_err().to_string();
-            assert!(
-                error.starts_with("cassette c.jsonl:2: at response.pieces[0]"),
-                "{error}"
-            );
-        }
-        assert_eq!(Cassette::parse(&two, path).unwrap(), other);
-        let elsewhere = Cassette::parse(&two, Path::new("d.jsonl")).unwrap();
-        assert_eq!(elsewhere, other);
     }
 
     #[test]
