@@ -14,8 +14,8 @@
 //! | `storage.search` (`search`, `search_vectors`) | `read_fail`, `latency` |
 //!
 //! A failed write writes nothing. `latency` succeeds late, in simulated time.
-//! `corruption` acknowledges the write and then rots one record: every record's SHA-256
-//! is kept beside it and checked on every read, so a rotten record is reported as
+//! `corruption` acknowledges the write and then rots one record: every record's checksum
+//! (XXH3-128) is kept beside it and checked on every read, so a rotten record is reported as
 //! [`StorageError::Corruption`], never returned altered. Rot is permanent, as on a disk.
 //!
 //! The ledger lists every acknowledged batch (and which record rotted), for checkers.
@@ -75,7 +75,8 @@ pub struct SimStorage<S = InMemoryStorage> {
 
 #[derive(Default)]
 struct Books {
-    /// `entity:<id>` / `note:<id>` / `vector:<entity id>` -> SHA-256 of the record as written (or rotted).
+    /// `entity:<id>` / `note:<id>` / `vector:<entity id>` -> checksum (XXH3-128) of the
+    /// record as written (or rotted).
     checksums: BTreeMap<String, Checksum>,
     ledger: Vec<LedgerEntry>,
     corrupted: BTreeSet<String>,
