@@ -214,13 +214,16 @@ pub async fn run_over(
     umi_dst::checkers::router::check_router(&log.events(), &scenario_retry(), &Default::default())
 }
 
+/// The cassette indexed for replay, and its final answers.
+type IndexedCassette = (Arc<Replay>, Vec<String>);
+
 /// The scenario's cassette, parsed and indexed for replay, and its final answers: made
 /// once per process, since they are a function of the checked-in file alone (parsing,
 /// indexing and reading the finals cost a quarter of a seed when made per seed, issue
 /// 41). Nothing a seed does reaches them: a `Replay` is read-only (the replay's cursor
 /// lives in each run's `SimNetwork`), and the finals are only compared with.
 fn indexed_cassette() -> Result<(&'static Arc<Replay>, &'static [String]), String> {
-    static INDEXED: OnceLock<Result<(Arc<Replay>, Vec<String>), String>> = OnceLock::new();
+    static INDEXED: OnceLock<Result<IndexedCassette, String>> = OnceLock::new();
     let indexed = INDEXED.get_or_init(|| {
         let cassette = Cassette::parse(CASSETTE, std::path::Path::new(CASSETTE_PATH))
             .map_err(|error| format!("the scenario's cassette: {error}"))?;
