@@ -16,7 +16,7 @@
 //! and must not share a database. The name never enters the trace.
 //!
 //! A run's database starts as a copy of a migrated image built once per worker thread
-//! ([`image`]): the schema is not built again for every seed. The working connection
+//! (`sqlite_disk/image.rs`): the schema is not built again for every seed. The working connection
 //! opens the copy as production opens a file (header, pragmas, migrations).
 
 use std::sync::atomic::{AtomicU64, Ordering};
