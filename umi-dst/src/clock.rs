@@ -143,7 +143,8 @@ impl SimClock {
 mod tests {
     use super::*;
 
-    fn paused_runtime() -> tokio::runtime::Runtime {
+    /// A single-threaded runtime on paused time (also `paced`'s tests').
+    pub(super) fn paused_runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)

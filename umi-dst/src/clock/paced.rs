@@ -115,14 +115,7 @@ mod tests {
     use futures::StreamExt;
 
     use super::*;
-
-    fn paused_runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap()
-    }
+    use crate::clock::tests::paused_runtime;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

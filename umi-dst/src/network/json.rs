@@ -293,6 +293,15 @@ mod tests {
 
     use super::*;
 
+    /// Every spacing a server writes in.
+    const SPACINGS: [Spacing; 5] = [
+        Spacing::Compact,
+        Spacing::Python,
+        Spacing::Indented4,
+        Spacing::Indented2,
+        Spacing::ColonSpace,
+    ];
+
     #[test]
     fn scalars_write_as_their_values_do() {
         let text = "line\nbreak \"quoted\" \u{7f} é \u{1F600} \\ tab\t";
@@ -312,13 +321,7 @@ mod tests {
             ),
         ];
         for (fast, plain) in pairs {
-            for spacing in [
-                Spacing::Compact,
-                Spacing::Python,
-                Spacing::Indented4,
-                Spacing::Indented2,
-                Spacing::ColonSpace,
-            ] {
+            for spacing in SPACINGS {
                 let object = |value: Json| {
                     Json::object(vec![
                         ("k", value.clone()),
@@ -376,13 +379,7 @@ mod tests {
             body.to_text(Spacing::Indented2)
                 .starts_with("{\n  \"id\": \"x\",\n")
         );
-        for spacing in [
-            Spacing::Compact,
-            Spacing::Python,
-            Spacing::Indented4,
-            Spacing::Indented2,
-            Spacing::ColonSpace,
-        ] {
+        for spacing in SPACINGS {
             let parsed: Value = serde_json::from_slice(&body.to_bytes(spacing)).unwrap();
             assert_eq!(parsed["choices"][0]["a"], json!([1, 2]));
         }
