@@ -480,7 +480,7 @@ proptest! {
 #[test]
 fn a_providers_headers_reach_the_server_in_every_format() {
     for kind in ["openai", "ollama", "anthropic", "openai_responses"] {
-        let provider: umi_core::llm::router::ProviderConfig = serde_json::from_value(json!({
+        let provider: umi_core::llm::registry::ProviderConfig = serde_json::from_value(json!({
             "type": kind,
             "endpoint": "https://llm.example/v1",
             "headers": {"x-team": "agents"},

@@ -1,7 +1,7 @@
 //! Storage: the conformance suite on both backends, and SQLite's handling of files that
 //! are not ours, newer schemas, migrations and reopening.
 
-use umi_core::memory::tasks::EntityType;
+use umi_core::storage::EntityType;
 use umi_core::storage::{
     Entity, EntityVector, InMemoryStorage, Note, SCHEMA_VERSION, SqliteStorage, Storage,
     StorageError, UMI_APPLICATION_ID, WriteBatch, conformance,

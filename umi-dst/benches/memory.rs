@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use umi_core::env::SystemEnvironment;
 use umi_core::llm::CompletionRequest;
-use umi_core::memory::tasks::EntityType;
+use umi_core::storage::EntityType;
 use umi_core::memory::tasks::{TASK_EXTRACT_ENTITIES, extraction_input};
 use umi_core::memory::{Memory, RecallOptions, RememberOptions, RewriteMode};
 use umi_core::storage::{Entity, InMemoryStorage, SqliteStorage, Storage, WriteBatch};

@@ -87,7 +87,8 @@ pub fn link_checksum(link: &EvolutionLink) -> Checksum {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use umi_core::memory::tasks::{EntityType, EvolutionType};
+    use umi_core::storage::EvolutionType;
+    use umi_core::storage::EntityType;
 
     fn entity() -> Entity {
         Entity {

@@ -121,7 +121,8 @@ pub use network::{Endpoint, SimNetwork};
 pub use path::{Branch, PathError, RunPath};
 pub use rng::DeterministicRng;
 pub use scenario::{Scenario, test_scenario, test_scenario_in};
-pub use simulation::report::{FailureClass, FailureReport};
+pub use failure_class::FailureClass;
+pub use simulation::report::FailureReport;
 pub use simulation::{RunError, RunSummary, Simulation, Violation};
 pub use storage::SimStorage;
 /// Runs an `async fn(sim: SimEnvironment) -> Result<(), Violation>` as a simulation test

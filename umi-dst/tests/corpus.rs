@@ -233,7 +233,7 @@ fn a_kept_nondeterminism_seed_is_run_twice() {
     };
     assert_eq!(
         report.class,
-        umi_dst::simulation::report::FailureClass::Nondeterminism
+        umi_dst::failure_class::FailureClass::Nondeterminism
     );
     assert!(report.replay_command().contains("DST_CHECK_DETERMINISM=1"));
 }

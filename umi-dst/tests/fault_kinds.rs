@@ -13,7 +13,7 @@ use futures::StreamExt;
 use umi_core::env::EnvironmentExt;
 use umi_core::llm::transport::{HttpRequest, Transport};
 use umi_core::llm::{CompletionRequest, FinishReason, LanguageModel, LlmError, Message};
-use umi_core::memory::tasks::EntityType;
+use umi_core::storage::EntityType;
 use umi_core::storage::{Entity, Note, Storage, StorageError, WriteBatch};
 use umi_dst::network::{Endpoint, SimNetwork};
 use umi_dst::{

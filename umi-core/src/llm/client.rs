@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 
 use super::connection::Connection;
-pub use super::connection::Timeouts;
+use super::connection::Timeouts;
 use super::error::{LlmError, snippet};
 use super::event::EventStream;
 use super::provider::LanguageModel;

@@ -32,7 +32,7 @@ pub mod transport;
 pub mod wire;
 
 pub use collector::StreamCollector;
-pub use connection::{Connection, KeyHeader};
+pub use connection::{Connection, KeyHeader, Timeouts};
 pub use embed::{Embedder, EmbeddingRequest, Embeddings};
 pub use error::{ERROR_SNIPPET_BYTES_MAX, FailedAttempt, LlmError, LlmErrorKind, snippet};
 pub use event::{EventStream, StreamEvent};

@@ -178,7 +178,7 @@ impl Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::tasks::EntityType;
+    use crate::storage::EntityType;
 
     fn entity(name: &str, content: &str) -> Entity {
         Entity {

@@ -4,10 +4,9 @@ use std::sync::Arc;
 
 use super::Memory;
 use super::error::{Degradation, MemoryError};
-use super::tasks::{
-    EntityType, EvolutionCandidate, EvolutionSubject, EvolutionType, ExtractedEntity,
-    evolution_request, extraction_request, parse_evolution, parse_extraction,
-};
+use super::tasks::{EvolutionCandidate, EvolutionSubject, ExtractedEntity, evolution_request, extraction_request, parse_evolution, parse_extraction};
+use crate::storage::EvolutionType;
+use crate::storage::EntityType;
 use crate::constants::{
     ENTITY_CONTENT_BYTES_MAX, EVOLUTION_CANDIDATES_MAX, EVOLUTION_DETECTIONS_MAX,
     MEMORY_TEXT_BYTES_MAX,

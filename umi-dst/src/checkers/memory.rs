@@ -445,7 +445,8 @@ pub async fn check_links_point_to_existing(
 
 #[cfg(test)]
 mod tests {
-    use umi_core::memory::tasks::{EntityType, EvolutionType};
+    use umi_core::storage::EvolutionType;
+    use umi_core::storage::EntityType;
 
     use super::*;
 

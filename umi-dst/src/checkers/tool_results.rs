@@ -7,10 +7,9 @@
 //! outright: OpenAI's chat API answers 400 "An assistant message with 'tool_calls' must
 //! be followed by tool messages responding to each 'tool_call_id'", Anthropic's
 //! "tool_use ids were found without tool_result blocks immediately after". SimLLM checks
-//! every request it gets with [`unpaired_tool_results`] and keeps what it found
-//! (`SimLlm::tool_result_problems`).
-
-pub use crate::llm::tool_pairing::unpaired_tool_results;
+//! every request it gets with
+//! [`unpaired_tool_results`](crate::llm::tool_pairing::unpaired_tool_results) and keeps
+//! what it found (`SimLlm::tool_result_problems`).
 
 /// Whether every request `llm` got told the model of each of its calls exactly once.
 pub fn check_tool_results(llm: &crate::llm::SimLlm) -> Result<(), crate::simulation::Violation> {

@@ -255,9 +255,8 @@ impl Builtin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use umi_core::memory::tasks::{
-        EntityType, EvolutionSubject, evolution_request, extraction_request, rewrite_request,
-    };
+    use umi_core::memory::tasks::{EvolutionSubject, evolution_request, extraction_request, rewrite_request};
+    use umi_core::storage::EntityType;
 
     #[test]
     fn words_are_found_as_unicode_lowercasing_finds_them() {

@@ -5,11 +5,9 @@
 //! hits every mark has produced, and the clients have handled, every shape. The tables
 //! that pick variants per provider, with the public source of each, are in
 //! [`super::profile`]. Shapes every format shares are in
-//! [`crate::network::shapes`], re-exported here.
+//! [`crate::network::shapes`].
 
-pub use crate::network::shapes::{HeaderSet, KeepAlive, RetryAfterForm, ShapeMark};
-
-use crate::network::shapes::marks;
+use crate::network::shapes::{HeaderSet, KeepAlive, RetryAfterForm, ShapeMark, marks};
 
 /// How the completion id looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,8 @@
 //! Shapes every wire format's server has, whatever its body looks like: the comment it
 //! sends while it waits, the form of its Retry-After, the headers it adds, and
 //! [`ShapeMark`], the coverage-mark name of a shape (`wire.shape.<knob>.<variant>`).
-//! Each format's own shapes live in its module (chat completions' in
-//! [`super::chat::shapes`]); these are shared, so no format reaches into another's.
+//! Each format's own shapes live beside it (chat completions' in
+//! [`super::chat_shapes`]); these are shared, so no format reaches into another's.
 
 /// A comment the server sends while it waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 
 use std::cell::{Cell, RefCell};
 
-use super::report::FailureClass;
+use crate::failure_class::FailureClass;
 use super::{Simulation, Violation, execute, fail_run};
 use crate::SimEnvironment;
 use crate::config::SimConfigError;

@@ -23,7 +23,7 @@ use std::time::Duration;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::time::FormatTime;
 
-use super::report::FailureClass;
+use crate::failure_class::FailureClass;
 use super::settings::LogFilter;
 use super::violation::Violation;
 use crate::clock::SimClock;

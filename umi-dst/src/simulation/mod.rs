@@ -40,7 +40,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use execute::{SeedRun, panic_message};
-use report::{Divergence, FailureClass, FailureReport, ReplayTarget};
+use report::{Divergence, FailureReport, ReplayTarget};
+use crate::failure_class::FailureClass;
 use settings::{LogFilter, Settings, SettingsError};
 
 use crate::config::{SimConfig, SimConfigError};

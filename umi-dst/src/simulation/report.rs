@@ -12,10 +12,7 @@ use crate::fault::Injection;
 use crate::fault::swarm::SwarmDraw;
 use crate::trace::{TraceEvent, TraceHash};
 
-pub use crate::failure_class::{
-    EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_CANARY_NOT_FOUND, EXIT_CODE_ERROR, FailureClass,
-    process_exit_code,
-};
+use crate::failure_class::FailureClass;
 
 /// Where two runs of the same seed parted ways.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

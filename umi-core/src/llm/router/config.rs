@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::constants::{ROUTER_BACKOFF_MS_MAX, ROUTER_CHAIN_MODELS_MAX, ROUTER_RETRIES_MAX};
-pub use crate::llm::registry::{ProviderConfig, ProviderKind};
+use crate::llm::registry::ProviderConfig;
 
 /// A configuration that cannot be used, with where and what.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

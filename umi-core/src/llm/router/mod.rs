@@ -46,7 +46,7 @@ use attempt::{Answer, attempt};
 use breaker::{Admission, Breaker};
 pub use builder::RouterBuilder;
 pub use config::{
-    ConfigError, CooldownPolicy, ModelConfig, ProviderConfig, ProviderKind, RetryPolicy,
+    ConfigError, CooldownPolicy, ModelConfig, RetryPolicy,
     RouterConfig, RoutingConfig,
 };
 pub use events::{FallbackReason, RouterEvent, RouterObserver};

@@ -9,9 +9,7 @@ use super::input::{input_block, with_input_block};
 use super::{ParseError, TASK_DETECT_EVOLUTION};
 use crate::constants::{EVOLUTION_CANDIDATES_MAX, EVOLUTION_REASON_BYTES_MAX};
 use crate::llm::{CompletionRequest, Message};
-use crate::storage::EntityType;
-
-pub use crate::storage::EvolutionType;
+use crate::storage::{EntityType, EvolutionType};
 
 /// An evolution-detection answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

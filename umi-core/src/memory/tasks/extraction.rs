@@ -13,7 +13,7 @@ use crate::constants::{
 };
 use crate::llm::{CompletionRequest, Message};
 
-pub use crate::storage::EntityType;
+use crate::storage::EntityType;
 
 /// One entity an extraction found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

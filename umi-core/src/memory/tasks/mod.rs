@@ -27,11 +27,11 @@ mod input;
 mod rewrite;
 
 pub use evolution::{
-    EvolutionCandidate, EvolutionDetection, EvolutionSubject, EvolutionType, evolution_input,
+    EvolutionCandidate, EvolutionDetection, EvolutionSubject, evolution_input,
     evolution_request, parse_evolution,
 };
 pub use extraction::{
-    EntityType, ExtractedEntity, ExtractedRelation, Extraction, extraction_input,
+    ExtractedEntity, ExtractedRelation, Extraction, extraction_input,
     extraction_request, parse_extraction,
 };
 pub use input::input_block;

@@ -3,6 +3,7 @@
 use super::input::input_block_text;
 use super::*;
 use crate::llm::CompletionRequest;
+use crate::storage::{EntityType, EvolutionType};
 
 fn keywords_route(request: &CompletionRequest, words: [&str; 2]) -> bool {
     let text = request.prompt_text().to_lowercase();

@@ -3,7 +3,8 @@
 //! there is one).
 
 use umi_core::llm::CompletionRequest;
-use umi_core::memory::tasks::{EvolutionDetection, EvolutionType, evolution_input};
+use umi_core::memory::tasks::{EvolutionDetection, evolution_input};
+use umi_core::storage::EvolutionType;
 
 use super::confidence;
 use crate::llm::route::Generated;

@@ -7,9 +7,8 @@ use umi_core::constants::{
     ENTITY_CONTENT_BYTES_MAX, ENTITY_NAME_BYTES_MAX, EXTRACTION_ENTITIES_MAX,
 };
 use umi_core::llm::CompletionRequest;
-use umi_core::memory::tasks::{
-    EntityType, ExtractedEntity, ExtractedRelation, Extraction, extraction_input,
-};
+use umi_core::memory::tasks::{ExtractedEntity, ExtractedRelation, Extraction, extraction_input};
+use umi_core::storage::EntityType;
 
 use super::{confidence, cut};
 use crate::llm::route::Generated;

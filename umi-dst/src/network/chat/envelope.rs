@@ -6,7 +6,7 @@
 //! own; what comes after the usage (DashScope's late stamps, OpenAI's padding) is
 //! [`super::draw::Draw`]'s, as it draws from the response stream.
 
-use super::shapes::Layout;
+use crate::network::chat_shapes::Layout;
 use crate::network::json::Json;
 
 /// A chunk's stamps, as one response writes them on every chunk.

@@ -9,7 +9,8 @@ use serde_json::json;
 use umi_core::llm::LlmError;
 
 use super::draw::Draw;
-use super::shapes::{Envelope, ShapeMark};
+use crate::network::chat_shapes::Envelope;
+use crate::network::shapes::ShapeMark;
 use crate::network::ids;
 use crate::network::json::Json;
 

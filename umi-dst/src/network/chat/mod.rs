@@ -1,13 +1,12 @@
 //! The server side of OpenAI chat completions, for every provider that speaks it: the
 //! request parsed as the server does, and each response in shapes drawn from the
-//! provider's profile ([`shapes`] lists what varies; [`crate::network::profile`] what
+//! provider's profile ([`super::chat_shapes`] lists what varies; [`crate::network::profile`] what
 //! each provider sends, with sources).
 
 mod draw;
 mod envelope;
 mod errors;
 mod request;
-pub use super::chat_shapes as shapes;
 mod stream;
 mod stream_error;
 pub(crate) mod surface;
@@ -16,7 +15,8 @@ mod whole;
 use umi_core::llm::{CompletionResponse, LlmError};
 
 use self::draw::Draw;
-use self::shapes::{HeaderSet, RetryAfterForm, ShapeMark};
+use crate::network::chat_shapes::Envelope;
+use crate::network::shapes::{HeaderSet, RetryAfterForm, ShapeMark};
 use super::format::{
     Parsed, RequestError, Responder, Route, ServerFormat, StreamEncoder, one_path,
 };
@@ -97,11 +97,11 @@ impl Responder for ChatResponder {
         // OpenAI's error bodies are indented, with a final newline (ENVOY
         // chat-unknown-model.yaml); Ollama's /v1 ends its own with one (json.Encoder).
         let spacing = match self.draw.envelope {
-            shapes::Envelope::OpenAi => Spacing::Indented4,
+            Envelope::OpenAi => Spacing::Indented4,
             _ => Spacing::Compact,
         };
         let mut bytes = body.to_bytes(spacing);
-        if self.draw.envelope == shapes::Envelope::OllamaV1 {
+        if self.draw.envelope == Envelope::OllamaV1 {
             bytes.push(b'\n');
         }
         (status, bytes)

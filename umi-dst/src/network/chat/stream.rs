@@ -10,10 +10,8 @@ use umi_core::llm::{LlmError, StreamEvent, TokenUsage};
 
 use super::draw::{Draw, UsageField};
 use super::errors::error_body;
-use super::shapes::{
-    FinishShape, Framing, KeepAlive, Layout, Opener, ReasoningField, ShapeMark, StreamErrorShape,
-    ToolShape, UsageShape,
-};
+use crate::network::chat_shapes::{FinishShape, Framing, Layout, Opener, ReasoningField, StreamErrorShape, ToolShape, UsageShape};
+use crate::network::shapes::{KeepAlive, ShapeMark};
 use super::stream_error::{InStream, in_stream};
 use crate::network::format::{Flow, StreamEncoder};
 use crate::network::json::{Json, Spacing};

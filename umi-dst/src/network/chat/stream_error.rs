@@ -23,7 +23,7 @@
 //! [`in_stream`] is a pure function of the shape and the HTTP body, so a table
 //! test reaches every pair.
 
-use super::shapes::StreamErrorShape;
+use crate::network::chat_shapes::StreamErrorShape;
 use crate::network::json::{Json, Spacing};
 
 /// How an error after the 200 goes on the wire: the decision of [`in_stream`].

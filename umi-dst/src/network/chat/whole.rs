@@ -4,7 +4,7 @@ use serde_json::json;
 use umi_core::llm::CompletionResponse;
 
 use super::draw::Draw;
-use super::shapes::{Layout, ReasoningField};
+use crate::network::chat_shapes::{Layout, ReasoningField};
 use crate::network::json::Json;
 
 fn tool_calls(response: &CompletionResponse) -> Json {
