@@ -34,7 +34,7 @@ use std::sync::Arc;
 use futures::future::LocalBoxFuture;
 use umi_dst::{Scenario, SimEnvironment, Violation};
 
-use umi_sweep::engine::ProgressStyle;
+use umi_sweep::ProgressStyle;
 use umi_sweep::{Isolation, SweepOptions, SweepReport, WorkerProcesses, run};
 
 /// Seeds per scenario for the throughput figures.

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use umi_sweep::engine::ProgressStyle;
+use umi_sweep::ProgressStyle;
 use umi_sweep::{SweepOptions, SweepReport, run};
 
 /// Seeds in each sweep.

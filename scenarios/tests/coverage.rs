@@ -2,7 +2,8 @@
 //! the canary, and reaches every coverage mark each scenario names: a scenario whose
 //! faults stopped reaching a rare path fails here, not silently in the nightly sweep.
 
-use umi_sweep::engine::{ProgressStyle, SWEEP_SEEDS_DEFAULT};
+use umi_sweep::ProgressStyle;
+use umi_sweep::options::SWEEP_SEEDS_DEFAULT;
 use umi_sweep::{SweepOptions, run};
 
 #[test]

@@ -16,7 +16,7 @@ use umi_dst::{FailureClass, FaultConfig, SimEnvironment, Violation};
 use umi_scenarios::memory_no_data_loss::{MemoryNoDataLoss, run_with_hook};
 use umi_scenarios::sqlite_no_data_loss::{SqliteNoDataLoss, run_with};
 use umi_sweep::SweepOptions;
-use umi_sweep::engine::run_one;
+use umi_dst::scenario::run_one;
 
 /// Seeds of the default sweep within which every planted bug must be found.
 const PLANTED_SEEDS_MAX: u64 = 200;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use umi_dst::corpus::SeedCorpus;
 use umi_scenarios::canary::Canary;
-use umi_sweep::engine::{ProgressStyle, Shard, run_one};
+use umi_dst::scenario::run_one;
+use umi_sweep::{ProgressStyle, Shard};
 use umi_sweep::minimize::minimize;
 use umi_sweep::{SweepOptions, SweepReport, run};
 

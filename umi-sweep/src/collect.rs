@@ -29,7 +29,7 @@ use crate::worker::{Outcome, RunEnd, Shared};
 use umi_dst::corpus::{AppendOutcome, CorpusRecorder, SeedMeaning, corpus_path};
 use umi_dst::fault::FaultStats;
 use umi_dst::scenario::Scenario;
-use umi_dst::simulation::report::FailureClass;
+use umi_dst::failure_class::FailureClass;
 
 /// Failures printed one by one as they happen; after these, the table's groups say the
 /// rest.
@@ -375,7 +375,7 @@ pub(crate) fn keep_smallest(kept: &mut Vec<FailureEntry>, entry: FailureEntry, m
 }
 
 /// Writes the JSON report atomically (a temporary file renamed over it).
-pub fn write_report(path: &Path, report: &SweepReport) -> std::io::Result<()> {
+pub(crate) fn write_report(path: &Path, report: &SweepReport) -> std::io::Result<()> {
     let json = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
     let temp = path.with_extension(format!("tmp-{}", std::process::id()));
     std::fs::write(&temp, json)?;

@@ -38,22 +38,18 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::collect::Collector;
-pub use crate::collect::write_report;
-pub use crate::options::{
-    Isolation, SWEEP_JOBS_MAX, SWEEP_RESULTS_QUEUED_MAX, SWEEP_RUNS_MAX, SWEEP_SEEDS_DEFAULT,
-    SweepError, SweepOptions, current_commit, select,
+use crate::collect::{Collector, write_report};
+use crate::options::{
+    Isolation, SWEEP_JOBS_MAX, SWEEP_RESULTS_QUEUED_MAX, SWEEP_RUNS_MAX, SweepError,
+    SweepOptions, current_commit, select,
 };
 use crate::plan::Plan;
-pub use crate::plan::Shard;
 use crate::process_pool::spawn_driver;
-use crate::progress::Progress;
-pub use crate::progress::ProgressStyle;
+use crate::progress::{Progress, ProgressStyle};
 use crate::report::{ScenarioReport, SweepReport};
-pub use crate::resume::{StopReason, resume_command};
+use crate::resume::{StopReason, resume_command};
 use crate::worker::{Shared, silence_worker_panics, spawn_worker, watchdog};
 use umi_dst::scenario::Scenario;
-pub use umi_dst::scenario::run_one;
 
 /// How often the main thread wakes to watch workers and report progress.
 const SWEEP_WAKE_INTERVAL_MS: u64 = 200;

@@ -23,17 +23,16 @@
 //!   seeds per core-second (`dst size`).
 //! - [`explore`]: guided exploration (`dst explore`): a corpus of paths that reached
 //!   something new, branched from where they got there, with shard frontiers.
-//! - [`minimize`]: delta debugging over a failing seed's injected faults; [`find`]:
-//!   searching seeds for one that reaches a fault.
+//! - [`minimize`]: delta debugging over a failing seed's injected faults.
 //! - [`html`]: self-contained HTML pages of a run (`dst replay --html`: a timeline on
 //!   simulated time by part of the system) and of a sweep report (`--html`).
-//! - [`otlp_cli`]: runs as OpenTelemetry traces (`dst replay --otlp`, `dst sweep
+//! - [`otlp_export`]: runs as OpenTelemetry traces (`dst replay --otlp`, `dst sweep
 //!   --otlp`); [`otlp_http`]: sending one to a collector per `OTEL_EXPORTER_OTLP_*`.
-//! - [`cli::main`]: the `dst` command, for your own binary.
+//! - [`cli::main`]: the `dst` command, for your own binary: each command's flags and
+//!   what it prints in a file of its own under `cli/` (`sweep`, `replay`, `find`,
+//!   `serve`, `mcp`, `record`, `cassette`, ...), over the library modules above.
 #[cfg(feature = "serve")]
 pub mod cassette_check;
-#[cfg(feature = "serve")]
-pub mod cassette_cli;
 #[cfg(feature = "serve")]
 pub mod cassette_shape;
 pub mod cli;
@@ -43,19 +42,16 @@ mod crash;
 pub mod distribution;
 pub mod engine;
 pub mod explore;
-pub mod find;
 pub mod groups;
 pub mod html;
 mod human;
 mod junit;
 mod limit_in_force;
-#[cfg(feature = "serve")]
-pub mod mcp_cli;
 pub mod memory_limit;
 pub mod merge_check;
 pub mod minimize;
 pub mod options;
-pub mod otlp_cli;
+pub mod otlp_export;
 pub mod otlp_http;
 mod outcome;
 mod parent_watch;
@@ -64,13 +60,9 @@ mod plan;
 pub mod process_pool;
 mod process_worker;
 mod progress;
-#[cfg(feature = "serve")]
-pub mod record_cli;
 pub mod replay_command;
 pub mod report;
 pub mod resume;
-#[cfg(feature = "serve")]
-pub mod serve_cli;
 mod signals;
 pub mod sizing;
 mod table;
@@ -82,6 +74,7 @@ mod worker;
 pub use engine::run;
 pub use options::{Isolation, SweepError, SweepOptions};
 pub use plan::Shard;
+pub use progress::ProgressStyle;
 pub use process_pool::WorkerProcesses;
 pub use replay_command::ReplayCommand;
 pub use report::{ScenarioReport, SweepReport};

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use umi_dst::otlp::{self, ExportTraceServiceRequest, RunExport};
 use umi_dst::scenario::Scenario;
 use umi_dst::simulation::SeedRun;
-use umi_dst::simulation::report::FailureClass;
+use umi_dst::failure_class::FailureClass;
 
 use crate::report::SweepReport;
 use crate::watched::WatchedRuns;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use umi_dst::simulation::SeedRun;
-use umi_dst::simulation::report::FailureClass;
+use umi_dst::failure_class::FailureClass;
 
 /// How a run ended.
 #[derive(Debug)]

@@ -15,7 +15,7 @@ use crate::groups::{FailureGroup, add_group};
 pub use crate::human::{human_ms, human_us};
 use crate::pass_k::TrialsReport;
 use crate::usage_report::UsageReport;
-use umi_dst::simulation::report::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
+use umi_dst::failure_class::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
 
 /// Failures listed per scenario in a report (the counts and groups cover all of them).
 pub const REPORT_FAILURES_KEPT_MAX: usize = 200;

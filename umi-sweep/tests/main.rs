@@ -19,7 +19,7 @@ use umi_core::env::EnvironmentExt;
 use umi_dst::Scenario;
 use umi_dst::corpus::SeedCorpus;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
-use umi_sweep::engine::ProgressStyle;
+use umi_sweep::ProgressStyle;
 use umi_sweep::{SweepOptions, SweepReport, run};
 
 /// What a toy scenario does on the seeds it picks.

@@ -255,7 +255,7 @@ fn the_sweep_writes_each_failing_seed_as_otlp_json() {
     ];
     let report = umi_sweep::run(&scenarios, &options(3)).unwrap();
     let dir = temp_dir("otlp");
-    let done = umi_sweep::otlp_cli::export_failures(&scenarios, &report, &dir, "dst").unwrap();
+    let done = umi_sweep::otlp_export::export_failures(&scenarios, &report, &dir, "dst").unwrap();
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())

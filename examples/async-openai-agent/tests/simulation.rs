@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use umi_dst::{Simulation, ensure};
 use umi_example_async_openai_agent::scenario::{WeatherAgentScenario, agent};
-use umi_sweep::engine::ProgressStyle;
+use umi_sweep::ProgressStyle;
 use umi_sweep::{SweepOptions, run};
 
 /// Without faults, every question is answered, one request per turn; the model (which

@@ -8,7 +8,7 @@ use umi_core::storage::InMemoryStorage;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 use umi_example_support_bot::bot::{BotConfig, BotError, SupportBot};
 use umi_example_support_bot::scenario::SupportBotScenario;
-use umi_sweep::engine::ProgressStyle;
+use umi_sweep::ProgressStyle;
 use umi_sweep::{SweepOptions, run};
 
 #[umi_dst::test(seeds = 1..=32, faults = [FaultConfig::chance(FaultKind::LlmRateLimit, 0.35)])]

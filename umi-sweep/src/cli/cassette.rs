@@ -24,7 +24,7 @@ use crate::cassette_shape::{body_shape, shape_diff};
 
 /// `dst cassette`'s subcommands.
 #[derive(Debug, Args)]
-pub struct CassetteArgs {
+pub(crate) struct CassetteArgs {
     #[command(subcommand)]
     command: CassetteCommand,
 }
@@ -67,7 +67,7 @@ enum CassetteCommand {
 
 /// Why a `dst cassette` command failed before it could report.
 #[derive(Debug, thiserror::Error)]
-pub enum CassetteCliError {
+pub(crate) enum CassetteCliError {
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
@@ -103,7 +103,7 @@ pub enum CassetteCliError {
 }
 
 /// Runs `dst cassette`.
-pub fn run(args: &CassetteArgs) -> ExitCode {
+pub(crate) fn run(args: &CassetteArgs) -> ExitCode {
     let result = match &args.command {
         CassetteCommand::ImportHar {
             har,
@@ -247,7 +247,7 @@ fn by_key(cassette: &Cassette, lines: &[usize]) -> BTreeMap<RequestKey, Vec<(usi
 }
 
 /// How `b`'s response differs in shape from `a`'s (nothing when only values differ).
-pub fn response_changes(a: &Exchange, b: &Exchange) -> Vec<String> {
+pub(crate) fn response_changes(a: &Exchange, b: &Exchange) -> Vec<String> {
     let (a, b) = (&a.response, &b.response);
     let mut out = Vec::new();
     if a.status != b.status {

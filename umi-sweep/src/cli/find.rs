@@ -19,7 +19,7 @@ use umi_dst::seed_text::parse_seed;
 use umi_dst::simulation::SeedRun;
 
 /// Seeds `dst find` tries at most.
-pub const FIND_SEEDS_MAX: u64 = 1_000_000;
+pub(crate) const FIND_SEEDS_MAX: u64 = 1_000_000;
 
 /// `dst find`'s arguments.
 #[derive(Args)]
@@ -42,7 +42,7 @@ pub(crate) struct FindArgs {
 }
 
 /// Whether a run that injected `injected` reaches every kind of `wanted`.
-pub fn reaches_all(wanted: &[FaultKind], injected: &umi_dst::fault::FaultStats) -> bool {
+pub(crate) fn reaches_all(wanted: &[FaultKind], injected: &umi_dst::fault::FaultStats) -> bool {
     wanted
         .iter()
         .all(|kind| injected.injected_by_kind.get(kind).is_some_and(|n| *n > 0))

@@ -22,10 +22,10 @@ use umi_dst::{FaultConfig, Scenario};
 
 /// The longest line read from stdin, in bytes (a message past it is refused and ends
 /// the server: the rest of the line cannot be told from the next message).
-pub const STDIO_LINE_BYTES_MAX: usize = 8 * 1024 * 1024;
+pub(crate) const STDIO_LINE_BYTES_MAX: usize = 8 * 1024 * 1024;
 
 /// Exit code of a server the simulation crashed mid-message (`tool.mcp_stream_cut`).
-pub const EXIT_CODE_DIED: i32 = 3;
+pub(crate) const EXIT_CODE_DIED: i32 = 3;
 
 /// `dst mcp`'s flags.
 #[derive(Debug, Args)]
@@ -38,7 +38,7 @@ Examples:
 Each line is answered in a simulation of its own, seeded by --seed, the message (not its
 id) and how many times it came before: a process started again with the same seed gives
 the same lines. A stream the simulation cuts is a server that dies mid-message (exit 3).")]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     /// The seed (decimal or 0x hex).
     #[arg(long, default_value = "1", value_parser = parse_seed)]
     seed: u64,
@@ -57,7 +57,7 @@ pub struct McpArgs {
 
 /// The config the flags describe. stdio has no sessions, so `tool.mcp_session_expired`
 /// is refused by name.
-pub fn config_of(
+pub(crate) fn config_of(
     args: &McpArgs,
     scenarios: &[Arc<dyn Scenario>],
 ) -> Result<ServeConfig, ServeError> {
@@ -67,7 +67,7 @@ pub fn config_of(
         config.mcp = McpToolsSpec::load(path)?;
     }
     if let Some(faults) = &args.faults {
-        let parsed: Vec<FaultConfig> = crate::serve_cli::faults_of(faults, scenarios)?;
+        let parsed: Vec<FaultConfig> = super::serve::faults_of(faults, scenarios)?;
         if parsed
             .iter()
             .any(|f| f.kind() == FaultKind::McpSessionExpired)
@@ -85,7 +85,7 @@ pub fn config_of(
 }
 
 /// Runs `dst mcp` until stdin ends.
-pub fn run(args: &McpArgs, scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
+pub(crate) fn run(args: &McpArgs, scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
     let config = match config_of(args, scenarios) {
         Ok(config) => config,
         Err(error) => {

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use umi_dst::corpus::{SeedCorpus, SeedMeaning, corpus_path};
-use umi_dst::simulation::report::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
+use umi_dst::failure_class::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
 
 use super::{default_seeds_dir, exit, fail, write_html, write_junit};
 use crate::report::SweepReport;

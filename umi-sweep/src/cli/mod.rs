@@ -1,6 +1,7 @@
-//! The `dst` command: `list`, `sweep`, `explore`, `replay`, `minimize`, `merge`, `compare`, `size`, `find`,
-//! `trace-html` and `serve` (a file each), as a library function so your own project gets its own
-//! `dst` in three lines:
+//! The `dst` command: `list`, `sweep`, `explore`, `replay`, `minimize`, `merge`, `compare`,
+//! `size`, `find`, `trace-html`, `serve`, `mcp`, `record` and `cassette` (a file each in
+//! this folder, `list` here), as a library function so your own project gets its own `dst`
+//! in three lines:
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
@@ -14,11 +15,20 @@
 )]
 
 mod assertions;
+#[cfg(feature = "serve")]
+mod cassette;
 mod compare;
 mod explore;
+mod find;
+#[cfg(feature = "serve")]
+mod mcp;
 mod merge;
 mod minimize;
+#[cfg(feature = "serve")]
+mod record;
 mod replay;
+#[cfg(feature = "serve")]
+mod serve;
 mod size;
 mod sweep;
 mod trace_html;
@@ -31,7 +41,7 @@ use clap::{Args, Parser, Subcommand};
 use umi_dst::corpus::find_seeds_dir;
 use umi_dst::scenario::Scenario;
 use umi_dst::seed_text::parse_seed;
-use umi_dst::simulation::report::EXIT_CODE_BAD_ARGUMENTS;
+use umi_dst::failure_class::EXIT_CODE_BAD_ARGUMENTS;
 
 use crate::report::SweepReport;
 
@@ -71,7 +81,7 @@ enum Command {
     /// seeds per core-second of each scenario (`scenarios/throughput.toml`).
     Size(size::SizeArgs),
     /// Find a seed whose run injects given fault kinds (to replace a stale kept seed).
-    Find(crate::find::FindArgs),
+    Find(find::FindArgs),
     /// Draw a `dst serve` scope's saved trace (`GET /umi/trace?scope=S`) as an HTML page,
     /// the run page's parts over the scope's requests in arrival order.
     TraceHtml(trace_html::TraceHtmlArgs),
@@ -79,19 +89,19 @@ enum Command {
     /// Gemini formats in any profile) and an MCP server, seeded per request, for agents
     /// in any language.
     #[cfg(feature = "serve")]
-    Serve(crate::serve_cli::ServeArgs),
+    Serve(serve::ServeArgs),
     /// Serve a simulated MCP server over stdin/stdout (for agents that spawn theirs),
     /// seeded per message.
     #[cfg(feature = "serve")]
-    Mcp(crate::mcp_cli::McpArgs),
+    Mcp(mcp::McpArgs),
     /// Record real provider traffic into a cassette, through a proxy in front of the
     /// provider.
     #[cfg(feature = "serve")]
-    Record(crate::record_cli::RecordArgs),
+    Record(record::RecordArgs),
     /// Work on cassettes: import a HAR capture, check that Umi's clients read every
     /// exchange, diff two recordings' response shapes.
     #[cfg(feature = "serve")]
-    Cassette(crate::cassette_cli::CassetteArgs),
+    Cassette(cassette::CassetteArgs),
     /// A sweep's worker process (started by `dst sweep` itself; not for people).
     #[command(name = "__sweep-worker", hide = true)]
     SweepWorker(crate::process_worker::WorkerArgs),
@@ -158,16 +168,16 @@ pub fn main(scenarios: Vec<Arc<dyn Scenario>>) -> ExitCode {
         Command::Merge(args) => merge::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Size(args) => size::run(&scenarios, &args),
-        Command::Find(args) => crate::find::run(&scenarios, &args, &program),
+        Command::Find(args) => find::run(&scenarios, &args, &program),
         Command::TraceHtml(args) => trace_html::run(&args),
         #[cfg(feature = "serve")]
-        Command::Serve(args) => crate::serve_cli::run(&args, &scenarios),
+        Command::Serve(args) => serve::run(&args, &scenarios),
         #[cfg(feature = "serve")]
-        Command::Mcp(args) => crate::mcp_cli::run(&args, &scenarios),
+        Command::Mcp(args) => mcp::run(&args, &scenarios),
         #[cfg(feature = "serve")]
-        Command::Record(args) => crate::record_cli::run(&args),
+        Command::Record(args) => record::run(&args),
         #[cfg(feature = "serve")]
-        Command::Cassette(args) => crate::cassette_cli::run(&args),
+        Command::Cassette(args) => cassette::run(&args),
         Command::SweepWorker(args) => crate::process_worker::serve(&scenarios, &args),
     }
 }

@@ -39,7 +39,7 @@ Examples:
 Point the client's base URL at the address printed (http://127.0.0.1:PORT, plus what the
 client would put after the upstream's root). An existing cassette is refused without
 --append. Stop with Ctrl-C: the counts of exchanges written and abandoned are printed.")]
-pub struct RecordArgs {
+pub(crate) struct RecordArgs {
     /// The provider's base URL; each request's path and query are appended to it.
     #[arg(long, value_name = "URL")]
     upstream: String,
@@ -78,7 +78,7 @@ pub struct RecordArgs {
 
 /// Why `dst record` could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum RecordError {
+pub(crate) enum RecordError {
     /// A flag's value is refused.
     #[error("{flag} {value:?}: {reason}")]
     Flag {
@@ -200,7 +200,7 @@ fn recording_of(args: &RecordArgs) -> Result<Recording, RecordError> {
 }
 
 /// Runs `dst record` until SIGINT or SIGTERM.
-pub fn run(args: &RecordArgs) -> ExitCode {
+pub(crate) fn run(args: &RecordArgs) -> ExitCode {
     let Recording { recorder, config } = match recording_of(args) {
         Ok(recording) => recording,
         Err(error) => {
@@ -243,7 +243,7 @@ pub fn run(args: &RecordArgs) -> ExitCode {
             "dst record: forwarding to {upstream}, recording into {}",
             shown(&args.cassette)
         );
-        crate::serve_cli::wait_for_signal().await;
+        super::serve::wait_for_signal().await;
         eprintln!("dst record: stopping (in-flight responses finish first)");
         proxy.shutdown().await;
         println!(

@@ -17,10 +17,10 @@ use umi_dst::RunPath;
 use umi_dst::fault::InjectionId;
 use umi_dst::scenario::{Scenario, run_path};
 use umi_dst::simulation::SeedRun;
-use umi_dst::simulation::report::FailureClass;
+use umi_dst::failure_class::FailureClass;
 
 use super::{exit, fail, seed_arg};
-use crate::engine::select;
+use crate::options::select;
 use crate::replay_command::ReplayCommand;
 use crate::watched::seed_wall_timeout;
 
@@ -170,9 +170,9 @@ fn export_otlp(
     if args.otlp.is_none() && exporter.is_none() {
         return Ok(());
     }
-    let request = crate::otlp_cli::run_export(replayed.scenario.name(), &replayed.run)?;
+    let request = crate::otlp_export::run_export(replayed.scenario.name(), &replayed.run)?;
     if let Some(path) = &args.otlp {
-        crate::otlp_cli::write_json(path, &request).map_err(|error| format!("--otlp {error}"))?;
+        crate::otlp_export::write_json(path, &request).map_err(|error| format!("--otlp {error}"))?;
         if !args.otlp_to_stdout() {
             println!("otlp:     {}", path.display());
         }

@@ -53,7 +53,7 @@ Fault rules aim with `@OPERATION`: `llm.call` (a model request), `llm.embed`,
 (`ping`, `tools/list`, `tools/call`), `tool.call.TOOL` (a served tool); a trailing `*`
 aims at a prefix. One that reaches none of these is refused by name. `#N` counts a
 scope's requests in the order they arrive: the one thing that depends on arrival order.")]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The session seed (decimal or 0x hex).
     #[arg(long, default_value = "1", value_parser = parse_seed)]
     seed: u64,
@@ -207,7 +207,7 @@ pub(crate) fn faults_of(
 }
 
 /// The config the flags describe.
-pub fn config_of(
+pub(crate) fn config_of(
     args: &ServeArgs,
     scenarios: &[Arc<dyn Scenario>],
 ) -> Result<ServeConfig, ServeError> {
@@ -263,7 +263,7 @@ pub fn config_of(
 }
 
 /// Runs `dst serve` until SIGINT or SIGTERM.
-pub fn run(args: &ServeArgs, scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
+pub(crate) fn run(args: &ServeArgs, scenarios: &[Arc<dyn Scenario>]) -> ExitCode {
     let config = match config_of(args, scenarios) {
         Ok(config) => config,
         Err(error) => {

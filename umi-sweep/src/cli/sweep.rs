@@ -18,7 +18,11 @@ use umi_dst::duration_text::{duration_arg, positive_duration_arg};
 use umi_dst::scenario::Scenario;
 
 use super::{default_seeds_dir, exit, fail, seed_arg, write_html, write_junit};
-use crate::engine::{self, ProgressStyle, Shard, SweepOptions};
+use crate::collect::write_report;
+use crate::engine;
+use crate::options::{Isolation, SWEEP_RUNS_MAX, SWEEP_SEEDS_DEFAULT, SweepOptions};
+use crate::plan::Shard;
+use crate::progress::ProgressStyle;
 use crate::report::SweepReport;
 
 /// `--seed-memory-max` as given and as parsed.
@@ -39,8 +43,8 @@ fn memory_max_arg(text: &str) -> Result<MemoryMax, String> {
 #[derive(Args)]
 pub(super) struct SweepArgs {
     /// How many seeds (1 to 100,000,000).
-    #[arg(long, default_value_t = engine::SWEEP_SEEDS_DEFAULT,
-          value_parser = clap::value_parser!(u64).range(1..=engine::SWEEP_RUNS_MAX))]
+    #[arg(long, default_value_t = SWEEP_SEEDS_DEFAULT,
+          value_parser = clap::value_parser!(u64).range(1..=SWEEP_RUNS_MAX))]
     seeds: u64,
     /// The first seed (decimal or 0x hex).
     #[arg(long, default_value = "1", value_parser = seed_arg)]
@@ -286,15 +290,15 @@ fn fresh_seed_start(seeds: u64, tasks: bool) -> u64 {
         .next_u64()
         // Below 2⁶³: a seed with the top bit is a trial seed (its workload is its task's);
         // with --trials the range is of tasks, which a trial seed holds below TASKS_MAX.
-        % (if tasks { umi_dst::usage::TASKS_MAX } else { 1 << 63 } - seeds.min(engine::SWEEP_RUNS_MAX));
+        % (if tasks { umi_dst::usage::TASKS_MAX } else { 1 << 63 } - seeds.min(SWEEP_RUNS_MAX));
     eprintln!("dst: random seed start {fresh} (repeat with --seed-start {fresh})");
     fresh
 }
 
 /// Worker processes of this binary, or threads with `--in-process`.
-fn isolation(args: &SweepArgs) -> Result<engine::Isolation, String> {
+fn isolation(args: &SweepArgs) -> Result<Isolation, String> {
     if args.in_process {
-        return Ok(engine::Isolation::Threads);
+        return Ok(Isolation::Threads);
     }
     let program = std::env::current_exe().map_err(|error| {
         format!("cannot find this program to start workers ({error}); pass --in-process")
@@ -308,7 +312,7 @@ fn isolation(args: &SweepArgs) -> Result<engine::Isolation, String> {
         eprintln!("dst: --seed-memory-max is ignored on this platform (it needs setrlimit)");
     }
     let bytes = limit.bytes.filter(|_| supported);
-    Ok(engine::Isolation::Processes(Arc::new(
+    Ok(Isolation::Processes(Arc::new(
         crate::WorkerProcesses {
             program,
             memory_max_bytes: bytes,
@@ -326,7 +330,7 @@ fn write_reports(
 ) -> Vec<String> {
     let mut errors = Vec::new();
     if let Some(path) = json
-        && let Err(error) = engine::write_report(path, report)
+        && let Err(error) = write_report(path, report)
     {
         errors.push(format!("--report {}: {error}", path.display()));
     }
@@ -351,7 +355,7 @@ fn export_failures(
     dir: &std::path::Path,
     program: &str,
 ) -> Result<(), String> {
-    let done = crate::otlp_cli::export_failures(scenarios, report, dir, program)
+    let done = crate::otlp_export::export_failures(scenarios, report, dir, program)
         .map_err(|error| format!("--otlp {error}"))?;
     println!(
         "otlp: {} failing seed(s) written to {}",
