@@ -18,7 +18,11 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::{Sse, SseStream};
 use umi_core::llm::transport::{BodyStream, HttpResponse, TransportError};
 
-use super::{Error, JSON_MIME_TYPE, RETRY_AFTER_BYTES_MAX, SimMcpHttpError, client_error};
+use super::error::{Error, SimMcpHttpError, client_error};
+use super::headers::JSON_MIME_TYPE;
+
+/// The longest `Retry-After` value kept (rmcp's `MAX_RETRY_AFTER_BYTES`).
+const RETRY_AFTER_BYTES_MAX: usize = 128;
 
 /// Whether a `Content-Type` value names `expected`: its type/subtype, parameters aside,
 /// case-insensitively (RFC 9110 §8.3.1; rmcp's `media_type_is`).
@@ -239,5 +243,22 @@ pub(super) async fn json_post_response(
                 String::from_utf8_lossy(&body)
             ),
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::rmcp::headers::EVENT_STREAM_MIME_TYPE;
+
+    #[test]
+    fn content_types_match_by_essence() {
+        assert!(media_type_is("application/json", JSON_MIME_TYPE));
+        assert!(media_type_is(
+            " Text/Event-Stream ; charset=utf-8",
+            EVENT_STREAM_MIME_TYPE
+        ));
+        assert!(!media_type_is("application/json-seq", JSON_MIME_TYPE));
+        assert!(!media_type_is("", JSON_MIME_TYPE));
     }
 }
