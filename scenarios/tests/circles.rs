@@ -29,7 +29,12 @@
 //! ARCHITECTURE.md's "Layers" section draws each crate's top-level modules in layers, top
 //! first. [`the_layer_diagram_matches_the_code`] holds it to the code: every module is
 //! drawn once, and every use between two of them goes from a higher line to a lower one.
-//! When it fails it prints the layering the code has now, to paste.
+//! When it fails it prints the layering the code has now, to paste. `umi-dst`'s `network`
+//! (a third of its crate) is drawn inside too, as `umi-dst::network`: its children
+//! layered as a crate's top-level modules are ([`INNER_DIAGRAMS`]); and
+//! [`only_the_registry_names_a_network_format`] holds the rule its bands rest on: of
+//! network's modules only the registry names a wire format's module, but for the
+//! allowances listed with their reason (a list that only shrinks).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -46,6 +51,33 @@ pub(crate) const CRATE_SOURCE_DIRS: [&str; 5] = [
     "umi-dst-macros/src",
     "umi-sweep/src",
     "scenarios/src",
+];
+
+/// Modules whose children the diagram draws too, as `crate::module` (a module a third of
+/// its crate's size, whose inner layering is worth holding as the crates' is).
+const INNER_DIAGRAMS: [(&str, &str); 1] = [("umi-dst/src", "network")];
+
+/// `network`'s wire-format modules: each one format's server side, behind the seam
+/// (`format`, `surface`) below them.
+const NETWORK_FORMATS: [&str; 5] = ["anthropic", "chat", "gemini", "ollama", "responses"];
+
+/// The one module of `network` that chooses a format, so the one that names them all
+/// (docs/adr/0009-one-seam-per-wire-format.md).
+const NETWORK_FORMAT_CHOOSER: &str = "registry";
+
+/// Uses of a format module by another module of `network` that are not the chooser's,
+/// each with why. The list only shrinks: an entry the code no longer has fails the test.
+const NETWORK_FORMAT_USES_ALLOWED: [(&str, &str, &str); 2] = [
+    (
+        "responses",
+        "chat",
+        "the Responses API is OpenAI's too: it answers with chat's error envelope, key check and model list",
+    ),
+    (
+        "headers",
+        "gemini",
+        "the key a request presents is read in every format's way (Gemini's `?key=` among them); issue 42 moves it behind the seam",
+    ),
 ];
 
 /// The heading of ARCHITECTURE.md's section holding the diagram.
@@ -100,16 +132,22 @@ fn the_layer_diagram_matches_the_code() {
     let drawn = diagram(&text);
     let mut problems = Vec::new();
     let mut computed = String::new();
-    for dir in CRATE_SOURCE_DIRS {
-        let name = crate_name(dir);
+    let crates = CRATE_SOURCE_DIRS.map(|dir| (dir, None));
+    let inner = INNER_DIAGRAMS.map(|(dir, module)| (dir, Some(module)));
+    for (dir, module) in crates.into_iter().chain(inner) {
         let modules = read_crate(&root, dir);
-        let (tops, uses) = top_level(&modules);
+        let parent: ModulePath = module.map(str::to_string).into_iter().collect();
+        let (tops, uses) = children(&modules, &parent);
         if tops.is_empty() {
             continue;
         }
-        computed.push_str(&layering_text(name, &tops, &uses));
-        let layers = drawn.get(name).cloned().unwrap_or_default();
-        problems.extend(layer_problems(name, &tops, &uses, &layers));
+        let name = match module {
+            Some(module) => format!("{}::{module}", crate_name(dir)),
+            None => crate_name(dir).to_string(),
+        };
+        computed.push_str(&layering_text(&name, &tops, &uses));
+        let layers = drawn.get(&name).cloned().unwrap_or_default();
+        problems.extend(layer_problems(&name, &tops, &uses, &layers));
     }
     assert!(
         problems.is_empty(),
@@ -117,6 +155,92 @@ fn the_layer_diagram_matches_the_code() {
          layering the code has now (each module on the lowest line its uses allow):\n{computed}",
         problems.join("\n")
     );
+}
+
+#[test]
+fn only_the_registry_names_a_network_format() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let modules = read_crate(&root, "umi-dst/src");
+    let (inner, uses) = children(&modules, &["network".to_string()]);
+    for format in NETWORK_FORMATS {
+        assert!(inner.contains(format), "network has no module {format}");
+    }
+    let problems = format_use_problems(
+        &uses,
+        &NETWORK_FORMATS,
+        NETWORK_FORMAT_CHOOSER,
+        &NETWORK_FORMAT_USES_ALLOWED,
+    );
+    assert!(
+        problems.is_empty(),
+        "umi-dst's network names a format outside its registry (reach the format through \
+         the seam, `format.rs` and `surface.rs`, instead):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn a_format_named_outside_the_registry_or_a_stale_allowance_is_refused() {
+    let formats = ["chat", "gemini", "responses"];
+    let allowed = [("responses", "chat", "OpenAI's family")];
+    let uses = |pairs: &[(&str, &str)]| -> BTreeSet<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    let good = uses(&[
+        ("registry", "chat"),
+        ("registry", "gemini"),
+        ("responses", "chat"),
+        ("chat", "format"),
+        ("answer", "format"),
+    ]);
+    assert!(format_use_problems(&good, &formats, "registry", &allowed).is_empty());
+    let mut leak = good.clone();
+    leak.insert(("headers".into(), "gemini".into()));
+    let found = format_use_problems(&leak, &formats, "registry", &allowed);
+    assert!(
+        found.iter().any(|p| p.contains("headers uses gemini")),
+        "{found:?}"
+    );
+    let mut cross = good.clone();
+    cross.insert(("gemini".into(), "chat".into()));
+    let found = format_use_problems(&cross, &formats, "registry", &allowed);
+    assert!(
+        found.iter().any(|p| p.contains("gemini uses chat")),
+        "{found:?}"
+    );
+    let mut stale = good;
+    stale.remove(&("responses".to_string(), "chat".to_string()));
+    let found = format_use_problems(&stale, &formats, "registry", &allowed);
+    assert!(found.iter().any(|p| p.contains("no longer")), "{found:?}");
+}
+
+/// Each use of a format module in `uses` by a module other than `chooser` and not in
+/// `allowed`, and each allowance the code no longer needs.
+fn format_use_problems(
+    uses: &BTreeSet<(String, String)>,
+    formats: &[&str],
+    chooser: &str,
+    allowed: &[(&str, &str, &str)],
+) -> Vec<String> {
+    let is_allowed = |from: &str, to: &str| allowed.iter().any(|(a, b, _)| *a == from && *b == to);
+    let mut problems: Vec<String> = uses
+        .iter()
+        .filter(|(from, to)| {
+            formats.contains(&to.as_str()) && from != chooser && !is_allowed(from, to)
+        })
+        .map(|(from, to)| format!("  {from} uses {to}"))
+        .collect();
+    for (from, to, why) in allowed {
+        if !uses.contains(&(from.to_string(), to.to_string())) {
+            problems.push(format!(
+                "  {from} no longer uses {to}: remove its allowance ({why})"
+            ));
+        }
+    }
+    problems
 }
 
 #[test]
@@ -185,6 +309,52 @@ fn the_collector_sees_uses_expressions_macros_and_inline_modules() {
     let inline = "pub fn g() {}\nmod inner { pub fn h() { super::g() } }";
     let modules = crate_from_sources(&planted_sources(chain, inline));
     assert!(edges(&modules).is_empty(), "{:?}", edges(&modules));
+}
+
+#[test]
+fn a_modules_children_are_layered_as_a_crates_top_level_is() {
+    let sources = vec![
+        (vec![], "lib.rs".into(), "mod n; mod m;".into()),
+        (
+            vec!["m".into()],
+            "m.rs".into(),
+            "pub fn h() { crate::n::a::f() }".into(),
+        ),
+        (
+            vec!["n".into()],
+            "n/mod.rs".into(),
+            "mod a; mod b; pub struct Shared;".into(),
+        ),
+        (
+            vec!["n".into(), "a".into()],
+            "n/a.rs".into(),
+            "pub fn f() {}".into(),
+        ),
+        (
+            vec!["n".into(), "b".into()],
+            "n/b.rs".into(),
+            "use super::a::f;\npub fn g(_: super::Shared) { f() }".into(),
+        ),
+    ];
+    let modules = crate_from_sources(&sources);
+    let (inner, uses) = children(&modules, &["n".to_string()]);
+    assert_eq!(inner, ["a", "b"].map(String::from).into());
+    // `b` using its parent's `Shared` is no use between siblings; `m` is no child of `n`.
+    assert_eq!(uses, [("b".to_string(), "a".to_string())].into());
+    let (tops, uses) = top_level(&modules);
+    assert_eq!(tops, ["m", "n"].map(String::from).into());
+    assert_eq!(uses, [("m".to_string(), "n".to_string())].into());
+    let text = "## Layers\n\n```text\nc\n  m\n  n\nc::n\n  b\n  a\n```\n";
+    let layers = diagram(text);
+    assert!(layer_problems("c::n", &inner, &uses_of(&modules, "n"), &layers["c::n"]).is_empty());
+    let upside = diagram(&text.replace("  b\n  a\n", "  a\n  b\n"));
+    let found = layer_problems("c::n", &inner, &uses_of(&modules, "n"), &upside["c::n"]);
+    assert!(found.iter().any(|p| p.contains("b uses a")), "{found:?}");
+}
+
+/// The uses between the children of `parent`.
+fn uses_of(modules: &CrateModules, parent: &str) -> BTreeSet<(String, String)> {
+    children(modules, &[parent.to_string()]).1
 }
 
 #[test]
@@ -262,15 +432,23 @@ fn crate_name(dir: &str) -> &str {
 
 /// The crate's top-level modules and the uses between them.
 fn top_level(modules: &CrateModules) -> (BTreeSet<String>, BTreeSet<(String, String)>) {
+    children(modules, &[])
+}
+
+/// The children of `parent` (the crate root when empty) and the uses between them.
+fn children(
+    modules: &CrateModules,
+    parent: &[String],
+) -> (BTreeSet<String>, BTreeSet<(String, String)>) {
     let tops = modules
         .modules
         .iter()
-        .filter(|module| module.len() == 1)
-        .map(|module| module[0].clone())
+        .filter(|module| module.len() == parent.len() + 1 && module.starts_with(parent))
+        .map(|module| module[parent.len()].clone())
         .collect();
     let uses = edges(modules)
         .into_keys()
-        .filter(|(parent, _, _)| parent.is_empty())
+        .filter(|(from_parent, _, _)| from_parent == parent)
         .map(|(_, from, to)| (from, to))
         .collect();
     (tops, uses)

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use umi_scenarios::canary_lost_update::CanaryLostUpdate;
 use umi_dst::scenario::run_one;
+use umi_scenarios::canary_lost_update::CanaryLostUpdate;
 use umi_sweep::html::timeline::{Lane, lane_of};
 
 const SCENARIO: &str = "canary_lost_update";

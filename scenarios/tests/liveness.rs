@@ -6,9 +6,9 @@
 
 use std::process::Command;
 
+use umi_dst::scenario::run_one;
 use umi_dst::{FailureClass, Scenario};
 use umi_scenarios::outbox_drains::{OutboxDrains, OutboxGivesUp};
-use umi_dst::scenario::run_one;
 
 /// Seeds within which the planted drainer must be caught.
 const LIVENESS_SEEDS_MAX: u64 = 40;

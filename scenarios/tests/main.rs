@@ -112,3 +112,7 @@ mod tidy;
 /// No import circle between the modules of any library crate or the scenarios' library,
 /// with an empty allow-list; ARCHITECTURE.md's "Layers" names what sits below what.
 mod circles;
+
+/// The guide's table of contents matches its headings, ARCHITECTURE.md lists every ADR,
+/// and no document cites a path that is not in the repository.
+mod docs;

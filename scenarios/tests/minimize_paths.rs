@@ -6,10 +6,10 @@
 use std::process::{Command, Output};
 
 use futures::future::LocalBoxFuture;
+use umi_dst::scenario::run_one;
 use umi_dst::{DeterministicRng, RunPath, Scenario, SimEnvironment, Violation, ensure};
 use umi_scenarios::canary::Canary;
 use umi_scenarios::outbox_drains::OutboxGivesUp;
-use umi_dst::scenario::run_one;
 use umi_sweep::minimize::{minimize, minimize_path};
 
 /// Sleeps (a step each) before the sentinel's draw.

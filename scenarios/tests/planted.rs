@@ -12,11 +12,11 @@ use umi_core::storage::{Storage, StorageError, WriteBatch};
 use umi_dst::Scenario;
 use umi_dst::planted::HookedStorage;
 use umi_dst::planted::WriteHook;
+use umi_dst::scenario::run_one;
 use umi_dst::{FailureClass, FaultConfig, SimEnvironment, Violation};
 use umi_scenarios::memory_no_data_loss::{MemoryNoDataLoss, run_with_hook};
 use umi_scenarios::sqlite_no_data_loss::{SqliteNoDataLoss, run_with};
 use umi_sweep::SweepOptions;
-use umi_dst::scenario::run_one;
 
 /// Seeds of the default sweep within which every planted bug must be found.
 const PLANTED_SEEDS_MAX: u64 = 200;

@@ -6,10 +6,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use umi_dst::corpus::SeedCorpus;
-use umi_scenarios::canary::Canary;
 use umi_dst::scenario::run_one;
-use umi_sweep::{ProgressStyle, Shard};
+use umi_scenarios::canary::Canary;
 use umi_sweep::minimize::minimize;
+use umi_sweep::{ProgressStyle, Shard};
 use umi_sweep::{SweepOptions, SweepReport, run};
 
 /// Seeds per scenario in the engine checks below.

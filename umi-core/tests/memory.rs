@@ -5,12 +5,15 @@ use std::sync::Arc;
 
 use serde_json::json;
 use umi_core::llm::{CompletionRequest, LlmError};
-use umi_core::memory::tasks::{TASK_DETECT_EVOLUTION, TASK_EXTRACT_ENTITIES, TASK_REWRITE_QUERY, evolution_input, extraction_input};
-use umi_core::storage::EvolutionType;
-use umi_core::storage::EntityType;
+use umi_core::memory::tasks::{
+    TASK_DETECT_EVOLUTION, TASK_EXTRACT_ENTITIES, TASK_REWRITE_QUERY, evolution_input,
+    extraction_input,
+};
 use umi_core::memory::{
     Degradation, Memory, MemoryError, RecallOptions, RememberOptions, RewriteMode,
 };
+use umi_core::storage::EntityType;
+use umi_core::storage::EvolutionType;
 use umi_core::storage::InMemoryStorage;
 use umi_dst::doubles::{FnLanguageModel, Turn};
 use umi_dst::{SimConfig, SimEnvironment, Simulation, Violation, ensure};

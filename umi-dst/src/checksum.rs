@@ -87,8 +87,8 @@ pub fn link_checksum(link: &EvolutionLink) -> Checksum {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use umi_core::storage::EvolutionType;
     use umi_core::storage::EntityType;
+    use umi_core::storage::EvolutionType;
 
     fn entity() -> Entity {
         Entity {

@@ -14,7 +14,10 @@ use umi_core::llm::{
     CompletionRequest, FinishReason, LanguageModel, LlmError, Message, ModelRef, StreamCollector,
     StreamEvent, ToolDefinition,
 };
-use umi_core::memory::tasks::{EvolutionCandidate, EvolutionSubject, evolution_request, extraction_request, parse_evolution, parse_extraction, parse_rewrite, rewrite_request};
+use umi_core::memory::tasks::{
+    EvolutionCandidate, EvolutionSubject, evolution_request, extraction_request, parse_evolution,
+    parse_extraction, parse_rewrite, rewrite_request,
+};
 use umi_core::storage::EntityType;
 use umi_dst::conformance::Conformance;
 use umi_dst::llm::config::{LLM_LATENCY_MS_MAX, LLM_TOKEN_LATENCY_MS_MAX};

@@ -27,9 +27,9 @@ use crate::report::{
 };
 use crate::worker::{Outcome, RunEnd, Shared};
 use umi_dst::corpus::{AppendOutcome, CorpusRecorder, SeedMeaning, corpus_path};
+use umi_dst::failure_class::FailureClass;
 use umi_dst::fault::FaultStats;
 use umi_dst::scenario::Scenario;
-use umi_dst::failure_class::FailureClass;
 
 /// Failures printed one by one as they happen; after these, the table's groups say the
 /// rest.

@@ -40,8 +40,8 @@ use std::time::{Duration, Instant};
 
 use crate::collect::{Collector, write_report};
 use crate::options::{
-    Isolation, SWEEP_JOBS_MAX, SWEEP_RESULTS_QUEUED_MAX, SWEEP_RUNS_MAX, SweepError,
-    SweepOptions, current_commit, select,
+    Isolation, SWEEP_JOBS_MAX, SWEEP_RESULTS_QUEUED_MAX, SWEEP_RUNS_MAX, SweepError, SweepOptions,
+    current_commit, select,
 };
 use crate::plan::Plan;
 use crate::process_pool::spawn_driver;

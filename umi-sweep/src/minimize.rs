@@ -14,10 +14,10 @@
 //! `dst replay` command.
 
 use umi_dst::RunPath;
+use umi_dst::failure_class::FailureClass;
 use umi_dst::fault::{Injection, InjectionId};
 use umi_dst::scenario::{Scenario, run_path};
 use umi_dst::simulation::SeedRun;
-use umi_dst::failure_class::FailureClass;
 
 /// Replays one minimization may run.
 pub const MINIMIZE_RUNS_MAX: usize = 2_000;

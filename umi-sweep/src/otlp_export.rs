@@ -12,10 +12,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use umi_dst::failure_class::FailureClass;
 use umi_dst::otlp::{self, ExportTraceServiceRequest, RunExport};
 use umi_dst::scenario::Scenario;
 use umi_dst::simulation::SeedRun;
-use umi_dst::failure_class::FailureClass;
 
 use crate::report::SweepReport;
 use crate::watched::WatchedRuns;

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use umi_dst::simulation::SeedRun;
 use umi_dst::failure_class::FailureClass;
+use umi_dst::simulation::SeedRun;
 
 /// How a run ended.
 #[derive(Debug)]

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use umi_dst::failure_class::FailureClass;
 use umi_dst::fault::{FaultKind, FaultStats};
 use umi_dst::simulation::SeedRun;
-use umi_dst::failure_class::FailureClass;
 use umi_dst::trace::TraceHash;
 
 /// The prefix of a result line on a worker's stdout.

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 
 pub(crate) use crate::outcome::{Outcome, RunEnd};
 use crate::plan::Plan;
+use umi_dst::failure_class::FailureClass;
 use umi_dst::scenario::{Scenario, run_one};
 use umi_dst::simulation::determinism::compare_runs;
-use umi_dst::failure_class::FailureClass;
 use umi_dst::simulation::{SeedRun, panic_message};
 
 /// What the workers share with the main thread.

@@ -4,15 +4,18 @@ use std::sync::Arc;
 
 use super::Memory;
 use super::error::{Degradation, MemoryError};
-use super::tasks::{EvolutionCandidate, EvolutionSubject, ExtractedEntity, evolution_request, extraction_request, parse_evolution, parse_extraction};
-use crate::storage::EvolutionType;
-use crate::storage::EntityType;
+use super::tasks::{
+    EvolutionCandidate, EvolutionSubject, ExtractedEntity, evolution_request, extraction_request,
+    parse_evolution, parse_extraction,
+};
 use crate::constants::{
     ENTITY_CONTENT_BYTES_MAX, EVOLUTION_CANDIDATES_MAX, EVOLUTION_DETECTIONS_MAX,
     MEMORY_TEXT_BYTES_MAX,
 };
 use crate::env::EnvironmentExt;
 use crate::llm::LanguageModel;
+use crate::storage::EntityType;
+use crate::storage::EvolutionType;
 use crate::storage::{Entity, EntityVector, EvolutionLink, Note, StorageError, WriteBatch};
 
 /// What `remember` should do: `RememberOptions::default()` (extraction and evolution

@@ -445,8 +445,8 @@ pub async fn check_links_point_to_existing(
 
 #[cfg(test)]
 mod tests {
-    use umi_core::storage::EvolutionType;
     use umi_core::storage::EntityType;
+    use umi_core::storage::EvolutionType;
 
     use super::*;
 

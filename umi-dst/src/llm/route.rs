@@ -255,7 +255,9 @@ impl Builtin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use umi_core::memory::tasks::{EvolutionSubject, evolution_request, extraction_request, rewrite_request};
+    use umi_core::memory::tasks::{
+        EvolutionSubject, evolution_request, extraction_request, rewrite_request,
+    };
     use umi_core::storage::EntityType;
 
     #[test]

@@ -39,7 +39,10 @@
 //! | GEMINI-JSGENAI | googleapis/js-genai and google-gemini/generative-ai-js: `responseLineRE = /^data: (.*)(?:\n\n\|\r\r\|\r\n\r\n)/`, the SDKs' reader for the server's CRLF-framed events |
 //! | XINF | xorbitsai/inference `xinference/{api/restful_api.py,core/model.py,model/llm/utils.py}` (@7ecec16b); sysid/sse-starlette `sse_starlette/{event,sse}.py` (@d45e4829) |
 
-use crate::network::chat_shapes::{ChatShapes, ContentFilterShape, Envelope, Fingerprint, FinishNames, FinishShape, Framing, IdStyle, Layout, Opener, ReasoningField, StreamErrorShape, ToolShape, UsageDetails, UsageShape};
+use crate::network::chat_shapes::{
+    ChatShapes, ContentFilterShape, Envelope, Fingerprint, FinishNames, FinishShape, Framing,
+    IdStyle, Layout, Opener, ReasoningField, StreamErrorShape, ToolShape, UsageDetails, UsageShape,
+};
 use crate::network::shapes::{HeaderSet, KeepAlive, RetryAfterForm};
 
 /// The API versions whose paths are served (`v1beta` is what the SDKs call; `v1` the

@@ -9,10 +9,10 @@
 
 use std::cell::{Cell, RefCell};
 
-use crate::failure_class::FailureClass;
 use super::{Simulation, Violation, execute, fail_run};
 use crate::SimEnvironment;
 use crate::config::SimConfigError;
+use crate::failure_class::FailureClass;
 use crate::watchdog::Watchdog;
 
 impl Simulation {

@@ -23,12 +23,12 @@ use std::time::Duration;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::time::FormatTime;
 
-use crate::failure_class::FailureClass;
 use super::settings::LogFilter;
 use super::violation::Violation;
 use crate::clock::SimClock;
 use crate::config::SimConfig;
 use crate::environment::SimEnvironment;
+use crate::failure_class::FailureClass;
 use crate::fault::swarm::SwarmDraw;
 use crate::fault::{FaultStats, Injection};
 use crate::trace::{TraceEvent, TraceHash};

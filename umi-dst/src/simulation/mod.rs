@@ -39,9 +39,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::failure_class::FailureClass;
 pub use execute::{SeedRun, panic_message};
 use report::{Divergence, FailureReport, ReplayTarget};
-use crate::failure_class::FailureClass;
 use settings::{LogFilter, Settings, SettingsError};
 
 use crate::config::{SimConfig, SimConfigError};

@@ -14,8 +14,8 @@ use umi_dst::fault::InjectionId;
 use umi_dst::scenario::Scenario;
 
 use super::{exit, fail};
-use crate::options::select;
 use crate::minimize::{Minimized, minimize_path_with};
+use crate::options::select;
 use crate::replay_command::ReplayCommand;
 use crate::watched::WatchedRuns;
 

@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use clap::Args;
 use umi_dst::RunPath;
+use umi_dst::failure_class::FailureClass;
 use umi_dst::fault::InjectionId;
 use umi_dst::scenario::{Scenario, run_path};
 use umi_dst::simulation::SeedRun;
-use umi_dst::failure_class::FailureClass;
 
 use super::{exit, fail, seed_arg};
 use crate::options::select;
@@ -172,7 +172,8 @@ fn export_otlp(
     }
     let request = crate::otlp_export::run_export(replayed.scenario.name(), &replayed.run)?;
     if let Some(path) = &args.otlp {
-        crate::otlp_export::write_json(path, &request).map_err(|error| format!("--otlp {error}"))?;
+        crate::otlp_export::write_json(path, &request)
+            .map_err(|error| format!("--otlp {error}"))?;
         if !args.otlp_to_stdout() {
             println!("otlp:     {}", path.display());
         }

@@ -312,13 +312,11 @@ fn isolation(args: &SweepArgs) -> Result<Isolation, String> {
         eprintln!("dst: --seed-memory-max is ignored on this platform (it needs setrlimit)");
     }
     let bytes = limit.bytes.filter(|_| supported);
-    Ok(Isolation::Processes(Arc::new(
-        crate::WorkerProcesses {
-            program,
-            memory_max_bytes: bytes,
-            memory_max_text: bytes.map(|_| limit.text.clone()),
-        },
-    )))
+    Ok(Isolation::Processes(Arc::new(crate::WorkerProcesses {
+        program,
+        memory_max_bytes: bytes,
+        memory_max_text: bytes.map(|_| limit.text.clone()),
+    })))
 }
 
 /// Writes the JSON, JUnit and HTML reports asked for; what could not be written, by flag.

@@ -46,8 +46,7 @@ use attempt::{Answer, attempt};
 use breaker::{Admission, Breaker};
 pub use builder::RouterBuilder;
 pub use config::{
-    ConfigError, CooldownPolicy, ModelConfig, RetryPolicy,
-    RouterConfig, RoutingConfig,
+    ConfigError, CooldownPolicy, ModelConfig, RetryPolicy, RouterConfig, RoutingConfig,
 };
 pub use events::{FallbackReason, RouterEvent, RouterObserver};
 pub use factory::ResolveError;

@@ -27,12 +27,12 @@ mod input;
 mod rewrite;
 
 pub use evolution::{
-    EvolutionCandidate, EvolutionDetection, EvolutionSubject, evolution_input,
-    evolution_request, parse_evolution,
+    EvolutionCandidate, EvolutionDetection, EvolutionSubject, evolution_input, evolution_request,
+    parse_evolution,
 };
 pub use extraction::{
-    ExtractedEntity, ExtractedRelation, Extraction, extraction_input,
-    extraction_request, parse_extraction,
+    ExtractedEntity, ExtractedRelation, Extraction, extraction_input, extraction_request,
+    parse_extraction,
 };
 pub use input::input_block;
 pub use rewrite::{parse_rewrite, rewrite_input, rewrite_request};

@@ -55,4 +55,3 @@ pub fn with_config(
 ) -> StreamableHttpClientTransport<SimMcpHttpClient> {
     StreamableHttpClientTransport::with_client(SimMcpHttpClient::new(transport), config)
 }
-

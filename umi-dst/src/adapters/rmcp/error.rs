@@ -35,4 +35,3 @@ pub(super) type Error = StreamableHttpError<SimMcpHttpError>;
 pub(super) fn client_error(error: impl Into<SimMcpHttpError>) -> Error {
     StreamableHttpError::Client(error.into())
 }
-

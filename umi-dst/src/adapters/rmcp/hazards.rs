@@ -47,4 +47,3 @@ pub static CLIENT: crate::foreign::ForeignClient = crate::foreign::ForeignClient
         },
     ],
 };
-

@@ -19,8 +19,7 @@ use umi_core::llm::transport::HttpRequest;
 use super::client::SimMcpHttpClient;
 use super::error::{Error, SimMcpHttpError, client_error};
 use super::headers::{
-    EVENT_STREAM_MIME_TYPE, Headers, JSON_MIME_TYPE, LAST_EVENT_ID_HEADER, SESSION_HEADER,
-    headers,
+    EVENT_STREAM_MIME_TYPE, Headers, JSON_MIME_TYPE, LAST_EVENT_ID_HEADER, SESSION_HEADER, headers,
 };
 use super::response::{
     auth_error, json_post_response, media_type_is, post_failure, retry_after, sse_events,
@@ -242,4 +241,3 @@ impl StreamableHttpClient for SimMcpHttpClient {
         }
     }
 }
-

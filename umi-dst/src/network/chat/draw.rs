@@ -4,9 +4,12 @@
 use serde_json::json;
 
 use super::envelope::{self, Stamps};
-use crate::network::chat_shapes::{ChatShapes, ContentFilterShape, Envelope, Fingerprint, FinishNames, FinishShape, Framing, IdStyle, Layout, Opener, ReasoningField, StreamErrorShape, ToolShape, UsageDetails, UsageShape};
-use crate::network::shapes::{RetryAfterForm, ShapeMark};
+use crate::network::chat_shapes::{
+    ChatShapes, ContentFilterShape, Envelope, Fingerprint, FinishNames, FinishShape, Framing,
+    IdStyle, Layout, Opener, ReasoningField, StreamErrorShape, ToolShape, UsageDetails, UsageShape,
+};
 use crate::network::json::Json;
+use crate::network::shapes::{RetryAfterForm, ShapeMark};
 use crate::network::{ids, stamps};
 use crate::rng::DeterministicRng;
 use umi_core::llm::{FinishReason, TokenUsage};

@@ -10,9 +10,9 @@ use umi_core::llm::LlmError;
 
 use super::draw::Draw;
 use crate::network::chat_shapes::Envelope;
-use crate::network::shapes::ShapeMark;
 use crate::network::ids;
 use crate::network::json::Json;
+use crate::network::shapes::ShapeMark;
 
 /// What went wrong, as a server sees it.
 fn kind(error: &LlmError) -> Kind {

@@ -15,13 +15,13 @@ mod whole;
 use umi_core::llm::{CompletionResponse, LlmError};
 
 use self::draw::Draw;
-use crate::network::chat_shapes::Envelope;
-use crate::network::shapes::{HeaderSet, RetryAfterForm, ShapeMark};
 use super::format::{
     Parsed, RequestError, Responder, Route, ServerFormat, StreamEncoder, one_path,
 };
 use super::json::Spacing;
 use super::profile::Profile;
+use crate::network::chat_shapes::Envelope;
+use crate::network::shapes::{HeaderSet, RetryAfterForm, ShapeMark};
 use crate::rng::DeterministicRng;
 
 /// An error as OpenAI's own API answers it (status and `{"error": {message, type,

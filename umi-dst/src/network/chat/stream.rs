@@ -10,11 +10,13 @@ use umi_core::llm::{LlmError, StreamEvent, TokenUsage};
 
 use super::draw::{Draw, UsageField};
 use super::errors::error_body;
-use crate::network::chat_shapes::{FinishShape, Framing, Layout, Opener, ReasoningField, StreamErrorShape, ToolShape, UsageShape};
-use crate::network::shapes::{KeepAlive, ShapeMark};
 use super::stream_error::{InStream, in_stream};
+use crate::network::chat_shapes::{
+    FinishShape, Framing, Layout, Opener, ReasoningField, StreamErrorShape, ToolShape, UsageShape,
+};
 use crate::network::format::{Flow, StreamEncoder};
 use crate::network::json::{Json, Spacing};
+use crate::network::shapes::{KeepAlive, ShapeMark};
 
 /// A tool call held back until it is whole (GLM, Ollama's /v1, OpenRouter re-chunking).
 #[derive(Debug, Default)]
