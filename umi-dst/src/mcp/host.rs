@@ -84,7 +84,10 @@ impl McpHost {
     fn request_rng(&self) -> DeterministicRng {
         let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
         let draw = rng.next_u64();
-        rng.fork_parts(&[b"request", &draw.to_le_bytes()])
+        rng.fork_parts(&[
+            crate::rng::streams::mcp::REQUEST.as_bytes(),
+            &draw.to_le_bytes(),
+        ])
     }
 
     /// Answers one HTTP request.

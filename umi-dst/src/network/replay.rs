@@ -40,6 +40,7 @@ use super::{Served, SimNetwork, reads, whole_body};
 use crate::fault::FaultKind;
 use crate::fault::point::{LLM_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
+use crate::rng::streams::request;
 use crate::trace::TraceKind;
 
 /// How long a replayed `llm.timeout` stalls before the server gives up, in ms.
@@ -334,7 +335,7 @@ impl SimNetwork {
             return self.miss(served, replay, request, &path, responder, &mut rng);
         };
         let fault = self.faults.decide(&LLM_CALL);
-        let mut fault_rng = rng.substream(5);
+        let mut fault_rng = rng.substream(request::REPLAY_FAULT);
         if let Some(error) = replaced_by(fault, &mut fault_rng) {
             self.trace.emit(TraceKind::CassetteFault {
                 fault: fault.map(FaultKind::name),
@@ -432,7 +433,7 @@ impl SimNetwork {
         rng: &mut DeterministicRng,
     ) -> HttpResponse {
         let recorded = &exchange.response;
-        let mut timing_rng = rng.substream(6);
+        let mut timing_rng = rng.substream(request::REPLAY_TIMING);
         let gaps = gaps_ms(recorded.headers_ms, &decoded.reads, timing, &mut timing_rng);
         self.clock
             .sleep(Duration::from_millis(gaps.headers_ms))
@@ -443,7 +444,7 @@ impl SimNetwork {
         let body = match fault {
             Some(kind @ (FaultKind::LlmStreamCut | FaultKind::LlmInvalidResponse)) => {
                 let left = rng
-                    .substream(7)
+                    .substream(request::REPLAY_CUT)
                     .range_inclusive(0, body_len.saturating_sub(1) as u64);
                 let as_network = if kind == FaultKind::LlmStreamCut {
                     FaultKind::NetworkReset
@@ -458,7 +459,7 @@ impl SimNetwork {
             }
             _ => body,
         };
-        let body = reads::split(body, rng.substream(3), &self.env);
+        let body = reads::split(body, rng.substream(request::READS), &self.env);
         HttpResponse {
             status: recorded.status,
             headers: recorded.headers.clone(),

@@ -115,7 +115,10 @@ impl ServerFormat for ResponsesFormat {
                 id,
                 echo: Echo::default(),
             },
-            errors: (server, response.fork("errors")),
+            errors: (
+                server,
+                response.stream(crate::rng::streams::request::ERRORS),
+            ),
             response,
             marks: vec![layout.mark()],
         })
