@@ -257,7 +257,7 @@ impl McpHost {
                     responses.push(message);
                     Reply::Cut(Value::Array(responses))
                 }
-                ended => ended,
+                ended @ Reply::Silence | ended @ Reply::Reset => ended,
             };
             return self.deliver(Answered { before, reply }, None).await;
         }

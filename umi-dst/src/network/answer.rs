@@ -69,14 +69,8 @@ impl SimNetwork {
             }
             Ok(events) => {
                 let encoder = responder.into_stream(parsed);
-                let env = self.env.clone();
-                stream_body::body(
-                    events,
-                    encoder,
-                    self.clock.clone(),
-                    env,
-                    rng.substream(request::STREAM_BODY),
-                )
+                let (env, pacing) = (self.env.clone(), rng.substream(request::STREAM_BODY));
+                stream_body::body(events, encoder, self.clock.clone(), env, pacing)
             }
         };
         let body = reads::split(body, reads_rng, &self.env);

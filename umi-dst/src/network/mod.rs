@@ -640,14 +640,9 @@ impl Transport for SimNetwork {
             &served_model,
         );
         if let Some(replay) = &endpoint.replay {
+            let replay_rng = rng.substream(streams::request::REPLAY);
             let replayed = self
-                .replay(
-                    &served,
-                    replay,
-                    &request,
-                    responder,
-                    rng.substream(streams::request::REPLAY),
-                )
+                .replay(&served, replay, &request, responder, replay_rng)
                 .await;
             if let replay::Replayed::Response(response) = replayed {
                 return Ok(self.finish(response, exchange));

@@ -125,7 +125,11 @@ impl SimToolHandler {
         match outcome {
             Outcome::Empty => empty_like(self.tool.output_schema.as_ref(), answer),
             Outcome::Malformed => malformed(answer, rng),
-            _ => umi_core::canonical_json::to_string(answer),
+            Outcome::Answer
+            | Outcome::Slow
+            | Outcome::ErrorResult
+            | Outcome::TransportError
+            | Outcome::Stall => umi_core::canonical_json::to_string(answer),
         }
     }
 }

@@ -98,7 +98,17 @@ impl Responder for ChatResponder {
         // chat-unknown-model.yaml); Ollama's /v1 ends its own with one (json.Encoder).
         let spacing = match self.draw.envelope {
             shapes::Envelope::OpenAi => Spacing::Indented4,
-            _ => Spacing::Compact,
+            shapes::Envelope::Azure
+            | shapes::Envelope::DeepSeek
+            | shapes::Envelope::DashScope
+            | shapes::Envelope::Glm
+            | shapes::Envelope::OpenRouter
+            | shapes::Envelope::VllmFlat
+            | shapes::Envelope::VllmNested
+            | shapes::Envelope::LlamaCpp
+            | shapes::Envelope::OllamaV1
+            | shapes::Envelope::FastApi
+            | shapes::Envelope::Tgi => Spacing::Compact,
         };
         let mut bytes = body.to_bytes(spacing);
         if self.draw.envelope == shapes::Envelope::OllamaV1 {
