@@ -155,7 +155,11 @@ fn check_chain_order(events: &[(Duration, RouterEvent)]) -> Result<(), Violation
                     "call {call} fell back from {from} to {to} ({reason}), skipping the chain's order"
                 );
             }
-            _ => {}
+            RouterEvent::Failed { .. }
+            | RouterEvent::Succeeded { .. }
+            | RouterEvent::Backoff { .. }
+            | RouterEvent::Fallback { .. }
+            | RouterEvent::CircuitOpened { .. } => {}
         }
     }
     Ok(())

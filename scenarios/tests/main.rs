@@ -109,6 +109,10 @@ mod format_seam;
 /// No library function past 70 lines, but for an allow-list that only shrinks.
 mod tidy;
 
+/// No catch-all `match` arm on an enum of the workspace's own, but for an allow-list
+/// that only shrinks.
+mod wildcard_arms;
+
 /// No import circle between the modules of any library crate or the scenarios' library,
 /// with an empty allow-list; ARCHITECTURE.md's "Layers" names what sits below what.
 mod circles;

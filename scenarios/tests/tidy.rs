@@ -27,10 +27,14 @@ const LIBRARY_SOURCE_DIRS: [&str; 5] = [
 ];
 
 /// Functions allowed over the limit, `path::function` (the function's name after its
-/// file, `Type::method` for a method), with the lines each may have at most. Empty: every
-/// library function is within the limit; a function split along its steps reads better
-/// than an entry here.
-const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] = &[];
+/// file, `Type::method` for a method), with the lines each may have at most. A function
+/// split along its steps reads better than an entry here; the one entry is not a
+/// sequence of steps but a table: `TraceKind`'s `Display`, one arm per variant of a
+/// closed enum whose text is hashed into every trace. Split across functions, a `match`
+/// needs a catch-all arm (`_ =>`) in each part, and that is the hole the `wildcard` check
+/// below closes (a forgotten variant printed `""`, and the `""` was hashed).
+const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] =
+    &[("umi-dst/src/trace/kind.rs::TraceKind::fmt", 150)];
 
 /// Files the walk may visit at most (a guard against a symlink loop).
 const SOURCE_FILES_MAX: usize = 5_000;

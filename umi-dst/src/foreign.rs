@@ -134,15 +134,17 @@ impl Drop for RunNotes {
 
 /// A `net.request` event's call (method, URL, who serves it) and its body digest.
 fn request_of(event: &TraceEvent) -> Option<(String, Option<[u8; 4]>)> {
-    match &event.record {
-        TraceKind::NetRequest {
-            method,
-            url,
-            served_by,
-            body,
-        } => Some((format!("{method} {url} ({served_by})"), *body)),
-        _ => None,
-    }
+    // One variant's fields, not a decision over the variants: `let else`, no `_ =>`.
+    let TraceKind::NetRequest {
+        method,
+        url,
+        served_by,
+        body,
+    } = &event.record
+    else {
+        return None;
+    };
+    Some((format!("{method} {url} ({served_by})"), *body))
 }
 
 /// Why two runs of one seed parted at `first` / `second` (the first events that

@@ -34,7 +34,7 @@ use crate::fault::point;
 use crate::fault::swarm::{self, SwarmDraw};
 use crate::fault::{FaultInjector, FaultKind, FaultPoint};
 use crate::marks::{MarkLog, Watermark};
-use crate::rng::DeterministicRng;
+use crate::rng::{DeterministicRng, streams};
 use crate::trace::{Trace, TraceKind};
 
 /// The kernel of one simulated run. Cheap to clone; clones share the run.
@@ -81,15 +81,19 @@ impl SimKernel {
             config.trace_full,
         ));
         let (faults, swarm) = if config.swarm {
-            let draws = swarm::draw(&mut root.fork("swarm"), &config.faults);
+            let draws = swarm::draw(&mut root.stream(streams::seed::SWARM), &config.faults);
             (swarm::apply(config.faults.clone(), &draws), draws)
         } else {
             (config.faults.clone(), Vec::new())
         };
         let steps = Arc::new(AtomicU64::new(0));
-        let injector =
-            FaultInjector::new(faults, &root.fork("faults"), trace.clone(), clock.clone())?
-                .with_step_counter(steps.clone());
+        let injector = FaultInjector::new(
+            faults,
+            &root.stream(streams::seed::FAULTS),
+            trace.clone(),
+            clock.clone(),
+        )?
+        .with_step_counter(steps.clone());
         injector.suppress(config.suppressed.iter().copied());
         if let Some(only) = &config.only_injections {
             injector.allow_only(only.iter().copied());
@@ -213,7 +217,7 @@ impl SimKernel {
             return;
         }
         let yields = self
-            .rng("schedule.interleave")
+            .rng(streams::seed::SCHEDULE_INTERLEAVE.as_str())
             .below(crate::constants::INTERLEAVE_YIELDS_MAX + 1);
         if yields > 0 {
             self.inner.trace.emit(TraceKind::ScheduleYield {
@@ -301,11 +305,23 @@ fn counted_fork(
     calls: &Mutex<BTreeMap<String, u64>>,
     label: &str,
 ) -> DeterministicRng {
+    // A workload's label that names a simulator's stream would draw that simulator's
+    // numbers (the first call's stream is the label's fork of the same root).
+    assert!(
+        !streams::seed::SIMULATORS
+            .iter()
+            .any(|stream| stream.as_str() == label),
+        "rng label {label:?} names a simulator's stream: pick another (rng::streams::seed)"
+    );
     let mut calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
     let call = calls.entry(label.to_owned()).or_insert(0);
     let rng = match *call {
         0 => root.fork(label),
-        n => root.fork_parts(&[b"rng", label.as_bytes(), &n.to_le_bytes()]),
+        n => root.fork_parts(&[
+            streams::seed::RNG.as_bytes(),
+            label.as_bytes(),
+            &n.to_le_bytes(),
+        ]),
     };
     *call += 1;
     rng
@@ -353,7 +369,7 @@ impl Environment for SimInner {
             && self.faults.decide(&point::CLOCK_READ_WALL) == Some(FaultKind::ClockJump)
         {
             let mut rng = self.root.fork_parts(&[
-                b"clock.jump",
+                streams::seed::CLOCK_JUMP.as_bytes(),
                 &self.steps.load(Ordering::Relaxed).to_le_bytes(),
             ]);
             let magnitude = rng.range_inclusive(1, CLOCK_JUMP_MS_MAX);
@@ -385,7 +401,9 @@ impl Environment for SimInner {
         if let Some(rng) = streams.get_mut(stream) {
             return rng.next_u64();
         }
-        let mut rng = self.root.fork_parts(&[b"env", stream.as_bytes()]);
+        let mut rng = self
+            .root
+            .fork_parts(&[streams::seed::ENV.as_bytes(), stream.as_bytes()]);
         let value = rng.next_u64();
         streams.insert(stream.to_owned(), rng);
         value
@@ -477,6 +495,16 @@ mod tests {
         assert_eq!(a, b, "the same calls in another run differ");
         assert_eq!(forks[0], forks[1]);
         assert_eq!(a[0], forks[0], "the first call is not the label's fork");
+    }
+
+    /// A workload naming a simulator's stream would draw the simulator's numbers: refused.
+    #[test]
+    #[should_panic(expected = "names a simulator's stream")]
+    fn rng_refuses_a_simulators_label() {
+        in_runtime(|| {
+            let sim = SimKernel::new(&SimConfig::new(9)).unwrap();
+            sim.rng(streams::seed::LLM.as_str())
+        });
     }
 
     #[test]

@@ -30,6 +30,10 @@ use umi_core::env::{below, chance, in_range, unit_f64};
 
 use crate::branch_epoch::BranchEpoch;
 
+pub mod streams;
+
+use streams::{Label, Substream};
+
 /// Domain tag mixed into every key derivation; bump it only with a deliberate break of
 /// every recorded seed.
 const KEY_DOMAIN: &[u8] = b"umi.rng.v1";
@@ -131,6 +135,12 @@ impl DeterministicRng {
         self.child(hasher.finalize().into(), 0)
     }
 
+    /// The child stream named `label` (one of [`streams`]'s): [`DeterministicRng::fork`]
+    /// with a label written once, where the tests see it.
+    pub fn stream(&self, label: Label) -> Self {
+        self.fork(label.as_str())
+    }
+
     /// A child stream for a label made of several parts (`fork_parts(&["llm", hash, "3"])`),
     /// without allocating the joined label.
     pub fn fork_parts(&self, parts: &[&[u8]]) -> Self {
@@ -149,7 +159,9 @@ impl DeterministicRng {
     /// and of every other index, and cheaper than [`DeterministicRng::fork`] (ChaCha's
     /// 64-bit stream parameter, no hashing). For the fixed handful of streams one
     /// operation needs; use `fork` for anything named.
-    pub fn substream(&self, index: u64) -> Self {
+    /// The index is one of [`streams`]'s, so that every index of a key is listed once.
+    pub fn substream(&self, stream: Substream) -> Self {
+        let index = stream.index();
         assert!(index > 0, "substream 0 is the stream itself");
         self.child(self.key, index)
     }
@@ -340,9 +352,9 @@ mod tests {
     #[test]
     fn substreams_are_independent_and_repeatable() {
         let parent = DeterministicRng::new(9);
-        let one = draws(&mut parent.substream(1), 8);
-        assert_eq!(one, draws(&mut parent.substream(1), 8));
-        assert_ne!(one, draws(&mut parent.substream(2), 8));
+        let one = draws(&mut parent.substream(Substream::new(1)), 8);
+        assert_eq!(one, draws(&mut parent.substream(Substream::new(1)), 8));
+        assert_ne!(one, draws(&mut parent.substream(Substream::new(2)), 8));
         assert_ne!(one, draws(&mut parent.clone(), 8));
     }
 
@@ -371,7 +383,10 @@ mod tests {
         for (mut seed_only, mut path) in [
             (plain.fork("x"), root.fork("x")),
             (plain.fork_parts(&[b"a"]), root.fork_parts(&[b"a"])),
-            (plain.substream(3), root.substream(3)),
+            (
+                plain.substream(Substream::new(3)),
+                root.substream(Substream::new(3)),
+            ),
             (plain.clone(), root.clone()),
         ] {
             assert_ne!(draws(&mut seed_only, 4), draws(&mut path, 4));
@@ -392,13 +407,16 @@ mod tests {
         let (root, epoch) = branched(8, &[(4, 9), (6, 1)]);
         let mut early = root.fork("storage");
         let mut early_drawn = root.fork("storage");
-        let mut early_sub = root.substream(2);
+        let mut early_sub = root.substream(Substream::new(2));
         draws(&mut early_drawn, 3);
         epoch.on_step(4);
         let after = draws(&mut root.fork("storage"), 5);
         assert_eq!(draws(&mut early, 5), after);
         assert_eq!(draws(&mut early_drawn, 5), after);
-        assert_eq!(draws(&mut early_sub, 2), draws(&mut root.substream(2), 2));
+        assert_eq!(
+            draws(&mut early_sub, 2),
+            draws(&mut root.substream(Substream::new(2)), 2)
+        );
         epoch.on_step(6);
         let second = draws(&mut root.fork("storage"), 5);
         assert_ne!(second, after, "the second branch switches again");

@@ -98,7 +98,7 @@ impl<S> SimStorage<S> {
             faults: sim.faults().clone(),
             clock: sim.clock().clone(),
             trace: sim.trace().clone(),
-            rng: Mutex::new(sim.fork_rng("storage")),
+            rng: Mutex::new(sim.fork_rng(crate::rng::streams::seed::STORAGE.as_str())),
             state: Mutex::new(Books::default()),
         }
     }

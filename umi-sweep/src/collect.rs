@@ -140,7 +140,9 @@ impl Collector {
                 run.failure
                     .map(|(class, message)| (class.name().to_owned(), message))
             }
-            unfinished => unfinished
+            unfinished @ RunEnd::Panicked(_)
+            | unfinished @ RunEnd::Hung(_)
+            | unfinished @ RunEnd::Died(_) => unfinished
                 .unfinished_failure()
                 .map(|(class, message)| (class.name().to_owned(), message)),
         };

@@ -97,7 +97,7 @@ pub(crate) fn describe_death(
             "; killed from outside the sweep, perhaps by the kernel's out-of-memory killer"
         }
         Death::Exit(_) => "; something in the seed ended the process (process::exit?)",
-        _ => "",
+        Death::Signal(_) | Death::Unknown => "",
     };
     let last = stderr_tail
         .iter()

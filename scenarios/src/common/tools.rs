@@ -115,7 +115,7 @@ pub fn orphan_tool_result(messages: &[Message]) -> Option<String> {
                     .any(|m| m.tool_calls().iter().any(|c| &c.id == tool_call_id));
                 (!called).then(|| tool_call_id.clone())
             }
-            _ => None,
+            Message::System { .. } | Message::User { .. } | Message::Assistant { .. } => None,
         })
 }
 

@@ -26,7 +26,7 @@ pub(crate) fn turns(messages: &[Message]) -> Vec<std::ops::Range<usize>> {
                 }
                 out.push(start..index);
             }
-            _ => {
+            Message::User { .. } | Message::Assistant { .. } | Message::Tool { .. } => {
                 out.push(index..index + 1);
                 index += 1;
             }

@@ -233,10 +233,10 @@ impl LlmError {
 
     /// The wait the provider asked for, for a rate limit that named one.
     pub fn retry_after_ms(&self) -> Option<u64> {
-        match self {
-            Self::RateLimit { retry_after_ms } => *retry_after_ms,
-            _ => None,
-        }
+        let Self::RateLimit { retry_after_ms } = self else {
+            return None;
+        };
+        *retry_after_ms
     }
 
     /// The same error with every text in it (messages, reasons, snippets, the models

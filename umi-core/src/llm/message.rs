@@ -110,7 +110,7 @@ impl Message {
     pub fn tool_calls(&self) -> &[ToolCall] {
         match self {
             Self::Assistant { tool_calls, .. } => tool_calls,
-            _ => &[],
+            Self::System { .. } | Self::User { .. } | Self::Tool { .. } => &[],
         }
     }
 }

@@ -192,7 +192,7 @@ impl CompletionRequest {
             .rev()
             .find_map(|message| match message {
                 Message::User { content } => Some(content.as_str()),
-                _ => None,
+                Message::System { .. } | Message::Assistant { .. } | Message::Tool { .. } => None,
             })
     }
 

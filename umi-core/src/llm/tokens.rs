@@ -90,7 +90,7 @@ impl TokenCounter {
             match BYTE_CLASSES[byte as usize] {
                 ByteClass::Word => self.word_bytes += 1,
                 ByteClass::Continuation => {}
-                class => {
+                class @ ByteClass::Space | class @ ByteClass::Symbol | class @ ByteClass::Lead => {
                     self.tokens += self
                         .word_bytes
                         .div_ceil(TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN)

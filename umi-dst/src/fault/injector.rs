@@ -406,6 +406,15 @@ fn record_injection(
     injection: Injection,
     step: u64,
 ) {
+    // The schedule is two parallel lists, in the order (and so the steps) the faults
+    // were injected: what `dst minimize` replays by injection id.
+    assert!(
+        schedule.len() == steps.len() && steps.last().is_none_or(|last| *last <= step),
+        "fault schedule: {} injections, {} steps, the last at {:?}, the next at {step}",
+        schedule.len(),
+        steps.len(),
+        steps.last()
+    );
     let kind = injection.kind;
     *stats.injected_by_kind.entry(kind).or_default() += 1;
     *stats
@@ -416,6 +425,12 @@ fn record_injection(
         schedule.push(injection);
         steps.push(step);
     }
+    assert!(
+        schedule.len() == steps.len() && schedule.len() <= FAULT_SCHEDULE_ENTRIES_MAX,
+        "fault schedule: {} injections, {} steps",
+        schedule.len(),
+        steps.len()
+    );
 }
 
 /// `point`'s domain and the kinds it may fire, asserting that every kind is of that
@@ -435,6 +450,38 @@ fn point_domain_and_kinds(point: &FaultPoint) -> (FaultDomain, &'static [FaultKi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn injection() -> Injection {
+        Injection {
+            id: InjectionId {
+                rule: 0,
+                ordinal: 1,
+            },
+            kind: FaultKind::LlmTimeout,
+            operation: "llm.complete".into(),
+            at_us: 0,
+        }
+    }
+
+    /// A planted schedule whose steps run backwards (an injection noted at step 5 after
+    /// one at step 9) trips the precondition: `dst minimize` reads the steps in order.
+    #[test]
+    #[should_panic(expected = "fault schedule: 1 injections, 1 steps, the last at Some(9)")]
+    fn a_schedule_out_of_step_order_trips_the_precondition() {
+        let mut stats = FaultStats::default();
+        let (mut schedule, mut steps) = (Vec::new(), Vec::new());
+        record_injection(&mut stats, (&mut schedule, &mut steps), injection(), 9);
+        record_injection(&mut stats, (&mut schedule, &mut steps), injection(), 5);
+    }
+
+    /// Lists out of step with each other trip it too.
+    #[test]
+    #[should_panic(expected = "fault schedule: 1 injections, 0 steps")]
+    fn lists_of_different_lengths_trip_the_precondition() {
+        let mut stats = FaultStats::default();
+        let (mut schedule, mut steps) = (vec![injection()], Vec::new());
+        record_injection(&mut stats, (&mut schedule, &mut steps), injection(), 1);
+    }
 
     #[test]
     fn an_injection_reads_as_one_aligned_line() {

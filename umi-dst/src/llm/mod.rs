@@ -113,7 +113,9 @@ impl SimLlm {
     ) -> Result<Self, SimLlmConfigError> {
         let sim = sim.as_ref();
         config.validate()?;
-        let rng = sim.fork_rng("llm").fork(&config.model_ref.id());
+        let rng = sim
+            .fork_rng(crate::rng::streams::seed::LLM.as_str())
+            .fork(&config.model_ref.id());
         let rate = config.rate_limit.map(RateWindow::new);
         Ok(Self {
             clock: sim.clock().clone(),

@@ -213,7 +213,9 @@ impl Parser<'_> {
                         ranges.extend(set);
                         continue;
                     }
-                    _ => return Err("a negated escape inside a class".into()),
+                    Node::Class(..) | Node::Group(_) | Node::Repeat(..) => {
+                        return Err("a negated escape inside a class".into());
+                    }
                 },
                 other => other,
             };
@@ -222,7 +224,9 @@ impl Parser<'_> {
                 let high = match self.next() {
                     Some('\\') => match self.escape()? {
                         Node::Literal(h) => h,
-                        _ => return Err("a class escape as a range's end".into()),
+                        Node::Class(..) | Node::Group(_) | Node::Repeat(..) => {
+                            return Err("a class escape as a range's end".into());
+                        }
                     },
                     Some(h) => h,
                     None => return Err("an unclosed `[`".into()),

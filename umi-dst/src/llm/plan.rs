@@ -422,7 +422,7 @@ pub(crate) fn events(
     let mut events: Vec<StreamEvent> = Vec::new();
     if let Some(reasoning) = &shaped.reasoning {
         // The reasoning's own stream, so thinking aloud does not move the answer's chunks.
-        let mut reasoning_rng = rng.substream(9);
+        let mut reasoning_rng = rng.substream(crate::rng::streams::llm_call::REASONING_CHUNKS);
         events.extend(
             chunks(reasoning, chars_max, &mut reasoning_rng)
                 .into_iter()

@@ -13,6 +13,7 @@ use super::{Builtin, Chosen, SimLlm, generate, near_miss};
 use crate::fault::FaultKind;
 use crate::fault::point::{LLM_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
+use crate::rng::streams::llm_call;
 use crate::trace::TraceKind;
 
 /// What steps 2 and 3 settle about a call.
@@ -72,7 +73,7 @@ impl SimLlm {
             Some(task) => self.faults.decide_qualified(&LLM_CALL, task),
             None => self.faults.decide(&LLM_CALL),
         };
-        let mut fault_rng = call.rng.substream(1);
+        let mut fault_rng = call.rng.substream(llm_call::FAULT);
         match self.early_fault(fault, call.prompt_tokens, &mut fault_rng) {
             EarlyFault::None => {}
             EarlyFault::TimeoutAfter(stall) => {
@@ -195,7 +196,7 @@ impl SimLlm {
         request: &CompletionRequest,
         call: &Call,
     ) -> Result<(Shaped, bool), LlmError> {
-        let mut generate_rng = call.rng.substream(2);
+        let mut generate_rng = call.rng.substream(llm_call::GENERATE);
         // A structured answer's schema (the tool-calling route answers one too, when it
         // calls no tool) is checked before anything is drawn.
         let answers_schema = matches!(
@@ -220,7 +221,10 @@ impl SimLlm {
             ),
         };
         if self.config.reasoning && generated.reasoning.is_none() {
-            generated.reasoning = Some(generate::reasoning(request, &mut call.rng.substream(5)));
+            generated.reasoning = Some(generate::reasoning(
+                request,
+                &mut call.rng.substream(llm_call::REASONING),
+            ));
         }
         let bytes = generated.bytes();
         if bytes > RESPONSE_TEXT_BYTES_MAX {
@@ -298,13 +302,16 @@ impl SimLlm {
     ) -> CallPlan {
         shaped.usage.cached_prompt_tokens =
             Some(cached_prompt_tokens(call.occurrence, call.prompt_tokens));
-        let timing = Timing::draw(self.config.latency, &mut call.rng.substream(3));
+        let timing = Timing::draw(
+            self.config.latency,
+            &mut call.rng.substream(llm_call::TIMING),
+        );
         let mut plan = CallPlan {
             model: self.config.model_ref.model.clone(),
             shaped,
             timing,
             cut: None,
-            chunk_rng: call.rng.substream(4),
+            chunk_rng: call.rng.substream(llm_call::CHUNKS),
             chunk_chars_max: self.config.chunk_chars_max,
         };
         if fault == Some(FaultKind::LlmStreamCut) {

@@ -31,6 +31,44 @@ impl RateWindow {
 
     /// Admits a request of `tokens` prompt tokens at `now`, or returns how long to wait.
     pub(crate) fn admit(&mut self, now: Duration, tokens: u64) -> Result<(), Duration> {
+        self.check(now);
+        let decision = self.decide(now, tokens);
+        self.check(now);
+        // What a refused caller is told to wait: never nothing, never past the window.
+        assert!(
+            decision.is_ok_and(|()| self.admitted.back() == Some(&(now, tokens)))
+                || decision.is_err_and(|wait| wait > Duration::ZERO && wait <= WINDOW),
+            "rate window: {decision:?} for {tokens} tokens at {now:?}"
+        );
+        decision
+    }
+
+    /// The window's invariant, before and after each admission: time does not run
+    /// backwards (the oldest request is first, none is later than `now`), and what is
+    /// inside never exceeds the model's requests and tokens per minute.
+    fn check(&self, now: Duration) {
+        let tokens_max = u64::from(self.model.tokens_per_minute);
+        let requests_max = self.model.requests_per_minute as usize;
+        let used: u64 = self.admitted.iter().map(|(_, t)| t).sum();
+        assert!(
+            self.admitted.len() <= requests_max && used <= tokens_max,
+            "rate window over its limits: {} requests, {used} tokens (model {:?})",
+            self.admitted.len(),
+            self.model
+        );
+        assert!(
+            self.admitted
+                .iter()
+                .zip(self.admitted.iter().skip(1))
+                .all(|((earlier, _), (later, _))| earlier <= later)
+                && self.admitted.back().is_none_or(|(at, _)| *at <= now),
+            "rate window out of time order at {now:?}: {:?}",
+            self.admitted
+        );
+    }
+
+    /// Drops what left the window and admits or refuses.
+    fn decide(&mut self, now: Duration, tokens: u64) -> Result<(), Duration> {
         while self
             .admitted
             .front()
@@ -92,5 +130,34 @@ mod tests {
             "995 tokens need both to leave"
         );
         assert_eq!(window.admit(s(61), 5_000), Err(WINDOW));
+    }
+
+    fn window_of_two() -> RateWindow {
+        RateWindow::new(RateLimitModel {
+            requests_per_minute: 2,
+            tokens_per_minute: 1_000,
+        })
+    }
+
+    /// A planted window holding more requests than the model admits trips the
+    /// invariant checked before each admission.
+    #[test]
+    #[should_panic(expected = "rate window over its limits")]
+    fn a_window_over_its_limits_trips_the_invariant() {
+        let mut window = window_of_two();
+        let s = Duration::from_secs;
+        window.admitted.extend([(s(1), 1), (s(2), 1), (s(3), 1)]);
+        let _ = window.admit(s(4), 1);
+    }
+
+    /// Time running backwards (a request admitted at 10 s, then one asked at 5 s) trips
+    /// it too: the window's oldest-first order is what its refusals are computed from.
+    #[test]
+    #[should_panic(expected = "rate window out of time order")]
+    fn time_running_backwards_trips_the_invariant() {
+        let mut window = window_of_two();
+        let s = Duration::from_secs;
+        assert_eq!(window.admit(s(10), 1), Ok(()));
+        let _ = window.admit(s(5), 1);
     }
 }

@@ -84,7 +84,10 @@ impl McpHost {
     fn request_rng(&self) -> DeterministicRng {
         let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
         let draw = rng.next_u64();
-        rng.fork_parts(&[b"request", &draw.to_le_bytes()])
+        rng.fork_parts(&[
+            crate::rng::streams::mcp::REQUEST.as_bytes(),
+            &draw.to_le_bytes(),
+        ])
     }
 
     /// Answers one HTTP request.
@@ -254,7 +257,7 @@ impl McpHost {
                     responses.push(message);
                     Reply::Cut(Value::Array(responses))
                 }
-                ended => ended,
+                ended @ Reply::Silence | ended @ Reply::Reset => ended,
             };
             return self.deliver(Answered { before, reply }, None).await;
         }

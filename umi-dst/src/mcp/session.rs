@@ -51,6 +51,7 @@ impl Sessions {
     /// Begins a session `id` at `protocol_version`, forgetting the oldest one past
     /// [`SESSIONS_MAX`].
     pub(crate) fn begin(&mut self, id: String, protocol_version: String) {
+        self.check();
         let session = McpSession {
             protocol_version,
             initialized: false,
@@ -59,6 +60,28 @@ impl Sessions {
         };
         self.begun += 1;
         self.insert_bounded(id, session);
+        self.check();
+    }
+
+    /// The table's invariant, before and after each change: bounded, and every session
+    /// numbered below the count of sessions begun (so the next one begun is the newest,
+    /// and eviction takes the oldest).
+    fn check(&self) {
+        assert!(
+            self.by_id.len() <= SESSIONS_MAX,
+            "mcp sessions: {} kept, past {SESSIONS_MAX}",
+            self.by_id.len()
+        );
+        if let Some((id, session)) = self
+            .by_id
+            .iter()
+            .find(|(_, session)| session.begun >= self.begun)
+        {
+            panic!(
+                "mcp sessions: session {id} numbered {} but only {} begun",
+                session.begun, self.begun
+            );
+        }
     }
 
     /// Keeps `session` as `id`, forgetting the oldest other session past [`SESSIONS_MAX`].
@@ -82,7 +105,13 @@ impl Sessions {
 
     /// Forgets `id` (it expired, or the client ended it); whether it was there.
     pub(crate) fn end(&mut self, id: &str) -> bool {
-        self.by_id.remove(id).is_some()
+        self.check();
+        let ended = self.by_id.remove(id).is_some();
+        assert!(
+            !self.by_id.contains_key(id),
+            "mcp sessions: {id} outlived its end"
+        );
+        ended
     }
 
     /// How many sessions there are.
@@ -110,6 +139,8 @@ impl Sessions {
     /// Writes what `after` (the table one request ended with, begun from
     /// `self.only(id)`) says of the session `id` and of any session it began.
     pub fn merge(&mut self, id: Option<&str>, after: &Sessions) {
+        self.check();
+        after.check();
         if let Some(id) = id {
             match after.by_id.get(id) {
                 // Only a session still here is updated: one ended meanwhile (a DELETE or
@@ -137,6 +168,7 @@ impl Sessions {
             self.begun += 1;
             self.insert_bounded(new_id.clone(), session);
         }
+        self.check();
     }
 }
 
@@ -179,5 +211,39 @@ mod tests {
         assert!(served.end("a"));
         served.merge(Some("a"), &in_flight);
         assert!(served.get("a").is_none(), "an ended session came back");
+    }
+
+    /// A planted table whose count of sessions begun is behind a session's number (the
+    /// next session begun would not be the newest) trips the invariant on its next
+    /// change.
+    #[test]
+    #[should_panic(expected = "numbered 1 but only 1 begun")]
+    fn a_session_numbered_past_the_count_trips_the_invariant() {
+        let mut sessions = Sessions::default();
+        sessions.begin("a".into(), "2025-11-25".into());
+        sessions.begin("b".into(), "2025-11-25".into());
+        sessions.begun = 1;
+        sessions.end("a");
+    }
+
+    /// A request's table that came back over the bound trips it in `merge`.
+    #[test]
+    #[should_panic(expected = "kept, past")]
+    fn a_table_past_its_bound_trips_the_invariant() {
+        let mut served = Sessions::default();
+        let mut after = served.only(None);
+        for n in 0..=SESSIONS_MAX {
+            after.by_id.insert(
+                format!("s{n}"),
+                McpSession {
+                    protocol_version: "2025-11-25".into(),
+                    initialized: false,
+                    hidden_tool: None,
+                    begun: 0,
+                },
+            );
+        }
+        after.begun = 1;
+        served.merge(None, &after);
     }
 }

@@ -12,6 +12,7 @@ use super::capture::Exchange;
 use super::format::{Parsed, Responder};
 use super::{Served, SimNetwork, reads, stream_body, whole_body};
 use crate::rng::DeterministicRng;
+use crate::rng::streams::request;
 
 impl SimNetwork {
     /// The response to `parsed`, admitted by `served`'s server; `exchange` (when captured)
@@ -51,8 +52,8 @@ impl SimNetwork {
             }
             Ok(answer) => answer,
         };
-        let mut header_rng = rng.substream(2);
-        let reads_rng = rng.substream(3);
+        let mut header_rng = rng.substream(request::HEADERS);
+        let reads_rng = rng.substream(request::READS);
         let headers = self.response_headers(
             served,
             responder.as_mut(),
@@ -68,8 +69,8 @@ impl SimNetwork {
             }
             Ok(events) => {
                 let encoder = responder.into_stream(parsed);
-                let env = self.env.clone();
-                stream_body::body(events, encoder, self.clock.clone(), env, rng.substream(4))
+                let (env, pacing) = (self.env.clone(), rng.substream(request::STREAM_BODY));
+                stream_body::body(events, encoder, self.clock.clone(), env, pacing)
             }
         };
         let body = reads::split(body, reads_rng, &self.env);
@@ -97,7 +98,7 @@ impl SimNetwork {
             model: served.endpoint.model.model_ref().model.clone(),
         };
         let body = responder.whole(&whole);
-        let body = super::unparseable::cut_document(&body, &mut rng.fork("unparseable"));
+        let body = super::unparseable::cut_document(&body, &mut rng.stream(request::UNPARSEABLE));
         umi_core::env::Environment::cover(self.env.as_ref(), "wire.unparseable_body");
         self.server_answer(served, responder.as_mut(), body, rng)
     }
@@ -110,10 +111,10 @@ impl SimNetwork {
         body: Vec<u8>,
         rng: &DeterministicRng,
     ) -> HttpResponse {
-        let mut header_rng = rng.substream(2);
+        let mut header_rng = rng.substream(request::HEADERS);
         let headers = self.response_headers(served, responder, 200, false, &mut header_rng);
         self.cover_all(responder.marks());
-        let body = reads::split(whole_body(body), rng.substream(3), &self.env);
+        let body = reads::split(whole_body(body), rng.substream(request::READS), &self.env);
         HttpResponse {
             status: 200,
             headers,

@@ -20,6 +20,7 @@ use crate::embed::{EmbedModel, embed_model, embed_text};
 use crate::fault::FaultKind;
 use crate::fault::point::{self, unreachable_kind};
 use crate::rng::DeterministicRng;
+use crate::rng::streams::request;
 use crate::trace::TraceKind;
 
 impl SimNetwork {
@@ -40,7 +41,7 @@ impl SimNetwork {
             return None;
         }
         Some(
-            self.embed_answer(served, request, path, wire, rng.fork("embed"))
+            self.embed_answer(served, request, path, wire, rng.stream(request::EMBED))
                 .await,
         )
     }
@@ -182,7 +183,7 @@ impl SimNetwork {
         server_format(served.endpoint.profile.format()).responder(
             served.endpoint.profile,
             served.server.clone(),
-            rng.substream(1),
+            rng.substream(request::EMBED_RESPONDER),
             created_s,
             model,
         )

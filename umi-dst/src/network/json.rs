@@ -56,7 +56,12 @@ impl Json {
         match self {
             Self::Str(text) => Some(text),
             Self::Value(Value::String(text)) => Some(text),
-            _ => None,
+            Self::Value(_)
+            | Self::Null
+            | Self::Bool(_)
+            | Self::U64(_)
+            | Self::Object(_)
+            | Self::Array(_) => None,
         }
     }
 
@@ -76,7 +81,12 @@ impl Json {
                 .find(|(name, _)| *name == key)
                 .map(|(_, value)| value.clone()),
             Self::Value(Value::Object(map)) => map.get(key).cloned().map(Self::Value),
-            _ => None,
+            Self::Value(_)
+            | Self::Null
+            | Self::Bool(_)
+            | Self::U64(_)
+            | Self::Str(_)
+            | Self::Array(_) => None,
         }
     }
 
@@ -94,7 +104,11 @@ impl Json {
                 Self::Object(fields.into_iter().map(|(k, v)| (k, v.sorted())).collect())
             }
             Self::Array(items) => Self::Array(items.into_iter().map(Self::sorted).collect()),
-            plain => plain,
+            plain @ Self::Value(_)
+            | plain @ Self::Null
+            | plain @ Self::Bool(_)
+            | plain @ Self::U64(_)
+            | plain @ Self::Str(_) => plain,
         }
     }
 

@@ -84,7 +84,7 @@ use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
 use crate::fault::point::{self, unreachable_kind};
 use crate::fault::{FaultInjector, FaultKind};
-use crate::rng::DeterministicRng;
+use crate::rng::{DeterministicRng, streams};
 use crate::trace::{Trace, TraceKind};
 use format::Responder;
 
@@ -256,7 +256,7 @@ fn whole_body(body: Vec<u8>) -> BodyStream {
 impl SimNetwork {
     /// A network with no endpoints, for the run `sim`.
     pub fn new(sim: &SimEnvironment) -> Self {
-        let root = sim.fork_rng("network");
+        let root = sim.fork_rng(streams::seed::NETWORK.as_str());
         Self {
             endpoints: Vec::new(),
             downtime: Mutex::new(Vec::new()),
@@ -264,7 +264,7 @@ impl SimNetwork {
             clock: sim.clock().clone(),
             trace: sim.trace().clone(),
             env: sim.env(),
-            rng: Mutex::new(root.fork("faults")),
+            rng: Mutex::new(root.stream(streams::network::FAULTS)),
             root,
             occurrences: Mutex::new(BTreeMap::new()),
             capture: None,
@@ -296,7 +296,9 @@ impl SimNetwork {
             self.mcp.iter().all(|host| host.url != url),
             "two MCP servers at {url}"
         );
-        let rng = self.root.fork_parts(&[b"mcp", url.as_bytes()]);
+        let rng = self
+            .root
+            .fork_parts(&[streams::network::MCP.as_bytes(), url.as_bytes()]);
         self.mcp
             .push(Arc::new(McpHost::new(url, server, sessions, rng, sse)));
         self
@@ -319,14 +321,16 @@ impl SimNetwork {
     /// Adds an endpoint. Its server's clock is off the simulation's by a seeded skew (at
     /// most [`SERVER_CLOCK_SKEW_MS_MAX`]), seen in its `Date` header.
     pub fn with_endpoint(mut self, endpoint: Endpoint) -> Self {
-        let mut rng = self
-            .root
-            .fork_parts(&[b"skew", endpoint.base_url.as_bytes()]);
+        let mut rng = self.root.fork_parts(&[
+            streams::network::SKEW.as_bytes(),
+            endpoint.base_url.as_bytes(),
+        ]);
         let skew = rng.range_inclusive(0, 2 * SERVER_CLOCK_SKEW_MS_MAX);
         let skew_ms = skew as i64 - SERVER_CLOCK_SKEW_MS_MAX as i64;
-        let server = self
-            .root
-            .fork_parts(&[b"server", endpoint.base_url.as_bytes()]);
+        let server = self.root.fork_parts(&[
+            streams::network::SERVER.as_bytes(),
+            endpoint.base_url.as_bytes(),
+        ]);
         self.endpoints.push(Served {
             endpoint,
             skew_ms,
@@ -631,13 +635,14 @@ impl Transport for SimNetwork {
         let mut responder = format.responder(
             endpoint.profile,
             served.server.clone(),
-            rng.substream(1),
+            rng.substream(streams::request::RESPONDER),
             created_s,
             &served_model,
         );
         if let Some(replay) = &endpoint.replay {
+            let replay_rng = rng.substream(streams::request::REPLAY);
             let replayed = self
-                .replay(&served, replay, &request, responder, rng.substream(8))
+                .replay(&served, replay, &request, responder, replay_rng)
                 .await;
             if let replay::Replayed::Response(response) = replayed {
                 return Ok(self.finish(response, exchange));
@@ -645,7 +650,7 @@ impl Transport for SimNetwork {
             responder = format.responder(
                 endpoint.profile,
                 served.server.clone(),
-                rng.substream(1),
+                rng.substream(streams::request::RESPONDER),
                 created_s,
                 &served_model,
             );

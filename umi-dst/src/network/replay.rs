@@ -40,6 +40,7 @@ use super::{Served, SimNetwork, reads, whole_body};
 use crate::fault::FaultKind;
 use crate::fault::point::{LLM_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
+use crate::rng::streams::request;
 use crate::trace::TraceKind;
 
 /// How long a replayed `llm.timeout` stalls before the server gives up, in ms.
@@ -279,6 +280,39 @@ pub(super) struct ReplayState {
     served: u64,
 }
 
+impl ReplayState {
+    /// Moves the cursor past exchange `at` (of `exchanges`), served for `key`.
+    fn use_up(&mut self, key: RequestKey, at: usize, exchanges: usize) {
+        assert!(
+            at < exchanges,
+            "cassette cursor: exchange {at} of {exchanges}"
+        );
+        self.check(exchanges);
+        *self.served_per_key.entry(key).or_insert(0) += 1;
+        self.used.insert(at);
+        self.served += 1;
+        self.check(exchanges);
+    }
+
+    /// The cursor's invariant: every exchange served is counted under its key, one
+    /// exchange can be served many times (past the last, `RepeatLast`) but not fewer
+    /// than once, and only exchanges of the cassette are used.
+    fn check(&self, exchanges: usize) {
+        let per_key: usize = self.served_per_key.values().sum();
+        assert!(
+            per_key as u64 == self.served && self.used.len() as u64 <= self.served,
+            "cassette cursor: served {} but {per_key} by key, {} exchanges used",
+            self.served,
+            self.used.len()
+        );
+        assert!(
+            self.used.last().is_none_or(|last| *last < exchanges),
+            "cassette cursor: used {:?} of {exchanges} exchanges",
+            self.used.last()
+        );
+    }
+}
+
 /// What a replay decided for a request.
 pub(super) enum Replayed {
     /// The response.
@@ -334,7 +368,7 @@ impl SimNetwork {
             return self.miss(served, replay, request, &path, responder, &mut rng);
         };
         let fault = self.faults.decide(&LLM_CALL);
-        let mut fault_rng = rng.substream(5);
+        let mut fault_rng = rng.substream(request::REPLAY_FAULT);
         if let Some(error) = replaced_by(fault, &mut fault_rng) {
             self.trace.emit(TraceKind::CassetteFault {
                 fault: fault.map(FaultKind::name),
@@ -346,7 +380,7 @@ impl SimNetwork {
             let (response, _) = self.refusal(served, responder, &error, None, &mut rng);
             return Replayed::Response(response);
         }
-        self.use_up(base_url, key, at);
+        self.use_up(base_url, key, at, replay.cassette.exchanges.len());
         let exchange = &replay.cassette.exchanges[at];
         self.trace.emit(TraceKind::CassetteReplay {
             exchange: at,
@@ -369,12 +403,10 @@ impl SimNetwork {
         Replayed::Response(response)
     }
 
-    fn use_up(&self, base_url: &str, key: RequestKey, at: usize) {
+    fn use_up(&self, base_url: &str, key: RequestKey, at: usize, exchanges: usize) {
         let mut states = self.replays.lock().unwrap_or_else(PoisonError::into_inner);
         let state = states.entry(base_url.to_owned()).or_default();
-        *state.served_per_key.entry(key).or_insert(0) += 1;
-        state.used.insert(at);
-        state.served += 1;
+        state.use_up(key, at, exchanges);
     }
 
     fn miss(
@@ -432,7 +464,7 @@ impl SimNetwork {
         rng: &mut DeterministicRng,
     ) -> HttpResponse {
         let recorded = &exchange.response;
-        let mut timing_rng = rng.substream(6);
+        let mut timing_rng = rng.substream(request::REPLAY_TIMING);
         let gaps = gaps_ms(recorded.headers_ms, &decoded.reads, timing, &mut timing_rng);
         self.clock
             .sleep(Duration::from_millis(gaps.headers_ms))
@@ -443,7 +475,7 @@ impl SimNetwork {
         let body = match fault {
             Some(kind @ (FaultKind::LlmStreamCut | FaultKind::LlmInvalidResponse)) => {
                 let left = rng
-                    .substream(7)
+                    .substream(request::REPLAY_CUT)
                     .range_inclusive(0, body_len.saturating_sub(1) as u64);
                 let as_network = if kind == FaultKind::LlmStreamCut {
                     FaultKind::NetworkReset
@@ -458,7 +490,7 @@ impl SimNetwork {
             }
             _ => body,
         };
-        let body = reads::split(body, rng.substream(3), &self.env);
+        let body = reads::split(body, rng.substream(request::READS), &self.env);
         HttpResponse {
             status: recorded.status,
             headers: recorded.headers.clone(),
@@ -589,4 +621,45 @@ fn timed_body(
         BodyEnd::Timeout => futures::stream::pending().boxed(),
     };
     played.chain(ending).boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(path: &str) -> RequestKey {
+        RequestKey {
+            method: "POST".into(),
+            path: path.into(),
+            body: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_cursor_counts_each_exchange_served_under_its_key() {
+        let mut state = ReplayState::default();
+        state.use_up(key("/a"), 0, 2);
+        state.use_up(key("/a"), 1, 2);
+        state.use_up(key("/a"), 1, 2); // past the last, repeated
+        assert_eq!(state.served, 3);
+        assert_eq!(state.served_per_key[&key("/a")], 3);
+        assert_eq!(state.used.len(), 2);
+    }
+
+    /// A planted cursor whose total and per-key counts disagree trips the invariant.
+    #[test]
+    #[should_panic(expected = "cassette cursor: served 2 but 1 by key")]
+    fn counts_that_disagree_trip_the_invariant() {
+        let mut state = ReplayState::default();
+        state.use_up(key("/a"), 0, 2);
+        state.served = 2;
+        state.use_up(key("/a"), 1, 2);
+    }
+
+    /// An exchange past the cassette's end trips the precondition.
+    #[test]
+    #[should_panic(expected = "cassette cursor: exchange 2 of 2")]
+    fn an_exchange_past_the_end_trips_the_precondition() {
+        ReplayState::default().use_up(key("/a"), 2, 2);
+    }
 }

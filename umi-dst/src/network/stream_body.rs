@@ -171,7 +171,7 @@ pub(crate) fn body(
         .unix_time_ms()
         .saturating_sub(u64::try_from(clock.now().as_millis()).unwrap_or(u64::MAX));
     let due = clock.now() + keep_alive.map_or(Duration::ZERO, |(_, every)| every);
-    let cut_rng = rng.fork("unparseable");
+    let cut_rng = rng.stream(crate::rng::streams::request::UNPARSEABLE);
     let state = State {
         events,
         encoder,

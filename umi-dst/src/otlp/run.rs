@@ -77,9 +77,11 @@ pub fn export_run(run: &RunExport<'_>) -> ExportTraceServiceRequest {
     let epoch_unix_ms = run
         .events
         .iter()
-        .find_map(|event| match event.record {
-            TraceKind::SimStart { epoch_ms, .. } => Some(epoch_ms),
-            _ => None,
+        .find_map(|event| {
+            let TraceKind::SimStart { epoch_ms, .. } = event.record else {
+                return None;
+            };
+            Some(epoch_ms)
         })
         .unwrap_or(SIM_EPOCH_UNIX_MS_DEFAULT);
     let resource = vec![

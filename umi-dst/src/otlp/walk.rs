@@ -111,7 +111,36 @@ impl Walk {
             TraceKind::McpInitialize { .. }
             | TraceKind::McpRequest { .. }
             | TraceKind::McpRefused { .. } => self.mcp(at, &event.record),
-            _ => {}
+            // No span of their own (a new kind says here whether it becomes one).
+            TraceKind::SimStart { .. }
+            | TraceKind::SimFault { .. }
+            | TraceKind::SimSwarm { .. }
+            | TraceKind::ScheduleYield { .. }
+            | TraceKind::ClockJump { .. }
+            | TraceKind::Sleep { .. }
+            | TraceKind::Cover { .. }
+            | TraceKind::FaultHeal
+            | TraceKind::StorageReopen { .. }
+            | TraceKind::StorageSlow { .. }
+            | TraceKind::StorageRot { .. }
+            | TraceKind::LlmNearMiss { .. }
+            | TraceKind::LlmCorrupt { .. }
+            | TraceKind::LlmFilter { .. }
+            | TraceKind::LlmUntagged { .. }
+            | TraceKind::NetBadRequest { .. }
+            | TraceKind::NetModelNotFound { .. }
+            | TraceKind::NetProxy { .. }
+            | TraceKind::NetCut { .. }
+            | TraceKind::NetDown { .. }
+            | TraceKind::NetEmbedFault { .. }
+            | TraceKind::CassetteFault { .. }
+            | TraceKind::CassetteReplay { .. }
+            | TraceKind::CassetteMiss { .. }
+            | TraceKind::CassetteCut { .. }
+            | TraceKind::Foreign { .. }
+            | TraceKind::McpSessionExpired { .. }
+            | TraceKind::McpSessionEnd { .. }
+            | TraceKind::Named { .. } => {}
         }
     }
 

@@ -189,7 +189,7 @@ pub(crate) fn run_seed(seed: u64, hash: &[u8; 32], occurrence: u64) -> u64 {
 /// one way for every request of the seed, as a real server is configured.
 pub(crate) fn sse_for(seed: u64) -> bool {
     crate::rng::DeterministicRng::new(seed)
-        .fork("mcp.response_mode")
+        .stream(crate::rng::streams::seed::MCP_RESPONSE_MODE)
         .bool_with(crate::mcp::MCP_SSE_PROBABILITY)
 }
 

@@ -97,11 +97,13 @@ impl SimToolHandler {
     /// The call's own stream: the tool, the call id, and which run of that id this is.
     fn call_rng(&self, call_id: &str) -> DeterministicRng {
         let run = self.ledger.next_run(&self.tool.definition.name, call_id);
-        self.sim.fork_rng("tool").fork_parts(&[
-            self.tool.definition.name.as_bytes(),
-            call_id.as_bytes(),
-            &run.to_le_bytes(),
-        ])
+        self.sim
+            .fork_rng(crate::rng::streams::seed::TOOL.as_str())
+            .fork_parts(&[
+                self.tool.definition.name.as_bytes(),
+                call_id.as_bytes(),
+                &run.to_le_bytes(),
+            ])
     }
 
     /// The tool's answer on success: its function's, or generated from its output
@@ -123,7 +125,11 @@ impl SimToolHandler {
         match outcome {
             Outcome::Empty => empty_like(self.tool.output_schema.as_ref(), answer),
             Outcome::Malformed => malformed(answer, rng),
-            _ => umi_core::canonical_json::to_string(answer),
+            Outcome::Answer
+            | Outcome::Slow
+            | Outcome::ErrorResult
+            | Outcome::TransportError
+            | Outcome::Stall => umi_core::canonical_json::to_string(answer),
         }
     }
 }

@@ -396,11 +396,41 @@ impl TraceKind {
             | Self::Foreign { client: text }
             | Self::McpSessionEnd { session: text }
             | Self::Named { detail: text, .. } => Some(text),
-            Self::Cover { mark } => Some(mark),
-            Self::StorageReopen { backend } => Some(backend),
-            Self::LlmCorrupt { corruption } => Some(corruption),
-            Self::FaultHeal => Some("all faults off"),
-            _ => None,
+            Self::Cover { mark: text }
+            | Self::StorageReopen { backend: text }
+            | Self::LlmCorrupt { corruption: text } => Some(text),
+            Self::FaultHeal => Some(FAULT_HEAL_TEXT),
+            // Listed, not `_`: a new variant is a compile error here until it says
+            // whether its detail is a field as it is.
+            Self::SimStart { .. }
+            | Self::SimSwarm { .. }
+            | Self::ScheduleYield { .. }
+            | Self::ClockJump { .. }
+            | Self::Sleep { .. }
+            | Self::Fault { .. }
+            | Self::StorageSlow { .. }
+            | Self::LlmCall { .. }
+            | Self::LlmNearMiss { .. }
+            | Self::LlmFilter { .. }
+            | Self::LlmAnswer { .. }
+            | Self::LlmUntagged { .. }
+            | Self::LlmRefuse { .. }
+            | Self::NetRequest { .. }
+            | Self::NetModelNotFound { .. }
+            | Self::NetProxy { .. }
+            | Self::NetRefuse { .. }
+            | Self::NetCut { .. }
+            | Self::NetEmbed { .. }
+            | Self::NetEmbedFault { .. }
+            | Self::CassetteFault { .. }
+            | Self::CassetteReplay { .. }
+            | Self::CassetteCut { .. }
+            | Self::ToolCall { .. }
+            | Self::ToolInvalidParams { .. }
+            | Self::McpRefused { .. }
+            | Self::McpInitialize { .. }
+            | Self::McpRequest { .. }
+            | Self::McpSessionExpired { .. } => None,
         }
     }
 
@@ -413,6 +443,9 @@ impl TraceKind {
     }
 }
 
+/// `fault.heal`'s detail.
+const FAULT_HEAL_TEXT: &str = "all faults off";
+
 /// Four bytes as eight hex digits.
 struct Hex4<'a>(&'a [u8; 4]);
 
@@ -424,12 +457,24 @@ impl fmt::Display for Hex4<'_> {
 }
 
 /// The event's detail, exactly as the trace shows and hashes it (before the cut).
+///
+/// One exhaustive `match` (no `_`): a new variant does not compile until it says what
+/// it prints. Variants with many fields hand them to a function of their own.
 impl fmt::Display for TraceKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(text) = self.text() {
-            return f.write_str(text);
-        }
         match self {
+            Self::SimFault { rule: text }
+            | Self::StorageRot { key: text }
+            | Self::NetBadRequest { message: text }
+            | Self::NetDown { base_url: text }
+            | Self::CassetteMiss { miss: text }
+            | Self::Foreign { client: text }
+            | Self::McpSessionEnd { session: text }
+            | Self::Named { detail: text, .. } => f.write_str(text),
+            Self::Cover { mark: text }
+            | Self::StorageReopen { backend: text }
+            | Self::LlmCorrupt { corruption: text } => f.write_str(text),
+            Self::FaultHeal => f.write_str(FAULT_HEAL_TEXT),
             Self::SimStart { seed, epoch_ms } => write!(f, "seed={seed} epoch_ms={epoch_ms}"),
             Self::SimSwarm { drawn } => f.write_str(&drawn.join(" ")),
             Self::ScheduleYield { label, yields } => write!(f, "{label} yields={yields}"),
@@ -440,25 +485,62 @@ impl fmt::Display for TraceKind {
                 operation,
                 rule,
                 ordinal,
-            } => write!(f, "{kind} on {operation} (rule {rule}:{ordinal})"),
+            } => {
+                write!(f, "{kind} on {operation} (rule {rule}:{ordinal})")
+            }
             Self::StorageSlow { operation, delay } => {
                 write!(f, "{operation} +{} ms", delay.as_millis())
             }
+            Self::LlmCall {
+                model,
+                route,
+                operation,
+                request,
+                occurrence,
+                prompt_tokens,
+            } => fmt_llm_call(
+                f,
+                model,
+                route,
+                operation,
+                request,
+                *occurrence,
+                *prompt_tokens,
+            ),
             Self::LlmNearMiss { miss, path } => write!(f, "{miss} at {path}"),
             Self::LlmFilter { kept_bytes } => write!(f, "kept {kept_bytes} bytes"),
+            Self::LlmAnswer {
+                model,
+                finish,
+                prompt_tokens,
+                completion_tokens,
+                latency,
+                cut,
+            } => {
+                let usage = (*prompt_tokens, *completion_tokens);
+                fmt_llm_answer(f, model, finish, usage, *latency, *cut)
+            }
             Self::LlmUntagged { tasks } => write!(
                 f,
                 "routes for tasks {tasks:?} cannot match requests without a task tag (over SimNetwork none has one): use FnRoute::for_task_or"
             ),
             Self::LlmRefuse { model, error, .. } => write!(f, "{model} {error}"),
+            Self::NetRequest {
+                method,
+                url,
+                served_by,
+                body,
+            } => fmt_net_request(f, method, url, served_by, body.as_ref()),
             Self::NetModelNotFound {
                 base_url,
                 asked,
                 served,
-            } => write!(
-                f,
-                "{base_url} asked for {asked:?}; this endpoint serves {served:?}"
-            ),
+            } => {
+                write!(
+                    f,
+                    "{base_url} asked for {asked:?}; this endpoint serves {served:?}"
+                )
+            }
             Self::NetProxy { status, mark } => write!(f, "{status} {mark}"),
             Self::NetRefuse {
                 profile,
@@ -472,67 +554,12 @@ impl fmt::Display for TraceKind {
                 model,
                 inputs,
                 dimensions,
-            } => write!(f, "{model} {inputs} inputs, {dimensions} dimensions"),
+            } => {
+                write!(f, "{model} {inputs} inputs, {dimensions} dimensions")
+            }
             Self::NetEmbedFault { fault, vector } => write!(f, "{fault} vector {vector}"),
             Self::CassetteFault { fault, exchange } => {
                 write!(f, "{} replaces exchange {exchange}", fault.unwrap_or("-"))
-            }
-            Self::ToolInvalidParams {
-                tool,
-                call_id,
-                path,
-                reason,
-            } => write!(f, "{tool} {call_id} at {path}: {reason}"),
-            _ => self.fmt_long(f),
-        }
-    }
-}
-
-impl TraceKind {
-    /// `Display` for the variants with many fields.
-    fn fmt_long(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::LlmCall {
-                model,
-                route,
-                operation,
-                request,
-                occurrence,
-                prompt_tokens,
-            } => write!(
-                f,
-                "{model} route={route} op={operation} req={} n={occurrence} prompt_tokens={prompt_tokens}",
-                Hex4(request)
-            ),
-            Self::LlmAnswer {
-                model,
-                finish,
-                prompt_tokens,
-                completion_tokens,
-                latency,
-                cut,
-            } => {
-                write!(
-                    f,
-                    "{model} finish={finish} usage={prompt_tokens}+{completion_tokens} latency_ms={}",
-                    latency.as_millis()
-                )?;
-                match cut {
-                    Some((how, at)) => write!(f, " cut={how}@{at}"),
-                    None => Ok(()),
-                }
-            }
-            Self::NetRequest {
-                method,
-                url,
-                served_by,
-                body,
-            } => {
-                write!(f, "{method} {url} ({served_by})")?;
-                match body {
-                    Some(body) => write!(f, " body={}", Hex4(body)),
-                    None => Ok(()),
-                }
             }
             Self::CassetteReplay {
                 exchange,
@@ -555,29 +582,84 @@ impl TraceKind {
                 f,
                 "{name} {call_id} outcome={outcome} latency_ms={latency_ms} ran={ran}"
             ),
-            _ => self.fmt_mcp(f),
-        }
-    }
-
-    /// `Display` for the MCP server's variants.
-    fn fmt_mcp(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+            Self::ToolInvalidParams {
+                tool,
+                call_id,
+                path,
+                reason,
+            } => {
+                write!(f, "{tool} {call_id} at {path}: {reason}")
+            }
             Self::McpRefused { method, status } => write!(f, "{method} {status}"),
             Self::McpInitialize {
                 session,
                 version,
                 asked,
-            } => write!(f, "session={session} version={version} asked={asked:?}"),
+            } => {
+                write!(f, "session={session} version={version} asked={asked:?}")
+            }
             Self::McpRequest {
                 session,
                 method,
                 id,
                 reply,
-            } => write!(f, "{session} {method} id={id} reply={reply}"),
+            } => {
+                write!(f, "{session} {method} id={id} reply={reply}")
+            }
             Self::McpSessionExpired { session, method } => write!(f, "{session} at {method}"),
-            // The other variants are written by `Display` and `fmt_long`.
-            _ => Ok(()),
         }
+    }
+}
+
+/// `llm.call`'s detail.
+fn fmt_llm_call(
+    f: &mut fmt::Formatter<'_>,
+    model: &str,
+    route: &str,
+    operation: &str,
+    request: &[u8; 4],
+    occurrence: u64,
+    prompt_tokens: u32,
+) -> fmt::Result {
+    write!(
+        f,
+        "{model} route={route} op={operation} req={} n={occurrence} prompt_tokens={prompt_tokens}",
+        Hex4(request)
+    )
+}
+
+/// `llm.answer`'s detail; `usage` is (prompt, completion) tokens.
+fn fmt_llm_answer(
+    f: &mut fmt::Formatter<'_>,
+    model: &str,
+    finish: &str,
+    (prompt_tokens, completion_tokens): (u32, u32),
+    latency: Duration,
+    cut: Option<(&str, usize)>,
+) -> fmt::Result {
+    write!(
+        f,
+        "{model} finish={finish} usage={prompt_tokens}+{completion_tokens} latency_ms={}",
+        latency.as_millis()
+    )?;
+    match cut {
+        Some((how, at)) => write!(f, " cut={how}@{at}"),
+        None => Ok(()),
+    }
+}
+
+/// `net.request`'s detail.
+fn fmt_net_request(
+    f: &mut fmt::Formatter<'_>,
+    method: &str,
+    url: &str,
+    served_by: &str,
+    body: Option<&[u8; 4]>,
+) -> fmt::Result {
+    write!(f, "{method} {url} ({served_by})")?;
+    match body {
+        Some(body) => write!(f, " body={}", Hex4(body)),
+        None => Ok(()),
     }
 }
 
@@ -857,6 +939,81 @@ mod tests {
                 "GET 405",
             ),
             (
+                TraceKind::SimFault {
+                    rule: s("llm.rate_limit p=0.1"),
+                },
+                "sim.fault",
+                "llm.rate_limit p=0.1",
+            ),
+            (
+                TraceKind::StorageReopen { backend: "sqlite" },
+                "storage.reopen",
+                "sqlite",
+            ),
+            (
+                TraceKind::StorageRot { key: s("memory/7") },
+                "storage.rot",
+                "memory/7",
+            ),
+            (
+                TraceKind::LlmCorrupt {
+                    corruption: "truncated",
+                },
+                "llm.corrupt",
+                "truncated",
+            ),
+            (
+                TraceKind::NetBadRequest {
+                    message: s("bad json"),
+                },
+                "net.bad_request",
+                "bad json",
+            ),
+            (
+                TraceKind::NetProxy {
+                    status: 502,
+                    mark: "proxy.bad_gateway",
+                },
+                "net.proxy",
+                "502 proxy.bad_gateway",
+            ),
+            (
+                TraceKind::NetDown {
+                    base_url: s("http://a/v1"),
+                },
+                "net.down",
+                "http://a/v1",
+            ),
+            (
+                TraceKind::NetEmbedFault {
+                    fault: "embed.nan",
+                    vector: 2,
+                },
+                "net.embed_fault",
+                "embed.nan vector 2",
+            ),
+            (
+                TraceKind::CassetteMiss {
+                    miss: s("POST /v1/chat"),
+                },
+                "cassette.miss",
+                "POST /v1/chat",
+            ),
+            (
+                TraceKind::CassetteCut {
+                    fault: "cassette.cut",
+                    after_bytes: 12,
+                },
+                "cassette.cut",
+                "cassette.cut after 12 bytes",
+            ),
+            (TraceKind::Foreign { client: s("rig") }, "foreign", "rig"),
+            (
+                TraceKind::McpSessionEnd { session: s("ab12") },
+                "mcp.session_end",
+                "ab12",
+            ),
+            (
                 TraceKind::Named {
                     kind: "agent.end",
                     detail: s("max_iterations 3"),
@@ -865,10 +1022,65 @@ mod tests {
                 "max_iterations 3",
             ),
         ];
+        let mut sampled = [false; VARIANTS];
         for (record, kind, text) in cases {
+            sampled[variant_index(&record)] = true;
             assert_eq!(record.name(), kind);
             assert_eq!(record.to_string(), text, "{kind}");
             assert_eq!(record.detail(), text, "{kind}");
+        }
+        let missing: Vec<usize> = (0..VARIANTS).filter(|&i| !sampled[i]).collect();
+        assert!(missing.is_empty(), "variants without a sample: {missing:?}");
+    }
+
+    /// How many variants `TraceKind` has.
+    const VARIANTS: usize = 41;
+
+    /// Each variant's place, by an exhaustive `match`: a new variant does not compile
+    /// until it has a number here, and the test above fails until it has a sample.
+    fn variant_index(kind: &TraceKind) -> usize {
+        match kind {
+            TraceKind::SimStart { .. } => 0,
+            TraceKind::SimFault { .. } => 1,
+            TraceKind::SimSwarm { .. } => 2,
+            TraceKind::ScheduleYield { .. } => 3,
+            TraceKind::ClockJump { .. } => 4,
+            TraceKind::Sleep { .. } => 5,
+            TraceKind::Cover { .. } => 6,
+            TraceKind::Fault { .. } => 7,
+            TraceKind::FaultHeal => 8,
+            TraceKind::StorageReopen { .. } => 9,
+            TraceKind::StorageSlow { .. } => 10,
+            TraceKind::StorageRot { .. } => 11,
+            TraceKind::LlmCall { .. } => 12,
+            TraceKind::LlmNearMiss { .. } => 13,
+            TraceKind::LlmCorrupt { .. } => 14,
+            TraceKind::LlmFilter { .. } => 15,
+            TraceKind::LlmAnswer { .. } => 16,
+            TraceKind::LlmUntagged { .. } => 17,
+            TraceKind::LlmRefuse { .. } => 18,
+            TraceKind::NetRequest { .. } => 19,
+            TraceKind::NetBadRequest { .. } => 20,
+            TraceKind::NetModelNotFound { .. } => 21,
+            TraceKind::NetProxy { .. } => 22,
+            TraceKind::NetRefuse { .. } => 23,
+            TraceKind::NetCut { .. } => 24,
+            TraceKind::NetDown { .. } => 25,
+            TraceKind::NetEmbed { .. } => 26,
+            TraceKind::NetEmbedFault { .. } => 27,
+            TraceKind::CassetteFault { .. } => 28,
+            TraceKind::CassetteReplay { .. } => 29,
+            TraceKind::CassetteMiss { .. } => 30,
+            TraceKind::CassetteCut { .. } => 31,
+            TraceKind::Foreign { .. } => 32,
+            TraceKind::ToolCall { .. } => 33,
+            TraceKind::ToolInvalidParams { .. } => 34,
+            TraceKind::McpRefused { .. } => 35,
+            TraceKind::McpInitialize { .. } => 36,
+            TraceKind::McpRequest { .. } => 37,
+            TraceKind::McpSessionExpired { .. } => 38,
+            TraceKind::McpSessionEnd { .. } => 39,
+            TraceKind::Named { .. } => 40,
         }
     }
 }

@@ -154,6 +154,7 @@ impl UsageLedger {
     pub fn call(&self, model: &str, conversation: u64, at: Duration) -> u64 {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let state = &mut *state;
+        state.check();
         state.usage.model_calls += 1;
         let call = state.usage.model_calls;
         let remembered = state.conversations.len();
@@ -180,6 +181,7 @@ impl UsageLedger {
                 answered: false,
             });
         }
+        state.check();
         call
     }
 
@@ -195,6 +197,12 @@ impl UsageLedger {
     ) {
         let tokens = TokenCounts::of(usage);
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.check();
+        assert!(
+            (1..=state.usage.model_calls).contains(&call),
+            "usage ledger: call {call} answered, but {} made",
+            state.usage.model_calls
+        );
         let usage = &mut state.usage;
         usage
             .models
@@ -212,6 +220,7 @@ impl UsageLedger {
             record.tool_calls = tool_calls;
             record.answered = true;
         }
+        state.check();
     }
 
     /// Names the run's task class (the last call wins).
@@ -227,6 +236,38 @@ impl UsageLedger {
             .unwrap_or_else(PoisonError::into_inner)
             .usage
             .clone()
+    }
+}
+
+impl LedgerState {
+    /// The ledger's invariant, before and after each entry: a retry or fallback is a
+    /// call, the calls kept are the first ones in order, and both lists are bounded.
+    fn check(&self) {
+        let usage = &self.usage;
+        assert!(
+            usage.retries.saturating_add(usage.fallbacks) <= usage.model_calls,
+            "usage ledger: {} retries and {} fallbacks in {} calls",
+            usage.retries,
+            usage.fallbacks,
+            usage.model_calls
+        );
+        let kept = usage.calls.len();
+        assert!(
+            kept <= USAGE_CALLS_KEPT_MAX
+                && kept as u64 <= usage.model_calls
+                && usage
+                    .calls
+                    .last()
+                    .is_none_or(|last| last.call == kept as u64),
+            "usage ledger: {kept} calls kept of {} made, the last numbered {:?}",
+            usage.model_calls,
+            usage.calls.last().map(|last| last.call)
+        );
+        assert!(
+            self.conversations.len() <= USAGE_CONVERSATIONS_MAX,
+            "usage ledger: {} conversations remembered",
+            self.conversations.len()
+        );
     }
 }
 
@@ -262,6 +303,26 @@ mod tests {
         assert_eq!(run.calls.len(), 4);
         assert!(run.calls[0].answered && !run.calls[1].answered);
         assert_eq!(run.calls[3].tokens.output, 3);
+    }
+
+    /// A planted ledger with more retries than calls trips the invariant at the next
+    /// call.
+    #[test]
+    #[should_panic(expected = "usage ledger: 2 retries and 0 fallbacks in 1 calls")]
+    fn more_retries_than_calls_trips_the_invariant() {
+        let ledger = UsageLedger::default();
+        ledger.call("a", 1, Duration::ZERO);
+        ledger.state.lock().unwrap().usage.retries = 2;
+        ledger.call("a", 1, Duration::ZERO);
+    }
+
+    /// An answer to a call never made trips the precondition.
+    #[test]
+    #[should_panic(expected = "usage ledger: call 2 answered, but 1 made")]
+    fn an_answer_to_a_call_never_made_trips_the_precondition() {
+        let ledger = UsageLedger::default();
+        let first = ledger.call("a", 1, Duration::ZERO);
+        ledger.answer(first + 1, "a", &usage(1, 1), 0, Duration::ZERO);
     }
 
     #[test]

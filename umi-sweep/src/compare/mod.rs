@@ -534,7 +534,7 @@ fn judge(comparison: &mut ScenarioComparison, thresholds: &Thresholds) {
     comparison.reasons = match comparison.verdict {
         Verdict::Regression => found.regressions,
         Verdict::Improvement => found.improvements,
-        _ => Vec::new(),
+        Verdict::Changed | Verdict::NoChange | Verdict::Canary => Vec::new(),
     };
 }
 

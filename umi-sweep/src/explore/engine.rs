@@ -57,8 +57,10 @@ pub fn explore_with(
     let started = Instant::now();
     let shard_index = options.shard.map_or(0, |shard| shard.index);
     let mut state = State {
-        rng: DeterministicRng::new(options.explorer_seed)
-            .fork_parts(&[b"explore", &shard_index.to_le_bytes()]),
+        rng: DeterministicRng::new(options.explorer_seed).fork_parts(&[
+            umi_dst::rng::streams::explore::SHARD.as_bytes(),
+            &shard_index.to_le_bytes(),
+        ]),
         coverage: Coverage::new(options.lineages_per_target),
         corpus: Corpus::default(),
         queue: exploration.frontier.iter().cloned().collect(),

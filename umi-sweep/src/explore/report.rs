@@ -93,7 +93,7 @@ pub fn never_reached(declared: &[String], reached: &[Reached]) -> Vec<String> {
         .filter(|name| {
             !reached.iter().any(|r| match &r.target {
                 Target::Mark { name: hit } | Target::Watermark { name: hit } => hit == *name,
-                _ => false,
+                Target::Fault { .. } | Target::Failure { .. } => false,
             })
         })
         .cloned()

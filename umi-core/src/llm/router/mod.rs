@@ -138,7 +138,10 @@ impl LlmRouter {
             RouterEvent::CircuitOpened { provider, until_ms } => {
                 tracing::warn!(provider, until_ms, "circuit opened");
             }
-            _ => {}
+            RouterEvent::Attempt { .. }
+            | RouterEvent::Succeeded { .. }
+            | RouterEvent::Backoff { .. }
+            | RouterEvent::Skipped { .. } => {}
         }
         self.env.record(event.kind(), format_args!("{event}"));
         if let Some(observer) = &self.observer {

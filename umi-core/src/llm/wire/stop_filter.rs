@@ -80,7 +80,7 @@ impl<D: WireDecoder> StopFilter<D> {
                 }
             }
             StreamEvent::ReasoningDelta { .. } | StreamEvent::Usage { .. } => out.push(event),
-            other => {
+            other @ StreamEvent::ToolCallDelta { .. } | other @ StreamEvent::Done { .. } => {
                 self.release(true, out);
                 out.push(other);
             }

@@ -27,7 +27,8 @@ pub const ARGUMENT_FROM_CONVERSATION_PROBABILITY: f64 = 0.7;
 
 /// The label of the stream that draws which fields take values from the conversation
 /// (forked from the call's stream).
-pub const CONVERSATION_STREAM: &str = "tool_arguments.conversation";
+pub const CONVERSATION_STREAM: crate::rng::streams::Label =
+    crate::rng::streams::llm_call::CONVERSATION;
 
 /// Tool calls one simulated answer makes at most.
 const PARALLEL_CALLS_MAX: u64 = 3;
@@ -54,7 +55,7 @@ fn calls(
     rng: &mut DeterministicRng,
 ) -> Vec<ToolCall> {
     let facts = Facts::from_messages(&request.messages);
-    let mut conversation_rng = rng.fork(CONVERSATION_STREAM);
+    let mut conversation_rng = rng.stream(CONVERSATION_STREAM);
     let mut calls = Vec::new();
     for _ in 0..count {
         let tool = *rng.choose(candidates).expect("candidates are not empty");

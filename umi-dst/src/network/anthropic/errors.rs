@@ -78,7 +78,7 @@ fn rate_limit_message(era: &Era, organization_id: &str) -> String {
             "This request would exceed your organization's rate limit of 30,000 input tokens per minute (org: {organization_id}, model: {}). For details, refer to: https://docs.claude.com/en/api/rate-limits. You can see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later. You may also contact sales at https://www.anthropic.com/contact-sales to discuss your options for a rate limit increase.",
             era.model
         ),
-        _ => format!(
+        Layout::Y2024 | Layout::Y2025 => format!(
             "This request would exceed the rate limit for your organization ({organization_id}) of 40,000 input tokens per minute. For details, refer to: https://docs.anthropic.com/en/api/rate-limits. You can see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later. You may also contact sales at https://www.anthropic.com/contact-sales to discuss your options for a rate limit increase."
         ),
     }

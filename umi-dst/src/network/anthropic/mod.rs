@@ -90,7 +90,7 @@ impl Layout {
     fn message_id(self, rng: &mut DeterministicRng) -> String {
         match self {
             Self::Y2026 => format!("msg_011C{}", ids::alnum(rng, 20)),
-            _ => format!("msg_01{}", ids::alnum(rng, 22)),
+            Self::Y2024 | Self::Y2025 => format!("msg_01{}", ids::alnum(rng, 22)),
         }
     }
 
@@ -99,7 +99,7 @@ impl Layout {
     fn request_id(self, rng: &mut DeterministicRng) -> String {
         match self {
             Self::Y2024 => format!("req_01{}", ids::alnum(rng, 22)),
-            _ => format!("req_011C{}", ids::alnum(rng, 20)),
+            Self::Y2025 | Self::Y2026 => format!("req_011C{}", ids::alnum(rng, 20)),
         }
     }
 }
@@ -139,7 +139,7 @@ impl ServerFormat for AnthropicFormat {
         // on every 429 since (anthropic-sdk-typescript PR #358).
         let retry_after = match layout {
             Layout::Y2024 if server.bool_with(0.5) => RetryAfterForm::Absent,
-            _ => RetryAfterForm::Seconds,
+            Layout::Y2024 | Layout::Y2025 | Layout::Y2026 => RetryAfterForm::Seconds,
         };
         let request_id = layout.request_id(&mut response);
         let message_id = layout.message_id(&mut response);

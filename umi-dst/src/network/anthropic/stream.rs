@@ -205,7 +205,7 @@ impl AnthropicStream {
                     out,
                 );
             }
-            _ => {}
+            Block::Text | Block::Tool(_) => {}
         }
         let data = Json::object(vec![
             ("type", "content_block_stop".into()),

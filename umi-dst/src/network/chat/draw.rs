@@ -248,7 +248,12 @@ impl Draw {
             Fingerprint::Absent => None,
             Fingerprint::Null => Some(Json::null()),
             Fingerprint::Empty => Some("".into()),
-            _ => Some(self.fingerprint_value.clone().into()),
+            Fingerprint::Fp
+            | Fingerprint::FpDeepSeek
+            | Fingerprint::Hex32
+            | Fingerprint::Build
+            | Fingerprint::Ollama
+            | Fingerprint::TgiNative => Some(self.fingerprint_value.clone().into()),
         }
     }
 
@@ -280,7 +285,17 @@ impl Draw {
                 let padding = ids::alnum(&mut self.rng, len);
                 out.push("obfuscation", padding);
             }
-            _ => {}
+            Layout::OpenAi2024
+            | Layout::Azure
+            | Layout::DeepSeek
+            | Layout::Glm
+            | Layout::GlmNoObject
+            | Layout::OpenRouter
+            | Layout::Vllm
+            | Layout::LlamaCpp
+            | Layout::OllamaV1
+            | Layout::Tgi
+            | Layout::Xinference => {}
         }
         out
     }
@@ -309,7 +324,10 @@ impl Draw {
                 ("total_tokens", total.into()),
                 ("completion_tokens", completion.into()),
             ],
-            _ => vec![
+            UsageDetails::Plain
+            | UsageDetails::Details
+            | UsageDetails::DeepSeek
+            | UsageDetails::OpenRouter => vec![
                 ("prompt_tokens", prompt.into()),
                 ("completion_tokens", completion.into()),
                 ("total_tokens", total.into()),

@@ -98,7 +98,17 @@ impl Responder for ChatResponder {
         // chat-unknown-model.yaml); Ollama's /v1 ends its own with one (json.Encoder).
         let spacing = match self.draw.envelope {
             Envelope::OpenAi => Spacing::Indented4,
-            _ => Spacing::Compact,
+            Envelope::Azure
+            | Envelope::DeepSeek
+            | Envelope::DashScope
+            | Envelope::Glm
+            | Envelope::OpenRouter
+            | Envelope::VllmFlat
+            | Envelope::VllmNested
+            | Envelope::LlamaCpp
+            | Envelope::OllamaV1
+            | Envelope::FastApi
+            | Envelope::Tgi => Spacing::Compact,
         };
         let mut bytes = body.to_bytes(spacing);
         if self.draw.envelope == Envelope::OllamaV1 {

@@ -117,7 +117,13 @@ impl ChatStream {
                 null_on_chunks: true,
             } if self.include_usage => UsageField::Null,
             UsageShape::NullsThenOnFinish => UsageField::Null,
-            _ => UsageField::Absent,
+            UsageShape::SeparateWhenAsked { .. }
+            | UsageShape::OnFinishWhenAsked { .. }
+            | UsageShape::TrailingChoice
+            | UsageShape::TrailingBare
+            | UsageShape::RepeatedFinish
+            | UsageShape::AlwaysOnFinish
+            | UsageShape::Never => UsageField::Absent,
         }
     }
 
@@ -131,7 +137,11 @@ impl ChatStream {
         match self.draw.opener {
             Opener::RoleEveryChunk => true,
             Opener::RoleOnFirst => !std::mem::replace(&mut self.first_text_sent, true),
-            _ => false,
+            Opener::RoleContentRefusal
+            | Opener::RoleContentEmpty
+            | Opener::RoleContentNull
+            | Opener::RoleOnly
+            | Opener::ContentThenRole => false,
         }
     }
 
@@ -256,7 +266,16 @@ impl ChatStream {
                 ("type", "function".into()),
                 ("function", function),
             ]),
-            _ => Json::object(vec![
+            Layout::OpenAi2024
+            | Layout::OpenAiTiered
+            | Layout::OpenAiTieredNoLogprobs
+            | Layout::Azure
+            | Layout::DeepSeek
+            | Layout::DashScope
+            | Layout::OpenRouter
+            | Layout::LlamaCpp
+            | Layout::Tgi
+            | Layout::Xinference => Json::object(vec![
                 ("index", index.into()),
                 ("id", id.into()),
                 ("type", "function".into()),
@@ -329,10 +348,9 @@ impl ChatStream {
             | ToolShape::EmptyIdContinuation
             | ToolShape::DuplicateIndex => {
                 if let (Some(id), Some(name)) = (id, name) {
-                    let arguments = match self.draw.tool {
-                        ToolShape::StreamedBareHeader | ToolShape::DuplicateIndex => None,
-                        _ => Some(""),
-                    };
+                    // This arm's shapes: two send the header without `arguments`.
+                    let bare = [ToolShape::StreamedBareHeader, ToolShape::DuplicateIndex];
+                    let arguments = (!bare.contains(&self.draw.tool)).then_some("");
                     let header = self.tool_header(index, id, name, arguments);
                     self.tool_delta(out, vec![header]);
                     self.dashscope_tail = Some(index);
@@ -549,7 +567,11 @@ impl ChatStream {
                     .chunk(Some((delta, Some(name))), UsageField::Value(value));
                 self.sse(out, &chunk);
             }
-            _ => {}
+            UsageShape::SeparateWhenAsked { .. }
+            | UsageShape::OnFinishWhenAsked { .. }
+            | UsageShape::AlwaysOnFinish
+            | UsageShape::NullsThenOnFinish
+            | UsageShape::Never => {}
         }
     }
 }

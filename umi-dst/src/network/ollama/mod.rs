@@ -138,7 +138,7 @@ impl OllamaResponder {
         match self.version {
             Version::Current => function.push("index", index as u64),
             Version::Middle if index > 0 => function.push("index", index as u64),
-            _ => {}
+            Version::Middle | Version::Old => {}
         }
         function.push("name", name);
         function.push("arguments", arguments);

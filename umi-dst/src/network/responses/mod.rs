@@ -115,7 +115,10 @@ impl ServerFormat for ResponsesFormat {
                 id,
                 echo: Echo::default(),
             },
-            errors: (server, response.fork("errors")),
+            errors: (
+                server,
+                response.stream(crate::rng::streams::request::ERRORS),
+            ),
             response,
             marks: vec![layout.mark()],
         })
@@ -210,7 +213,12 @@ pub(crate) fn error_object(
             .map_or(Json::null(), |(_, value)| {
                 std::mem::replace(value, Json::null())
             }),
-        other => other,
+        other @ Json::Value(_)
+        | other @ Json::Null
+        | other @ Json::Bool(_)
+        | other @ Json::U64(_)
+        | other @ Json::Str(_)
+        | other @ Json::Array(_) => other,
     };
     if let (LlmError::BadRequest { message, .. }, Json::Object(fields)) = (error, &mut object)
         && let Some(code) = code_for(message)
@@ -254,7 +262,7 @@ impl Responder for ResponsesResponder {
         if !response.text.is_empty() {
             let item_status = match status {
                 Status::Incomplete(_) => "incomplete",
-                _ => "completed",
+                Status::InProgress | Status::Completed | Status::Failed(_) => "completed",
             };
             let id = self.era.ids.next("msg", rng);
             output.push(object::message_item(&id, item_status, Some(&response.text)));

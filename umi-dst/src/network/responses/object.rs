@@ -31,7 +31,9 @@ impl Echo {
             .iter()
             .filter_map(|m| match m {
                 umi_core::llm::Message::System { content } => Some(content.as_str()),
-                _ => None,
+                umi_core::llm::Message::User { .. }
+                | umi_core::llm::Message::Assistant { .. }
+                | umi_core::llm::Message::Tool { .. } => None,
             })
             .collect();
         let tools = request

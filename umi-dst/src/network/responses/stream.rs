@@ -307,7 +307,7 @@ impl ResponsesStream {
                 self.marks.push("wire.shape.responses.incomplete");
                 "response.incomplete"
             }
-            _ => "response.completed",
+            Status::InProgress | Status::Completed | Status::Failed(_) => "response.completed",
         };
         let response = self.era.response(
             status,
@@ -385,7 +385,12 @@ impl StreamEncoder for ResponsesStream {
                 .iter()
                 .find(|(k, _)| *k == key)
                 .map_or(Json::null(), |(_, v)| v.clone()),
-            _ => Json::null(),
+            Json::Value(_)
+            | Json::Null
+            | Json::Bool(_)
+            | Json::U64(_)
+            | Json::Str(_)
+            | Json::Array(_) => Json::null(),
         };
         // `response.error.code` is one of SPEC's `ResponseErrorCode`s, never null: a
         // failure OpenAI gives no code of its own is `server_error`.
