@@ -358,6 +358,9 @@ pub struct ChatShapes {
     pub content_filter: ContentFilterShape,
     /// Whether a CDN or proxy in front of it answers some failures with an HTML page.
     pub proxy_pages: bool,
+    /// Whether the server refuses a request naming a model it does not serve (`false`:
+    /// it serves its one loaded model whatever the request names).
+    pub checks_model: bool,
 }
 
 marks!(Layout {
