@@ -47,20 +47,6 @@ use crate::wire_faults::streamed;
 /// The API key every endpoint of the scenario requires.
 const API_KEY: &str = "sk-umi-wire-shapes-0000";
 
-/// The profiles whose "model not found" body has a public source (see the profiles).
-const RETIRED_SOURCED: [Profile; 10] = [
-    Profile::OpenAi,
-    Profile::AzureOpenAi,
-    Profile::OpenRouter,
-    Profile::Vllm,
-    Profile::OllamaV1,
-    Profile::Ollama,
-    Profile::Xinference,
-    Profile::Anthropic,
-    Profile::OpenAiResponses,
-    Profile::Gemini,
-];
-
 /// Calls through the router per seed.
 const ROUTED_CALLS_PER_SEED: usize = 3;
 
@@ -250,7 +236,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         // A model the server does not serve (retired, or a typo): its own 404, which the
         // client must type as model-not-found so a router can fall back. Only where that
         // body has a source.
-        let retired = RETIRED_SOURCED.contains(&target.profile) && workload.bool_with(0.08);
+        let retired = target.profile.model_not_found_sourced() && workload.bool_with(0.08);
         if retired {
             request.model = "retired-model".to_owned();
         }

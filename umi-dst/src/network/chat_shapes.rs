@@ -361,6 +361,9 @@ pub struct ChatShapes {
     /// Whether the server refuses a request naming a model it does not serve (`false`:
     /// it serves its one loaded model whatever the request names).
     pub checks_model: bool,
+    /// Whether the body of its 404 for a model it does not serve has a public source (a
+    /// sweep asks for a retired model only there).
+    pub model_not_found_sourced: bool,
 }
 
 marks!(Layout {

@@ -66,6 +66,21 @@ pub enum WireFormat {
     Gemini,
 }
 
+impl WireFormat {
+    /// The provider whose own API the format is (OpenAI's for chat completions): the
+    /// profile `dst serve` serves the format as when no `--endpoint` is given, and the
+    /// one a test reaches for the format alone.
+    pub const fn reference_profile(self) -> Profile {
+        match self {
+            Self::OpenAiChat => Profile::OpenAi,
+            Self::Ollama => Profile::Ollama,
+            Self::AnthropicMessages => Profile::Anthropic,
+            Self::OpenAiResponses => Profile::OpenAiResponses,
+            Self::Gemini => Profile::Gemini,
+        }
+    }
+}
+
 /// A provider whose wire shapes SimNetwork reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
@@ -270,6 +285,7 @@ const OPENAI: ChatShapes = ChatShapes {
     content_filter: ContentFilterShape::FinishReason,
     proxy_pages: true,
     checks_model: true,
+    model_not_found_sourced: true,
 };
 
 /// Azure OpenAI. Keys sorted, `content_filter_results` per choice, a first chunk with
@@ -304,6 +320,7 @@ const AZURE: ChatShapes = ChatShapes {
     content_filter: ContentFilterShape::FinishReason,
     proxy_pages: false,
     checks_model: true,
+    model_not_found_sourced: true,
 };
 
 /// DeepSeek chat. UUID ids, `fp_…_prod…` or 32-hex fingerprints, `"usage": null` on
@@ -343,6 +360,7 @@ const DEEPSEEK_CHAT: ChatShapes = ChatShapes {
     content_filter: ContentFilterShape::FinishReason,
     proxy_pages: true,
     checks_model: true,
+    model_not_found_sourced: false,
 };
 
 /// DeepSeek reasoner: as chat, with `reasoning_content` (the opener says
@@ -386,6 +404,7 @@ const DASHSCOPE: ChatShapes = ChatShapes {
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,
     checks_model: true,
+    model_not_found_sourced: false,
 };
 
 /// GLM. Timestamp ids, no fingerprint, `role` on every text chunk, no `finish_reason`
@@ -420,6 +439,7 @@ const GLM: ChatShapes = ChatShapes {
     content_filter: ContentFilterShape::Sensitive,
     proxy_pages: false,
     checks_model: true,
+    model_not_found_sourced: false,
 };
 
 /// OpenRouter. `: OPENROUTER PROCESSING` comments (OR-DOCS streaming; FANTASY),
@@ -461,6 +481,7 @@ const OPENROUTER: ChatShapes = ChatShapes {
     content_filter: ContentFilterShape::FinishReason,
     proxy_pages: true,
     checks_model: true,
+    model_not_found_sourced: true,
 };
 
 /// vLLM. `chatcmpl-<32 hex>`, no fingerprint, opener `{"role","content":""}`, `delta:{}`
@@ -501,6 +522,7 @@ const VLLM: ChatShapes = ChatShapes {
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,
     checks_model: true,
+    model_not_found_sourced: true,
 };
 
 /// llama.cpp. `chatcmpl-<32 alnum>`, `b<build>-<commit>` fingerprint, `ordered_json`
@@ -544,6 +566,7 @@ const LLAMA_CPP: ChatShapes = ChatShapes {
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,
     checks_model: false,
+    model_not_found_sourced: false,
 };
 
 /// Ollama's /v1. `chatcmpl-<n>`, `fp_ollama`, role on every chunk (before 0.32.6) or on
@@ -578,6 +601,7 @@ const OLLAMA_V1: ChatShapes = ChatShapes {
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,
     checks_model: true,
+    model_not_found_sourced: true,
 };
 
 /// TGI 2.0. axum 0.6 writes `data:` with no space and TGI sends no `[DONE]` before 2.2;
@@ -621,6 +645,7 @@ const TGI: ChatShapes = ChatShapes {
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,
     checks_model: false,
+    model_not_found_sourced: false,
 };
 
 /// Xinference (vLLM engine). sse-starlette frames with CRLF and pings every 600 s
@@ -657,4 +682,5 @@ const XINFERENCE: ChatShapes = ChatShapes {
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,
     checks_model: true,
+    model_not_found_sourced: true,
 };

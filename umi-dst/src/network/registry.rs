@@ -56,14 +56,27 @@ impl WireFormat {
     )]
     pub(crate) const UNROUTED_ENVELOPE: WireFormat = WireFormat::OpenAiChat;
 
-    /// Every format, in registry order.
+    /// Every format, in registry order (the order `dst serve` lists its default
+    /// endpoints in: [`WireFormat::REFERENCE_PROFILES`]).
     pub const ALL: [WireFormat; 5] = [
         WireFormat::OpenAiChat,
-        WireFormat::Ollama,
-        WireFormat::AnthropicMessages,
         WireFormat::OpenAiResponses,
+        WireFormat::AnthropicMessages,
+        WireFormat::Ollama,
         WireFormat::Gemini,
     ];
+
+    /// Each format's reference provider ([`WireFormat::reference_profile`]), in
+    /// registry order: what `dst serve` serves with no `--endpoint`.
+    pub const REFERENCE_PROFILES: [Profile; WireFormat::ALL.len()] = {
+        let mut profiles = [Profile::OpenAi; WireFormat::ALL.len()];
+        let mut at = 0;
+        while at < profiles.len() {
+            profiles[at] = WireFormat::ALL[at].reference_profile();
+            at += 1;
+        }
+        profiles
+    };
 
     /// The path of its main operation under its API root (`/chat/completions`).
     pub fn path(self) -> &'static str {
@@ -178,6 +191,12 @@ impl Profile {
     /// may ask for it ([`Surface::serves_required_tool_choice`]).
     pub fn serves_required_tool_choice(self) -> bool {
         self.surface().serves_required_tool_choice(self)
+    }
+
+    /// Whether its server's 404 for a model it does not serve has a public source
+    /// ([`Surface::model_not_found_sourced`]).
+    pub fn model_not_found_sourced(self) -> bool {
+        self.surface().model_not_found_sourced(self)
     }
 
     /// The header its clients present `key` in (`None`: its API takes no key).

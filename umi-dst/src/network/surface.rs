@@ -111,6 +111,12 @@ pub(crate) trait Surface: Send + Sync {
     /// (TGI 2.0 answers it through a grammar in a shape of its own, which is not
     /// simulated: such a request is refused), so a workload may ask for it.
     fn serves_required_tool_choice(&self, profile: Profile) -> bool;
+
+    /// Whether the body `profile`'s server answers a request for a model it does not
+    /// serve has a public source, so a sweep may ask for a retired model there and
+    /// require the client to type it model-not-found (where none was found, the body
+    /// stands in and is not held to that). Source: a captured 404.
+    fn model_not_found_sourced(&self, profile: Profile) -> bool;
 }
 
 /// The key of a request in `Authorization: Bearer <key>`, the header most formats read

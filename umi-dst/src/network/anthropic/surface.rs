@@ -121,4 +121,10 @@ impl Surface for AnthropicFormat {
     fn serves_required_tool_choice(&self, _profile: Profile) -> bool {
         true
     }
+
+    /// `not_found_error` naming the model (`model: <id>`,
+    /// continuedev/continue #12161).
+    fn model_not_found_sourced(&self, _profile: Profile) -> bool {
+        true
+    }
 }

@@ -144,4 +144,9 @@ impl Surface for ChatFormat {
     fn serves_required_tool_choice(&self, profile: Profile) -> bool {
         !shapes_of(profile).tools_need_choice
     }
+
+    /// The table's `model_not_found_sourced`.
+    fn model_not_found_sourced(&self, profile: Profile) -> bool {
+        shapes_of(profile).model_not_found_sourced
+    }
 }

@@ -127,4 +127,10 @@ impl Surface for GeminiFormat {
     fn serves_required_tool_choice(&self, _profile: Profile) -> bool {
         true
     }
+
+    /// 404 `NOT_FOUND` `models/x is not found for API version v1beta, …` (quoted in
+    /// agent logs; see `errors.rs`).
+    fn model_not_found_sourced(&self, _profile: Profile) -> bool {
+        true
+    }
 }

@@ -118,4 +118,10 @@ impl Surface for OllamaFormat {
     fn serves_required_tool_choice(&self, _profile: Profile) -> bool {
         true
     }
+
+    /// `model 'x' not found`, or `model "x" not found, try pulling it first` up to
+    /// v0.11.11 (OLLAMA `server/routes.go`).
+    fn model_not_found_sourced(&self, _profile: Profile) -> bool {
+        true
+    }
 }

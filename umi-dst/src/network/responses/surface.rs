@@ -109,4 +109,10 @@ impl Surface for ResponsesFormat {
     fn serves_required_tool_choice(&self, _profile: Profile) -> bool {
         true
     }
+
+    /// OpenAI's `model_not_found` (ENVOY `chat-unknown-model.yaml`, in the envelope the
+    /// Responses API shares).
+    fn model_not_found_sourced(&self, _profile: Profile) -> bool {
+        true
+    }
 }
