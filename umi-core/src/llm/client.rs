@@ -26,7 +26,7 @@ use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
 use super::secrets::Redactor;
 use super::transport::{HttpRequest, Transport};
-use super::wire::exchange;
+use super::wire::exchange::{self, Refused};
 use super::wire::reader::{WireDecoder, events, read_body};
 use crate::constants::HTTP_BODY_BYTES_MAX;
 use crate::env::Env;
@@ -85,6 +85,13 @@ pub trait ClientFormat: Send + Sync + fmt::Debug + 'static {
         request: &CompletionRequest,
         body: &str,
     ) -> Result<CompletionResponse, LlmError>;
+
+    /// The error a refused request (a non-2xx answer, or none) is: `refused.error`, the
+    /// shared classifier's reading of its status, headers and body (`wire::errors`),
+    /// for a format whose envelope that classifier reads; or the format's own reading,
+    /// for one whose error kind it cannot see (a kind carried in a header). Source: the
+    /// provider's error reference and captured error responses.
+    fn refusal(&self, refused: Refused) -> LlmError;
 
     /// Whether a 2xx answer to a streaming request is one whole JSON body (a server that
     /// ignored `stream: true`), by its content type ([`json_content_type`] for a format
@@ -155,7 +162,7 @@ impl<F: ClientFormat> WireClient<F> {
         let Timeouts { request, idle } = self.format.timeouts();
         exchange::send(self.transport.as_ref(), &self.env, http, request, idle)
             .await
-            .map_err(|refused| refused.error)
+            .map_err(|refused| self.format.refusal(refused))
     }
 
     async fn whole_body(&self, body: super::transport::BodyStream) -> Result<String, LlmError> {

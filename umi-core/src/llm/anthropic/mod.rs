@@ -22,6 +22,7 @@ use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
 use super::secrets::Redactor;
 use super::transport::HttpRequest;
+use super::wire::exchange::Refused;
 
 /// The API version header this client speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -122,5 +123,10 @@ impl ClientFormat for AnthropicConfig {
     /// A JSON body where SSE was asked for is a whole answer (the stream is `text/event-stream`).
     fn is_whole_body(&self, content_type: Option<&str>) -> bool {
         json_content_type(content_type)
+    }
+
+    /// The shared classifier reads its `{"type": "error", "error": {...}}`.
+    fn refusal(&self, refused: Refused) -> LlmError {
+        refused.error
     }
 }

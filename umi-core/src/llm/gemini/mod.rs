@@ -44,6 +44,7 @@ use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
 use super::secrets::Redactor;
 use super::transport::HttpRequest;
+use super::wire::exchange::Refused;
 
 /// The API version the paths name.
 pub const GEMINI_API_VERSION: &str = "v1beta";
@@ -187,5 +188,10 @@ impl ClientFormat for GeminiConfig {
     /// A JSON body where a stream was asked for is a whole answer.
     fn is_whole_body(&self, content_type: Option<&str>) -> bool {
         json_content_type(content_type)
+    }
+
+    /// The shared classifier reads Google's envelope (`status`, `details`).
+    fn refusal(&self, refused: Refused) -> LlmError {
+        refused.error
     }
 }

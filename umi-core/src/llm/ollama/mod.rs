@@ -22,6 +22,7 @@ use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
 use super::secrets::Redactor;
 use super::transport::HttpRequest;
+use super::wire::exchange::Refused;
 
 /// How to reach one model of an Ollama server. `Debug` redacts the key, the credentials
 /// in the URL and secret headers (see [`Connection`]).
@@ -107,5 +108,10 @@ impl ClientFormat for OllamaConfig {
         body: &str,
     ) -> Result<CompletionResponse, LlmError> {
         self.parse_response(body)
+    }
+
+    /// The shared classifier reads its `{"error": "..."}`.
+    fn refusal(&self, refused: Refused) -> LlmError {
+        refused.error
     }
 }

@@ -22,6 +22,7 @@ use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
 use super::secrets::Redactor;
 use super::transport::HttpRequest;
+use super::wire::exchange::Refused;
 
 /// How to reach one model of an OpenAI-compatible server. `Debug` redacts the key, the
 /// credentials in the URL and secret headers (see [`Connection`]).
@@ -124,5 +125,10 @@ impl ClientFormat for OpenAiConfig {
     /// A server that ignored `stream: true` answers `application/json` (vLLM, llama.cpp); the stream is `text/event-stream`.
     fn is_whole_body(&self, content_type: Option<&str>) -> bool {
         json_content_type(content_type)
+    }
+
+    /// The shared classifier reads its envelopes (OpenAI's and every compatible server's).
+    fn refusal(&self, refused: Refused) -> LlmError {
+        refused.error
     }
 }

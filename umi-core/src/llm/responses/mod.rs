@@ -27,6 +27,7 @@ use super::response::{CompletionResponse, ModelRef};
 use super::secrets::Redactor;
 use super::stop::apply_stop;
 use super::transport::HttpRequest;
+use super::wire::exchange::Refused;
 use super::wire::stop_filter::StopFilter;
 use crate::llm::response::FinishReason;
 
@@ -125,5 +126,10 @@ impl ClientFormat for ResponsesConfig {
     /// A JSON body where SSE was asked for is a whole answer (the stream is `text/event-stream`).
     fn is_whole_body(&self, content_type: Option<&str>) -> bool {
         json_content_type(content_type)
+    }
+
+    /// The shared classifier reads OpenAI's envelope, which it shares.
+    fn refusal(&self, refused: Refused) -> LlmError {
+        refused.error
     }
 }
