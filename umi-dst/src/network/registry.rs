@@ -158,43 +158,43 @@ impl Profile {
         self.format().surface()
     }
 
-    /// The coverage marks of the shapes this profile can send ([`Surface::shape_marks`]:
+    /// The coverage marks of the shapes this profile can send (`Surface::shape_marks`:
     /// the knobs of [`super::ChatShapes::marks`], or the format's own list).
     pub fn shape_marks(self) -> Vec<&'static str> {
         self.surface().shape_marks(self)
     }
 
     /// Whether its models stream their reasoning, so SimLLM is asked to reason
-    /// ([`Surface::streams_reasoning`]).
+    /// (`Surface::streams_reasoning`).
     pub fn streams_reasoning(self) -> bool {
         self.surface().streams_reasoning(self)
     }
 
     /// Whether its server ever answers 429; local servers queue instead
-    /// ([`Surface::rate_limits`]).
+    /// (`Surface::rate_limits`).
     pub fn rate_limits(self) -> bool {
         self.surface().rate_limits(self)
     }
 
     /// Whether its server sits behind a CDN whose own pages a client may get
-    /// ([`Surface::behind_cdn`]).
+    /// (`Surface::behind_cdn`).
     pub fn behind_cdn(self) -> bool {
         self.surface().behind_cdn(self)
     }
 
-    /// Whether its server refuses a model it does not serve ([`Surface::checks_model`]).
+    /// Whether its server refuses a model it does not serve (`Surface::checks_model`).
     pub fn checks_model(self) -> bool {
         self.surface().checks_model(self)
     }
 
     /// Whether the simulated server answers `tool_choice: "required"`, so a workload
-    /// may ask for it ([`Surface::serves_required_tool_choice`]).
+    /// may ask for it (`Surface::serves_required_tool_choice`).
     pub fn serves_required_tool_choice(self) -> bool {
         self.surface().serves_required_tool_choice(self)
     }
 
     /// Whether its server's 404 for a model it does not serve has a public source
-    /// ([`Surface::model_not_found_sourced`]).
+    /// (`Surface::model_not_found_sourced`).
     pub fn model_not_found_sourced(self) -> bool {
         self.surface().model_not_found_sourced(self)
     }
