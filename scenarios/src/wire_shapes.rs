@@ -38,7 +38,7 @@ use umi_dst::Scenario;
 use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::checkers::wire::{check_split_invariance, is_whole_stream};
 use umi_dst::network::reads::ReadPlan;
-use umi_dst::network::{ClientOptions, Exchange, Profile, client_for};
+use umi_dst::network::{ClientOptions, Exchange, Profile, base_url_for, client_for};
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
 use crate::common::{chat, scenario_retry, sim_model, tool_definitions};
@@ -46,20 +46,6 @@ use crate::wire_faults::streamed;
 
 /// The API key every endpoint of the scenario requires.
 const API_KEY: &str = "sk-umi-wire-shapes-0000";
-
-/// The profiles whose "model not found" body has a public source (see the profiles).
-const RETIRED_SOURCED: [Profile; 10] = [
-    Profile::OpenAi,
-    Profile::AzureOpenAi,
-    Profile::OpenRouter,
-    Profile::Vllm,
-    Profile::OllamaV1,
-    Profile::Ollama,
-    Profile::Xinference,
-    Profile::Anthropic,
-    Profile::OpenAiResponses,
-    Profile::Gemini,
-];
 
 /// Calls through the router per seed.
 const ROUTED_CALLS_PER_SEED: usize = 3;
@@ -150,16 +136,24 @@ struct Target {
     client: Arc<dyn LanguageModel>,
 }
 
+/// The providers the scenario reaches where users run them rather than at
+/// `https://{name}.sim` below their format's API root: Ollama on its port, over HTTP.
+const LOCAL_SERVERS: [(Profile, &str); 1] = [(Profile::Ollama, "http://ollama.sim:11434")];
+
+/// The base URL of `profile`'s server (the gateway's, OpenAI's shapes, when `gateway`),
+/// as its client expects it: with its format's API root (`/v1`, or none where the
+/// client adds the whole path).
 fn base_url(profile: Profile, gateway: bool) -> String {
-    match (profile, gateway) {
-        (_, true) => "https://gateway.sim/v1".to_owned(),
-        (Profile::Ollama, _) => "http://ollama.sim:11434".to_owned(),
-        // The Messages client adds `/v1/messages` itself.
-        (Profile::Anthropic, _) => "https://anthropic.sim".to_owned(),
-        // The Gemini client adds `/v1beta/models/…` itself.
-        (Profile::Gemini, _) => "https://gemini.sim".to_owned(),
-        (profile, _) => format!("https://{}.sim/v1", profile.name()),
+    if gateway {
+        return base_url_for(profile, "gateway.sim");
     }
+    LOCAL_SERVERS
+        .iter()
+        .find(|(local, _)| *local == profile)
+        .map_or_else(
+            || base_url_for(profile, &format!("{}.sim", profile.name())),
+            |(_, url)| (*url).to_owned(),
+        )
 }
 
 fn targets(sim: &SimEnvironment) -> (Arc<SimNetwork>, Vec<Target>) {
@@ -185,8 +179,8 @@ fn targets(sim: &SimEnvironment) -> (Arc<SimNetwork>, Vec<Target>) {
             }
         });
         let mut endpoint = Endpoint::openai(&url, llm).with_profile(*profile);
-        if *profile != Profile::Ollama {
-            // Ollama has no API keys.
+        if profile.credential(API_KEY).is_some() {
+            // Ollama's native API has no API keys.
             endpoint = endpoint.with_api_key(API_KEY);
         }
         if *gateway {
@@ -201,8 +195,8 @@ fn targets(sim: &SimEnvironment) -> (Arc<SimNetwork>, Vec<Target>) {
         let provider = if gateway { "gateway" } else { profile.name() };
         let model_ref = ModelRef::new(provider, format!("{}-model", profile.name()), 32_768, 2_048);
         let mut options = ClientOptions::default();
-        // Ollama has no API keys.
-        options.api_key = (profile != Profile::Ollama).then(|| API_KEY.into());
+        // Ollama's native API has no API keys.
+        options.api_key = profile.credential(API_KEY).map(|_| API_KEY.into());
         options.timeout = Some(timeout);
         // Ask the Responses API for reasoning summaries, so the sweep meets them.
         options.reasoning_summary = true;
@@ -234,7 +228,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
             request = request.with_tools(tool_definitions());
             // TGI 2.0 answers `tool_choice` with grammar calls this simulator does not
             // serve; every other server takes it.
-            if target.profile != Profile::Tgi && workload.bool_with(0.2) {
+            if target.profile.serves_required_tool_choice() && workload.bool_with(0.2) {
                 request = request.with_tool_choice(ToolChoice::Required);
             }
         }
@@ -242,7 +236,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         // A model the server does not serve (retired, or a typo): its own 404, which the
         // client must type as model-not-found so a router can fall back. Only where that
         // body has a source.
-        let retired = RETIRED_SOURCED.contains(&target.profile) && workload.bool_with(0.08);
+        let retired = target.profile.model_not_found_sourced() && workload.bool_with(0.08);
         if retired {
             request.model = "retired-model".to_owned();
         }

@@ -26,13 +26,18 @@ use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
 use super::secrets::Redactor;
 use super::transport::{HttpRequest, Transport};
-use super::wire::exchange;
+use super::wire::exchange::{self, Refused};
 use super::wire::reader::{WireDecoder, events, read_body};
 use crate::constants::HTTP_BODY_BYTES_MAX;
 use crate::env::Env;
 
 /// One wire format, as a client speaks it. Implemented by each format's config type
 /// (`OpenAiConfig`, `OllamaConfig`), which knows the server, the model and the options.
+///
+/// No method has a default: a new format states each, so the compiler names every fact
+/// it must give (docs/adr/0009-one-seam-per-wire-format.md, "What a format gives").
+/// What every format does alike (its timeouts, the model a request is sent with) is
+/// [`ClientFormatExt`]'s, for every format at once.
 pub trait ClientFormat: Send + Sync + fmt::Debug + 'static {
     /// The streamed body's decoder.
     type Decoder: WireDecoder;
@@ -46,6 +51,58 @@ pub trait ClientFormat: Send + Sync + fmt::Debug + 'static {
     /// Where the client sends its requests: the server, the key, the timeouts.
     fn connection(&self) -> &Connection;
 
+    /// The HTTP request for `request` (already validated), streamed or not: the path,
+    /// the format's own headers, the key in its header ([`Connection::post_json`]), the
+    /// body. An `Err` is a request this format cannot send (it never reaches the
+    /// network). Source: the provider's API reference and its official SDK.
+    fn http_request(
+        &self,
+        request: &CompletionRequest,
+        stream: bool,
+    ) -> Result<HttpRequest, LlmError>;
+
+    /// A whole (non-streamed) response body, as UTF-8 text.
+    fn parse_response(&self, body: &str) -> Result<CompletionResponse, LlmError>;
+
+    /// A decoder for a streamed body.
+    fn stream_decoder(&self) -> Self::Decoder;
+
+    /// The redactor of this config's secrets, through which every error the client
+    /// hands back passes: its key, the credentials in its URL and its secret headers
+    /// (the connection's [`Connection::redactor`], which is what a format whose only
+    /// secrets are the connection's returns), plus any secret of the format's own.
+    fn redactor(&self) -> Redactor;
+
+    /// A decoder for the streamed answer to `request`: [`ClientFormat::stream_decoder`]'s
+    /// for a format whose API does all the request asks, or one that applies the part
+    /// its API lacks (the Responses API's stop sequences).
+    fn stream_decoder_for(&self, request: &CompletionRequest) -> Self::Decoder;
+
+    /// The whole answer to `request` in `body` ([`ClientFormat::parse_response`]'s, or
+    /// with what the API lacks applied, as [`ClientFormat::stream_decoder_for`]).
+    fn parse_response_for(
+        &self,
+        request: &CompletionRequest,
+        body: &str,
+    ) -> Result<CompletionResponse, LlmError>;
+
+    /// The error a refused request (a non-2xx answer, or none) is: `refused.error`, the
+    /// shared classifier's reading of its status, headers and body (`wire::errors`),
+    /// for a format whose envelope that classifier reads; or the format's own reading,
+    /// for one whose error kind it cannot see (a kind carried in a header). Source: the
+    /// provider's error reference and captured error responses.
+    fn refusal(&self, refused: Refused) -> LlmError;
+
+    /// Whether a 2xx answer to a streaming request is one whole JSON body (a server that
+    /// ignored `stream: true`), by its content type ([`json_content_type`] for a format
+    /// whose stream is not JSON; `false` where a whole body and the stream read alike,
+    /// as Ollama's NDJSON). Source: the server's code (what it answers a stream request
+    /// it cannot stream).
+    fn is_whole_body(&self, content_type: Option<&str>) -> bool;
+}
+
+/// What every [`ClientFormat`] does alike, once for all of them.
+pub trait ClientFormatExt: ClientFormat {
     /// The client's timeouts: the connection's.
     fn timeouts(&self) -> Timeouts {
         self.connection().timeouts()
@@ -59,48 +116,14 @@ pub trait ClientFormat: Send + Sync + fmt::Debug + 'static {
             &request.model
         }
     }
+}
 
-    /// The HTTP request for `request` (already validated), streamed or not. An `Err` is a
-    /// request this format cannot send (it never reaches the network).
-    fn http_request(
-        &self,
-        request: &CompletionRequest,
-        stream: bool,
-    ) -> Result<HttpRequest, LlmError>;
+impl<F: ClientFormat + ?Sized> ClientFormatExt for F {}
 
-    /// A whole (non-streamed) response body, as UTF-8 text.
-    fn parse_response(&self, body: &str) -> Result<CompletionResponse, LlmError>;
-
-    /// A decoder for a streamed body.
-    fn stream_decoder(&self) -> Self::Decoder;
-
-    /// The redactor of this config's secrets: its key, the credentials in its URL and
-    /// its secret headers (the connection's). Every error the client hands back passes
-    /// through it.
-    fn redactor(&self) -> Redactor {
-        self.connection().redactor()
-    }
-
-    /// A decoder for the streamed answer to `request` (a format that applies part of
-    /// the request itself, such as stop sequences its API lacks, overrides this).
-    fn stream_decoder_for(&self, _request: &CompletionRequest) -> Self::Decoder {
-        self.stream_decoder()
-    }
-
-    /// The whole answer to `request` in `body` (see [`ClientFormat::stream_decoder_for`]).
-    fn parse_response_for(
-        &self,
-        _request: &CompletionRequest,
-        body: &str,
-    ) -> Result<CompletionResponse, LlmError> {
-        self.parse_response(body)
-    }
-
-    /// Whether a 2xx answer to a streaming request is one whole JSON body (a server that
-    /// ignored `stream: true`), by its content type.
-    fn is_whole_body(&self, content_type: Option<&str>) -> bool {
-        content_type.is_some_and(|t| t.contains("application/json"))
-    }
+/// Whether `content_type` is JSON: a whole body where a stream was asked for, for the
+/// formats whose streams are SSE ([`ClientFormat::is_whole_body`]).
+pub fn json_content_type(content_type: Option<&str>) -> bool {
+    content_type.is_some_and(|t| t.contains("application/json"))
 }
 
 /// A client for one model, in the wire format `F`.
@@ -139,7 +162,7 @@ impl<F: ClientFormat> WireClient<F> {
         let Timeouts { request, idle } = self.format.timeouts();
         exchange::send(self.transport.as_ref(), &self.env, http, request, idle)
             .await
-            .map_err(|refused| refused.error)
+            .map_err(|refused| self.format.refusal(refused))
     }
 
     async fn whole_body(&self, body: super::transport::BodyStream) -> Result<String, LlmError> {

@@ -6,7 +6,6 @@ use umi_core::llm::LlmError;
 use umi_core::llm::transport::{HttpRequest, HttpResponse};
 
 use super::format::{Parsed, Responder, ServerFormat};
-use super::profile::Profile;
 use super::{Served, SimNetwork, headers};
 use crate::rng::DeterministicRng;
 use crate::trace::TraceKind;
@@ -41,7 +40,7 @@ impl SimNetwork {
         if let Some(error) = endpoint
             .api_key
             .as_deref()
-            .and_then(|key| headers::key_refusal(request, key))
+            .and_then(|key| headers::key_refusal(format, request, key))
         {
             return Err(self.refusal(served, responder, &error, None, rng).0);
         }
@@ -68,11 +67,12 @@ impl SimNetwork {
     }
 
     /// The "model not found" a server gives a request for a model it does not serve
-    /// (llama.cpp and TGI serve one model whatever the request names).
+    /// (unless its profile serves one model whatever the request names:
+    /// [`super::Profile::checks_model`]).
     fn model_refusal(&self, served: &Served, parsed: &Parsed) -> Option<LlmError> {
         let endpoint = &served.endpoint;
         let served_model = &endpoint.model.model_ref().model;
-        let checks_model = !matches!(endpoint.profile, Profile::LlamaCpp | Profile::Tgi);
+        let checks_model = endpoint.profile.checks_model();
         let asked = &parsed.request.model;
         if !checks_model || asked.is_empty() || asked == served_model {
             return None;

@@ -356,6 +356,12 @@ pub struct ChatShapes {
     pub content_filter: ContentFilterShape,
     /// Whether a CDN or proxy in front of it answers some failures with an HTML page.
     pub proxy_pages: bool,
+    /// Whether the server refuses a request naming a model it does not serve (`false`:
+    /// it serves its one loaded model whatever the request names).
+    pub checks_model: bool,
+    /// Whether the body of its 404 for a model it does not serve has a public source (a
+    /// sweep asks for a retired model only there).
+    pub model_not_found_sourced: bool,
 }
 
 marks!(Layout {

@@ -71,12 +71,9 @@ impl SimNetwork {
         path: &str,
         wire: &'static dyn EmbedWire,
     ) -> Result<(Ask, &'static EmbedModel), Refuse> {
-        if let Some(error) = served
-            .endpoint
-            .api_key
-            .as_deref()
-            .and_then(|key| headers::key_refusal(request, key))
-        {
+        if let Some(error) = served.endpoint.api_key.as_deref().and_then(|key| {
+            headers::key_refusal(served.endpoint.profile.format().surface(), request, key)
+        }) {
             return Err(Refuse { error, param: None });
         }
         let mut ask = wire.parse(path, &request.body)?;

@@ -68,11 +68,14 @@ pub(crate) enum Flow {
     Reset,
 }
 
-/// Writes one streamed body.
+/// Writes one streamed body. No method has a default: a new format's encoder states
+/// each (docs/adr/0009-one-seam-per-wire-format.md, "What a format gives").
 pub(crate) trait StreamEncoder: Send {
     /// The bytes the server sends as soon as the stream opens, before the model's first
-    /// event (Anthropic's `message_start`).
-    fn preamble(&mut self, _out: &mut Vec<u8>) {}
+    /// event (Anthropic's `message_start`, the Responses API's `response.created`); a
+    /// format whose first bytes answer the model's first event writes nothing. Source:
+    /// a recorded stream of the provider (its SDK's fixtures).
+    fn preamble(&mut self, out: &mut Vec<u8>);
     /// The bytes for `event`.
     fn event(&mut self, event: &StreamEvent, out: &mut Vec<u8>) -> Flow;
     /// The bytes for an error after the 200.
@@ -81,21 +84,24 @@ pub(crate) trait StreamEncoder: Send {
     fn keep_alive(&self) -> Option<KeepAlive>;
     /// The shape marks used since the last call.
     fn marks(&mut self) -> Vec<&'static str>;
-    /// The line end of the framing (`\n`, or `\r\n` for sse-starlette servers).
-    fn line_end(&self) -> &'static str {
-        "\n"
-    }
+    /// The line end of the framing (`\n`, or `\r\n` for sse-starlette servers and
+    /// Google's), which the comments [`StreamEncoder::keep_alive`] names end with.
+    /// Source: the server's framing code or a byte-exact capture.
+    fn line_end(&self) -> &'static str;
 }
 
-/// Writes one response of a format, in shapes drawn for it.
+/// Writes one response of a format, in shapes drawn for it. No method has a default:
+/// a new format's responder states each, so the compiler names every fact
+/// (docs/adr/0009-one-seam-per-wire-format.md, "What a format gives").
 pub(crate) trait Responder: Send {
     /// Status and body for a refusal: the model's error, or a request the server
-    /// refused (`param` names the field).
+    /// refused (`param` names the field). Source: the provider's documented error
+    /// envelope and its captures.
     fn refusal(&mut self, error: &LlmError, param: Option<&str>) -> (u16, Vec<u8>);
-    /// Told the request as the server read it, before any answer is written (a format
-    /// that echoes the request in its answer, as the Responses API does, keeps what it
-    /// needs).
-    fn parsed(&mut self, _parsed: &Parsed) {}
+    /// Told the request as the server read it, before any answer is written. A format
+    /// that echoes the request in its answer (the Responses API's `response` object)
+    /// keeps what it needs; the others ignore it.
+    fn parsed(&mut self, parsed: &Parsed);
     /// The body of a whole answer.
     fn whole(&mut self, response: &CompletionResponse) -> Vec<u8>;
     /// The encoder of a streamed answer to `parsed`.
@@ -108,28 +114,27 @@ pub(crate) trait Responder: Send {
     fn header_set(&self) -> HeaderSet;
     /// The shape marks of what was written so far.
     fn marks(&mut self) -> Vec<&'static str>;
-    /// Headers only this format's server sends (Anthropic's `request-id`, which its error
-    /// bodies repeat), beyond [`Responder::header_set`]'s.
-    fn own_headers(&mut self, _status: u16, _server_now_ms: u64) -> Vec<(String, String)> {
-        Vec::new()
-    }
-    /// Whether this server sends a streamed request's refusal inside a 200 stream.
-    fn refuses_in_stream(&self) -> bool {
-        false
-    }
+    /// Headers only this format's server sends, beyond [`Responder::header_set`]'s
+    /// (Anthropic's `request-id`, which its error bodies repeat; Google's
+    /// `server: scaffolding on HTTPServer2`); empty when it sends none. Source: a captured
+    /// response's headers.
+    fn own_headers(&mut self, status: u16, server_now_ms: u64) -> Vec<(String, String)>;
+    /// Whether this server sends a streamed request's refusal inside a 200 stream (TGI
+    /// 2.0's validation errors, the Responses API's `response.failed`), rather than as
+    /// an HTTP error. Source: the server's code or a capture.
+    fn refuses_in_stream(&self) -> bool;
     /// Whether a 429's body says how long to wait (Gemini's `google.rpc.RetryInfo`), so
     /// a client that reads it waits what the server meant even with no Retry-After.
-    fn wait_in_body(&self) -> bool {
-        false
-    }
+    /// Source: the provider's error reference.
+    fn wait_in_body(&self) -> bool;
     /// Told what the request's path says, before any refusal is written (Gemini wraps a
-    /// JSON-array stream's refusal in an array).
-    fn routed(&mut self, _route: &Route) {}
-    /// The body of an answer the server writes without the model (Gemini's token
-    /// count), if this request gets one.
-    fn own_answer(&mut self, _parsed: &Parsed) -> Option<Vec<u8>> {
-        None
-    }
+    /// JSON-array stream's refusal in an array); a format whose path says nothing (it
+    /// owns one path) ignores it.
+    fn routed(&mut self, route: &Route);
+    /// The body of an answer the server writes without the model (Gemini's
+    /// `:countTokens`), if this request gets one; `None` for every request of a format
+    /// whose every operation asks the model.
+    fn own_answer(&mut self, parsed: &Parsed) -> Option<Vec<u8>>;
 }
 
 /// The route of a format that owns the one path `own`.

@@ -1,6 +1,6 @@
 //! Response headers as providers send them (`Date`, request ids, rate-limit headers,
-//! Retry-After in each form), the pages a CDN or proxy answers with, and the API key a
-//! request presents.
+//! Retry-After in each form), the pages a CDN or proxy answers with, and the refusal of
+//! a request without the right key (where the key is read is its format's to say).
 
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -10,6 +10,7 @@ use umi_core::llm::transport::HttpRequest;
 use super::ids;
 use super::profile::Profile;
 use super::shapes::{HeaderSet, RetryAfterForm, ShapeMark};
+use super::surface::Surface;
 use crate::rng::DeterministicRng;
 
 /// `Date`'s form: an IMF-fixdate, whole seconds (RFC 9110 §5.6.7).
@@ -143,14 +144,12 @@ fn nginx_page(status: u16, reason: &str, server: &str) -> Vec<u8> {
 }
 
 /// One of the pages in front of `profile`, chosen by `choice`. Hosted APIs sit behind
-/// Cloudflare, which answers 502/524 either with JSON of its own
+/// Cloudflare ([`Profile::behind_cdn`], its format's to say), which answers 502/524 either with JSON of its own
 /// (`{"error":{"code":502,"message":"Bad gateway.","param":null,"type":"cf_bad_gateway"}}`)
 /// or with its short HTML page (issues quoting api.openai.com); self-hosted servers sit
 /// behind nginx, whose 502 and 504 pages have the same form.
 pub(crate) fn proxy_page(profile: Profile, choice: u64) -> ProxyPage {
-    let hosted = profile
-        .chat_shapes()
-        .is_some_and(|shapes| shapes.proxy_pages);
+    let hosted = profile.behind_cdn();
     let gateway_timeout = choice % 2 == 1;
     match (hosted, (choice / 2).is_multiple_of(2)) {
         (true, true) => {
@@ -197,20 +196,8 @@ pub(crate) fn proxy_page(profile: Profile, choice: u64) -> ProxyPage {
     }
 }
 
-/// The API key a request presents (`Authorization: Bearer`, Azure's `api-key`,
-/// Anthropic's `x-api-key`, Gemini's `x-goog-api-key` or `?key=`).
-pub(crate) fn presented_key(request: &HttpRequest) -> Option<String> {
-    request
-        .header("authorization")
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .or_else(|| request.header("api-key"))
-        .or_else(|| request.header("x-api-key"))
-        .or_else(|| request.header("x-goog-api-key"))
-        .map(str::to_owned)
-        .or_else(|| super::gemini::query_key(&request.url))
-}
-
-/// The refusal of a request that does not present `key`, or `None` when it does.
+/// The refusal of a request that does not present `key` where `format`'s server reads
+/// it ([`Surface::presented_key`]), or `None` when it does.
 ///
 /// The error's `message` is the presented key masked ([`mask_key`]); its `status` is 401
 /// for a wrong key and 403 for none at all. Google answers the two apart (a wrong key is
@@ -218,8 +205,12 @@ pub(crate) fn presented_key(request: &HttpRequest) -> Option<String> {
 /// "Method doesn't allow unregistered callers", quoted in googleapis/js-genai #898 and
 /// PublicAffairs/openai-gemini #92); the other formats answer both with their 401 and
 /// read only the kind.
-pub(crate) fn key_refusal(request: &HttpRequest, key: &str) -> Option<LlmError> {
-    let presented = presented_key(request);
+pub(crate) fn key_refusal(
+    format: &dyn Surface,
+    request: &HttpRequest,
+    key: &str,
+) -> Option<LlmError> {
+    let presented = format.presented_key(request);
     if presented.as_deref() == Some(key) {
         return None;
     }

@@ -66,6 +66,21 @@ pub enum WireFormat {
     Gemini,
 }
 
+impl WireFormat {
+    /// The provider whose own API the format is (OpenAI's for chat completions): the
+    /// profile `dst serve` serves the format as when no `--endpoint` is given, and the
+    /// one a test reaches for the format alone.
+    pub const fn reference_profile(self) -> Profile {
+        match self {
+            Self::OpenAiChat => Profile::OpenAi,
+            Self::Ollama => Profile::Ollama,
+            Self::AnthropicMessages => Profile::Anthropic,
+            Self::OpenAiResponses => Profile::OpenAiResponses,
+            Self::Gemini => Profile::Gemini,
+        }
+    }
+}
+
 /// A provider whose wire shapes SimNetwork reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
@@ -203,24 +218,6 @@ impl Profile {
         }
     }
 
-    /// Whether its models stream their reasoning (so SimLLM is asked to reason). Claude
-    /// shows its thinking only to a request that enables it; the Responses API a
-    /// summary only to a request that asks for one (which Umi's client can).
-    pub const fn streams_reasoning(self) -> bool {
-        match self.chat_shapes() {
-            Some(shapes) => !matches!(shapes.reasoning, [ReasoningField::None]),
-            None => matches!(self, Self::Ollama | Self::OpenAiResponses),
-        }
-    }
-
-    /// Whether its server ever answers 429 (local servers queue instead).
-    pub const fn rate_limits(self) -> bool {
-        match self.chat_shapes() {
-            Some(shapes) => !shapes.retry_after.is_empty(),
-            None => matches!(self, Self::Anthropic | Self::OpenAiResponses | Self::Gemini),
-        }
-    }
-
     /// The chat-completions shapes, for the profiles that speak that format.
     pub(crate) const fn chat_shapes(self) -> Option<&'static ChatShapes> {
         match self {
@@ -287,6 +284,8 @@ const OPENAI: ChatShapes = ChatShapes {
     json_content_type: "application/json",
     content_filter: ContentFilterShape::FinishReason,
     proxy_pages: true,
+    checks_model: true,
+    model_not_found_sourced: true,
 };
 
 /// Azure OpenAI. Keys sorted, `content_filter_results` per choice, a first chunk with
@@ -320,6 +319,8 @@ const AZURE: ChatShapes = ChatShapes {
     json_content_type: "application/json",
     content_filter: ContentFilterShape::FinishReason,
     proxy_pages: false,
+    checks_model: true,
+    model_not_found_sourced: true,
 };
 
 /// DeepSeek chat. UUID ids, `fp_…_prod…` or 32-hex fingerprints, `"usage": null` on
@@ -358,6 +359,8 @@ const DEEPSEEK_CHAT: ChatShapes = ChatShapes {
     json_content_type: "application/json",
     content_filter: ContentFilterShape::FinishReason,
     proxy_pages: true,
+    checks_model: true,
+    model_not_found_sourced: false,
 };
 
 /// DeepSeek reasoner: as chat, with `reasoning_content` (the opener says
@@ -400,6 +403,8 @@ const DASHSCOPE: ChatShapes = ChatShapes {
     json_content_type: "application/json",
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,
+    checks_model: true,
+    model_not_found_sourced: false,
 };
 
 /// GLM. Timestamp ids, no fingerprint, `role` on every text chunk, no `finish_reason`
@@ -433,6 +438,8 @@ const GLM: ChatShapes = ChatShapes {
     json_content_type: "application/json; charset=UTF-8",
     content_filter: ContentFilterShape::Sensitive,
     proxy_pages: false,
+    checks_model: true,
+    model_not_found_sourced: false,
 };
 
 /// OpenRouter. `: OPENROUTER PROCESSING` comments (OR-DOCS streaming; FANTASY),
@@ -473,6 +480,8 @@ const OPENROUTER: ChatShapes = ChatShapes {
     json_content_type: "application/json",
     content_filter: ContentFilterShape::FinishReason,
     proxy_pages: true,
+    checks_model: true,
+    model_not_found_sourced: true,
 };
 
 /// vLLM. `chatcmpl-<32 hex>`, no fingerprint, opener `{"role","content":""}`, `delta:{}`
@@ -512,6 +521,8 @@ const VLLM: ChatShapes = ChatShapes {
     json_content_type: "application/json",
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,
+    checks_model: true,
+    model_not_found_sourced: true,
 };
 
 /// llama.cpp. `chatcmpl-<32 alnum>`, `b<build>-<commit>` fingerprint, `ordered_json`
@@ -520,7 +531,9 @@ const VLLM: ChatShapes = ChatShapes {
 /// (LLAMA server-task.cpp @00efb3e1, server.cpp @61e588ab). Tool header with the name
 /// only. In-stream errors: `error:` field then `[DONE]` (old), `data: {"error":...}`
 /// then close (new). Errors `{"error":{"code":400,"message","type"}}` with
-/// `n_prompt_tokens`/`n_ctx` on context overflow. No 429; `server: llama.cpp`.
+/// `n_prompt_tokens`/`n_ctx` on context overflow. No 429; `server: llama.cpp`. It
+/// serves its one loaded model whatever the request names (LLAMA: the request's `model`
+/// is not checked).
 const LLAMA_CPP: ChatShapes = ChatShapes {
     id: IdStyle::ChatcmplAlnum32,
     layouts: &[Layout::LlamaCpp],
@@ -552,6 +565,8 @@ const LLAMA_CPP: ChatShapes = ChatShapes {
     json_content_type: "application/json; charset=utf-8",
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,
+    checks_model: false,
+    model_not_found_sourced: false,
 };
 
 /// Ollama's /v1. `chatcmpl-<n>`, `fp_ollama`, role on every chunk (before 0.32.6) or on
@@ -585,6 +600,8 @@ const OLLAMA_V1: ChatShapes = ChatShapes {
     json_content_type: "application/json",
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,
+    checks_model: true,
+    model_not_found_sourced: true,
 };
 
 /// TGI 2.0. axum 0.6 writes `data:` with no space and TGI sends no `[DONE]` before 2.2;
@@ -595,7 +612,8 @@ const OLLAMA_V1: ChatShapes = ChatShapes {
 /// `stop_sequence` (TGI `router/src/lib.rs`; capture in opea-project/GenAIExamples
 /// `ChatQnA/chatqna.py` @0953e1c0). Tools only with `tool_choice`. Errors
 /// `{"error":..., "error_type":...}`; with `stream: true` validation and overload errors
-/// come inside the 200, then the stream ends (TGI `server.rs`).
+/// come inside the 200, then the stream ends (TGI `server.rs`). It serves its one model
+/// whatever the request names (TGI `router/src/lib.rs`: `ChatRequest.model` is documented `[UNUSED]`).
 const TGI: ChatShapes = ChatShapes {
     id: IdStyle::Empty,
     layouts: &[Layout::Tgi],
@@ -626,6 +644,8 @@ const TGI: ChatShapes = ChatShapes {
     json_content_type: "application/json",
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,
+    checks_model: false,
+    model_not_found_sourced: false,
 };
 
 /// Xinference (vLLM engine). sse-starlette frames with CRLF and pings every 600 s
@@ -661,4 +681,6 @@ const XINFERENCE: ChatShapes = ChatShapes {
     json_content_type: "application/json",
     content_filter: ContentFilterShape::OpenAiSpelling,
     proxy_pages: false,
+    checks_model: true,
+    model_not_found_sourced: true,
 };

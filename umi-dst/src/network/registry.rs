@@ -56,14 +56,27 @@ impl WireFormat {
     )]
     pub(crate) const UNROUTED_ENVELOPE: WireFormat = WireFormat::OpenAiChat;
 
-    /// Every format, in registry order.
+    /// Every format, in registry order (the order `dst serve` lists its default
+    /// endpoints in: [`WireFormat::REFERENCE_PROFILES`]).
     pub const ALL: [WireFormat; 5] = [
         WireFormat::OpenAiChat,
-        WireFormat::Ollama,
-        WireFormat::AnthropicMessages,
         WireFormat::OpenAiResponses,
+        WireFormat::AnthropicMessages,
+        WireFormat::Ollama,
         WireFormat::Gemini,
     ];
+
+    /// Each format's reference provider ([`WireFormat::reference_profile`]), in
+    /// registry order: what `dst serve` serves with no `--endpoint`.
+    pub const REFERENCE_PROFILES: [Profile; WireFormat::ALL.len()] = {
+        let mut profiles = [Profile::OpenAi; WireFormat::ALL.len()];
+        let mut at = 0;
+        while at < profiles.len() {
+            profiles[at] = WireFormat::ALL[at].reference_profile();
+            at += 1;
+        }
+        profiles
+    };
 
     /// The path of its main operation under its API root (`/chat/completions`).
     pub fn path(self) -> &'static str {
@@ -138,22 +151,57 @@ impl WireFormat {
     }
 }
 
+/// What a profile's server does, each its format's to say ([`Surface`]): the registry
+/// asks the format, the profile's table answers where the format has one per profile.
 impl Profile {
-    /// The coverage marks of the shapes this profile can send (the knobs of
-    /// [`super::ChatShapes::marks`], or the Ollama versions and parsers).
+    fn surface(self) -> &'static dyn Surface {
+        self.format().surface()
+    }
+
+    /// The coverage marks of the shapes this profile can send (`Surface::shape_marks`:
+    /// the knobs of [`super::ChatShapes::marks`], or the format's own list).
     pub fn shape_marks(self) -> Vec<&'static str> {
-        match (self.chat_shapes(), self) {
-            (Some(shapes), _) => shapes.marks(),
-            (None, Self::Anthropic) => super::anthropic::ANTHROPIC_MARKS.to_vec(),
-            (None, Self::OpenAiResponses) => super::responses::RESPONSES_MARKS.to_vec(),
-            (None, Self::Gemini) => super::gemini::GEMINI_MARKS.to_vec(),
-            (None, _) => super::ollama::OLLAMA_MARKS.to_vec(),
-        }
+        self.surface().shape_marks(self)
+    }
+
+    /// Whether its models stream their reasoning, so SimLLM is asked to reason
+    /// (`Surface::streams_reasoning`).
+    pub fn streams_reasoning(self) -> bool {
+        self.surface().streams_reasoning(self)
+    }
+
+    /// Whether its server ever answers 429; local servers queue instead
+    /// (`Surface::rate_limits`).
+    pub fn rate_limits(self) -> bool {
+        self.surface().rate_limits(self)
+    }
+
+    /// Whether its server sits behind a CDN whose own pages a client may get
+    /// (`Surface::behind_cdn`).
+    pub fn behind_cdn(self) -> bool {
+        self.surface().behind_cdn(self)
+    }
+
+    /// Whether its server refuses a model it does not serve (`Surface::checks_model`).
+    pub fn checks_model(self) -> bool {
+        self.surface().checks_model(self)
+    }
+
+    /// Whether the simulated server answers `tool_choice: "required"`, so a workload
+    /// may ask for it (`Surface::serves_required_tool_choice`).
+    pub fn serves_required_tool_choice(self) -> bool {
+        self.surface().serves_required_tool_choice(self)
+    }
+
+    /// Whether its server's 404 for a model it does not serve has a public source
+    /// (`Surface::model_not_found_sourced`).
+    pub fn model_not_found_sourced(self) -> bool {
+        self.surface().model_not_found_sourced(self)
     }
 
     /// The header its clients present `key` in (`None`: its API takes no key).
     pub fn credential(self, key: &str) -> Option<(String, String)> {
-        server_format(self.format()).credential(self, key)
+        self.surface().credential(self, key)
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::error::ServeError;
 use crate::fault::FaultConfig;
-use crate::network::Profile;
+use crate::network::{Profile, WireFormat};
 
 /// Requests in flight at once by default; more get a 503 with Retry-After.
 pub const CONCURRENCY_MAX_DEFAULT: usize = 64;
@@ -275,14 +275,10 @@ pub(crate) fn profile_and_prefix(path: &str) -> Option<(Profile, &str)> {
 
 /// The endpoints served with no `--endpoint`: every format at its standard path, at the
 /// root (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`, `/api/chat`,
-/// `/v1beta/models/{model}:generateContent`).
-pub const DEFAULT_PROFILES: [Profile; 5] = [
-    Profile::OpenAi,
-    Profile::OpenAiResponses,
-    Profile::Anthropic,
-    Profile::Ollama,
-    Profile::Gemini,
-];
+/// `/v1beta/models/{model}:generateContent`):
+/// each format's reference profile, in registry order, so a format added to the
+/// registry is served here with no other edit.
+pub const DEFAULT_PROFILES: [Profile; WireFormat::ALL.len()] = WireFormat::REFERENCE_PROFILES;
 
 /// The path of `profile`'s main operation (`/v1/chat/completions`).
 pub fn format_path(profile: Profile) -> String {

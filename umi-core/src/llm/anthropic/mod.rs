@@ -15,12 +15,14 @@ mod wire;
 
 pub use wire::{EventDecoder, parse_response, request_body, stop_reason};
 
-use super::client::{ClientFormat, WireClient};
+use super::client::{ClientFormat, ClientFormatExt, WireClient, json_content_type};
 use super::connection::{Connection, KeyHeader};
 use super::error::LlmError;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
+use super::secrets::Redactor;
 use super::transport::HttpRequest;
+use super::wire::exchange::Refused;
 
 /// The API version header this client speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -97,5 +99,34 @@ impl ClientFormat for AnthropicConfig {
 
     fn stream_decoder(&self) -> EventDecoder {
         EventDecoder::new()
+    }
+
+    /// Its only secrets are the connection's.
+    fn redactor(&self) -> Redactor {
+        self.connection.redactor()
+    }
+
+    /// Its API does all a request asks: the one decoder.
+    fn stream_decoder_for(&self, _request: &CompletionRequest) -> EventDecoder {
+        self.stream_decoder()
+    }
+
+    /// Its API does all a request asks: the one parser.
+    fn parse_response_for(
+        &self,
+        _request: &CompletionRequest,
+        body: &str,
+    ) -> Result<CompletionResponse, LlmError> {
+        self.parse_response(body)
+    }
+
+    /// A JSON body where SSE was asked for is a whole answer (the stream is `text/event-stream`).
+    fn is_whole_body(&self, content_type: Option<&str>) -> bool {
+        json_content_type(content_type)
+    }
+
+    /// The shared classifier reads its `{"type": "error", "error": {...}}`.
+    fn refusal(&self, refused: Refused) -> LlmError {
+        refused.error
     }
 }

@@ -37,12 +37,14 @@ mod wire;
 pub use stream::GeminiDecoder;
 pub use wire::{SYNTHETIC_CALL_ID_PREFIX, finish_reason, parse_response, request_body};
 
-use super::client::{ClientFormat, WireClient};
+use super::client::{ClientFormat, ClientFormatExt, WireClient, json_content_type};
 use super::connection::{Connection, KeyHeader};
 use super::error::LlmError;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
+use super::secrets::Redactor;
 use super::transport::HttpRequest;
+use super::wire::exchange::Refused;
 
 /// The API version the paths name.
 pub const GEMINI_API_VERSION: &str = "v1beta";
@@ -162,5 +164,34 @@ impl ClientFormat for GeminiConfig {
 
     fn stream_decoder(&self) -> GeminiDecoder {
         GeminiDecoder::new()
+    }
+
+    /// Its only secrets are the connection's.
+    fn redactor(&self) -> Redactor {
+        self.connection.redactor()
+    }
+
+    /// Its API does all a request asks: the one decoder.
+    fn stream_decoder_for(&self, _request: &CompletionRequest) -> GeminiDecoder {
+        self.stream_decoder()
+    }
+
+    /// Its API does all a request asks: the one parser.
+    fn parse_response_for(
+        &self,
+        _request: &CompletionRequest,
+        body: &str,
+    ) -> Result<CompletionResponse, LlmError> {
+        self.parse_response(body)
+    }
+
+    /// A JSON body where a stream was asked for is a whole answer.
+    fn is_whole_body(&self, content_type: Option<&str>) -> bool {
+        json_content_type(content_type)
+    }
+
+    /// The shared classifier reads Google's envelope (`status`, `details`).
+    fn refusal(&self, refused: Refused) -> LlmError {
+        refused.error
     }
 }

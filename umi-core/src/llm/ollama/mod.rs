@@ -15,12 +15,14 @@ mod wire;
 
 pub use wire::{NdjsonDecoder, done_reason, parse_response, request_body};
 
-use super::client::{ClientFormat, WireClient};
+use super::client::{ClientFormat, ClientFormatExt, WireClient};
 use super::connection::{Connection, KeyHeader};
 use super::error::LlmError;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
+use super::secrets::Redactor;
 use super::transport::HttpRequest;
+use super::wire::exchange::Refused;
 
 /// How to reach one model of an Ollama server. `Debug` redacts the key, the credentials
 /// in the URL and secret headers (see [`Connection`]).
@@ -87,5 +89,29 @@ impl ClientFormat for OllamaConfig {
         // A whole answer and a stream's lines are both JSON objects; the decoder reads
         // either (a whole answer is one line with `"done": true`).
         false
+    }
+
+    /// Its only secrets are the connection's.
+    fn redactor(&self) -> Redactor {
+        self.connection.redactor()
+    }
+
+    /// Its API does all a request asks: the one decoder.
+    fn stream_decoder_for(&self, _request: &CompletionRequest) -> NdjsonDecoder {
+        self.stream_decoder()
+    }
+
+    /// Its API does all a request asks: the one parser.
+    fn parse_response_for(
+        &self,
+        _request: &CompletionRequest,
+        body: &str,
+    ) -> Result<CompletionResponse, LlmError> {
+        self.parse_response(body)
+    }
+
+    /// The shared classifier reads its `{"error": "..."}`.
+    fn refusal(&self, refused: Refused) -> LlmError {
+        refused.error
     }
 }

@@ -15,12 +15,14 @@ mod wire;
 
 pub use wire::{ChunkDecoder, MaxTokensField, finish_reason, parse_response, request_body};
 
-use super::client::{ClientFormat, WireClient};
+use super::client::{ClientFormat, ClientFormatExt, WireClient, json_content_type};
 use super::connection::{Connection, KeyHeader};
 use super::error::LlmError;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
+use super::secrets::Redactor;
 use super::transport::HttpRequest;
+use super::wire::exchange::Refused;
 
 /// How to reach one model of an OpenAI-compatible server. `Debug` redacts the key, the
 /// credentials in the URL and secret headers (see [`Connection`]).
@@ -99,5 +101,34 @@ impl ClientFormat for OpenAiConfig {
 
     fn stream_decoder(&self) -> ChunkDecoder {
         ChunkDecoder::new()
+    }
+
+    /// Its only secrets are the connection's.
+    fn redactor(&self) -> Redactor {
+        self.connection.redactor()
+    }
+
+    /// Its API does all a request asks: the one decoder.
+    fn stream_decoder_for(&self, _request: &CompletionRequest) -> ChunkDecoder {
+        self.stream_decoder()
+    }
+
+    /// Its API does all a request asks: the one parser.
+    fn parse_response_for(
+        &self,
+        _request: &CompletionRequest,
+        body: &str,
+    ) -> Result<CompletionResponse, LlmError> {
+        self.parse_response(body)
+    }
+
+    /// A server that ignored `stream: true` answers `application/json` (vLLM, llama.cpp); the stream is `text/event-stream`.
+    fn is_whole_body(&self, content_type: Option<&str>) -> bool {
+        json_content_type(content_type)
+    }
+
+    /// The shared classifier reads its envelopes (OpenAI's and every compatible server's).
+    fn refusal(&self, refused: Refused) -> LlmError {
+        refused.error
     }
 }

@@ -19,13 +19,15 @@ mod wire;
 
 pub use wire::{EventDecoder, parse_response, request_body};
 
-use super::client::{ClientFormat, WireClient};
+use super::client::{ClientFormat, ClientFormatExt, WireClient, json_content_type};
 use super::connection::{Connection, KeyHeader};
 use super::error::LlmError;
 use super::request::CompletionRequest;
 use super::response::{CompletionResponse, ModelRef};
+use super::secrets::Redactor;
 use super::stop::apply_stop;
 use super::transport::HttpRequest;
+use super::wire::exchange::Refused;
 use super::wire::stop_filter::StopFilter;
 use crate::llm::response::FinishReason;
 
@@ -114,5 +116,20 @@ impl ClientFormat for ResponsesConfig {
             response.finish_reason = FinishReason::Stop;
         }
         Ok(response)
+    }
+
+    /// Its only secrets are the connection's.
+    fn redactor(&self) -> Redactor {
+        self.connection.redactor()
+    }
+
+    /// A JSON body where SSE was asked for is a whole answer (the stream is `text/event-stream`).
+    fn is_whole_body(&self, content_type: Option<&str>) -> bool {
+        json_content_type(content_type)
+    }
+
+    /// The shared classifier reads OpenAI's envelope, which it shares.
+    fn refusal(&self, refused: Refused) -> LlmError {
+        refused.error
     }
 }

@@ -19,6 +19,12 @@ pub struct Refused {
     /// The error body as read (empty when no response came), for provider-specific
     /// refinement.
     pub body: String,
+    /// The response's status (`None` when no response came: a timeout, a refused
+    /// connection).
+    pub status: Option<u16>,
+    /// The response's headers (empty when no response came), for a format whose error
+    /// kind travels in a header.
+    pub headers: Vec<(String, String)>,
 }
 
 impl From<LlmError> for Refused {
@@ -26,6 +32,8 @@ impl From<LlmError> for Refused {
         Self {
             error,
             body: String::new(),
+            status: None,
+            headers: Vec::new(),
         }
     }
 }
@@ -70,5 +78,10 @@ pub async fn send(
     ) {
         env.cover("wire.retry_after_header");
     }
-    Err(Refused { error, body })
+    Err(Refused {
+        error,
+        body,
+        status: Some(status),
+        headers,
+    })
 }

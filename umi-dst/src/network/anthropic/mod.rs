@@ -400,6 +400,27 @@ impl Responder for AnthropicResponder {
     fn marks(&mut self) -> Vec<&'static str> {
         std::mem::take(&mut self.marks)
     }
+
+    /// The request changes nothing in its answer's shapes.
+    fn parsed(&mut self, _parsed: &Parsed) {}
+
+    /// A refused request gets its HTTP error, streamed or not (the Messages API's errors reference).
+    fn refuses_in_stream(&self) -> bool {
+        false
+    }
+
+    /// Its 429 says nothing of the wait in its body.
+    fn wait_in_body(&self) -> bool {
+        false
+    }
+
+    /// It owns one path, which says nothing.
+    fn routed(&mut self, _route: &Route) {}
+
+    /// Its one operation always asks the model.
+    fn own_answer(&mut self, _parsed: &Parsed) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -377,4 +377,9 @@ impl StreamEncoder for AnthropicStream {
     fn marks(&mut self) -> Vec<&'static str> {
         std::mem::take(&mut self.marks)
     }
+
+    /// SSE lines end in `\n` (the Messages API's streaming reference).
+    fn line_end(&self) -> &'static str {
+        "\n"
+    }
 }

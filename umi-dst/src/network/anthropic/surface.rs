@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use umi_core::env::Env;
 use umi_core::llm::anthropic::{AnthropicClient, AnthropicConfig, EventDecoder};
-use umi_core::llm::transport::Transport;
+use umi_core::llm::transport::{HttpRequest, Transport};
 use umi_core::llm::wire::reader::Decoded;
 use umi_core::llm::{CompletionResponse, Connection, LanguageModel, LlmError, ModelRef};
 
@@ -83,5 +83,48 @@ impl Surface for AnthropicFormat {
     /// Anthropic serves no embeddings (docs.anthropic.com, "Embeddings": use another provider).
     fn embeddings(&self) -> Option<&'static dyn EmbedWire> {
         None
+    }
+
+    /// Its own list: the eras, the pings, the in-stream error, the 529, the refusal.
+    fn shape_marks(&self, _profile: Profile) -> Vec<&'static str> {
+        super::ANTHROPIC_MARKS.to_vec()
+    }
+
+    /// Claude shows its thinking only to a request that enables it (`thinking`), which
+    /// [`crate::network::format::Parsed::reasoning_requested`] carries.
+    fn streams_reasoning(&self, _profile: Profile) -> bool {
+        false
+    }
+
+    /// 429 `rate_limit_error` with `retry-after` (the Messages API's errors and rate
+    /// limits references).
+    fn rate_limits(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// `x-api-key` (the Messages API's reference, "Authentication").
+    fn presented_key(&self, request: &HttpRequest) -> Option<String> {
+        request.header("x-api-key").map(str::to_owned)
+    }
+
+    /// No source shows a CDN's own page in front of it: nginx's, as for every server without one.
+    fn behind_cdn(&self, _profile: Profile) -> bool {
+        false
+    }
+
+    /// `not_found_error` for an unknown model (the Messages API's errors reference).
+    fn checks_model(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// `tool_choice: {"type": "any"}` answers with a tool call like any other.
+    fn serves_required_tool_choice(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// `not_found_error` naming the model (`model: <id>`,
+    /// continuedev/continue #12161).
+    fn model_not_found_sourced(&self, _profile: Profile) -> bool {
+        true
     }
 }

@@ -42,6 +42,14 @@ pub(crate) fn openai_error(
     errors::error_body_with_param(&mut draw, error, param)
 }
 
+/// The table of `profile`, one of this format's profiles (the registry gives a chat
+/// endpoint only those).
+pub(crate) fn shapes_of(profile: Profile) -> &'static shapes::ChatShapes {
+    profile
+        .chat_shapes()
+        .expect("a chat-format endpoint has a chat-format profile")
+}
+
 /// OpenAI chat completions.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ChatFormat;
@@ -75,9 +83,7 @@ impl ServerFormat for ChatFormat {
         created_s: u64,
         model: &str,
     ) -> Box<dyn Responder> {
-        let shapes = profile
-            .chat_shapes()
-            .expect("a chat-format endpoint has a chat-format profile");
+        let shapes = shapes_of(profile);
         Box::new(ChatResponder {
             draw: Draw::new(shapes, server, response, created_s, model),
             marks: Vec::new(),
@@ -148,5 +154,26 @@ impl Responder for ChatResponder {
 
     fn refuses_in_stream(&self) -> bool {
         self.draw.shapes.refuses_in_stream
+    }
+
+    /// The request changes nothing in its answer's shapes.
+    fn parsed(&mut self, _parsed: &Parsed) {}
+
+    /// It sends no headers of its own beyond its header set.
+    fn own_headers(&mut self, _status: u16, _server_now_ms: u64) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// Its 429 says nothing of the wait in its body.
+    fn wait_in_body(&self) -> bool {
+        false
+    }
+
+    /// It owns one path, which says nothing.
+    fn routed(&mut self, _route: &Route) {}
+
+    /// Its one operation always asks the model.
+    fn own_answer(&mut self, _parsed: &Parsed) -> Option<Vec<u8>> {
+        None
     }
 }

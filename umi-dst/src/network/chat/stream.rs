@@ -661,6 +661,9 @@ impl StreamEncoder for ChatStream {
     fn marks(&mut self) -> Vec<&'static str> {
         std::mem::take(&mut self.marks)
     }
+
+    /// Its first chunk answers the model's first event (PY-SNAP).
+    fn preamble(&mut self, _out: &mut Vec<u8>) {}
 }
 
 #[cfg(test)]

@@ -7,15 +7,16 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use umi_core::env::Env;
 use umi_core::llm::openai::{ChunkDecoder, OpenAiClient, OpenAiConfig};
-use umi_core::llm::transport::Transport;
+use umi_core::llm::transport::{HttpRequest, Transport};
 use umi_core::llm::wire::reader::Decoded;
 use umi_core::llm::{CompletionResponse, Connection, LanguageModel, LlmError, ModelRef};
 
-use super::ChatFormat;
+use super::shapes::ReasoningField;
+use super::{ChatFormat, shapes_of};
 use crate::network::clients::ClientOptions;
 use crate::network::embed::{EmbedWire, OpenAiEmbeddings};
 use crate::network::profile::Profile;
-use crate::network::surface::{Surface, decode_with};
+use crate::network::surface::{Surface, bearer, decode_with};
 
 /// OpenAI's `GET /v1/models` (platform.openai.com API reference, "List models").
 #[cfg_attr(
@@ -102,5 +103,50 @@ impl Surface for ChatFormat {
 
     fn embeddings(&self) -> Option<&'static dyn EmbedWire> {
         Some(&OpenAiEmbeddings)
+    }
+
+    /// The marks of the profile's table (`ChatShapes::marks`).
+    fn shape_marks(&self, profile: Profile) -> Vec<&'static str> {
+        shapes_of(profile).marks()
+    }
+
+    /// Whether the table lists a reasoning field.
+    fn streams_reasoning(&self, profile: Profile) -> bool {
+        !matches!(shapes_of(profile).reasoning, [ReasoningField::None])
+    }
+
+    /// Whether the table lists a Retry-After form (the hosted APIs; local servers list
+    /// none).
+    fn rate_limits(&self, profile: Profile) -> bool {
+        !shapes_of(profile).retry_after.is_empty()
+    }
+
+    /// A bearer token (OPENAI-SPEC `ApiKeyAuth`), or Azure's `api-key` (AZ-DOC,
+    /// "Authentication").
+    fn presented_key(&self, request: &HttpRequest) -> Option<String> {
+        bearer(request)
+            .or_else(|| request.header("api-key"))
+            .map(str::to_owned)
+    }
+
+    /// The table's `proxy_pages` (Cloudflare in front, per its sources).
+    fn behind_cdn(&self, profile: Profile) -> bool {
+        shapes_of(profile).proxy_pages
+    }
+
+    /// The table's `checks_model`.
+    fn checks_model(&self, profile: Profile) -> bool {
+        shapes_of(profile).checks_model
+    }
+
+    /// Every table but one whose tools need a choice (TGI 2.0, whose answer to one is a
+    /// grammar call in a shape of its own, not simulated).
+    fn serves_required_tool_choice(&self, profile: Profile) -> bool {
+        !shapes_of(profile).tools_need_choice
+    }
+
+    /// The table's `model_not_found_sourced`.
+    fn model_not_found_sourced(&self, profile: Profile) -> bool {
+        shapes_of(profile).model_not_found_sourced
     }
 }

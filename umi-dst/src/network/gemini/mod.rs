@@ -186,7 +186,7 @@ fn query_value<'a>(query: Option<&'a str>, name: &str) -> Option<&'a str> {
 }
 
 /// The key a request presents in the query (`?key=`, GEMINI-REST; the SDKs send the
-/// `x-goog-api-key` header instead, which [`super::headers::presented_key`] reads).
+/// `x-goog-api-key` header instead; [`super::surface::Surface::presented_key`] reads both).
 pub(crate) fn query_key(url: &str) -> Option<String> {
     query_value(path_and_query(url).1, "key").map(str::to_owned)
 }
@@ -459,6 +459,14 @@ impl Responder for GeminiResponder {
 
     fn marks(&mut self) -> Vec<&'static str> {
         std::mem::take(&mut self.marks)
+    }
+
+    /// The request changes nothing in its answer's shapes.
+    fn parsed(&mut self, _parsed: &Parsed) {}
+
+    /// A refused request gets its HTTP error, streamed or not (GEMINI-TROUBLE).
+    fn refuses_in_stream(&self) -> bool {
+        false
     }
 }
 

@@ -257,4 +257,7 @@ impl StreamEncoder for GeminiStream {
     fn line_end(&self) -> &'static str {
         "\r\n"
     }
+
+    /// Its first event answers the model's first event (GEMINI-REST).
+    fn preamble(&mut self, _out: &mut Vec<u8>) {}
 }

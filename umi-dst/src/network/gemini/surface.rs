@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use umi_core::env::Env;
 use umi_core::llm::gemini::{GeminiClient, GeminiConfig, GeminiDecoder};
-use umi_core::llm::transport::Transport;
+use umi_core::llm::transport::{HttpRequest, Transport};
 use umi_core::llm::wire::reader::Decoded;
 use umi_core::llm::{CompletionResponse, Connection, LanguageModel, LlmError, ModelRef};
 
@@ -87,5 +87,50 @@ impl Surface for GeminiFormat {
     /// `:embedContent` and `:batchEmbedContents` (GEMINI-REST).
     fn embeddings(&self) -> Option<&'static dyn EmbedWire> {
         Some(&GeminiEmbeddings)
+    }
+
+    /// Its own list: the eras, function calls, safety ratings, `RetryInfo`.
+    fn shape_marks(&self, _profile: Profile) -> Vec<&'static str> {
+        super::GEMINI_MARKS.to_vec()
+    }
+
+    /// Thoughts stream only to a request that asks (`thinkingConfig.includeThoughts`,
+    /// GEMINI-REST), which Umi's client does not.
+    fn streams_reasoning(&self, _profile: Profile) -> bool {
+        false
+    }
+
+    /// 429 `RESOURCE_EXHAUSTED` with `RetryInfo` (GEMINI-TROUBLE).
+    fn rate_limits(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// `x-goog-api-key`, or `?key=` in the query (GEMINI-REST).
+    fn presented_key(&self, request: &HttpRequest) -> Option<String> {
+        request
+            .header("x-goog-api-key")
+            .map(str::to_owned)
+            .or_else(|| super::query_key(&request.url))
+    }
+
+    /// No source shows a CDN's own page in front of it: nginx's, as for every server without one.
+    fn behind_cdn(&self, _profile: Profile) -> bool {
+        false
+    }
+
+    /// 404 `NOT_FOUND` for an unknown model (GEMINI-TROUBLE).
+    fn checks_model(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// `toolConfig.functionCallingConfig.mode: ANY` answers with a call like any other.
+    fn serves_required_tool_choice(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// 404 `NOT_FOUND` `models/x is not found for API version v1beta, …` (quoted in
+    /// agent logs; see `errors.rs`).
+    fn model_not_found_sourced(&self, _profile: Profile) -> bool {
+        true
     }
 }

@@ -9,7 +9,7 @@ use umi_core::llm::{
 
 use super::request::parse;
 use super::stream::GeminiStream;
-use super::{Era, Layout, errors, route, route_of_url};
+use super::{Era, GeminiFormat, Layout, errors, route, route_of_url};
 use crate::network::format::{Flow, Parsed, Route, StreamEncoder};
 use crate::network::headers::redact_url;
 
@@ -84,7 +84,7 @@ fn a_key_in_the_query_is_read_and_never_recorded() {
         ..http(&format!("{GENERATE}?key=AIza-query-key-12345"), "{}")
     };
     assert_eq!(
-        crate::network::headers::presented_key(&request).as_deref(),
+        crate::network::surface::Surface::presented_key(&GeminiFormat, &request).as_deref(),
         Some("AIza-query-key-12345")
     );
 }
@@ -511,7 +511,7 @@ fn a_missing_key_and_a_wrong_key_are_refused_apart() {
         headers: Vec::new(),
         ..http(GENERATE, "{}")
     };
-    let missing = key_refusal(&keyless, "AIza-test").unwrap();
+    let missing = key_refusal(&GeminiFormat, &keyless, "AIza-test").unwrap();
     assert_envelope(
         &era,
         &missing,
@@ -519,7 +519,7 @@ fn a_missing_key_and_a_wrong_key_are_refused_apart() {
         "PERMISSION_DENIED",
         "Method doesn't allow unregistered callers",
     );
-    let wrong = key_refusal(&http(GENERATE, "{}"), "AIza-other").unwrap();
+    let wrong = key_refusal(&GeminiFormat, &http(GENERATE, "{}"), "AIza-other").unwrap();
     assert_envelope(&era, &wrong, 400, "INVALID_ARGUMENT", "API key not valid.");
-    assert!(key_refusal(&http(GENERATE, "{}"), "AIza-test").is_none());
+    assert!(key_refusal(&GeminiFormat, &http(GENERATE, "{}"), "AIza-test").is_none());
 }

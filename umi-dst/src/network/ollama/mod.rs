@@ -267,6 +267,32 @@ impl Responder for OllamaResponder {
     fn marks(&mut self) -> Vec<&'static str> {
         std::mem::take(&mut self.marks)
     }
+
+    /// The request changes nothing in its answer's shapes.
+    fn parsed(&mut self, _parsed: &Parsed) {}
+
+    /// It sends no headers of its own beyond its header set.
+    fn own_headers(&mut self, _status: u16, _server_now_ms: u64) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// A refused request gets its HTTP error, streamed or not (OLLAMA `server/routes.go`).
+    fn refuses_in_stream(&self) -> bool {
+        false
+    }
+
+    /// Its 429 says nothing of the wait in its body.
+    fn wait_in_body(&self) -> bool {
+        false
+    }
+
+    /// It owns one path, which says nothing.
+    fn routed(&mut self, _route: &Route) {}
+
+    /// Its one operation always asks the model.
+    fn own_answer(&mut self, _parsed: &Parsed) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// A tool call gathered until it is whole (Ollama never streams one in pieces).
@@ -427,5 +453,13 @@ impl StreamEncoder for OllamaStream {
 
     fn marks(&mut self) -> Vec<&'static str> {
         std::mem::take(&mut self.responder.marks)
+    }
+
+    /// Its first line answers the model's first event (OLLAMA `server/routes.go`).
+    fn preamble(&mut self, _out: &mut Vec<u8>) {}
+
+    /// NDJSON lines end in `\n` (Go's `json.Encoder`).
+    fn line_end(&self) -> &'static str {
+        "\n"
     }
 }

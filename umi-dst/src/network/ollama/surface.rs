@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use sha2::Digest;
 use umi_core::env::Env;
 use umi_core::llm::ollama::{NdjsonDecoder, OllamaClient, OllamaConfig};
-use umi_core::llm::transport::Transport;
+use umi_core::llm::transport::{HttpRequest, Transport};
 use umi_core::llm::wire::reader::Decoded;
 use umi_core::llm::{CompletionResponse, Connection, LanguageModel, LlmError, ModelRef};
 
@@ -16,7 +16,7 @@ use super::OllamaFormat;
 use crate::network::clients::ClientOptions;
 use crate::network::embed::{EmbedWire, OllamaEmbeddings};
 use crate::network::profile::Profile;
-use crate::network::surface::{Surface, decode_with};
+use crate::network::surface::{Surface, bearer, decode_with};
 
 impl Surface for OllamaFormat {
     fn api_root(&self) -> &'static str {
@@ -79,5 +79,49 @@ impl Surface for OllamaFormat {
 
     fn embeddings(&self) -> Option<&'static dyn EmbedWire> {
         Some(&OllamaEmbeddings)
+    }
+
+    /// Its own list: the versions and how each shows bad arguments.
+    fn shape_marks(&self, _profile: Profile) -> Vec<&'static str> {
+        super::OLLAMA_MARKS.to_vec()
+    }
+
+    /// A thinking model's `thinking` field streams unless the request turns it off
+    /// (ollama/ollama docs/api.md, "think").
+    fn streams_reasoning(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// A local server: it queues rather than answering 429 (OLLAMA `server/sched.go`).
+    fn rate_limits(&self, _profile: Profile) -> bool {
+        false
+    }
+
+    /// A local server checks no key; one behind a proxy (or ollama.com's API) reads a
+    /// bearer token (ollama/ollama docs/api.md, "Authentication"; ollama-python sends
+    /// `OLLAMA_API_KEY` so).
+    fn presented_key(&self, request: &HttpRequest) -> Option<String> {
+        bearer(request).map(str::to_owned)
+    }
+
+    /// A local server: behind nginx when behind anything.
+    fn behind_cdn(&self, _profile: Profile) -> bool {
+        false
+    }
+
+    /// `model 'x' not found` (OLLAMA `server/routes.go`).
+    fn checks_model(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// It has no `tool_choice` and ignores the field (OLLAMA `api/types.go`).
+    fn serves_required_tool_choice(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// `model 'x' not found`, or `model "x" not found, try pulling it first` up to
+    /// v0.11.11 (OLLAMA `server/routes.go`).
+    fn model_not_found_sourced(&self, _profile: Profile) -> bool {
+        true
     }
 }

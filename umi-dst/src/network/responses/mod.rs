@@ -319,6 +319,24 @@ impl Responder for ResponsesResponder {
     fn refuses_in_stream(&self) -> bool {
         true
     }
+
+    /// It sends no headers of its own beyond its header set.
+    fn own_headers(&mut self, _status: u16, _server_now_ms: u64) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// Its 429 says nothing of the wait in its body.
+    fn wait_in_body(&self) -> bool {
+        false
+    }
+
+    /// It owns one path, which says nothing.
+    fn routed(&mut self, _route: &Route) {}
+
+    /// Its one operation always asks the model.
+    fn own_answer(&mut self, _parsed: &Parsed) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 impl Era {

@@ -423,4 +423,9 @@ impl StreamEncoder for ResponsesStream {
     fn marks(&mut self) -> Vec<&'static str> {
         std::mem::take(&mut self.marks)
     }
+
+    /// SSE lines end in `\n` (PY-SNAP's Responses streams).
+    fn line_end(&self) -> &'static str {
+        "\n"
+    }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use umi_core::env::Env;
 use umi_core::llm::responses::{EventDecoder, ResponsesClient, ResponsesConfig};
-use umi_core::llm::transport::Transport;
+use umi_core::llm::transport::{HttpRequest, Transport};
 use umi_core::llm::wire::reader::Decoded;
 use umi_core::llm::{CompletionResponse, Connection, LanguageModel, LlmError, ModelRef};
 
@@ -16,7 +16,7 @@ use crate::network::chat::surface::{openai_credential, openai_model_list, openai
 use crate::network::clients::ClientOptions;
 use crate::network::embed::{EmbedWire, OpenAiEmbeddings};
 use crate::network::profile::Profile;
-use crate::network::surface::{Surface, decode_with};
+use crate::network::surface::{Surface, bearer, decode_with};
 
 impl Surface for ResponsesFormat {
     fn api_root(&self) -> &'static str {
@@ -72,5 +72,47 @@ impl Surface for ResponsesFormat {
 
     fn embeddings(&self) -> Option<&'static dyn EmbedWire> {
         Some(&OpenAiEmbeddings)
+    }
+
+    /// Its own list: the eras, the in-stream error, `incomplete`, the summary.
+    fn shape_marks(&self, _profile: Profile) -> Vec<&'static str> {
+        super::RESPONSES_MARKS.to_vec()
+    }
+
+    /// A reasoning summary streams to a request that asks for one, which Umi's client
+    /// can (`reasoning.summary`).
+    fn streams_reasoning(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// OpenAI's 429 with Retry-After (OPENAI-SPEC).
+    fn rate_limits(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// A bearer token, as OpenAI's whole API (OPENAI-SPEC `ApiKeyAuth`).
+    fn presented_key(&self, request: &HttpRequest) -> Option<String> {
+        bearer(request).map(str::to_owned)
+    }
+
+    /// No source shows a CDN's own page in front of it: nginx's, as for every server without one.
+    fn behind_cdn(&self, _profile: Profile) -> bool {
+        false
+    }
+
+    /// `model_not_found` (OPENAI-SPEC; the Responses API shares OpenAI's errors).
+    fn checks_model(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// `tool_choice: "required"` answers with a tool call like any other.
+    fn serves_required_tool_choice(&self, _profile: Profile) -> bool {
+        true
+    }
+
+    /// OpenAI's `model_not_found` (ENVOY `chat-unknown-model.yaml`, in the envelope the
+    /// Responses API shares).
+    fn model_not_found_sourced(&self, _profile: Profile) -> bool {
+        true
     }
 }
