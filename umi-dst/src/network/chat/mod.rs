@@ -44,7 +44,7 @@ pub(crate) fn openai_error(
 
 /// The table of `profile`, one of this format's profiles (the registry gives a chat
 /// endpoint only those).
-pub(crate) fn shapes_of(profile: Profile) -> &'static shapes::ChatShapes {
+pub(crate) fn shapes_of(profile: Profile) -> &'static crate::network::chat_shapes::ChatShapes {
     profile
         .chat_shapes()
         .expect("a chat-format endpoint has a chat-format profile")

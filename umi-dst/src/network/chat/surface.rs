@@ -11,8 +11,8 @@ use umi_core::llm::transport::{HttpRequest, Transport};
 use umi_core::llm::wire::reader::Decoded;
 use umi_core::llm::{CompletionResponse, Connection, LanguageModel, LlmError, ModelRef};
 
-use super::shapes::ReasoningField;
 use super::{ChatFormat, shapes_of};
+use crate::network::chat_shapes::ReasoningField;
 use crate::network::clients::ClientOptions;
 use crate::network::embed::{EmbedWire, OpenAiEmbeddings};
 use crate::network::profile::Profile;
