@@ -34,7 +34,7 @@ const LIBRARY_SOURCE_DIRS: [&str; 5] = [
 /// needs a catch-all arm (`_ =>`) in each part, and that is the hole the `wildcard` check
 /// below closes (a forgotten variant printed `""`, and the `""` was hashed).
 const LONG_FUNCTIONS_ALLOWED: &[(&str, usize)] =
-    &[("umi-dst/src/trace/kind.rs::TraceKind::fmt", 150)];
+    &[("umi-dst/src/trace/kind.rs::TraceKind::fmt", 148)];
 
 /// Files the walk may visit at most (a guard against a symlink loop).
 const SOURCE_FILES_MAX: usize = 5_000;
