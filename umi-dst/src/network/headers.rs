@@ -220,7 +220,7 @@ pub(crate) fn presented_key(request: &HttpRequest) -> Option<String> {
 /// read only the kind.
 pub(crate) fn key_refusal(request: &HttpRequest, key: &str) -> Option<LlmError> {
     let presented = presented_key(request);
-    if presented.as_deref() == Some(key) {
+    if presented.as_deref() == Some(key) || super::bedrock::signed_by(request, key) {
         return None;
     }
     Some(LlmError::Auth {

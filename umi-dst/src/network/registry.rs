@@ -26,6 +26,7 @@ pub(crate) fn server_format(format: WireFormat) -> &'static dyn ServerFormat {
         WireFormat::AnthropicMessages => &super::anthropic::AnthropicFormat,
         WireFormat::OpenAiResponses => &super::responses::ResponsesFormat,
         WireFormat::Gemini => &super::gemini::GeminiFormat,
+        WireFormat::Bedrock => &super::bedrock::BedrockFormat,
     }
 }
 
@@ -57,12 +58,13 @@ impl WireFormat {
     pub(crate) const UNROUTED_ENVELOPE: WireFormat = WireFormat::OpenAiChat;
 
     /// Every format, in registry order.
-    pub const ALL: [WireFormat; 5] = [
+    pub const ALL: [WireFormat; 6] = [
         WireFormat::OpenAiChat,
         WireFormat::Ollama,
         WireFormat::AnthropicMessages,
         WireFormat::OpenAiResponses,
         WireFormat::Gemini,
+        WireFormat::Bedrock,
     ];
 
     /// The path of its main operation under its API root (`/chat/completions`).
@@ -147,6 +149,7 @@ impl Profile {
             (None, Self::Anthropic) => super::anthropic::ANTHROPIC_MARKS.to_vec(),
             (None, Self::OpenAiResponses) => super::responses::RESPONSES_MARKS.to_vec(),
             (None, Self::Gemini) => super::gemini::GEMINI_MARKS.to_vec(),
+            (None, Self::Bedrock) => super::bedrock::BEDROCK_MARKS.to_vec(),
             (None, _) => super::ollama::OLLAMA_MARKS.to_vec(),
         }
     }
