@@ -259,7 +259,8 @@ fn is_origin(text: &str) -> bool {
 }
 
 /// The profile whose format's main path `path` ends with (the format's reference
-/// profile: `openai`, `openai_responses`, `anthropic`, `ollama`, `gemini`), if any.
+/// profile: `openai`, `openai_responses`, `anthropic`, `ollama`, `gemini`, `bedrock`), if
+/// any.
 pub fn profile_serving(path: &str) -> Option<Profile> {
     profile_and_prefix(path).map(|(profile, _)| profile)
 }
@@ -275,13 +276,14 @@ pub(crate) fn profile_and_prefix(path: &str) -> Option<(Profile, &str)> {
 
 /// The endpoints served with no `--endpoint`: every format at its standard path, at the
 /// root (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`, `/api/chat`,
-/// `/v1beta/models/{model}:generateContent`).
-pub const DEFAULT_PROFILES: [Profile; 5] = [
+/// `/v1beta/models/{model}:generateContent`, `/model/{modelId}/converse`).
+pub const DEFAULT_PROFILES: [Profile; 6] = [
     Profile::OpenAi,
     Profile::OpenAiResponses,
     Profile::Anthropic,
     Profile::Ollama,
     Profile::Gemini,
+    Profile::Bedrock,
 ];
 
 /// The path of `profile`'s main operation (`/v1/chat/completions`).

@@ -71,7 +71,12 @@ impl ServerFormat for BedrockFormat {
         false
     }
 
+    /// A request with no URL (`dst serve` hashing a conversation read off the wire, which
+    /// ignores the model and whether it streams) is read with neither.
     fn parse(&self, http: &HttpRequest, _profile: Profile) -> Result<Parsed, RequestError> {
+        if http.url.is_empty() {
+            return request::parse(http, "", false);
+        }
         let route = route_of_url(&http.url).ok_or_else(|| RequestError {
             param: None,
             message: "The provided model identifier is invalid.".into(),
