@@ -92,7 +92,10 @@ mod tests {
     fn umi_cores_decoder_reads_what_this_writes() {
         use umi_core::llm::bedrock::eventstream::FrameDecoder;
         let mut bytes = event("messageStop", br#"{"stopReason":"end_turn"}"#);
-        bytes.extend(exception("throttlingException", br#"{"message":"slow down"}"#));
+        bytes.extend(exception(
+            "throttlingException",
+            br#"{"message":"slow down"}"#,
+        ));
         let mut out = Vec::new();
         FrameDecoder::new().feed(&bytes, &mut out).unwrap();
         assert_eq!(out.len(), 2);

@@ -166,7 +166,9 @@ impl Answer {
     /// The id of the model's call number `call` (`tooluse_…`, drawn once per call).
     pub(crate) fn call_id(&mut self, call: u32, _given: Option<&str>) -> String {
         const URL_SAFE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-        let call = usize::try_from(call).unwrap_or(usize::MAX).min(TOOL_USE_IDS_MAX);
+        let call = usize::try_from(call)
+            .unwrap_or(usize::MAX)
+            .min(TOOL_USE_IDS_MAX);
         while self.call_ids.len() <= call {
             let id = format!("tooluse_{}", ids::chars(&mut self.rng, URL_SAFE, 22));
             self.call_ids.push(id);
@@ -214,7 +216,10 @@ impl BedrockResponder {
         for (position, call) in response.tool_calls.iter().enumerate() {
             let position = u32::try_from(position).unwrap_or(u32::MAX);
             let tool_use = Json::object(vec![
-                ("toolUseId", self.answer.call_id(position, Some(&call.id)).into()),
+                (
+                    "toolUseId",
+                    self.answer.call_id(position, Some(&call.id)).into(),
+                ),
                 ("name", call.name.clone().into()),
                 ("input", call.arguments.clone().into()),
             ]);
@@ -272,7 +277,10 @@ impl Responder for BedrockResponder {
     }
 
     fn own_headers(&mut self, _status: u16, _server_now_ms: u64) -> Vec<(String, String)> {
-        let mut headers = vec![("x-amzn-requestid".to_owned(), self.answer.request_id.clone())];
+        let mut headers = vec![(
+            "x-amzn-requestid".to_owned(),
+            self.answer.request_id.clone(),
+        )];
         if let Some(exception) = self.exception {
             headers.push(("x-amzn-errortype".to_owned(), errors::error_type(exception)));
         }

@@ -75,14 +75,18 @@ pub(crate) fn signature(value: &str) -> Result<Signature<'_>, String> {
     };
     let scope: Vec<&str> = credential.split('/').collect();
     let [access_key_id, date, region, service, terminator] = scope.as_slice() else {
-        return Err(format!("Credential should be scoped to a valid region, not '{credential}'"));
+        return Err(format!(
+            "Credential should be scoped to a valid region, not '{credential}'"
+        ));
     };
     let date_ok = date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit());
     if access_key_id.is_empty() || !date_ok || region.is_empty() {
         return Err(format!("Credential '{credential}' is malformed"));
     }
     if *service != "bedrock" || *terminator != "aws4_request" {
-        return Err(format!("Credential should be scoped to correct service: 'bedrock', not '{credential}'"));
+        return Err(format!(
+            "Credential should be scoped to correct service: 'bedrock', not '{credential}'"
+        ));
     }
     let is_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
     if signature.len() != 64 || !signature.bytes().all(is_hex) {
@@ -90,9 +94,18 @@ pub(crate) fn signature(value: &str) -> Result<Signature<'_>, String> {
     }
     let signed_headers: Vec<&str> = signed.split(';').collect();
     let sorted = signed_headers.windows(2).all(|w| w[0] < w[1]);
-    let lowercase = signed_headers.iter().all(|h| !h.is_empty() && *h == h.to_ascii_lowercase());
-    if !sorted || !lowercase || !["host", "x-amz-date"].iter().all(|h| signed_headers.contains(h)) {
-        return Err(format!("SignedHeaders '{signed}' must be lowercase, sorted, and sign host and x-amz-date"));
+    let lowercase = signed_headers
+        .iter()
+        .all(|h| !h.is_empty() && *h == h.to_ascii_lowercase());
+    if !sorted
+        || !lowercase
+        || !["host", "x-amz-date"]
+            .iter()
+            .all(|h| signed_headers.contains(h))
+    {
+        return Err(format!(
+            "SignedHeaders '{signed}' must be lowercase, sorted, and sign host and x-amz-date"
+        ));
     }
     Ok(Signature {
         access_key_id,
@@ -109,7 +122,9 @@ fn check_signature(http: &HttpRequest) -> Result<(), RequestError> {
     };
     let signature = signature(value).map_err(bad_signature)?;
     let Some(amz_date) = http.header("x-amz-date") else {
-        return Err(bad_signature("Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header"));
+        return Err(bad_signature(
+            "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header",
+        ));
     };
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     let well_formed = amz_date.len() == 16
@@ -118,7 +133,10 @@ fn check_signature(http: &HttpRequest) -> Result<(), RequestError> {
         && digits(&amz_date[9..15])
         && amz_date.ends_with('Z');
     if !well_formed || &amz_date[..8] != signature.date {
-        return Err(bad_signature(format!("Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '{}' != '{amz_date}'", signature.date)));
+        return Err(bad_signature(format!(
+            "Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '{}' != '{amz_date}'",
+            signature.date
+        )));
     }
     Ok(())
 }
@@ -136,7 +154,9 @@ pub(crate) fn percent_decoded(text: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut at = 0;
     while at < bytes.len() {
-        let hex = bytes.get(at + 1..at + 3).and_then(|h| std::str::from_utf8(h).ok());
+        let hex = bytes
+            .get(at + 1..at + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
         match (bytes[at], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
             (b'%', Some(byte)) => {
                 out.push(byte);
@@ -154,21 +174,36 @@ pub(crate) fn percent_decoded(text: &str) -> String {
 /// Reads `http` as Bedrock's Converse does; `model` and `stream` are the path's.
 pub(crate) fn parse(http: &HttpRequest, model: &str, stream: bool) -> Result<Parsed, RequestError> {
     check_signature(http)?;
-    let value: Value = serde_json::from_slice(&http.body)
-        .map_err(|_| refuse(None, "Malformed input request, please reformat your input and try again."))?;
+    let value: Value = serde_json::from_slice(&http.body).map_err(|_| {
+        refuse(
+            None,
+            "Malformed input request, please reformat your input and try again.",
+        )
+    })?;
     let Some(body) = value.as_object() else {
-        return Err(refuse(None, "Malformed input request, please reformat your input and try again."));
+        return Err(refuse(
+            None,
+            "Malformed input request, please reformat your input and try again.",
+        ));
     };
     let mut request = CompletionRequest::new(Vec::new());
     request.model = model.to_owned();
-    for block in body.get("system").and_then(Value::as_array).into_iter().flatten() {
+    for block in body
+        .get("system")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if let Some(text) = block.get("text").and_then(Value::as_str) {
             request.messages.push(Message::system(text));
         }
     }
     let Some(messages) = body.get("messages").and_then(Value::as_array) else {
         // BEDROCK-API: `messages` is required (its Smithy validation words).
-        return Err(refuse(Some("messages"), "1 validation error detected: Value null at 'messages' failed to satisfy constraint: Member must not be null"));
+        return Err(refuse(
+            Some("messages"),
+            "1 validation error detected: Value null at 'messages' failed to satisfy constraint: Member must not be null",
+        ));
     };
     for (position, message) in messages.iter().enumerate() {
         read_message(message, position, &mut request.messages)?;
@@ -185,20 +220,42 @@ pub(crate) fn parse(http: &HttpRequest, model: &str, stream: bool) -> Result<Par
 }
 
 /// One message's blocks into Umi's messages.
-fn read_message(message: &Value, position: usize, out: &mut Vec<Message>) -> Result<(), RequestError> {
-    let role = message.get("role").and_then(Value::as_str).unwrap_or_default();
-    let blocks = message.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
+fn read_message(
+    message: &Value,
+    position: usize,
+    out: &mut Vec<Message>,
+) -> Result<(), RequestError> {
+    let role = message
+        .get("role")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let blocks = message
+        .get("content")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut text = Vec::new();
     let mut calls = Vec::new();
     for block in &blocks {
         if let Some(part) = block.get("text").and_then(Value::as_str) {
             text.push(part.to_owned());
         } else if let Some(used) = block.get("toolUse") {
-            let field = |n: &str| used.get(n).and_then(Value::as_str).unwrap_or_default().to_owned();
-            let input = used.get("input").cloned().unwrap_or(Value::Object(Map::new()));
+            let field = |n: &str| {
+                used.get(n)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let input = used
+                .get("input")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()));
             calls.push(ToolCall::new(field("toolUseId"), field("name"), input));
         } else if let Some(result) = block.get("toolResult") {
-            let id = result.get("toolUseId").and_then(Value::as_str).unwrap_or_default();
+            let id = result
+                .get("toolUseId")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             let content: Vec<&str> = result
                 .get("content")
                 .and_then(Value::as_array)
@@ -217,7 +274,10 @@ fn read_message(message: &Value, position: usize, out: &mut Vec<Message>) -> Res
         _ => {
             return Err(refuse(
                 Some("messages"),
-                format!("1 validation error detected: Value '{role}' at 'messages.{}.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]", position + 1),
+                format!(
+                    "1 validation error detected: Value '{role}' at 'messages.{}.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]",
+                    position + 1
+                ),
             ));
         }
     }
@@ -233,7 +293,10 @@ fn read_inference(body: &Map<String, Value>, request: &mut CompletionRequest) {
         .get("maxTokens")
         .and_then(Value::as_u64)
         .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-    request.temperature = config.get("temperature").and_then(Value::as_f64).map(|t| t as f32);
+    request.temperature = config
+        .get("temperature")
+        .and_then(Value::as_f64)
+        .map(|t| t as f32);
     request.stop = config
         .get("stopSequences")
         .and_then(Value::as_array)
@@ -245,21 +308,40 @@ fn read_inference(body: &Map<String, Value>, request: &mut CompletionRequest) {
 }
 
 /// `toolConfig`: tool specs and the choice.
-fn read_tools(body: &Map<String, Value>, request: &mut CompletionRequest) -> Result<(), RequestError> {
+fn read_tools(
+    body: &Map<String, Value>,
+    request: &mut CompletionRequest,
+) -> Result<(), RequestError> {
     let Some(config) = body.get("toolConfig") else {
         return Ok(());
     };
-    for tool in config.get("tools").and_then(Value::as_array).into_iter().flatten() {
+    for tool in config
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let Some(spec) = tool.get("toolSpec") else {
             continue;
         };
         let name = spec.get("name").and_then(Value::as_str).unwrap_or_default();
         if name.is_empty() {
-            return Err(refuse(Some("toolConfig"), "The toolConfig field must be defined when using toolUse and toolResult content blocks."));
+            return Err(refuse(
+                Some("toolConfig"),
+                "The toolConfig field must be defined when using toolUse and toolResult content blocks.",
+            ));
         }
-        let description = spec.get("description").and_then(Value::as_str).unwrap_or_default();
-        let schema = spec.pointer("/inputSchema/json").cloned().unwrap_or(Value::Object(Map::new()));
-        request.tools.push(ToolDefinition::new(name, description, schema));
+        let description = spec
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let schema = spec
+            .pointer("/inputSchema/json")
+            .cloned()
+            .unwrap_or(Value::Object(Map::new()));
+        request
+            .tools
+            .push(ToolDefinition::new(name, description, schema));
     }
     let choice = config.get("toolChoice");
     request.tool_choice = match choice {
@@ -293,7 +375,10 @@ fn read_output(body: &Map<String, Value>, request: &mut CompletionRequest) {
         other => other.cloned(),
     };
     if let Some(schema) = schema {
-        let name = json_schema.get("name").and_then(Value::as_str).unwrap_or("response");
+        let name = json_schema
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("response");
         request.output_schema = Some(OutputSchema {
             name: name.to_owned(),
             schema,

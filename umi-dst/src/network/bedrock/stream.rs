@@ -50,7 +50,10 @@ impl BedrockStream {
     }
 
     fn write(kind: &str, payload: &Json, out: &mut Vec<u8>) {
-        out.extend(eventstream::event(kind, &payload.to_bytes(Spacing::Compact)));
+        out.extend(eventstream::event(
+            kind,
+            &payload.to_bytes(Spacing::Compact),
+        ));
     }
 
     /// Closes the open block unless it is `block`; returns the index `block` is at,
@@ -80,7 +83,14 @@ impl BedrockStream {
         Self::write("contentBlockDelta", &payload, out);
     }
 
-    fn tool_delta(&mut self, call: u32, id: Option<&str>, name: Option<&str>, fragment: Option<&str>, out: &mut Vec<u8>) {
+    fn tool_delta(
+        &mut self,
+        call: u32,
+        id: Option<&str>,
+        name: Option<&str>,
+        fragment: Option<&str>,
+        out: &mut Vec<u8>,
+    ) {
         let (index, opened) = self.block(Block::Tool(call), out);
         if opened {
             let tool_use = Json::object(vec![
@@ -125,19 +135,33 @@ impl StreamEncoder for BedrockStream {
         match event {
             StreamEvent::TextDelta { text } => {
                 let (index, _) = self.block(Block::Text, out);
-                Self::delta(index, Json::object(vec![("text", text.as_str().into())]), out);
+                Self::delta(
+                    index,
+                    Json::object(vec![("text", text.as_str().into())]),
+                    out,
+                );
             }
             StreamEvent::ReasoningDelta { text } => {
                 let (index, _) = self.block(Block::Reasoning, out);
                 let reasoning = Json::object(vec![("text", text.as_str().into())]);
-                Self::delta(index, Json::object(vec![("reasoningContent", reasoning)]), out);
+                Self::delta(
+                    index,
+                    Json::object(vec![("reasoningContent", reasoning)]),
+                    out,
+                );
             }
             StreamEvent::ToolCallDelta {
                 index,
                 id,
                 name,
                 arguments_fragment,
-            } => self.tool_delta(*index, id.as_deref(), name.as_deref(), arguments_fragment.as_deref(), out),
+            } => self.tool_delta(
+                *index,
+                id.as_deref(),
+                name.as_deref(),
+                arguments_fragment.as_deref(),
+                out,
+            ),
             StreamEvent::Usage { usage } => self.usage = Some(*usage),
             StreamEvent::Done {
                 finish_reason,

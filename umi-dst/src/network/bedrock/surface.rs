@@ -22,8 +22,7 @@ use crate::network::surface::{Surface, decode_with};
 /// The key pair a simulated Bedrock client signs with when its user gave none: AWS's
 /// documented example pair (the SigV4 test suite's), since every Bedrock request is
 /// signed and a caller always has some credentials.
-pub(crate) const EXAMPLE_KEY_PAIR: &str =
-    "AKIDEXAMPLE:wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+pub(crate) const EXAMPLE_KEY_PAIR: &str = "AKIDEXAMPLE:wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
 
 impl Surface for BedrockFormat {
     fn api_root(&self) -> &'static str {

@@ -42,7 +42,10 @@ fn responder() -> Box<dyn Responder> {
 fn routes_carry_the_model_and_the_method() {
     // Table: path, the model read, whether it streams (None: not routed).
     let cases = [
-        ("/model/anthropic.claude-v2%3A1/converse", Some(("anthropic.claude-v2:1", false))),
+        (
+            "/model/anthropic.claude-v2%3A1/converse",
+            Some(("anthropic.claude-v2:1", false)),
+        ),
         ("/model/m/converse-stream", Some(("m", true))),
         ("/model//converse", None),
         ("/model/a/b/converse", None),
@@ -79,7 +82,10 @@ fn the_clients_request_reads_back_as_sent() {
     assert_eq!(read.tools, request.tools);
     assert_eq!(read.tool_choice, request.tool_choice);
     assert_eq!(read.stop, request.stop);
-    assert_eq!(read.output_schema.map(|o| o.schema), Some(json!({"type": "object"})));
+    assert_eq!(
+        read.output_schema.map(|o| o.schema),
+        Some(json!({"type": "object"}))
+    );
 }
 
 #[test]
@@ -90,15 +96,27 @@ fn signatures_are_checked_for_shape() {
     assert_eq!(parsed.region, "us-east-1");
     // Table: what is broken, the header.
     let bad = [
-        ("another algorithm", good.replace("AWS4-HMAC-SHA256", "AWS4-HMAC-SHA1")),
+        (
+            "another algorithm",
+            good.replace("AWS4-HMAC-SHA256", "AWS4-HMAC-SHA1"),
+        ),
         ("another service", good.replace("/bedrock/", "/s3/")),
         ("no terminator", good.replace("/aws4_request", "")),
         ("a short date", good.replace("20240229", "2024022")),
         ("a short signature", good.replace("5fa00f", "5fa")),
         ("an uppercase signature", good.replace("5fa00f", "5FA00F")),
-        ("unsorted headers", good.replace("content-type;host", "host;content-type")),
-        ("host unsigned", good.replace("content-type;host;", "content-type;")),
-        ("no SignedHeaders", good.replace("SignedHeaders=content-type;host;x-amz-date, ", "")),
+        (
+            "unsorted headers",
+            good.replace("content-type;host", "host;content-type"),
+        ),
+        (
+            "host unsigned",
+            good.replace("content-type;host;", "content-type;"),
+        ),
+        (
+            "no SignedHeaders",
+            good.replace("SignedHeaders=content-type;host;x-amz-date, ", ""),
+        ),
         ("a Bearer token", "Bearer abc".to_owned()),
     ];
     for (what, header) in bad {
@@ -120,8 +138,18 @@ fn an_unsigned_or_badly_signed_request_is_refused_as_bedrock_refuses_it() {
     }
     // Table: the request, the status and exception answered.
     for (what, http, status, exception) in [
-        ("unsigned", unsigned, 403, "MissingAuthenticationTokenException"),
-        ("dated apart from its scope", wrong_date, 400, "IncompleteSignatureException"),
+        (
+            "unsigned",
+            unsigned,
+            403,
+            "MissingAuthenticationTokenException",
+        ),
+        (
+            "dated apart from its scope",
+            wrong_date,
+            400,
+            "IncompleteSignatureException",
+        ),
     ] {
         let refused = BedrockFormat.parse(&http, Profile::Bedrock).unwrap_err();
         let error = LlmError::BadRequest {
@@ -132,8 +160,14 @@ fn an_unsigned_or_badly_signed_request_is_refused_as_bedrock_refuses_it() {
         let (got, body) = responder.refusal(&error, refused.param.as_deref());
         assert_eq!(got, status, "{what}");
         let headers = responder.own_headers(got, 0);
-        let error_type = headers.iter().find(|(n, _)| n == "x-amzn-errortype").unwrap();
-        assert!(error_type.1.starts_with(&format!("{exception}:")), "{what}: {headers:?}");
+        let error_type = headers
+            .iter()
+            .find(|(n, _)| n == "x-amzn-errortype")
+            .unwrap();
+        assert!(
+            error_type.1.starts_with(&format!("{exception}:")),
+            "{what}: {headers:?}"
+        );
         let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert!(body["message"].is_string(), "{what}");
     }
@@ -152,17 +186,66 @@ fn the_key_check_admits_the_pairs_access_key_id_only() {
 fn refusals_read_back_as_the_error_they_stand_for() {
     // Table: the error served, what the client must make of Bedrock's answer.
     let cases: [(LlmError, fn(&LlmError) -> bool); 5] = [
-        (LlmError::RateLimit { retry_after_ms: Some(1_000) }, |e| matches!(e, LlmError::RateLimit { retry_after_ms: None })),
-        (LlmError::ContextOverflow { prompt_tokens: Some(210_000), limit: Some(200_000) }, |e| matches!(e, LlmError::ContextOverflow { prompt_tokens: Some(210_000), limit: Some(200_000) })),
-        (LlmError::ServiceUnavailable { status: Some(503), message: String::new() }, |e| matches!(e, LlmError::ServiceUnavailable { .. })),
-        (LlmError::ServerTimeout { status: None, message: String::new() }, |e| matches!(e, LlmError::ServerTimeout { .. })),
-        (LlmError::Auth { status: 401, message: String::new() }, |e| matches!(e, LlmError::Auth { status: 403, .. })),
+        (
+            LlmError::RateLimit {
+                retry_after_ms: Some(1_000),
+            },
+            |e| {
+                matches!(
+                    e,
+                    LlmError::RateLimit {
+                        retry_after_ms: None
+                    }
+                )
+            },
+        ),
+        (
+            LlmError::ContextOverflow {
+                prompt_tokens: Some(210_000),
+                limit: Some(200_000),
+            },
+            |e| {
+                matches!(
+                    e,
+                    LlmError::ContextOverflow {
+                        prompt_tokens: Some(210_000),
+                        limit: Some(200_000)
+                    }
+                )
+            },
+        ),
+        (
+            LlmError::ServiceUnavailable {
+                status: Some(503),
+                message: String::new(),
+            },
+            |e| matches!(e, LlmError::ServiceUnavailable { .. }),
+        ),
+        (
+            LlmError::ServerTimeout {
+                status: None,
+                message: String::new(),
+            },
+            |e| matches!(e, LlmError::ServerTimeout { .. }),
+        ),
+        (
+            LlmError::Auth {
+                status: 401,
+                message: String::new(),
+            },
+            |e| matches!(e, LlmError::Auth { status: 403, .. }),
+        ),
     ];
     for (served, expected) in cases {
         let mut responder = responder();
         let (status, body) = responder.refusal(&served, None);
         let headers = responder.own_headers(status, 0);
-        let header = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
         let body = String::from_utf8(body).unwrap();
         let read = umi_core::llm::wire::errors::from_status(status, header, &body, 0);
         assert!(expected(&read), "{served:?} came back as {read:?}");
@@ -187,7 +270,11 @@ fn parsed() -> Parsed {
 fn answer() -> CompletionResponse {
     CompletionResponse {
         text: "Checking.".into(),
-        tool_calls: vec![ToolCall::new("call_1", "get_weather", json!({"city": "Oslo"}))],
+        tool_calls: vec![ToolCall::new(
+            "call_1",
+            "get_weather",
+            json!({"city": "Oslo"}),
+        )],
         reasoning: None,
         finish_reason: FinishReason::ToolCalls,
         usage: Some(TokenUsage::new(40, 12)),
@@ -198,7 +285,9 @@ fn answer() -> CompletionResponse {
 #[test]
 fn a_whole_answer_reads_back_with_bedrocks_ids() {
     let body = responder().whole(&answer());
-    let read = BedrockFormat.parse_as_client(std::str::from_utf8(&body).unwrap()).unwrap();
+    let read = BedrockFormat
+        .parse_as_client(std::str::from_utf8(&body).unwrap())
+        .unwrap();
     assert_eq!(read.text, "Checking.");
     assert_eq!(read.tool_calls[0].name, "get_weather");
     assert_eq!(read.tool_calls[0].arguments, json!({"city": "Oslo"}));
@@ -216,9 +305,24 @@ fn a_stream_reads_back_the_same_split_anywhere() {
     let events = [
         StreamEvent::text("Check"),
         StreamEvent::text("ing."),
-        StreamEvent::ToolCallDelta { index: 0, id: Some("call_1".into()), name: Some("get_weather".into()), arguments_fragment: Some(String::new()) },
-        StreamEvent::ToolCallDelta { index: 0, id: None, name: None, arguments_fragment: Some("{\"city\":".into()) },
-        StreamEvent::ToolCallDelta { index: 0, id: None, name: None, arguments_fragment: Some("\"Oslo\"}".into()) },
+        StreamEvent::ToolCallDelta {
+            index: 0,
+            id: Some("call_1".into()),
+            name: Some("get_weather".into()),
+            arguments_fragment: Some(String::new()),
+        },
+        StreamEvent::ToolCallDelta {
+            index: 0,
+            id: None,
+            name: None,
+            arguments_fragment: Some("{\"city\":".into()),
+        },
+        StreamEvent::ToolCallDelta {
+            index: 0,
+            id: None,
+            name: None,
+            arguments_fragment: Some("\"Oslo\"}".into()),
+        },
     ];
     for event in &events {
         assert_eq!(encoder.event(event, &mut bytes), Flow::Continue);
