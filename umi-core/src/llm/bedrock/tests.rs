@@ -49,7 +49,7 @@ fn frame(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
     out
 }
 
-fn event(kind: &str, payload: serde_json::Value) -> Vec<u8> {
+fn event(kind: &str, payload: &serde_json::Value) -> Vec<u8> {
     frame(
         &[
             (":event-type", kind),
@@ -73,28 +73,28 @@ fn exception(kind: &str, message: &str) -> Vec<u8> {
 
 /// A text answer, then a tool call whose input comes in two pieces.
 fn tool_stream() -> Vec<u8> {
-    let mut body = event("messageStart", json!({"role": "assistant"}));
+    let mut body = event("messageStart", &json!({"role": "assistant"}));
     body.extend(event(
         "contentBlockDelta",
-        json!({"contentBlockIndex": 0, "delta": {"text": "Let me "}}),
+        &json!({"contentBlockIndex": 0, "delta": {"text": "Let me "}}),
     ));
     body.extend(event(
         "contentBlockDelta",
-        json!({"contentBlockIndex": 0, "delta": {"text": "check."}}),
+        &json!({"contentBlockIndex": 0, "delta": {"text": "check."}}),
     ));
-    body.extend(event("contentBlockStop", json!({"contentBlockIndex": 0})));
-    body.extend(event("contentBlockStart", json!({"contentBlockIndex": 1, "start": {"toolUse": {"toolUseId": "tooluse_abc", "name": "get_weather"}}})));
+    body.extend(event("contentBlockStop", &json!({"contentBlockIndex": 0})));
+    body.extend(event("contentBlockStart", &json!({"contentBlockIndex": 1, "start": {"toolUse": {"toolUseId": "tooluse_abc", "name": "get_weather"}}})));
     body.extend(event(
         "contentBlockDelta",
-        json!({"contentBlockIndex": 1, "delta": {"toolUse": {"input": "{\"city\":"}}}),
+        &json!({"contentBlockIndex": 1, "delta": {"toolUse": {"input": "{\"city\":"}}}),
     ));
     body.extend(event(
         "contentBlockDelta",
-        json!({"contentBlockIndex": 1, "delta": {"toolUse": {"input": "\"Oslo\"}"}}}),
+        &json!({"contentBlockIndex": 1, "delta": {"toolUse": {"input": "\"Oslo\"}"}}}),
     ));
-    body.extend(event("contentBlockStop", json!({"contentBlockIndex": 1})));
-    body.extend(event("messageStop", json!({"stopReason": "tool_use"})));
-    body.extend(event("metadata", json!({"usage": {"inputTokens": 12, "outputTokens": 30, "totalTokens": 42}, "metrics": {"latencyMs": 812}})));
+    body.extend(event("contentBlockStop", &json!({"contentBlockIndex": 1})));
+    body.extend(event("messageStop", &json!({"stopReason": "tool_use"})));
+    body.extend(event("metadata", &json!({"usage": {"inputTokens": 12, "outputTokens": 30, "totalTokens": 42}, "metrics": {"latencyMs": 812}})));
     body
 }
 
@@ -257,8 +257,8 @@ fn a_stream_decodes_the_same_split_anywhere() {
 #[test]
 fn a_stream_cut_before_message_stop_is_truncated_and_one_without_metadata_ends_well() {
     let body = tool_stream();
-    let metadata_at = body.len() - event("metadata", json!({"usage": {"inputTokens": 12, "outputTokens": 30, "totalTokens": 42}, "metrics": {"latencyMs": 812}})).len();
-    let stop_at = metadata_at - event("messageStop", json!({"stopReason": "tool_use"})).len();
+    let metadata_at = body.len() - event("metadata", &json!({"usage": {"inputTokens": 12, "outputTokens": 30, "totalTokens": 42}, "metrics": {"latencyMs": 812}})).len();
+    let stop_at = metadata_at - event("messageStop", &json!({"stopReason": "tool_use"})).len();
     let cut = decode_reads(BedrockDecoder::new(), [&body[..stop_at]]);
     assert!(
         matches!(cut.error, Some(LlmError::StreamTruncated { .. })),
@@ -282,9 +282,38 @@ fn a_stream_cut_before_message_stop_is_truncated_and_one_without_metadata_ends_w
 
 #[test]
 fn exceptions_in_the_stream_are_typed_after_the_events_before_them() {
-    // Table: the exception (BEDROCK-API `ConverseStreamOutput` members), its message,
-    // the error kind it must become.
-    let cases: [(&str, &str, fn(&LlmError) -> bool); 6] = [
+    for (kind, message, expected) in exception_cases() {
+        let mut body = event("messageStart", &json!({"role": "assistant"}));
+        body.extend(event(
+            "contentBlockDelta",
+            &json!({"contentBlockIndex": 0, "delta": {"text": "Hi"}}),
+        ));
+        body.extend(exception(kind, message));
+        let decoded = decode_reads(BedrockDecoder::new(), [body.as_slice()]);
+        assert_eq!(
+            decoded.events,
+            [StreamEvent::TextDelta { text: "Hi".into() }],
+            "{kind}"
+        );
+        let error = decoded.error.unwrap();
+        assert!(expected(&error), "{kind}: {error:?}");
+    }
+    // The HTTP form of a timeout: `ModelTimeoutException` with its 408.
+    assert!(matches!(
+        exception_error(
+            "ModelTimeoutException",
+            br#"{"message":"Model has timed out in processing the request."}"#
+        ),
+        LlmError::ServerTimeout { .. }
+    ));
+}
+
+/// An exception's name, its message, and the error kind it must become.
+type ExceptionCase = (&'static str, &'static str, fn(&LlmError) -> bool);
+
+/// Table: the exceptions of BEDROCK-API `ConverseStreamOutput`, with their messages.
+fn exception_cases() -> [ExceptionCase; 6] {
+    [
         (
             "throttlingException",
             "Too many requests, please wait before trying again.",
@@ -316,31 +345,7 @@ fn exceptions_in_the_stream_are_typed_after_the_events_before_them() {
         ("internalServerException", "Internal error", |e| {
             matches!(e, LlmError::ServiceUnavailable { .. })
         }),
-    ];
-    for (kind, message, expected) in cases {
-        let mut body = event("messageStart", json!({"role": "assistant"}));
-        body.extend(event(
-            "contentBlockDelta",
-            json!({"contentBlockIndex": 0, "delta": {"text": "Hi"}}),
-        ));
-        body.extend(exception(kind, message));
-        let decoded = decode_reads(BedrockDecoder::new(), [body.as_slice()]);
-        assert_eq!(
-            decoded.events,
-            [StreamEvent::TextDelta { text: "Hi".into() }],
-            "{kind}"
-        );
-        let error = decoded.error.unwrap();
-        assert!(expected(&error), "{kind}: {error:?}");
-    }
-    // The HTTP form of a timeout: `ModelTimeoutException` with its 408.
-    assert!(matches!(
-        exception_error(
-            "ModelTimeoutException",
-            br#"{"message":"Model has timed out in processing the request."}"#
-        ),
-        LlmError::ServerTimeout { .. }
-    ));
+    ]
 }
 
 #[test]

@@ -73,10 +73,13 @@ mod tests {
 
     /// botocore `tests/unit/test_eventstream.py`: `PAYLOAD_NO_HEADERS` and
     /// `PAYLOAD_ONE_STR_HEADER` (awslabs/aws-c-event-stream's vectors), byte for byte.
+    /// Headers, then the published encoding.
+    type Case = (&'static [(&'static str, &'static str)], &'static [u8]);
+
     #[test]
     fn botocores_vectors_encode_byte_for_byte() {
-        // Table: headers, payload, the published encoding.
-        let cases: [(&[(&str, &str)], &[u8]); 2] = [
+        // Table: headers, the published encoding (of the payload `{'foo':'bar'}`).
+        let cases: [Case; 2] = [
             (&[], b"\x00\x00\x00\x1d\x00\x00\x00\x00\xfdR\x8cZ{'foo':'bar'}\xc3e96"),
             (
                 &[("content-type", "application/json")],

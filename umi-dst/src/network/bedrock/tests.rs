@@ -184,8 +184,17 @@ fn the_key_check_admits_the_pairs_access_key_id_only() {
 
 #[test]
 fn refusals_read_back_as_the_error_they_stand_for() {
-    // Table: the error served, what the client must make of Bedrock's answer.
-    let cases: [(LlmError, fn(&LlmError) -> bool); 5] = [
+    for (served, expected) in refusal_cases() {
+        refusal_reads_back(&served, expected);
+    }
+}
+
+/// The error served, and what the client must make of Bedrock's answer.
+type RefusalCase = (LlmError, fn(&LlmError) -> bool);
+
+/// Table: the error served, what the client must make of Bedrock's answer.
+fn refusal_cases() -> [RefusalCase; 5] {
+    [
         (
             LlmError::RateLimit {
                 retry_after_ms: Some(1_000),
@@ -235,27 +244,28 @@ fn refusals_read_back_as_the_error_they_stand_for() {
             },
             |e| matches!(e, LlmError::Auth { status: 403, .. }),
         ),
-    ];
-    for (served, expected) in cases {
-        let mut responder = responder();
-        let (status, body) = responder.refusal(&served, None);
-        let headers = responder.own_headers(status, 0);
-        let header = |name: &str| {
-            headers
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.clone())
-        };
-        let body = String::from_utf8(body).unwrap();
-        let read = umi_core::llm::wire::errors::from_status(status, header, &body, 0);
-        assert!(expected(&read), "{served:?} came back as {read:?}");
-        // And inside a stream, as its exception message.
-        let mut encoder = responder.into_stream(&parsed());
-        let mut bytes = Vec::new();
-        assert_eq!(encoder.error(&served, &mut bytes), Flow::Close);
-        let decoded = BedrockFormat.decode_as_client(&[&bytes]);
-        assert!(decoded.error.is_some(), "{served:?}");
-    }
+    ]
+}
+
+fn refusal_reads_back(served: &LlmError, expected: fn(&LlmError) -> bool) {
+    let mut responder = responder();
+    let (status, body) = responder.refusal(served, None);
+    let headers = responder.own_headers(status, 0);
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    let body = String::from_utf8(body).unwrap();
+    let read = umi_core::llm::wire::errors::from_status(status, header, &body, 0);
+    assert!(expected(&read), "{served:?} came back as {read:?}");
+    // And inside a stream, as its exception message.
+    let mut encoder = responder.into_stream(&parsed());
+    let mut bytes = Vec::new();
+    assert_eq!(encoder.error(served, &mut bytes), Flow::Close);
+    let decoded = BedrockFormat.decode_as_client(&[&bytes]);
+    assert!(decoded.error.is_some(), "{served:?}");
 }
 
 fn parsed() -> Parsed {
