@@ -24,7 +24,7 @@
 //! a prompt past the context window, `ModelTimeoutException` 408,
 //! `ServiceUnavailableException` 503, ...): the shared classifier reads the status and
 //! the message. In a stream, an exception is an event-stream message with
-//! `:message-type` `exception` ([`stream`]).
+//! `:message-type` `exception` ([`BedrockDecoder`]).
 
 pub mod eventstream;
 pub mod sigv4;
