@@ -47,6 +47,29 @@ use crate::wire_faults::streamed;
 /// The API key every endpoint of the scenario requires.
 const API_KEY: &str = "sk-umi-wire-shapes-0000";
 
+/// The profiles the scenario sweeps, in this order (each one's endpoint, client and
+/// draws in the seed's streams): the profiles there were when its seeds were kept. A
+/// profile added later (Bedrock) is not swept here, since one more endpoint would change
+/// what every kept seed means; it joins the conformance and split-invariance tests.
+const SWEPT: [Profile; 16] = [
+    Profile::OpenAi,
+    Profile::AzureOpenAi,
+    Profile::DeepSeekChat,
+    Profile::DeepSeekReasoner,
+    Profile::DashScope,
+    Profile::Glm,
+    Profile::OpenRouter,
+    Profile::Vllm,
+    Profile::LlamaCpp,
+    Profile::OllamaV1,
+    Profile::Ollama,
+    Profile::Tgi,
+    Profile::Xinference,
+    Profile::Anthropic,
+    Profile::OpenAiResponses,
+    Profile::Gemini,
+];
+
 /// Calls through the router per seed.
 const ROUTED_CALLS_PER_SEED: usize = 3;
 
@@ -76,7 +99,7 @@ const NETWORK_MARKS: [&str; 6] = [
 ];
 
 static MARKS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
-    let mut marks: Vec<&'static str> = Profile::ALL
+    let mut marks: Vec<&'static str> = SWEPT
         .iter()
         .flat_map(|profile| profile.shape_marks())
         .chain(ReadPlan::MARKS)
@@ -162,7 +185,7 @@ fn targets(sim: &SimEnvironment) -> (Arc<SimNetwork>, Vec<Target>) {
     let retry = scenario_retry();
     let timeout = std::time::Duration::from_millis(retry.request_timeout_ms);
     let mut planned = Vec::new();
-    for profile in Profile::ALL {
+    for profile in SWEPT {
         planned.push((profile, false));
     }
     planned.push((Profile::OpenAi, true));

@@ -141,6 +141,16 @@ fn wire_bytes_do_not_depend_on_map_order() {
             }
         }
     }
+    // Bedrock's lines (issue 42) have their own file, so the file pinned before it was
+    // added stays byte for byte as it was.
+    let (bedrock, lines): (Vec<String>, Vec<String>) = lines
+        .into_iter()
+        .partition(|line| line.starts_with(&format!("{} ", Profile::Bedrock)));
+    crate::golden_file::check(
+        "wire_bytes_bedrock",
+        &(bedrock.join("\n") + "\n"),
+        "Bedrock's servers' bytes, as wire_bytes below pins the other formats'.",
+    );
     let rendered = lines.join("\n") + "\n";
     crate::golden_file::check(
         "wire_bytes",

@@ -6,6 +6,7 @@
 //! [`LanguageModel`] is what lets them stand in for each other.
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod client;
 mod collector;
 mod connection;

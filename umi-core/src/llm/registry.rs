@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::anthropic::AnthropicConfig;
+use super::bedrock::BedrockConfig;
 use super::client::WireClient;
 use super::connection::Connection;
 use super::gemini::GeminiConfig;
@@ -35,6 +36,9 @@ pub enum ProviderKind {
     OpenaiResponses,
     /// Google's Gemini API (`/v1beta/models/{model}:generateContent`).
     Gemini,
+    /// Amazon Bedrock's Converse API (`/model/{modelId}/converse`, SigV4-signed; the key
+    /// is `ACCESS_KEY_ID:SECRET_ACCESS_KEY`).
+    Bedrock,
 }
 
 /// How to reach one provider. `Debug` redacts secret headers (an Azure `api-key` given
@@ -114,6 +118,10 @@ pub fn client(
         }
         ProviderKind::Gemini => {
             let config = GeminiConfig::new(connection, model_ref);
+            Arc::new(WireClient::new(config, transport, env))
+        }
+        ProviderKind::Bedrock => {
+            let config = BedrockConfig::new(connection, model_ref, env.clone());
             Arc::new(WireClient::new(config, transport, env))
         }
     }

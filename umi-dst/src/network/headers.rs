@@ -211,7 +211,10 @@ pub(crate) fn key_refusal(
     key: &str,
 ) -> Option<LlmError> {
     let presented = format.presented_key(request);
-    if presented.as_deref() == Some(key) {
+    if presented
+        .as_deref()
+        .is_some_and(|presented| format.admits_key(presented, key))
+    {
         return None;
     }
     Some(LlmError::Auth {

@@ -27,6 +27,7 @@
 mod admit;
 mod answer;
 mod anthropic;
+mod bedrock;
 pub mod capture;
 pub mod chat;
 pub mod chat_shapes;

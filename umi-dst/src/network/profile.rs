@@ -37,6 +37,8 @@
 //! | GEMINI-VERCEL | vercel/ai `packages/google/src/__fixtures__/`, live recordings: `google-text.chunks.txt` @9ce09a36, `google-reasoning.chunks.txt` @310cf86c, `google-tool-call.json` @1d7f3ec2, `google-429-retry-info.json` @52173efe |
 //! | GEMINI-CAPTURES | raw bodies quoted in issue threads and tests: continuedev/continue #8516 (API_KEY_INVALID, an array-wrapped stream error), google-gemini/gemini-cli #4118 and #6678 (context overflow), #5191 (503 overloaded), #8437 and browserbase/mcp-server-browserbase #129 (429 details), lobehub/lobehub #9728; SSE events in Google's one-line spacing with `safetyRatings` (gemini-1.5) and with `responseId` and `finishMessage` (gemini-2.5) quoted in client tests |
 //! | GEMINI-JSGENAI | googleapis/js-genai and google-gemini/generative-ai-js: `responseLineRE = /^data: (.*)(?:\n\n\|\r\r\|\r\n\r\n)/`, the SDKs' reader for the server's CRLF-framed events |
+//! | BEDROCK-API | docs.aws.amazon.com/bedrock/latest/APIReference: `API_runtime_Converse`, `API_runtime_ConverseStream` (request, response, stream events, errors and their statuses), `ListFoundationModels`; AWS docs "Create a signed AWS API request" (SigV4); smithy.io "Amazon Event Stream Specification" |
+//! | BEDROCK-CAPTURES | botocore `tests/unit/test_eventstream.py` (encoded event-stream messages); Bedrock's error messages quoted in issue threads: 2FastLabs/agent-squad #47 and aws-samples/aws-genai-llm-chatbot #220 (throttling), daisuke-awaji/moca #254 and strands-agents/harness-sdk #1663 (prompt too long), earendil-works/pi #4993 (invalid model identifier) |
 //! | XINF | xorbitsai/inference `xinference/{api/restful_api.py,core/model.py,model/llm/utils.py}` (@7ecec16b); sysid/sse-starlette `sse_starlette/{event,sse}.py` (@d45e4829) |
 
 use crate::network::chat_shapes::{
@@ -64,6 +66,9 @@ pub enum WireFormat {
     /// Google's Gemini API (`/v1beta/models/{model}:generateContent`, a JSON array
     /// streamed, or SSE with `?alt=sse`).
     Gemini,
+    /// Amazon Bedrock's Converse API (`/model/{modelId}/converse`, SigV4-signed; a
+    /// stream in `application/vnd.amazon.eventstream` binary framing).
+    Bedrock,
 }
 
 impl WireFormat {
@@ -77,6 +82,7 @@ impl WireFormat {
             Self::AnthropicMessages => Profile::Anthropic,
             Self::OpenAiResponses => Profile::OpenAiResponses,
             Self::Gemini => Profile::Gemini,
+            Self::Bedrock => Profile::Bedrock,
         }
     }
 }
@@ -118,11 +124,14 @@ pub enum Profile {
     OpenAiResponses,
     /// Google's Gemini API (AI Studio, generativelanguage.googleapis.com).
     Gemini,
+    /// Claude on Amazon Bedrock's Converse API (`bedrock-runtime.us-east-1.amazonaws.com`;
+    /// BEDROCK-API, BEDROCK-CAPTURES).
+    Bedrock,
 }
 
 impl Profile {
     /// Every profile.
-    pub const ALL: [Profile; 16] = [
+    pub const ALL: [Profile; 17] = [
         Profile::OpenAi,
         Profile::AzureOpenAi,
         Profile::DeepSeekChat,
@@ -139,6 +148,7 @@ impl Profile {
         Profile::Anthropic,
         Profile::OpenAiResponses,
         Profile::Gemini,
+        Profile::Bedrock,
     ];
 
     /// The profile's name (`deepseek_reasoner`), as configs and marks spell it.
@@ -160,6 +170,7 @@ impl Profile {
             Self::Anthropic => "anthropic",
             Self::OpenAiResponses => "openai_responses",
             Self::Gemini => "gemini",
+            Self::Bedrock => "bedrock",
         }
     }
 
@@ -175,6 +186,7 @@ impl Profile {
             Self::Anthropic => WireFormat::AnthropicMessages,
             Self::OpenAiResponses => WireFormat::OpenAiResponses,
             Self::Gemini => WireFormat::Gemini,
+            Self::Bedrock => WireFormat::Bedrock,
             Self::OpenAi
             | Self::AzureOpenAi
             | Self::DeepSeekChat
@@ -214,7 +226,8 @@ impl Profile {
             | Self::DeepSeekReasoner
             | Self::OpenRouter
             | Self::Tgi
-            | Self::Anthropic => false,
+            | Self::Anthropic
+            | Self::Bedrock => false,
         }
     }
 
@@ -233,7 +246,11 @@ impl Profile {
             Self::OllamaV1 => Some(&OLLAMA_V1),
             Self::Tgi => Some(&TGI),
             Self::Xinference => Some(&XINFERENCE),
-            Self::Ollama | Self::Anthropic | Self::OpenAiResponses | Self::Gemini => None,
+            Self::Ollama
+            | Self::Anthropic
+            | Self::OpenAiResponses
+            | Self::Gemini
+            | Self::Bedrock => None,
         }
     }
 }

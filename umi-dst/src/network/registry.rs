@@ -26,6 +26,7 @@ pub(crate) fn server_format(format: WireFormat) -> &'static dyn ServerFormat {
         WireFormat::AnthropicMessages => &super::anthropic::AnthropicFormat,
         WireFormat::OpenAiResponses => &super::responses::ResponsesFormat,
         WireFormat::Gemini => &super::gemini::GeminiFormat,
+        WireFormat::Bedrock => &super::bedrock::BedrockFormat,
     }
 }
 
@@ -58,12 +59,13 @@ impl WireFormat {
 
     /// Every format, in registry order (the order `dst serve` lists its default
     /// endpoints in: [`WireFormat::REFERENCE_PROFILES`]).
-    pub const ALL: [WireFormat; 5] = [
+    pub const ALL: [WireFormat; 6] = [
         WireFormat::OpenAiChat,
         WireFormat::OpenAiResponses,
         WireFormat::AnthropicMessages,
         WireFormat::Ollama,
         WireFormat::Gemini,
+        WireFormat::Bedrock,
     ];
 
     /// Each format's reference provider ([`WireFormat::reference_profile`]), in

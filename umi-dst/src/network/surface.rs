@@ -96,6 +96,12 @@ pub(crate) trait Surface: Send + Sync {
     /// presents none there. Source: the provider's authentication docs.
     fn presented_key(&self, request: &HttpRequest) -> Option<String>;
 
+    /// Whether `presented` ([`Surface::presented_key`]'s) is the endpoint's `key`: the
+    /// key itself, for a format whose requests carry it; its access key id, for one that
+    /// signs with it and sends only the signature (SigV4 carries no secret). Source: the
+    /// provider's authentication docs.
+    fn admits_key(&self, presented: &str, key: &str) -> bool;
+
     /// Whether `profile`'s server is hosted behind a CDN (Cloudflare) whose own pages a
     /// client may get instead of the provider's (`false`: behind nginx, the self-hosted
     /// servers' and the formats whose CDN pages no source shows). Source: a captured

@@ -259,7 +259,8 @@ fn is_origin(text: &str) -> bool {
 }
 
 /// The profile whose format's main path `path` ends with (the format's reference
-/// profile: `openai`, `openai_responses`, `anthropic`, `ollama`, `gemini`), if any.
+/// profile: `openai`, `openai_responses`, `anthropic`, `ollama`, `gemini`, `bedrock`), if
+/// any.
 pub fn profile_serving(path: &str) -> Option<Profile> {
     profile_and_prefix(path).map(|(profile, _)| profile)
 }
@@ -275,7 +276,7 @@ pub(crate) fn profile_and_prefix(path: &str) -> Option<(Profile, &str)> {
 
 /// The endpoints served with no `--endpoint`: every format at its standard path, at the
 /// root (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`, `/api/chat`,
-/// `/v1beta/models/{model}:generateContent`):
+/// `/v1beta/models/{model}:generateContent`, `/model/{modelId}/converse`):
 /// each format's reference profile, in registry order, so a format added to the
 /// registry is served here with no other edit.
 pub const DEFAULT_PROFILES: [Profile; WireFormat::ALL.len()] = WireFormat::REFERENCE_PROFILES;

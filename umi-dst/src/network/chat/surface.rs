@@ -129,6 +129,11 @@ impl Surface for ChatFormat {
             .map(str::to_owned)
     }
 
+    /// The key itself is presented.
+    fn admits_key(&self, presented: &str, key: &str) -> bool {
+        presented == key
+    }
+
     /// The table's `proxy_pages` (Cloudflare in front, per its sources).
     fn behind_cdn(&self, profile: Profile) -> bool {
         shapes_of(profile).proxy_pages

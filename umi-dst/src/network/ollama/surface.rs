@@ -104,6 +104,11 @@ impl Surface for OllamaFormat {
         bearer(request).map(str::to_owned)
     }
 
+    /// The key itself is presented.
+    fn admits_key(&self, presented: &str, key: &str) -> bool {
+        presented == key
+    }
+
     /// A local server: behind nginx when behind anything.
     fn behind_cdn(&self, _profile: Profile) -> bool {
         false

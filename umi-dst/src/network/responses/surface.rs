@@ -95,6 +95,11 @@ impl Surface for ResponsesFormat {
         bearer(request).map(str::to_owned)
     }
 
+    /// The key itself is presented.
+    fn admits_key(&self, presented: &str, key: &str) -> bool {
+        presented == key
+    }
+
     /// No source shows a CDN's own page in front of it: nginx's, as for every server without one.
     fn behind_cdn(&self, _profile: Profile) -> bool {
         false

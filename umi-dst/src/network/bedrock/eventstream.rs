@@ -1,0 +1,109 @@
+//! Amazon's event-stream framing written (`application/vnd.amazon.eventstream`; smithy.io
+//! "Amazon Event Stream Specification"): the simulator's own encoder, apart from the
+//! client's decoder in umi-core, so one cannot hide the other's mistake.
+//!
+//! A message is a prelude (total length and headers length, u32 big-endian, and their
+//! CRC32), the headers (each: name length u8, name, type 7 for a string, value length
+//! u16 big-endian, value), the payload and the CRC32 of everything before it.
+
+/// The prelude's bytes: two lengths and their CRC.
+const PRELUDE_BYTES: usize = 12;
+/// The message CRC at the end.
+const CRC_BYTES: usize = 4;
+/// Header value type 7: a string.
+const STRING_TYPE: u8 = 7;
+
+/// One message with string `headers` (names and values each shorter than their length
+/// fields allow: the ones this simulator writes are short constants) and `payload`.
+pub(crate) fn message(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
+    let mut block = Vec::new();
+    for (name, value) in headers {
+        let name_len = u8::try_from(name.len()).expect("a header name under 256 bytes");
+        let value_len = u16::try_from(value.len()).expect("a header value under 64 KiB");
+        block.push(name_len);
+        block.extend_from_slice(name.as_bytes());
+        block.push(STRING_TYPE);
+        block.extend_from_slice(&value_len.to_be_bytes());
+        block.extend_from_slice(value.as_bytes());
+    }
+    let total = PRELUDE_BYTES + block.len() + payload.len() + CRC_BYTES;
+    let total = u32::try_from(total).expect("a message under 4 GiB");
+    let headers_len = u32::try_from(block.len()).expect("headers under 4 GiB");
+    let mut out = Vec::with_capacity(total as usize);
+    out.extend_from_slice(&total.to_be_bytes());
+    out.extend_from_slice(&headers_len.to_be_bytes());
+    let prelude_crc = crc32fast::hash(&out);
+    out.extend_from_slice(&prelude_crc.to_be_bytes());
+    out.extend_from_slice(&block);
+    out.extend_from_slice(payload);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_be_bytes());
+    out
+}
+
+/// An event: `:event-type`, `:content-type: application/json`, `:message-type: event`
+/// (the headers' order in Bedrock's streams, as botocore's parser reads them).
+pub(crate) fn event(kind: &str, payload: &[u8]) -> Vec<u8> {
+    message(
+        &[
+            (":event-type", kind),
+            (":content-type", "application/json"),
+            (":message-type", "event"),
+        ],
+        payload,
+    )
+}
+
+/// An exception: `:exception-type` names it, `:message-type: exception`, the payload
+/// `{"message": ...}`.
+pub(crate) fn exception(kind: &str, payload: &[u8]) -> Vec<u8> {
+    message(
+        &[
+            (":exception-type", kind),
+            (":content-type", "application/json"),
+            (":message-type", "exception"),
+        ],
+        payload,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// botocore `tests/unit/test_eventstream.py`: `PAYLOAD_NO_HEADERS` and
+    /// `PAYLOAD_ONE_STR_HEADER` (awslabs/aws-c-event-stream's vectors), byte for byte.
+    /// Headers, then the published encoding.
+    type Case = (&'static [(&'static str, &'static str)], &'static [u8]);
+
+    #[test]
+    fn botocores_vectors_encode_byte_for_byte() {
+        // Table: headers, the published encoding (of the payload `{'foo':'bar'}`).
+        let cases: [Case; 2] = [
+            (&[], b"\x00\x00\x00\x1d\x00\x00\x00\x00\xfdR\x8cZ{'foo':'bar'}\xc3e96"),
+            (
+                &[("content-type", "application/json")],
+                b"\x00\x00\x00=\x00\x00\x00 \x07\xfd\x83\x96\x0ccontent-type\x07\x00\x10application/json{'foo':'bar'}\x8d\x9c\x08\xb1",
+            ),
+        ];
+        for (headers, expected) in cases {
+            assert_eq!(message(headers, b"{'foo':'bar'}"), expected, "{headers:?}");
+        }
+    }
+
+    #[test]
+    fn umi_cores_decoder_reads_what_this_writes() {
+        use umi_core::llm::bedrock::eventstream::FrameDecoder;
+        let mut bytes = event("messageStop", br#"{"stopReason":"end_turn"}"#);
+        bytes.extend(exception(
+            "throttlingException",
+            br#"{"message":"slow down"}"#,
+        ));
+        let mut out = Vec::new();
+        FrameDecoder::new().feed(&bytes, &mut out).unwrap();
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].header(":event-type"), Some("messageStop"));
+        assert_eq!(out[1].header(":message-type"), Some("exception"));
+        assert_eq!(out[1].payload, br#"{"message":"slow down"}"#);
+    }
+}

@@ -1,0 +1,388 @@
+//! A Converse request read as Bedrock reads it: the SigV4 `Authorization` header's shape,
+//! the model in the path, and the body's messages, system prompt, inference and tool
+//! configuration (BEDROCK-API `Converse`, "Request Syntax") into Umi's request.
+//!
+//! The signature is checked for shape, not recomputed: `AWS4-HMAC-SHA256
+//! Credential=<access key id>/<yyyymmdd>/<region>/bedrock/aws4_request,
+//! SignedHeaders=<names, lowercase, sorted, `;`-joined, host and x-amz-date among them>,
+//! Signature=<64 lowercase hex>` with an `x-amz-date` of `yyyymmddThhmmssZ` whose date is
+//! the scope's (AWS docs, "Create a signed AWS API request", "Elements of an AWS API
+//! request signature"). A request without one is refused as Bedrock refuses it
+//! (`MissingAuthenticationTokenException`), a malformed one as
+//! `IncompleteSignatureException` ([`super::errors`]).
+
+use serde_json::{Map, Value};
+use umi_core::llm::transport::HttpRequest;
+use umi_core::llm::{
+    CompletionRequest, Message, OutputSchema, ToolCall, ToolChoice, ToolDefinition,
+};
+
+use crate::network::format::{Parsed, RequestError};
+
+/// The `param` of a refusal for the request's signature (the responder answers it as an
+/// authentication failure, not a body's).
+pub(crate) const SIGNATURE_PARAM: &str = "Authorization";
+
+/// The words of a request with no `Authorization` header (AWS's "Missing Authentication
+/// Token", the message every AWS REST API answers an unsigned request with).
+pub(crate) const MISSING_TOKEN: &str = "Missing Authentication Token";
+
+/// The largest `Authorization` value read (a signature of many headers is still short).
+const AUTHORIZATION_BYTES_MAX: usize = 4 * 1024;
+
+fn refuse(param: Option<&str>, message: impl Into<String>) -> RequestError {
+    RequestError {
+        param: param.map(str::to_owned),
+        message: message.into(),
+    }
+}
+
+fn bad_signature(message: impl Into<String>) -> RequestError {
+    refuse(Some(SIGNATURE_PARAM), message)
+}
+
+/// The parts of a SigV4 `Authorization` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Signature<'a> {
+    pub(crate) access_key_id: &'a str,
+    pub(crate) date: &'a str,
+    pub(crate) region: &'a str,
+    pub(crate) signed_headers: Vec<&'a str>,
+}
+
+/// `value` read as a SigV4 `Authorization` for the `bedrock` service, or the words of
+/// what is wrong with it.
+pub(crate) fn signature(value: &str) -> Result<Signature<'_>, String> {
+    if value.len() > AUTHORIZATION_BYTES_MAX {
+        return Err("Authorization header is too long".into());
+    }
+    let Some(rest) = value.strip_prefix("AWS4-HMAC-SHA256 ") else {
+        return Err("Authorization header requires the AWS4-HMAC-SHA256 algorithm".into());
+    };
+    let mut credential = None;
+    let mut signed = None;
+    let mut signature = None;
+    for part in rest.split(',').map(str::trim) {
+        match part.split_once('=') {
+            Some(("Credential", v)) => credential = Some(v),
+            Some(("SignedHeaders", v)) => signed = Some(v),
+            Some(("Signature", v)) => signature = Some(v),
+            _ => return Err(format!("Authorization header has an unknown part '{part}'")),
+        }
+    }
+    let (Some(credential), Some(signed), Some(signature)) = (credential, signed, signature) else {
+        return Err("Authorization header requires 'Credential', 'SignedHeaders' and 'Signature' parameters".into());
+    };
+    let scope: Vec<&str> = credential.split('/').collect();
+    let [access_key_id, date, region, service, terminator] = scope.as_slice() else {
+        return Err(format!(
+            "Credential should be scoped to a valid region, not '{credential}'"
+        ));
+    };
+    let date_ok = date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit());
+    if access_key_id.is_empty() || !date_ok || region.is_empty() {
+        return Err(format!("Credential '{credential}' is malformed"));
+    }
+    if *service != "bedrock" || *terminator != "aws4_request" {
+        return Err(format!(
+            "Credential should be scoped to correct service: 'bedrock', not '{credential}'"
+        ));
+    }
+    let is_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    if signature.len() != 64 || !signature.bytes().all(is_hex) {
+        return Err("Signature must be 64 lowercase hexadecimal characters".into());
+    }
+    let signed_headers: Vec<&str> = signed.split(';').collect();
+    let sorted = signed_headers.windows(2).all(|w| w[0] < w[1]);
+    let lowercase = signed_headers
+        .iter()
+        .all(|h| !h.is_empty() && *h == h.to_ascii_lowercase());
+    if !sorted
+        || !lowercase
+        || !["host", "x-amz-date"]
+            .iter()
+            .all(|h| signed_headers.contains(h))
+    {
+        return Err(format!(
+            "SignedHeaders '{signed}' must be lowercase, sorted, and sign host and x-amz-date"
+        ));
+    }
+    Ok(Signature {
+        access_key_id,
+        date,
+        region,
+        signed_headers,
+    })
+}
+
+/// The request's signature checked for shape (its `x-amz-date` included).
+fn check_signature(http: &HttpRequest) -> Result<(), RequestError> {
+    let Some(value) = http.header("authorization") else {
+        return Err(bad_signature(MISSING_TOKEN));
+    };
+    let signature = signature(value).map_err(bad_signature)?;
+    let Some(amz_date) = http.header("x-amz-date") else {
+        return Err(bad_signature(
+            "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header",
+        ));
+    };
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let well_formed = amz_date.len() == 16
+        && digits(&amz_date[..8])
+        && amz_date.as_bytes()[8] == b'T'
+        && digits(&amz_date[9..15])
+        && amz_date.ends_with('Z');
+    if !well_formed || &amz_date[..8] != signature.date {
+        return Err(bad_signature(format!(
+            "Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '{}' != '{amz_date}'",
+            signature.date
+        )));
+    }
+    Ok(())
+}
+
+/// The access key id a request is signed with, when its `Authorization` has the shape.
+pub(crate) fn access_key_id(http: &HttpRequest) -> Option<&str> {
+    signature(http.header("authorization")?)
+        .ok()
+        .map(|s| s.access_key_id)
+}
+
+/// `text` with its `%XX` escapes decoded (a model id's `:` comes as `%3A`).
+pub(crate) fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = bytes
+            .get(at + 1..at + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[at], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                at += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Reads `http` as Bedrock's Converse does; `model` and `stream` are the path's.
+pub(crate) fn parse(http: &HttpRequest, model: &str, stream: bool) -> Result<Parsed, RequestError> {
+    check_signature(http)?;
+    let value: Value = serde_json::from_slice(&http.body).map_err(|_| {
+        refuse(
+            None,
+            "Malformed input request, please reformat your input and try again.",
+        )
+    })?;
+    let Some(body) = value.as_object() else {
+        return Err(refuse(
+            None,
+            "Malformed input request, please reformat your input and try again.",
+        ));
+    };
+    let mut request = CompletionRequest::new(Vec::new());
+    request.model = model.to_owned();
+    for block in body
+        .get("system")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(text) = block.get("text").and_then(Value::as_str) {
+            request.messages.push(Message::system(text));
+        }
+    }
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        // BEDROCK-API: `messages` is required (its Smithy validation words).
+        return Err(refuse(
+            Some("messages"),
+            "1 validation error detected: Value null at 'messages' failed to satisfy constraint: Member must not be null",
+        ));
+    };
+    for (position, message) in messages.iter().enumerate() {
+        read_message(message, position, &mut request.messages)?;
+    }
+    read_inference(body, &mut request);
+    read_tools(body, &mut request)?;
+    read_output(body, &mut request);
+    Ok(Parsed {
+        request,
+        stream,
+        include_usage: true,
+        reasoning_requested: false,
+    })
+}
+
+/// One message's blocks into Umi's messages.
+fn read_message(
+    message: &Value,
+    position: usize,
+    out: &mut Vec<Message>,
+) -> Result<(), RequestError> {
+    let role = message
+        .get("role")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let blocks = message
+        .get("content")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut text = Vec::new();
+    let mut calls = Vec::new();
+    for block in &blocks {
+        if let Some(part) = block.get("text").and_then(Value::as_str) {
+            text.push(part.to_owned());
+        } else if let Some(used) = block.get("toolUse") {
+            let field = |n: &str| {
+                used.get(n)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let input = used
+                .get("input")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()));
+            calls.push(ToolCall::new(field("toolUseId"), field("name"), input));
+        } else if let Some(result) = block.get("toolResult") {
+            let id = result
+                .get("toolUseId")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let content: Vec<&str> = result
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.get("text").and_then(Value::as_str))
+                .collect();
+            let success = result.get("status").and_then(Value::as_str) != Some("error");
+            out.push(Message::tool_result(id, content.join("\n"), success));
+        }
+    }
+    match role {
+        "user" if !text.is_empty() => out.push(Message::user(text.join("\n"))),
+        "user" => {}
+        "assistant" => out.push(Message::assistant_tool_calls(text.join(""), calls)),
+        _ => {
+            return Err(refuse(
+                Some("messages"),
+                format!(
+                    "1 validation error detected: Value '{role}' at 'messages.{}.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]",
+                    position + 1
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `inferenceConfig`: `maxTokens`, `temperature`, `stopSequences`.
+fn read_inference(body: &Map<String, Value>, request: &mut CompletionRequest) {
+    let Some(config) = body.get("inferenceConfig") else {
+        return;
+    };
+    request.max_tokens = config
+        .get("maxTokens")
+        .and_then(Value::as_u64)
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    request.temperature = config
+        .get("temperature")
+        .and_then(Value::as_f64)
+        .map(|t| t as f32);
+    request.stop = config
+        .get("stopSequences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+}
+
+/// `toolConfig`: tool specs and the choice.
+fn read_tools(
+    body: &Map<String, Value>,
+    request: &mut CompletionRequest,
+) -> Result<(), RequestError> {
+    let Some(config) = body.get("toolConfig") else {
+        return Ok(());
+    };
+    for tool in config
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(spec) = tool.get("toolSpec") else {
+            continue;
+        };
+        let name = spec.get("name").and_then(Value::as_str).unwrap_or_default();
+        if name.is_empty() {
+            return Err(refuse(
+                Some("toolConfig"),
+                "The toolConfig field must be defined when using toolUse and toolResult content blocks.",
+            ));
+        }
+        let description = spec
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let schema = spec
+            .pointer("/inputSchema/json")
+            .cloned()
+            .unwrap_or(Value::Object(Map::new()));
+        request
+            .tools
+            .push(ToolDefinition::new(name, description, schema));
+    }
+    let choice = config.get("toolChoice");
+    request.tool_choice = match choice {
+        Some(c) if c.get("any").is_some() => Some(ToolChoice::Required),
+        Some(c) if c.get("auto").is_some() => Some(ToolChoice::Auto),
+        Some(c) => c
+            .pointer("/tool/name")
+            .and_then(Value::as_str)
+            .map(|name| ToolChoice::Tool(name.to_owned())),
+        None => None,
+    };
+    Ok(())
+}
+
+/// `outputConfig.textFormat`: a JSON schema, sent as a string.
+fn read_output(body: &Map<String, Value>, request: &mut CompletionRequest) {
+    let Some(format) = body
+        .get("outputConfig")
+        .and_then(|config| config.get("textFormat"))
+    else {
+        return;
+    };
+    if format.get("type").and_then(Value::as_str) != Some("json_schema") {
+        return;
+    }
+    let Some(json_schema) = format.pointer("/structure/jsonSchema") else {
+        return;
+    };
+    let schema = match json_schema.get("schema") {
+        Some(Value::String(text)) => serde_json::from_str::<Value>(text).ok(),
+        other => other.cloned(),
+    };
+    if let Some(schema) = schema {
+        let name = json_schema
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("response");
+        request.output_schema = Some(OutputSchema {
+            name: name.to_owned(),
+            schema,
+            strict: true,
+        });
+    }
+}
