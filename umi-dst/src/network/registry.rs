@@ -153,7 +153,7 @@ impl WireFormat {
     }
 }
 
-/// What a profile's server does, each its format's to say ([`Surface`]): the registry
+/// What a profile's server does, each its format's to say (`Surface`): the registry
 /// asks the format, the profile's table answers where the format has one per profile.
 impl Profile {
     fn surface(self) -> &'static dyn Surface {
