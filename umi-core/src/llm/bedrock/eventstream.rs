@@ -58,7 +58,8 @@ impl Message {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find_map(|(n, value)| match value {
             HeaderValue::String(text) if n == name => Some(text.as_str()),
-            _ => None,
+            HeaderValue::String(_) | HeaderValue::Bool(_) | HeaderValue::Int(_) => None,
+            HeaderValue::Bytes(_) => None,
         })
     }
 }
