@@ -42,8 +42,10 @@
 //! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
 //! - [`liveness`]: the liveness phase: after `sim.heal()`, [`eventually`] checks that a
 //!   condition comes to hold within a bound of simulated time.
-//! - [`scenario`]: a simulation with a goal, invariants and a fault profile, and
-//!   [`test_scenario`], which runs one under `cargo test`. Sweeping scenarios over many
+//! - [`scenario`]: a simulation with a goal, invariants and a fault profile, declared
+//!   in one place with [`#[umi_dst::scenario]`](macro@scenario), which registers it
+//!   ([`scenario::registered`]) and writes its replay test; [`test_scenario`] runs one
+//!   under `cargo test`. Sweeping scenarios over many
 //!   seeds (worker processes, shards, reports, replay, minimization, the `dst` command)
 //!   is the `umi-sweep` crate's work.
 //! - [`corpus`]: the `seeds/*.seeds` files.
@@ -151,3 +153,58 @@ pub use storage::SimStorage;
 /// async fn t(sim: umi_dst::SimEnvironment) -> Result<(), umi_dst::Violation> { Ok(()) }
 /// ```
 pub use umi_dst_macros::test;
+
+/// Declares a scenario in one place: a unit struct becomes a [`Scenario`] that registers
+/// itself, so [`scenario::registered`] (what a `dst` binary lists and sweeps:
+/// `umi_sweep::cli::main(umi_dst::scenario::registered())`) finds it with no other edit,
+/// and, unless it is a `canary` or `only_when_named`, a `#[test]` named after it replays
+/// its kept seeds (`seeds/<name>.seeds`) and seeds 1 to
+/// [`scenario::REPLAY_SEEDS_DEFAULT`] (`DST_SEED=N cargo test -- <name>` replays one).
+///
+/// `goal` and `run` are required; `name` (default: the struct's name in snake_case),
+/// `faults`, `marks`, `steering`, `budget`, `prices`, `config`, `canary`,
+/// `only_when_named`, `rank` (the registry's order: lower first, then by name) and
+/// `replay_seeds` are optional; each is the [`Scenario`] method of that name.
+///
+/// ```
+/// use umi_dst::prelude::*;
+///
+/// /// The scenario.
+/// #[umi_dst::scenario(
+///     goal = "a write under faults is acknowledged only once it is stored",
+///     faults = [FaultConfig::chance(FaultKind::StorageWriteFail, 0.2)],
+///     marks = ["doc.wrote"],
+///     run = run,
+/// )]
+/// pub struct AcknowledgedWrites;
+///
+/// async fn run(sim: SimEnvironment) -> Result<(), Violation> {
+///     sim.env().sleep(std::time::Duration::from_millis(5)).await;
+///     sim.env().cover("doc.wrote");
+///     Ok(())
+/// }
+///
+/// let declared = umi_dst::scenario::registered();
+/// assert!(declared.iter().any(|s| s.name() == "acknowledged_writes"));
+/// umi_dst::test_scenario(&AcknowledgedWrites);
+/// ```
+///
+/// Arguments it does not know, and a struct with fields, fail to compile:
+///
+/// ```compile_fail
+/// #[umi_dst::scenario(goal = "g", run = |_| async { Ok(()) }, fautls = [])]
+/// pub struct Misspelt;
+/// ```
+///
+/// ```compile_fail
+/// #[umi_dst::scenario(goal = "g", run = |_| async { Ok(()) })]
+/// pub struct WithFields(u32);
+/// ```
+pub use umi_dst_macros::scenario;
+
+/// What `#[umi_dst::scenario]`'s expansion names (not an API).
+#[doc(hidden)]
+pub mod __private {
+    pub use futures::future::LocalBoxFuture;
+    pub use inventory;
+}

@@ -2,10 +2,7 @@
 //! weather_agent --seed N --trace`.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 fn main() -> ExitCode {
-    umi_sweep::cli::main(vec![Arc::new(
-        umi_example_async_openai_agent::scenario::WeatherAgentScenario,
-    )])
+    umi_sweep::cli::main(umi_dst::scenario::registered())
 }
