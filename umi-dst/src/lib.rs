@@ -8,22 +8,23 @@
 //! ```no_run
 //! use umi_dst::prelude::*;
 //!
-//! #[test]
-//! fn backoff_is_bounded() {
-//!     Simulation::from_env().run(|sim| async move {
-//!         let env = sim.env();
-//!         let wait = std::time::Duration::from_millis(env.random_in_range("backoff", 100, 5_000));
-//!         env.sleep(wait).await;
-//!         ensure!(env.elapsed() <= std::time::Duration::from_secs(5), "slept {wait:?}");
-//!         Ok(())
-//!     });
+//! #[umi_dst::test(seeds = 1..=100)]
+//! async fn backoff_is_bounded(sim: SimEnvironment) -> Result<(), Violation> {
+//!     let env = sim.env();
+//!     let wait = std::time::Duration::from_millis(env.random_in_range("backoff", 100, 5_000));
+//!     env.sleep(wait).await;
+//!     ensure!(env.elapsed() <= std::time::Duration::from_secs(5), "slept {wait:?}");
+//!     Ok(())
 //! }
 //! ```
 //!
-//! [`prelude`] holds what a test needs; [`Simulation::block_on`] runs one future for one
-//! seed under the same guards, for a test that needs a simulated environment but no
-//! seed range.
-//!
+//! One door, one shape: `#[umi_dst::test]` is the test; the builder it expands to,
+//! `Simulation::from_env().with_seeds(..).run(async |sim| { .. })`, is there when a test
+//! needs more (`with_config`, `try_run`), and [`Simulation::block_on`] takes the same
+//! `async |sim|` closure for one seed with a value back. A scenario, what the sweeps run,
+//! is one [`#[umi_dst::scenario]`](macro@scenario) declaration. [`prelude`] holds what a
+//! test needs.
+
 //! # Layout
 //!
 //! - [`prelude`]: `use umi_dst::prelude::*;` for a test.

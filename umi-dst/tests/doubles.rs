@@ -205,7 +205,7 @@ fn refusals_errors_and_fragments_follow_the_contract() {
 #[test]
 fn pauses_take_simulated_time() {
     Simulation::new(SimConfig::new(1))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let model = ScriptedLanguageModel::repeating(
                 Turn::text("slow")
                     .then_pause(Duration::from_secs(30))
