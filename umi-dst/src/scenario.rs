@@ -179,6 +179,11 @@ inventory::collect!(Registration);
 /// A `dst` binary hands this to [`umi_sweep::cli::main`](https://docs.rs/umi-sweep), so
 /// a scenario added in one file is listed and swept with no other edit.
 ///
+/// A crate's declarations are in this list only if the binary links that crate, and a
+/// binary links only the crates its code names: a `dst` binary whose scenarios live in
+/// its package's library names it (`use my_crate as _;`, as
+/// `examples/support-bot/src/bin/dst.rs` does), or the registry comes back empty.
+///
 /// # Panics
 ///
 /// If two declarations share a name (a seed file names its scenario, so the name is the

@@ -242,6 +242,7 @@ fn a_kept_nondeterminism_seed_is_run_twice() {
 /// says how to write the test, not a crash of seed 1.
 #[test]
 fn a_simulation_inside_a_runtime_is_a_usage_error() {
+    // A runtime built by hand: what this test is about is a simulation started inside one.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
