@@ -168,26 +168,31 @@ pub use umi_dst_macros::test;
 /// `replay_seeds` are optional; each is the [`Scenario`] method of that name.
 ///
 /// ```
+/// use umi_core::llm::{CompletionRequest, LanguageModel, LlmErrorKind, Message};
 /// use umi_dst::prelude::*;
 ///
 /// /// The scenario.
 /// #[umi_dst::scenario(
-///     goal = "a write under faults is acknowledged only once it is stored",
-///     faults = [FaultConfig::chance(FaultKind::StorageWriteFail, 0.2)],
-///     marks = ["doc.wrote"],
+///     goal = "a rate-limited call fails as rate-limited, within a minute",
+///     faults = [FaultConfig::chance(FaultKind::LlmRateLimit, 0.3)],
+///     marks = ["doc.asked"],
 ///     run = run,
 /// )]
-/// pub struct AcknowledgedWrites;
+/// pub struct RateLimitsAreTyped;
 ///
 /// async fn run(sim: SimEnvironment) -> Result<(), Violation> {
-///     sim.env().sleep(std::time::Duration::from_millis(5)).await;
-///     sim.env().cover("doc.wrote");
+///     let request = CompletionRequest::new(vec![Message::user("hello")]);
+///     if let Err(error) = sim.llm().complete(&request).await {
+///         ensure!(error.kind() == LlmErrorKind::RateLimit, "{error}");
+///     }
+///     sim.env().cover("doc.asked");
+///     ensure!(sim.env().elapsed().as_secs() < 60, "took {:?}", sim.env().elapsed());
 ///     Ok(())
 /// }
 ///
 /// let declared = umi_dst::scenario::registered();
-/// assert!(declared.iter().any(|s| s.name() == "acknowledged_writes"));
-/// umi_dst::test_scenario(&AcknowledgedWrites);
+/// assert!(declared.iter().any(|s| s.name() == "rate_limits_are_typed"));
+/// umi_dst::test_scenario(&RateLimitsAreTyped);
 /// ```
 ///
 /// Arguments it does not know, and a struct with fields, fail to compile:
