@@ -639,7 +639,7 @@ fn complete_equals_collected_stream_under_faults() {
             async move {
                 let env = sim.env();
                 let request = CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))])
-                    .with_tools(if sim.seed() % 2 == 0 {
+                    .with_tools(if sim.seed().is_multiple_of(2) {
                         tool_schemas()
                     } else {
                         vec![]
