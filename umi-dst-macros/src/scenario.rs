@@ -222,6 +222,34 @@ fn methods(arguments: &ScenarioArguments, name: &str, goal: &LitStr) -> TokenStr
     }
 }
 
+/// The replay test of a scenario that is neither a canary nor run only when named: its
+/// kept seeds and its default range, named after it.
+fn replay_test(
+    arguments: &ScenarioArguments,
+    ident: &syn::Ident,
+    name: &str,
+    test_ident: &syn::Ident,
+) -> Option<TokenStream2> {
+    if arguments.canary || arguments.only_when_named {
+        return None;
+    }
+    let seeds = arguments.replay_seeds.as_ref().map_or_else(
+        || quote! { ::umi_dst::scenario::REPLAY_SEEDS_DEFAULT },
+        |seeds| quote! { #seeds },
+    );
+    let doc = format!(
+        "Scenario `{name}`: the seeds kept in `seeds/{name}.seeds`, then its default range."
+    );
+    Some(quote! {
+        #[doc = #doc]
+        #[cfg(test)]
+        #[::core::prelude::v1::test]
+        fn #test_ident() {
+            ::umi_dst::scenario::replay_declared(&#ident, env!("CARGO_MANIFEST_DIR"), #seeds);
+        }
+    })
+}
+
 /// The struct, its `Scenario` impl, its registration and its replay test.
 pub(crate) fn expand(
     arguments: &ScenarioArguments,
@@ -262,23 +290,7 @@ pub(crate) fn expand(
         || quote! { ::umi_dst::scenario::RANK_DEFAULT },
         |rank| quote! { #rank },
     );
-    let replay = (!arguments.canary && !arguments.only_when_named).then(|| {
-        let seeds = arguments.replay_seeds.as_ref().map_or_else(
-            || quote! { ::umi_dst::scenario::REPLAY_SEEDS_DEFAULT },
-            |seeds| quote! { #seeds },
-        );
-        let doc = format!(
-            "Scenario `{name}`: the seeds kept in `seeds/{name}.seeds`, then its default range."
-        );
-        quote! {
-            #[doc = #doc]
-            #[cfg(test)]
-            #[::core::prelude::v1::test]
-            fn #test_ident() {
-                ::umi_dst::scenario::replay_declared(&#ident, env!("CARGO_MANIFEST_DIR"), #seeds);
-            }
-        }
-    });
+    let replay = replay_test(arguments, ident, &name, &test_ident);
     Ok(quote! {
         #item
 
