@@ -43,7 +43,7 @@
 //! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
 //! - [`liveness`]: the liveness phase: after `sim.heal()`, [`eventually`] checks that a
 //!   condition comes to hold within a bound of simulated time.
-//! - [`scenario`]: a simulation with a goal, invariants and a fault profile, declared
+//! - [`scenario`](mod@scenario): a simulation with a goal, invariants and a fault profile, declared
 //!   in one place with [`#[umi_dst::scenario]`](macro@scenario), which registers it
 //!   ([`scenario::registered`]) and writes its replay test; [`test_scenario`] runs one
 //!   under `cargo test`. Sweeping scenarios over many

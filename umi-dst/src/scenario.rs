@@ -1,6 +1,6 @@
 //! Scenario: a simulation with a goal, invariants, a fault profile and coverage marks.
 //!
-//! A scenario is one declaration, [`#[umi_dst::scenario]`](crate::scenario) on a unit
+//! A scenario is one declaration, [`#[umi_dst::scenario]`](macro@crate::scenario) on a unit
 //! struct: its name, goal, faults, marks, budget and run. The declaration registers it
 //! ([`registered`], what a `dst` binary lists and sweeps) and, unless it is a canary or
 //! runs only when named, writes its corpus replay test (a `#[test]` named after it).
