@@ -22,13 +22,11 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::future::LocalBoxFuture;
 use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent, AgentOutcome};
 use umi_core::env::Env;
 use umi_core::env::steer::Mark;
 use umi_core::llm::router::CooldownPolicy;
 use umi_core::llm::{LlmErrorKind, Message, ToolCall};
-use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{
@@ -79,51 +77,33 @@ pub const RUN_FAILED_ON_A_TURN: Mark = Mark::sometimes(
 );
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "the agent over the router ends every run in bounds and runs each tool call once",
+    faults = [
+        FaultConfig::chance(FaultKind::LlmRateLimit, 0.05),
+        FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.05),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.04),
+        FaultConfig::chance(FaultKind::NetworkReset, 0.03),
+        FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.05),
+    ],
+    marks = [
+        "agent.tool_failed",
+        "agent.tool_timeout",
+        "agent.parallel_tools",
+        "agent.stream_retry",
+        "router.retry",
+    ],
+    steering = [
+        &RETRIES_IN_ONE_TURN,
+        &LONGEST_TOOL_CHAIN,
+        &TURNS_IN_ONE_RUN,
+        &RUN_FAILED_ON_A_TURN,
+    ],
+    run = run,
+    rank = 120,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AgentLoopUnderFaults;
-
-impl Scenario for AgentLoopUnderFaults {
-    fn name(&self) -> &'static str {
-        "agent_loop_under_faults"
-    }
-
-    fn goal(&self) -> &'static str {
-        "the agent over the router ends every run in bounds and runs each tool call once"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::LlmRateLimit, 0.05),
-            FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.05),
-            FaultConfig::chance(FaultKind::LlmStreamCut, 0.04),
-            FaultConfig::chance(FaultKind::NetworkReset, 0.03),
-            FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.05),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &[
-            "agent.tool_failed",
-            "agent.tool_timeout",
-            "agent.parallel_tools",
-            "agent.stream_retry",
-            "router.retry",
-        ]
-    }
-
-    fn steering(&self) -> &'static [&'static Mark] {
-        &[
-            &RETRIES_IN_ONE_TURN,
-            &LONGEST_TOOL_CHAIN,
-            &TURNS_IN_ONE_RUN,
-            &RUN_FAILED_ON_A_TURN,
-        ]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 /// What one agent run reached, for the steering marks (free: no step, draw or trace).
 fn steer_run(env: &Env, turn_retries_max: u64, started: usize, iterations: u32, failed: bool) {

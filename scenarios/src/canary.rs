@@ -13,11 +13,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use futures::future::LocalBoxFuture;
 use umi_core::env::Env;
 use umi_core::memory::{Memory, RememberOptions};
 use umi_core::storage::{Storage, StorageError, WriteBatch};
-use umi_dst::Scenario;
 use umi_dst::checkers::memory::{MemoryModel, check_no_data_loss};
 use umi_dst::planted::{HookedStorage, WriteHook};
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation};
@@ -31,37 +29,19 @@ const FLUSH_EVERY_BATCHES: usize = 3;
 const FACTS_PER_SEED: usize = 10;
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "a write-back cache that drops acknowledged batches when a flush fails (planted bug)",
+    faults = [
+        FaultConfig::chance(FaultKind::StorageWriteFail, 0.1),
+        FaultConfig::chance(FaultKind::StorageLatency, 0.3),
+    ],
+    marks = ["canary.batch_dropped"],
+    canary,
+    run = run,
+    rank = 170,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Canary;
-
-impl Scenario for Canary {
-    fn name(&self) -> &'static str {
-        "canary"
-    }
-
-    fn goal(&self) -> &'static str {
-        "a write-back cache that drops acknowledged batches when a flush fails (planted bug)"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::StorageWriteFail, 0.1),
-            FaultConfig::chance(FaultKind::StorageLatency, 0.3),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["canary.batch_dropped"]
-    }
-
-    fn is_canary(&self) -> bool {
-        true
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let cache = WriteBackCache {

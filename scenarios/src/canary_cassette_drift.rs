@@ -12,41 +12,21 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use futures::future::LocalBoxFuture;
 use umi_core::llm::transport::{HttpRequest, HttpResponse, Transport, TransportError};
-use umi_dst::{FaultConfig, Scenario, SimEnvironment, Violation};
 
 use crate::cassette_agent::{CassetteAgent, run_over};
 
 /// The canary.
+#[umi_dst::scenario(
+    goal = "a retry that changes its request is caught as a miss of the recorded conversation",
+    faults = CassetteAgent.faults(),
+    marks = ["cassette.replay", "cassette.miss"],
+    canary,
+    run = |sim| run_over(sim, |inner| Arc::new(AttemptStamping::new(inner))),
+    rank = 220,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CanaryCassetteDrift;
-
-impl Scenario for CanaryCassetteDrift {
-    fn name(&self) -> &'static str {
-        "canary_cassette_drift"
-    }
-
-    fn goal(&self) -> &'static str {
-        "a retry that changes its request is caught as a miss of the recorded conversation"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        CassetteAgent.faults()
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["cassette.replay", "cassette.miss"]
-    }
-
-    fn is_canary(&self) -> bool {
-        true
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run_over(sim, |inner| Arc::new(AttemptStamping::new(inner))))
-    }
-}
 
 /// The planted bug: a request sent again carries its attempt number in its body.
 #[derive(Debug)]

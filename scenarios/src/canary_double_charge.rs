@@ -14,13 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::future::LocalBoxFuture;
 use serde_json::Value;
 use umi_core::agent::{Agent, ToolHandler, ToolInvocation, ToolRegistry};
 use umi_core::env::{Env, EnvironmentExt};
 use umi_core::llm::Message;
 use umi_dst::checkers::effects::check_effects;
-use umi_dst::{FaultConfig, FaultKind, Scenario, SimEnvironment, Violation};
+use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation};
 
 use crate::tool_effects::{PROMPTS, agent_config, tools};
 
@@ -28,34 +27,16 @@ use crate::tool_effects::{PROMPTS, agent_config, tools};
 const RESEND_AFTER: Duration = Duration::from_secs(1);
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "a tool layer that resends a stalled call without an idempotency key (planted bug)",
+    faults = [FaultConfig::chance(FaultKind::ToolTimeout, 0.3)],
+    marks = ["canary.call_resent"],
+    canary,
+    run = run,
+    rank = 190,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CanaryDoubleCharge;
-
-impl Scenario for CanaryDoubleCharge {
-    fn name(&self) -> &'static str {
-        "canary_double_charge"
-    }
-
-    fn goal(&self) -> &'static str {
-        "a tool layer that resends a stalled call without an idempotency key (planted bug)"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![FaultConfig::chance(FaultKind::ToolTimeout, 0.3)]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["canary.call_resent"]
-    }
-
-    fn is_canary(&self) -> bool {
-        true
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let tools = tools(&sim);

@@ -12,11 +12,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::future::LocalBoxFuture;
 use umi_core::env::Env;
 use umi_core::memory::{Memory, RememberOptions};
 use umi_core::storage::{Storage, StorageError, WriteBatch};
-use umi_dst::Scenario;
 use umi_dst::checkers::memory::{MemoryModel, check_no_data_loss};
 use umi_dst::planted::{HookedStorage, WriteHook};
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation};
@@ -27,34 +25,16 @@ use crate::common::facts;
 const FACTS_PER_SEED: usize = 12;
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "a storage adapter that acknowledges evolution links it failed to write (planted bug)",
+    faults = [FaultConfig::chance(FaultKind::StorageWriteFail, 0.15)],
+    marks = ["canary.links_dropped"],
+    canary,
+    run = run,
+    rank = 180,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CanaryLostLink;
-
-impl Scenario for CanaryLostLink {
-    fn name(&self) -> &'static str {
-        "canary_lost_link"
-    }
-
-    fn goal(&self) -> &'static str {
-        "a storage adapter that acknowledges evolution links it failed to write (planted bug)"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![FaultConfig::chance(FaultKind::StorageWriteFail, 0.15)]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["canary.links_dropped"]
-    }
-
-    fn is_canary(&self) -> bool {
-        true
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let adapter = TwoStepWrites { env: sim.env() };

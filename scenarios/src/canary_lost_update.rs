@@ -17,50 +17,32 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use futures::future::LocalBoxFuture;
 use serde_json::{Value, json};
 use umi_core::agent::{Agent, AgentConfig, ToolHandler, ToolInvocation, ToolRegistry};
 use umi_core::env::Env;
 use umi_core::llm::Message;
 use umi_dst::tools::{SimTool, SimTools};
-use umi_dst::{FaultConfig, Scenario, SimConfig, SimEnvironment, Violation};
+use umi_dst::{SimConfig, SimEnvironment, Violation};
 
 /// Agent runs per seed (each may reserve several seats in parallel).
 const RUNS_PER_SEED: usize = 4;
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "a counter updated across an await by parallel tool calls (planted race)",
+    marks = ["canary.parallel_reservations"],
+    canary,
+    config = config,
+    run = run,
+    rank = 200,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CanaryLostUpdate;
 
-impl Scenario for CanaryLostUpdate {
-    fn name(&self) -> &'static str {
-        "canary_lost_update"
-    }
-
-    fn goal(&self) -> &'static str {
-        "a counter updated across an await by parallel tool calls (planted race)"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        Vec::new()
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["canary.parallel_reservations"]
-    }
-
-    fn is_canary(&self) -> bool {
-        true
-    }
-
-    fn config(&self, seed: u64, swarm: bool) -> SimConfig {
-        let config = SimConfig::new(seed).with_interleave();
-        if swarm { config.with_swarm() } else { config }
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
+/// A seed's config: seeded interleavings on (the race needs an order, no fault).
+fn config(seed: u64, swarm: bool) -> SimConfig {
+    let config = SimConfig::new(seed).with_interleave();
+    if swarm { config.with_swarm() } else { config }
 }
 
 /// One seed's workload: `RUNS_PER_SEED` booking runs; a lost update is a violation.

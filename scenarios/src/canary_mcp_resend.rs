@@ -15,7 +15,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::future::LocalBoxFuture;
 use serde_json::Value;
 use umi_core::agent::{Agent, ToolHandler, ToolInvocation, ToolRegistry};
 use umi_core::llm::Message;
@@ -24,7 +23,7 @@ use umi_core::mcp::{McpClient, McpError, McpTools};
 use umi_dst::checkers::effects::check_effects;
 use umi_dst::mcp::SimMcpServer;
 use umi_dst::network::SimNetwork;
-use umi_dst::{FaultConfig, FaultKind, Scenario, SimEnvironment, Violation};
+use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation};
 
 use crate::tool_effects::{PROMPTS, agent_config, tools};
 
@@ -32,37 +31,23 @@ use crate::tool_effects::{PROMPTS, agent_config, tools};
 const MCP_URL: &str = "http://tools.sim/mcp";
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "a tool layer that resends an MCP call whose stream broke (planted bug)",
+    faults = [stream_cut_on_tool_calls()],
+    marks = ["canary.mcp_call_resent"],
+    canary,
+    run = run,
+    rank = 210,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CanaryMcpResend;
 
-impl Scenario for CanaryMcpResend {
-    fn name(&self) -> &'static str {
-        "canary_mcp_resend"
-    }
-
-    fn goal(&self) -> &'static str {
-        "a tool layer that resends an MCP call whose stream broke (planted bug)"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        let calls = umi_dst::fault::point::MCP_REQUEST.with_qualifier("tools/call");
-        let cut = FaultConfig::chance(FaultKind::McpStreamCut, 0.3)
-            .on_operation(&calls)
-            .expect("tool.mcp.request.tools/call is a point where a stream can be cut");
-        vec![cut]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["canary.mcp_call_resent"]
-    }
-
-    fn is_canary(&self) -> bool {
-        true
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
+/// Its fault: an MCP stream cut, on `tools/call` requests only.
+fn stream_cut_on_tool_calls() -> FaultConfig {
+    let calls = umi_dst::fault::point::MCP_REQUEST.with_qualifier("tools/call");
+    FaultConfig::chance(FaultKind::McpStreamCut, 0.3)
+        .on_operation(&calls)
+        .expect("tool.mcp.request.tools/call is a point where a stream can be cut")
 }
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {

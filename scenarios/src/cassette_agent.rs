@@ -25,7 +25,6 @@
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use futures::future::LocalBoxFuture;
 use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent};
 use umi_core::cassette::Cassette;
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
@@ -35,9 +34,7 @@ use umi_core::llm::wire::sse::SseDecoder;
 use umi_core::llm::{Connection, LanguageModel, LlmErrorKind, Message, ModelRef};
 use umi_dst::checkers::router::RouterLog;
 use umi_dst::network::{Replay, ReplayOptions};
-use umi_dst::{
-    Endpoint, FaultConfig, FaultKind, Scenario, SimEnvironment, SimNetwork, Violation, ensure,
-};
+use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
 use crate::common::{
     Execution, orphan_tool_result, scenario_retry, sim_model, tool_registry, unanswered_tool_call,
@@ -80,37 +77,22 @@ const TURN_ERRORS: [LlmErrorKind; 5] = [
 ];
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "the agent over a recorded tool conversation stays on it under faults",
+    faults = [
+        FaultConfig::chance(FaultKind::LlmRateLimit, 0.08),
+        FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.05),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
+        FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.02),
+        FaultConfig::chance(FaultKind::NetworkReset, 0.03),
+        FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.05),
+    ],
+    marks = ["cassette.replay", "router.retry", "agent.stream_retry"],
+    run = run,
+    rank = 150,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CassetteAgent;
-
-impl Scenario for CassetteAgent {
-    fn name(&self) -> &'static str {
-        "cassette_agent"
-    }
-
-    fn goal(&self) -> &'static str {
-        "the agent over a recorded tool conversation stays on it under faults"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::LlmRateLimit, 0.08),
-            FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.05),
-            FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
-            FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.02),
-            FaultConfig::chance(FaultKind::NetworkReset, 0.03),
-            FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.05),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["cassette.replay", "router.retry", "agent.stream_retry"]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 fn model_ref() -> ModelRef {
     ModelRef::new(MODEL.0, MODEL.1, 128_000, 2_048)

@@ -17,13 +17,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use futures::future::LocalBoxFuture;
 use serde_json::json;
 use umi_core::agent::{Agent, AgentConfig, AgentError};
 use umi_core::env::steer::Mark;
 use umi_core::llm::tokens::estimate_request_tokens;
 use umi_core::llm::{CompletionRequest, Message, ToolCall};
-use umi_dst::Scenario;
 use umi_dst::{DeterministicRng, FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{
@@ -37,38 +35,20 @@ const WINDOW_TOKENS: u32 = 1_600;
 const OVERFLOW_RETRIES_MAX: u32 = 6;
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "after a context overflow the agent trims its oldest turns and still finishes",
+    faults = [FaultConfig::chance(FaultKind::LlmContextOverflow, 0.08)],
+    marks = ["agent.trim"],
+    steering = [
+        &DEEPEST_CONTEXT_FILL,
+        &TRIMS_IN_ONE_RUN,
+        &GAVE_UP_ON_CONTEXT,
+    ],
+    run = run,
+    rank = 70,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ContextOverflowRecovery;
-
-impl Scenario for ContextOverflowRecovery {
-    fn name(&self) -> &'static str {
-        "context_overflow_recovery"
-    }
-
-    fn goal(&self) -> &'static str {
-        "after a context overflow the agent trims its oldest turns and still finishes"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![FaultConfig::chance(FaultKind::LlmContextOverflow, 0.08)]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["agent.trim"]
-    }
-
-    fn steering(&self) -> &'static [&'static Mark] {
-        &[
-            &DEEPEST_CONTEXT_FILL,
-            &TRIMS_IN_ONE_RUN,
-            &GAVE_UP_ON_CONTEXT,
-        ]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 /// The fullest request sent, in percent of the window (past 100: an overflow).
 pub const DEEPEST_CONTEXT_FILL: Mark = Mark::maximize(

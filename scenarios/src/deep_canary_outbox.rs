@@ -23,13 +23,12 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use futures::future::LocalBoxFuture;
 use umi_core::env::Env;
 use umi_core::memory::{Memory, RememberOptions};
 use umi_core::storage::{Storage, StorageError, WriteBatch};
 use umi_dst::checkers::memory::{MemoryModel, check_no_data_loss};
 use umi_dst::planted::{HookedStorage, WriteHook};
-use umi_dst::{FaultConfig, FaultKind, Scenario, SimEnvironment, SimStorage, Violation};
+use umi_dst::{FaultKind, SimEnvironment, SimStorage, Violation};
 
 use crate::common::{Stages, event, facts};
 
@@ -44,43 +43,22 @@ const MARKS: &[&str] = &[
 ];
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "an outbox that loses a spilled batch after four storage faults in order (deep planted bug)",
+    faults = [
+        event(FaultKind::StorageWriteFail, "storage.write", 2),
+        event(FaultKind::StorageDiskFull, "storage.write", 4),
+        event(FaultKind::StorageLatency, "storage.write", 6),
+        event(FaultKind::StorageReadFail, "storage.read", 1),
+    ],
+    marks = MARKS,
+    canary,
+    only_when_named,
+    run = run,
+    rank = 230,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DeepCanaryOutbox;
-
-impl Scenario for DeepCanaryOutbox {
-    fn name(&self) -> &'static str {
-        "deep_canary_outbox"
-    }
-
-    fn goal(&self) -> &'static str {
-        "an outbox that loses a spilled batch after four storage faults in order (deep planted bug)"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            event(FaultKind::StorageWriteFail, "storage.write", 2),
-            event(FaultKind::StorageDiskFull, "storage.write", 4),
-            event(FaultKind::StorageLatency, "storage.write", 6),
-            event(FaultKind::StorageReadFail, "storage.read", 1),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        MARKS
-    }
-
-    fn is_canary(&self) -> bool {
-        true
-    }
-
-    fn only_when_named(&self) -> bool {
-        true
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let outbox = Outbox {

@@ -24,13 +24,12 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::future::LocalBoxFuture;
 use serde_json::{Value, json};
 use umi_core::agent::{ToolHandler, ToolInvocation};
 use umi_core::env::{Env, EnvironmentExt};
 use umi_dst::checkers::effects::check_effects;
 use umi_dst::tools::{SimTool, SimTools};
-use umi_dst::{FaultConfig, FaultKind, Scenario, SimEnvironment, Violation};
+use umi_dst::{FaultKind, SimEnvironment, Violation};
 
 use crate::common::{Stages, event};
 
@@ -51,43 +50,22 @@ const MARKS: &[&str] = &[
 ];
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "a payments layer that pays twice after four tool faults in order (deep planted bug)",
+    faults = [
+        event(FaultKind::ToolTimeout, "tool.call.pay", 2),
+        event(FaultKind::ToolErrorResult, "tool.call.notify", 3),
+        event(FaultKind::ToolEmptyResult, "tool.call.pay", 4),
+        event(FaultKind::ToolMalformedResult, "tool.call.notify", 5),
+    ],
+    marks = MARKS,
+    canary,
+    only_when_named,
+    run = run,
+    rank = 240,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DeepCanaryResend;
-
-impl Scenario for DeepCanaryResend {
-    fn name(&self) -> &'static str {
-        "deep_canary_resend"
-    }
-
-    fn goal(&self) -> &'static str {
-        "a payments layer that pays twice after four tool faults in order (deep planted bug)"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            event(FaultKind::ToolTimeout, "tool.call.pay", 2),
-            event(FaultKind::ToolErrorResult, "tool.call.notify", 3),
-            event(FaultKind::ToolEmptyResult, "tool.call.pay", 4),
-            event(FaultKind::ToolMalformedResult, "tool.call.notify", 5),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        MARKS
-    }
-
-    fn is_canary(&self) -> bool {
-        true
-    }
-
-    fn only_when_named(&self) -> bool {
-        true
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 fn tools(sim: &SimEnvironment) -> SimTools {
     SimTools::new(sim)

@@ -25,7 +25,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use futures::future::LocalBoxFuture;
 use serde_json::json;
 use umi_core::agent::{Agent, AgentConfig};
 use umi_core::llm::event_replay::replay;
@@ -34,7 +33,7 @@ use umi_core::llm::{
 };
 use umi_dst::checkers::effects::check_effects;
 use umi_dst::tools::{SimTool, SimTools};
-use umi_dst::{FaultConfig, FaultKind, Scenario, SimEnvironment, Violation};
+use umi_dst::{FaultKind, SimEnvironment, Violation};
 
 use crate::common::{Stages, event};
 
@@ -52,43 +51,22 @@ const MARKS: &[&str] = &[
 ];
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "an agent's model client that answers from a stale cache after four model faults in order (deep planted bug)",
+    faults = [
+        event(FaultKind::LlmRateLimit, "llm.call.agent.step", 2),
+        event(FaultKind::LlmModelNotFound, "llm.call.agent.step", 4),
+        event(FaultKind::LlmInvalidResponse, "llm.call.agent.step", 6),
+        event(FaultKind::LlmServiceUnavailable, "llm.call.agent.step", 7),
+    ],
+    marks = MARKS,
+    canary,
+    only_when_named,
+    run = run,
+    rank = 250,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DeepCanaryStaleAnswer;
-
-impl Scenario for DeepCanaryStaleAnswer {
-    fn name(&self) -> &'static str {
-        "deep_canary_stale_answer"
-    }
-
-    fn goal(&self) -> &'static str {
-        "an agent's model client that answers from a stale cache after four model faults in order (deep planted bug)"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            event(FaultKind::LlmRateLimit, "llm.call.agent.step", 2),
-            event(FaultKind::LlmModelNotFound, "llm.call.agent.step", 4),
-            event(FaultKind::LlmInvalidResponse, "llm.call.agent.step", 6),
-            event(FaultKind::LlmServiceUnavailable, "llm.call.agent.step", 7),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        MARKS
-    }
-
-    fn is_canary(&self) -> bool {
-        true
-    }
-
-    fn only_when_named(&self) -> bool {
-        true
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let tools = SimTools::new(&sim).with(

@@ -19,7 +19,13 @@
 //!   [`tool_effects`], [`mcp_agent`], [`cassette_agent`], [`outbox_drains`] (a liveness
 //!   phase), and the canaries [`canary`], [`canary_lost_link`],
 //!   [`canary_double_charge`], [`canary_lost_update`], [`canary_mcp_resend`] and [`canary_cassette_drift`].
-//! - [`all`]: every scenario, for the `dst` binary and the tests.
+//! - Each scenario is one declaration, `#[umi_dst::scenario(goal = .., faults = [..],
+//!   marks = [..], run = run)]` on a unit struct, which registers it: [`all`],
+//!   [`deep_canaries`] and [`with_planted`] are views of
+//!   [`umi_dst::scenario::registered`], and its corpus replay test (`cargo test -p
+//!   umi-scenarios -- <scenario>`) is written by the declaration. A new scenario is a new
+//!   file here (and its `pub mod` line below).
+//! - [`all`]: every scenario a sweep runs, for the `dst` binary and the tests.
 //! - [`planted_refund_twice`]: a support agent that refunds one order twice after a
 //!   whole-run retry, and its correct twin (run by the tests, not in [`all`]).
 //! - [`deep_canaries`]: planted bugs that need four faults in order (odds near 10⁻⁵ or
@@ -64,54 +70,25 @@ use std::sync::Arc;
 
 use umi_dst::Scenario;
 
-/// Every scenario, in the order sweeps report them.
+/// Every scenario a sweep of all runs (every declared one that does not run only when
+/// named), in the order sweeps report them: each declaration's `rank`, then its name.
 pub fn all() -> Vec<Arc<dyn Scenario>> {
-    vec![
-        Arc::new(memory_no_data_loss::MemoryNoDataLoss),
-        Arc::new(sqlite_no_data_loss::SqliteNoDataLoss),
-        Arc::new(recall_degrades_gracefully::RecallDegradesGracefully),
-        Arc::new(recall_by_embeddings::RecallByEmbeddings),
-        Arc::new(router_rate_limit_storm::RouterRateLimitStorm),
-        Arc::new(router_fallback_chain::RouterFallbackChain),
-        Arc::new(context_overflow_recovery::ContextOverflowRecovery),
-        Arc::new(streaming_tool_calls::StreamingToolCalls),
-        Arc::new(wire_faults::WireFaults),
-        Arc::new(wire_shapes::WireShapes),
-        Arc::new(mixed_formats::MixedFormats),
-        Arc::new(agent_loop_under_faults::AgentLoopUnderFaults),
-        Arc::new(tool_effects::ToolEffects),
-        Arc::new(mcp_agent::McpAgent),
-        Arc::new(cassette_agent::CassetteAgent),
-        Arc::new(outbox_drains::OutboxDrains),
-        Arc::new(canary::Canary),
-        Arc::new(canary_lost_link::CanaryLostLink),
-        Arc::new(canary_double_charge::CanaryDoubleCharge),
-        Arc::new(canary_lost_update::CanaryLostUpdate),
-        Arc::new(canary_mcp_resend::CanaryMcpResend),
-        Arc::new(canary_cassette_drift::CanaryCassetteDrift),
-    ]
-}
-
-/// The deep canaries (each runs only when named): bugs a blind sweep rarely reaches,
-/// which guided exploration must find.
-pub fn deep_canaries() -> Vec<Arc<dyn Scenario>> {
-    vec![
-        Arc::new(deep_canary_outbox::DeepCanaryOutbox),
-        Arc::new(deep_canary_resend::DeepCanaryResend),
-        Arc::new(deep_canary_stale_answer::DeepCanaryStaleAnswer),
-    ]
-}
-
-/// [`all`], then the [`deep_canaries`], [`outbox_drains::OutboxGivesUp`] and the
-/// [`planted_crashes`] (which run only when named): the `dst` binary's scenarios.
-pub fn with_planted() -> Vec<Arc<dyn Scenario>> {
-    let mut scenarios = all();
-    scenarios.extend(deep_canaries());
-    scenarios.push(Arc::new(outbox_drains::OutboxGivesUp));
-    scenarios.extend(
-        planted_crashes::all()
-            .into_iter()
-            .map(|planted| Arc::new(planted) as Arc<dyn Scenario>),
-    );
+    let mut scenarios = with_planted();
+    scenarios.retain(|scenario| !scenario.only_when_named());
     scenarios
+}
+
+/// The deep canaries (the canaries that run only when named): bugs a blind sweep rarely
+/// reaches, which guided exploration must find.
+pub fn deep_canaries() -> Vec<Arc<dyn Scenario>> {
+    let mut scenarios = with_planted();
+    scenarios.retain(|scenario| scenario.is_canary() && scenario.only_when_named());
+    scenarios
+}
+
+/// Every declared scenario ([`umi_dst::scenario::registered`]): [`all`], then the
+/// [`deep_canaries`], [`outbox_drains::OutboxGivesUp`] and the [`planted_crashes`]
+/// (which run only when named), by rank: the `dst` binary's scenarios.
+pub fn with_planted() -> Vec<Arc<dyn Scenario>> {
+    umi_dst::scenario::registered()
 }

@@ -23,7 +23,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::LocalBoxFuture;
 use umi_core::agent::{Agent, ToolRegistry};
 use umi_core::llm::Message;
 use umi_core::llm::transport::Transport;
@@ -32,7 +31,7 @@ use umi_dst::checkers::effects::check_effects;
 use umi_dst::checkers::tool_results::check_tool_results;
 use umi_dst::mcp::SimMcpServer;
 use umi_dst::network::SimNetwork;
-use umi_dst::{FaultConfig, FaultKind, Scenario, SimEnvironment, Violation, ensure};
+use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::tool_effects::{PROMPTS, agent_config, tools};
 
@@ -46,51 +45,36 @@ const MCP_REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 const CONNECT_ATTEMPTS_MAX: u32 = 3;
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "an agent whose tools are on a faulty MCP server never pays twice and never loses a result",
+    faults = [
+        FaultConfig::chance(FaultKind::McpSessionExpired, 0.08),
+        FaultConfig::chance(FaultKind::McpStreamCut, 0.04),
+        FaultConfig::chance(FaultKind::McpInternalError, 0.04),
+        FaultConfig::chance(FaultKind::McpVersionMismatch, 0.1),
+        FaultConfig::chance(FaultKind::McpToolsChanged, 0.05),
+        FaultConfig::chance(FaultKind::McpNoResponse, 0.02),
+        FaultConfig::chance(FaultKind::ToolTimeout, 0.05),
+        FaultConfig::chance(FaultKind::ToolErrorResult, 0.05),
+        FaultConfig::chance(FaultKind::ToolMalformedResult, 0.05),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
+    ],
+    marks = [
+        "mcp.initialize",
+        "mcp.tools_list",
+        "mcp.tools_call",
+        "mcp.session_expired",
+        "mcp.client_reinitialized",
+        "mcp.stream_cut",
+        "mcp.version_mismatch",
+        "mcp.tools_changed",
+        "tool.effect",
+    ],
+    run = run,
+    rank = 140,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct McpAgent;
-
-impl Scenario for McpAgent {
-    fn name(&self) -> &'static str {
-        "mcp_agent"
-    }
-
-    fn goal(&self) -> &'static str {
-        "an agent whose tools are on a faulty MCP server never pays twice and never loses a result"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::McpSessionExpired, 0.08),
-            FaultConfig::chance(FaultKind::McpStreamCut, 0.04),
-            FaultConfig::chance(FaultKind::McpInternalError, 0.04),
-            FaultConfig::chance(FaultKind::McpVersionMismatch, 0.1),
-            FaultConfig::chance(FaultKind::McpToolsChanged, 0.05),
-            FaultConfig::chance(FaultKind::McpNoResponse, 0.02),
-            FaultConfig::chance(FaultKind::ToolTimeout, 0.05),
-            FaultConfig::chance(FaultKind::ToolErrorResult, 0.05),
-            FaultConfig::chance(FaultKind::ToolMalformedResult, 0.05),
-            FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &[
-            "mcp.initialize",
-            "mcp.tools_list",
-            "mcp.tools_call",
-            "mcp.session_expired",
-            "mcp.client_reinitialized",
-            "mcp.stream_cut",
-            "mcp.version_mismatch",
-            "mcp.tools_changed",
-            "tool.effect",
-        ]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let tools = tools(&sim);

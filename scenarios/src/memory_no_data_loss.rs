@@ -22,10 +22,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use futures::future::LocalBoxFuture;
 use umi_core::env::{Env, EnvironmentExt};
 use umi_core::memory::{Memory, MemoryError, RecallOptions, RememberOptions};
-use umi_dst::Scenario;
 use umi_dst::checkers::memory::{MemoryModel, check_memory, forget_live_entity};
 use umi_dst::planted::{HookedStorage, WriteHook};
 use umi_dst::{DeterministicRng, FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation};
@@ -45,46 +43,31 @@ const FORGET_EVERY_STEPS: usize = 4;
 const CHECK_QUERIES: [&str; 3] = ["Alice", "where did Maria go?", "Paris"];
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "the memory under LLM and storage faults never loses an acknowledged write",
+    faults = [
+        FaultConfig::chance(FaultKind::LlmRateLimit, 0.08),
+        FaultConfig::chance(FaultKind::LlmWrongContent, 0.12),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.08),
+        FaultConfig::chance(FaultKind::LlmTimeout, 0.04),
+        FaultConfig::chance(FaultKind::StorageWriteFail, 0.08),
+        FaultConfig::chance(FaultKind::StorageReadFail, 0.08),
+        FaultConfig::chance(FaultKind::StorageLatency, 0.2),
+        FaultConfig::chance(FaultKind::StorageCorruption, 0.02),
+        FaultConfig::chance(FaultKind::StorageDeleteFail, 0.15),
+    ],
+    marks = [
+        "memory.note_after_extraction_failure",
+        "memory.evolution_linked",
+        "memory.evolution_skipped",
+        "memory.rewrite_fused",
+        "memory.rewrite_failed",
+    ],
+    run = run,
+    rank = 10,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MemoryNoDataLoss;
-
-impl Scenario for MemoryNoDataLoss {
-    fn name(&self) -> &'static str {
-        "memory_no_data_loss"
-    }
-
-    fn goal(&self) -> &'static str {
-        "the memory under LLM and storage faults never loses an acknowledged write"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::LlmRateLimit, 0.08),
-            FaultConfig::chance(FaultKind::LlmWrongContent, 0.12),
-            FaultConfig::chance(FaultKind::LlmStreamCut, 0.08),
-            FaultConfig::chance(FaultKind::LlmTimeout, 0.04),
-            FaultConfig::chance(FaultKind::StorageWriteFail, 0.08),
-            FaultConfig::chance(FaultKind::StorageReadFail, 0.08),
-            FaultConfig::chance(FaultKind::StorageLatency, 0.2),
-            FaultConfig::chance(FaultKind::StorageCorruption, 0.02),
-            FaultConfig::chance(FaultKind::StorageDeleteFail, 0.15),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &[
-            "memory.note_after_extraction_failure",
-            "memory.evolution_linked",
-            "memory.evolution_skipped",
-            "memory.rewrite_fused",
-            "memory.rewrite_failed",
-        ]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let storage = Arc::new(SimStorage::new(&sim));

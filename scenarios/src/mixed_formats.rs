@@ -20,10 +20,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures::future::LocalBoxFuture;
 use umi_core::llm::router::{LlmRouter, RouterConfig};
 use umi_core::llm::{FinishReason, LlmError, LlmErrorKind, ModelId};
-use umi_dst::Scenario;
 use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::network::Profile;
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
@@ -104,44 +102,29 @@ const FAULT_ERRORS: [LlmErrorKind; 9] = [
 ];
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "a chain across Anthropic, Gemini, Responses and Ollama falls back with the same typed errors",
+    faults = [
+        FaultConfig::chance(FaultKind::LlmRateLimit, 0.06),
+        FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.06),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
+        FaultConfig::chance(FaultKind::LlmContextOverflow, 0.03),
+        FaultConfig::chance(FaultKind::NetworkConnectionRefused, 0.03),
+        FaultConfig::chance(FaultKind::NetworkReset, 0.03),
+    ],
+    marks = [
+        "mixed.answered.anthropic",
+        "mixed.answered.gemini",
+        "mixed.answered.openai_responses",
+        "mixed.answered.ollama",
+        "router.fallback",
+        "router.context_fallback",
+    ],
+    run = run,
+    rank = 110,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MixedFormats;
-
-impl Scenario for MixedFormats {
-    fn name(&self) -> &'static str {
-        "mixed_formats"
-    }
-
-    fn goal(&self) -> &'static str {
-        "a chain across Anthropic, Gemini, Responses and Ollama falls back with the same typed errors"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::LlmRateLimit, 0.06),
-            FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.06),
-            FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
-            FaultConfig::chance(FaultKind::LlmContextOverflow, 0.03),
-            FaultConfig::chance(FaultKind::NetworkConnectionRefused, 0.03),
-            FaultConfig::chance(FaultKind::NetworkReset, 0.03),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &[
-            "mixed.answered.anthropic",
-            "mixed.answered.gemini",
-            "mixed.answered.openai_responses",
-            "mixed.answered.ollama",
-            "router.fallback",
-            "router.context_fallback",
-        ]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 fn keys(name: &str) -> Option<String> {
     match name {

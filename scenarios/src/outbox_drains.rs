@@ -19,10 +19,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::LocalBoxFuture;
 use umi_core::env::EnvironmentExt;
 use umi_core::memory::{Memory, RememberOptions};
-use umi_dst::Scenario;
 use umi_dst::checkers::memory::{MemoryModel, check_no_data_loss};
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation, ensure, eventually};
 
@@ -71,33 +69,18 @@ impl DrainPolicy {
 }
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "a write-behind outbox in front of the memory drains once the storage heals (liveness)",
+    faults = [
+        FaultConfig::chance(FaultKind::StorageWriteFail, 0.3),
+        FaultConfig::chance(FaultKind::StorageLatency, 0.2),
+    ],
+    marks = ["outbox.retried", "outbox.backoff_capped"],
+    run = |sim| run_with(sim, DrainPolicy::default()),
+    rank = 160,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OutboxDrains;
-
-impl Scenario for OutboxDrains {
-    fn name(&self) -> &'static str {
-        "outbox_drains"
-    }
-
-    fn goal(&self) -> &'static str {
-        "a write-behind outbox in front of the memory drains once the storage heals (liveness)"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::StorageWriteFail, 0.3),
-            FaultConfig::chance(FaultKind::StorageLatency, 0.2),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["outbox.retried", "outbox.backoff_capped"]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run_with(sim, DrainPolicy::default()))
-    }
-}
 
 /// The drainer that gives up after `GIVES_UP_AFTER_FAILURES` failures in a row.
 pub const GIVES_UP_AFTER_FAILURES: u32 = 2;
@@ -107,34 +90,21 @@ pub const GIVES_UP_AFTER_FAILURES: u32 = 2;
 /// outbox never drains and the run fails as a liveness failure naming "the outbox
 /// drains". Run only when named (`dst replay --scenario outbox_gives_up --seed N`), not
 /// in [`crate::all`]: it proves the liveness phase finds what it is for.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OutboxGivesUp;
-
-impl Scenario for OutboxGivesUp {
-    fn name(&self) -> &'static str {
-        "outbox_gives_up"
-    }
-
-    fn goal(&self) -> &'static str {
-        "outbox_drains with a drainer that gives up for good (planted liveness bug)"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        OutboxDrains.faults()
-    }
-
-    fn only_when_named(&self) -> bool {
-        true
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        let policy = DrainPolicy {
+#[umi_dst::scenario(
+    goal = "outbox_drains with a drainer that gives up for good (planted liveness bug)",
+    faults = OutboxDrains.faults(),
+    only_when_named,
+    run = |sim| run_with(
+        sim,
+        DrainPolicy {
             gives_up_after: Some(GIVES_UP_AFTER_FAILURES),
             ..DrainPolicy::default()
-        };
-        Box::pin(run_with(sim, policy))
-    }
-}
+        },
+    ),
+    rank = 260,
+)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OutboxGivesUp;
 
 /// The scenario with the drainer's `policy` (the tests plant the drainer that gives up).
 pub async fn run_with(sim: SimEnvironment, policy: DrainPolicy) -> Result<(), Violation> {

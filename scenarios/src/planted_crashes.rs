@@ -9,8 +9,6 @@
 //! (the `dst` default): in process (`--in-process`) they end the sweep, which is what
 //! worker processes exist to prevent.
 
-use futures::future::LocalBoxFuture;
-use umi_dst::Scenario;
 use umi_dst::{SimEnvironment, Violation};
 
 /// Bytes each step of the unbounded allocation takes.
@@ -34,40 +32,64 @@ pub enum Crash {
     BusyLoop,
 }
 
-/// A scenario that crashes its process on even seeds.
-#[derive(Debug, Clone, Copy)]
-pub struct PlantedCrash(pub Crash);
+/// The scenario whose even seeds abort()s ([`Crash::Abort`]).
+#[umi_dst::scenario(
+    goal = "a planted crash on even seeds: the harness must name the seed and go on",
+    only_when_named,
+    run = |sim| crash_on_even_seeds(sim, Crash::Abort),
+    rank = 270,
+)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlantedAbort;
 
-impl Scenario for PlantedCrash {
-    fn name(&self) -> &'static str {
-        match self.0 {
-            Crash::Abort => "planted_abort",
-            Crash::StackOverflow => "planted_stack_overflow",
-            Crash::Exit => "planted_exit",
-            Crash::UnboundedAllocation => "planted_unbounded_allocation",
-            Crash::BusyLoop => "planted_busy_loop",
-        }
-    }
+/// The scenario whose even seeds overflows its stack ([`Crash::StackOverflow`]).
+#[umi_dst::scenario(
+    goal = "a planted crash on even seeds: the harness must name the seed and go on",
+    only_when_named,
+    run = |sim| crash_on_even_seeds(sim, Crash::StackOverflow),
+    rank = 280,
+)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlantedStackOverflow;
 
-    fn goal(&self) -> &'static str {
-        "a planted crash on even seeds: the harness must name the seed and go on"
-    }
+/// The scenario whose even seeds exits with code 3 ([`Crash::Exit`]).
+#[umi_dst::scenario(
+    goal = "a planted crash on even seeds: the harness must name the seed and go on",
+    only_when_named,
+    run = |sim| crash_on_even_seeds(sim, Crash::Exit),
+    rank = 290,
+)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlantedExit;
 
-    fn only_when_named(&self) -> bool {
-        true
-    }
+/// The scenario whose even seeds allocates without bound ([`Crash::UnboundedAllocation`]).
+#[umi_dst::scenario(
+    goal = "a planted crash on even seeds: the harness must name the seed and go on",
+    only_when_named,
+    run = |sim| crash_on_even_seeds(sim, Crash::UnboundedAllocation),
+    rank = 300,
+)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlantedUnboundedAllocation;
 
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        let crash = self.0;
-        Box::pin(async move {
-            let seed = sim.seed();
-            sim.env().sleep(std::time::Duration::from_millis(1)).await;
-            if seed.is_multiple_of(2) {
-                crash_now(crash);
-            }
-            Ok(())
-        })
+/// The scenario whose even seeds loops without yielding ([`Crash::BusyLoop`]).
+#[umi_dst::scenario(
+    goal = "a planted crash on even seeds: the harness must name the seed and go on",
+    only_when_named,
+    run = |sim| crash_on_even_seeds(sim, Crash::BusyLoop),
+    rank = 310,
+)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlantedBusyLoop;
+
+/// One seed of a planted crash: a simulated millisecond, then `crash` on an even seed.
+pub async fn crash_on_even_seeds(sim: SimEnvironment, crash: Crash) -> Result<(), Violation> {
+    let seed = sim.seed();
+    sim.env().sleep(std::time::Duration::from_millis(1)).await;
+    if seed.is_multiple_of(2) {
+        crash_now(crash);
     }
+    Ok(())
 }
 
 fn crash_now(crash: Crash) {
@@ -106,18 +128,4 @@ fn recurse(depth: u64) -> u64 {
     }
     let frame = std::hint::black_box([depth as u8; FRAME_BYTES]);
     recurse(depth + 1).wrapping_add(u64::from(frame[0]))
-}
-
-/// Every planted crash, for the `dst` binary (reachable only by name).
-pub fn all() -> Vec<PlantedCrash> {
-    [
-        Crash::Abort,
-        Crash::StackOverflow,
-        Crash::Exit,
-        Crash::UnboundedAllocation,
-        Crash::BusyLoop,
-    ]
-    .into_iter()
-    .map(PlantedCrash)
-    .collect()
 }

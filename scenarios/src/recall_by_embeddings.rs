@@ -27,7 +27,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::LocalBoxFuture;
 use umi_core::llm::Connection;
 use umi_core::llm::embed::{EmbedClient, Embedder, OpenAiEmbedConfig};
 use umi_core::memory::{
@@ -38,7 +37,7 @@ use umi_core::storage::Entity;
 use umi_dst::checkers::memory::{MemoryModel, check_no_data_loss};
 use umi_dst::network::{Endpoint, SimNetwork};
 use umi_dst::sqlite_disk::SqliteDisk;
-use umi_dst::{FaultConfig, FaultKind, Scenario, SimEnvironment, SimStorage, Violation, ensure};
+use umi_dst::{FaultKind, SimEnvironment, SimStorage, Violation, ensure};
 
 use crate::common::{facts, fault_on, question};
 
@@ -64,43 +63,28 @@ const EMBED_URL: &str = "https://api.openai.example/v1";
 const EMBED_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "embedding faults degrade recall to text search, never fail it; vectors are never lost",
+    faults = [
+        fault_on(FaultKind::LlmRateLimit, 0.06, "llm.embed"),
+        fault_on(FaultKind::LlmServiceUnavailable, 0.06, "llm.embed"),
+        fault_on(FaultKind::LlmTimeout, 0.03, "llm.embed"),
+        fault_on(FaultKind::LlmEmbeddingWrongDimensions, 0.05, "llm.embed"),
+        fault_on(FaultKind::LlmEmbeddingTruncated, 0.05, "llm.embed"),
+        fault_on(FaultKind::LlmEmbeddingMissing, 0.05, "llm.embed"),
+    ],
+    marks = [
+        "memory.entities_embedded",
+        "memory.embedding_failed",
+        "memory.vectors_fused",
+        "memory.query_embedding_failed",
+        "recall_by_embeddings.exact_recalled",
+    ],
+    run = run,
+    rank = 40,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RecallByEmbeddings;
-
-impl Scenario for RecallByEmbeddings {
-    fn name(&self) -> &'static str {
-        "recall_by_embeddings"
-    }
-
-    fn goal(&self) -> &'static str {
-        "embedding faults degrade recall to text search, never fail it; vectors are never lost"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            fault_on(FaultKind::LlmRateLimit, 0.06, "llm.embed"),
-            fault_on(FaultKind::LlmServiceUnavailable, 0.06, "llm.embed"),
-            fault_on(FaultKind::LlmTimeout, 0.03, "llm.embed"),
-            fault_on(FaultKind::LlmEmbeddingWrongDimensions, 0.05, "llm.embed"),
-            fault_on(FaultKind::LlmEmbeddingTruncated, 0.05, "llm.embed"),
-            fault_on(FaultKind::LlmEmbeddingMissing, 0.05, "llm.embed"),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &[
-            "memory.entities_embedded",
-            "memory.embedding_failed",
-            "memory.vectors_fused",
-            "memory.query_embedding_failed",
-            "recall_by_embeddings.exact_recalled",
-        ]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 /// The embedder: umi-core's OpenAI client over SimNetwork's embeddings endpoint.
 fn embedder(sim: &SimEnvironment) -> Arc<dyn Embedder> {

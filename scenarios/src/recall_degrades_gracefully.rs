@@ -17,14 +17,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures::future::LocalBoxFuture;
 use umi_core::memory::{
     Degradation, Memory, MemoryError, RecallOptions, RecallOutcome, RememberOptions, RewriteMode,
 };
 use umi_core::storage::Entity;
 use umi_core::storage::search::terms;
-use umi_dst::Scenario;
-use umi_dst::{FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation, ensure};
+use umi_dst::{FaultKind, SimEnvironment, SimStorage, Violation, ensure};
 
 use crate::common::{facts, fault_on, question};
 
@@ -38,37 +36,22 @@ const QUERIES_PER_SEED: usize = 8;
 const REWRITE_CALL: &str = "llm.call.memory.rewrite_query";
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "a failed query rewrite leaves exactly the fast-path results, never an error",
+    faults = [
+        fault_on(FaultKind::LlmRateLimit, 0.1, REWRITE_CALL),
+        fault_on(FaultKind::LlmServiceUnavailable, 0.1, REWRITE_CALL),
+        fault_on(FaultKind::LlmWrongContent, 0.15, REWRITE_CALL),
+        fault_on(FaultKind::LlmStreamCut, 0.05, REWRITE_CALL),
+        fault_on(FaultKind::LlmTimeout, 0.05, REWRITE_CALL),
+        fault_on(FaultKind::StorageReadFail, 0.05, "storage.search"),
+    ],
+    marks = ["memory.rewrite_failed", "memory.rewrite_fused"],
+    run = run,
+    rank = 30,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RecallDegradesGracefully;
-
-impl Scenario for RecallDegradesGracefully {
-    fn name(&self) -> &'static str {
-        "recall_degrades_gracefully"
-    }
-
-    fn goal(&self) -> &'static str {
-        "a failed query rewrite leaves exactly the fast-path results, never an error"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            fault_on(FaultKind::LlmRateLimit, 0.1, REWRITE_CALL),
-            fault_on(FaultKind::LlmServiceUnavailable, 0.1, REWRITE_CALL),
-            fault_on(FaultKind::LlmWrongContent, 0.15, REWRITE_CALL),
-            fault_on(FaultKind::LlmStreamCut, 0.05, REWRITE_CALL),
-            fault_on(FaultKind::LlmTimeout, 0.05, REWRITE_CALL),
-            fault_on(FaultKind::StorageReadFail, 0.05, "storage.search"),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["memory.rewrite_failed", "memory.rewrite_fused"]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let storage = Arc::new(SimStorage::new(&sim));

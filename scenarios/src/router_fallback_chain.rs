@@ -17,11 +17,9 @@
 
 use std::time::Duration;
 
-use futures::future::LocalBoxFuture;
 use umi_core::env::EnvironmentExt;
 use umi_core::llm::ModelId;
 use umi_core::llm::router::{CooldownPolicy, RouterEvent};
-use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{PROVIDERS, RouterStack, ask, chat, scenario_retry};
@@ -30,41 +28,26 @@ use crate::common::{PROVIDERS, RouterStack, ask, chat, scenario_retry};
 const CALLS_PER_SEED: usize = 12;
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "with the primary down or cut off, fallbacks are taken in order and the primary returns",
+    faults = [
+        FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.08),
+        FaultConfig::chance(FaultKind::NetworkConnectionRefused, 0.04),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
+        FaultConfig::chance(FaultKind::NetworkReset, 0.03),
+    ],
+    marks = [
+        "router.fallback",
+        "router.context_fallback",
+        "router.circuit_open",
+        "router.skip_cooling",
+        "router.circuit_probe",
+    ],
+    run = run,
+    rank = 60,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RouterFallbackChain;
-
-impl Scenario for RouterFallbackChain {
-    fn name(&self) -> &'static str {
-        "router_fallback_chain"
-    }
-
-    fn goal(&self) -> &'static str {
-        "with the primary down or cut off, fallbacks are taken in order and the primary returns"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.08),
-            FaultConfig::chance(FaultKind::NetworkConnectionRefused, 0.04),
-            FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
-            FaultConfig::chance(FaultKind::NetworkReset, 0.03),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &[
-            "router.fallback",
-            "router.context_fallback",
-            "router.circuit_open",
-            "router.skip_cooling",
-            "router.circuit_probe",
-        ]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 fn chain_index(model: &str) -> usize {
     PROVIDERS

@@ -16,10 +16,9 @@
 use std::cell::RefCell;
 use std::time::Duration;
 
-use futures::future::{LocalBoxFuture, join_all};
+use futures::future::join_all;
 use umi_core::env::EnvironmentExt;
 use umi_core::llm::router::CooldownPolicy;
-use umi_dst::Scenario;
 use umi_dst::llm::config::RateLimitModel;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
@@ -32,38 +31,23 @@ const WAVES: usize = 3;
 const CALLS_PER_WAVE: usize = 5;
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "under 429 storms the router honours Retry-After and bounds its attempts",
+    faults = [
+        FaultConfig::chance(FaultKind::LlmRateLimit, 0.15),
+        FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.03),
+    ],
+    marks = [
+        "router.retry",
+        "router.retry_after",
+        "wire.retry_after_header",
+        "router.fallback",
+    ],
+    run = run,
+    rank = 50,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RouterRateLimitStorm;
-
-impl Scenario for RouterRateLimitStorm {
-    fn name(&self) -> &'static str {
-        "router_rate_limit_storm"
-    }
-
-    fn goal(&self) -> &'static str {
-        "under 429 storms the router honours Retry-After and bounds its attempts"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::LlmRateLimit, 0.15),
-            FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.03),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &[
-            "router.retry",
-            "router.retry_after",
-            "wire.retry_after_header",
-            "router.fallback",
-        ]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let retry = scenario_retry();

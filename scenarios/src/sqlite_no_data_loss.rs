@@ -18,46 +18,29 @@
 
 use std::sync::Arc;
 
-use futures::future::LocalBoxFuture;
 use umi_core::env::EnvironmentExt;
 use umi_core::memory::Memory;
 use umi_core::storage::Storage;
-use umi_dst::Scenario;
 use umi_dst::sqlite_disk::SqliteDisk;
-use umi_dst::{FaultConfig, SimEnvironment, SimStorage, Violation};
+use umi_dst::{SimEnvironment, SimStorage, Violation};
 
 use crate::memory_no_data_loss::{FACTS_PER_SEED, MemoryNoDataLoss, MemoryWorkload};
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "the memory on SQLite, under LLM and storage faults and a close-and-reopen, never loses an acknowledged write",
+    faults = MemoryNoDataLoss.faults(),
+    marks = [
+        "memory.note_after_extraction_failure",
+        "memory.evolution_linked",
+        "memory.evolution_skipped",
+        "storage.sqlite_reopened",
+    ],
+    run = |sim| run_with(sim, |disk| disk),
+    rank = 20,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SqliteNoDataLoss;
-
-impl Scenario for SqliteNoDataLoss {
-    fn name(&self) -> &'static str {
-        "sqlite_no_data_loss"
-    }
-
-    fn goal(&self) -> &'static str {
-        "the memory on SQLite, under LLM and storage faults and a close-and-reopen, never loses an acknowledged write"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        MemoryNoDataLoss.faults()
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &[
-            "memory.note_after_extraction_failure",
-            "memory.evolution_linked",
-            "memory.evolution_skipped",
-            "storage.sqlite_reopened",
-        ]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run_with(sim, |disk| disk))
-    }
-}
 
 /// The scenario over `wrap(disk)`: the identity for the scenario itself, a planted bug
 /// (`HookedStorage` over the disk) for proving it finds a lost SQLite write.

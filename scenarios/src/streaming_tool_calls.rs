@@ -16,10 +16,8 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use futures::future::LocalBoxFuture;
 use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent, AgentOutcome};
 use umi_core::llm::{Message, ToolCall};
-use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 use crate::common::{
@@ -30,33 +28,18 @@ use crate::common::{
 const RUNS_PER_SEED: usize = 3;
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "tool calls streamed in adversarial deltas run once each, with valid arguments",
+    faults = [
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.1),
+        FaultConfig::chance(FaultKind::LlmWrongContent, 0.05),
+    ],
+    marks = ["agent.parallel_tools", "agent.tool_failed"],
+    run = run,
+    rank = 80,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StreamingToolCalls;
-
-impl Scenario for StreamingToolCalls {
-    fn name(&self) -> &'static str {
-        "streaming_tool_calls"
-    }
-
-    fn goal(&self) -> &'static str {
-        "tool calls streamed in adversarial deltas run once each, with valid arguments"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::LlmStreamCut, 0.1),
-            FaultConfig::chance(FaultKind::LlmWrongContent, 0.05),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["agent.parallel_tools", "agent.tool_failed"]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let chunk_chars_max = sim.task_rng("workload.chunking").range_inclusive(1, 8) as usize;

@@ -17,14 +17,13 @@
 
 use std::time::Duration;
 
-use futures::future::LocalBoxFuture;
 use serde_json::json;
 use umi_core::agent::{Agent, AgentConfig};
 use umi_core::llm::Message;
 use umi_dst::checkers::effects::check_effects;
 use umi_dst::checkers::tool_results::check_tool_results;
 use umi_dst::tools::{SimTool, SimTools};
-use umi_dst::{FaultConfig, FaultKind, Scenario, SimEnvironment, Violation, ensure};
+use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
 /// Model turns per run.
 const ITERATIONS_MAX: u32 = 6;
@@ -36,44 +35,29 @@ const TOOL_TIMEOUT: Duration = Duration::from_secs(5);
 const STREAM_CUT_RETRIES_MAX: u32 = 2;
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "an agent whose tools fail as real ones do never pays twice for one call",
+    faults = [
+        FaultConfig::chance(FaultKind::ToolTimeout, 0.1),
+        FaultConfig::chance(FaultKind::ToolErrorResult, 0.08),
+        FaultConfig::chance(FaultKind::ToolTransportError, 0.05),
+        FaultConfig::chance(FaultKind::ToolMalformedResult, 0.05),
+        FaultConfig::chance(FaultKind::ToolSlow, 0.1),
+        FaultConfig::chance(FaultKind::ToolEmptyResult, 0.05),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
+    ],
+    marks = [
+        "agent.tool_failed",
+        "agent.tool_timeout",
+        "agent.stream_retry",
+        "tool.effect",
+        "tool.effect_then_stall",
+    ],
+    run = run,
+    rank = 130,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ToolEffects;
-
-impl Scenario for ToolEffects {
-    fn name(&self) -> &'static str {
-        "tool_effects"
-    }
-
-    fn goal(&self) -> &'static str {
-        "an agent whose tools fail as real ones do never pays twice for one call"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::ToolTimeout, 0.1),
-            FaultConfig::chance(FaultKind::ToolErrorResult, 0.08),
-            FaultConfig::chance(FaultKind::ToolTransportError, 0.05),
-            FaultConfig::chance(FaultKind::ToolMalformedResult, 0.05),
-            FaultConfig::chance(FaultKind::ToolSlow, 0.1),
-            FaultConfig::chance(FaultKind::ToolEmptyResult, 0.05),
-            FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &[
-            "agent.tool_failed",
-            "agent.tool_timeout",
-            "agent.stream_retry",
-            "tool.effect",
-            "tool.effect_then_stall",
-        ]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 /// The three tools every run is offered.
 pub fn tools(sim: &SimEnvironment) -> SimTools {

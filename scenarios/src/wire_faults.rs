@@ -25,7 +25,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use futures::future::LocalBoxFuture;
 use umi_core::env::Env;
 use umi_core::llm::ollama::{OllamaClient, OllamaConfig};
 use umi_core::llm::openai::{OpenAiClient, OpenAiConfig};
@@ -34,7 +33,6 @@ use umi_core::llm::{
     CompletionRequest, CompletionResponse, Connection, FinishReason, LanguageModel, LlmError,
     LlmErrorKind, ModelRef, StreamCollector,
 };
-use umi_dst::Scenario;
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
 use crate::common::{chat, sim_model, tool_definitions};
@@ -61,45 +59,30 @@ const FAULT_ERRORS: [LlmErrorKind; 8] = [
 ];
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "the real clients turn every network fault into a typed error within their timeouts",
+    faults = [
+        FaultConfig::chance(FaultKind::NetworkConnectionRefused, 0.05),
+        FaultConfig::chance(FaultKind::NetworkReset, 0.08),
+        FaultConfig::chance(FaultKind::NetworkTimeout, 0.04),
+        FaultConfig::chance(FaultKind::NetworkPartialWrite, 0.08),
+        FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.1),
+        FaultConfig::chance(FaultKind::LlmRateLimit, 0.05),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
+        FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.05),
+        FaultConfig::chance(FaultKind::LlmTimeout, 0.04),
+    ],
+    marks = [
+        "wire.idle_timeout",
+        "wire.stream_truncated",
+        "wire.connection_broken",
+        "wire.retry_after_header",
+    ],
+    run = run,
+    rank = 90,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WireFaults;
-
-impl Scenario for WireFaults {
-    fn name(&self) -> &'static str {
-        "wire_faults"
-    }
-
-    fn goal(&self) -> &'static str {
-        "the real clients turn every network fault into a typed error within their timeouts"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::NetworkConnectionRefused, 0.05),
-            FaultConfig::chance(FaultKind::NetworkReset, 0.08),
-            FaultConfig::chance(FaultKind::NetworkTimeout, 0.04),
-            FaultConfig::chance(FaultKind::NetworkPartialWrite, 0.08),
-            FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.1),
-            FaultConfig::chance(FaultKind::LlmRateLimit, 0.05),
-            FaultConfig::chance(FaultKind::LlmStreamCut, 0.05),
-            FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.05),
-            FaultConfig::chance(FaultKind::LlmTimeout, 0.04),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &[
-            "wire.idle_timeout",
-            "wire.stream_truncated",
-            "wire.connection_broken",
-            "wire.retry_after_header",
-        ]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 async fn run(sim: SimEnvironment) -> Result<(), Violation> {
     let (network, clock, clients) = wire_clients(&sim);

@@ -28,13 +28,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
-use futures::future::LocalBoxFuture;
 use umi_core::llm::router::LlmRouter;
 use umi_core::llm::{
     CompletionRequest, CompletionResponse, FinishReason, LanguageModel, LlmError, LlmErrorKind,
     ModelRef, StreamCollector, ToolChoice,
 };
-use umi_dst::Scenario;
 use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::checkers::wire::{check_split_invariance, is_whole_stream};
 use umi_dst::network::reads::ReadPlan;
@@ -111,47 +109,32 @@ static MARKS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
 });
 
 /// The scenario.
+#[umi_dst::scenario(
+    goal = "every shape each provider sends, split anywhere, reaches the caller intact or as a typed error",
+    faults = [
+        FaultConfig::chance(FaultKind::NetworkConnectionRefused, 0.02),
+        FaultConfig::chance(FaultKind::NetworkReset, 0.04),
+        FaultConfig::chance(FaultKind::NetworkTimeout, 0.02),
+        FaultConfig::chance(FaultKind::NetworkPartialWrite, 0.04),
+        FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.04),
+        FaultConfig::chance(FaultKind::NetworkProxyError, 0.03),
+        FaultConfig::chance(FaultKind::LlmRateLimit, 0.05),
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.08),
+        FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.06),
+        FaultConfig::chance(FaultKind::LlmContextOverflow, 0.03),
+        FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.04),
+        FaultConfig::chance(FaultKind::LlmContentFilter, 0.03),
+        // Tool-call arguments that do not parse (Ollama's two ways of answering
+        // them): since issue 39 these come from `llm.wrong_content`, not from
+        // `llm.invalid_response` (ADR 0017). Last, so the rules above keep their ids.
+        FaultConfig::chance(FaultKind::LlmWrongContent, 0.12),
+    ],
+    marks = MARKS.as_slice(),
+    run = run,
+    rank = 100,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WireShapes;
-
-impl Scenario for WireShapes {
-    fn name(&self) -> &'static str {
-        "wire_shapes"
-    }
-
-    fn goal(&self) -> &'static str {
-        "every shape each provider sends, split anywhere, reaches the caller intact or as a typed error"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        vec![
-            FaultConfig::chance(FaultKind::NetworkConnectionRefused, 0.02),
-            FaultConfig::chance(FaultKind::NetworkReset, 0.04),
-            FaultConfig::chance(FaultKind::NetworkTimeout, 0.02),
-            FaultConfig::chance(FaultKind::NetworkPartialWrite, 0.04),
-            FaultConfig::chance(FaultKind::NetworkSlowFirstByte, 0.04),
-            FaultConfig::chance(FaultKind::NetworkProxyError, 0.03),
-            FaultConfig::chance(FaultKind::LlmRateLimit, 0.05),
-            FaultConfig::chance(FaultKind::LlmStreamCut, 0.08),
-            FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.06),
-            FaultConfig::chance(FaultKind::LlmContextOverflow, 0.03),
-            FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.04),
-            FaultConfig::chance(FaultKind::LlmContentFilter, 0.03),
-            // Tool-call arguments that do not parse (Ollama's two ways of answering
-            // them): since issue 39 these come from `llm.wrong_content`, not from
-            // `llm.invalid_response` (ADR 0017). Last, so the rules above keep their ids.
-            FaultConfig::chance(FaultKind::LlmWrongContent, 0.12),
-        ]
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        MARKS.as_slice()
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 /// One provider endpoint and the client that talks to it.
 struct Target {

@@ -1,9 +1,9 @@
-//! umi-scenarios' integration tests: every scenario over its seed corpus and a fixed
-//! range, and the sweep engine driven through the real scenarios and the `dst` binary.
+//! umi-scenarios' integration tests: the registry, the canaries, and the sweep engine
+//! driven through the real scenarios and the `dst` binary. Each scenario's replay of its
+//! seed corpus and a fixed range is the test its declaration writes in the library
+//! (`DST_SEED=N cargo test -p umi-scenarios -- <scenario>` runs it).
 
-/// One test per scenario, named after it: its seeds in `seeds/` and a fixed default
-/// range, replayable with `DST_SEED=N cargo test -p umi-scenarios -- <scenario>`; the
-/// canary must be found within 100 seeds.
+/// The registry's order; each canary found within 100 seeds; the cassette kept fresh.
 mod scenarios;
 
 /// The deep canaries: each planted bug fires with all its events in order and never

@@ -11,10 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use umi_dst::Scenario;
 use umi_dst::Simulation;
 use umi_dst::corpus::SeedCorpus;
-use umi_scenarios::planted_crashes::{Crash, PlantedCrash};
+use umi_scenarios::planted_crashes::{Crash, crash_on_even_seeds};
 use umi_sweep::SweepReport;
 
 /// How long a `dst` run of these tests may take before the test gives up on it (a
@@ -290,7 +289,7 @@ fn planted_busy_loop_under_simulation_run() {
     }
     Simulation::from_env()
         .with_seeds(1..=2)
-        .run(|sim| PlantedCrash(Crash::BusyLoop).run(sim));
+        .run(|sim| crash_on_even_seeds(sim, Crash::BusyLoop));
 }
 
 /// A `cargo test` whose seed never yields fails naming the seed and its replay command,

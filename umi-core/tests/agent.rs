@@ -9,13 +9,7 @@ use umi_core::agent::{Agent, AgentConfig, AgentError, AgentEvent, ToolRegistry};
 use umi_core::llm::tokens::estimate_request_tokens;
 use umi_core::llm::{LlmError, Message};
 use umi_dst::doubles::{FnLanguageModel, ScriptedLanguageModel, Turn};
-use umi_dst::{SimConfig, SimEnvironment, Simulation, Violation, ensure};
-
-fn run(body: impl AsyncFn(SimEnvironment) -> Result<(), Violation>) {
-    Simulation::new(SimConfig::new(11))
-        .try_run(|sim| body(sim))
-        .unwrap();
-}
+use umi_dst::{SimConfig, SimEnvironment, Simulation, ensure};
 
 /// Tools that sleep a little (environment time) and log when they start and end.
 fn tools(sim: &SimEnvironment, log: &Arc<Mutex<Vec<String>>>) -> ToolRegistry {
@@ -48,7 +42,7 @@ fn tools(sim: &SimEnvironment, log: &Arc<Mutex<Vec<String>>>) -> ToolRegistry {
 
 #[test]
 fn parallel_calls_run_together_and_results_keep_call_order() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(11)).run(async |sim| {
         let log = Arc::new(Mutex::new(Vec::new()));
         let model = ScriptedLanguageModel::new([
             Turn::text("Checking.")
@@ -105,7 +99,7 @@ fn parallel_calls_run_together_and_results_keep_call_order() {
 
 #[test]
 fn a_failing_tool_is_an_unsuccessful_result_not_an_error() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(11)).run(async |sim| {
         let model = Arc::new(ScriptedLanguageModel::new([
             Turn::tool_call("c1", "weather", json!({"fail": true})).then_tool_call(
                 "c2",
@@ -144,7 +138,7 @@ fn a_failing_tool_is_an_unsuccessful_result_not_an_error() {
 
 #[test]
 fn the_iteration_limit_ends_the_run() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(11)).run(async |sim| {
         let model = FnLanguageModel::new(|_, call| {
             Turn::tool_call(format!("c{call}"), "weather", json!({"day": call}))
         });
@@ -163,7 +157,7 @@ fn the_iteration_limit_ends_the_run() {
 
 #[test]
 fn repeated_calls_are_a_loop() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(11)).run(async |sim| {
         let model = ScriptedLanguageModel::repeating(Turn::tool_call(
             "c",
             "weather",
@@ -184,7 +178,7 @@ fn repeated_calls_are_a_loop() {
 
 #[test]
 fn alternating_calls_with_nothing_new_are_stagnation() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(11)).run(async |sim| {
         let model = FnLanguageModel::new(|_, call| {
             Turn::tool_call(
                 format!("c{call}"),
@@ -245,7 +239,7 @@ fn long_history() -> Vec<Message> {
 
 #[test]
 fn overflow_trims_old_turns_keeping_calls_with_results() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(11)).run(async |sim| {
         let model = Arc::new(small_window(200));
         let agent = Agent::new(model.clone(), sim.env());
         let mut trims = Vec::new();
@@ -289,7 +283,7 @@ fn overflow_trims_old_turns_keeping_calls_with_results() {
 
 #[test]
 fn a_context_too_small_for_the_newest_turn_is_exhausted() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(11)).run(async |sim| {
         let agent = Agent::new(Arc::new(small_window(5)), sim.env());
         let error = agent.run(long_history()).await.unwrap_err();
         ensure!(
@@ -302,7 +296,7 @@ fn a_context_too_small_for_the_newest_turn_is_exhausted() {
 
 #[test]
 fn slow_tools_time_out() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(11)).run(async |sim| {
         let mut tools = ToolRegistry::new();
         let env = sim.env();
         tools
@@ -347,7 +341,7 @@ fn slow_tools_time_out() {
 
 #[test]
 fn provider_errors_end_the_run_and_bad_config_is_refused() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(11)).run(async |sim| {
         let model =
             ScriptedLanguageModel::new([Turn::text("half").then_error(LlmError::Connection {
                 reason: "reset".into(),
@@ -386,7 +380,7 @@ fn provider_errors_end_the_run_and_bad_config_is_refused() {
 /// the cut); opted in, the turn is sent again, and the tool call it carried runs once.
 #[test]
 fn a_cut_turn_is_retried_when_opted_in_and_its_call_runs_once() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(11)).run(async |sim| {
         let cut = || {
             Turn::text("Checking.")
                 .then_tool_call("c1", "weather", json!({}))

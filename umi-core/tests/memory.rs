@@ -49,15 +49,9 @@ fn memory(sim: &SimEnvironment, model: FnLanguageModel) -> Memory {
     Memory::new(Arc::new(InMemoryStorage::new()), sim.env()).with_llm(Arc::new(model))
 }
 
-fn run(body: impl AsyncFn(SimEnvironment) -> Result<(), Violation>) {
-    Simulation::new(SimConfig::new(7))
-        .try_run(|sim| body(sim))
-        .unwrap();
-}
-
 #[test]
 fn remember_extracts_and_links_evolutions() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(7)).run(async |sim| {
         let memory = memory(&sim, helpful_model());
         let first = memory
             .remember("Alice works at Initech.", RememberOptions::default())
@@ -121,7 +115,7 @@ fn failed_extraction_keeps_the_text_as_a_note() {
         _ => FnLanguageModel::new(|_, _| Turn::text("[\"Alice\"]")),
     };
     for name in ["model error", "garbage answer", "wrong shape"] {
-        run(async |sim| {
+        Simulation::new(SimConfig::new(7)).run(async |sim| {
             let memory = memory(&sim, failing(name));
             let text = "Alice said \"hi\" to Bob.";
             let outcome = memory
@@ -162,7 +156,7 @@ fn failed_extraction_keeps_the_text_as_a_note() {
 
 #[test]
 fn failed_evolution_is_skipped_and_recorded() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(7)).run(async |sim| {
         let model = FnLanguageModel::new(|request, _| match request.task.as_deref() {
             Some(TASK_DETECT_EVOLUTION) => Turn::text(
                 "{\"type\": \"update\", \"reason\": \"x\", \"confidence\": 0.5, \"related_id\": \"made-up\"}",
@@ -205,7 +199,7 @@ fn helpful_model_answer(request: &CompletionRequest) -> Turn {
 
 #[test]
 fn recall_fuses_rewritten_variants() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(7)).run(async |sim| {
         let memory = memory(&sim, helpful_model());
         memory
             .remember(
@@ -248,7 +242,7 @@ fn recall_fuses_rewritten_variants() {
 
 #[test]
 fn failed_rewrite_falls_back_to_fast_results() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(7)).run(async |sim| {
         let model = FnLanguageModel::new(|request, _| match request.task.as_deref() {
             Some(TASK_REWRITE_QUERY) => Turn::text("{\"queries\": [\"x\"]}"),
             _ => helpful_model_answer(request),
@@ -280,7 +274,7 @@ fn failed_rewrite_falls_back_to_fast_results() {
 
 #[test]
 fn forgotten_entities_are_never_recalled() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(7)).run(async |sim| {
         let memory = memory(&sim, helpful_model());
         memory
             .remember("Alice joined Acme.", RememberOptions::default())
@@ -328,7 +322,7 @@ fn forgotten_entities_are_never_recalled() {
 
 #[test]
 fn bad_input_is_a_typed_error() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(7)).run(async |sim| {
         let memory = memory(&sim, helpful_model());
         ensure!(
             memory.remember("  ", RememberOptions::default()).await == Err(MemoryError::EmptyText),

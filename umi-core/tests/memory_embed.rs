@@ -10,7 +10,7 @@ use umi_core::llm::embed::{Embedder, EmbeddingRequest, Embeddings};
 use umi_core::memory::{Degradation, Memory, RecallOptions, RememberOptions, RewriteMode};
 use umi_core::storage::{InMemoryStorage, SqliteStorage, Storage};
 use umi_dst::embed::embed_text;
-use umi_dst::{SimConfig, SimEnvironment, Simulation, Violation, ensure};
+use umi_dst::{SimConfig, SimEnvironment, Simulation, ensure};
 
 const DIMENSIONS: u32 = 16;
 
@@ -62,12 +62,6 @@ impl Embedder for TestEmbedder {
     }
 }
 
-fn run(body: impl AsyncFn(SimEnvironment) -> Result<(), Violation>) {
-    Simulation::new(SimConfig::new(11))
-        .try_run(|sim| body(sim))
-        .unwrap();
-}
-
 const FACTS: [&str; 4] = [
     "Alice joined Acme in Paris",
     "Bob moved to Berlin",
@@ -87,7 +81,7 @@ fn memories(sim: &SimEnvironment, storage: Arc<dyn Storage>, answer: Answer) -> 
 
 #[test]
 fn vectors_are_stored_beside_entities_and_recalled() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(11)).run(async |sim| {
         let storage: Arc<dyn Storage> =
             Arc::new(SqliteStorage::open_in_memory("embed-ok").unwrap());
         let (memory, _) = memories(&sim, storage.clone(), Answer::Good);
@@ -132,7 +126,7 @@ fn a_failed_embedding_stores_without_vectors_and_recalls_by_text() {
     // NotFinite pins a review finding: a NaN reached the write, which refused the whole
     // batch, and `remember` failed.
     for answer in [Answer::Fail, Answer::Short, Answer::NotFinite] {
-        run(async |sim| {
+        Simulation::new(SimConfig::new(11)).run(async |sim| {
             let storage: Arc<dyn Storage> = Arc::new(InMemoryStorage::new());
             let (memory, text_only) = memories(&sim, storage.clone(), answer);
             for fact in FACTS {

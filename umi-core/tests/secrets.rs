@@ -382,6 +382,7 @@ fn a_real_refused_connection_does_not_print_the_url_credentials() {
         .local_addr()
         .unwrap()
         .port();
+    // A real runtime, not a simulation: a real connection refused by the OS.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

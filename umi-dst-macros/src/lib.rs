@@ -1,4 +1,5 @@
-//! `#[umi_dst::test]`: a simulation test that reads like `#[tokio::test]`.
+//! `#[umi_dst::test]`: a simulation test that reads like `#[tokio::test]`; and
+//! `#[umi_dst::scenario]`: a scenario as one declaration that registers itself.
 //!
 //! ```ignore
 //! #[umi_dst::test(seeds = 1..=200, faults = [FaultConfig::chance(FaultKind::LlmTimeout, 0.1)])]
@@ -14,6 +15,8 @@
 //! test), over the seeds given (default: the environment's range), under the faults
 //! given, replaying the seeds kept in `seeds/<corpus>.seeds` (default: the test's name).
 //! The expansion uses only umi-dst's public API; this crate holds no runtime code.
+
+mod scenario;
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
@@ -41,6 +44,54 @@ pub fn test(arguments: TokenStream, item: TokenStream) -> TokenStream {
     let arguments = syn::parse_macro_input!(arguments as TestArguments);
     let function = syn::parse_macro_input!(item as ItemFn);
     match expand(&arguments, &function) {
+        Ok(tokens) => tokens.into(),
+        Err(error) => error.to_compile_error().into(),
+    }
+}
+
+/// Declares a scenario: a unit struct becomes a `umi_dst::Scenario`, registered, so
+/// `umi_dst::scenario::registered()` (what a `dst` binary lists and sweeps) finds it, and,
+/// unless it is a canary or runs only when named, a `#[test]` named after the scenario
+/// replays its kept seeds (`seeds/<name>.seeds`) and seeds 1 to `replay_seeds`.
+///
+/// Arguments, comma-separated (`goal` and `run` are required):
+/// - `goal = "..."`: what it checks, in one line;
+/// - `run = my_run`: the run of one seed, an `async fn(SimEnvironment) -> Result<(),
+///   Violation>` (or a closure `|sim| run_with(sim, policy)`);
+/// - `name = "..."`: its name (default: the struct's name in snake_case), also its seed
+///   file's and its replay test's;
+/// - `faults = [FaultConfig::chance(..), ..]`: the faults it runs under (or any
+///   expression giving a `Vec<FaultConfig>`);
+/// - `marks = ["memory.retry", ..]`: the coverage marks its seeds must hit (or a
+///   `&'static [&'static str]` constant);
+/// - `steering = [&MARK, ..]`: its steering marks (`umi_core::env::steer::Mark`s);
+/// - `budget = expr` (a `umi_dst::usage::Budget`), `prices = expr` (an
+///   `Arc<umi_dst::usage::PriceTable>`);
+/// - `config = my_config`: a `fn(seed: u64, swarm: bool) -> SimConfig` in place of the
+///   config built from the faults, budget and prices;
+/// - `canary`: it carries a planted bug a sweep must find; `only_when_named`: it runs
+///   only with `--scenario NAME` (neither gets a replay test);
+/// - `rank = 3`: its place in the registry's order (lower first, then by name; default
+///   after every ranked one);
+/// - `replay_seeds = 16`: seeds its replay test runs (default
+///   `umi_dst::scenario::REPLAY_SEEDS_DEFAULT`).
+///
+/// ```ignore
+/// #[umi_dst::scenario(
+///     goal = "a failed write is never acknowledged",
+///     faults = [FaultConfig::chance(FaultKind::StorageWriteFail, 0.1)],
+///     marks = ["memory.write_failed"],
+///     run = run,
+/// )]
+/// pub struct NoLostWrites;
+///
+/// async fn run(sim: SimEnvironment) -> Result<(), Violation> { /* ... */ Ok(()) }
+/// ```
+#[proc_macro_attribute]
+pub fn scenario(arguments: TokenStream, item: TokenStream) -> TokenStream {
+    let arguments = syn::parse_macro_input!(arguments as scenario::ScenarioArguments);
+    let item = syn::parse_macro_input!(item as syn::ItemStruct);
+    match scenario::expand(&arguments, &item) {
         Ok(tokens) => tokens.into(),
         Err(error) => error.to_compile_error().into(),
     }

@@ -8,22 +8,23 @@
 //! ```no_run
 //! use umi_dst::prelude::*;
 //!
-//! #[test]
-//! fn backoff_is_bounded() {
-//!     Simulation::from_env().run(|sim| async move {
-//!         let env = sim.env();
-//!         let wait = std::time::Duration::from_millis(env.random_in_range("backoff", 100, 5_000));
-//!         env.sleep(wait).await;
-//!         ensure!(env.elapsed() <= std::time::Duration::from_secs(5), "slept {wait:?}");
-//!         Ok(())
-//!     });
+//! #[umi_dst::test(seeds = 1..=100)]
+//! async fn backoff_is_bounded(sim: SimEnvironment) -> Result<(), Violation> {
+//!     let env = sim.env();
+//!     let wait = std::time::Duration::from_millis(env.random_in_range("backoff", 100, 5_000));
+//!     env.sleep(wait).await;
+//!     ensure!(env.elapsed() <= std::time::Duration::from_secs(5), "slept {wait:?}");
+//!     Ok(())
 //! }
 //! ```
 //!
-//! [`prelude`] holds what a test needs; [`Simulation::block_on`] runs one future for one
-//! seed under the same guards, for a test that needs a simulated environment but no
-//! seed range.
-//!
+//! One door, one shape: `#[umi_dst::test]` is the test; the builder it expands to,
+//! `Simulation::from_env().with_seeds(..).run(async |sim| { .. })`, is there when a test
+//! needs more (`with_config`, `try_run`), and [`Simulation::block_on`] takes the same
+//! `async |sim|` closure for one seed with a value back. A scenario, what the sweeps run,
+//! is one [`#[umi_dst::scenario]`](macro@scenario) declaration. [`prelude`] holds what a
+//! test needs.
+
 //! # Layout
 //!
 //! - [`prelude`]: `use umi_dst::prelude::*;` for a test.
@@ -42,8 +43,10 @@
 //! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
 //! - [`liveness`]: the liveness phase: after `sim.heal()`, [`eventually`] checks that a
 //!   condition comes to hold within a bound of simulated time.
-//! - [`scenario`]: a simulation with a goal, invariants and a fault profile, and
-//!   [`test_scenario`], which runs one under `cargo test`. Sweeping scenarios over many
+//! - [`scenario`](mod@scenario): a simulation with a goal, invariants and a fault profile, declared
+//!   in one place with [`#[umi_dst::scenario]`](macro@scenario), which registers it
+//!   ([`scenario::registered`]) and writes its replay test; [`test_scenario`] runs one
+//!   under `cargo test`. Sweeping scenarios over many
 //!   seeds (worker processes, shards, reports, replay, minimization, the `dst` command)
 //!   is the `umi-sweep` crate's work.
 //! - [`corpus`]: the `seeds/*.seeds` files.
@@ -152,3 +155,63 @@ pub use storage::SimStorage;
 /// async fn t(sim: umi_dst::SimEnvironment) -> Result<(), umi_dst::Violation> { Ok(()) }
 /// ```
 pub use umi_dst_macros::test;
+
+/// Declares a scenario in one place: a unit struct becomes a [`Scenario`] that registers
+/// itself, so [`scenario::registered`] (what a `dst` binary lists and sweeps:
+/// `umi_sweep::cli::main(umi_dst::scenario::registered())`) finds it with no other edit,
+/// and, unless it is a `canary` or `only_when_named`, a `#[test]` named after it replays
+/// its kept seeds (`seeds/<name>.seeds`) and seeds 1 to
+/// [`scenario::REPLAY_SEEDS_DEFAULT`] (`DST_SEED=N cargo test -- <name>` replays one).
+///
+/// `goal` and `run` are required; `name` (default: the struct's name in snake_case),
+/// `faults`, `marks`, `steering`, `budget`, `prices`, `config`, `canary`,
+/// `only_when_named`, `rank` (the registry's order: lower first, then by name) and
+/// `replay_seeds` are optional; each is the [`Scenario`] method of that name.
+///
+/// ```
+/// use umi_core::llm::{CompletionRequest, LanguageModel, LlmErrorKind, Message};
+/// use umi_dst::prelude::*;
+///
+/// /// The scenario.
+/// #[umi_dst::scenario(
+///     goal = "a rate-limited call fails as rate-limited, within a minute",
+///     faults = [FaultConfig::chance(FaultKind::LlmRateLimit, 0.3)],
+///     marks = ["doc.asked"],
+///     run = run,
+/// )]
+/// pub struct RateLimitsAreTyped;
+///
+/// async fn run(sim: SimEnvironment) -> Result<(), Violation> {
+///     let request = CompletionRequest::new(vec![Message::user("hello")]);
+///     if let Err(error) = sim.llm().complete(&request).await {
+///         ensure!(error.kind() == LlmErrorKind::RateLimit, "{error}");
+///     }
+///     sim.env().cover("doc.asked");
+///     ensure!(sim.env().elapsed().as_secs() < 60, "took {:?}", sim.env().elapsed());
+///     Ok(())
+/// }
+///
+/// let declared = umi_dst::scenario::registered();
+/// assert!(declared.iter().any(|s| s.name() == "rate_limits_are_typed"));
+/// umi_dst::test_scenario(&RateLimitsAreTyped);
+/// ```
+///
+/// Arguments it does not know, and a struct with fields, fail to compile:
+///
+/// ```compile_fail
+/// #[umi_dst::scenario(goal = "g", run = |_| async { Ok(()) }, fautls = [])]
+/// pub struct Misspelt;
+/// ```
+///
+/// ```compile_fail
+/// #[umi_dst::scenario(goal = "g", run = |_| async { Ok(()) })]
+/// pub struct WithFields(u32);
+/// ```
+pub use umi_dst_macros::scenario;
+
+/// What `#[umi_dst::scenario]`'s expansion names (not an API).
+#[doc(hidden)]
+pub mod __private {
+    pub use futures::future::LocalBoxFuture;
+    pub use inventory;
+}

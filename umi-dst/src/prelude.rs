@@ -9,14 +9,15 @@
 //! steering marks ([`Mark`], `sometimes!`, `reachable!`, `maximize!`; see
 //! `umi_core::env::steer`).
 //!
-//! The `#[umi_dst::test]` attribute is not here: a glob import of a macro named `test`
-//! would take the place of the built-in `#[test]` in the importing module, so it is
-//! always written with its path.
+//! The `#[umi_dst::test]` and `#[umi_dst::scenario]` attributes are not here: a glob
+//! import of a macro named `test` would take the place of the built-in `#[test]` in the
+//! importing module, so both are always written with their path. The builder below takes
+//! the same `async |sim|` closure as `Simulation::block_on`.
 //!
 //! ```
 //! use umi_dst::prelude::*;
 //!
-//! Simulation::new(SimConfig::new(3)).run(|sim| async move {
+//! Simulation::new(SimConfig::new(3)).run(async |sim| {
 //!     let env = sim.env();
 //!     env.sleep(std::time::Duration::from_millis(env.random_in_range("wait", 1, 500)))
 //!         .await;

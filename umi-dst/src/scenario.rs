@@ -1,4 +1,13 @@
 //! Scenario: a simulation with a goal, invariants, a fault profile and coverage marks.
+//!
+//! A scenario is one declaration, [`#[umi_dst::scenario]`](macro@crate::scenario) on a unit
+//! struct: its name, goal, faults, marks, budget and run. The declaration registers it
+//! ([`registered`], what a `dst` binary lists and sweeps) and, unless it is a canary or
+//! runs only when named, writes its corpus replay test (a `#[test]` named after it).
+//! The [`Scenario`] trait stays public for a test's own one-off scenario handed to the
+//! sweep engine directly.
+
+use std::sync::Arc;
 
 use futures::future::LocalBoxFuture;
 
@@ -141,4 +150,108 @@ pub fn run_path(
 ) -> SeedRun {
     let config = edit(scenario.config(path.seed, swarm).for_path(path));
     Simulation::new(config).run_seed(path.seed, &|sim| scenario.run(sim))
+}
+
+/// Seeds a declared scenario's replay test runs (1 to this, or the `DST_*` range) besides
+/// its kept seeds, unless its declaration names `replay_seeds`: more than a plain
+/// simulation test's [`SEED_COUNT_DEFAULT`](crate::constants::SEED_COUNT_DEFAULT),
+/// as a scenario is what the sweeps run.
+pub const REPLAY_SEEDS_DEFAULT: u64 = 64;
+
+/// Where a declaration puts its scenario in [`registered`] when it names no `rank`:
+/// after every ranked one (ties in name order).
+pub const RANK_DEFAULT: u32 = u32::MAX;
+
+/// One declared scenario, as `#[umi_dst::scenario]` registers it (not written by hand).
+#[doc(hidden)]
+pub struct Registration {
+    /// Its place in [`registered`] (lower first; ties by name).
+    pub rank: u32,
+    /// The scenario.
+    pub scenario: &'static (dyn Scenario + 'static),
+}
+
+inventory::collect!(Registration);
+
+/// Every scenario declared with `#[umi_dst::scenario]` in the crates linked into this
+/// binary, in a fixed order: by each declaration's `rank`, then by name. The order is
+/// the declarations', never the linker's: the registry's collection order is not used.
+/// A `dst` binary hands this to [`umi_sweep::cli::main`](https://docs.rs/umi-sweep), so
+/// a scenario added in one file is listed and swept with no other edit.
+///
+/// A crate's declarations are in this list only if the binary links that crate, and a
+/// binary links only the crates its code names: a `dst` binary whose scenarios live in
+/// its package's library names it (`use my_crate as _;`, as
+/// `examples/support-bot/src/bin/dst.rs` does), or the registry comes back empty.
+///
+/// # Panics
+///
+/// If two declarations share a name (a seed file names its scenario, so the name is the
+/// key of its corpus).
+pub fn registered() -> Vec<Arc<dyn Scenario>> {
+    let mut declared: Vec<&Registration> = inventory::iter::<Registration>.into_iter().collect();
+    declared.sort_by_key(|registration| (registration.rank, registration.scenario.name()));
+    let mut names: Vec<&str> = declared.iter().map(|r| r.scenario.name()).collect();
+    names.sort_unstable();
+    if let Some(twice) = names.windows(2).find(|pair| pair[0] == pair[1]) {
+        panic!("two scenarios are declared with the name `{}`", twice[0]);
+    }
+    declared
+        .into_iter()
+        .map(|registration| Arc::new(Declared(registration.scenario)) as Arc<dyn Scenario>)
+        .collect()
+}
+
+/// A registered scenario behind an `Arc`, as the sweep engine takes them.
+struct Declared(&'static dyn Scenario);
+
+impl Scenario for Declared {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn goal(&self) -> &'static str {
+        self.0.goal()
+    }
+    fn faults(&self) -> Vec<FaultConfig> {
+        self.0.faults()
+    }
+    fn marks(&self) -> &'static [&'static str] {
+        self.0.marks()
+    }
+    fn steering(&self) -> &'static [&'static umi_core::env::steer::Mark] {
+        self.0.steering()
+    }
+    fn is_canary(&self) -> bool {
+        self.0.is_canary()
+    }
+    fn only_when_named(&self) -> bool {
+        self.0.only_when_named()
+    }
+    fn budget(&self) -> crate::usage::Budget {
+        self.0.budget()
+    }
+    fn prices(&self) -> Option<Arc<crate::usage::PriceTable>> {
+        self.0.prices()
+    }
+    fn config(&self, seed: u64, swarm: bool) -> SimConfig {
+        self.0.config(seed, swarm)
+    }
+    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
+        self.0.run(sim)
+    }
+}
+
+/// A declared scenario's replay test (what `#[umi_dst::scenario]` writes): its kept
+/// seeds and seeds 1 to `seeds`, from the declaring crate's own `seeds/` directory
+/// (`manifest_dir/seeds`) when it has one, else the workspace's.
+#[doc(hidden)]
+pub fn replay_declared(scenario: &dyn Scenario, manifest_dir: &str, seeds: u64) {
+    let manifest_dir = std::path::Path::new(manifest_dir);
+    let own = manifest_dir.join("seeds");
+    let seeds_dir = if own.is_dir() {
+        own
+    } else {
+        crate::corpus::find_seeds_dir(manifest_dir).unwrap_or(own)
+    };
+    test_scenario_in(scenario, &seeds_dir, seeds);
 }

@@ -61,7 +61,7 @@ fn every_refusal_is_typed_as_the_router_needs() {
     for (kind, expected, status) in refusals(529) {
         for stream in [false, true] {
             fault_once(11, kind)
-                .try_run(|sim| async move {
+                .try_run(async |sim| {
                     let network = network(&sim);
                     let client = client_on(&sim, network.clone());
                     let result = answer(&client, &ask_for_a_story(), stream).await;
@@ -122,7 +122,7 @@ fn every_refusal_is_typed_as_the_router_needs() {
 #[test]
 fn a_missing_model_and_a_wrong_key_are_typed() {
     Simulation::new(SimConfig::new(3))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let network = network(&sim);
             let mut request = ask_for_a_story();
             request.model = "claude-retired".into();
@@ -167,7 +167,7 @@ fn a_request_over_32_mb_gets_cloudflares_413() {
     use futures::StreamExt;
     use umi_core::llm::transport::{HttpRequest, Transport};
     Simulation::new(SimConfig::new(4))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let network = network(&sim);
             let huge = "x".repeat(33 * 1024 * 1024);
             let body = serde_json::json!({"model": MODEL, "max_tokens": 16, "messages": [{"role": "user", "content": huge}]});
@@ -202,7 +202,7 @@ fn a_request_over_32_mb_gets_cloudflares_413() {
 #[test]
 fn a_tool_call_without_its_result_is_refused_as_the_api_does() {
     Simulation::new(SimConfig::new(5))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let call = ToolCall::new("call_1", "search", serde_json::json!({"q": "x"}));
             let request = CompletionRequest::new(vec![
                 Message::user("find x"),

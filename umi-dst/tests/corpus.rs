@@ -24,7 +24,7 @@ fn corpus_seeds_run_after_the_default_range() {
         Simulation::with_settings(Settings::from_lookup(|_| None).unwrap()).with_corpus(&path);
     assert_eq!(sim.seeds(), [1, 2, 3, 4, 5, 6, 7, 8, 1000, 2001]);
     let seen = std::sync::Mutex::new(Vec::new());
-    sim.try_run(|env| {
+    sim.try_run(|env: umi_dst::SimEnvironment| {
         seen.lock().unwrap().push(env.seed());
         async { Ok(()) }
     })
@@ -110,7 +110,7 @@ fn kept_seeds_replay_in_the_mode_they_were_found_in() {
         .with_corpus(&path);
     assert_eq!(sim.seeds(), [1, 2, 3, 4, 5, 6, 7, 8, 5]);
     let swarmed = std::sync::Mutex::new(Vec::new());
-    sim.try_run(|env| {
+    sim.try_run(|env: umi_dst::SimEnvironment| {
         swarmed
             .lock()
             .unwrap()
@@ -168,7 +168,7 @@ fn a_kept_seed_that_no_longer_reaches_its_faults_is_stale() {
         .with_fault(FaultConfig::always(FaultKind::StorageWriteFail))
         .with_corpus(&path);
     reaching
-        .try_run(|env| async move {
+        .try_run(|env: umi_dst::SimEnvironment| async move {
             env.fault(&point::STORAGE_WRITE);
             Ok(())
         })
@@ -220,7 +220,7 @@ fn a_kept_nondeterminism_seed_is_run_twice() {
         .with_seeds(std::iter::empty())
         .with_corpus(&path);
     let error = sim
-        .try_run(|env| {
+        .try_run(|env: umi_dst::SimEnvironment| {
             let runs = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             async move {
                 env.trace().record("test.runs", format_args!("{runs}"));
@@ -242,6 +242,7 @@ fn a_kept_nondeterminism_seed_is_run_twice() {
 /// says how to write the test, not a crash of seed 1.
 #[test]
 fn a_simulation_inside_a_runtime_is_a_usage_error() {
+    // A runtime built by hand: what this test is about is a simulation started inside one.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

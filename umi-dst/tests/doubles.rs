@@ -16,13 +16,9 @@ use umi_dst::conformance::Conformance;
 use umi_dst::doubles::{FnLanguageModel, MockLanguageModel, ScriptedLanguageModel, Turn};
 use umi_dst::{SimConfig, Simulation, ensure};
 
+/// `future` to its end on one seed of a simulation (the doubles need no more of it).
 fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap()
-        .block_on(future)
+    Simulation::new(SimConfig::new(1)).block_on(async |_| future.await)
 }
 
 fn events_of(model: &impl LanguageModel, request: &CompletionRequest) -> Vec<StreamEvent> {
@@ -205,7 +201,7 @@ fn refusals_errors_and_fragments_follow_the_contract() {
 #[test]
 fn pauses_take_simulated_time() {
     Simulation::new(SimConfig::new(1))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let model = ScriptedLanguageModel::repeating(
                 Turn::text("slow")
                     .then_pause(Duration::from_secs(30))

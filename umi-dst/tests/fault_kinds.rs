@@ -102,20 +102,23 @@ struct Clean {
 fn clean(seed: u64) -> Clean {
     let out = Arc::new(std::sync::Mutex::new(None));
     let slot = out.clone();
-    let run = Simulation::new(SimConfig::new(seed)).run_seed(seed, &move |sim| {
-        let slot = slot.clone();
-        async move {
-            let response = sim.llm().complete(&request()).await?;
-            let (_, body, _) = over_the_wire(&sim, Duration::from_secs(600))
-                .await
-                .map_err(Violation::new)?;
-            *slot.lock().unwrap() = Some(Clean {
-                answer: response.text,
-                body,
-            });
-            Ok(())
-        }
-    });
+    let run = Simulation::new(SimConfig::new(seed)).run_seed(
+        seed,
+        &move |sim: umi_dst::SimEnvironment| {
+            let slot = slot.clone();
+            async move {
+                let response = sim.llm().complete(&request()).await?;
+                let (_, body, _) = over_the_wire(&sim, Duration::from_secs(600))
+                    .await
+                    .map_err(Violation::new)?;
+                *slot.lock().unwrap() = Some(Clean {
+                    answer: response.text,
+                    body,
+                });
+                Ok(())
+            }
+        },
+    );
     assert!(run.passed(), "{:?}", run.failure);
     out.lock()
         .unwrap()
@@ -474,7 +477,7 @@ fn every_fault_kind_fires_and_has_its_effect() {
 #[test]
 fn corruption_is_never_counted_where_nothing_can_rot() {
     let config = SimConfig::new(1).with_fault(FaultConfig::always(FaultKind::StorageCorruption));
-    let run = Simulation::new(config).run_seed(1, &|sim| async move {
+    let run = Simulation::new(config).run_seed(1, &async |sim| {
         let storage = SimStorage::new(&sim);
         let deletes_only = WriteBatch {
             delete_entities: vec!["nobody".into()],

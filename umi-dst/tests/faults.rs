@@ -11,7 +11,7 @@ fn count_injections(seed: u64, config: FaultConfig, operations: u64) -> u64 {
     let injected = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let counter = injected.clone();
     Simulation::new(SimConfig::new(seed).with_fault(config))
-        .try_run(move |sim| {
+        .try_run(move |sim: umi_dst::SimEnvironment| {
             let counter = counter.clone();
             async move {
                 let fired = (0..operations)
@@ -108,7 +108,7 @@ fn a_rule_that_reached_nothing_fails_the_run() {
     let rule = FaultConfig::always(FaultKind::StorageDeleteFail);
     let error = Simulation::new(SimConfig::new(1).with_fault(rule))
         .with_seeds(1..=3)
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             sim.fault(&point::STORAGE_WRITE);
             Ok(())
         })
@@ -127,7 +127,7 @@ fn a_rule_that_reached_nothing_fails_the_run() {
     let reached = FaultConfig::chance(FaultKind::StorageDeleteFail, 0.0);
     Simulation::new(SimConfig::new(1).with_fault(reached))
         .with_seeds(1..=3)
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             if sim.seed() == 2 {
                 sim.fault(&point::STORAGE_DELETE);
             }
@@ -171,7 +171,7 @@ fn swarm_keeps_filters() {
 #[test]
 fn storage_faults_never_touch_llm_calls() {
     Simulation::new(SimConfig::new(1).with_fault(FaultConfig::always(FaultKind::StorageDiskFull)))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             for _ in 0..1_000 {
                 ensure!(
                     sim.fault(&point::LLM_CALL).is_none(),

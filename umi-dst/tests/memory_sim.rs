@@ -39,7 +39,7 @@ async fn store_note(storage: &SimStorage, id: &str) -> Result<(), Violation> {
 #[test]
 fn sim_storage_passes_conformance() {
     Simulation::new(SimConfig::new(1))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             conformance::check(&SimStorage::new(&sim))
                 .await
                 .map_err(Violation::new)
@@ -53,7 +53,7 @@ fn write_faults_write_nothing() {
         Simulation::new(
             SimConfig::new(1).with_fault(FaultConfig::always(kind).with_max_injections(1)),
         )
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let storage = SimStorage::new(&sim);
             let failed = storage
                 .apply(WriteBatch {
@@ -90,7 +90,7 @@ fn corruption_is_reported_never_returned() {
         SimConfig::new(2)
             .with_fault(FaultConfig::always(FaultKind::StorageCorruption).with_max_injections(1)),
     )
-    .try_run(|sim| async move {
+    .try_run(async |sim| {
         let storage = SimStorage::new(&sim);
         store_note(&storage, "n1").await?;
         ensure!(
@@ -125,7 +125,7 @@ fn read_delete_and_latency_faults() {
     ];
     Simulation::new(SimConfig::new(3))
         .with_faults(faults)
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let storage = SimStorage::new(&sim);
             store_note(&storage, "n1").await?;
             ensure!(
@@ -154,7 +154,7 @@ fn read_delete_and_latency_faults() {
         })
         .unwrap();
     Simulation::new(SimConfig::new(4).with_fault(FaultConfig::always(FaultKind::StorageLatency)))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let storage = SimStorage::new(&sim);
             store_note(&storage, "n1").await?;
             ensure!(
@@ -268,7 +268,7 @@ impl WriteHook for LyingWrites {
 #[test]
 fn checkers_catch_a_lost_write_and_a_forget_that_did_not() {
     let error = Simulation::new(SimConfig::new(5))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let storage = Arc::new(HookedStorage::new(
                 InMemoryStorage::new(),
                 LyingWrites {
@@ -291,7 +291,7 @@ fn checkers_catch_a_lost_write_and_a_forget_that_did_not() {
     assert!(error.to_string().contains("lost write"), "{error}");
 
     let error = Simulation::new(SimConfig::new(6))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let memory =
                 Memory::new(Arc::new(InMemoryStorage::new()), sim.env()).with_llm(sim.llm());
             let mut model = MemoryModel::new();

@@ -252,7 +252,7 @@ fn temp_corpus(name: &str, text: &str) -> std::path::PathBuf {
 /// The paths a simulation ran, in order.
 fn paths_run(sim: &Simulation) -> Vec<String> {
     let seen = std::sync::Mutex::new(Vec::new());
-    sim.try_run(|sim| {
+    sim.try_run(|sim: umi_dst::SimEnvironment| {
         seen.lock().unwrap().push(sim.path().to_string());
         async { Ok(()) }
     })
@@ -306,7 +306,7 @@ fn a_bad_path_line_names_file_line_and_part() {
 #[test]
 fn a_failing_path_prints_its_path_in_the_replay_line() {
     let sim = Simulation::with_settings(settings(&[("DST_PATH", "4/2:8")]));
-    let Err(umi_dst::RunError::Failed(report)) = sim.try_run(|sim| async move {
+    let Err(umi_dst::RunError::Failed(report)) = sim.try_run(async |sim| {
         umi_dst::ensure!(sim.path().is_seed_only(), "ran {}", sim.path());
         Ok(())
     }) else {

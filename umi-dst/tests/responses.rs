@@ -59,7 +59,7 @@ fn refusals_are_typed_whole_and_in_the_stream() {
     for (kind, expected, status) in refusals(503) {
         for stream in [false, true] {
             fault_once(7, kind)
-                .try_run(|sim| async move {
+                .try_run(async |sim| {
                     let network = network(&sim, false);
                     let client = client_on(&sim, network.clone(), false);
                     let result = answer(&client, &ask_for_a_story(), stream).await;

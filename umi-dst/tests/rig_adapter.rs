@@ -256,7 +256,7 @@ fn faults_surface_as_rigs_own_errors() {
         (FaultKind::NetworkConnectionRefused, 0),
     ] {
         one_fault(kind)
-            .try_run(|sim| async move {
+            .try_run(async |sim| {
                 let network = openai_network(&sim);
                 let model = openai(network.clone(), OPENAI_URL).chat(MODEL);
                 let error = model
@@ -332,7 +332,7 @@ fn a_cut_stream_is_an_error_in_rig() {
 #[test]
 fn a_multipart_request_is_refused_by_name() {
     Simulation::new(SimConfig::new(1))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let client = umi_dst::adapters::rig::SimHttpClient::new(openai_network(&sim));
             let request = rig_core::http_client::Request::post(format!("{OPENAI_URL}/files"))
                 .body(rig_core::http_client::MultipartForm::new())

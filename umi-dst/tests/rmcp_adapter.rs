@@ -250,7 +250,7 @@ fn rmcp_lists_and_calls_tools_on_a_simulated_server() {
 fn an_unknown_tool_is_rmcps_invalid_params_error() {
     Simulation::new(SimConfig::new(0))
         .with_seeds(1..=4)
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let env = sim.env();
             env.timeout(HANG, async {
                 let client = connect(recording(&sim)).await.map_err(violation)?;
@@ -380,7 +380,7 @@ fn an_expired_session_is_rmcps_typed_error() {
         SimConfig::new(0).with_fault(FaultConfig::always(FaultKind::McpSessionExpired)),
     )
     .with_seeds(1..=4)
-    .try_run(|sim| async move {
+    .try_run(async |sim| {
         let env = sim.env();
         let network = recording(&sim);
         env.timeout(HANG, async {
@@ -465,7 +465,7 @@ fn a_cut_stream_is_rmcps_typed_error() {
 
     Simulation::new(SimConfig::new(0).with_fault(FaultConfig::always(FaultKind::McpStreamCut)))
         .with_seeds(1..=4)
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let env = sim.env();
             let connected = env
                 .timeout(HANG, connect(recording(&sim)))

@@ -110,15 +110,9 @@ fn request() -> CompletionRequest {
     CompletionRequest::new(vec![Message::user("hello")])
 }
 
-fn run(body: impl AsyncFn(SimEnvironment) -> Result<(), Violation>) {
-    Simulation::new(SimConfig::new(4))
-        .try_run(|sim| body(sim))
-        .unwrap();
-}
-
 #[test]
 fn resolves_provider_model_ids() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(4)).run(async |sim| {
         let s = setup(
             &sim,
             &[
@@ -167,7 +161,7 @@ fn resolves_provider_model_ids() {
 
 #[test]
 fn first_fallback_then_second_then_exhausted() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(4)).run(async |sim| {
         let down = vec![unavailable(); 10];
         let s = setup(
             &sim,
@@ -244,7 +238,7 @@ fn first_fallback_then_second_then_exhausted() {
 
 #[test]
 fn retries_429_with_exponential_backoff_and_honours_retry_after() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(4)).run(async |sim| {
         let limited = vec![
             LlmError::RateLimit {
                 retry_after_ms: None
@@ -306,7 +300,7 @@ fn retries_429_with_exponential_backoff_and_honours_retry_after() {
 
 #[test]
 fn retries_503_and_stops_after_max_retries() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(4)).run(async |sim| {
         let s = setup(&sim, &[("a/m", 8_000, vec![unavailable()])], &[], policy());
         ensure!(
             s.router.complete(&request()).await.is_ok() && s.attempts_on("a/m") == 2,
@@ -355,7 +349,7 @@ fn retries_503_and_stops_after_max_retries() {
 
 #[test]
 fn no_retry_on_400_401_or_context_length() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(4)).run(async |sim| {
         let bad = vec![LlmError::BadRequest {
             status: Some(400),
             message: "bad".into(),
@@ -459,7 +453,7 @@ fn no_retry_on_400_401_or_context_length() {
 
 #[test]
 fn the_circuit_opens_skips_and_probes() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(4)).run(async |sim| {
         let cooldown = CooldownPolicy::new(3, 60_000);
         let log = RouterLog::new();
         let retry = policy().with_max_retries(0);
@@ -504,7 +498,7 @@ fn the_circuit_opens_skips_and_probes() {
 /// to the fallback at once: no backoff is slept on a circuit that will reject the retry.
 #[test]
 fn the_attempt_that_opens_the_circuit_falls_back_without_a_backoff() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(4)).run(async |sim| {
         let retry = policy().with_max_retries(5);
         let setup = setup(
             &sim,
@@ -540,7 +534,7 @@ fn the_attempt_that_opens_the_circuit_falls_back_without_a_backoff() {
 /// (they all read "retries exhausted or not retryable" once).
 #[test]
 fn a_fallback_names_why_the_model_was_left() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(4)).run(async |sim| {
         let auth = LlmError::Auth {
             status: 401,
             message: "no".into(),
@@ -595,7 +589,7 @@ fn a_fallback_names_why_the_model_was_left() {
 
 #[test]
 fn the_deadline_bounds_the_whole_call() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(4)).run(async |sim| {
         let retry = policy().with_max_retries(10).with_deadline_ms(5_000);
         let s = setup(&sim, &[("a/m", 8_000, vec![unavailable(); 20])], &[], retry);
         let before = sim.env().elapsed();
@@ -612,7 +606,7 @@ fn the_deadline_bounds_the_whole_call() {
 
 #[test]
 fn attempts_time_out_on_the_environment_clock() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(4)).run(async |sim| {
         let slow = Arc::new(
             FnLanguageModel::new(|_, call| {
                 if call == 1 {
@@ -650,7 +644,7 @@ fn attempts_time_out_on_the_environment_clock() {
 
 #[test]
 fn streams_fall_back_only_before_the_first_event() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(4)).run(async |sim| {
         // Before the first event: the failure is the router's to handle.
         let s = setup(
             &sim,
@@ -860,7 +854,7 @@ impl LanguageModel for UsageAfterDone {
 /// after it; the caller saw no usage at all.
 #[test]
 fn the_router_keeps_usage_that_arrives_after_done() {
-    run(async |sim| {
+    Simulation::new(SimConfig::new(4)).run(async |sim| {
         let model: Arc<dyn LanguageModel> =
             Arc::new(UsageAfterDone(ModelRef::new("p", "m", 1_000, 100)));
         let router = LlmRouter::builder(sim.env())
@@ -899,7 +893,7 @@ fn runaway_answers_and_missing_models_fall_back_without_retrying() {
         },
     ] {
         let error_shown = error.to_string();
-        run(async |sim| {
+        Simulation::new(SimConfig::new(4)).run(async |sim| {
             let setup = setup(
                 &sim,
                 &[("p/a", 1_000, vec![error.clone()]), ("p/b", 1_000, vec![])],

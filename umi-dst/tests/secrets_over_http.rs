@@ -74,6 +74,7 @@ fn model(format: usize, url: &str, key: &str) -> Arc<dyn LanguageModel> {
 
 #[test]
 fn a_key_with_whitespace_echoed_by_a_real_server_never_reaches_an_error() {
+    // A real runtime, not a simulation: a real server and a real client over loopback.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

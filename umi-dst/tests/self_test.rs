@@ -102,7 +102,7 @@ fn canary_passes_without_faults() {
 fn panics_are_crashes() {
     let sim = Simulation::new(SimConfig::new(3))
         .with_fault(FaultConfig::always(FaultKind::LlmServiceUnavailable));
-    let report = expect_failure(sim.try_run(|sim| async move {
+    let report = expect_failure(sim.try_run(async |sim| {
         if sim.fault(&point::LLM_CALL).is_some() {
             panic!("unhandled 503 from the model");
         }
@@ -133,7 +133,7 @@ fn a_deadlock_is_a_liveness_failure() {
 #[test]
 fn a_livelock_is_a_liveness_failure() {
     let sim = Simulation::new(SimConfig::new(1).with_steps_max(10_000));
-    let report = expect_failure(sim.try_run(|sim| async move {
+    let report = expect_failure(sim.try_run(async |sim| {
         let env = sim.env();
         while env.random_u64("spin") != 0 {}
         Ok(())
@@ -147,7 +147,7 @@ fn a_livelock_is_a_liveness_failure() {
 #[test]
 fn a_livelock_inside_a_task_is_still_caught() {
     let sim = Simulation::new(SimConfig::new(1).with_steps_max(1_000));
-    let report = expect_failure(sim.try_run(|sim| async move {
+    let report = expect_failure(sim.try_run(async |sim| {
         let spinner = tokio::spawn(async move {
             let env = sim.env();
             loop {
@@ -173,7 +173,7 @@ static LEAKED_STATE: AtomicU64 = AtomicU64::new(0);
 #[test]
 fn global_state_is_caught_as_nondeterminism() {
     let sim = Simulation::new(SimConfig::new(9)).with_determinism_check(true);
-    let report = expect_failure(sim.try_run(|sim| async move {
+    let report = expect_failure(sim.try_run(async |sim| {
         let env = sim.env();
         env.sleep(Duration::from_millis(5)).await;
         let runs = LEAKED_STATE.fetch_add(1, Ordering::Relaxed);
@@ -243,7 +243,7 @@ async fn leaky_call(
 #[test]
 fn a_foreign_clients_unseeded_request_body_is_named_as_the_cause() {
     let sim = Simulation::new(SimConfig::new(3)).with_determinism_check(true);
-    let report = expect_failure(sim.try_run(|sim| async move {
+    let report = expect_failure(sim.try_run(async |sim| {
         let tag = LEAKY_REQUESTS.fetch_add(1, Ordering::Relaxed);
         leaky_call(sim, 10, tag).await
     }));
@@ -267,7 +267,7 @@ fn a_foreign_clients_unseeded_request_body_is_named_as_the_cause() {
 #[test]
 fn a_foreign_clients_unseeded_wait_is_named_as_the_cause() {
     let sim = Simulation::new(SimConfig::new(4)).with_determinism_check(true);
-    let report = expect_failure(sim.try_run(|sim| async move {
+    let report = expect_failure(sim.try_run(async |sim| {
         let wait_ms = 10 + LEAKY_WAITS.fetch_add(1, Ordering::Relaxed);
         leaky_call(sim, wait_ms, 0).await
     }));
@@ -285,7 +285,7 @@ fn a_foreign_clients_unseeded_wait_is_named_as_the_cause() {
 #[test]
 fn an_hour_of_sleeps_is_simulated() {
     let summary = Simulation::new(SimConfig::new(1))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let env = sim.env();
             for _ in 0..3_600 {
                 env.sleep(Duration::from_secs(1)).await;

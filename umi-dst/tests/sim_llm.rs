@@ -28,11 +28,11 @@ use umi_dst::{
 };
 
 /// Runs `body` once per seed in `seeds`, failing the test with the report on a failure.
-fn for_seeds<F, Fut>(seeds: std::ops::Range<u64>, faults: Vec<FaultConfig>, body: F)
-where
-    F: Fn(SimEnvironment) -> Fut,
-    Fut: std::future::Future<Output = Result<(), Violation>>,
-{
+fn for_seeds(
+    seeds: std::ops::Range<u64>,
+    faults: Vec<FaultConfig>,
+    body: impl AsyncFn(SimEnvironment) -> Result<(), Violation>,
+) {
     let sim = Simulation::new(SimConfig::new(0))
         .with_faults(faults)
         .with_seeds(seeds);
@@ -94,7 +94,7 @@ fn sample_text(seed: u64) -> String {
 
 #[test]
 fn answers_do_not_depend_on_call_order() {
-    for_seeds(0..20, vec![], |sim| async move {
+    for_seeds(0..20, vec![], async |sim| {
         let first = extraction_request("Alice met Bob at Acme Corp.");
         let second = rewrite_request("where does Alice work?");
         let other = CompletionRequest::new(vec![Message::user("unrelated")]);
@@ -149,7 +149,7 @@ fn repeated_requests_get_fresh_answers() {
 
 #[test]
 fn extraction_answers_parse_for_1000_seeds() {
-    for_seeds(0..1000, vec![], |sim| async move {
+    for_seeds(0..1000, vec![], async |sim| {
         let text = sample_text(sim.seed());
         let response = instant(&sim).complete(&extraction_request(&text)).await?;
         let extraction = parse_extraction(&response.text)
@@ -167,7 +167,7 @@ fn extraction_answers_parse_for_1000_seeds() {
 
 #[test]
 fn extraction_falls_back_to_a_note() {
-    for_seeds(0..5, vec![], |sim| async move {
+    for_seeds(0..5, vec![], async |sim| {
         let response = instant(&sim)
             .complete(&extraction_request("nothing to see here"))
             .await
@@ -188,7 +188,7 @@ fn extraction_falls_back_to_a_note() {
 
 #[test]
 fn rewrite_answers_parse_for_1000_seeds() {
-    for_seeds(0..1000, vec![], |sim| async move {
+    for_seeds(0..1000, vec![], async |sim| {
         let query = format!(
             "where did {}?",
             sample_text(sim.seed()).trim_end_matches('.')
@@ -208,7 +208,7 @@ fn rewrite_answers_parse_for_1000_seeds() {
 
 #[test]
 fn evolution_answers_parse_for_1000_seeds() {
-    for_seeds(0..1000, vec![], |sim| async move {
+    for_seeds(0..1000, vec![], async |sim| {
         let mut rng = sim.rng("test.candidates");
         let candidates: Vec<EvolutionCandidate> = (0..rng.below(4))
             .map(|i| EvolutionCandidate {
@@ -242,7 +242,7 @@ fn evolution_answers_parse_for_1000_seeds() {
 
 #[test]
 fn json_mode_answers_are_json() {
-    for_seeds(0..200, vec![], |sim| async move {
+    for_seeds(0..200, vec![], async |sim| {
         let request =
             CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]).with_json_output();
         let response = instant(&sim).complete(&request).await.unwrap();
@@ -401,7 +401,7 @@ fn tool_calls_validate_against_their_schemas_for_1000_seeds() {
 
 #[test]
 fn after_tool_results_the_model_answers_in_text() {
-    for_seeds(0..50, vec![], |sim| async move {
+    for_seeds(0..50, vec![], async |sim| {
         let llm = instant(&sim);
         let mut request =
             CompletionRequest::new(vec![Message::user("weather?")]).with_tools(tool_schemas());
@@ -431,7 +431,7 @@ fn after_tool_results_the_model_answers_in_text() {
 
 #[test]
 fn prompts_over_the_window_overflow_with_the_real_count() {
-    for_seeds(0..5, vec![], |sim| async move {
+    for_seeds(0..5, vec![], async |sim| {
         let small = SimLlmConfig::default().with_model(ModelRef::new("sim", "tiny", 64, 32));
         let llm = SimLlm::with_config(&sim, small).unwrap();
         let request = CompletionRequest::new(vec![Message::user("word ".repeat(80))]);
@@ -451,7 +451,7 @@ fn prompts_over_the_window_overflow_with_the_real_count() {
 
 #[test]
 fn max_tokens_stop_sequences_and_usage_follow_the_estimator() {
-    for_seeds(0..100, vec![], |sim| async move {
+    for_seeds(0..100, vec![], async |sim| {
         let llm = instant(&sim);
         let request =
             CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]).with_max_tokens(3);
@@ -490,7 +490,7 @@ fn max_tokens_stop_sequences_and_usage_follow_the_estimator() {
 
 #[test]
 fn empty_prompts_are_invalid() {
-    for_seeds(0..1, vec![], |sim| async move {
+    for_seeds(0..1, vec![], async |sim| {
         let llm = SimLlm::new(&sim);
         ensure!(
             matches!(
@@ -515,7 +515,7 @@ fn empty_prompts_are_invalid() {
 
 #[test]
 fn latency_is_simulated_and_bounded() {
-    for_seeds(0..100, vec![], |sim| async move {
+    for_seeds(0..100, vec![], async |sim| {
         let env = sim.env();
         let request = CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]);
         let before = env.elapsed();
@@ -635,12 +635,12 @@ fn complete_equals_collected_stream_under_faults() {
     ];
     let outcomes = |streamed: bool| {
         let seen = std::sync::Mutex::new(Vec::new());
-        for_seeds(0..150, faults.clone(), |sim| {
+        for_seeds(0..150, faults.clone(), |sim: umi_dst::SimEnvironment| {
             let seen = &seen;
             async move {
                 let env = sim.env();
                 let request = CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))])
-                    .with_tools(if sim.seed() % 2 == 0 {
+                    .with_tools(if sim.seed().is_multiple_of(2) {
                         tool_schemas()
                     } else {
                         vec![]
@@ -684,7 +684,7 @@ fn always(kind: FaultKind) -> Vec<FaultConfig> {
 
 #[test]
 fn timeouts_stall_past_the_callers_deadline() {
-    for_seeds(0..3, always(FaultKind::LlmTimeout), |sim| async move {
+    for_seeds(0..3, always(FaultKind::LlmTimeout), async |sim| {
         let env = sim.env();
         let request = CompletionRequest::new(vec![Message::user("hi")]);
         let llm = SimLlm::new(&sim);
@@ -721,23 +721,19 @@ fn timeouts_stall_past_the_callers_deadline() {
 #[test]
 fn refusing_faults_map_to_typed_errors() {
     let request = || CompletionRequest::new(vec![Message::user("hi")]);
-    for_seeds(
-        0..20,
-        always(FaultKind::LlmRateLimit),
-        move |sim| async move {
-            match SimLlm::new(&sim).stream(&request()).await {
-                Err(LlmError::RateLimit {
-                    retry_after_ms: Some(ms),
-                }) => ensure!((500..=30_000).contains(&ms), "{ms}"),
-                other => return Err(Violation::new(format!("{:?}", other.err()))),
-            }
-            Ok(())
-        },
-    );
+    for_seeds(0..20, always(FaultKind::LlmRateLimit), async move |sim| {
+        match SimLlm::new(&sim).stream(&request()).await {
+            Err(LlmError::RateLimit {
+                retry_after_ms: Some(ms),
+            }) => ensure!((500..=30_000).contains(&ms), "{ms}"),
+            other => return Err(Violation::new(format!("{:?}", other.err()))),
+        }
+        Ok(())
+    });
     for_seeds(
         0..3,
         always(FaultKind::LlmServiceUnavailable),
-        move |sim| async move {
+        async move |sim| {
             let error = SimLlm::new(&sim).stream(&request()).await.err();
             ensure!(
                 matches!(
@@ -755,7 +751,7 @@ fn refusing_faults_map_to_typed_errors() {
     for_seeds(
         0..3,
         always(FaultKind::LlmContextOverflow),
-        move |sim| async move {
+        async move |sim| {
             match SimLlm::new(&sim).stream(&request()).await.err() {
                 Some(LlmError::ContextOverflow {
                     prompt_tokens: Some(p),
@@ -772,31 +768,26 @@ fn refusing_faults_map_to_typed_errors() {
 /// parse, on a plain turn, a tool turn and a structured one alike, streamed or not.
 #[test]
 fn invalid_responses_are_bodies_that_do_not_parse() {
-    for_seeds(
-        0..100,
-        always(FaultKind::LlmInvalidResponse),
-        |sim| async move {
-            let plain = CompletionRequest::new(vec![Message::user("Plan the week.")]);
-            let tools =
-                CompletionRequest::new(vec![Message::user("go")]).with_tools(tool_schemas());
-            let structured = extraction_request("Alice joined Acme Corp.");
-            for request in [plain, tools, structured] {
-                let outcome = instant(&sim).complete(&request).await;
-                ensure!(
-                    matches!(&outcome, Err(LlmError::InvalidResponse { reason, .. }) if reason.contains("could not be parsed")),
-                    "{outcome:?}"
-                );
-            }
-            let corrupt = sim
-                .trace()
-                .tail()
-                .iter()
-                .filter(|e| e.kind == "llm.corrupt")
-                .count();
-            ensure!(corrupt == 3, "{corrupt} llm.corrupt events");
-            Ok(())
-        },
-    );
+    for_seeds(0..100, always(FaultKind::LlmInvalidResponse), async |sim| {
+        let plain = CompletionRequest::new(vec![Message::user("Plan the week.")]);
+        let tools = CompletionRequest::new(vec![Message::user("go")]).with_tools(tool_schemas());
+        let structured = extraction_request("Alice joined Acme Corp.");
+        for request in [plain, tools, structured] {
+            let outcome = instant(&sim).complete(&request).await;
+            ensure!(
+                matches!(&outcome, Err(LlmError::InvalidResponse { reason, .. }) if reason.contains("could not be parsed")),
+                "{outcome:?}"
+            );
+        }
+        let corrupt = sim
+            .trace()
+            .tail()
+            .iter()
+            .filter(|e| e.kind == "llm.corrupt")
+            .count();
+        ensure!(corrupt == 3, "{corrupt} llm.corrupt events");
+        Ok(())
+    });
 }
 
 /// `llm.wrong_content`: a well-formed answer the real parsers refuse, in each of its
@@ -835,33 +826,28 @@ fn wrong_content_is_refused_by_the_real_parsers() {
 
 #[test]
 fn broken_tool_arguments_fail_in_the_collector() {
-    for_seeds(
-        0..200,
-        always(FaultKind::LlmWrongContent),
-        |sim| async move {
-            let request =
-                CompletionRequest::new(vec![Message::user("go")]).with_tools(tool_schemas());
-            match instant(&sim).complete(&request).await {
-                Err(LlmError::Json { what, .. }) => {
-                    ensure!(what.contains("arguments of tool call"), "{what}");
-                }
-                Ok(response) => {
-                    let offered = tool_schemas();
-                    let unknown = response
-                        .tool_calls
-                        .iter()
-                        .any(|c| !offered.iter().any(|t| t.name == c.name));
-                    // Wrong shape names a tool never offered; empty drops the calls.
-                    ensure!(
-                        unknown || response.tool_calls.is_empty(),
-                        "a corrupted answer looks valid: {response:?}"
-                    );
-                }
-                Err(other) => return Err(Violation::new(other.to_string())),
+    for_seeds(0..200, always(FaultKind::LlmWrongContent), async |sim| {
+        let request = CompletionRequest::new(vec![Message::user("go")]).with_tools(tool_schemas());
+        match instant(&sim).complete(&request).await {
+            Err(LlmError::Json { what, .. }) => {
+                ensure!(what.contains("arguments of tool call"), "{what}");
             }
-            Ok(())
-        },
-    );
+            Ok(response) => {
+                let offered = tool_schemas();
+                let unknown = response
+                    .tool_calls
+                    .iter()
+                    .any(|c| !offered.iter().any(|t| t.name == c.name));
+                // Wrong shape names a tool never offered; empty drops the calls.
+                ensure!(
+                    unknown || response.tool_calls.is_empty(),
+                    "a corrupted answer looks valid: {response:?}"
+                );
+            }
+            Err(other) => return Err(Violation::new(other.to_string())),
+        }
+        Ok(())
+    });
 }
 
 #[test]
@@ -872,7 +858,7 @@ fn stream_cuts_end_streams_early() {
         Simulation::new(
             SimConfig::new(seed).with_fault(FaultConfig::always(FaultKind::LlmStreamCut)),
         )
-        .try_run(|sim| {
+        .try_run(|sim: umi_dst::SimEnvironment| {
             let outcome = &outcome;
             async move {
                 let request = CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]);
@@ -913,7 +899,7 @@ fn stream_cuts_end_streams_early() {
 
 #[test]
 fn rate_limit_model_returns_the_real_wait() {
-    for_seeds(0..3, vec![], |sim| async move {
+    for_seeds(0..3, vec![], async |sim| {
         let env = sim.env();
         let limited = SimLlmConfig::default()
             .without_latency()
@@ -952,7 +938,7 @@ fn rate_limit_model_returns_the_real_wait() {
 
 #[test]
 fn user_routes_come_first_and_are_traced() {
-    for_seeds(0..3, vec![], |sim| async move {
+    for_seeds(0..3, vec![], async |sim| {
         let llm = instant(&sim)
             .with_route(FnRoute::for_task("memory.extract_entities", |_, rng| {
                 Generated::json(format!("{{\"custom\": {}}}", rng.below(10)))
@@ -978,7 +964,7 @@ fn user_routes_come_first_and_are_traced() {
 
 #[test]
 fn oversized_route_output_names_the_route() {
-    for_seeds(0..1, vec![], |sim| async move {
+    for_seeds(0..1, vec![], async |sim| {
         let llm = instant(&sim).with_route(FnRoute::new(
             "firehose",
             |_| true,
@@ -1000,7 +986,7 @@ fn oversized_route_output_names_the_route() {
 fn a_panicking_route_is_a_crash_with_the_seed() {
     let sim = Simulation::new(SimConfig::new(77));
     let error = sim
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let llm = instant(&sim).with_route(FnRoute::new(
                 "broken",
                 |_| true,
@@ -1097,7 +1083,7 @@ fn golden() {
         };
         let run_lines = std::sync::Mutex::new(Vec::new());
         Simulation::new(config)
-            .try_run(|sim| {
+            .try_run(|sim: umi_dst::SimEnvironment| {
                 let (run_lines, cases) = (&run_lines, &cases);
                 async move {
                     let env = sim.env();
@@ -1152,7 +1138,7 @@ fn simllm_keeps_what_is_wrong_with_the_tool_results_it_is_sent() {
     use umi_core::llm::ToolCall;
     use umi_dst::checkers::tool_results::check_tool_results;
 
-    for_seeds(0..3, Vec::new(), |sim| async move {
+    for_seeds(0..3, Vec::new(), async |sim| {
         let llm = instant(&sim);
         let turn = Message::Assistant {
             content: String::new(),

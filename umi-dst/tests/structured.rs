@@ -94,7 +94,7 @@ fn answer(seed: u64, name: &str, schema: &Value, faulted: bool) -> (String, Opti
     }
     let out = Mutex::new(None);
     Simulation::new(config)
-        .try_run(|sim| {
+        .try_run(|sim: umi_dst::SimEnvironment| {
             let out = &out;
             async move {
                 let llm =

@@ -95,7 +95,7 @@ async fn collect_stream(
 #[test]
 fn network_faults_reach_the_client_as_typed_errors() {
     Simulation::new(one_fault(FaultKind::NetworkConnectionRefused))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let client = openai_client(&sim);
             let first = collect_stream(&client).await;
             ensure!(matches!(&first, Err(LlmError::Connection { reason }) if reason.contains("refused")), "{first:?}");
@@ -104,7 +104,7 @@ fn network_faults_reach_the_client_as_typed_errors() {
         })
         .unwrap();
     Simulation::new(one_fault(FaultKind::NetworkTimeout))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let client = openai_client(&sim);
             let before = sim.env().elapsed();
             let hung = collect_stream(&client).await;
@@ -120,7 +120,7 @@ fn network_faults_reach_the_client_as_typed_errors() {
         })
         .unwrap();
     Simulation::new(one_fault(FaultKind::NetworkSlowFirstByte))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let before = sim.env().elapsed();
             ensure!(
                 collect_stream(&openai_client(&sim)).await.is_ok(),
@@ -241,7 +241,7 @@ fn retry_after_over_http_is_never_shorter_than_asked() {
 #[test]
 fn an_endpoint_down_for_an_interval_refuses_then_recovers() {
     Simulation::new(SimConfig::new(1))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let network = Arc::new(SimNetwork::new(&sim).with_endpoint(Endpoint::openai(
                 OPENAI_URL,
                 sim_model(&sim, "sim", "m", 32_768),
@@ -369,7 +369,7 @@ fn stack(sim: &SimEnvironment, log: &RouterLog) -> (LlmRouter, BTreeMap<String, 
 #[test]
 fn the_router_from_a_config_answers_over_the_wire() {
     Simulation::new(SimConfig::new(2))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let log = RouterLog::new();
             let (router, _) = stack(&sim, &log);
             let answer = router
@@ -502,7 +502,7 @@ fn the_router_checker_is_not_vacuous_over_the_wire() {
     let error = Simulation::new(
         SimConfig::new(3).with_fault(FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.5)),
     )
-    .try_run(|sim| async move {
+    .try_run(async |sim| {
         let log = RouterLog::new();
         let (router, windows) = stack(&sim, &log);
         for _ in 0..5 {
@@ -529,7 +529,7 @@ fn the_router_checker_is_not_vacuous_over_the_wire() {
 fn task_routes_over_the_wire_say_they_cannot_match() {
     use umi_dst::llm::{FnRoute, Generated};
     Simulation::new(SimConfig::new(3))
-        .try_run(|sim| async move {
+        .try_run(async |sim| {
             let config = SimLlmConfig::default()
                 .with_model(ModelRef::new("sim", "sim-large", 32_768, 4_096))
                 .without_latency();

@@ -22,9 +22,7 @@
 use std::sync::Arc;
 
 use async_openai::middleware::retry::OpenAIRetryLayer;
-use futures::future::LocalBoxFuture;
 use umi_core::llm::StreamEvent;
-use umi_dst::Scenario;
 use umi_dst::adapters::async_openai::SimService;
 use umi_dst::checkers::wire::decode_as_client;
 use umi_dst::network::{Exchange, Profile};
@@ -53,40 +51,22 @@ const URL: &str = "https://api.weather-llm.sim/v1";
 const MODEL: &str = "gpt-sim";
 
 /// The scenario.
+#[umi_dst::scenario(
+    name = "weather_agent",
+    goal = "the async-openai agent never answers from a cut stream and fails only as the faults allow",
+    faults = [
+        FaultConfig::chance(FaultKind::LlmStreamCut, 0.12),
+        FaultConfig::chance(FaultKind::LlmRateLimit, 0.1),
+        FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.05),
+        FaultConfig::chance(FaultKind::LlmInvalidResponse, 0.05),
+        FaultConfig::chance(FaultKind::NetworkReset, 0.04),
+        FaultConfig::chance(FaultKind::NetworkPartialWrite, 0.04),
+    ],
+    marks = ["wire.reset_mid_stream"],
+    run = run,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WeatherAgentScenario;
-
-impl Scenario for WeatherAgentScenario {
-    fn name(&self) -> &'static str {
-        "weather_agent"
-    }
-
-    fn goal(&self) -> &'static str {
-        "the async-openai agent never answers from a cut stream and fails only as the faults allow"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        [
-            (FaultKind::LlmStreamCut, 0.12),
-            (FaultKind::LlmRateLimit, 0.1),
-            (FaultKind::LlmServiceUnavailable, 0.05),
-            (FaultKind::LlmInvalidResponse, 0.05),
-            (FaultKind::NetworkReset, 0.04),
-            (FaultKind::NetworkPartialWrite, 0.04),
-        ]
-        .into_iter()
-        .map(|(kind, p)| FaultConfig::chance(kind, p))
-        .collect()
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["wire.reset_mid_stream"]
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 /// The agent over a fresh SimNetwork endpoint of a drawn profile; the network, to check.
 pub fn agent(sim: &SimEnvironment) -> (WeatherAgent, Arc<SimNetwork>) {

@@ -69,7 +69,7 @@ fn the_scenario_sweeps_clean() {
 /// of its own).
 #[test]
 fn the_adapter_notes_async_openai_in_the_run() {
-    let run = Simulation::new(umi_dst::SimConfig::new(1)).run_seed(1, &|sim| async move {
+    let run = Simulation::new(umi_dst::SimConfig::new(1)).run_seed(1, &async |sim| {
         let (agent, _network) = agent(&sim);
         agent.ask("What is the weather in Oslo?").await?;
         Ok(())

@@ -19,10 +19,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::LocalBoxFuture;
 use umi_core::llm::router::{LlmRouter, RetryPolicy};
 use umi_core::memory::{Memory, RememberOptions};
-use umi_dst::Scenario;
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation, ensure};
 
 use crate::bot::{BotConfig, BotError, SupportBot};
@@ -85,46 +83,22 @@ fn draw_task(sim: &SimEnvironment) -> (Vec<&'static str>, &'static str) {
 }
 
 /// The scenario.
+#[umi_dst::scenario(
+    name = "support_bot",
+    goal = "the support bot answers in bounded time and remembers every question it answered",
+    faults = [
+        FaultConfig::chance(FaultKind::LlmRateLimit, 0.1),
+        FaultConfig::chance(FaultKind::LlmTimeout, 0.05),
+        FaultConfig::chance(FaultKind::LlmServiceUnavailable, 0.05),
+        FaultConfig::chance(FaultKind::StorageWriteFail, 0.05),
+    ],
+    marks = ["memory.rewrite_fused"],
+    budget = support_bot_budget(),
+    prices = support_bot_prices(),
+    run = run,
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SupportBotScenario;
-
-impl Scenario for SupportBotScenario {
-    fn name(&self) -> &'static str {
-        "support_bot"
-    }
-
-    fn goal(&self) -> &'static str {
-        "the support bot answers in bounded time and remembers every question it answered"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        [
-            (FaultKind::LlmRateLimit, 0.1),
-            (FaultKind::LlmTimeout, 0.05),
-            (FaultKind::LlmServiceUnavailable, 0.05),
-            (FaultKind::StorageWriteFail, 0.05),
-        ]
-        .into_iter()
-        .map(|(kind, p)| FaultConfig::chance(kind, p))
-        .collect()
-    }
-
-    fn marks(&self) -> &'static [&'static str] {
-        &["memory.rewrite_fused"]
-    }
-
-    fn budget(&self) -> umi_dst::usage::Budget {
-        support_bot_budget()
-    }
-
-    fn prices(&self) -> Option<Arc<umi_dst::usage::PriceTable>> {
-        Some(support_bot_prices())
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run(sim))
-    }
-}
 
 /// One seed: the questions, then the checks.
 pub async fn run(sim: SimEnvironment) -> Result<(), Violation> {
@@ -135,38 +109,17 @@ pub async fn run(sim: SimEnvironment) -> Result<(), Violation> {
 /// now and then, which is what pass^k measures: `support-dst sweep --scenario
 /// support_bot_answers --trials 8` lists the customers whose questions were answered in
 /// some trials and not others.
+#[umi_dst::scenario(
+    name = "support_bot_answers",
+    goal = "the support bot answers every question of the customer (the task's success, for pass^k)",
+    faults = SupportBotScenario.faults(),
+    only_when_named,
+    budget = support_bot_budget(),
+    prices = support_bot_prices(),
+    run = |sim| run_task(sim, true),
+)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SupportBotAnswersScenario;
-
-impl Scenario for SupportBotAnswersScenario {
-    fn name(&self) -> &'static str {
-        "support_bot_answers"
-    }
-
-    fn goal(&self) -> &'static str {
-        "the support bot answers every question of the customer (the task's success, for pass^k)"
-    }
-
-    fn faults(&self) -> Vec<FaultConfig> {
-        SupportBotScenario.faults()
-    }
-
-    fn only_when_named(&self) -> bool {
-        true
-    }
-
-    fn budget(&self) -> umi_dst::usage::Budget {
-        support_bot_budget()
-    }
-
-    fn prices(&self) -> Option<Arc<umi_dst::usage::PriceTable>> {
-        Some(support_bot_prices())
-    }
-
-    fn run(&self, sim: SimEnvironment) -> LocalBoxFuture<'static, Result<(), Violation>> {
-        Box::pin(run_task(sim, true))
-    }
-}
 
 /// One seed: the customer's questions, then the checks; with `all_answered`, a question
 /// left unanswered fails the task too.

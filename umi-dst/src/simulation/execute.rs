@@ -89,10 +89,9 @@ impl SeedRun {
 }
 
 /// Runs `body` for `config.seed`. `config` must already be valid.
-pub(crate) fn run_seed<F, Fut>(config: &SimConfig, body: &F, log: &LogFilter) -> SeedRun
+pub(crate) fn run_seed<F>(config: &SimConfig, body: &F, log: &LogFilter) -> SeedRun
 where
-    F: Fn(SimEnvironment) -> Fut,
-    Fut: Future<Output = Result<(), Violation>>,
+    F: AsyncFn(SimEnvironment) -> Result<(), Violation>,
 {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -133,15 +132,14 @@ where
 /// [`FailureClass::Budget`] failure naming the call that pushed it over. A growth limit
 /// runs the same seed again with its faults off (outside the first run's runtime) when
 /// any fault was injected; with none, the run is its own fault-free run.
-fn budget_failure<F, Fut>(
+fn budget_failure<F>(
     config: &SimConfig,
     run: &SeedRun,
     body: &F,
     log: &LogFilter,
 ) -> Option<(FailureClass, String)>
 where
-    F: Fn(SimEnvironment) -> Fut,
-    Fut: Future<Output = Result<(), Violation>>,
+    F: AsyncFn(SimEnvironment) -> Result<(), Violation>,
 {
     let fault_free = match config.budget.fault_growth_percent_max {
         Some(_) if !run.injections.is_empty() => {

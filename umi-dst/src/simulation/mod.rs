@@ -6,7 +6,7 @@
 //!
 //! #[test]
 //! fn retries_end() {
-//!     Simulation::from_env().run(|sim| async move {
+//!     Simulation::from_env().run(async |sim| {
 //!         let env = sim.env();
 //!         // ... drive real code with `env` ...
 //!         ensure!(env.elapsed().as_secs() < 60, "took {:?}", env.elapsed());
@@ -34,7 +34,6 @@ pub mod settings;
 mod violation;
 
 use std::fmt;
-use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -323,10 +322,29 @@ impl Simulation {
 
     /// Runs every seed; on the first failure prints its report and fails the calling
     /// test.
-    pub fn run<F, Fut>(&self, body: F) -> RunSummary
+    ///
+    /// `body` is an async closure, `async |sim| { ..; Ok(()) }`: the shape
+    /// [`block_on`](Self::block_on) takes too, called once per seed here (an `AsyncFn`,
+    /// where `block_on`'s runs once, an `AsyncFnOnce`). An `async fn(SimEnvironment) ->
+    /// Result<(), Violation>` passes by name, and a closure returning a future
+    /// (`|sim| scenario.run(sim)`) is one as well.
+    ///
+    /// ```
+    /// use umi_dst::prelude::*;
+    ///
+    /// Simulation::new(SimConfig::new(1))
+    ///     .with_seeds(1..=4)
+    ///     .run(async |sim| {
+    ///         let env = sim.env();
+    ///         env.sleep(std::time::Duration::from_millis(env.random_in_range("wait", 1, 50)))
+    ///             .await;
+    ///         ensure!(env.elapsed().as_millis() <= 50, "slept {:?}", env.elapsed());
+    ///         Ok(())
+    ///     });
+    /// ```
+    pub fn run<F>(&self, body: F) -> RunSummary
     where
-        F: Fn(crate::SimEnvironment) -> Fut,
-        Fut: Future<Output = Result<(), Violation>>,
+        F: AsyncFn(crate::SimEnvironment) -> Result<(), Violation>,
     {
         match self.try_run(body) {
             Ok(summary) => summary,
@@ -337,11 +355,11 @@ impl Simulation {
         }
     }
 
-    /// Runs every seed; returns the first failure's report instead of failing.
-    pub fn try_run<F, Fut>(&self, body: F) -> Result<RunSummary, RunError>
+    /// Runs every seed; returns the first failure's report instead of failing. `body` as
+    /// for [`run`](Self::run).
+    pub fn try_run<F>(&self, body: F) -> Result<RunSummary, RunError>
     where
-        F: Fn(crate::SimEnvironment) -> Fut,
-        Fut: Future<Output = Result<(), Violation>>,
+        F: AsyncFn(crate::SimEnvironment) -> Result<(), Violation>,
     {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err(RunError::Config(SimConfigError::NestedRuntime));
@@ -394,15 +412,14 @@ impl Simulation {
     /// Seed `seed` (kept in a corpus as `kept`, whose meaning adjusts its config), run
     /// and, when the settings or the kept seed ask for it, run again and compared: the
     /// first run, or the failure report.
-    fn run_checked<F, Fut>(
+    fn run_checked<F>(
         &self,
         seed: u64,
         kept: Option<&CorpusEntry>,
         body: &F,
     ) -> Result<SeedRun, RunError>
     where
-        F: Fn(crate::SimEnvironment) -> Fut,
-        Fut: Future<Output = Result<(), Violation>>,
+        F: AsyncFn(crate::SimEnvironment) -> Result<(), Violation>,
     {
         let mut config = self.config_for(seed);
         if let Some(entry) = kept {
@@ -476,10 +493,9 @@ impl Simulation {
 
     /// Runs one seed with this simulation's config and returns what happened (the
     /// building block of sweeps; no determinism check, no printing).
-    pub fn run_seed<F, Fut>(&self, seed: u64, body: &F) -> SeedRun
+    pub fn run_seed<F>(&self, seed: u64, body: &F) -> SeedRun
     where
-        F: Fn(crate::SimEnvironment) -> Fut,
-        Fut: Future<Output = Result<(), Violation>>,
+        F: AsyncFn(crate::SimEnvironment) -> Result<(), Violation>,
     {
         execute::run_seed(&self.config_for(seed), body, &LogFilter(None))
     }

@@ -2,10 +2,11 @@
 //! weather_agent --seed N --trace`.
 
 use std::process::ExitCode;
-use std::sync::Arc;
+
+// The crate whose `#[umi_dst::scenario]` declarations this binary sweeps, named so it is
+// linked (a crate no path names is not, and its registrations with it).
+use umi_example_async_openai_agent as _;
 
 fn main() -> ExitCode {
-    umi_sweep::cli::main(vec![Arc::new(
-        umi_example_async_openai_agent::scenario::WeatherAgentScenario,
-    )])
+    umi_sweep::cli::main(umi_dst::scenario::registered())
 }

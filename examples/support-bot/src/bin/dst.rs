@@ -2,12 +2,11 @@
 //! support_bot --seed N --trace`, `support-dst minimize ...`.
 
 use std::process::ExitCode;
-use std::sync::Arc;
+
+// The crate whose `#[umi_dst::scenario]` declarations this binary sweeps, named so it is
+// linked (a crate no path names is not, and its registrations with it).
+use umi_example_support_bot as _;
 
 fn main() -> ExitCode {
-    use umi_example_support_bot::scenario::{SupportBotAnswersScenario, SupportBotScenario};
-    umi_sweep::cli::main(vec![
-        Arc::new(SupportBotScenario),
-        Arc::new(SupportBotAnswersScenario),
-    ])
+    umi_sweep::cli::main(umi_dst::scenario::registered())
 }
