@@ -428,7 +428,7 @@ fn a_cut_stream_is_rmcps_typed_error() {
         .unwrap();
     Simulation::new(SimConfig::new(0).with_fault(on_call))
         .with_seeds(1..=8)
-        .try_run(|sim| {
+        .try_run(|sim: umi_dst::SimEnvironment| {
             let kinds = &kinds;
             async move {
                 let env = sim.env();
