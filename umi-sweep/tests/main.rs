@@ -219,11 +219,12 @@ fn failing_seeds_are_recorded_once_and_canaries_only_when_asked() {
         assert_eq!(report.exit_code(), 10);
     }
     let corpus = SeedCorpus::load(&dir.join("violates.seeds")).unwrap();
-    assert_eq!(
-        corpus.seeds(),
-        [5, 10, 15, 20],
-        "recorded once each, in order"
-    );
+    // Recorded as each failure arrives, so in the order the workers finished them (seed
+    // 10 before seed 5 when the machine is loaded, as a test run under `make test` saw):
+    // once each is the promise, the order is the workers'.
+    let mut recorded = corpus.seeds();
+    recorded.sort_unstable();
+    assert_eq!(recorded, [5, 10, 15, 20], "recorded once each");
     assert!(
         corpus.entries()[0]
             .comment

@@ -332,7 +332,11 @@ mod tests {
         config
             .endpoints
             .push(EndpointSpec::parse("deepseek_chat").unwrap());
-        assert_eq!(config.endpoints.len(), 6, "every format, then DeepSeek");
+        assert_eq!(
+            config.endpoints.len(),
+            WireFormat::ALL.len() + 1,
+            "every format, then DeepSeek"
+        );
         let error = config.validate().unwrap_err().to_string();
         assert!(
             error.contains("its path /v1/chat/completions is taken by openai"),

@@ -126,13 +126,16 @@ fn check_signature(http: &HttpRequest) -> Result<(), RequestError> {
             "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header",
         ));
     };
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    let well_formed = amz_date.len() == 16
-        && digits(&amz_date[..8])
-        && amz_date.as_bytes()[8] == b'T'
-        && digits(&amz_date[9..15])
-        && amz_date.ends_with('Z');
-    if !well_formed || &amz_date[..8] != signature.date {
+    // Read as bytes: a header from a user's request may hold any text, and slicing a
+    // `str` inside a character would panic.
+    let date = amz_date.as_bytes();
+    let digits = |bytes: &[u8]| bytes.iter().all(u8::is_ascii_digit);
+    let well_formed = date.len() == 16
+        && digits(&date[..8])
+        && date[8] == b'T'
+        && digits(&date[9..15])
+        && date[15] == b'Z';
+    if !well_formed || &date[..8] != signature.date.as_bytes() {
         return Err(bad_signature(format!(
             "Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '{}' != '{amz_date}'",
             signature.date

@@ -130,12 +130,20 @@ fn an_unsigned_or_badly_signed_request_is_refused_as_bedrock_refuses_it() {
     let signed = client_request(&request, false);
     let mut unsigned = signed.clone();
     unsigned.headers.retain(|(name, _)| name != "authorization");
-    let mut wrong_date = signed.clone();
-    for (name, value) in &mut wrong_date.headers {
-        if name == "x-amz-date" {
-            *value = "19990101T000000Z".into();
+    let dated = |date: &str| {
+        let mut http = signed.clone();
+        for (name, value) in &mut http.headers {
+            if name == "x-amz-date" {
+                *value = date.into();
+            }
         }
-    }
+        http
+    };
+    let wrong_date = dated("19990101T000000Z");
+    // Sixteen bytes with a character across byte 8: a typed refusal, never a panic on
+    // slicing inside the character (the review's case).
+    let not_ascii = dated("2024022\u{e9}T00000Z");
+    assert_eq!("2024022\u{e9}T00000Z".len(), 16);
     // Table: the request, the status and exception answered.
     for (what, http, status, exception) in [
         (
@@ -147,6 +155,12 @@ fn an_unsigned_or_badly_signed_request_is_refused_as_bedrock_refuses_it() {
         (
             "dated apart from its scope",
             wrong_date,
+            400,
+            "IncompleteSignatureException",
+        ),
+        (
+            "dated in text that is not ASCII",
+            not_ascii,
             400,
             "IncompleteSignatureException",
         ),
