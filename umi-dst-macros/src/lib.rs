@@ -68,7 +68,8 @@ pub fn test(arguments: TokenStream, item: TokenStream) -> TokenStream {
 /// - `budget = expr` (a `umi_dst::usage::Budget`), `prices = expr` (an
 ///   `Arc<umi_dst::usage::PriceTable>`);
 /// - `config = my_config`: a `fn(seed: u64, swarm: bool) -> SimConfig` in place of the
-///   config built from the faults, budget and prices;
+///   config built from the faults, budget and prices (so giving any of those beside it
+///   fails to compile: they would be listed but never used);
 /// - `canary`: it carries a planted bug a sweep must find; `only_when_named`: it runs
 ///   only with `--scenario NAME` (neither gets a replay test);
 /// - `rank = 3`: its place in the registry's order (lower first, then by name; default

@@ -115,26 +115,31 @@ impl Parse for ScenarioArguments {
                 ));
             }
         }
+        if let Some(config) = &parsed.config
+            && let Some(beside) = config_overrides(&parsed)
+        {
+            return Err(syn::Error::new(
+                config.span(),
+                format!(
+                    "`config` builds the whole `SimConfig`, so `{beside}` beside it would be shown \
+                     by `dst list` but never used: put it in the config function"
+                ),
+            ));
+        }
         Ok(parsed)
     }
 }
 
-/// Whether `key` is an argument that takes a value.
-fn is_known(key: &str) -> bool {
-    matches!(
-        key,
-        "name"
-            | "goal"
-            | "faults"
-            | "marks"
-            | "steering"
-            | "budget"
-            | "prices"
-            | "config"
-            | "run"
-            | "rank"
-            | "replay_seeds"
-    )
+/// The first argument a `config` function would silently override (`faults`, `budget`,
+/// `prices`: what the trait's default `config` builds from), if one is given.
+fn config_overrides(parsed: &ScenarioArguments) -> Option<&'static str> {
+    [
+        ("faults", parsed.faults.is_some()),
+        ("budget", parsed.budget.is_some()),
+        ("prices", parsed.prices.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(name, given)| given.then_some(name))
 }
 
 /// `UpperCamel` as `snake_case`: the default name of a scenario struct.
@@ -314,4 +319,65 @@ pub(crate) fn expand(
 
         #replay
     })
+}
+
+/// Whether `key` is an argument that takes a value.
+fn is_known(key: &str) -> bool {
+    matches!(
+        key,
+        "name"
+            | "goal"
+            | "faults"
+            | "marks"
+            | "steering"
+            | "budget"
+            | "prices"
+            | "config"
+            | "run"
+            | "rank"
+            | "replay_seeds"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ScenarioArguments;
+
+    /// Arguments the parser refuses, each with the words its error must hold; and the
+    /// same shapes it accepts (the review's case: `config` beside `faults` was taken, and
+    /// the faults shown by `dst list` were never injected).
+    #[test]
+    fn config_beside_what_it_replaces_is_refused() {
+        let refused = [
+            (
+                "goal = \"g\", run = r, config = c, faults = []",
+                "`faults` beside it",
+            ),
+            (
+                "goal = \"g\", run = r, budget = b, config = c",
+                "`budget` beside it",
+            ),
+            (
+                "goal = \"g\", run = r, config = c, prices = p",
+                "`prices` beside it",
+            ),
+            (
+                "goal = \"g\", run = r, goal = \"h\"",
+                "`goal` is given twice",
+            ),
+        ];
+        for (arguments, words) in refused {
+            let error = syn::parse_str::<ScenarioArguments>(arguments)
+                .err()
+                .unwrap_or_else(|| panic!("accepted: {arguments}"));
+            assert!(error.to_string().contains(words), "{arguments}: {error}");
+        }
+        for accepted in [
+            "goal = \"g\", run = r, config = c, marks = [\"m\"], canary",
+            "goal = \"g\", run = r, faults = [], budget = b, prices = p",
+        ] {
+            syn::parse_str::<ScenarioArguments>(accepted)
+                .unwrap_or_else(|error| panic!("refused {accepted}: {error}"));
+        }
+    }
 }
