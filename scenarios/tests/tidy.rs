@@ -149,6 +149,15 @@ impl FunctionLengths<'_> {
     }
 }
 
+/// The name of the type an `impl` block is for (`Foo` of `impl Trait for a::Foo<T>`),
+/// `None` for a type that is not a path (a reference, a tuple).
+pub(crate) fn impl_owner(item: &syn::ItemImpl) -> Option<String> {
+    match &*item.self_ty {
+        syn::Type::Path(path) => path.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    }
+}
+
 /// Whether `attrs` hold `#[cfg(test)]`.
 pub(crate) fn is_test_only(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|attr| {
@@ -178,11 +187,7 @@ impl<'ast> Visit<'ast> for FunctionLengths<'_> {
         if is_test_only(&item.attrs) {
             return;
         }
-        let owner = match &*item.self_ty {
-            syn::Type::Path(path) => path.path.segments.last().map(|s| s.ident.to_string()),
-            _ => None,
-        };
-        let outer = std::mem::replace(&mut self.owner, owner);
+        let outer = std::mem::replace(&mut self.owner, impl_owner(item));
         syn::visit::visit_item_impl(self, item);
         self.owner = outer;
     }

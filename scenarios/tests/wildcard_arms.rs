@@ -29,7 +29,7 @@ use std::path::Path;
 
 use syn::visit::Visit;
 
-use crate::tidy::{is_test_only, rust_files};
+use crate::tidy::{impl_owner, is_test_only, rust_files};
 
 /// The library source trees (and the code users copy).
 const SOURCE_DIRS: [&str; 5] = [
@@ -255,11 +255,7 @@ impl<'ast> Visit<'ast> for CatchAlls<'_> {
         if is_test_only(&item.attrs) {
             return;
         }
-        let owner = match &*item.self_ty {
-            syn::Type::Path(path) => path.path.segments.last().map(|s| s.ident.to_string()),
-            _ => None,
-        };
-        let outer = std::mem::replace(&mut self.owner, owner);
+        let outer = std::mem::replace(&mut self.owner, impl_owner(item));
         syn::visit::visit_item_impl(self, item);
         self.owner = outer;
     }
