@@ -68,31 +68,22 @@ fn embedders(sim: &SimEnvironment) -> Vec<(&'static str, Arc<dyn Embedder>)> {
     ]
 }
 
-fn run(config: SimConfig, body: impl AsyncFn(SimEnvironment) -> Result<(), Violation> + Sync) {
-    let seed = config.seed;
-    let run = Simulation::new(config).run_seed(seed, &|sim| body(sim));
-    assert!(run.passed(), "{:?}", run.failure);
-}
-
-#[test]
-fn every_client_conforms_over_sim_network() {
-    for seed in [1, 2] {
-        run(SimConfig::new(seed), async |sim| {
-            for (name, embedder) in embedders(&sim) {
-                check_embedder(embedder.as_ref(), "sim-embed")
-                    .await
-                    .map_err(|e| Violation::new(format!("{name}: {e}")))?;
-            }
-            Ok(())
-        });
+#[umi_dst::test(seeds = [1, 2])]
+async fn every_client_conforms_over_sim_network(sim: SimEnvironment) -> Result<(), Violation> {
+    for (name, embedder) in embedders(&sim) {
+        check_embedder(embedder.as_ref(), "sim-embed")
+            .await
+            .map_err(|e| Violation::new(format!("{name}: {e}")))?;
     }
+    Ok(())
 }
 
 #[test]
 fn every_format_gives_the_models_vectors_at_every_seed() {
     let seen = Mutex::new(Vec::new());
-    for seed in [3, 4] {
-        run(SimConfig::new(seed), async |sim| {
+    Simulation::new(SimConfig::new(3))
+        .with_seeds([3, 4])
+        .run(async |sim| {
             let request = EmbeddingRequest::new("", vec!["hello world".into()]).with_dimensions(32);
             for (_, embedder) in embedders(&sim) {
                 let out = embedder.embed(&request).await?;
@@ -100,7 +91,6 @@ fn every_format_gives_the_models_vectors_at_every_seed() {
             }
             Ok(())
         });
-    }
     let expected = vec![embed_text("sim-embed", "hello world", 32)];
     let seen = seen.into_inner().unwrap();
     assert_eq!(seen.len(), 8);
@@ -109,7 +99,7 @@ fn every_format_gives_the_models_vectors_at_every_seed() {
 
 #[test]
 fn the_providers_refusals_are_typed() {
-    run(SimConfig::new(5), async |sim| {
+    Simulation::new(SimConfig::new(5)).run(async |sim| {
         let net = network(&sim);
         let client = EmbedClient::new(
             OpenAiEmbedConfig::new(timeout(), "sim-embed"),
@@ -176,15 +166,17 @@ const FAULT_CASES: [(FaultKind, LlmErrorKind); 6] = [
     (FaultKind::LlmTimeout, LlmErrorKind::Timeout),
 ];
 
-fn faulted(kind: FaultKind, seed: u64) -> SimConfig {
-    SimConfig::new(seed).with_fault(FaultConfig::always(kind).on_operation("llm.embed").unwrap())
+/// One fault kind on every `llm.embed` call (the seed is the run's).
+fn faulted(kind: FaultKind) -> SimConfig {
+    SimConfig::new(1).with_fault(FaultConfig::always(kind).on_operation("llm.embed").unwrap())
 }
 
 #[test]
 fn every_embed_fault_is_a_typed_error() {
     for (kind, expected) in FAULT_CASES {
-        for seed in 1..=4 {
-            run(faulted(kind, seed), async |sim| {
+        Simulation::new(faulted(kind))
+            .with_seeds(1..=4)
+            .run(async |sim| {
                 let inputs = vec!["alpha beta".into(), "gamma".into(), "delta epsilon".into()];
                 let request = EmbeddingRequest::new("", inputs).with_dimensions(16);
                 for (name, embedder) in embedders(&sim) {
@@ -202,7 +194,6 @@ fn every_embed_fault_is_a_typed_error() {
                 }
                 Ok(())
             });
-        }
     }
 }
 
@@ -211,8 +202,9 @@ fn every_embed_fault_is_a_typed_error() {
 #[test]
 fn gemini_single_content_faults_are_typed_errors() {
     for (kind, expected) in FAULT_CASES {
-        for seed in 1..=4 {
-            run(faulted(kind, seed), async |sim| {
+        Simulation::new(faulted(kind))
+            .with_seeds(1..=4)
+            .run(async |sim| {
                 let client = EmbedClient::new(gemini_config("sim-embed"), network(&sim), sim.env());
                 let request = EmbeddingRequest::new("", vec!["alpha".into()]).with_dimensions(16);
                 let outcome = client.embed(&request).await;
@@ -225,7 +217,6 @@ fn gemini_single_content_faults_are_typed_errors() {
                 }
                 Ok(())
             });
-        }
     }
 }
 
@@ -235,7 +226,7 @@ fn bad_request_saying(outcome: &Result<umi_core::llm::Embeddings, LlmError>, wor
 
 #[test]
 fn googles_refusals_are_typed() {
-    run(SimConfig::new(6), async |sim| {
+    Simulation::new(SimConfig::new(6)).run(async |sim| {
         let net = network(&sim);
         let client = |model: &str| EmbedClient::new(gemini_config(model), net.clone(), sim.env());
         let empty = client("sim-embed")

@@ -27,20 +27,6 @@ use umi_dst::{
     SimLlm, Simulation, Violation, ensure,
 };
 
-/// Runs `body` once per seed in `seeds`, failing the test with the report on a failure.
-fn for_seeds(
-    seeds: std::ops::Range<u64>,
-    faults: Vec<FaultConfig>,
-    body: impl AsyncFn(SimEnvironment) -> Result<(), Violation>,
-) {
-    let sim = Simulation::new(SimConfig::new(0))
-        .with_faults(faults)
-        .with_seeds(seeds);
-    if let Err(error) = sim.try_run(body) {
-        panic!("{error}");
-    }
-}
-
 fn instant(sim: &SimEnvironment) -> SimLlm {
     SimLlm::with_config(sim, SimLlmConfig::default().without_latency()).unwrap()
 }
@@ -92,25 +78,23 @@ fn sample_text(seed: u64) -> String {
 
 // ---- Determinism ------------------------------------------------------------------------
 
-#[test]
-fn answers_do_not_depend_on_call_order() {
-    for_seeds(0..20, vec![], async |sim| {
-        let first = extraction_request("Alice met Bob at Acme Corp.");
-        let second = rewrite_request("where does Alice work?");
-        let other = CompletionRequest::new(vec![Message::user("unrelated")]);
-        let a = SimLlm::new(&sim);
-        let a1 = a.complete(&first).await;
-        let a2 = a.complete(&second).await;
-        // A second model of the same run and id, called in another order with an extra
-        // call in between, answers the same.
-        let b = SimLlm::new(&sim);
-        let b2 = b.complete(&second).await;
-        let _ = b.complete(&other).await;
-        let b1 = b.complete(&first).await;
-        ensure!(a1 == b1, "first differs: {a1:?} vs {b1:?}");
-        ensure!(a2 == b2, "second differs");
-        Ok(())
-    });
+#[umi_dst::test(seeds = 0..20)]
+async fn answers_do_not_depend_on_call_order(sim: SimEnvironment) -> Result<(), Violation> {
+    let first = extraction_request("Alice met Bob at Acme Corp.");
+    let second = rewrite_request("where does Alice work?");
+    let other = CompletionRequest::new(vec![Message::user("unrelated")]);
+    let a = SimLlm::new(&sim);
+    let a1 = a.complete(&first).await;
+    let a2 = a.complete(&second).await;
+    // A second model of the same run and id, called in another order with an extra
+    // call in between, answers the same.
+    let b = SimLlm::new(&sim);
+    let b2 = b.complete(&second).await;
+    let _ = b.complete(&other).await;
+    let b1 = b.complete(&first).await;
+    ensure!(a1 == b1, "first differs: {a1:?} vs {b1:?}");
+    ensure!(a2 == b2, "second differs");
+    Ok(())
 }
 
 #[test]
@@ -147,112 +131,102 @@ fn repeated_requests_get_fresh_answers() {
 
 // ---- Generators through the real parsers (1,000 seeds each) -------------------------------
 
-#[test]
-fn extraction_answers_parse_for_1000_seeds() {
-    for_seeds(0..1000, vec![], async |sim| {
-        let text = sample_text(sim.seed());
-        let response = instant(&sim).complete(&extraction_request(&text)).await?;
-        let extraction = parse_extraction(&response.text)
-            .map_err(|e| Violation::new(format!("{text:?}: {e}")))?;
-        for entity in &extraction.entities {
-            ensure!(
-                entity.entity_type == EntityType::Note || text.contains(&entity.name),
-                "{} is not in {text:?}",
-                entity.name
-            );
-        }
-        Ok(())
-    });
-}
-
-#[test]
-fn extraction_falls_back_to_a_note() {
-    for_seeds(0..5, vec![], async |sim| {
-        let response = instant(&sim)
-            .complete(&extraction_request("nothing to see here"))
-            .await
-            .unwrap();
-        let extraction = parse_extraction(&response.text).unwrap();
-        ensure!(extraction.entities.len() == 1, "{extraction:?}");
-        let note = &extraction.entities[0];
+#[umi_dst::test(seeds = 0..1000)]
+async fn extraction_answers_parse_for_1000_seeds(sim: SimEnvironment) -> Result<(), Violation> {
+    let text = sample_text(sim.seed());
+    let response = instant(&sim).complete(&extraction_request(&text)).await?;
+    let extraction =
+        parse_extraction(&response.text).map_err(|e| Violation::new(format!("{text:?}: {e}")))?;
+    for entity in &extraction.entities {
         ensure!(
-            note.entity_type == EntityType::Note
-                && note.name.starts_with("Note_")
-                && note.name.len() == 13,
-            "{note:?}"
+            entity.entity_type == EntityType::Note || text.contains(&entity.name),
+            "{} is not in {text:?}",
+            entity.name
         );
-        ensure!(note.content == "nothing to see here", "{note:?}");
-        Ok(())
-    });
+    }
+    Ok(())
 }
 
-#[test]
-fn rewrite_answers_parse_for_1000_seeds() {
-    for_seeds(0..1000, vec![], async |sim| {
-        let query = format!(
-            "where did {}?",
-            sample_text(sim.seed()).trim_end_matches('.')
-        );
-        let response = instant(&sim)
-            .complete(&rewrite_request(&query))
-            .await
-            .unwrap();
-        let variants = parse_rewrite(&response.text)?;
-        ensure!(
-            variants[0] == query.trim(),
-            "the first variant is the query itself: {variants:?}"
-        );
-        Ok(())
-    });
+#[umi_dst::test(seeds = 0..5)]
+async fn extraction_falls_back_to_a_note(sim: SimEnvironment) -> Result<(), Violation> {
+    let response = instant(&sim)
+        .complete(&extraction_request("nothing to see here"))
+        .await
+        .unwrap();
+    let extraction = parse_extraction(&response.text).unwrap();
+    ensure!(extraction.entities.len() == 1, "{extraction:?}");
+    let note = &extraction.entities[0];
+    ensure!(
+        note.entity_type == EntityType::Note
+            && note.name.starts_with("Note_")
+            && note.name.len() == 13,
+        "{note:?}"
+    );
+    ensure!(note.content == "nothing to see here", "{note:?}");
+    Ok(())
 }
 
-#[test]
-fn evolution_answers_parse_for_1000_seeds() {
-    for_seeds(0..1000, vec![], async |sim| {
-        let mut rng = sim.rng("test.candidates");
-        let candidates: Vec<EvolutionCandidate> = (0..rng.below(4))
-            .map(|i| EvolutionCandidate {
-                id: format!("e{i}-{}", rng.below(1000)),
-                name: ["Alice", "Acme Corp", "Paris"][i as usize % 3].into(),
-                entity_type: EntityType::Person,
-                content: sample_text(sim.seed() + i),
-            })
-            .collect();
-        let subject = EvolutionSubject {
-            name: "Alice".into(),
+#[umi_dst::test(seeds = 0..1000)]
+async fn rewrite_answers_parse_for_1000_seeds(sim: SimEnvironment) -> Result<(), Violation> {
+    let query = format!(
+        "where did {}?",
+        sample_text(sim.seed()).trim_end_matches('.')
+    );
+    let response = instant(&sim)
+        .complete(&rewrite_request(&query))
+        .await
+        .unwrap();
+    let variants = parse_rewrite(&response.text)?;
+    ensure!(
+        variants[0] == query.trim(),
+        "the first variant is the query itself: {variants:?}"
+    );
+    Ok(())
+}
+
+#[umi_dst::test(seeds = 0..1000)]
+async fn evolution_answers_parse_for_1000_seeds(sim: SimEnvironment) -> Result<(), Violation> {
+    let mut rng = sim.rng("test.candidates");
+    let candidates: Vec<EvolutionCandidate> = (0..rng.below(4))
+        .map(|i| EvolutionCandidate {
+            id: format!("e{i}-{}", rng.below(1000)),
+            name: ["Alice", "Acme Corp", "Paris"][i as usize % 3].into(),
             entity_type: EntityType::Person,
-            content: sample_text(sim.seed()),
-        };
-        let response = instant(&sim)
-            .complete(&evolution_request(&subject, &candidates))
-            .await
-            .unwrap();
-        let detection = parse_evolution(&response.text, &candidates)?;
-        if let Some(id) = &detection.related_id {
-            let related = candidates.iter().find(|c| &c.id == id).unwrap();
-            let alices = candidates.iter().any(|c| c.name == "Alice");
-            ensure!(
-                !alices || related.name == "Alice",
-                "prefers the candidate named like the subject"
-            );
-        }
-        Ok(())
-    });
+            content: sample_text(sim.seed() + i),
+        })
+        .collect();
+    let subject = EvolutionSubject {
+        name: "Alice".into(),
+        entity_type: EntityType::Person,
+        content: sample_text(sim.seed()),
+    };
+    let response = instant(&sim)
+        .complete(&evolution_request(&subject, &candidates))
+        .await
+        .unwrap();
+    let detection = parse_evolution(&response.text, &candidates)?;
+    if let Some(id) = &detection.related_id {
+        let related = candidates.iter().find(|c| &c.id == id).unwrap();
+        let alices = candidates.iter().any(|c| c.name == "Alice");
+        ensure!(
+            !alices || related.name == "Alice",
+            "prefers the candidate named like the subject"
+        );
+    }
+    Ok(())
 }
 
-#[test]
-fn json_mode_answers_are_json() {
-    for_seeds(0..200, vec![], async |sim| {
-        let request =
-            CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]).with_json_output();
-        let response = instant(&sim).complete(&request).await.unwrap();
-        ensure!(
-            serde_json::from_str::<Value>(&response.text).is_ok_and(|v| v.is_object()),
-            "{:?}",
-            response.text
-        );
-        Ok(())
-    });
+#[umi_dst::test(seeds = 0..200)]
+async fn json_mode_answers_are_json(sim: SimEnvironment) -> Result<(), Violation> {
+    let request =
+        CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]).with_json_output();
+    let response = instant(&sim).complete(&request).await.unwrap();
+    ensure!(
+        serde_json::from_str::<Value>(&response.text).is_ok_and(|v| v.is_object()),
+        "{:?}",
+        response.text
+    );
+    Ok(())
 }
 
 // ---- Tool arguments -----------------------------------------------------------------------
@@ -366,170 +340,167 @@ fn tool_calls_validate_against_their_schemas_for_1000_seeds() {
     let validators = Arc::new(validators);
     let calls_seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (tools, seen) = (tools.clone(), calls_seen.clone());
-    for_seeds(0..1000, vec![], move |sim| {
-        let (tools, validators, seen) = (tools.clone(), validators.clone(), seen.clone());
-        async move {
-            let request =
-                CompletionRequest::new(vec![Message::user("plan my week")]).with_tools(tools);
-            let response = SimLlm::new(&sim).complete(&request).await?;
-            for call in &response.tool_calls {
-                let (_, check) = validators
-                    .iter()
-                    .find(|(name, _)| name == &call.name)
-                    .expect("offered tool");
+    Simulation::new(SimConfig::new(0))
+        .with_seeds(0..1000)
+        .run(move |sim| {
+            let (tools, validators, seen) = (tools.clone(), validators.clone(), seen.clone());
+            async move {
+                let request =
+                    CompletionRequest::new(vec![Message::user("plan my week")]).with_tools(tools);
+                let response = SimLlm::new(&sim).complete(&request).await?;
+                for call in &response.tool_calls {
+                    let (_, check) = validators
+                        .iter()
+                        .find(|(name, _)| name == &call.name)
+                        .expect("offered tool");
+                    ensure!(
+                        check.is_valid(&call.arguments),
+                        "{} {}",
+                        call.name,
+                        call.arguments
+                    );
+                    seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 ensure!(
-                    check.is_valid(&call.arguments),
-                    "{} {}",
-                    call.name,
-                    call.arguments
+                    response.tool_calls.is_empty()
+                        == (response.finish_reason != FinishReason::ToolCalls),
+                    "finish reason matches"
                 );
-                seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
             }
-            ensure!(
-                response.tool_calls.is_empty()
-                    == (response.finish_reason != FinishReason::ToolCalls),
-                "finish reason matches"
-            );
-            Ok(())
-        }
-    });
+        });
     assert!(
         calls_seen.load(std::sync::atomic::Ordering::Relaxed) > 900,
         "most seeds call tools"
     );
 }
 
-#[test]
-fn after_tool_results_the_model_answers_in_text() {
-    for_seeds(0..50, vec![], async |sim| {
-        let llm = instant(&sim);
-        let mut request =
-            CompletionRequest::new(vec![Message::user("weather?")]).with_tools(tool_schemas());
-        let first = llm.complete(&request).await.unwrap();
-        if first.tool_calls.is_empty() {
-            return Ok(());
-        }
-        request.messages.push(Message::assistant_tool_calls(
-            first.text.clone(),
-            first.tool_calls.clone(),
-        ));
-        for call in &first.tool_calls {
-            request
-                .messages
-                .push(Message::tool_result(call.id.clone(), "sunny, 21C", true));
-        }
-        let second = llm.complete(&request).await.unwrap();
-        ensure!(
-            second.tool_calls.is_empty() && second.text.contains("sunny"),
-            "{second:?}"
-        );
-        Ok(())
-    });
+#[umi_dst::test(seeds = 0..50)]
+async fn after_tool_results_the_model_answers_in_text(
+    sim: SimEnvironment,
+) -> Result<(), Violation> {
+    let llm = instant(&sim);
+    let mut request =
+        CompletionRequest::new(vec![Message::user("weather?")]).with_tools(tool_schemas());
+    let first = llm.complete(&request).await.unwrap();
+    if first.tool_calls.is_empty() {
+        return Ok(());
+    }
+    request.messages.push(Message::assistant_tool_calls(
+        first.text.clone(),
+        first.tool_calls.clone(),
+    ));
+    for call in &first.tool_calls {
+        request
+            .messages
+            .push(Message::tool_result(call.id.clone(), "sunny, 21C", true));
+    }
+    let second = llm.complete(&request).await.unwrap();
+    ensure!(
+        second.tool_calls.is_empty() && second.text.contains("sunny"),
+        "{second:?}"
+    );
+    Ok(())
 }
 
 // ---- Natural limits -------------------------------------------------------------------------
 
-#[test]
-fn prompts_over_the_window_overflow_with_the_real_count() {
-    for_seeds(0..5, vec![], async |sim| {
-        let small = SimLlmConfig::default().with_model(ModelRef::new("sim", "tiny", 64, 32));
-        let llm = SimLlm::with_config(&sim, small).unwrap();
-        let request = CompletionRequest::new(vec![Message::user("word ".repeat(80))]);
-        let expected = estimate_request_tokens(&request);
-        let error = llm.complete(&request).await.unwrap_err();
-        ensure!(
-            error
-                == LlmError::ContextOverflow {
-                    prompt_tokens: Some(expected),
-                    limit: Some(64)
-                },
-            "{error:?}"
-        );
-        Ok(())
-    });
+#[umi_dst::test(seeds = 0..5)]
+async fn prompts_over_the_window_overflow_with_the_real_count(
+    sim: SimEnvironment,
+) -> Result<(), Violation> {
+    let small = SimLlmConfig::default().with_model(ModelRef::new("sim", "tiny", 64, 32));
+    let llm = SimLlm::with_config(&sim, small).unwrap();
+    let request = CompletionRequest::new(vec![Message::user("word ".repeat(80))]);
+    let expected = estimate_request_tokens(&request);
+    let error = llm.complete(&request).await.unwrap_err();
+    ensure!(
+        error
+            == LlmError::ContextOverflow {
+                prompt_tokens: Some(expected),
+                limit: Some(64)
+            },
+        "{error:?}"
+    );
+    Ok(())
 }
 
-#[test]
-fn max_tokens_stop_sequences_and_usage_follow_the_estimator() {
-    for_seeds(0..100, vec![], async |sim| {
-        let llm = instant(&sim);
-        let request =
-            CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]).with_max_tokens(3);
-        let response = llm.complete(&request).await.unwrap();
-        ensure!(
-            response.finish_reason == FinishReason::Length,
-            "{response:?}"
-        );
-        ensure!(
-            response.usage.unwrap().completion_tokens <= 3
-                && estimate_text_tokens(&response.text) <= 3,
-            "{response:?}"
-        );
-        ensure!(
-            response.usage.unwrap().prompt_tokens == estimate_request_tokens(&request),
-            "prompt usage is the estimate"
-        );
+#[umi_dst::test(seeds = 0..100)]
+async fn max_tokens_stop_sequences_and_usage_follow_the_estimator(
+    sim: SimEnvironment,
+) -> Result<(), Violation> {
+    let llm = instant(&sim);
+    let request =
+        CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]).with_max_tokens(3);
+    let response = llm.complete(&request).await.unwrap();
+    ensure!(
+        response.finish_reason == FinishReason::Length,
+        "{response:?}"
+    );
+    ensure!(
+        response.usage.unwrap().completion_tokens <= 3 && estimate_text_tokens(&response.text) <= 3,
+        "{response:?}"
+    );
+    ensure!(
+        response.usage.unwrap().prompt_tokens == estimate_request_tokens(&request),
+        "prompt usage is the estimate"
+    );
 
-        let open = CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]);
-        let full = llm.complete(&open).await.unwrap();
-        ensure!(
-            full.usage.unwrap().completion_tokens == estimate_text_tokens(&full.text),
-            "completion usage is the estimate"
-        );
-        let stopped = llm
-            .complete(&open.clone().with_stop(vec![" ".into()]))
-            .await
-            .unwrap();
-        ensure!(
-            !stopped.text.contains(' ') && stopped.finish_reason == FinishReason::Stop,
-            "{stopped:?}"
-        );
-        Ok(())
-    });
+    let open = CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]);
+    let full = llm.complete(&open).await.unwrap();
+    ensure!(
+        full.usage.unwrap().completion_tokens == estimate_text_tokens(&full.text),
+        "completion usage is the estimate"
+    );
+    let stopped = llm
+        .complete(&open.clone().with_stop(vec![" ".into()]))
+        .await
+        .unwrap();
+    ensure!(
+        !stopped.text.contains(' ') && stopped.finish_reason == FinishReason::Stop,
+        "{stopped:?}"
+    );
+    Ok(())
 }
 
-#[test]
-fn empty_prompts_are_invalid() {
-    for_seeds(0..1, vec![], async |sim| {
-        let llm = SimLlm::new(&sim);
-        ensure!(
-            matches!(
-                llm.complete(&CompletionRequest::new(vec![])).await,
-                Err(LlmError::InvalidPrompt { .. })
-            ),
-            "empty list"
-        );
-        ensure!(
-            matches!(
-                llm.stream(&CompletionRequest::new(vec![Message::user("")]))
-                    .await,
-                Err(LlmError::InvalidPrompt { .. })
-            ),
-            "empty text"
-        );
-        Ok(())
-    });
+#[umi_dst::test(seeds = 0..1)]
+async fn empty_prompts_are_invalid(sim: SimEnvironment) -> Result<(), Violation> {
+    let llm = SimLlm::new(&sim);
+    ensure!(
+        matches!(
+            llm.complete(&CompletionRequest::new(vec![])).await,
+            Err(LlmError::InvalidPrompt { .. })
+        ),
+        "empty list"
+    );
+    ensure!(
+        matches!(
+            llm.stream(&CompletionRequest::new(vec![Message::user("")]))
+                .await,
+            Err(LlmError::InvalidPrompt { .. })
+        ),
+        "empty text"
+    );
+    Ok(())
 }
 
 // ---- Latency and streaming ------------------------------------------------------------------
 
-#[test]
-fn latency_is_simulated_and_bounded() {
-    for_seeds(0..100, vec![], async |sim| {
-        let env = sim.env();
-        let request = CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]);
-        let before = env.elapsed();
-        let response = SimLlm::new(&sim).complete(&request).await.unwrap();
-        let took = env.elapsed() - before;
-        let tokens = u64::from(response.usage.unwrap().completion_tokens) + 2;
-        let bound =
-            Duration::from_millis(LLM_LATENCY_MS_MAX + (tokens + 64) * LLM_TOKEN_LATENCY_MS_MAX);
-        ensure!(
-            took >= Duration::from_millis(50) && took <= bound,
-            "took {took:?}, bound {bound:?}"
-        );
-        Ok(())
-    });
+#[umi_dst::test(seeds = 0..100)]
+async fn latency_is_simulated_and_bounded(sim: SimEnvironment) -> Result<(), Violation> {
+    let env = sim.env();
+    let request = CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))]);
+    let before = env.elapsed();
+    let response = SimLlm::new(&sim).complete(&request).await.unwrap();
+    let took = env.elapsed() - before;
+    let tokens = u64::from(response.usage.unwrap().completion_tokens) + 2;
+    let bound =
+        Duration::from_millis(LLM_LATENCY_MS_MAX + (tokens + 64) * LLM_TOKEN_LATENCY_MS_MAX);
+    ensure!(
+        took >= Duration::from_millis(50) && took <= bound,
+        "took {took:?}, bound {bound:?}"
+    );
+    Ok(())
 }
 
 #[test]
@@ -635,31 +606,35 @@ fn complete_equals_collected_stream_under_faults() {
     ];
     let outcomes = |streamed: bool| {
         let seen = std::sync::Mutex::new(Vec::new());
-        for_seeds(0..150, faults.clone(), |sim: umi_dst::SimEnvironment| {
-            let seen = &seen;
-            async move {
-                let env = sim.env();
-                let request = CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))])
-                    .with_tools(if sim.seed().is_multiple_of(2) {
-                        tool_schemas()
+        Simulation::new(SimConfig::new(0))
+            .with_faults(faults.clone())
+            .with_seeds(0..150)
+            .run(|sim: umi_dst::SimEnvironment| {
+                let seen = &seen;
+                async move {
+                    let env = sim.env();
+                    let request =
+                        CompletionRequest::new(vec![Message::user(sample_text(sim.seed()))])
+                            .with_tools(if sim.seed().is_multiple_of(2) {
+                                tool_schemas()
+                            } else {
+                                vec![]
+                            });
+                    let llm = SimLlm::new(&sim);
+                    let outcome = if streamed {
+                        match llm.stream(&request).await {
+                            Err(error) => Err(error),
+                            Ok(stream) => StreamCollector::collect("sim-large", stream).await,
+                        }
                     } else {
-                        vec![]
-                    });
-                let llm = SimLlm::new(&sim);
-                let outcome = if streamed {
-                    match llm.stream(&request).await {
-                        Err(error) => Err(error),
-                        Ok(stream) => StreamCollector::collect("sim-large", stream).await,
-                    }
-                } else {
-                    llm.complete(&request).await
-                };
-                seen.lock()
-                    .unwrap()
-                    .push((sim.seed(), outcome, env.elapsed()));
-                Ok(())
-            }
-        });
+                        llm.complete(&request).await
+                    };
+                    seen.lock()
+                        .unwrap()
+                        .push((sim.seed(), outcome, env.elapsed()));
+                    Ok(())
+                }
+            });
         seen.into_inner().unwrap()
     };
     let (streamed, completed) = (outcomes(true), outcomes(false));
@@ -682,58 +657,59 @@ fn always(kind: FaultKind) -> Vec<FaultConfig> {
     vec![FaultConfig::always(kind)]
 }
 
-#[test]
-fn timeouts_stall_past_the_callers_deadline() {
-    for_seeds(0..3, always(FaultKind::LlmTimeout), async |sim| {
-        let env = sim.env();
-        let request = CompletionRequest::new(vec![Message::user("hi")]);
-        let llm = SimLlm::new(&sim);
-        let outcome = env
-            .timeout(Duration::from_secs(30), llm.complete(&request))
-            .await;
-        ensure!(
-            outcome.is_err() && env.elapsed() == Duration::from_secs(30),
-            "the caller's timeout fired at 30 s"
-        );
-        let error = llm.complete(&request).await.unwrap_err();
-        ensure!(
-            error == LlmError::Timeout { after_ms: 600_000 },
-            "{error:?}"
-        );
-        let immediate = SimLlm::with_config(
-            &sim,
-            SimLlmConfig::default().with_timeout_mode(TimeoutMode::Immediate),
-        )
-        .unwrap();
-        let before = env.elapsed();
-        ensure!(
-            matches!(
-                immediate.complete(&request).await,
-                Err(LlmError::Timeout { after_ms: 0 })
-            ),
-            "immediate"
-        );
-        ensure!(env.elapsed() == before, "no stall in immediate mode");
-        Ok(())
-    });
+#[umi_dst::test(seeds = 0..3, faults = [FaultConfig::always(FaultKind::LlmTimeout)])]
+async fn timeouts_stall_past_the_callers_deadline(sim: SimEnvironment) -> Result<(), Violation> {
+    let env = sim.env();
+    let request = CompletionRequest::new(vec![Message::user("hi")]);
+    let llm = SimLlm::new(&sim);
+    let outcome = env
+        .timeout(Duration::from_secs(30), llm.complete(&request))
+        .await;
+    ensure!(
+        outcome.is_err() && env.elapsed() == Duration::from_secs(30),
+        "the caller's timeout fired at 30 s"
+    );
+    let error = llm.complete(&request).await.unwrap_err();
+    ensure!(
+        error == LlmError::Timeout { after_ms: 600_000 },
+        "{error:?}"
+    );
+    let immediate = SimLlm::with_config(
+        &sim,
+        SimLlmConfig::default().with_timeout_mode(TimeoutMode::Immediate),
+    )
+    .unwrap();
+    let before = env.elapsed();
+    ensure!(
+        matches!(
+            immediate.complete(&request).await,
+            Err(LlmError::Timeout { after_ms: 0 })
+        ),
+        "immediate"
+    );
+    ensure!(env.elapsed() == before, "no stall in immediate mode");
+    Ok(())
 }
 
 #[test]
 fn refusing_faults_map_to_typed_errors() {
     let request = || CompletionRequest::new(vec![Message::user("hi")]);
-    for_seeds(0..20, always(FaultKind::LlmRateLimit), async move |sim| {
-        match SimLlm::new(&sim).stream(&request()).await {
-            Err(LlmError::RateLimit {
-                retry_after_ms: Some(ms),
-            }) => ensure!((500..=30_000).contains(&ms), "{ms}"),
-            other => return Err(Violation::new(format!("{:?}", other.err()))),
-        }
-        Ok(())
-    });
-    for_seeds(
-        0..3,
-        always(FaultKind::LlmServiceUnavailable),
-        async move |sim| {
+    Simulation::new(SimConfig::new(0))
+        .with_faults(always(FaultKind::LlmRateLimit))
+        .with_seeds(0..20)
+        .run(async move |sim| {
+            match SimLlm::new(&sim).stream(&request()).await {
+                Err(LlmError::RateLimit {
+                    retry_after_ms: Some(ms),
+                }) => ensure!((500..=30_000).contains(&ms), "{ms}"),
+                other => return Err(Violation::new(format!("{:?}", other.err()))),
+            }
+            Ok(())
+        });
+    Simulation::new(SimConfig::new(0))
+        .with_faults(always(FaultKind::LlmServiceUnavailable))
+        .with_seeds(0..3)
+        .run(async move |sim| {
             let error = SimLlm::new(&sim).stream(&request()).await.err();
             ensure!(
                 matches!(
@@ -746,12 +722,11 @@ fn refusing_faults_map_to_typed_errors() {
                 "{error:?}"
             );
             Ok(())
-        },
-    );
-    for_seeds(
-        0..3,
-        always(FaultKind::LlmContextOverflow),
-        async move |sim| {
+        });
+    Simulation::new(SimConfig::new(0))
+        .with_faults(always(FaultKind::LlmContextOverflow))
+        .with_seeds(0..3)
+        .run(async move |sim| {
             match SimLlm::new(&sim).stream(&request()).await.err() {
                 Some(LlmError::ContextOverflow {
                     prompt_tokens: Some(p),
@@ -760,34 +735,33 @@ fn refusing_faults_map_to_typed_errors() {
                 other => return Err(Violation::new(format!("{other:?}"))),
             }
             Ok(())
-        },
-    );
+        });
 }
 
 /// `llm.invalid_response` in process: the error a client returns for a body it cannot
 /// parse, on a plain turn, a tool turn and a structured one alike, streamed or not.
-#[test]
-fn invalid_responses_are_bodies_that_do_not_parse() {
-    for_seeds(0..100, always(FaultKind::LlmInvalidResponse), async |sim| {
-        let plain = CompletionRequest::new(vec![Message::user("Plan the week.")]);
-        let tools = CompletionRequest::new(vec![Message::user("go")]).with_tools(tool_schemas());
-        let structured = extraction_request("Alice joined Acme Corp.");
-        for request in [plain, tools, structured] {
-            let outcome = instant(&sim).complete(&request).await;
-            ensure!(
-                matches!(&outcome, Err(LlmError::InvalidResponse { reason, .. }) if reason.contains("could not be parsed")),
-                "{outcome:?}"
-            );
-        }
-        let corrupt = sim
-            .trace()
-            .tail()
-            .iter()
-            .filter(|e| e.kind == "llm.corrupt")
-            .count();
-        ensure!(corrupt == 3, "{corrupt} llm.corrupt events");
-        Ok(())
-    });
+#[umi_dst::test(seeds = 0..100, faults = [FaultConfig::always(FaultKind::LlmInvalidResponse)])]
+async fn invalid_responses_are_bodies_that_do_not_parse(
+    sim: SimEnvironment,
+) -> Result<(), Violation> {
+    let plain = CompletionRequest::new(vec![Message::user("Plan the week.")]);
+    let tools = CompletionRequest::new(vec![Message::user("go")]).with_tools(tool_schemas());
+    let structured = extraction_request("Alice joined Acme Corp.");
+    for request in [plain, tools, structured] {
+        let outcome = instant(&sim).complete(&request).await;
+        ensure!(
+            matches!(&outcome, Err(LlmError::InvalidResponse { reason, .. }) if reason.contains("could not be parsed")),
+            "{outcome:?}"
+        );
+    }
+    let corrupt = sim
+        .trace()
+        .tail()
+        .iter()
+        .filter(|e| e.kind == "llm.corrupt")
+        .count();
+    ensure!(corrupt == 3, "{corrupt} llm.corrupt events");
+    Ok(())
 }
 
 /// `llm.wrong_content`: a well-formed answer the real parsers refuse, in each of its
@@ -795,28 +769,31 @@ fn invalid_responses_are_bodies_that_do_not_parse() {
 #[test]
 fn wrong_content_is_refused_by_the_real_parsers() {
     let kinds = std::sync::Mutex::new(std::collections::BTreeSet::new());
-    for_seeds(0..200, always(FaultKind::LlmWrongContent), |sim| {
-        let kinds = &kinds;
-        async move {
-            let response = instant(&sim)
-                .complete(&extraction_request("Alice joined Acme Corp."))
-                .await
-                .unwrap();
-            ensure!(
-                parse_extraction(&response.text).is_err(),
-                "a broken answer parsed: {:?}",
-                response.text
-            );
-            let tail = sim.trace().tail();
-            let corruption = tail
-                .iter()
-                .find(|e| e.kind == "llm.corrupt")
-                .map(|e| e.detail.clone())
-                .unwrap();
-            kinds.lock().unwrap().insert(corruption);
-            Ok(())
-        }
-    });
+    Simulation::new(SimConfig::new(0))
+        .with_faults(always(FaultKind::LlmWrongContent))
+        .with_seeds(0..200)
+        .run(|sim| {
+            let kinds = &kinds;
+            async move {
+                let response = instant(&sim)
+                    .complete(&extraction_request("Alice joined Acme Corp."))
+                    .await
+                    .unwrap();
+                ensure!(
+                    parse_extraction(&response.text).is_err(),
+                    "a broken answer parsed: {:?}",
+                    response.text
+                );
+                let tail = sim.trace().tail();
+                let corruption = tail
+                    .iter()
+                    .find(|e| e.kind == "llm.corrupt")
+                    .map(|e| e.detail.clone())
+                    .unwrap();
+                kinds.lock().unwrap().insert(corruption);
+                Ok(())
+            }
+        });
     assert_eq!(
         kinds.into_inner().unwrap().len(),
         3,
@@ -824,30 +801,28 @@ fn wrong_content_is_refused_by_the_real_parsers() {
     );
 }
 
-#[test]
-fn broken_tool_arguments_fail_in_the_collector() {
-    for_seeds(0..200, always(FaultKind::LlmWrongContent), async |sim| {
-        let request = CompletionRequest::new(vec![Message::user("go")]).with_tools(tool_schemas());
-        match instant(&sim).complete(&request).await {
-            Err(LlmError::Json { what, .. }) => {
-                ensure!(what.contains("arguments of tool call"), "{what}");
-            }
-            Ok(response) => {
-                let offered = tool_schemas();
-                let unknown = response
-                    .tool_calls
-                    .iter()
-                    .any(|c| !offered.iter().any(|t| t.name == c.name));
-                // Wrong shape names a tool never offered; empty drops the calls.
-                ensure!(
-                    unknown || response.tool_calls.is_empty(),
-                    "a corrupted answer looks valid: {response:?}"
-                );
-            }
-            Err(other) => return Err(Violation::new(other.to_string())),
+#[umi_dst::test(seeds = 0..200, faults = [FaultConfig::always(FaultKind::LlmWrongContent)])]
+async fn broken_tool_arguments_fail_in_the_collector(sim: SimEnvironment) -> Result<(), Violation> {
+    let request = CompletionRequest::new(vec![Message::user("go")]).with_tools(tool_schemas());
+    match instant(&sim).complete(&request).await {
+        Err(LlmError::Json { what, .. }) => {
+            ensure!(what.contains("arguments of tool call"), "{what}");
         }
-        Ok(())
-    });
+        Ok(response) => {
+            let offered = tool_schemas();
+            let unknown = response
+                .tool_calls
+                .iter()
+                .any(|c| !offered.iter().any(|t| t.name == c.name));
+            // Wrong shape names a tool never offered; empty drops the calls.
+            ensure!(
+                unknown || response.tool_calls.is_empty(),
+                "a corrupted answer looks valid: {response:?}"
+            );
+        }
+        Err(other) => return Err(Violation::new(other.to_string())),
+    }
+    Ok(())
 }
 
 #[test]
@@ -897,89 +872,83 @@ fn stream_cuts_end_streams_early() {
     );
 }
 
-#[test]
-fn rate_limit_model_returns_the_real_wait() {
-    for_seeds(0..3, vec![], async |sim| {
-        let env = sim.env();
-        let limited = SimLlmConfig::default()
-            .without_latency()
-            .with_rate_limit(RateLimitModel {
-                requests_per_minute: 2,
-                tokens_per_minute: 100_000,
-            });
-        let llm = SimLlm::with_config(&sim, limited).unwrap();
-        let request = CompletionRequest::new(vec![Message::user("hi")]);
-        llm.complete(&request).await.unwrap();
-        env.sleep(Duration::from_secs(15)).await;
-        llm.complete(&request).await.unwrap();
-        let error = llm.complete(&request).await.unwrap_err();
-        ensure!(
-            error
-                == LlmError::RateLimit {
-                    retry_after_ms: Some(45_000)
-                },
-            "{error:?}"
-        );
-        env.sleep(Duration::from_millis(44_999)).await;
-        ensure!(
-            llm.complete(&request).await.is_err(),
-            "one ms early is still too early"
-        );
-        env.sleep(Duration::from_millis(1)).await;
-        ensure!(
-            llm.complete(&request).await.is_ok(),
-            "admitted once the wait is over"
-        );
-        Ok(())
-    });
+#[umi_dst::test(seeds = 0..3)]
+async fn rate_limit_model_returns_the_real_wait(sim: SimEnvironment) -> Result<(), Violation> {
+    let env = sim.env();
+    let limited = SimLlmConfig::default()
+        .without_latency()
+        .with_rate_limit(RateLimitModel {
+            requests_per_minute: 2,
+            tokens_per_minute: 100_000,
+        });
+    let llm = SimLlm::with_config(&sim, limited).unwrap();
+    let request = CompletionRequest::new(vec![Message::user("hi")]);
+    llm.complete(&request).await.unwrap();
+    env.sleep(Duration::from_secs(15)).await;
+    llm.complete(&request).await.unwrap();
+    let error = llm.complete(&request).await.unwrap_err();
+    ensure!(
+        error
+            == LlmError::RateLimit {
+                retry_after_ms: Some(45_000)
+            },
+        "{error:?}"
+    );
+    env.sleep(Duration::from_millis(44_999)).await;
+    ensure!(
+        llm.complete(&request).await.is_err(),
+        "one ms early is still too early"
+    );
+    env.sleep(Duration::from_millis(1)).await;
+    ensure!(
+        llm.complete(&request).await.is_ok(),
+        "admitted once the wait is over"
+    );
+    Ok(())
 }
 
 // ---- User routes ----------------------------------------------------------------------------
 
-#[test]
-fn user_routes_come_first_and_are_traced() {
-    for_seeds(0..3, vec![], async |sim| {
-        let llm = instant(&sim)
-            .with_route(FnRoute::for_task("memory.extract_entities", |_, rng| {
-                Generated::json(format!("{{\"custom\": {}}}", rng.below(10)))
-            }));
-        let response = llm.complete(&extraction_request("Alice")).await.unwrap();
-        ensure!(
-            response.text.starts_with("{\"custom\": "),
-            "{}",
-            response.text
-        );
-        let traced =
-            sim.trace().tail().iter().any(|e| {
-                e.kind == "llm.call" && e.detail.contains("route=memory.extract_entities")
-            });
-        ensure!(traced, "the chosen route is in the trace");
-        ensure!(
-            llm.route_name(&rewrite_request("q")) == "rewrite_query",
-            "built-ins still answer the rest"
-        );
-        Ok(())
-    });
+#[umi_dst::test(seeds = 0..3)]
+async fn user_routes_come_first_and_are_traced(sim: SimEnvironment) -> Result<(), Violation> {
+    let llm = instant(&sim).with_route(FnRoute::for_task("memory.extract_entities", |_, rng| {
+        Generated::json(format!("{{\"custom\": {}}}", rng.below(10)))
+    }));
+    let response = llm.complete(&extraction_request("Alice")).await.unwrap();
+    ensure!(
+        response.text.starts_with("{\"custom\": "),
+        "{}",
+        response.text
+    );
+    let traced = sim
+        .trace()
+        .tail()
+        .iter()
+        .any(|e| e.kind == "llm.call" && e.detail.contains("route=memory.extract_entities"));
+    ensure!(traced, "the chosen route is in the trace");
+    ensure!(
+        llm.route_name(&rewrite_request("q")) == "rewrite_query",
+        "built-ins still answer the rest"
+    );
+    Ok(())
 }
 
-#[test]
-fn oversized_route_output_names_the_route() {
-    for_seeds(0..1, vec![], async |sim| {
-        let llm = instant(&sim).with_route(FnRoute::new(
-            "firehose",
-            |_| true,
-            |_, _| Generated::text("x".repeat(600 * 1024)),
-        ));
-        let error = llm
-            .complete(&CompletionRequest::new(vec![Message::user("q")]))
-            .await
-            .unwrap_err();
-        ensure!(
-            error.to_string().contains("output of route \"firehose\""),
-            "{error}"
-        );
-        Ok(())
-    });
+#[umi_dst::test(seeds = 0..1)]
+async fn oversized_route_output_names_the_route(sim: SimEnvironment) -> Result<(), Violation> {
+    let llm = instant(&sim).with_route(FnRoute::new(
+        "firehose",
+        |_| true,
+        |_, _| Generated::text("x".repeat(600 * 1024)),
+    ));
+    let error = llm
+        .complete(&CompletionRequest::new(vec![Message::user("q")]))
+        .await
+        .unwrap_err();
+    ensure!(
+        error.to_string().contains("output of route \"firehose\""),
+        "{error}"
+    );
+    Ok(())
 }
 
 #[test]
@@ -1138,49 +1107,51 @@ fn simllm_keeps_what_is_wrong_with_the_tool_results_it_is_sent() {
     use umi_core::llm::ToolCall;
     use umi_dst::checkers::tool_results::check_tool_results;
 
-    for_seeds(0..3, Vec::new(), async |sim| {
-        let llm = instant(&sim);
-        let turn = Message::Assistant {
-            content: String::new(),
-            tool_calls: vec![ToolCall::new("call_1", "pay", json!({}))],
-        };
-        let well_formed = vec![
-            Message::user("pay"),
-            turn.clone(),
-            Message::tool_result("call_1", "paid", true),
-        ];
-        llm.complete(&CompletionRequest::new(well_formed))
-            .await
-            .ok();
-        ensure!(
-            check_tool_results(&llm).is_ok(),
-            "{:?}",
-            llm.tool_result_problems()
-        );
-        let twice = vec![
-            Message::user("pay"),
-            turn.clone(),
-            Message::tool_result("call_1", "paid", true),
-            Message::tool_result("call_1", "paid", true),
-        ];
-        let _ = llm.stream(&CompletionRequest::new(twice)).await;
-        let never = vec![Message::user("pay"), turn, Message::user("well?")];
-        llm.complete(&CompletionRequest::new(never)).await.ok();
-        let problems = llm.tool_result_problems();
-        ensure!(problems.len() == 2, "{problems:?}");
-        ensure!(
-            problems[0].contains("\"call_1\" has 2 results"),
-            "{problems:?}"
-        );
-        ensure!(
-            problems[1].contains("\"call_1\" has 0 results"),
-            "{problems:?}"
-        );
-        let violation = check_tool_results(&llm).expect_err("the run fails");
-        ensure!(
-            violation.to_string().contains("tool results wrong"),
-            "{violation}"
-        );
-        Ok(())
-    });
+    Simulation::new(SimConfig::new(0))
+        .with_seeds(0..3)
+        .run(async |sim| {
+            let llm = instant(&sim);
+            let turn = Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall::new("call_1", "pay", json!({}))],
+            };
+            let well_formed = vec![
+                Message::user("pay"),
+                turn.clone(),
+                Message::tool_result("call_1", "paid", true),
+            ];
+            llm.complete(&CompletionRequest::new(well_formed))
+                .await
+                .ok();
+            ensure!(
+                check_tool_results(&llm).is_ok(),
+                "{:?}",
+                llm.tool_result_problems()
+            );
+            let twice = vec![
+                Message::user("pay"),
+                turn.clone(),
+                Message::tool_result("call_1", "paid", true),
+                Message::tool_result("call_1", "paid", true),
+            ];
+            let _ = llm.stream(&CompletionRequest::new(twice)).await;
+            let never = vec![Message::user("pay"), turn, Message::user("well?")];
+            llm.complete(&CompletionRequest::new(never)).await.ok();
+            let problems = llm.tool_result_problems();
+            ensure!(problems.len() == 2, "{problems:?}");
+            ensure!(
+                problems[0].contains("\"call_1\" has 2 results"),
+                "{problems:?}"
+            );
+            ensure!(
+                problems[1].contains("\"call_1\" has 0 results"),
+                "{problems:?}"
+            );
+            let violation = check_tool_results(&llm).expect_err("the run fails");
+            ensure!(
+                violation.to_string().contains("tool results wrong"),
+                "{violation}"
+            );
+            Ok(())
+        });
 }
