@@ -85,6 +85,33 @@ fn the_registry_keeps_the_sweep_order() {
     assert!(names(umi_scenarios::deep_canaries()).starts_with(&REGISTRY_ORDER[22..25]));
 }
 
+/// Every declaration records where it is, what a duplicate name's error names (the
+/// check itself is `umi_dst::scenario`'s table test, on a planted list): each place's
+/// `file:line` holds a `#[umi_dst::scenario` attribute in a module of this crate, and the
+/// real registry passes the check `registered()` runs.
+#[test]
+fn every_declaration_names_its_place() {
+    let declared = umi_dst::scenario::declarations();
+    assert!(declared.len() >= REGISTRY_ORDER.len(), "{declared:?}");
+    assert_eq!(umi_dst::scenario::check_unique_names(&declared), Ok(()));
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap();
+    for (name, at) in &declared {
+        let source = std::fs::read_to_string(workspace.join(at.file))
+            .unwrap_or_else(|error| panic!("{name} at {at}: {error}"));
+        let line = source
+            .lines()
+            .nth(at.line as usize - 1)
+            .unwrap_or_else(|| panic!("{name} at {at}: no such line"));
+        assert!(
+            line.trim_start().starts_with("#[umi_dst::scenario"),
+            "{name} at {at}: {line}"
+        );
+        assert!(at.module.starts_with("umi_scenarios::"), "{name} at {at}");
+    }
+}
+
 /// The checked-in cassette of `cassette_agent` is what recording its workload gives
 /// today (fault-free, on `RECORDING_SEED`): a change to the agent, the client or SimLLM
 /// that changes the conversation shows here, not as misses in a sweep.

@@ -314,7 +314,15 @@ pub(crate) fn expand(
         }
 
         ::umi_dst::__private::inventory::submit! {
-            ::umi_dst::scenario::Registration { rank: #rank, scenario: &#ident }
+            ::umi_dst::scenario::Registration {
+                rank: #rank,
+                scenario: &#ident,
+                at: ::umi_dst::scenario::DeclaredAt {
+                    module: ::core::module_path!(),
+                    file: ::core::file!(),
+                    line: ::core::line!(),
+                },
+            }
         }
 
         #replay

@@ -169,6 +169,78 @@ pub struct Registration {
     pub rank: u32,
     /// The scenario.
     pub scenario: &'static (dyn Scenario + 'static),
+    /// Where it is declared (what a duplicate name's error shows).
+    pub at: DeclaredAt,
+}
+
+/// Where a scenario is declared: the declaration's `module_path!()`, `file!()` and
+/// `line!()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeclaredAt {
+    /// The module (`my_crate::scenarios::retries`).
+    pub module: &'static str,
+    /// The source file, as `file!()` names it.
+    pub file: &'static str,
+    /// The line of the `#[umi_dst::scenario]` attribute.
+    pub line: u32,
+}
+
+impl std::fmt::Display for DeclaredAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}:{})", self.module, self.file, self.line)
+    }
+}
+
+/// Two scenarios declared with one name. A seed file names its scenario (`seeds/<name>.seeds`)
+/// and `--scenario NAME` picks one, so a name is a key: the registry refuses a second.
+///
+/// Found when the registry is first read (each declared scenario's replay test, `dst
+/// list`, a sweep), not at compile time: the declarations may be in different crates,
+/// which only the linker brings together, and `inventory` collects them at run time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "two scenarios are declared with the name `{name}`: at {first} and at {second} \
+     (a scenario's name keys its seed file; rename one with `name = \"...\"`)"
+)]
+pub struct DuplicateScenario {
+    /// The name both declare.
+    pub name: &'static str,
+    /// The first declaration, in [`DeclaredAt`] order (module, file, line).
+    pub first: DeclaredAt,
+    /// The second.
+    pub second: DeclaredAt,
+}
+
+/// The first name two of `declared` share, with both places; `Ok` when every name is
+/// unique. The registry's check, apart so a table test can plant a duplicate.
+pub fn check_unique_names(
+    declared: &[(&'static str, DeclaredAt)],
+) -> Result<(), DuplicateScenario> {
+    let mut sorted: Vec<(&'static str, DeclaredAt)> = declared.to_vec();
+    sorted.sort_by_key(|(name, at)| (*name, at.module, at.file, at.line));
+    match sorted.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        Some([(name, first), (_, second)]) => Err(DuplicateScenario {
+            name,
+            first: *first,
+            second: *second,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The name and place of every scenario declared in the crates linked into this binary,
+/// in the registry's collection order (unchecked: [`registered`] checks them).
+pub fn declarations() -> Vec<(&'static str, DeclaredAt)> {
+    inventory::iter::<Registration>
+        .into_iter()
+        .map(|registration| (registration.scenario.name(), registration.at))
+        .collect()
+}
+
+/// Every declaration, checked: a duplicate name is an error naming both declarations.
+fn checked_registry() -> Result<Vec<&'static Registration>, DuplicateScenario> {
+    check_unique_names(&declarations())?;
+    Ok(inventory::iter::<Registration>.into_iter().collect())
 }
 
 inventory::collect!(Registration);
@@ -187,15 +259,10 @@ inventory::collect!(Registration);
 /// # Panics
 ///
 /// If two declarations share a name (a seed file names its scenario, so the name is the
-/// key of its corpus).
+/// key of its corpus), with both declarations' places ([`DuplicateScenario`]).
 pub fn registered() -> Vec<Arc<dyn Scenario>> {
-    let mut declared: Vec<&Registration> = inventory::iter::<Registration>.into_iter().collect();
+    let mut declared = checked_registry().unwrap_or_else(|duplicate| panic!("{duplicate}"));
     declared.sort_by_key(|registration| (registration.rank, registration.scenario.name()));
-    let mut names: Vec<&str> = declared.iter().map(|r| r.scenario.name()).collect();
-    names.sort_unstable();
-    if let Some(twice) = names.windows(2).find(|pair| pair[0] == pair[1]) {
-        panic!("two scenarios are declared with the name `{}`", twice[0]);
-    }
     declared
         .into_iter()
         .map(|registration| Arc::new(Declared(registration.scenario)) as Arc<dyn Scenario>)
@@ -242,16 +309,62 @@ impl Scenario for Declared {
 }
 
 /// A declared scenario's replay test (what `#[umi_dst::scenario]` writes): its kept
-/// seeds and seeds 1 to `seeds`, from the declaring crate's own `seeds/` directory
-/// (`manifest_dir/seeds`) when it has one, else the workspace's.
+/// seeds and seeds 1 to `seeds`, from the seeds directory
+/// [`find_seeds_dir`](crate::corpus::find_seeds_dir) finds from the declaring crate
+/// (`manifest_dir`): its own `seeds/` when it has one, else the workspace's; the
+/// directory `dst sweep` records into when run in that crate.
+///
+/// A name declared twice in the binary fails every such test, naming both declarations,
+/// before any seed runs.
 #[doc(hidden)]
 pub fn replay_declared(scenario: &dyn Scenario, manifest_dir: &str, seeds: u64) {
+    if let Err(duplicate) = checked_registry() {
+        panic!("{duplicate}");
+    }
     let manifest_dir = std::path::Path::new(manifest_dir);
-    let own = manifest_dir.join("seeds");
-    let seeds_dir = if own.is_dir() {
-        own
-    } else {
-        crate::corpus::find_seeds_dir(manifest_dir).unwrap_or(own)
-    };
+    let seeds_dir = crate::corpus::find_seeds_dir(manifest_dir)
+        .unwrap_or_else(|| manifest_dir.join("seeds"));
     test_scenario_in(scenario, &seeds_dir, seeds);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DeclaredAt, check_unique_names};
+
+    const fn at(module: &'static str, file: &'static str, line: u32) -> DeclaredAt {
+        DeclaredAt { module, file, line }
+    }
+
+    /// A planted duplicate is refused naming both declarations (module, file and line),
+    /// whatever the order the registry collected them in; unique names pass.
+    #[test]
+    fn a_name_declared_twice_names_both_places() {
+        let retries = at("app::retries", "src/retries.rs", 12);
+        let copy = at("app::copy::retries", "src/copy.rs", 40);
+        let other = at("app::other", "src/other.rs", 3);
+        let duplicated = [
+            vec![("retries", retries), ("other", other), ("retries", copy)],
+            vec![("retries", copy), ("retries", retries)],
+            vec![("a", other), ("retries", copy), ("b", other), ("retries", retries)],
+        ];
+        for declared in duplicated {
+            let error = check_unique_names(&declared).unwrap_err();
+            assert_eq!(error.name, "retries", "{declared:?}");
+            let message = error.to_string();
+            for place in [
+                "app::retries (src/retries.rs:12)",
+                "app::copy::retries (src/copy.rs:40)",
+            ] {
+                assert!(message.contains(place), "{place} in: {message}");
+            }
+            assert!(message.contains("`retries`"), "{message}");
+        }
+        for unique in [
+            vec![],
+            vec![("retries", retries)],
+            vec![("retries", retries), ("retries_too", copy), ("other", other)],
+        ] {
+            assert_eq!(check_unique_names(&unique), Ok(()), "{unique:?}");
+        }
+    }
 }
