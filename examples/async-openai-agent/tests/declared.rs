@@ -47,3 +47,40 @@ fn a_scenario_declared_in_one_file_is_listed_and_swept() {
     assert_eq!(scenarios[0]["name"], "weather_agent", "{report}");
     assert_eq!(scenarios[0]["seeds_run"], SWEEP_SEEDS, "{report}");
 }
+
+/// The sweep records where the replay test reads: `agent-dst sweep` run in this crate
+/// would record a failing seed into the seeds directory `weather_agent`'s generated
+/// replay test replays (this crate's own `seeds/`), found by one rule
+/// (`umi_dst::corpus::find_seeds_dir`) from the working directory on one side and from
+/// the crate on the other. Before, the sweep recorded into the workspace's `seeds/`
+/// while the replay read this crate's: a recorded seed was never replayed.
+#[test]
+fn the_sweep_records_where_the_replay_test_reads() {
+    let manifest_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let replayed = umi_dst::corpus::find_seeds_dir(manifest_dir).unwrap();
+    assert_eq!(
+        replayed,
+        manifest_dir.join("seeds"),
+        "the crate keeps its own seeds/, and its replay test reads them"
+    );
+    let report = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("declared-record-{}.json", std::process::id()));
+    // Recording on (no --no-record), over seeds that pass: nothing is written, and the
+    // report says where a failing seed would have gone.
+    let swept = Command::new(AGENT_DST)
+        .current_dir(manifest_dir.join("src"))
+        .args(["sweep", "--seeds", &SWEEP_SEEDS.to_string(), "--jobs", "1"])
+        .args(["--quiet", "--report"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(swept.status.success(), "{swept:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(report["seeds_recorded"], 0, "{report}");
+    assert_eq!(
+        report["seeds_dir"].as_str().map(std::path::PathBuf::from),
+        Some(replayed),
+        "{report}"
+    );
+}

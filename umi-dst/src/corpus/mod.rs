@@ -363,27 +363,36 @@ pub fn corpus_path(dir: &Path, name: &str) -> Result<PathBuf, CorpusError> {
     Ok(dir.join(format!("{name}.seeds")))
 }
 
-/// Where seeds are kept: the `seeds/` of the nearest ancestor of `start` whose
-/// `Cargo.toml` declares `[workspace]`; in a project that is not a workspace, the `seeds/`
-/// of the nearest crate (an ancestor with a `Cargo.toml`). The directory need not exist
-/// yet (recording creates it). `None` outside any cargo project.
+/// Where seeds are kept, found from `start` (a crate's directory for its tests, the
+/// working directory for `dst sweep`), one rule for the side that records and the side
+/// that replays:
+/// 1. the `seeds/` directory of the nearest package at or above `start` that has one
+///    (a crate that keeps its own seeds, as `examples/async-openai-agent` does);
+/// 2. else the `seeds/` of the workspace (the nearest ancestor whose `Cargo.toml`
+///    declares `[workspace]`);
+/// 3. else, in a project that is not a workspace, the `seeds/` of the nearest crate.
+///
+/// The search stops at the workspace root. The directory need not exist in cases 2 and
+/// 3 (recording creates it). `None` outside any cargo project.
 pub fn find_seeds_dir(start: &Path) -> Option<PathBuf> {
     let mut nearest_crate = None;
     for dir in start.ancestors() {
         let Ok(manifest) = fs::read_to_string(dir.join("Cargo.toml")) else {
             continue;
         };
-        if manifest.contains("[workspace]") {
-            return Some(dir.join("seeds"));
+        let seeds = dir.join("seeds");
+        if seeds.is_dir() || manifest.contains("[workspace]") {
+            return Some(seeds);
         }
-        nearest_crate.get_or_insert_with(|| dir.join("seeds"));
+        nearest_crate.get_or_insert(seeds);
     }
     nearest_crate
 }
 
 /// The corpus file of a test named `name` in the crate at `manifest_dir`:
 /// `<seeds dir>/<name>.seeds`, the seeds dir found as [`find_seeds_dir`] finds it (the
-/// workspace's `seeds/`, else the crate's). What `#[umi_dst::test]` replays.
+/// crate's own `seeds/` if it has one, else the workspace's). What `#[umi_dst::test]`
+/// replays.
 pub fn test_corpus_path(manifest_dir: &str, name: &str) -> PathBuf {
     find_seeds_dir(Path::new(manifest_dir))
         .unwrap_or_else(|| PathBuf::from("seeds"))
@@ -547,6 +556,33 @@ mod tests {
         )
         .unwrap();
         assert_eq!(find_seeds_dir(&krate.join("src")), Some(root.join("seeds")));
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    /// A crate that keeps its own `seeds/` is found from inside it (its tests, a sweep
+    /// run in it); from the workspace root, or from a member without one, the
+    /// workspace's is. Before, a sweep run inside such a crate recorded into the
+    /// workspace's `seeds/` while the crate's replay tests read its own.
+    #[test]
+    fn a_crate_with_its_own_seeds_keeps_them() {
+        let root = temp_dir("own");
+        let own = root.join("agent");
+        let plain = root.join("core");
+        for krate in [&own, &plain] {
+            fs::create_dir_all(krate.join("src")).unwrap();
+            fs::write(krate.join("Cargo.toml"), "[package]\n").unwrap();
+        }
+        fs::write(root.join("Cargo.toml"), "[workspace]\n").unwrap();
+        fs::create_dir_all(own.join("seeds")).unwrap();
+        let cases = [
+            (own.join("src"), own.join("seeds")),
+            (own.clone(), own.join("seeds")),
+            (plain.join("src"), root.join("seeds")),
+            (root.clone(), root.join("seeds")),
+        ];
+        for (start, expected) in cases {
+            assert_eq!(find_seeds_dir(&start), Some(expected), "from {start:?}");
+        }
         fs::remove_dir_all(root).unwrap();
     }
 

@@ -34,7 +34,7 @@ pub(super) struct MergeArgs {
     /// Exit 2 when a shard of the sweep is missing (the merged report says which).
     #[arg(long)]
     require_complete: bool,
-    /// The seed corpus for --fail-on-new (default: the workspace's seeds/).
+    /// The seed corpus for --fail-on-new (default: as `sweep --seeds-dir`'s).
     #[arg(long)]
     seeds_dir: Option<PathBuf>,
 }

@@ -138,6 +138,9 @@ fn fail(message: &str) -> ExitCode {
     exit(EXIT_CODE_BAD_ARGUMENTS)
 }
 
+/// The seeds directory found from the working directory
+/// ([`find_seeds_dir`]: the nearest crate's own seeds/, else the workspace's), the one a
+/// declared scenario's replay test finds from its crate.
 fn default_seeds_dir() -> Option<PathBuf> {
     std::env::current_dir()
         .ok()

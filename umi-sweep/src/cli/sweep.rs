@@ -93,7 +93,9 @@ pub(super) struct SweepArgs {
     /// class and group, each failure's replay command and the one that renders its page).
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
-    /// Where failing seeds are recorded (default: the workspace's seeds/).
+    /// Where failing seeds are recorded (default: found from the working directory as
+    /// the replay tests find theirs: the seeds/ of the nearest crate that has one, else
+    /// the workspace's).
     #[arg(long)]
     seeds_dir: Option<PathBuf>,
     /// Do not record failing seeds.
