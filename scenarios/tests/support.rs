@@ -1,7 +1,7 @@
 //! What the `dst serve` tests share.
 
 /// A two-thread runtime for a real server and its clients (`Server::start` needs a
-/// multi-threaded one).
+/// multi-threaded one): real sockets, so a real runtime, not a simulation's door.
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -49,11 +49,7 @@ struct Bench {
 
 impl Bench {
     fn new() -> Self {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
+        let runtime = support::sim_runtime();
         let sim = {
             let _guard = runtime.enter();
             // Every call takes steps (trace events, coverage marks); a bench makes many.

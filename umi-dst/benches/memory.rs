@@ -168,6 +168,8 @@ fn recall_latency(
 }
 
 fn main() {
+    // A real runtime: the real stores (SQLite on disk) on the system clock, the figures
+    // the simulated store's are set beside.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -203,11 +205,7 @@ fn main() {
         .unwrap();
     });
 
-    let sim_runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let sim_runtime = support::sim_runtime();
     let _guard = sim_runtime.enter();
     let sim = SimEnvironment::new(&SimConfig::new(1)).unwrap();
     let simulated = Memory::new(Arc::new(SimStorage::new(&sim)), sim.env()).with_llm(mock_model());

@@ -74,11 +74,7 @@ fn main() {
     );
 
     // Simulated: SimNetwork in paused time.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let runtime = support::sim_runtime();
     let _guard = runtime.enter();
     let sim =
         SimEnvironment::new(&SimConfig::new(1).with_steps_max(umi_dst::constants::SIM_STEPS_MAX))
@@ -117,7 +113,8 @@ fn main() {
     });
     drop(_guard);
 
-    // Real: wiremock on loopback, reqwest, the system clock.
+    // Real: wiremock on loopback, reqwest, the system clock (so a real runtime, the
+    // baseline's own).
     let real_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -131,6 +131,7 @@ async fn load(
 }
 
 fn main() {
+    // A real runtime: `dst serve` on a real socket, driven by a real HTTP client.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -30,11 +30,7 @@ fn text_1kb() -> String {
 
 fn main() {
     println!("umi-dst SimLLM (median of {} batches)", support::BATCHES);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let runtime = support::sim_runtime();
     let _guard = runtime.enter();
     let sim = SimEnvironment::new(&SimConfig::new(1)).unwrap();
     let request = extraction_request(&text_1kb());

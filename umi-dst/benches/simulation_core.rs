@@ -24,14 +24,6 @@ use umi_dst::{
     DeterministicRng, FaultConfig, FaultInjector, FaultKind, SimClock, SimConfig, Simulation,
 };
 
-fn paused_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap()
-}
-
 fn main() {
     println!(
         "umi-dst simulation core (median of {} batches)",
@@ -45,7 +37,7 @@ fn main() {
         black_box(sim.run_seed(i, &body));
     });
     let bare = support::measure(2_000, |_| {
-        let runtime = paused_runtime();
+        let runtime = support::sim_runtime();
         runtime.block_on(async {});
         black_box(runtime);
     });
@@ -56,7 +48,7 @@ fn main() {
         bare,
     );
 
-    let runtime = paused_runtime();
+    let runtime = support::sim_runtime();
     let _guard = runtime.enter();
 
     // One trace event.

@@ -45,11 +45,7 @@ fn main() {
         "umi-dst usage counting (median of {} batches)",
         support::BATCHES
     );
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let runtime = support::sim_runtime();
     let _guard = runtime.enter();
     let sim = SimEnvironment::new(&SimConfig::new(1)).unwrap();
     let request = extraction_request(&text_1kb());

@@ -140,11 +140,7 @@ impl Transport for Legacy {
 
 fn main() {
     println!("umi-dst wire (median of {} batches)", support::BATCHES);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let runtime = support::sim_runtime();
     let _guard = runtime.enter();
     // Every call takes steps (trace events, coverage marks); a bench makes many.
     let config = SimConfig::new(1).with_steps_max(umi_dst::constants::SIM_STEPS_MAX);

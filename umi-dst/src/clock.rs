@@ -140,16 +140,27 @@ impl SimClock {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// A single-threaded runtime on paused time (also `paced`'s tests').
-    pub(super) fn paused_runtime() -> tokio::runtime::Runtime {
+    /// A single-threaded runtime on paused time, the one every seed runs on: the unit
+    /// tests of the pieces `Simulation` is built from (this clock, `paced`, the trace,
+    /// the fault injector, the kernel, foreign-client notes) test them bare, beneath the
+    /// door, on this one copy.
+    pub(crate) fn paused_runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
             .build()
             .unwrap()
+    }
+
+    /// Runs `body` inside [`paused_runtime`] (for code that needs a runtime's context,
+    /// not a future driven).
+    pub(crate) fn in_paused_runtime<T>(body: impl FnOnce() -> T) -> T {
+        let runtime = paused_runtime();
+        let _entered = runtime.enter();
+        body()
     }
 
     #[test]

@@ -90,16 +90,13 @@ mod tests {
     /// another run has its own.
     #[test]
     fn the_shared_llm_is_one_per_run() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        let _guard = runtime.enter();
-        let sim = SimEnvironment::new(&SimConfig::new(4)).unwrap();
-        let clone = sim.clone();
-        assert!(Arc::ptr_eq(&sim.llm(), &clone.llm()));
-        let other = SimEnvironment::new(&SimConfig::new(4)).unwrap();
-        assert!(!Arc::ptr_eq(&sim.llm(), &other.llm()));
+        // Two environments of one config side by side: beneath the door, which gives one.
+        crate::clock::tests::in_paused_runtime(|| {
+            let sim = SimEnvironment::new(&SimConfig::new(4)).unwrap();
+            let clone = sim.clone();
+            assert!(Arc::ptr_eq(&sim.llm(), &clone.llm()));
+            let other = SimEnvironment::new(&SimConfig::new(4)).unwrap();
+            assert!(!Arc::ptr_eq(&sim.llm(), &other.llm()));
+        });
     }
 }

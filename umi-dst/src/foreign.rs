@@ -333,11 +333,7 @@ mod tests {
     #[test]
     fn notes_are_kept_per_run_once_per_client_and_ignored_outside_a_run() {
         note(&JITTERY); // no run: nothing to note into
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .expect("a runtime");
+        let runtime = crate::clock::tests::paused_runtime();
         let _entered = runtime.enter();
         let clock = crate::clock::SimClock::new(0);
         let trace = Arc::new(Trace::new(clock, 16, true));

@@ -461,15 +461,7 @@ mod tests {
     use crate::fault::FaultConfig;
     use umi_core::env::EnvironmentExt;
 
-    fn in_runtime<T>(body: impl FnOnce() -> T) -> T {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        let _guard = runtime.enter();
-        body()
-    }
+    use crate::clock::tests::in_paused_runtime as in_runtime;
 
     /// `sim.rng(label)` carries on, as `env.random_u64(label)` does: a second call never
     /// replays the first call's numbers; the same calls in a new run give the same streams;

@@ -324,15 +324,7 @@ pub fn first_divergence(left: &[TraceEvent], right: &[TraceEvent]) -> Option<usi
 mod tests {
     use super::*;
 
-    fn in_runtime<T>(body: impl FnOnce() -> T) -> T {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        let _guard = runtime.enter();
-        body()
-    }
+    use crate::clock::tests::in_paused_runtime as in_runtime;
 
     #[test]
     fn same_events_same_hash_and_order_matters() {

@@ -92,6 +92,7 @@ fn start_collector() -> (SocketAddr, Seen) {
     let seen: Seen = Arc::default();
     let kept = seen.clone();
     std::thread::spawn(move || {
+        // A real runtime: a real collector on a real socket, on its own thread.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

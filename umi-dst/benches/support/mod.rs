@@ -17,6 +17,20 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+/// The runtime a bench's simulated code runs on: what `Simulation` gives every seed (one
+/// thread, paused time), built once and held across the measured iterations. A bench
+/// calls `block_on` per batch on it, which `Simulation::block_on` cannot give (it builds
+/// a fresh runtime and environment per call: a seed's fixed cost, measured apart by
+/// `simulation_core`). One copy for every bench; a bench's real-runtime baseline (real
+/// sockets, the system clock) builds its own beside its measurement.
+pub fn sim_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a paused current-thread runtime")
+}
+
 /// Batches per measurement.
 pub const BATCHES: usize = 15;
 

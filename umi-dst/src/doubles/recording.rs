@@ -71,10 +71,7 @@ mod tests {
     /// model unchanged.
     #[test]
     fn every_request_is_logged_in_order_and_forwarded() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
+        crate::Simulation::new(crate::SimConfig::new(0)).block_on(async |_| {
             let recording = RecordingLanguageModel::new(Arc::new(MockLanguageModel::new("hello")));
             let first = CompletionRequest::new(vec![Message::user("one")]);
             let second = CompletionRequest::new(vec![Message::user("two")]);

@@ -513,11 +513,7 @@ mod tests {
         seed: u64,
         body: impl FnOnce(&FaultInjector) -> T,
     ) -> T {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
+        let runtime = crate::clock::tests::paused_runtime();
         let _guard = runtime.enter();
         let clock = SimClock::new(0);
         let trace = Arc::new(Trace::new(clock.clone(), 8, false));

@@ -149,12 +149,11 @@ mod tests {
     #[test]
     fn the_reads_and_the_end_are_recorded_as_the_client_reads() {
         let log = Arc::new(Mutex::new(Vec::new()));
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let read = runtime.block_on(
-            record(log.clone(), exchange(BodyEnd::Open), body(&[b"ab", b"c"])).collect::<Vec<_>>(),
-        );
+        let read = crate::Simulation::new(crate::SimConfig::new(0)).block_on(async |_| {
+            record(log.clone(), exchange(BodyEnd::Open), body(&[b"ab", b"c"]))
+                .collect::<Vec<_>>()
+                .await
+        });
         assert_eq!(read.len(), 2);
         let log = log.lock().unwrap();
         assert_eq!(log[0].body(), b"abc");

@@ -112,6 +112,7 @@ fn work(receiver: &Mutex<Receiver<Job>>) {
 mod tests {
     use super::*;
 
+    /// A real runtime: the pool is `dst serve`'s, real threads outside any simulation.
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
             .build()

@@ -195,6 +195,7 @@ fn run_check(path: &Path, endpoint: Option<&str>) -> Result<ExitCode, CassetteCl
         })?),
     };
     let (cassette, lines) = load(path)?;
+    // A command's own runtime (the CLI is sync); `check` runs no simulation.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -208,6 +208,7 @@ pub(crate) fn run(args: &RecordArgs) -> ExitCode {
             return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
         }
     };
+    // A real runtime: recording talks to a real provider over real sockets.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

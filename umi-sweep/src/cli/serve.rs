@@ -271,6 +271,7 @@ pub(crate) fn run(args: &ServeArgs, scenarios: &[Arc<dyn Scenario>]) -> ExitCode
             return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
         }
     };
+    // A real runtime: `dst serve` is a real server on real sockets.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

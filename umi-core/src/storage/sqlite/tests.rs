@@ -15,6 +15,7 @@ fn a_search_reuses_its_prepared_statement() {
         entities: vec![entity(id, "Alice", "met Bob at Acme in Paris", None)],
         ..WriteBatch::default()
     };
+    // A real runtime: SQLite is a real store, and umi-core sits below umi-dst's doors.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
