@@ -322,8 +322,8 @@ pub fn replay_declared(scenario: &dyn Scenario, manifest_dir: &str, seeds: u64) 
         panic!("{duplicate}");
     }
     let manifest_dir = std::path::Path::new(manifest_dir);
-    let seeds_dir = crate::corpus::find_seeds_dir(manifest_dir)
-        .unwrap_or_else(|| manifest_dir.join("seeds"));
+    let seeds_dir =
+        crate::corpus::find_seeds_dir(manifest_dir).unwrap_or_else(|| manifest_dir.join("seeds"));
     test_scenario_in(scenario, &seeds_dir, seeds);
 }
 
@@ -345,7 +345,12 @@ mod tests {
         let duplicated = [
             vec![("retries", retries), ("other", other), ("retries", copy)],
             vec![("retries", copy), ("retries", retries)],
-            vec![("a", other), ("retries", copy), ("b", other), ("retries", retries)],
+            vec![
+                ("a", other),
+                ("retries", copy),
+                ("b", other),
+                ("retries", retries),
+            ],
         ];
         for declared in duplicated {
             let error = check_unique_names(&declared).unwrap_err();
@@ -362,7 +367,11 @@ mod tests {
         for unique in [
             vec![],
             vec![("retries", retries)],
-            vec![("retries", retries), ("retries_too", copy), ("other", other)],
+            vec![
+                ("retries", retries),
+                ("retries_too", copy),
+                ("other", other),
+            ],
         ] {
             assert_eq!(check_unique_names(&unique), Ok(()), "{unique:?}");
         }
