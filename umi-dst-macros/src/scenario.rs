@@ -255,6 +255,28 @@ fn replay_test(
     })
 }
 
+/// The scenario's entry in the registry: its rank and where it is declared (the
+/// attribute's module, file and line, what a duplicate name's error names).
+fn registration(arguments: &ScenarioArguments, ident: &syn::Ident) -> TokenStream2 {
+    let rank = arguments.rank.as_ref().map_or_else(
+        || quote! { ::umi_dst::scenario::RANK_DEFAULT },
+        |rank| quote! { #rank },
+    );
+    quote! {
+        ::umi_dst::__private::inventory::submit! {
+            ::umi_dst::scenario::Registration {
+                rank: #rank,
+                scenario: &#ident,
+                at: ::umi_dst::scenario::DeclaredAt {
+                    module: ::core::module_path!(),
+                    file: ::core::file!(),
+                    line: ::core::line!(),
+                },
+            }
+        }
+    }
+}
+
 /// The struct, its `Scenario` impl, its registration and its replay test.
 pub(crate) fn expand(
     arguments: &ScenarioArguments,
@@ -291,11 +313,8 @@ pub(crate) fn expand(
         )
     })?;
     let methods = methods(arguments, &name, goal);
-    let rank = arguments.rank.as_ref().map_or_else(
-        || quote! { ::umi_dst::scenario::RANK_DEFAULT },
-        |rank| quote! { #rank },
-    );
     let replay = replay_test(arguments, ident, &name, &test_ident);
+    let registration = registration(arguments, ident);
     Ok(quote! {
         #item
 
@@ -313,17 +332,7 @@ pub(crate) fn expand(
             }
         }
 
-        ::umi_dst::__private::inventory::submit! {
-            ::umi_dst::scenario::Registration {
-                rank: #rank,
-                scenario: &#ident,
-                at: ::umi_dst::scenario::DeclaredAt {
-                    module: ::core::module_path!(),
-                    file: ::core::file!(),
-                    line: ::core::line!(),
-                },
-            }
-        }
+        #registration
 
         #replay
     })
