@@ -18,6 +18,7 @@ use super::registry::{embed_wire, server_format};
 use super::{Served, SimNetwork, headers, whole_body};
 use crate::embed::{EmbedModel, embed_model, embed_text};
 use crate::fault::FaultKind;
+use crate::fault::LlmKind;
 use crate::fault::point::{self, unreachable_kind};
 use crate::rng::DeterministicRng;
 use crate::rng::streams::request;
@@ -211,8 +212,8 @@ impl SimNetwork {
         rng: &mut DeterministicRng,
     ) {
         let victim = rng.index(vectors.len().max(1));
-        let mark = match kind {
-            FaultKind::LlmEmbeddingWrongDimensions => {
+        let mark = match kind.llm() {
+            Some(LlmKind::EmbeddingWrongDimensions) => {
                 if let Some(vector) = vectors.get_mut(victim) {
                     if vector.len() > 1 && rng.bool_with(0.5) {
                         vector.pop();
@@ -222,19 +223,32 @@ impl SimNetwork {
                 }
                 "embed.fault.wrong_dimensions"
             }
-            FaultKind::LlmEmbeddingTruncated => {
+            Some(LlmKind::EmbeddingTruncated) => {
                 let keep = rng.below(u64::from(dimensions).max(1)) as usize;
                 if let Some(vector) = vectors.get_mut(victim) {
                     vector.truncate(keep.min(vector.len().saturating_sub(1)));
                 }
                 "embed.fault.truncated"
             }
-            FaultKind::LlmEmbeddingMissing => {
+            Some(LlmKind::EmbeddingMissing) => {
                 let keep = rng.below(vectors.len() as u64) as usize;
                 vectors.truncate(keep);
                 "embed.fault.missing"
             }
-            other => unreachable_kind(&point::LLM_EMBED, other),
+            // Refusals are answered before an answer exists to break; the call kinds
+            // and other domains' are not drawn at `llm.embed`.
+            Some(
+                LlmKind::Timeout
+                | LlmKind::RateLimit
+                | LlmKind::ServiceUnavailable
+                | LlmKind::ContextOverflow
+                | LlmKind::InvalidResponse
+                | LlmKind::StreamCut
+                | LlmKind::ContentFilter
+                | LlmKind::ModelNotFound
+                | LlmKind::WrongContent,
+            )
+            | None => unreachable_kind(&point::LLM_EMBED, kind),
         };
         self.trace.emit(TraceKind::NetEmbedFault {
             fault: kind.name(),

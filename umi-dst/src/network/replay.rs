@@ -38,6 +38,7 @@ use umi_core::llm::transport::{BodyStream, HttpRequest, HttpResponse, TransportE
 use super::format::Responder;
 use super::{Served, SimNetwork, reads, whole_body};
 use crate::fault::FaultKind;
+use crate::fault::LlmKind;
 use crate::fault::point::{LLM_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
 use crate::rng::streams::request;
@@ -502,37 +503,42 @@ impl SimNetwork {
 /// A fault that replaces the recorded answer, as the error the server answers with.
 fn replaced_by(fault: Option<FaultKind>, rng: &mut DeterministicRng) -> Option<LlmError> {
     use crate::llm::{FAULT_RETRY_AFTER_MS_MAX, FAULT_RETRY_AFTER_MS_MIN};
-    match fault? {
+    let kind = fault?;
+    match kind.llm() {
         // A recording's content is what was recorded: `llm.wrong_content` leaves it as it
         // is over a cassette (documented in docs/guide.md); the cut ones apply in `play`.
-        FaultKind::LlmStreamCut | FaultKind::LlmInvalidResponse | FaultKind::LlmWrongContent => {
-            None
-        }
-        FaultKind::LlmTimeout => Some(LlmError::Timeout {
+        Some(LlmKind::StreamCut | LlmKind::InvalidResponse | LlmKind::WrongContent) => None,
+        Some(LlmKind::Timeout) => Some(LlmError::Timeout {
             after_ms: REPLAY_TIMEOUT_STALL_MS,
         }),
-        FaultKind::LlmRateLimit => Some(LlmError::RateLimit {
+        Some(LlmKind::RateLimit) => Some(LlmError::RateLimit {
             retry_after_ms: Some(
                 rng.range_inclusive(FAULT_RETRY_AFTER_MS_MIN, FAULT_RETRY_AFTER_MS_MAX),
             ),
         }),
-        FaultKind::LlmServiceUnavailable => Some(LlmError::ServiceUnavailable {
+        Some(LlmKind::ServiceUnavailable) => Some(LlmError::ServiceUnavailable {
             status: Some(503),
             message: "the model is overloaded (simulated over a cassette)".into(),
         }),
-        FaultKind::LlmContextOverflow => Some(LlmError::ContextOverflow {
+        Some(LlmKind::ContextOverflow) => Some(LlmError::ContextOverflow {
             prompt_tokens: None,
             limit: None,
         }),
-        FaultKind::LlmContentFilter => Some(LlmError::BadRequest {
+        Some(LlmKind::ContentFilter) => Some(LlmError::BadRequest {
             status: Some(400),
             message: "the prompt was filtered (content filter, simulated over a cassette)".into(),
         }),
-        FaultKind::LlmModelNotFound => Some(LlmError::ModelNotFound {
+        Some(LlmKind::ModelNotFound) => Some(LlmError::ModelNotFound {
             status: Some(404),
             message: "the model does not exist (simulated over a cassette)".into(),
         }),
-        other => unreachable_kind(&LLM_CALL, other),
+        // The embeddings' kinds, and other domains': not drawn at `llm.call`.
+        Some(
+            LlmKind::EmbeddingWrongDimensions
+            | LlmKind::EmbeddingTruncated
+            | LlmKind::EmbeddingMissing,
+        )
+        | None => unreachable_kind(&LLM_CALL, kind),
     }
 }
 
