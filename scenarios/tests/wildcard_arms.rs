@@ -43,7 +43,7 @@ const SOURCE_DIRS: [&str; 5] = [
 /// The catch-all arms left, `file: Enum` with how many; the list only shrinks, and is
 /// empty: a new catch-all fails the check (the mechanism stays, with its self-test, for
 /// a catch-all that cannot yet be listed away, which must then be argued here).
-const CATCH_ALLS_ALLOWED: &[(&str, usize)] = &[("umi-dst/src/otlp/walk.rs: TraceKind", 2)];
+const CATCH_ALLS_ALLOWED: &[(&str, usize)] = &[];
 
 /// Catch-all arms per `file: Enum`.
 type Holes = BTreeMap<String, usize>;

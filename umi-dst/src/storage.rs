@@ -36,7 +36,7 @@ use crate::environment::SimEnvironment;
 use crate::fault::point::{self, unreachable_kind};
 use crate::fault::{FaultInjector, FaultKind, FaultPoint};
 use crate::rng::DeterministicRng;
-use crate::trace::{Trace, TraceKind};
+use crate::trace::{StorageEvent, Trace};
 
 /// Shortest and longest delay of a `storage.latency` fault, in ms.
 pub const STORAGE_LATENCY_MS_MIN: u64 = 5;
@@ -133,7 +133,7 @@ impl<S> SimStorage<S> {
     async fn latency(&self, operation: &str) {
         let delay =
             Duration::from_millis(self.draw(STORAGE_LATENCY_MS_MIN, STORAGE_LATENCY_MS_MAX));
-        self.trace.emit(TraceKind::StorageSlow {
+        self.trace.emit(StorageEvent::Slow {
             operation: operation.to_owned(),
             delay,
         });
@@ -279,7 +279,7 @@ impl<S: Storage> Storage for SimStorage<S> {
             if let Some(sum) = books.checksums.get_mut(&key) {
                 sum[0] ^= 0xff;
             }
-            self.trace.emit(TraceKind::StorageRot {
+            self.trace.emit(StorageEvent::Rot {
                 key: key.to_string(),
             });
             books.corrupted.insert(key.clone());

@@ -14,7 +14,7 @@ use crate::fault::FaultKind;
 use crate::fault::point::{LLM_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
 use crate::rng::streams::llm_call;
-use crate::trace::TraceKind;
+use crate::trace::LlmEvent;
 
 /// What steps 2 and 3 settle about a call.
 struct Call {
@@ -138,7 +138,7 @@ impl SimLlm {
         };
         let conversation = super::canonical::conversation_hash(request);
         let ledger_call = self.usage.call(&model, conversation, self.clock.now());
-        self.trace.emit(TraceKind::LlmCall {
+        self.trace.emit(LlmEvent::Call {
             model: self.config.model_ref.id(),
             route: route_name.clone(),
             operation,
@@ -264,19 +264,19 @@ impl SimLlm {
             {
                 let (text, miss) = near_miss::near_miss(&shaped.text, schema, fault_rng);
                 shaped.text = text;
-                self.trace.emit(TraceKind::LlmNearMiss {
+                self.trace.emit(LlmEvent::NearMiss {
                     miss: miss.kind.name(),
                     path: miss.path,
                 });
             }
             (Some(FaultKind::LlmWrongContent), _) => {
                 let corruption = plan::corrupt(shaped, structured, fault_rng);
-                self.trace.emit(TraceKind::LlmCorrupt {
+                self.trace.emit(LlmEvent::Corrupt {
                     corruption: corruption.name(),
                 });
             }
             (Some(FaultKind::LlmInvalidResponse), _) => {
-                self.trace.emit(TraceKind::LlmCorrupt {
+                self.trace.emit(LlmEvent::Corrupt {
                     corruption: plan::UNPARSEABLE,
                 });
             }
@@ -284,7 +284,7 @@ impl SimLlm {
         }
         if fault == Some(FaultKind::LlmContentFilter) {
             plan::filter(shaped, fault_rng);
-            self.trace.emit(TraceKind::LlmFilter {
+            self.trace.emit(LlmEvent::Filter {
                 kept_bytes: shaped.text.len(),
             });
         }
@@ -349,7 +349,7 @@ impl SimLlm {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .extend(plan.shaped.tool_calls.iter().map(|call| call.id.clone()));
-        self.trace.emit(TraceKind::LlmAnswer {
+        self.trace.emit(LlmEvent::Answer {
             model: self.config.model_ref.id(),
             finish: plan.shaped.finish_reason.as_str().to_owned(),
             prompt_tokens: plan.shaped.usage.prompt_tokens,

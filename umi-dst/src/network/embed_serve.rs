@@ -22,7 +22,7 @@ use crate::fault::LlmKind;
 use crate::fault::point::{self, unreachable_kind};
 use crate::rng::DeterministicRng;
 use crate::rng::streams::request;
-use crate::trace::TraceKind;
+use crate::trace::NetEvent;
 
 impl SimNetwork {
     /// The answer to `request` if it is for `served`'s embeddings path (`None`: it is
@@ -86,7 +86,7 @@ impl SimNetwork {
             param: None,
         })?;
         wire.check(&mut ask, model)?;
-        self.trace.emit(TraceKind::NetEmbed {
+        self.trace.emit(NetEvent::Embed {
             model: ask.model.clone(),
             inputs: ask.inputs.len(),
             dimensions: ask.dimensions.unwrap_or(model.dimensions),
@@ -250,7 +250,7 @@ impl SimNetwork {
             )
             | None => unreachable_kind(&point::LLM_EMBED, kind),
         };
-        self.trace.emit(TraceKind::NetEmbedFault {
+        self.trace.emit(NetEvent::EmbedFault {
             fault: kind.name(),
             vector: victim,
         });

@@ -86,7 +86,7 @@ use crate::environment::SimEnvironment;
 use crate::fault::point::{self, unreachable_kind};
 use crate::fault::{FaultInjector, FaultKind};
 use crate::rng::{DeterministicRng, streams};
-use crate::trace::{Trace, TraceKind};
+use crate::trace::{NetEvent, Trace};
 use format::Responder;
 
 /// Slowest first byte a `network.slow_first_byte` fault delays by, in ms.
@@ -438,7 +438,7 @@ impl SimNetwork {
             Some(FaultKind::NetworkProxyError) => {
                 let choice = self.draw(0, u64::MAX);
                 let page = headers::proxy_page(served.endpoint.profile, choice);
-                self.trace.emit(TraceKind::NetProxy {
+                self.trace.emit(NetEvent::Proxy {
                     status: page.status,
                     mark: page.mark,
                 });
@@ -531,7 +531,7 @@ impl SimNetwork {
             }
         }
         self.cover_all(responder.marks());
-        self.trace.emit(TraceKind::NetRefuse {
+        self.trace.emit(NetEvent::Refuse {
             profile: served.endpoint.profile.name(),
             status,
             error: error.kind().as_str(),
@@ -552,7 +552,7 @@ impl SimNetwork {
             return body;
         };
         let left = self.draw(0, BODY_CUT_BYTES_MAX) as usize;
-        self.trace.emit(TraceKind::NetCut {
+        self.trace.emit(NetEvent::Cut {
             fault: kind.name(),
             after_bytes: left as u64,
         });
@@ -571,7 +571,7 @@ impl SimNetwork {
             .into();
         // A key in the query (Gemini's `?key=`) is masked before anything records the URL.
         let url = headers::redact_url(&request.url);
-        self.trace.emit(TraceKind::NetRequest {
+        self.trace.emit(NetEvent::Request {
             method: request.method.to_string(),
             url: url.unwrap_or_else(|| request.url.clone()),
             served_by: endpoint.profile.name(),
@@ -615,7 +615,7 @@ impl Transport for SimNetwork {
         let endpoint = &served.endpoint;
         let request_hash = self.trace_request(&request, endpoint);
         if self.is_down(&endpoint.base_url) {
-            self.trace.emit(TraceKind::NetDown {
+            self.trace.emit(NetEvent::Down {
                 base_url: endpoint.base_url.clone(),
             });
             return Err(TransportError::Connect {

@@ -42,7 +42,7 @@ use crate::fault::LlmKind;
 use crate::fault::point::{LLM_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
 use crate::rng::streams::request;
-use crate::trace::TraceKind;
+use crate::trace::CassetteEvent;
 
 /// How long a replayed `llm.timeout` stalls before the server gives up, in ms.
 pub const REPLAY_TIMEOUT_STALL_MS: u64 = 600_000;
@@ -371,7 +371,7 @@ impl SimNetwork {
         let fault = self.faults.decide(&LLM_CALL);
         let mut fault_rng = rng.substream(request::REPLAY_FAULT);
         if let Some(error) = replaced_by(fault, &mut fault_rng) {
-            self.trace.emit(TraceKind::CassetteFault {
+            self.trace.emit(CassetteEvent::Fault {
                 fault: fault.map(FaultKind::name),
                 exchange: at,
             });
@@ -383,7 +383,7 @@ impl SimNetwork {
         }
         self.use_up(base_url, key, at, replay.cassette.exchanges.len());
         let exchange = &replay.cassette.exchanges[at];
-        self.trace.emit(TraceKind::CassetteReplay {
+        self.trace.emit(CassetteEvent::Replay {
             exchange: at,
             method: exchange.request.method.clone(),
             path: exchange.request.path.clone(),
@@ -427,7 +427,7 @@ impl SimNetwork {
             ),
             closest: replay.closest(request.method, path, &request.body),
         };
-        self.trace.emit(TraceKind::CassetteMiss {
+        self.trace.emit(CassetteEvent::Miss {
             miss: miss.to_string(),
         });
         umi_core::env::Environment::cover(self.env.as_ref(), "cassette.miss");
@@ -483,7 +483,7 @@ impl SimNetwork {
                 } else {
                     FaultKind::NetworkPartialWrite
                 };
-                self.trace.emit(TraceKind::CassetteCut {
+                self.trace.emit(CassetteEvent::Cut {
                     fault: kind.name(),
                     after_bytes: left,
                 });

@@ -22,7 +22,7 @@ use crate::environment::SimEnvironment;
 use crate::fault::FaultKind;
 use crate::fault::point::{TOOL_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
-use crate::trace::TraceKind;
+use crate::trace::ToolEvent;
 
 /// How long a stalled tool holds a call, in simulated ms, before it gives up.
 pub const TOOL_STALL_MS: u64 = 600_000;
@@ -237,7 +237,7 @@ impl SimToolHandler {
                 env.cover("tool.effect_then_stall");
             }
         }
-        self.sim.emit(TraceKind::ToolCall {
+        self.sim.emit(ToolEvent::Call {
             name: name.clone(),
             call_id: invocation.call_id.to_string(),
             outcome: format!("{outcome:?}"),
@@ -262,7 +262,7 @@ impl SimToolHandler {
             &invocation.arguments,
         )
         .err()?;
-        self.sim.emit(TraceKind::ToolInvalidParams {
+        self.sim.emit(ToolEvent::InvalidParams {
             tool: self.tool.definition.name.clone(),
             call_id: invocation.call_id.to_string(),
             path: violation.path.to_string(),
