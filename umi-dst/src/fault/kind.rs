@@ -147,6 +147,26 @@ impl FaultKind {
         }
     }
 
+    /// The kind if it is a storage one (`None`: another domain's).
+    pub(crate) const fn storage(self) -> Option<StorageKind> {
+        match self.by_domain() {
+            ByDomain::Storage(kind) => Some(kind),
+            ByDomain::Llm(_) | ByDomain::Network(_) | ByDomain::Clock(_) | ByDomain::Tool(_) => {
+                None
+            }
+        }
+    }
+
+    /// The kind if it is a tool one (`None`: another domain's).
+    pub(crate) const fn tool(self) -> Option<ToolKind> {
+        match self.by_domain() {
+            ByDomain::Tool(kind) => Some(kind),
+            ByDomain::Llm(_) | ByDomain::Storage(_) | ByDomain::Network(_) | ByDomain::Clock(_) => {
+                None
+            }
+        }
+    }
+
     /// The kind if it is a network one (`None`: another domain's).
     pub(crate) const fn network(self) -> Option<NetworkKind> {
         match self.by_domain() {

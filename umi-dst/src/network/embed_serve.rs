@@ -121,23 +121,36 @@ impl SimNetwork {
         mut rng: DeterministicRng,
     ) -> HttpResponse {
         let fault = self.faults.decide(&point::LLM_EMBED);
-        let refused = match fault {
-            Some(FaultKind::LlmRateLimit) => Some(LlmError::RateLimit {
+        let refused = match fault.and_then(FaultKind::llm) {
+            Some(LlmKind::RateLimit) => Some(LlmError::RateLimit {
                 retry_after_ms: Some(rng.range_inclusive(
                     crate::llm::FAULT_RETRY_AFTER_MS_MIN,
                     crate::llm::FAULT_RETRY_AFTER_MS_MAX,
                 )),
             }),
-            Some(FaultKind::LlmServiceUnavailable) => Some(LlmError::ServiceUnavailable {
+            Some(LlmKind::ServiceUnavailable) => Some(LlmError::ServiceUnavailable {
                 status: Some(503),
                 message: "The server is overloaded (simulated).".into(),
             }),
-            Some(FaultKind::LlmTimeout) => {
+            Some(LlmKind::Timeout) => {
                 // The server never answers; only the client's own timeout ends this.
                 std::future::pending::<()>().await;
                 unreachable!("a pending future never completes")
             }
-            _ => None,
+            // No fault, or one that breaks the answer (`corrupt`, below), or (listed so
+            // that a new kind is decided here) one not drawn at `llm.embed`.
+            None
+            | Some(
+                LlmKind::EmbeddingWrongDimensions
+                | LlmKind::EmbeddingTruncated
+                | LlmKind::EmbeddingMissing
+                | LlmKind::ContextOverflow
+                | LlmKind::InvalidResponse
+                | LlmKind::StreamCut
+                | LlmKind::ContentFilter
+                | LlmKind::ModelNotFound
+                | LlmKind::WrongContent,
+            ) => None,
         };
         if let Some(error) = refused {
             let refuse = Refuse { error, param: None };

@@ -84,7 +84,7 @@ pub use responses::RESPONSES_MARKS;
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
 use crate::fault::point::{self, unreachable_kind};
-use crate::fault::{FaultInjector, FaultKind};
+use crate::fault::{FaultInjector, NetworkKind};
 use crate::rng::{DeterministicRng, streams};
 use crate::trace::{NetEvent, Trace};
 use format::Responder;
@@ -420,22 +420,24 @@ impl SimNetwork {
 
     /// The connect faults; `Some` is the response that ends the exchange there.
     async fn connect(&self, served: &Served) -> Result<Option<HttpResponse>, TransportError> {
-        match self.faults.decide(&point::NETWORK_CONNECT) {
-            None => Ok(None),
-            Some(FaultKind::NetworkConnectionRefused) => Err(TransportError::Connect {
+        let Some(kind) = self.faults.decide(&point::NETWORK_CONNECT) else {
+            return Ok(None);
+        };
+        match kind.network() {
+            Some(NetworkKind::ConnectionRefused) => Err(TransportError::Connect {
                 reason: "connection refused (simulated)".into(),
             }),
-            Some(FaultKind::NetworkTimeout) => {
+            Some(NetworkKind::Timeout) => {
                 // The server never answers; only the client's own timeout ends this.
                 std::future::pending::<()>().await;
                 unreachable!("a pending future never completes")
             }
-            Some(FaultKind::NetworkSlowFirstByte) => {
+            Some(NetworkKind::SlowFirstByte) => {
                 let delay = self.draw(1_000, SLOW_FIRST_BYTE_MS_MAX);
                 self.clock.sleep(Duration::from_millis(delay)).await;
                 Ok(None)
             }
-            Some(FaultKind::NetworkProxyError) => {
+            Some(NetworkKind::ProxyError) => {
                 let choice = self.draw(0, u64::MAX);
                 let page = headers::proxy_page(served.endpoint.profile, choice);
                 self.trace.emit(NetEvent::Proxy {
@@ -453,7 +455,10 @@ impl SimNetwork {
                     body: whole_body(page.body),
                 }))
             }
-            Some(other) => unreachable_kind(&point::NETWORK_CONNECT, other),
+            // A body's kinds, and other domains': not drawn at a connect.
+            Some(NetworkKind::Reset | NetworkKind::PartialWrite) | None => {
+                unreachable_kind(&point::NETWORK_CONNECT, kind)
+            }
         }
     }
 

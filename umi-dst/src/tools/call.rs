@@ -20,6 +20,7 @@ use super::SimTool;
 use super::ledger::EffectLedger;
 use crate::environment::SimEnvironment;
 use crate::fault::FaultKind;
+use crate::fault::ToolKind;
 use crate::fault::point::{TOOL_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
 use crate::trace::ToolEvent;
@@ -66,15 +67,26 @@ impl Outcome {
 
 /// What a call meets under `fault` (the one decision at `tool.call.<name>`).
 pub fn outcome_of(fault: Option<FaultKind>) -> Outcome {
-    match fault {
-        None => Outcome::Answer,
-        Some(FaultKind::ToolTimeout) => Outcome::Stall,
-        Some(FaultKind::ToolErrorResult) => Outcome::ErrorResult,
-        Some(FaultKind::ToolTransportError) => Outcome::TransportError,
-        Some(FaultKind::ToolMalformedResult) => Outcome::Malformed,
-        Some(FaultKind::ToolSlow) => Outcome::Slow,
-        Some(FaultKind::ToolEmptyResult) => Outcome::Empty,
-        Some(other) => unreachable_kind(&TOOL_CALL, other),
+    let Some(kind) = fault else {
+        return Outcome::Answer;
+    };
+    match kind.tool() {
+        Some(ToolKind::Timeout) => Outcome::Stall,
+        Some(ToolKind::ErrorResult) => Outcome::ErrorResult,
+        Some(ToolKind::TransportError) => Outcome::TransportError,
+        Some(ToolKind::MalformedResult) => Outcome::Malformed,
+        Some(ToolKind::Slow) => Outcome::Slow,
+        Some(ToolKind::EmptyResult) => Outcome::Empty,
+        // The MCP server's kinds, and other domains': not drawn at `tool.call`.
+        Some(
+            ToolKind::McpSessionExpired
+            | ToolKind::McpStreamCut
+            | ToolKind::McpInternalError
+            | ToolKind::McpVersionMismatch
+            | ToolKind::McpToolsChanged
+            | ToolKind::McpNoResponse,
+        )
+        | None => unreachable_kind(&TOOL_CALL, kind),
     }
 }
 
