@@ -40,21 +40,10 @@ const SOURCE_DIRS: [&str; 5] = [
     "scenarios/src",
 ];
 
-/// The catch-all arms left, `file: Enum` with how many; the list only shrinks.
-/// - `FaultKind` (3): `other => unreachable_kind(point, other)`, the assertion that a
-///   fault point fires only the kinds it declares (a panic naming the kind, not a
-///   silent default); listing the other ~30 kinds at each point adds nothing.
-/// - `otlp/walk.rs` (2): `tool` and `mcp` take the record `event` dispatched to them by
-///   kind (listed there, exhaustively); their `_ => return` is that dispatch's other side.
-/// - `llm/wire/reader.rs` (1): which coverage mark an error inside a stream hits; left
-///   to the format seam's owners (the file is theirs in issue 42), to list.
-const CATCH_ALLS_ALLOWED: &[(&str, usize)] = &[
-    ("umi-core/src/llm/wire/reader.rs: LlmError", 1),
-    ("umi-dst/src/network/embed_serve.rs: FaultKind", 1),
-    ("umi-dst/src/network/reads.rs: FaultKind", 1),
-    ("umi-dst/src/network/replay.rs: FaultKind", 1),
-    ("umi-dst/src/otlp/walk.rs: TraceKind", 2),
-];
+/// The catch-all arms left, `file: Enum` with how many; the list only shrinks, and is
+/// empty: a new catch-all fails the check (the mechanism stays, with its self-test, for
+/// a catch-all that cannot yet be listed away, which must then be argued here).
+const CATCH_ALLS_ALLOWED: &[(&str, usize)] = &[];
 
 /// Catch-all arms per `file: Enum`.
 type Holes = BTreeMap<String, usize>;
@@ -191,7 +180,39 @@ struct CatchAlls<'a> {
     holes: &'a mut Holes,
 }
 
+/// The wrappers a match is also read through: `Some(Kind::A) => …, Some(other) => …`
+/// leaves the same hole as `Kind::A => …, other => …`. `""` is no wrapper. `Err` is not
+/// read through yet: `Err(LlmError::RateLimit { .. }) => retry, Err(other) => …` is how
+/// nine places in umi-core and umi-sweep pass every other error on (issue 42 left them
+/// for a decision: list them, or keep the pass-on as the one allowed shape).
+const WRAPPERS: [&str; 2] = ["", "Some"];
+
+/// The one pattern inside `through(…)` (`Some(p)`), if `pat` is that.
+fn inside<'p>(pat: &'p syn::Pat, through: &str) -> Option<&'p syn::Pat> {
+    match pat {
+        syn::Pat::TupleStruct(item) if item.elems.len() == 1 && item.path.is_ident(through) => {
+            item.elems.first()
+        }
+        _ => None,
+    }
+}
+
 impl CatchAlls<'_> {
+    /// The own enum a pattern names a variant of, if any, read `through` a wrapper.
+    fn enum_of_through(&self, pat: &syn::Pat, through: &str) -> Option<String> {
+        if through.is_empty() {
+            return self.enum_of(pat);
+        }
+        match pat {
+            syn::Pat::Or(or) => or
+                .cases
+                .iter()
+                .find_map(|case| self.enum_of_through(case, through)),
+            syn::Pat::Paren(paren) => self.enum_of_through(&paren.pat, through),
+            _ => inside(pat, through).and_then(|inner| self.enum_of(inner)),
+        }
+    }
+
     /// The own enum a pattern names a variant of, if any.
     fn enum_of(&self, pat: &syn::Pat) -> Option<String> {
         let path = match pat {
@@ -220,12 +241,30 @@ impl CatchAlls<'_> {
     }
 }
 
+/// Whether an arm takes every value left `through` a wrapper (`Some(_)`, `Some(other)`),
+/// unguarded.
+fn is_catch_all_through(arm: &syn::Arm, through: &str) -> bool {
+    if through.is_empty() {
+        return is_catch_all(arm);
+    }
+    fn takes_all(pat: &syn::Pat, through: &str) -> bool {
+        match pat {
+            syn::Pat::Or(or) => or.cases.iter().any(|case| takes_all(case, through)),
+            syn::Pat::Paren(paren) => takes_all(&paren.pat, through),
+            _ => inside(pat, through).is_some_and(is_catch_all_pat),
+        }
+    }
+    arm.guard.is_none() && takes_all(&arm.pat, through)
+}
+
 /// Whether an arm takes every value left: `_`, or a plain lower-case binding, unguarded.
 fn is_catch_all(arm: &syn::Arm) -> bool {
-    if arm.guard.is_some() {
-        return false;
-    }
-    match &arm.pat {
+    arm.guard.is_none() && is_catch_all_pat(&arm.pat)
+}
+
+/// Whether a pattern takes every value: `_`, or a plain lower-case binding.
+fn is_catch_all_pat(pat: &syn::Pat) -> bool {
+    match pat {
         syn::Pat::Wild(_) => true,
         syn::Pat::Ident(ident) => {
             ident.subpat.is_none()
@@ -261,13 +300,21 @@ impl<'ast> Visit<'ast> for CatchAlls<'_> {
     }
 
     fn visit_expr_match(&mut self, expr: &'ast syn::ExprMatch) {
-        if expr.arms.iter().any(is_catch_all)
-            && let Some(named) = expr.arms.iter().find_map(|arm| self.enum_of(&arm.pat))
-        {
-            *self
-                .holes
-                .entry(format!("{}: {named}", self.file))
-                .or_insert(0) += 1;
+        for through in WRAPPERS {
+            if expr
+                .arms
+                .iter()
+                .any(|arm| is_catch_all_through(arm, through))
+                && let Some(named) = expr
+                    .arms
+                    .iter()
+                    .find_map(|arm| self.enum_of_through(&arm.pat, through))
+            {
+                *self
+                    .holes
+                    .entry(format!("{}: {named}", self.file))
+                    .or_insert(0) += 1;
+            }
         }
         syn::visit::visit_expr_match(self, expr);
     }
@@ -334,6 +381,14 @@ fn a_planted_catch_all_is_found() {
         found("fn f(s: Shape) -> u8 { match s { n @ Shape::Line(_) => 1, _ => 0 } }"),
         one
     );
+    // Through `Some`: the same hole, one level down.
+    for wrapped in [
+        "fn f(s: Option<Shape>) -> u8 { match s { Some(Shape::Dot) => 1, Some(other) => 0, None => 2 } }",
+        "fn f(s: Option<Shape>) -> u8 { match s { None => 2, Some(Shape::Dot) => 1, Some(_) => 0 } }",
+        "fn f(s: Option<Shape>) -> u8 { match s { Some(Shape::Dot) => 1, Some(_) | None => 0 } }",
+    ] {
+        assert_eq!(found(wrapped), one, "{wrapped}");
+    }
     // A `#[non_exhaustive]` enum is one in its own crate, and needs its `_` outside it.
     let sealed = "#[non_exhaustive] enum Sealed { A, B }";
     let in_crate =
@@ -355,6 +410,9 @@ fn a_planted_catch_all_is_found() {
         "fn f(s: Shape) -> u8 { match s { Shape::Line(n) if n > 2 => 1, Shape::Dot | Shape::Line(_) | Shape::Box { .. } => 0 } }",
         "fn f(v: serde_json::Value) -> u8 { match v { Value::Null => 1, _ => 0 } }",
         "fn f(v: Option<u8>) -> u8 { match v { Some(1) => 1, _ => 0 } }",
+        "fn f(s: Option<Shape>) -> u8 { match s { Some(Shape::Dot) => 1, Some(Shape::Line(_) | Shape::Box { .. }) | None => 0 } }",
+        "fn f(s: Result<u8, Shape>) -> u8 { match s { Ok(n) => n, Err(Shape::Dot | Shape::Line(_) | Shape::Box { .. }) => 0 } }",
+        "fn f(s: Option<Shape>) -> u8 { match s { Some(shape) => g(shape), None => 0 } }",
         "#[cfg(test)] mod tests { fn f(s: Shape) -> u8 { match s { Shape::Dot => 1, _ => 0 } } }",
     ] {
         assert_eq!(found(fine), Holes::new(), "{fine}");

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::trace::{Trace, TraceEvent, TraceKind};
+use crate::trace::{NetEvent, RunEvent, Trace, TraceEvent, TraceKind};
 
 /// A third-party client, as an adapter describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -87,7 +87,7 @@ pub fn note(client: &'static ForeignClient) {
             return;
         }
         scope.clients.push(client);
-        scope.trace.emit(TraceKind::Foreign {
+        scope.trace.emit(RunEvent::Foreign {
             client: client.name.to_owned(),
         });
     });
@@ -135,12 +135,12 @@ impl Drop for RunNotes {
 /// A `net.request` event's call (method, URL, who serves it) and its body digest.
 fn request_of(event: &TraceEvent) -> Option<(String, Option<[u8; 4]>)> {
     // One variant's fields, not a decision over the variants: `let else`, no `_ =>`.
-    let TraceKind::NetRequest {
+    let TraceKind::Net(NetEvent::Request {
         method,
         url,
         served_by,
         body,
-    } = &event.record
+    }) = &event.record
     else {
         return None;
     };
@@ -260,12 +260,12 @@ mod tests {
     #[test]
     fn causes_follow_from_the_first_differing_events() {
         let request = |body: u8| {
-            let record = TraceKind::NetRequest {
+            let record = TraceKind::Net(NetEvent::Request {
                 method: "POST".into(),
                 url: "https://x.sim/v1/chat".into(),
                 served_by: "openai",
                 body: Some([body; 4]),
-            };
+            });
             TraceEvent::new(7, Duration::from_millis(5), record)
         };
         let cases: [(Option<TraceEvent>, Option<TraceEvent>, &str, &str); 4] = [

@@ -35,7 +35,7 @@ use crate::fault::swarm::{self, SwarmDraw};
 use crate::fault::{FaultInjector, FaultKind, FaultPoint};
 use crate::marks::{MarkLog, Watermark};
 use crate::rng::{DeterministicRng, streams};
-use crate::trace::{Trace, TraceKind};
+use crate::trace::{ClockEvent, RunEvent, Trace, TraceKind};
 
 /// The kernel of one simulated run. Cheap to clone; clones share the run.
 #[derive(Clone)]
@@ -100,18 +100,18 @@ impl SimKernel {
         }
         let clock_faults = injector.is_configured(FaultKind::ClockJump);
 
-        trace.emit(TraceKind::SimStart {
+        trace.emit(RunEvent::Start {
             seed: config.seed,
             epoch_ms: config.epoch_unix_ms,
         });
         for fault in injector.configs() {
-            trace.emit(TraceKind::SimFault {
+            trace.emit(RunEvent::FaultRule {
                 rule: fault.to_string(),
             });
         }
         if !swarm.is_empty() {
             let drawn: Vec<String> = swarm.iter().map(ToString::to_string).collect();
-            trace.emit(TraceKind::SimSwarm { drawn });
+            trace.emit(RunEvent::Swarm { drawn });
         }
         Ok(Self {
             inner: Arc::new(SimInner {
@@ -220,7 +220,7 @@ impl SimKernel {
             .rng(streams::seed::SCHEDULE_INTERLEAVE.as_str())
             .below(crate::constants::INTERLEAVE_YIELDS_MAX + 1);
         if yields > 0 {
-            self.inner.trace.emit(TraceKind::ScheduleYield {
+            self.inner.trace.emit(RunEvent::Yield {
                 label: label.to_owned(),
                 yields,
             });
@@ -243,7 +243,7 @@ impl SimKernel {
     }
 
     /// Records a typed event: one step of the run, as `Environment::record` is.
-    pub(crate) fn emit(&self, record: TraceKind) {
+    pub(crate) fn emit(&self, record: impl Into<TraceKind>) {
         self.inner.step();
         self.inner.trace.emit(record);
     }
@@ -379,14 +379,14 @@ impl Environment for SimInner {
                 -(magnitude as i64)
             };
             self.clock.jump_wall_clock(delta);
-            self.trace.emit(TraceKind::ClockJump { delta_ms: delta });
+            self.trace.emit(ClockEvent::Jump { delta_ms: delta });
         }
         self.clock.unix_time_ms()
     }
 
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
         self.step();
-        self.trace.emit(TraceKind::Sleep { duration });
+        self.trace.emit(ClockEvent::Sleep { duration });
         self.clock.sleep(duration)
     }
 
@@ -418,7 +418,7 @@ impl Environment for SimInner {
         self.step();
         let step = self.record_step();
         self.mark_log().cover(mark, step);
-        self.trace.emit(TraceKind::Cover { mark });
+        self.trace.emit(RunEvent::Cover { mark });
     }
 
     /// Records a steering mark: no step, no draw, no trace event (a seed's meaning is

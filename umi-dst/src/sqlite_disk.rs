@@ -29,7 +29,7 @@ use umi_core::storage::{
 };
 
 use crate::environment::SimEnvironment;
-use crate::trace::{Trace, TraceKind};
+use crate::trace::{StorageEvent, Trace};
 
 mod image;
 
@@ -89,7 +89,7 @@ impl SqliteDisk {
         *current = Some(Arc::new(SqliteStorage::open_in_memory(&self.shared.name)?));
         self.shared
             .trace
-            .emit(TraceKind::StorageReopen { backend: "sqlite" });
+            .emit(StorageEvent::Reopen { backend: "sqlite" });
         Ok(())
     }
 

@@ -34,9 +34,9 @@ use crate::checksum::{Checksum, entity_checksum, note_checksum, vector_checksum}
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
 use crate::fault::point::{self, unreachable_kind};
-use crate::fault::{FaultInjector, FaultKind, FaultPoint};
+use crate::fault::{FaultInjector, FaultPoint, StorageKind};
 use crate::rng::DeterministicRng;
-use crate::trace::{Trace, TraceKind};
+use crate::trace::{StorageEvent, Trace};
 
 /// Shortest and longest delay of a `storage.latency` fault, in ms.
 pub const STORAGE_LATENCY_MS_MIN: u64 = 5;
@@ -133,7 +133,7 @@ impl<S> SimStorage<S> {
     async fn latency(&self, operation: &str) {
         let delay =
             Duration::from_millis(self.draw(STORAGE_LATENCY_MS_MIN, STORAGE_LATENCY_MS_MAX));
-        self.trace.emit(TraceKind::StorageSlow {
+        self.trace.emit(StorageEvent::Slow {
             operation: operation.to_owned(),
             delay,
         });
@@ -143,16 +143,25 @@ impl<S> SimStorage<S> {
     /// The fault for a read-like operation, after any latency.
     async fn read_fault(&self, point: &FaultPoint) -> Result<(), StorageError> {
         let operation = point.name();
-        match self.faults.decide(point) {
-            None => Ok(()),
-            Some(FaultKind::StorageReadFail) => Err(StorageError::ReadFailed {
+        let Some(kind) = self.faults.decide(point) else {
+            return Ok(());
+        };
+        match kind.storage() {
+            Some(StorageKind::ReadFail) => Err(StorageError::ReadFailed {
                 reason: format!("{operation} failed (simulated)"),
             }),
-            Some(FaultKind::StorageLatency) => {
+            Some(StorageKind::Latency) => {
                 self.latency(operation).await;
                 Ok(())
             }
-            Some(other) => unreachable_kind(point, other),
+            // The writes' kinds, and other domains': not drawn at a read.
+            Some(
+                StorageKind::WriteFail
+                | StorageKind::DeleteFail
+                | StorageKind::Corruption
+                | StorageKind::DiskFull,
+            )
+            | None => unreachable_kind(point, kind),
         }
     }
 
@@ -239,17 +248,21 @@ impl<S: Storage> Storage for SimStorage<S> {
         } else {
             &point::STORAGE_WRITE
         };
-        match self.faults.decide(write_point) {
-            None => {}
-            Some(FaultKind::StorageWriteFail) => {
-                return Err(StorageError::WriteFailed {
-                    reason: "storage.write failed (simulated)".into(),
-                });
+        if let Some(kind) = self.faults.decide(write_point) {
+            match kind.storage() {
+                Some(StorageKind::WriteFail) => {
+                    return Err(StorageError::WriteFailed {
+                        reason: "storage.write failed (simulated)".into(),
+                    });
+                }
+                Some(StorageKind::DiskFull) => return Err(StorageError::DiskFull),
+                Some(StorageKind::Latency) => self.latency("storage.write").await,
+                Some(StorageKind::Corruption) => corrupt = true,
+                // The reads' and deletes' kinds, and other domains': not drawn at a write.
+                Some(StorageKind::ReadFail | StorageKind::DeleteFail) | None => {
+                    unreachable_kind(write_point, kind)
+                }
             }
-            Some(FaultKind::StorageDiskFull) => return Err(StorageError::DiskFull),
-            Some(FaultKind::StorageLatency) => self.latency("storage.write").await,
-            Some(FaultKind::StorageCorruption) => corrupt = true,
-            Some(other) => unreachable_kind(write_point, other),
         }
         let keys = record_checksums(&batch);
         let mut entry = LedgerEntry {
@@ -279,7 +292,7 @@ impl<S: Storage> Storage for SimStorage<S> {
             if let Some(sum) = books.checksums.get_mut(&key) {
                 sum[0] ^= 0xff;
             }
-            self.trace.emit(TraceKind::StorageRot {
+            self.trace.emit(StorageEvent::Rot {
                 key: key.to_string(),
             });
             books.corrupted.insert(key.clone());

@@ -23,7 +23,10 @@ use crate::constants::{TRACE_DETAIL_BYTES_MAX, TRACE_EVENTS_FULL_MAX};
 
 mod kind;
 
-pub use kind::TraceKind;
+pub use kind::{
+    CassetteEvent, ClockEvent, FaultEvent, LlmEvent, McpEvent, NetEvent, RunEvent, StorageEvent,
+    ToolEvent, TraceKind,
+};
 
 /// One event, as the trace keeps it: the typed record, and its kind and text as hashed.
 #[derive(Debug, Clone, Serialize)]
@@ -188,7 +191,8 @@ impl Trace {
     /// Appends `record` at the current simulated time. The hash takes the event's
     /// index, time, kind and text ([`TraceKind::name`] and its `Display`, cut to
     /// `TRACE_DETAIL_BYTES_MAX` bytes), each length-prefixed.
-    pub fn emit(&self, record: TraceKind) {
+    pub fn emit(&self, record: impl Into<TraceKind>) {
+        let record = record.into();
         let at = self.clock.now();
         let mut guard = self.lock();
         let state = &mut *guard;
@@ -357,10 +361,10 @@ mod tests {
             let typed = Trace::new(SimClock::new(0), 4, true);
             let named = Trace::new(SimClock::new(0), 4, true);
             let body = Some([0xde, 0xad, 0xbe, 0xef]);
-            typed.emit(TraceKind::Sleep {
+            typed.emit(ClockEvent::Sleep {
                 duration: Duration::from_millis(250),
             });
-            typed.emit(TraceKind::NetRequest {
+            typed.emit(NetEvent::Request {
                 method: "POST".into(),
                 url: "https://x.sim/v1".into(),
                 served_by: "openai",
@@ -376,7 +380,7 @@ mod tests {
             assert_eq!(events, named.events().unwrap());
             assert!(matches!(
                 events[1].record,
-                TraceKind::NetRequest { body: b, .. } if b == body
+                TraceKind::Net(NetEvent::Request { body: b, .. }) if b == body
             ));
         });
     }
@@ -423,11 +427,11 @@ mod tests {
                 kind: "k",
                 detail: "plain".into(),
             },
-            TraceKind::Sleep {
+            TraceKind::Clock(ClockEvent::Sleep {
                 duration: Duration::from_millis(250),
-            },
-            TraceKind::StorageRot { key: long.clone() },
-            TraceKind::NetBadRequest { message: long },
+            }),
+            TraceKind::Storage(StorageEvent::Rot { key: long.clone() }),
+            TraceKind::Net(NetEvent::BadRequest { message: long }),
         ];
         let mut buffer = String::from("left over from the last event");
         for record in records {

@@ -14,7 +14,7 @@ use umi_core::llm::{CompletionRequest, LanguageModel, Message};
 use umi_dst::otlp::{self, RunExport};
 use umi_dst::simulation::SeedRun;
 use umi_dst::tools::{SimTool, SimTools};
-use umi_dst::trace::{TraceEvent, TraceKind};
+use umi_dst::trace::{LlmEvent, TraceEvent, TraceKind};
 use umi_dst::{FaultConfig, FaultKind, RunPath, SimConfig, SimEnvironment, Simulation, Violation};
 
 /// A small agent-like run: three model calls, then two calls of a tool with a 10 ms
@@ -237,14 +237,14 @@ fn gen_ai_attributes_carry_the_traces_model_and_tokens() {
     let chats = named(&request, "chat ");
     assert_eq!(chats.len(), answers.len());
     for (span, answer) in chats.iter().zip(&answers) {
-        let TraceKind::LlmAnswer {
+        let TraceKind::Llm(LlmEvent::Answer {
             model,
             finish,
             prompt_tokens,
             completion_tokens,
             latency,
             ..
-        } = &answer.record
+        }) = &answer.record
         else {
             unreachable!()
         };
@@ -399,14 +399,14 @@ fn overlapping_calls_pair_with_their_own_answers() {
         TraceEvent::new(
             index,
             Duration::from_millis(at_ms),
-            TraceKind::LlmCall {
+            TraceKind::Llm(LlmEvent::Call {
                 model: "sim/m".into(),
                 route: "builtin".into(),
                 operation: "llm.call".into(),
                 request: [request, 0, 0, 0],
                 occurrence: 0,
                 prompt_tokens: 5,
-            },
+            }),
         )
     };
     let events = vec![
@@ -415,24 +415,24 @@ fn overlapping_calls_pair_with_their_own_answers() {
         TraceEvent::new(
             2,
             Duration::from_millis(100),
-            TraceKind::LlmAnswer {
+            TraceKind::Llm(LlmEvent::Answer {
                 model: "sim/m".into(),
                 finish: "stop".into(),
                 prompt_tokens: 5,
                 completion_tokens: 3,
                 latency: Duration::from_millis(50),
                 cut: None,
-            },
+            }),
         ),
         TraceEvent::new(
             3,
             Duration::from_millis(30_000),
-            TraceKind::LlmRefuse {
+            TraceKind::Llm(LlmEvent::Refuse {
                 model: "sim/m".into(),
                 error: "timed out after 30000 ms".into(),
                 error_kind: "timeout",
                 call: Some(([1, 0, 0, 0], 0)),
-            },
+            }),
         ),
     ];
     let path = RunPath::from_seed(1);

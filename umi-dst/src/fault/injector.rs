@@ -21,7 +21,7 @@ use umi_core::env::chance;
 use super::{FaultConfig, FaultConfigError, FaultDomain, FaultKind, FaultPoint};
 use crate::constants::{FAULT_CONFIGS_MAX, FAULT_SCHEDULE_ENTRIES_MAX};
 use crate::rng::DeterministicRng;
-use crate::trace::{Trace, TraceKind};
+use crate::trace::{FaultEvent, Trace};
 
 /// Identifies one injection: the rule that fired and the ordinal (1-based) of the
 /// matching operation it fired on. Stable across replays of the same seed.
@@ -194,7 +194,7 @@ impl FaultInjector {
         if !self.healed.swap(true, Ordering::Relaxed) {
             let at_us = u64::try_from(self.clock.now().as_micros()).unwrap_or(u64::MAX);
             self.healed_at_us.store(at_us, Ordering::Relaxed);
-            self.trace.emit(TraceKind::FaultHeal);
+            self.trace.emit(FaultEvent::Heal);
         }
     }
 
@@ -293,7 +293,7 @@ impl FaultInjector {
         let step = self.record_step();
         record_injection(stats, (schedule, schedule_steps), injection, step);
         drop(state);
-        self.trace.emit(TraceKind::Fault {
+        self.trace.emit(FaultEvent::Injected {
             kind: kind.name(),
             operation: operation.to_owned(),
             rule: id.rule,

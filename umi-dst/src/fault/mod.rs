@@ -29,4 +29,5 @@ pub mod swarm;
 pub use config::{FaultConfig, FaultConfigError, OperationFilter};
 pub use injector::{FaultInjector, FaultStats, Injection, InjectionId};
 pub use kind::{FaultDomain, FaultKind, UnknownFaultKind};
+pub(crate) use kind::{LlmKind, NetworkKind, StorageKind, ToolKind};
 pub use point::FaultPoint;

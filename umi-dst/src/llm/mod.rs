@@ -61,7 +61,7 @@ use crate::clock::SimClock;
 use crate::fault::FaultInjector;
 use crate::kernel::SimKernel;
 use crate::rng::DeterministicRng;
-use crate::trace::{Trace, TraceKind};
+use crate::trace::{LlmEvent, Trace};
 
 /// Shortest and longest retry-after a `llm.rate_limit` fault asks for, in ms.
 pub const FAULT_RETRY_AFTER_MS_MIN: u64 = 500;
@@ -199,7 +199,7 @@ impl SimLlm {
         {
             return;
         }
-        self.trace.emit(TraceKind::LlmUntagged {
+        self.trace.emit(LlmEvent::Untagged {
             tasks: tasks.iter().map(|&task| task.to_owned()).collect(),
         });
         tracing::warn!(
@@ -218,7 +218,7 @@ impl SimLlm {
     /// Refuses with `error`; `call` is the refused call's `llm.call` key (its `request`
     /// and `occurrence`), when it was traced.
     fn refuse(&self, error: LlmError, call: Option<([u8; 4], u64)>) -> Result<CallPlan, LlmError> {
-        self.trace.emit(TraceKind::LlmRefuse {
+        self.trace.emit(LlmEvent::Refuse {
             model: self.config.model_ref.id(),
             error: error.to_string(),
             error_kind: error.kind().as_str(),

@@ -11,10 +11,11 @@ use super::config::TimeoutMode;
 use super::plan::{self, CallPlan, Cut, Shaped, Timing};
 use super::{Builtin, Chosen, SimLlm, generate, near_miss};
 use crate::fault::FaultKind;
+use crate::fault::LlmKind;
 use crate::fault::point::{LLM_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
 use crate::rng::streams::llm_call;
-use crate::trace::TraceKind;
+use crate::trace::LlmEvent;
 
 /// What steps 2 and 3 settle about a call.
 struct Call {
@@ -138,7 +139,7 @@ impl SimLlm {
         };
         let conversation = super::canonical::conversation_hash(request);
         let ledger_call = self.usage.call(&model, conversation, self.clock.now());
-        self.trace.emit(TraceKind::LlmCall {
+        self.trace.emit(LlmEvent::Call {
             model: self.config.model_ref.id(),
             route: route_name.clone(),
             operation,
@@ -264,19 +265,19 @@ impl SimLlm {
             {
                 let (text, miss) = near_miss::near_miss(&shaped.text, schema, fault_rng);
                 shaped.text = text;
-                self.trace.emit(TraceKind::LlmNearMiss {
+                self.trace.emit(LlmEvent::NearMiss {
                     miss: miss.kind.name(),
                     path: miss.path,
                 });
             }
             (Some(FaultKind::LlmWrongContent), _) => {
                 let corruption = plan::corrupt(shaped, structured, fault_rng);
-                self.trace.emit(TraceKind::LlmCorrupt {
+                self.trace.emit(LlmEvent::Corrupt {
                     corruption: corruption.name(),
                 });
             }
             (Some(FaultKind::LlmInvalidResponse), _) => {
-                self.trace.emit(TraceKind::LlmCorrupt {
+                self.trace.emit(LlmEvent::Corrupt {
                     corruption: plan::UNPARSEABLE,
                 });
             }
@@ -284,7 +285,7 @@ impl SimLlm {
         }
         if fault == Some(FaultKind::LlmContentFilter) {
             plan::filter(shaped, fault_rng);
-            self.trace.emit(TraceKind::LlmFilter {
+            self.trace.emit(LlmEvent::Filter {
                 kept_bytes: shaped.text.len(),
             });
         }
@@ -349,7 +350,7 @@ impl SimLlm {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .extend(plan.shaped.tool_calls.iter().map(|call| call.id.clone()));
-        self.trace.emit(TraceKind::LlmAnswer {
+        self.trace.emit(LlmEvent::Answer {
             model: self.config.model_ref.id(),
             finish: plan.shaped.finish_reason.as_str().to_owned(),
             prompt_tokens: plan.shaped.usage.prompt_tokens,
@@ -377,24 +378,26 @@ fn early_fault(
     fault_rng: &mut DeterministicRng,
 ) -> EarlyFault {
     use super::{FAULT_RETRY_AFTER_MS_MAX, FAULT_RETRY_AFTER_MS_MIN};
-    match fault {
-        None
-        | Some(
-            FaultKind::LlmInvalidResponse
-            | FaultKind::LlmWrongContent
-            | FaultKind::LlmStreamCut
-            | FaultKind::LlmContentFilter,
+    let Some(kind) = fault else {
+        return EarlyFault::None;
+    };
+    match kind.llm() {
+        Some(
+            LlmKind::InvalidResponse
+            | LlmKind::WrongContent
+            | LlmKind::StreamCut
+            | LlmKind::ContentFilter,
         ) => EarlyFault::None,
-        Some(FaultKind::LlmTimeout) => match timeout_mode {
+        Some(LlmKind::Timeout) => match timeout_mode {
             TimeoutMode::Stall(stall) => EarlyFault::TimeoutAfter(stall),
             TimeoutMode::Immediate => EarlyFault::Refuse(LlmError::Timeout { after_ms: 0 }),
         },
-        Some(FaultKind::LlmRateLimit) => EarlyFault::Refuse(LlmError::RateLimit {
+        Some(LlmKind::RateLimit) => EarlyFault::Refuse(LlmError::RateLimit {
             retry_after_ms: Some(
                 fault_rng.range_inclusive(FAULT_RETRY_AFTER_MS_MIN, FAULT_RETRY_AFTER_MS_MAX),
             ),
         }),
-        Some(FaultKind::LlmContextOverflow) => EarlyFault::Refuse(LlmError::ContextOverflow {
+        Some(LlmKind::ContextOverflow) => EarlyFault::Refuse(LlmError::ContextOverflow {
             prompt_tokens: Some(prompt_tokens),
             limit: Some(
                 model
@@ -402,17 +405,21 @@ fn early_fault(
                     .min(prompt_tokens.saturating_sub(1)),
             ),
         }),
-        Some(FaultKind::LlmServiceUnavailable) => {
-            EarlyFault::Refuse(LlmError::ServiceUnavailable {
-                status: Some(503),
-                message: "the model is overloaded (simulated)".into(),
-            })
-        }
-        Some(FaultKind::LlmModelNotFound) => EarlyFault::Refuse(LlmError::ModelNotFound {
+        Some(LlmKind::ServiceUnavailable) => EarlyFault::Refuse(LlmError::ServiceUnavailable {
+            status: Some(503),
+            message: "the model is overloaded (simulated)".into(),
+        }),
+        Some(LlmKind::ModelNotFound) => EarlyFault::Refuse(LlmError::ModelNotFound {
             status: Some(404),
             message: model.model.clone(),
         }),
-        Some(other) => unreachable_kind(&LLM_CALL, other),
+        // The embeddings' kinds, and other domains': not drawn at `llm.call`.
+        Some(
+            LlmKind::EmbeddingWrongDimensions
+            | LlmKind::EmbeddingTruncated
+            | LlmKind::EmbeddingMissing,
+        )
+        | None => unreachable_kind(&LLM_CALL, kind),
     }
 }
 

@@ -20,7 +20,7 @@ use crate::environment::SimEnvironment;
 use crate::fault::FaultKind;
 use crate::fault::point::{MCP_INITIALIZE, MCP_REQUEST};
 use crate::rng::DeterministicRng;
-use crate::trace::TraceKind;
+use crate::trace::{McpEvent, NetEvent};
 
 /// How long a server that never answers holds the request, in simulated ms, before the
 /// connection drops: well past any client's timeout.
@@ -100,7 +100,7 @@ impl McpHost {
             let sessions = self.lock_sessions();
             streamable::admit(&request, &sessions)
         };
-        self.sim.emit(TraceKind::NetRequest {
+        self.sim.emit(NetEvent::Request {
             method: request.method.to_string(),
             url: request.url.to_string(),
             served_by: "mcp",
@@ -109,7 +109,7 @@ impl McpHost {
         let admitted = match admitted {
             Ok(admitted) => admitted,
             Err(refusal) => {
-                self.sim.emit(TraceKind::McpRefused {
+                self.sim.emit(McpEvent::Refused {
                     method: request.method.to_string(),
                     status: refusal.status,
                 });
@@ -131,7 +131,7 @@ impl McpHost {
             Admitted::Batch { session, messages } => self.batch(&session, messages).await,
             Admitted::End { session } => {
                 self.lock_sessions().end(&session);
-                self.sim.emit(TraceKind::McpSessionEnd { session });
+                self.sim.emit(McpEvent::SessionEnd { session });
                 Ok(plain(200, ""))
             }
         }
@@ -162,7 +162,7 @@ impl McpHost {
             self.lock_sessions()
                 .begin(session.clone(), version.to_owned());
         }
-        self.sim.emit(TraceKind::McpInitialize {
+        self.sim.emit(McpEvent::Initialize {
             session: session.clone(),
             version,
             asked: requested.map(str::to_owned),
@@ -282,7 +282,7 @@ impl McpHost {
         if fault == Some(FaultKind::McpSessionExpired) {
             self.lock_sessions().end(session);
             env.cover("mcp.session_expired");
-            self.sim.emit(TraceKind::McpSessionExpired {
+            self.sim.emit(McpEvent::SessionExpired {
                 session: session.to_owned(),
                 method: method.to_owned(),
             });
@@ -314,7 +314,7 @@ impl McpHost {
             &mut rng,
         )
         .await;
-        self.sim.emit(TraceKind::McpRequest {
+        self.sim.emit(McpEvent::Request {
             session: session.to_owned(),
             method: method.to_owned(),
             id: id.to_string(),

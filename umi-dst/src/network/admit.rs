@@ -8,7 +8,7 @@ use umi_core::llm::transport::{HttpRequest, HttpResponse};
 use super::format::{Parsed, Responder, ServerFormat};
 use super::{Served, SimNetwork, headers};
 use crate::rng::DeterministicRng;
-use crate::trace::TraceKind;
+use crate::trace::NetEvent;
 
 impl SimNetwork {
     /// The request as `served`'s server reads it, with the responder told of it; or the
@@ -47,7 +47,7 @@ impl SimNetwork {
         let parsed = match format.parse(request, endpoint.profile) {
             Ok(parsed) => parsed,
             Err(refused) => {
-                self.trace.emit(TraceKind::NetBadRequest {
+                self.trace.emit(NetEvent::BadRequest {
                     message: refused.message.clone(),
                 });
                 let error = LlmError::BadRequest {
@@ -77,7 +77,7 @@ impl SimNetwork {
         if !checks_model || asked.is_empty() || asked == served_model {
             return None;
         }
-        self.trace.emit(TraceKind::NetModelNotFound {
+        self.trace.emit(NetEvent::ModelNotFound {
             base_url: endpoint.base_url.clone(),
             asked: asked.clone(),
             served: served_model.clone(),

@@ -18,10 +18,11 @@ use super::registry::{embed_wire, server_format};
 use super::{Served, SimNetwork, headers, whole_body};
 use crate::embed::{EmbedModel, embed_model, embed_text};
 use crate::fault::FaultKind;
+use crate::fault::LlmKind;
 use crate::fault::point::{self, unreachable_kind};
 use crate::rng::DeterministicRng;
 use crate::rng::streams::request;
-use crate::trace::TraceKind;
+use crate::trace::NetEvent;
 
 impl SimNetwork {
     /// The answer to `request` if it is for `served`'s embeddings path (`None`: it is
@@ -85,7 +86,7 @@ impl SimNetwork {
             param: None,
         })?;
         wire.check(&mut ask, model)?;
-        self.trace.emit(TraceKind::NetEmbed {
+        self.trace.emit(NetEvent::Embed {
             model: ask.model.clone(),
             inputs: ask.inputs.len(),
             dimensions: ask.dimensions.unwrap_or(model.dimensions),
@@ -120,23 +121,36 @@ impl SimNetwork {
         mut rng: DeterministicRng,
     ) -> HttpResponse {
         let fault = self.faults.decide(&point::LLM_EMBED);
-        let refused = match fault {
-            Some(FaultKind::LlmRateLimit) => Some(LlmError::RateLimit {
+        let refused = match fault.and_then(FaultKind::llm) {
+            Some(LlmKind::RateLimit) => Some(LlmError::RateLimit {
                 retry_after_ms: Some(rng.range_inclusive(
                     crate::llm::FAULT_RETRY_AFTER_MS_MIN,
                     crate::llm::FAULT_RETRY_AFTER_MS_MAX,
                 )),
             }),
-            Some(FaultKind::LlmServiceUnavailable) => Some(LlmError::ServiceUnavailable {
+            Some(LlmKind::ServiceUnavailable) => Some(LlmError::ServiceUnavailable {
                 status: Some(503),
                 message: "The server is overloaded (simulated).".into(),
             }),
-            Some(FaultKind::LlmTimeout) => {
+            Some(LlmKind::Timeout) => {
                 // The server never answers; only the client's own timeout ends this.
                 std::future::pending::<()>().await;
                 unreachable!("a pending future never completes")
             }
-            _ => None,
+            // No fault, or one that breaks the answer (`corrupt`, below), or (listed so
+            // that a new kind is decided here) one not drawn at `llm.embed`.
+            None
+            | Some(
+                LlmKind::EmbeddingWrongDimensions
+                | LlmKind::EmbeddingTruncated
+                | LlmKind::EmbeddingMissing
+                | LlmKind::ContextOverflow
+                | LlmKind::InvalidResponse
+                | LlmKind::StreamCut
+                | LlmKind::ContentFilter
+                | LlmKind::ModelNotFound
+                | LlmKind::WrongContent,
+            ) => None,
         };
         if let Some(error) = refused {
             let refuse = Refuse { error, param: None };
@@ -211,8 +225,8 @@ impl SimNetwork {
         rng: &mut DeterministicRng,
     ) {
         let victim = rng.index(vectors.len().max(1));
-        let mark = match kind {
-            FaultKind::LlmEmbeddingWrongDimensions => {
+        let mark = match kind.llm() {
+            Some(LlmKind::EmbeddingWrongDimensions) => {
                 if let Some(vector) = vectors.get_mut(victim) {
                     if vector.len() > 1 && rng.bool_with(0.5) {
                         vector.pop();
@@ -222,21 +236,34 @@ impl SimNetwork {
                 }
                 "embed.fault.wrong_dimensions"
             }
-            FaultKind::LlmEmbeddingTruncated => {
+            Some(LlmKind::EmbeddingTruncated) => {
                 let keep = rng.below(u64::from(dimensions).max(1)) as usize;
                 if let Some(vector) = vectors.get_mut(victim) {
                     vector.truncate(keep.min(vector.len().saturating_sub(1)));
                 }
                 "embed.fault.truncated"
             }
-            FaultKind::LlmEmbeddingMissing => {
+            Some(LlmKind::EmbeddingMissing) => {
                 let keep = rng.below(vectors.len() as u64) as usize;
                 vectors.truncate(keep);
                 "embed.fault.missing"
             }
-            other => unreachable_kind(&point::LLM_EMBED, other),
+            // Refusals are answered before an answer exists to break; the call kinds
+            // and other domains' are not drawn at `llm.embed`.
+            Some(
+                LlmKind::Timeout
+                | LlmKind::RateLimit
+                | LlmKind::ServiceUnavailable
+                | LlmKind::ContextOverflow
+                | LlmKind::InvalidResponse
+                | LlmKind::StreamCut
+                | LlmKind::ContentFilter
+                | LlmKind::ModelNotFound
+                | LlmKind::WrongContent,
+            )
+            | None => unreachable_kind(&point::LLM_EMBED, kind),
         };
-        self.trace.emit(TraceKind::NetEmbedFault {
+        self.trace.emit(NetEvent::EmbedFault {
             fault: kind.name(),
             vector: victim,
         });

@@ -84,9 +84,9 @@ pub use responses::RESPONSES_MARKS;
 use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
 use crate::fault::point::{self, unreachable_kind};
-use crate::fault::{FaultInjector, FaultKind};
+use crate::fault::{FaultInjector, NetworkKind};
 use crate::rng::{DeterministicRng, streams};
-use crate::trace::{Trace, TraceKind};
+use crate::trace::{NetEvent, Trace};
 use format::Responder;
 
 /// Slowest first byte a `network.slow_first_byte` fault delays by, in ms.
@@ -420,25 +420,27 @@ impl SimNetwork {
 
     /// The connect faults; `Some` is the response that ends the exchange there.
     async fn connect(&self, served: &Served) -> Result<Option<HttpResponse>, TransportError> {
-        match self.faults.decide(&point::NETWORK_CONNECT) {
-            None => Ok(None),
-            Some(FaultKind::NetworkConnectionRefused) => Err(TransportError::Connect {
+        let Some(kind) = self.faults.decide(&point::NETWORK_CONNECT) else {
+            return Ok(None);
+        };
+        match kind.network() {
+            Some(NetworkKind::ConnectionRefused) => Err(TransportError::Connect {
                 reason: "connection refused (simulated)".into(),
             }),
-            Some(FaultKind::NetworkTimeout) => {
+            Some(NetworkKind::Timeout) => {
                 // The server never answers; only the client's own timeout ends this.
                 std::future::pending::<()>().await;
                 unreachable!("a pending future never completes")
             }
-            Some(FaultKind::NetworkSlowFirstByte) => {
+            Some(NetworkKind::SlowFirstByte) => {
                 let delay = self.draw(1_000, SLOW_FIRST_BYTE_MS_MAX);
                 self.clock.sleep(Duration::from_millis(delay)).await;
                 Ok(None)
             }
-            Some(FaultKind::NetworkProxyError) => {
+            Some(NetworkKind::ProxyError) => {
                 let choice = self.draw(0, u64::MAX);
                 let page = headers::proxy_page(served.endpoint.profile, choice);
-                self.trace.emit(TraceKind::NetProxy {
+                self.trace.emit(NetEvent::Proxy {
                     status: page.status,
                     mark: page.mark,
                 });
@@ -453,7 +455,10 @@ impl SimNetwork {
                     body: whole_body(page.body),
                 }))
             }
-            Some(other) => unreachable_kind(&point::NETWORK_CONNECT, other),
+            // A body's kinds, and other domains': not drawn at a connect.
+            Some(NetworkKind::Reset | NetworkKind::PartialWrite) | None => {
+                unreachable_kind(&point::NETWORK_CONNECT, kind)
+            }
         }
     }
 
@@ -531,7 +536,7 @@ impl SimNetwork {
             }
         }
         self.cover_all(responder.marks());
-        self.trace.emit(TraceKind::NetRefuse {
+        self.trace.emit(NetEvent::Refuse {
             profile: served.endpoint.profile.name(),
             status,
             error: error.kind().as_str(),
@@ -552,7 +557,7 @@ impl SimNetwork {
             return body;
         };
         let left = self.draw(0, BODY_CUT_BYTES_MAX) as usize;
-        self.trace.emit(TraceKind::NetCut {
+        self.trace.emit(NetEvent::Cut {
             fault: kind.name(),
             after_bytes: left as u64,
         });
@@ -571,7 +576,7 @@ impl SimNetwork {
             .into();
         // A key in the query (Gemini's `?key=`) is masked before anything records the URL.
         let url = headers::redact_url(&request.url);
-        self.trace.emit(TraceKind::NetRequest {
+        self.trace.emit(NetEvent::Request {
             method: request.method.to_string(),
             url: url.unwrap_or_else(|| request.url.clone()),
             served_by: endpoint.profile.name(),
@@ -615,7 +620,7 @@ impl Transport for SimNetwork {
         let endpoint = &served.endpoint;
         let request_hash = self.trace_request(&request, endpoint);
         if self.is_down(&endpoint.base_url) {
-            self.trace.emit(TraceKind::NetDown {
+            self.trace.emit(NetEvent::Down {
                 base_url: endpoint.base_url.clone(),
             });
             return Err(TransportError::Connect {

@@ -16,6 +16,8 @@ use umi_core::env::Env;
 use umi_core::llm::transport::{BodyStream, TransportError};
 
 use crate::fault::FaultKind;
+use crate::fault::NetworkKind;
+use crate::fault::point::{NETWORK_BODY, unreachable_kind};
 use crate::rng::DeterministicRng;
 
 /// Cuts a `Cut` plan makes in one write, at most.
@@ -277,16 +279,20 @@ type CutStep = (Result<Vec<u8>, TransportError>, CutState);
 
 /// What follows the cut for fault `kind`: a reset, a stall, or (a partial write) nothing.
 fn after_cut(kind: FaultKind) -> Option<BodyStream> {
-    match kind {
-        FaultKind::NetworkReset => Some(
+    match kind.network() {
+        Some(NetworkKind::Reset) => Some(
             futures::stream::iter([Err(TransportError::Reset {
                 reason: "connection reset by peer (simulated)".into(),
             })])
             .boxed(),
         ),
-        FaultKind::NetworkTimeout => Some(futures::stream::pending().boxed()),
-        FaultKind::NetworkPartialWrite => None,
-        other => crate::fault::point::unreachable_kind(&crate::fault::point::NETWORK_BODY, other),
+        Some(NetworkKind::Timeout) => Some(futures::stream::pending().boxed()),
+        Some(NetworkKind::PartialWrite) => None,
+        // The kinds of `network.connect`, and other domains': not drawn at a body.
+        Some(
+            NetworkKind::ConnectionRefused | NetworkKind::SlowFirstByte | NetworkKind::ProxyError,
+        )
+        | None => unreachable_kind(&NETWORK_BODY, kind),
     }
 }
 

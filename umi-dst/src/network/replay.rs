@@ -38,10 +38,11 @@ use umi_core::llm::transport::{BodyStream, HttpRequest, HttpResponse, TransportE
 use super::format::Responder;
 use super::{Served, SimNetwork, reads, whole_body};
 use crate::fault::FaultKind;
+use crate::fault::LlmKind;
 use crate::fault::point::{LLM_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
 use crate::rng::streams::request;
-use crate::trace::TraceKind;
+use crate::trace::CassetteEvent;
 
 /// How long a replayed `llm.timeout` stalls before the server gives up, in ms.
 pub const REPLAY_TIMEOUT_STALL_MS: u64 = 600_000;
@@ -370,7 +371,7 @@ impl SimNetwork {
         let fault = self.faults.decide(&LLM_CALL);
         let mut fault_rng = rng.substream(request::REPLAY_FAULT);
         if let Some(error) = replaced_by(fault, &mut fault_rng) {
-            self.trace.emit(TraceKind::CassetteFault {
+            self.trace.emit(CassetteEvent::Fault {
                 fault: fault.map(FaultKind::name),
                 exchange: at,
             });
@@ -382,7 +383,7 @@ impl SimNetwork {
         }
         self.use_up(base_url, key, at, replay.cassette.exchanges.len());
         let exchange = &replay.cassette.exchanges[at];
-        self.trace.emit(TraceKind::CassetteReplay {
+        self.trace.emit(CassetteEvent::Replay {
             exchange: at,
             method: exchange.request.method.clone(),
             path: exchange.request.path.clone(),
@@ -426,7 +427,7 @@ impl SimNetwork {
             ),
             closest: replay.closest(request.method, path, &request.body),
         };
-        self.trace.emit(TraceKind::CassetteMiss {
+        self.trace.emit(CassetteEvent::Miss {
             miss: miss.to_string(),
         });
         umi_core::env::Environment::cover(self.env.as_ref(), "cassette.miss");
@@ -482,7 +483,7 @@ impl SimNetwork {
                 } else {
                     FaultKind::NetworkPartialWrite
                 };
-                self.trace.emit(TraceKind::CassetteCut {
+                self.trace.emit(CassetteEvent::Cut {
                     fault: kind.name(),
                     after_bytes: left,
                 });
@@ -502,37 +503,42 @@ impl SimNetwork {
 /// A fault that replaces the recorded answer, as the error the server answers with.
 fn replaced_by(fault: Option<FaultKind>, rng: &mut DeterministicRng) -> Option<LlmError> {
     use crate::llm::{FAULT_RETRY_AFTER_MS_MAX, FAULT_RETRY_AFTER_MS_MIN};
-    match fault? {
+    let kind = fault?;
+    match kind.llm() {
         // A recording's content is what was recorded: `llm.wrong_content` leaves it as it
         // is over a cassette (documented in docs/guide.md); the cut ones apply in `play`.
-        FaultKind::LlmStreamCut | FaultKind::LlmInvalidResponse | FaultKind::LlmWrongContent => {
-            None
-        }
-        FaultKind::LlmTimeout => Some(LlmError::Timeout {
+        Some(LlmKind::StreamCut | LlmKind::InvalidResponse | LlmKind::WrongContent) => None,
+        Some(LlmKind::Timeout) => Some(LlmError::Timeout {
             after_ms: REPLAY_TIMEOUT_STALL_MS,
         }),
-        FaultKind::LlmRateLimit => Some(LlmError::RateLimit {
+        Some(LlmKind::RateLimit) => Some(LlmError::RateLimit {
             retry_after_ms: Some(
                 rng.range_inclusive(FAULT_RETRY_AFTER_MS_MIN, FAULT_RETRY_AFTER_MS_MAX),
             ),
         }),
-        FaultKind::LlmServiceUnavailable => Some(LlmError::ServiceUnavailable {
+        Some(LlmKind::ServiceUnavailable) => Some(LlmError::ServiceUnavailable {
             status: Some(503),
             message: "the model is overloaded (simulated over a cassette)".into(),
         }),
-        FaultKind::LlmContextOverflow => Some(LlmError::ContextOverflow {
+        Some(LlmKind::ContextOverflow) => Some(LlmError::ContextOverflow {
             prompt_tokens: None,
             limit: None,
         }),
-        FaultKind::LlmContentFilter => Some(LlmError::BadRequest {
+        Some(LlmKind::ContentFilter) => Some(LlmError::BadRequest {
             status: Some(400),
             message: "the prompt was filtered (content filter, simulated over a cassette)".into(),
         }),
-        FaultKind::LlmModelNotFound => Some(LlmError::ModelNotFound {
+        Some(LlmKind::ModelNotFound) => Some(LlmError::ModelNotFound {
             status: Some(404),
             message: "the model does not exist (simulated over a cassette)".into(),
         }),
-        other => unreachable_kind(&LLM_CALL, other),
+        // The embeddings' kinds, and other domains': not drawn at `llm.call`.
+        Some(
+            LlmKind::EmbeddingWrongDimensions
+            | LlmKind::EmbeddingTruncated
+            | LlmKind::EmbeddingMissing,
+        )
+        | None => unreachable_kind(&LLM_CALL, kind),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::constants::SIM_EPOCH_UNIX_MS_DEFAULT;
 use crate::failure_class::FailureClass;
 use crate::path::RunPath;
 use crate::simulation::SeedRun;
-use crate::trace::{TraceEvent, TraceHash, TraceKind};
+use crate::trace::{RunEvent, TraceEvent, TraceHash, TraceKind};
 
 /// `service.name` of a run exported by `dst replay` or `dst sweep`.
 pub const SERVICE_NAME_RUN: &str = "umi.dst";
@@ -78,7 +78,7 @@ pub fn export_run(run: &RunExport<'_>) -> ExportTraceServiceRequest {
         .events
         .iter()
         .find_map(|event| {
-            let TraceKind::SimStart { epoch_ms, .. } = event.record else {
+            let TraceKind::Run(RunEvent::Start { epoch_ms, .. }) = event.record else {
                 return None;
             };
             Some(epoch_ms)

@@ -18,7 +18,10 @@ use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 
 use super::semconv as sc;
 use super::spans::{CallError, Fault, McpCall, ModelCall, SpanIndex, SpanSpec, Spans, ToolCall};
-use crate::trace::{TraceEvent, TraceKind};
+use crate::trace::{
+    CassetteEvent, ClockEvent, FaultEvent, LlmEvent, McpEvent, NetEvent, RunEvent, StorageEvent,
+    ToolEvent, TraceEvent, TraceKind,
+};
 
 /// The most model calls open at once (traced, not yet answered); past it the oldest is
 /// closed as unfinished.
@@ -80,11 +83,66 @@ impl Walk {
         let at = event.at;
         self.end = self.end.max(at);
         match &event.record {
-            TraceKind::LlmCall { .. } => self.llm_call(at, &event.record),
-            TraceKind::LlmAnswer { .. } => self.llm_answer(at, &event.record),
-            TraceKind::LlmRefuse { .. } => self.llm_refuse(at, &event.record),
-            TraceKind::NetRequest { served_by, .. } => self.net_request(at, served_by),
-            TraceKind::NetRefuse { status, .. } => {
+            TraceKind::Llm(llm) => self.llm(at, llm),
+            TraceKind::Net(net) => self.net(at, net),
+            TraceKind::Fault(FaultEvent::Injected {
+                kind,
+                operation,
+                rule,
+                ordinal,
+            }) => self.fault(Fault {
+                kind: (*kind).to_owned(),
+                operation: operation.clone(),
+                at,
+                rule: Some(*rule),
+                ordinal: Some(*ordinal),
+            }),
+            TraceKind::Tool(tool) => self.tool(at, tool),
+            TraceKind::Mcp(mcp) => self.mcp(at, mcp),
+            // No span of their own (a new event says here whether it becomes one).
+            TraceKind::Run(
+                RunEvent::Start { .. }
+                | RunEvent::FaultRule { .. }
+                | RunEvent::Swarm { .. }
+                | RunEvent::Yield { .. }
+                | RunEvent::Cover { .. }
+                | RunEvent::Foreign { .. },
+            )
+            | TraceKind::Clock(ClockEvent::Jump { .. } | ClockEvent::Sleep { .. })
+            | TraceKind::Fault(FaultEvent::Heal)
+            | TraceKind::Storage(
+                StorageEvent::Reopen { .. } | StorageEvent::Slow { .. } | StorageEvent::Rot { .. },
+            )
+            | TraceKind::Cassette(
+                CassetteEvent::Fault { .. }
+                | CassetteEvent::Replay { .. }
+                | CassetteEvent::Miss { .. }
+                | CassetteEvent::Cut { .. },
+            )
+            | TraceKind::Named { .. } => {}
+        }
+    }
+
+    /// SimLLM's events: a call opens a span, its answer or refusal closes it.
+    fn llm(&mut self, at: Duration, event: &LlmEvent) {
+        match event {
+            LlmEvent::Call { .. } => self.llm_call(at, event),
+            LlmEvent::Answer { .. } => self.llm_answer(at, event),
+            LlmEvent::Refuse { .. } => self.llm_refuse(at, event),
+            // Said of the call's answer, which its `llm.answer` carries.
+            LlmEvent::NearMiss { .. }
+            | LlmEvent::Corrupt { .. }
+            | LlmEvent::Filter { .. }
+            | LlmEvent::Untagged { .. } => {}
+        }
+    }
+
+    /// The network's events: a model endpoint's request starts the call it carries, a
+    /// refusal gives the refused call its status, an embeddings request is a span.
+    fn net(&mut self, at: Duration, event: &NetEvent) {
+        match event {
+            NetEvent::Request { served_by, .. } => self.net_request(at, served_by),
+            NetEvent::Refuse { status, .. } => {
                 // The refusal's answer over HTTP: the status of the call just refused.
                 if let Some((last, true)) = self.last.as_mut()
                     && last.error.is_some()
@@ -92,55 +150,13 @@ impl Walk {
                     last.status_code = Some(*status);
                 }
             }
-            TraceKind::NetEmbed { model, .. } => self.embeddings(at, model),
-            TraceKind::Fault {
-                kind,
-                operation,
-                rule,
-                ordinal,
-            } => self.fault(Fault {
-                kind: (*kind).to_owned(),
-                operation: operation.clone(),
-                at,
-                rule: Some(*rule),
-                ordinal: Some(*ordinal),
-            }),
-            TraceKind::ToolCall { .. } | TraceKind::ToolInvalidParams { .. } => {
-                self.tool(at, &event.record);
-            }
-            TraceKind::McpInitialize { .. }
-            | TraceKind::McpRequest { .. }
-            | TraceKind::McpRefused { .. } => self.mcp(at, &event.record),
-            // No span of their own (a new kind says here whether it becomes one).
-            TraceKind::SimStart { .. }
-            | TraceKind::SimFault { .. }
-            | TraceKind::SimSwarm { .. }
-            | TraceKind::ScheduleYield { .. }
-            | TraceKind::ClockJump { .. }
-            | TraceKind::Sleep { .. }
-            | TraceKind::Cover { .. }
-            | TraceKind::FaultHeal
-            | TraceKind::StorageReopen { .. }
-            | TraceKind::StorageSlow { .. }
-            | TraceKind::StorageRot { .. }
-            | TraceKind::LlmNearMiss { .. }
-            | TraceKind::LlmCorrupt { .. }
-            | TraceKind::LlmFilter { .. }
-            | TraceKind::LlmUntagged { .. }
-            | TraceKind::NetBadRequest { .. }
-            | TraceKind::NetModelNotFound { .. }
-            | TraceKind::NetProxy { .. }
-            | TraceKind::NetCut { .. }
-            | TraceKind::NetDown { .. }
-            | TraceKind::NetEmbedFault { .. }
-            | TraceKind::CassetteFault { .. }
-            | TraceKind::CassetteReplay { .. }
-            | TraceKind::CassetteMiss { .. }
-            | TraceKind::CassetteCut { .. }
-            | TraceKind::Foreign { .. }
-            | TraceKind::McpSessionExpired { .. }
-            | TraceKind::McpSessionEnd { .. }
-            | TraceKind::Named { .. } => {}
+            NetEvent::Embed { model, .. } => self.embeddings(at, model),
+            NetEvent::BadRequest { .. }
+            | NetEvent::ModelNotFound { .. }
+            | NetEvent::Proxy { .. }
+            | NetEvent::Cut { .. }
+            | NetEvent::Down { .. }
+            | NetEvent::EmbedFault { .. } => {}
         }
     }
 
@@ -166,8 +182,8 @@ impl Walk {
         (self.spans, end)
     }
 
-    fn llm_call(&mut self, at: Duration, record: &TraceKind) {
-        let TraceKind::LlmCall {
+    fn llm_call(&mut self, at: Duration, record: &LlmEvent) {
+        let LlmEvent::Call {
             model,
             route,
             operation,
@@ -202,8 +218,8 @@ impl Walk {
         });
     }
 
-    fn llm_answer(&mut self, at: Duration, record: &TraceKind) {
-        let TraceKind::LlmAnswer {
+    fn llm_answer(&mut self, at: Duration, record: &LlmEvent) {
+        let LlmEvent::Answer {
             model,
             finish,
             prompt_tokens,
@@ -240,8 +256,8 @@ impl Walk {
         self.last = Some((call, http));
     }
 
-    fn llm_refuse(&mut self, at: Duration, record: &TraceKind) {
-        let TraceKind::LlmRefuse {
+    fn llm_refuse(&mut self, at: Duration, record: &LlmEvent) {
+        let LlmEvent::Refuse {
             model,
             error,
             error_kind,
@@ -321,9 +337,9 @@ impl Walk {
         }
     }
 
-    fn tool(&mut self, at: Duration, record: &TraceKind) {
+    fn tool(&mut self, at: Duration, record: &ToolEvent) {
         let call = match record {
-            TraceKind::ToolCall {
+            ToolEvent::Call {
                 name,
                 call_id,
                 outcome,
@@ -341,7 +357,7 @@ impl Walk {
                 ],
                 ..ToolCall::default()
             },
-            TraceKind::ToolInvalidParams {
+            ToolEvent::InvalidParams {
                 tool,
                 call_id,
                 path,
@@ -357,7 +373,6 @@ impl Walk {
                 }),
                 ..ToolCall::default()
             },
-            _ => return,
         };
         let qualified = format!("tool.call.{}", call.name);
         let (faults, rest): (Vec<Fault>, Vec<Fault>) = self
@@ -369,13 +384,14 @@ impl Walk {
         self.spans.tool_call(self.root, ToolCall { faults, ..call });
     }
 
-    fn mcp(&mut self, at: Duration, record: &TraceKind) {
-        let start = self.mcp_starts.pop_front().unwrap_or(at).min(at);
-        let faults: Vec<Fault> = self.mcp_faults.drain(..).collect();
+    /// The MCP server's events: an answered or refused request is a span, from its
+    /// `net.request`, with the faults decided for it.
+    fn mcp(&mut self, at: Duration, record: &McpEvent) {
         match record {
-            TraceKind::McpInitialize {
+            McpEvent::Initialize {
                 session, version, ..
             } => {
+                let (start, faults) = self.mcp_pending(at);
                 let call = McpCall {
                     method: "initialize".to_owned(),
                     session: Some(session.clone()),
@@ -387,12 +403,13 @@ impl Walk {
                 };
                 self.spans.mcp_call(self.root, call);
             }
-            TraceKind::McpRequest {
+            McpEvent::Request {
                 session,
                 method,
                 id,
                 reply,
             } => {
+                let (start, faults) = self.mcp_pending(at);
                 let call = McpCall {
                     method: method.clone(),
                     session: Some(session.clone()),
@@ -409,11 +426,20 @@ impl Walk {
                 };
                 self.spans.mcp_call(self.root, call);
             }
-            TraceKind::McpRefused { method, status } => {
+            McpEvent::Refused { method, status } => {
+                let (start, faults) = self.mcp_pending(at);
                 self.mcp_refused(start, at, method, *status, faults);
             }
-            _ => {}
+            // No span of their own.
+            McpEvent::SessionExpired { .. } | McpEvent::SessionEnd { .. } => {}
         }
+    }
+
+    /// The start of the MCP request answered at `at` (its `net.request`, first in,
+    /// first out) and the faults decided for it.
+    fn mcp_pending(&mut self, at: Duration) -> (Duration, Vec<Fault>) {
+        let start = self.mcp_starts.pop_front().unwrap_or(at).min(at);
+        (start, self.mcp_faults.drain(..).collect())
     }
 
     /// An MCP request refused at the HTTP level (no JSON-RPC method known): a CLIENT

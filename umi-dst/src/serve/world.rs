@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use super::mcp_tools::McpToolsSpec;
 use crate::mcp::CALL_ID_META_KEY;
 use crate::tools::ToolsWorld;
-use crate::trace::{TraceEvent, TraceKind};
+use crate::trace::{ToolEvent, TraceEvent, TraceKind};
 
 /// A scope's world, shared by its requests: one holds it while its simulation runs.
 pub(crate) type SharedWorld = Arc<tokio::sync::Mutex<ToolsWorld>>;
@@ -72,7 +72,7 @@ pub(crate) fn tool_entry(
         &arguments,
     );
     let ran = trace.iter().any(|event| {
-        matches!(&event.record, TraceKind::ToolCall { name: called, ran: true, .. } if *called == name)
+        matches!(&event.record, TraceKind::Tool(ToolEvent::Call { name: called, ran: true, .. }) if *called == name)
     });
     let done = after
         .effects()

@@ -20,9 +20,10 @@ use super::SimTool;
 use super::ledger::EffectLedger;
 use crate::environment::SimEnvironment;
 use crate::fault::FaultKind;
+use crate::fault::ToolKind;
 use crate::fault::point::{TOOL_CALL, unreachable_kind};
 use crate::rng::DeterministicRng;
-use crate::trace::TraceKind;
+use crate::trace::ToolEvent;
 
 /// How long a stalled tool holds a call, in simulated ms, before it gives up.
 pub const TOOL_STALL_MS: u64 = 600_000;
@@ -66,15 +67,26 @@ impl Outcome {
 
 /// What a call meets under `fault` (the one decision at `tool.call.<name>`).
 pub fn outcome_of(fault: Option<FaultKind>) -> Outcome {
-    match fault {
-        None => Outcome::Answer,
-        Some(FaultKind::ToolTimeout) => Outcome::Stall,
-        Some(FaultKind::ToolErrorResult) => Outcome::ErrorResult,
-        Some(FaultKind::ToolTransportError) => Outcome::TransportError,
-        Some(FaultKind::ToolMalformedResult) => Outcome::Malformed,
-        Some(FaultKind::ToolSlow) => Outcome::Slow,
-        Some(FaultKind::ToolEmptyResult) => Outcome::Empty,
-        Some(other) => unreachable_kind(&TOOL_CALL, other),
+    let Some(kind) = fault else {
+        return Outcome::Answer;
+    };
+    match kind.tool() {
+        Some(ToolKind::Timeout) => Outcome::Stall,
+        Some(ToolKind::ErrorResult) => Outcome::ErrorResult,
+        Some(ToolKind::TransportError) => Outcome::TransportError,
+        Some(ToolKind::MalformedResult) => Outcome::Malformed,
+        Some(ToolKind::Slow) => Outcome::Slow,
+        Some(ToolKind::EmptyResult) => Outcome::Empty,
+        // The MCP server's kinds, and other domains': not drawn at `tool.call`.
+        Some(
+            ToolKind::McpSessionExpired
+            | ToolKind::McpStreamCut
+            | ToolKind::McpInternalError
+            | ToolKind::McpVersionMismatch
+            | ToolKind::McpToolsChanged
+            | ToolKind::McpNoResponse,
+        )
+        | None => unreachable_kind(&TOOL_CALL, kind),
     }
 }
 
@@ -237,7 +249,7 @@ impl SimToolHandler {
                 env.cover("tool.effect_then_stall");
             }
         }
-        self.sim.emit(TraceKind::ToolCall {
+        self.sim.emit(ToolEvent::Call {
             name: name.clone(),
             call_id: invocation.call_id.to_string(),
             outcome: format!("{outcome:?}"),
@@ -262,7 +274,7 @@ impl SimToolHandler {
             &invocation.arguments,
         )
         .err()?;
-        self.sim.emit(TraceKind::ToolInvalidParams {
+        self.sim.emit(ToolEvent::InvalidParams {
             tool: self.tool.definition.name.clone(),
             call_id: invocation.call_id.to_string(),
             path: violation.path.to_string(),

@@ -15,7 +15,7 @@ use futures::{FutureExt, StreamExt};
 use crate::constants::WIRE_STREAM_BYTES_MAX;
 use crate::env::{Env, EnvironmentExt};
 use crate::llm::collector::StreamCollector;
-use crate::llm::error::LlmError;
+use crate::llm::error::{LlmError, LlmErrorKind};
 use crate::llm::event::{EventStream, StreamEvent};
 use crate::llm::response::CompletionResponse;
 use crate::llm::transport::BodyStream;
@@ -208,14 +208,35 @@ impl<D: WireDecoder> Reader<D> {
             }
             self.pending.extend(events);
             if let Err(error) = outcome {
-                self.env.cover(match &error {
-                    LlmError::StreamTruncated { .. } => "wire.stream_truncated",
-                    LlmError::Connection { .. } => "wire.connection_broken",
-                    _ => "wire.error_in_stream",
-                });
+                self.env.cover(stream_error_mark(error.kind()));
                 self.failed = Some(error);
             }
         }
+    }
+}
+
+/// The coverage mark an error inside a stream hits: a cut stream and a broken connection
+/// each have their own, every other error (an error event, a timeout, a body too large)
+/// the shared one. Listed, not `_`: a new error kind is decided here.
+fn stream_error_mark(kind: LlmErrorKind) -> &'static str {
+    match kind {
+        LlmErrorKind::StreamTruncated => "wire.stream_truncated",
+        LlmErrorKind::Connection => "wire.connection_broken",
+        LlmErrorKind::Timeout
+        | LlmErrorKind::ServerTimeout
+        | LlmErrorKind::ModelNotFound
+        | LlmErrorKind::RateLimit
+        | LlmErrorKind::ContextOverflow
+        | LlmErrorKind::InvalidResponse
+        | LlmErrorKind::ServiceUnavailable
+        | LlmErrorKind::Json
+        | LlmErrorKind::InvalidPrompt
+        | LlmErrorKind::Auth
+        | LlmErrorKind::BadRequest
+        | LlmErrorKind::EmptyStream
+        | LlmErrorKind::ResponseTooLarge
+        | LlmErrorKind::TooManyToolCalls
+        | LlmErrorKind::Exhausted => "wire.error_in_stream",
     }
 }
 
