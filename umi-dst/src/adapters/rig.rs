@@ -100,23 +100,23 @@ pub enum SimHttpError {
 
 /// rig as the determinism check knows it (see the module docs): a client built over
 /// this adapter notes it in the run, and a divergence names these hazards where they fit.
-pub static CLIENT: crate::foreign::ForeignClient = crate::foreign::ForeignClient {
+pub static CLIENT: crate::adapters::foreign::ForeignClient = crate::adapters::foreign::ForeignClient {
     name: "rig-core 0.44",
     hazards: &[
-        crate::foreign::Hazard {
+        crate::adapters::foreign::Hazard {
             source: "rig_core::wasm_compat::{sleep, timeout} wait on futures-timer's wall-clock \
                      thread, not on the simulated clock",
-            effect: crate::foreign::Effect::Timing,
+            effect: crate::adapters::foreign::Effect::Timing,
         },
-        crate::foreign::Hazard {
+        crate::adapters::foreign::Hazard {
             source: "a tool call sent without an id gets a random UUID (LocalCallId, from \
                      getrandom): an agent that logs, hashes or keys by it differs per run",
-            effect: crate::foreign::Effect::Order,
+            effect: crate::adapters::foreign::Effect::Order,
         },
-        crate::foreign::Hazard {
+        crate::adapters::foreign::Hazard {
             source: "rig_core::id::RunId counts up across the process, so a second run of a \
                      seed sees other values",
-            effect: crate::foreign::Effect::Order,
+            effect: crate::adapters::foreign::Effect::Order,
         },
     ],
 };
@@ -131,7 +131,7 @@ pub struct SimHttpClient {
 impl SimHttpClient {
     /// A client sending through `transport`.
     pub fn new(transport: Arc<dyn Transport>) -> Self {
-        crate::foreign::note(&CLIENT);
+        crate::adapters::foreign::note(&CLIENT);
         Self { transport }
     }
 }
