@@ -151,7 +151,7 @@ impl RunPath {
 
 /// Checks branch points as a path holds them: steps from 1, strictly increasing, at most
 /// [`PATH_BRANCHES_MAX`] of them. The error names the first bad branch (from 1).
-pub fn check_branches(branches: &[Branch]) -> Result<(), PathError> {
+pub(crate) fn check_branches(branches: &[Branch]) -> Result<(), PathError> {
     if branches.len() > PATH_BRANCHES_MAX {
         return Err(PathError::TooMany {
             count: branches.len(),

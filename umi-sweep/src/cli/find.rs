@@ -15,7 +15,7 @@ use umi_dst::corpus::{SeedMeaning, format_entry};
 use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
 use umi_dst::fault::FaultKind;
 use umi_dst::scenario::Scenario;
-use umi_dst::seed_text::parse_seed;
+use umi_dst::simulation::settings::parse_seed;
 use umi_dst::simulation::SeedRun;
 
 /// Seeds `dst find` tries at most.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use umi_dst::duration_text::positive_duration_arg;
+use umi_dst::simulation::settings::positive_duration_arg;
 use umi_dst::scenario::Scenario;
 
 use super::{exit, fail};
