@@ -45,7 +45,7 @@ pub(crate) mod reads;
 pub(crate) mod registry;
 pub mod replay;
 mod responses;
-mod shapes;
+pub(crate) mod shapes;
 mod stamps;
 mod stream_body;
 mod surface;
