@@ -217,6 +217,7 @@ pub(crate) fn embed_wire(profile: Profile) -> Option<&'static dyn EmbedWire> {
 
 /// Whether `rest` (a path below a server's root) is the embeddings path of a server of
 /// `format` whose API is under `api_root` (`/v1`): `dst serve`'s routing.
+#[cfg(feature = "serve")]
 pub(crate) fn serves(profile: Profile, api_root: &str, rest: &str) -> bool {
     embed_wire(profile).is_some_and(|wire| {
         rest.strip_prefix(api_root)
