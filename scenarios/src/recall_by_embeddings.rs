@@ -34,9 +34,9 @@ use umi_core::memory::{
     RewriteMode, embedding_text,
 };
 use umi_core::storage::Entity;
+use umi_dst::SqliteDisk;
 use umi_dst::checkers::memory::{MemoryModel, check_no_data_loss};
 use umi_dst::network::{Endpoint, SimNetwork};
-use umi_dst::SqliteDisk;
 use umi_dst::{FaultKind, SimEnvironment, SimStorage, Violation, ensure};
 
 use crate::common::{facts, fault_on, question};

@@ -27,50 +27,56 @@
 
 //! # Layout
 //!
+//! The public modules are the topics a user names on purpose; the run's machinery
+//! (clock, configuration, kernel, RNG streams, paths, marks, storage) lives in private
+//! modules, and the types of it a test or a tool names are re-exported here at the root.
+//!
+//! At the root:
+//!
+//! - [`Simulation`], [`SimEnvironment`], [`Violation`], [`ensure!`]: the runner, what a
+//!   test body gets (the kernel plus the simulators a run shares, `sim.llm()`), and the
+//!   verdict; [`SimConfig`] and [`SimKernel`], the simulated implementation of
+//!   umi-core's `Environment` (clock [`SimClock`], RNG streams [`DeterministicRng`],
+//!   injector, trace) that every simulator is built from.
+//! - [`RunPath`], [`Branch`]: a run as a path (its seed and the branch points where every
+//!   stream switches to a fresh one) and its text form (`7/412:9913`); [`streams`]: every
+//!   fixed RNG stream, named once.
+//! - [`eventually`], [`Eventually`]: the liveness phase: after `sim.heal()`, a condition
+//!   must come to hold within a bound of simulated time.
+//! - [`SimLlm`], [`SimNetwork`], [`SimStorage`] (the memory's storage with faults,
+//!   checksums and a ledger), [`SqliteDisk`] (the production `SqliteStorage` on an
+//!   in-memory database that a run can close and reopen): the simulators.
+//!
+//! The modules:
+//!
 //! - [`prelude`]: `use umi_dst::prelude::*;` for a test.
-//! - [`rng`]: `DeterministicRng`, ChaCha streams with label-derived forks.
-//! - [`path`], [`branch_epoch`]: a run as a path (its seed and the branch points where
-//!   every stream switches to a fresh one), its text form, and the epoch the kernel and
-//!   the streams share.
-//! - [`clock`]: `SimClock`, simulated time on tokio's paused clock.
+//! - [`simulation`]: the runner, settings from `DST_*` (and their text forms, for tools
+//!   of your own that take the same), failure reports, the wall-clock watchdog.
+//! - [`scenario`](mod@scenario): a simulation with a goal, invariants and a fault profile,
+//!   declared in one place with [`#[umi_dst::scenario]`](macro@scenario), which registers
+//!   it ([`scenario::registered`]) and writes its replay test; [`test_scenario`] runs one
+//!   under `cargo test`. Sweeping scenarios over many seeds (worker processes, shards,
+//!   reports, replay, minimization, the `dst` command) is the `umi-sweep` crate's work.
 //! - [`fault`]: the fault catalog, configs, the injector and swarm mode.
-//! - [`trace`]: the event log and its hash.
-//! - [`config`], [`kernel`]: `SimConfig` and `SimKernel`, the simulated implementation
-//!   of umi-core's `Environment` (clock, RNG streams, injector, trace) that every
-//!   simulator is built from.
-//! - [`environment`]: `SimEnvironment`, what a test body gets: the kernel plus the
-//!   simulators a run shares (`sim.llm()`).
-//! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
-//! - [`liveness`]: the liveness phase: after `sim.heal()`, [`eventually`] checks that a
-//!   condition comes to hold within a bound of simulated time.
-//! - [`scenario`](mod@scenario): a simulation with a goal, invariants and a fault profile, declared
-//!   in one place with [`#[umi_dst::scenario]`](macro@scenario), which registers it
-//!   ([`scenario::registered`]) and writes its replay test; [`test_scenario`] runs one
-//!   under `cargo test`. Sweeping scenarios over many
-//!   seeds (worker processes, shards, reports, replay, minimization, the `dst` command)
-//!   is the `umi-sweep` crate's work.
+//! - [`trace`]: the event log and its hash; [`otlp`]: a run as OpenTelemetry spans (OTLP
+//!   JSON and protobuf), GenAI conventions.
+//! - [`failure_class`]: why a run failed, and the `dst` command's exit codes.
 //! - [`corpus`]: the `seeds/*.seeds` files.
 //! - [`llm`]: SimLLM, the simulated model: routes, generators, schema-valid tool
-//!   arguments, limits, latency, faults.
+//!   arguments, limits, latency, faults; [`embed`]: the simulated embedding model.
 //! - [`network`]: SimNetwork, the real wire formats served in simulated time, with
-//!   network faults.
-//! - [`storage`]: SimStorage, the memory's storage with faults, checksums and a ledger.
-//! - [`checksum`]: a SHA-256 over every field of a note, entity or link (SimStorage's
-//!   rot detection, the memory checker's content check).
-//! - [`sqlite_disk`]: the production `SqliteStorage` on an in-memory database that a
-//!   run can close and reopen.
-//! - [`planted`]: a storage whose writes go through your code, to plant bugs a harness
-//!   must find.
+//!   network faults, capture and cassette replay.
+//! - [`mcp`], [`tools`]: simulated MCP servers and tools; [`usage`]: what a run spent.
 //! - [`checkers`]: invariants scenarios check (memory: no data loss, no forgotten entity
-//!   recalled, no dangling link).
-//! - [`doubles`]: mock, scripted and function `LanguageModel`s for unit tests.
+//!   recalled, no dangling link; split invariance of the wire).
+//! - [`doubles`]: mock, scripted and function `LanguageModel`s for unit tests, and a
+//!   storage whose writes go through your code, to plant bugs a harness must find.
+//! - [`adapters`]: third-party clients (async-openai, rig, rmcp) inside a simulation,
+//!   and what the determinism check knows of them.
 //! - [`conformance`]: the `LanguageModel` contract, checked over generated requests.
 //! - [`constants`]: the harness-wide limits and the seed defaults (a module's own limits
 //!   live beside it).
-//! - [`seed_text`], [`duration_text`]: seeds and durations as `DST_*` variables and the
-//!   `dst` command read them, for tools of your own that take the same.
-//! - [`watchdog`]: the wall-clock watchdog that ends a hung seed with its name.
-//! - [`otlp`]: a run as OpenTelemetry spans (OTLP JSON and protobuf), GenAI conventions.
+//! - `serve` (feature `serve`): `dst serve`, the simulated model over real HTTP.
 
 // The public surface, deliberately: a module is public when a user names it on purpose
 // (a topic of its own: the fault catalog, the trace, a simulator, the runner); the run's
@@ -121,9 +127,7 @@ pub use environment::SimEnvironment;
 pub use failure_class::FailureClass;
 pub use fault::{FaultConfig, FaultDomain, FaultInjector, FaultKind};
 pub use kernel::SimKernel;
-pub use liveness::{
-    EVENTUALLY_CHECKS_MAX, EVENTUALLY_POLL_DEFAULT, Eventually, Holds, eventually,
-};
+pub use liveness::{EVENTUALLY_CHECKS_MAX, EVENTUALLY_POLL_DEFAULT, Eventually, Holds, eventually};
 pub use llm::{SimLlm, SimLlmConfig};
 pub use marks::{MARKS_PER_RUN_MAX, Watermark};
 pub use network::{Endpoint, SimNetwork};

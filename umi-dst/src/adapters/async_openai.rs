@@ -45,10 +45,11 @@ use super::http_bridge;
 
 /// async-openai as the determinism check knows it: on the chat and Responses paths it
 /// reads no clock or randomness of its own (see the module docs).
-pub static CLIENT: crate::adapters::foreign::ForeignClient = crate::adapters::foreign::ForeignClient {
-    name: "async-openai 0.43",
-    hazards: &[],
-};
+pub static CLIENT: crate::adapters::foreign::ForeignClient =
+    crate::adapters::foreign::ForeignClient {
+        name: "async-openai 0.43",
+        hazards: &[],
+    };
 
 /// The service: async-openai's requests through `transport`.
 #[derive(Clone, Debug)]

@@ -12,7 +12,7 @@
 //! 7/412:9913  # liveness: found by dst explore (a path: seed 7, from step 412 stream 9913)
 //! ```
 //!
-//! A line may hold a path ([`crate::path`]) where a seed goes: it is replayed as that
+//! A line may hold a path ([`RunPath`]) where a seed goes: it is replayed as that
 //! path, in the mode its words say, like a seed.
 //!
 //! Words between the seed and the comment say what the replay needs and what the seed

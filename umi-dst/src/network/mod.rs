@@ -9,7 +9,7 @@
 //! [`Profile`] (OpenAI, Azure, DeepSeek, DashScope, GLM, OpenRouter, vLLM, llama.cpp,
 //! Ollama); each response draws among the shapes its profile lists, every one with a
 //! public source ([`profile`]). The body then reaches the client in reads whose
-//! boundaries are drawn independently of the events ([`reads`]): inside an event, inside
+//! boundaries are drawn independently of the events ([`ReadPlan`]): inside an event, inside
 //! a UTF-8 character, between CR and LF, single bytes, or many events at once.
 //!
 //! | where | operation | faults |
@@ -74,8 +74,8 @@ pub use format::{Parsed, RequestError, Route};
 pub use gemini::GEMINI_MARKS;
 pub use ollama::OLLAMA_MARKS;
 pub use profile::{Profile, WireFormat};
-pub(crate) use registry::server_format;
 pub use reads::ReadPlan;
+pub(crate) use registry::server_format;
 pub use registry::{base_url_for, client_for, ends_in_embeddings};
 pub use replay::{
     CassetteMiss, CassetteReport, OnMiss, PastLast, Replay, ReplayOptions, ReplayTiming,

@@ -53,7 +53,11 @@ pub fn compare_runs(first: &SeedRun, second: &SeedRun) -> Option<Nondeterminism>
             Divergence {
                 first: left.get(index).cloned(),
                 second: right.get(index).cloned(),
-                cause: crate::adapters::foreign::explain(left.get(index), right.get(index), &clients),
+                cause: crate::adapters::foreign::explain(
+                    left.get(index),
+                    right.get(index),
+                    &clients,
+                ),
             }
         }),
         _ => None,

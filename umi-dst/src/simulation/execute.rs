@@ -68,7 +68,7 @@ pub struct SeedRun {
     pub marks: std::collections::BTreeMap<String, u64>,
     /// Every mark reached (coverage `cover`, `sometimes!`, `reachable!`, `maximize!`),
     /// with the step of its first hit: the first step from which a branch keeps it (see
-    /// [`crate::marks`]).
+    /// [`RunPath`](crate::RunPath)).
     pub mark_steps: std::collections::BTreeMap<String, u64>,
     /// The `maximize!` marks' high-water marks.
     pub watermarks: std::collections::BTreeMap<String, crate::marks::Watermark>,

@@ -17,8 +17,8 @@ use std::time::Duration;
 use crate::constants::{
     SEED_COUNT_DEFAULT, SEED_START_DEFAULT, SEED_WALL_TIMEOUT_DEFAULT, SEEDS_PER_RUN_MAX,
 };
-use crate::path::RunPath;
 pub use crate::duration_text::{DURATION_ARG_MAX, duration_arg, positive_duration_arg};
+use crate::path::RunPath;
 pub use crate::seed_text::parse_seed;
 pub use crate::watchdog::SEED_TIMEOUT_VAR;
 

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use clap::Args;
-use umi_dst::simulation::settings::{duration_arg, positive_duration_arg};
 use umi_dst::scenario::Scenario;
+use umi_dst::simulation::settings::{duration_arg, positive_duration_arg};
 
 use super::{default_seeds_dir, exit, fail, seed_arg, write_html, write_junit};
 use crate::collect::write_report;

@@ -27,8 +27,8 @@ pub use engine::{Exploration, explore_with};
 pub use options::{ExploreError, ExploreOptions};
 pub use outcome::{FaultAt, PathOutcome, PathRunner};
 pub use report::{ExploreReport, FoundFailure, StopReason, render};
-pub use umi_dst::Watermark;
 pub use umi_dst::PATH_BRANCHES_MAX;
+pub use umi_dst::Watermark;
 pub use umi_dst::{Branch, PathError, RunPath};
 
 use umi_dst::scenario::Scenario;
