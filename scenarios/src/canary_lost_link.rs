@@ -16,7 +16,7 @@ use umi_core::env::Env;
 use umi_core::memory::{Memory, RememberOptions};
 use umi_core::storage::{Storage, StorageError, WriteBatch};
 use umi_dst::checkers::memory::{MemoryModel, check_no_data_loss};
-use umi_dst::planted::{HookedStorage, WriteHook};
+use umi_dst::doubles::{HookedStorage, WriteHook};
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation};
 
 use crate::common::facts;

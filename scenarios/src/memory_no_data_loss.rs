@@ -25,7 +25,7 @@ use std::sync::Arc;
 use umi_core::env::{Env, EnvironmentExt};
 use umi_core::memory::{Memory, MemoryError, RecallOptions, RememberOptions};
 use umi_dst::checkers::memory::{MemoryModel, check_memory, forget_live_entity};
-use umi_dst::planted::{HookedStorage, WriteHook};
+use umi_dst::doubles::{HookedStorage, WriteHook};
 use umi_dst::{DeterministicRng, FaultConfig, FaultKind, SimEnvironment, SimStorage, Violation};
 
 use crate::common::{facts, question};

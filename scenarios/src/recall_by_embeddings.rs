@@ -5,7 +5,7 @@
 //! Workload: twelve facts are remembered by a memory with a model (extraction) and an
 //! embedder: umi-core's OpenAI embeddings client over SimNetwork's embeddings endpoint,
 //! the simulated embedding model behind it. The store is `SqliteStorage` (in memory, see
-//! [`umi_dst::sqlite_disk`]) under SimStorage's checksums, closed and reopened before the
+//! [`umi_dst::SqliteDisk`]) under SimStorage's checksums, closed and reopened before the
 //! queries. Then queries are recalled: the exact content of a stored entity, or a
 //! question. The embeddings endpoint fails (429s, 503s, stalls) and answers with the
 //! wrong shape (a vector of the wrong length, cut short, or missing); storage has no
@@ -34,9 +34,9 @@ use umi_core::memory::{
     RewriteMode, embedding_text,
 };
 use umi_core::storage::Entity;
+use umi_dst::SqliteDisk;
 use umi_dst::checkers::memory::{MemoryModel, check_no_data_loss};
 use umi_dst::network::{Endpoint, SimNetwork};
-use umi_dst::sqlite_disk::SqliteDisk;
 use umi_dst::{FaultKind, SimEnvironment, SimStorage, Violation, ensure};
 
 use crate::common::{facts, fault_on, question};

@@ -9,7 +9,7 @@
 //! seed the database is closed and reopened (uncommitted work is gone, opening checks and
 //! migrations run again), and once more after the faults heal, before the checks.
 //!
-//! The database is SQLite in memory ([`umi_dst::sqlite_disk`]), kept alive across the
+//! The database is SQLite in memory ([`umi_dst::SqliteDisk`]), kept alive across the
 //! reopen by an idle handle: no file, so no real I/O in the simulation.
 //!
 //! Invariants: those of `memory_no_data_loss` (every acknowledged note, entity and
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use umi_core::env::EnvironmentExt;
 use umi_core::memory::Memory;
 use umi_core::storage::Storage;
-use umi_dst::sqlite_disk::SqliteDisk;
+use umi_dst::SqliteDisk;
 use umi_dst::{SimEnvironment, SimStorage, Violation};
 
 use crate::memory_no_data_loss::{FACTS_PER_SEED, MemoryNoDataLoss, MemoryWorkload};

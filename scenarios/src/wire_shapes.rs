@@ -35,8 +35,7 @@ use umi_core::llm::{
 };
 use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::checkers::wire::{check_split_invariance, is_whole_stream};
-use umi_dst::network::reads::ReadPlan;
-use umi_dst::network::{ClientOptions, Exchange, Profile, base_url_for, client_for};
+use umi_dst::network::{ClientOptions, Exchange, Profile, ReadPlan, base_url_for, client_for};
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
 use crate::common::{chat, scenario_retry, sim_model, tool_definitions};

@@ -19,7 +19,7 @@ const CONTENTS_HEADING: &str = "## Contents";
 const ADR_ROW: &str = "| `docs/adr/` |";
 
 /// The documents whose relative paths must name files of this repository.
-const CITING_DOCS: [&str; 3] = ["README.md", "ARCHITECTURE.md", "docs"];
+pub(super) const CITING_DOCS: [&str; 3] = ["README.md", "ARCHITECTURE.md", "docs"];
 
 /// The most headings the guide may have (a guard on the scan, far above today's count).
 const GUIDE_HEADINGS_MAX: usize = 500;
@@ -339,7 +339,7 @@ fn adr_list_problems(architecture: &str, recorded: &BTreeSet<String>) -> Vec<Str
 }
 
 /// The Markdown files at `place` (a file, or a folder searched to any depth).
-fn markdown_files(place: &Path) -> Vec<PathBuf> {
+pub(super) fn markdown_files(place: &Path) -> Vec<PathBuf> {
     if place.is_file() {
         return vec![place.to_path_buf()];
     }

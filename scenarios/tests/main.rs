@@ -117,6 +117,10 @@ mod wildcard_arms;
 /// with an empty allow-list; ARCHITECTURE.md's "Layers" names what sits below what.
 mod circles;
 
+/// umi-dst's public surface (public modules, re-exports, exported macros) is the golden
+/// file's, and no document or source names a path through a private module.
+mod public_surface;
+
 /// The guide's table of contents matches its headings, ARCHITECTURE.md lists every ADR,
 /// and no document cites a path that is not in the repository.
 mod docs;

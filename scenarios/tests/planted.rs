@@ -1,6 +1,6 @@
 //! Planted bugs the memory scenarios must find: one storage bug per kind of loss (a whole
 //! batch, a note, an entity, a delete, an evolution link, altered entity content), each
-//! planted with `umi_dst::planted` between the memory and its storage, each found by the
+//! planted with `umi_dst::doubles::HookedStorage` between the memory and its storage, each found by the
 //! memory checker within `PLANTED_SEEDS_MAX` seeds of the default sweep (from its default
 //! start, the scenario's default faults), as the kind of loss it is.
 
@@ -10,8 +10,7 @@ use async_trait::async_trait;
 use futures::future::LocalBoxFuture;
 use umi_core::storage::{Storage, StorageError, WriteBatch};
 use umi_dst::Scenario;
-use umi_dst::planted::HookedStorage;
-use umi_dst::planted::WriteHook;
+use umi_dst::doubles::{HookedStorage, WriteHook};
 use umi_dst::scenario::run_one;
 use umi_dst::{FailureClass, FaultConfig, SimEnvironment, Violation};
 use umi_scenarios::memory_no_data_loss::{MemoryNoDataLoss, run_with_hook};

@@ -21,14 +21,14 @@ const BRANCH_KEY_DOMAIN: &[u8] = b"umi.rng.v1/branch/";
 
 /// The branch points of one run and how many the run has passed.
 #[derive(Debug)]
-pub struct BranchEpoch {
+pub(crate) struct BranchEpoch {
     branches: Vec<Branch>,
     passed: AtomicUsize,
 }
 
 impl BranchEpoch {
     /// Nothing passed yet. `branches` must be a checked path's (steps increasing).
-    pub fn new(branches: Vec<Branch>) -> Self {
+    pub(crate) fn new(branches: Vec<Branch>) -> Self {
         Self {
             branches,
             passed: AtomicUsize::new(0),
@@ -37,13 +37,13 @@ impl BranchEpoch {
 
     /// How many branch points the run has passed (0 until the first one's step).
     #[inline]
-    pub fn current(&self) -> usize {
+    pub(crate) fn current(&self) -> usize {
         self.passed.load(Ordering::Relaxed)
     }
 
     /// Called by the kernel with each step it takes: passes every branch point whose
     /// step is reached.
-    pub fn on_step(&self, step: u64) {
+    pub(crate) fn on_step(&self, step: u64) {
         let mut passed = self.passed.load(Ordering::Relaxed);
         let before = passed;
         while passed < self.branches.len() && self.branches[passed].step <= step {
@@ -56,7 +56,7 @@ impl BranchEpoch {
 
     /// The key of a stream whose own key is `key` in epoch `epoch`: `key` chained with
     /// the first `epoch` branches (epoch 0 is `key` itself).
-    pub fn key_at(&self, key: &[u8; 32], epoch: usize) -> [u8; 32] {
+    pub(crate) fn key_at(&self, key: &[u8; 32], epoch: usize) -> [u8; 32] {
         self.branches[..epoch].iter().fold(*key, |key, branch| {
             let mut hasher = Sha256::new();
             hasher.update(BRANCH_KEY_DOMAIN);

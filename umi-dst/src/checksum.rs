@@ -19,7 +19,7 @@ use umi_core::storage::{Entity, EntityVector, EvolutionLink, Note};
 use xxhash_rust::xxh3::Xxh3Default;
 
 /// A record's checksum.
-pub type Checksum = [u8; 16];
+pub(crate) type Checksum = [u8; 16];
 
 fn text_fields(hasher: &mut Xxh3Default, fields: &[&str]) {
     for field in fields {
@@ -29,7 +29,7 @@ fn text_fields(hasher: &mut Xxh3Default, fields: &[&str]) {
 }
 
 /// Every field of `entity`.
-pub fn entity_checksum(entity: &Entity) -> Checksum {
+pub(crate) fn entity_checksum(entity: &Entity) -> Checksum {
     let mut hasher = Xxh3Default::new();
     let note_id = entity.note_id.as_deref().unwrap_or("");
     text_fields(
@@ -49,7 +49,7 @@ pub fn entity_checksum(entity: &Entity) -> Checksum {
 }
 
 /// Every field of `note`.
-pub fn note_checksum(note: &Note) -> Checksum {
+pub(crate) fn note_checksum(note: &Note) -> Checksum {
     let mut hasher = Xxh3Default::new();
     text_fields(&mut hasher, &[note.id.as_str(), &note.text]);
     hasher.update(&note.created_at_ms.to_le_bytes());
@@ -58,7 +58,7 @@ pub fn note_checksum(note: &Note) -> Checksum {
 
 /// Every field of `vector`: its entity, its model, and its numbers' bytes (so a vector
 /// that reads back with one bit changed has another checksum).
-pub fn vector_checksum(vector: &EntityVector) -> Checksum {
+pub(crate) fn vector_checksum(vector: &EntityVector) -> Checksum {
     let mut hasher = Xxh3Default::new();
     text_fields(&mut hasher, &[vector.entity_id.as_str(), &vector.model]);
     hasher.update(&(vector.dimensions() as u64).to_le_bytes());
@@ -67,7 +67,7 @@ pub fn vector_checksum(vector: &EntityVector) -> Checksum {
 }
 
 /// Every field of `link`.
-pub fn link_checksum(link: &EvolutionLink) -> Checksum {
+pub(crate) fn link_checksum(link: &EvolutionLink) -> Checksum {
     let mut hasher = Xxh3Default::new();
     text_fields(
         &mut hasher,

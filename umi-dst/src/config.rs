@@ -36,7 +36,7 @@ pub enum SimConfigError {
     /// A fault config is invalid.
     #[error(transparent)]
     Fault(#[from] FaultConfigError),
-    /// The branch points are not a path's (see [`crate::path`]).
+    /// The branch points are not a path's (see [`RunPath`](crate::RunPath)).
     #[error(transparent)]
     Path(#[from] PathError),
     /// The simulation was started inside a tokio runtime.

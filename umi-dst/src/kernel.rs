@@ -269,7 +269,7 @@ impl SimKernel {
     }
 
     /// Every mark reached so far (coverage and steering marks), with the step of its
-    /// first hit (the first step from which a branch keeps it, see [`crate::marks`]).
+    /// first hit (the first step from which a branch keeps it, see [`RunPath`](crate::RunPath)).
     pub fn mark_steps(&self) -> BTreeMap<&'static str, u64> {
         self.inner.mark_log().first_steps().clone()
     }

@@ -27,107 +27,117 @@
 
 //! # Layout
 //!
+//! The public modules are the topics a user names on purpose; the run's machinery
+//! (clock, configuration, kernel, RNG streams, paths, marks, storage) lives in private
+//! modules, and the types of it a test or a tool names are re-exported here at the root.
+//!
+//! At the root:
+//!
+//! - [`Simulation`], [`SimEnvironment`], [`Violation`], [`ensure!`]: the runner, what a
+//!   test body gets (the kernel plus the simulators a run shares, `sim.llm()`), and the
+//!   verdict; [`SimConfig`] and [`SimKernel`], the simulated implementation of
+//!   umi-core's `Environment` (clock [`SimClock`], RNG streams [`DeterministicRng`],
+//!   injector, trace) that every simulator is built from.
+//! - [`RunPath`], [`Branch`]: a run as a path (its seed and the branch points where every
+//!   stream switches to a fresh one) and its text form (`7/412:9913`); [`streams`]: every
+//!   fixed RNG stream, named once.
+//! - [`eventually`], [`Eventually`]: the liveness phase: after `sim.heal()`, a condition
+//!   must come to hold within a bound of simulated time.
+//! - [`SimLlm`], [`SimNetwork`], [`SimStorage`] (the memory's storage with faults,
+//!   checksums and a ledger), [`SqliteDisk`] (the production `SqliteStorage` on an
+//!   in-memory database that a run can close and reopen): the simulators.
+//!
+//! The modules:
+//!
 //! - [`prelude`]: `use umi_dst::prelude::*;` for a test.
-//! - [`rng`]: `DeterministicRng`, ChaCha streams with label-derived forks.
-//! - [`path`], [`branch_epoch`]: a run as a path (its seed and the branch points where
-//!   every stream switches to a fresh one), its text form, and the epoch the kernel and
-//!   the streams share.
-//! - [`clock`]: `SimClock`, simulated time on tokio's paused clock.
+//! - [`simulation`]: the runner, settings from `DST_*` (and their text forms, for tools
+//!   of your own that take the same), failure reports, the wall-clock watchdog.
+//! - [`scenario`](mod@scenario): a simulation with a goal, invariants and a fault profile,
+//!   declared in one place with [`#[umi_dst::scenario]`](macro@scenario), which registers
+//!   it ([`scenario::registered`]) and writes its replay test; [`test_scenario`] runs one
+//!   under `cargo test`. Sweeping scenarios over many seeds (worker processes, shards,
+//!   reports, replay, minimization, the `dst` command) is the `umi-sweep` crate's work.
 //! - [`fault`]: the fault catalog, configs, the injector and swarm mode.
-//! - [`trace`]: the event log and its hash.
-//! - [`config`], [`kernel`]: `SimConfig` and `SimKernel`, the simulated implementation
-//!   of umi-core's `Environment` (clock, RNG streams, injector, trace) that every
-//!   simulator is built from.
-//! - [`environment`]: `SimEnvironment`, what a test body gets: the kernel plus the
-//!   simulators a run shares (`sim.llm()`).
-//! - [`simulation`]: the runner, settings from `DST_*`, failure reports.
-//! - [`liveness`]: the liveness phase: after `sim.heal()`, [`eventually`] checks that a
-//!   condition comes to hold within a bound of simulated time.
-//! - [`scenario`](mod@scenario): a simulation with a goal, invariants and a fault profile, declared
-//!   in one place with [`#[umi_dst::scenario]`](macro@scenario), which registers it
-//!   ([`scenario::registered`]) and writes its replay test; [`test_scenario`] runs one
-//!   under `cargo test`. Sweeping scenarios over many
-//!   seeds (worker processes, shards, reports, replay, minimization, the `dst` command)
-//!   is the `umi-sweep` crate's work.
+//! - [`trace`]: the event log and its hash; [`otlp`]: a run as OpenTelemetry spans (OTLP
+//!   JSON and protobuf), GenAI conventions.
+//! - [`failure_class`]: why a run failed, and the `dst` command's exit codes.
 //! - [`corpus`]: the `seeds/*.seeds` files.
 //! - [`llm`]: SimLLM, the simulated model: routes, generators, schema-valid tool
-//!   arguments, limits, latency, faults.
+//!   arguments, limits, latency, faults; [`embed`]: the simulated embedding model.
 //! - [`network`]: SimNetwork, the real wire formats served in simulated time, with
-//!   network faults.
-//! - [`storage`]: SimStorage, the memory's storage with faults, checksums and a ledger.
-//! - [`checksum`]: a SHA-256 over every field of a note, entity or link (SimStorage's
-//!   rot detection, the memory checker's content check).
-//! - [`sqlite_disk`]: the production `SqliteStorage` on an in-memory database that a
-//!   run can close and reopen.
-//! - [`planted`]: a storage whose writes go through your code, to plant bugs a harness
-//!   must find.
+//!   network faults, capture and cassette replay.
+//! - [`mcp`], [`tools`]: simulated MCP servers and tools; [`usage`]: what a run spent.
 //! - [`checkers`]: invariants scenarios check (memory: no data loss, no forgotten entity
-//!   recalled, no dangling link).
-//! - [`doubles`]: mock, scripted and function `LanguageModel`s for unit tests.
+//!   recalled, no dangling link; split invariance of the wire).
+//! - [`doubles`]: mock, scripted and function `LanguageModel`s for unit tests, and a
+//!   storage whose writes go through your code, to plant bugs a harness must find.
+//! - [`adapters`]: third-party clients (async-openai, rig, rmcp) inside a simulation,
+//!   and what the determinism check knows of them.
 //! - [`conformance`]: the `LanguageModel` contract, checked over generated requests.
 //! - [`constants`]: the harness-wide limits and the seed defaults (a module's own limits
 //!   live beside it).
-//! - [`seed_text`], [`duration_text`]: seeds and durations as `DST_*` variables and the
-//!   `dst` command read them, for tools of your own that take the same.
-//! - [`watchdog`]: the wall-clock watchdog that ends a hung seed with its name.
-//! - [`otlp`]: a run as OpenTelemetry spans (OTLP JSON and protobuf), GenAI conventions.
+//! - `serve` (feature `serve`): `dst serve`, the simulated model over real HTTP.
 
+// The public surface, deliberately: a module is public when a user names it on purpose
+// (a topic of its own: the fault catalog, the trace, a simulator, the runner); the run's
+// machinery (clock, config, kernel, RNG, paths, storage) is private, and the types of it a
+// user names are re-exported below. `scenarios/tests/public_surface.rs` holds this list
+// against a golden file, so a change here is a deliberate edit of both.
 pub mod adapters;
-pub mod branch_epoch;
 pub mod checkers;
-pub mod checksum;
-pub mod clock;
-pub mod config;
 pub mod conformance;
 pub mod constants;
 pub mod corpus;
 pub mod doubles;
-pub mod duration_text;
 pub mod embed;
-pub mod environment;
 pub mod failure_class;
 pub mod fault;
-pub mod foreign;
-pub mod kernel;
-pub mod liveness;
 pub mod llm;
-pub mod marks;
 pub mod mcp;
 pub mod network;
 pub mod otlp;
-pub mod path;
-pub mod planted;
 pub mod prelude;
-pub mod rng;
 pub mod scenario;
-pub mod seed_text;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod simulation;
-pub mod sqlite_disk;
-pub mod storage;
-
 pub mod tools;
 pub mod trace;
 pub mod usage;
-pub mod watchdog;
 
-pub use clock::SimClock;
-pub use config::SimConfig;
+mod branch_epoch;
+mod checksum;
+mod clock;
+mod config;
+mod duration_text;
+mod environment;
+mod kernel;
+mod liveness;
+mod marks;
+mod path;
+mod rng;
+mod seed_text;
+mod sqlite_disk;
+mod storage;
+mod watchdog;
+
+pub use clock::{Paced, SimClock};
+pub use config::{SimConfig, SimConfigError};
 pub use environment::SimEnvironment;
 pub use failure_class::FailureClass;
 pub use fault::{FaultConfig, FaultDomain, FaultInjector, FaultKind};
 pub use kernel::SimKernel;
-pub use liveness::{Eventually, eventually};
+pub use liveness::{EVENTUALLY_CHECKS_MAX, EVENTUALLY_POLL_DEFAULT, Eventually, Holds, eventually};
 pub use llm::{SimLlm, SimLlmConfig};
-pub use marks::Watermark;
+pub use marks::{MARKS_PER_RUN_MAX, Watermark};
 pub use network::{Endpoint, SimNetwork};
-pub use path::{Branch, PathError, RunPath};
-pub use rng::DeterministicRng;
+pub use path::{Branch, PATH_BRANCHES_MAX, PathError, RunPath};
+pub use rng::{DeterministicRng, streams};
 pub use scenario::{Scenario, test_scenario, test_scenario_in};
 pub use simulation::report::FailureReport;
 pub use simulation::{RunError, RunSummary, Simulation, Violation};
-pub use storage::SimStorage;
+pub use sqlite_disk::SqliteDisk;
+pub use storage::{LedgerEntry, STORAGE_LATENCY_MS_MAX, STORAGE_LATENCY_MS_MIN, SimStorage};
 /// Runs an `async fn(sim: SimEnvironment) -> Result<(), Violation>` as a simulation test
 /// over many seeds: `#[umi_dst::test(seeds = 1..=200, faults = [..], corpus = "name")]`,
 /// every argument optional (see the guide, section 2).

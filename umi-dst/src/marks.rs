@@ -26,7 +26,7 @@ pub const MARKS_PER_RUN_MAX: usize = 4_096;
 
 /// The marks of one run.
 #[derive(Debug, Default, Clone)]
-pub struct MarkLog {
+pub(crate) struct MarkLog {
     counts: BTreeMap<&'static str, u64>,
     first_steps: BTreeMap<&'static str, u64>,
     watermarks: BTreeMap<&'static str, Watermark>,
@@ -34,14 +34,14 @@ pub struct MarkLog {
 
 impl MarkLog {
     /// A coverage mark (`env.cover`) hit at `step`: counted, and its first step kept.
-    pub fn cover(&mut self, mark: &'static str, step: u64) {
+    pub(crate) fn cover(&mut self, mark: &'static str, step: u64) {
         *self.counts.entry(mark).or_insert(0) += 1;
         self.hit(mark, step);
     }
 
     /// A mark reached at `step` (a cover, `sometimes!` or `reachable!` mark): its first
     /// step kept.
-    pub fn hit(&mut self, mark: &'static str, step: u64) {
+    pub(crate) fn hit(&mut self, mark: &'static str, step: u64) {
         if self.first_steps.len() < MARKS_PER_RUN_MAX || self.first_steps.contains_key(mark) {
             self.first_steps.entry(mark).or_insert(step);
         }
@@ -50,7 +50,7 @@ impl MarkLog {
     /// A `maximize!` mark's `value` at `step`: kept when it is the run's highest so far
     /// (the first step it was reached at). A watermark is reached too: its first step is
     /// kept as a hit's.
-    pub fn maximize(&mut self, mark: &'static str, value: u64, step: u64) {
+    pub(crate) fn maximize(&mut self, mark: &'static str, value: u64, step: u64) {
         self.hit(mark, step);
         if let Some(mark) = self.watermarks.get_mut(mark) {
             if value > mark.value {
@@ -62,17 +62,17 @@ impl MarkLog {
     }
 
     /// Coverage marks hit, with their counts.
-    pub fn counts(&self) -> &BTreeMap<&'static str, u64> {
+    pub(crate) fn counts(&self) -> &BTreeMap<&'static str, u64> {
         &self.counts
     }
 
     /// Every mark reached, with the step of its first hit.
-    pub fn first_steps(&self) -> &BTreeMap<&'static str, u64> {
+    pub(crate) fn first_steps(&self) -> &BTreeMap<&'static str, u64> {
         &self.first_steps
     }
 
     /// The `maximize!` marks' high-water marks.
-    pub fn watermarks(&self) -> &BTreeMap<&'static str, Watermark> {
+    pub(crate) fn watermarks(&self) -> &BTreeMap<&'static str, Watermark> {
         &self.watermarks
     }
 }

@@ -37,6 +37,25 @@ pub struct Branch {
 }
 
 /// A run: its seed and its branch points, in increasing step order.
+///
+/// A seed alone fixes a whole run. Guided exploration (`dst explore`) builds on runs that
+/// reached something new by replaying them up to the moment they got there and drawing
+/// what follows from a fresh stream: that is a *branch* `(step, stream)`. From the step
+/// its kernel step counter reaches `step` on, every RNG stream of the run (every
+/// [`DeterministicRng`](crate::DeterministicRng) forked from the run's root, before or
+/// after that point) draws from a key derived from its own key and `stream`, chained with
+/// the earlier branches; before it, the run is exactly the seed's. So a path replays
+/// exactly up to its last branch point, and a path with no branches means exactly what
+/// its seed means (it prints as the seed alone).
+///
+/// The text form (`7`, `7/412:9913`, `7/412:9913/1200:55`) is what replay lines,
+/// `DST_PATH`, `dst replay --path`, the seed corpus and reports hold; serde reads and
+/// writes a path as that string. A malformed path is a typed [`PathError`] naming the
+/// part that is wrong, never a panic.
+///
+/// A mark's first hit and a fault's injection record a step too: the first step from
+/// which a branch keeps it (the steps the run had taken when it happened, plus one; a
+/// branch there replays everything up to and including it).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RunPath {
     /// The seed.
@@ -151,7 +170,7 @@ impl RunPath {
 
 /// Checks branch points as a path holds them: steps from 1, strictly increasing, at most
 /// [`PATH_BRANCHES_MAX`] of them. The error names the first bad branch (from 1).
-pub fn check_branches(branches: &[Branch]) -> Result<(), PathError> {
+pub(crate) fn check_branches(branches: &[Branch]) -> Result<(), PathError> {
     if branches.len() > PATH_BRANCHES_MAX {
         return Err(PathError::TooMany {
             count: branches.len(),

@@ -79,7 +79,7 @@ impl DeterministicRng {
     /// This stream as the root of a run with branch points `epoch`: it and every stream
     /// forked from it switch streams as the run passes them. Its position is kept until
     /// the first branch point is passed.
-    pub fn with_branches(mut self, epoch: Arc<BranchEpoch>) -> Self {
+    pub(crate) fn with_branches(mut self, epoch: Arc<BranchEpoch>) -> Self {
         self.branching = Some(Branching {
             epoch,
             seen: 0,

@@ -8,8 +8,8 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
+use umi_dst::Eventually;
 use umi_dst::fault::point::STORAGE_WRITE;
-use umi_dst::liveness::Eventually;
 use umi_dst::simulation::SeedRun;
 use umi_dst::{
     FailureClass, FaultConfig, FaultKind, SimConfig, SimEnvironment, Simulation, Violation, ensure,

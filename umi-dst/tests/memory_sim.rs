@@ -12,7 +12,7 @@ use umi_core::storage::{InMemoryStorage, Note, Storage, StorageError, WriteBatch
 use umi_dst::checkers::memory::{
     MemoryModel, check_forgotten_not_recalled, check_memory, check_no_data_loss, forget_live_entity,
 };
-use umi_dst::planted::{HookedStorage, WriteHook};
+use umi_dst::doubles::{HookedStorage, WriteHook};
 use umi_dst::{
     FaultConfig, FaultKind, SimConfig, SimEnvironment, SimStorage, Simulation, Violation, ensure,
 };

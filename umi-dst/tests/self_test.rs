@@ -194,19 +194,20 @@ static LEAKY_REQUESTS: AtomicU64 = AtomicU64::new(0);
 static LEAKY_WAITS: AtomicU64 = AtomicU64::new(0);
 
 /// A third-party client the way an adapter describes one: what its source showed.
-static LEAKY: umi_dst::foreign::ForeignClient = umi_dst::foreign::ForeignClient {
-    name: "leaky-client 0.1",
-    hazards: &[
-        umi_dst::foreign::Hazard {
-            source: "a request counter shared by every client in the process",
-            effect: umi_dst::foreign::Effect::RequestBytes,
-        },
-        umi_dst::foreign::Hazard {
-            source: "retry waits drawn from a process-wide counter",
-            effect: umi_dst::foreign::Effect::Timing,
-        },
-    ],
-};
+static LEAKY: umi_dst::adapters::foreign::ForeignClient =
+    umi_dst::adapters::foreign::ForeignClient {
+        name: "leaky-client 0.1",
+        hazards: &[
+            umi_dst::adapters::foreign::Hazard {
+                source: "a request counter shared by every client in the process",
+                effect: umi_dst::adapters::foreign::Effect::RequestBytes,
+            },
+            umi_dst::adapters::foreign::Hazard {
+                source: "retry waits drawn from a process-wide counter",
+                effect: umi_dst::adapters::foreign::Effect::Timing,
+            },
+        ],
+    };
 
 /// Sends one chat request the way a foreign client would: its own body, its own waits.
 async fn leaky_call(
@@ -215,7 +216,7 @@ async fn leaky_call(
     body_tag: u64,
 ) -> Result<(), Violation> {
     use umi_core::llm::transport::{HttpRequest, Transport};
-    umi_dst::foreign::note(&LEAKY);
+    umi_dst::adapters::foreign::note(&LEAKY);
     let network = umi_dst::SimNetwork::new(&sim)
         .with_endpoint(umi_dst::Endpoint::openai("https://leaky.sim/v1", sim.llm()));
     #[allow(

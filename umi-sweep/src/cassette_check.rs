@@ -77,7 +77,7 @@ fn is_embeddings_path(path: &str) -> bool {
     let path = path.split('?').next().unwrap_or_default();
     Profile::ALL
         .into_iter()
-        .any(|profile| umi_dst::network::registry::ends_in_embeddings(profile, path))
+        .any(|profile| umi_dst::network::ends_in_embeddings(profile, path))
 }
 
 /// Reads `exchange` again with the client of `format` (or the one its path names).

@@ -36,8 +36,8 @@ use crate::wire::{
 use crate::worker::run_checked;
 use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, process_exit_code};
 use umi_dst::scenario::Scenario;
+use umi_dst::simulation::Watchdog;
 use umi_dst::simulation::panic_message;
-use umi_dst::watchdog::Watchdog;
 
 /// The name of the hidden command that makes the binary a sweep worker.
 pub(crate) const WORKER_COMMAND: &str = "__sweep-worker";

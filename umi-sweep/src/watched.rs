@@ -9,11 +9,11 @@
 use std::time::Duration;
 
 use umi_dst::RunPath;
-use umi_dst::duration_text::positive_duration_arg;
 use umi_dst::fault::InjectionId;
 use umi_dst::scenario::{Scenario, run_path};
 use umi_dst::simulation::SeedRun;
-use umi_dst::watchdog::{SEED_TIMEOUT_VAR, Watchdog};
+use umi_dst::simulation::settings::positive_duration_arg;
+use umi_dst::simulation::{Watchdog, settings::SEED_TIMEOUT_VAR};
 
 use crate::replay_command::ReplayCommand;
 

@@ -120,7 +120,7 @@ fn start_collector() -> (SocketAddr, Seen) {
 /// A small export made with the builder `dst serve` uses too: a model call with a fault.
 fn small_export() -> ExportTraceServiceRequest {
     let mut spans = Spans::new(
-        otlp::ids::trace_id(7, "toy"),
+        otlp::trace_id(7, "toy"),
         umi_dst::constants::SIM_EPOCH_UNIX_MS_DEFAULT,
         vec![otlp::semconv::string("service.name", "umi.dst")],
     );

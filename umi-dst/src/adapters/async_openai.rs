@@ -24,7 +24,7 @@
 //!   verify webhooks, neither on the chat or Responses paths.
 //!
 //! So [`CLIENT`] lists no hazards; the service notes it in the run
-//! ([`crate::foreign::note`]), and a determinism failure in a run that uses it says it
+//! ([`crate::adapters::foreign::note`]), and a determinism failure in a run that uses it says it
 //! was there and that its source showed no clock or randomness of its own.
 //!
 //! A request body async-openai streams (multipart uploads) cannot go through
@@ -45,10 +45,11 @@ use super::http_bridge;
 
 /// async-openai as the determinism check knows it: on the chat and Responses paths it
 /// reads no clock or randomness of its own (see the module docs).
-pub static CLIENT: crate::foreign::ForeignClient = crate::foreign::ForeignClient {
-    name: "async-openai 0.43",
-    hazards: &[],
-};
+pub static CLIENT: crate::adapters::foreign::ForeignClient =
+    crate::adapters::foreign::ForeignClient {
+        name: "async-openai 0.43",
+        hazards: &[],
+    };
 
 /// The service: async-openai's requests through `transport`.
 #[derive(Clone, Debug)]
@@ -59,7 +60,7 @@ pub struct SimService {
 impl SimService {
     /// A service sending through `transport`.
     pub fn new(transport: Arc<dyn Transport>) -> Self {
-        crate::foreign::note(&CLIENT);
+        crate::adapters::foreign::note(&CLIENT);
         Self { transport }
     }
 }

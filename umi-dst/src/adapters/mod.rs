@@ -10,10 +10,12 @@
 //!
 //! An adapter only moves bytes: the client's requests go to SimNetwork, which answers in
 //! the endpoint's profile with the seed's faults, in simulated time. What the client
-//! does with time and randomness is its own; each adapter's docs say what that is.
+//! does with time and randomness is its own; each adapter's docs say what that is, as a
+//! [`foreign::ForeignClient`] the determinism check names when two runs of a seed part.
 
 #[cfg(feature = "async-openai")]
 pub mod async_openai;
+pub mod foreign;
 #[cfg(any(feature = "async-openai", feature = "rig"))]
 mod http_bridge;
 #[cfg(feature = "rig")]

@@ -100,26 +100,27 @@ pub enum SimHttpError {
 
 /// rig as the determinism check knows it (see the module docs): a client built over
 /// this adapter notes it in the run, and a divergence names these hazards where they fit.
-pub static CLIENT: crate::foreign::ForeignClient = crate::foreign::ForeignClient {
-    name: "rig-core 0.44",
-    hazards: &[
-        crate::foreign::Hazard {
-            source: "rig_core::wasm_compat::{sleep, timeout} wait on futures-timer's wall-clock \
+pub static CLIENT: crate::adapters::foreign::ForeignClient =
+    crate::adapters::foreign::ForeignClient {
+        name: "rig-core 0.44",
+        hazards: &[
+            crate::adapters::foreign::Hazard {
+                source: "rig_core::wasm_compat::{sleep, timeout} wait on futures-timer's wall-clock \
                      thread, not on the simulated clock",
-            effect: crate::foreign::Effect::Timing,
-        },
-        crate::foreign::Hazard {
-            source: "a tool call sent without an id gets a random UUID (LocalCallId, from \
+                effect: crate::adapters::foreign::Effect::Timing,
+            },
+            crate::adapters::foreign::Hazard {
+                source: "a tool call sent without an id gets a random UUID (LocalCallId, from \
                      getrandom): an agent that logs, hashes or keys by it differs per run",
-            effect: crate::foreign::Effect::Order,
-        },
-        crate::foreign::Hazard {
-            source: "rig_core::id::RunId counts up across the process, so a second run of a \
+                effect: crate::adapters::foreign::Effect::Order,
+            },
+            crate::adapters::foreign::Hazard {
+                source: "rig_core::id::RunId counts up across the process, so a second run of a \
                      seed sees other values",
-            effect: crate::foreign::Effect::Order,
-        },
-    ],
-};
+                effect: crate::adapters::foreign::Effect::Order,
+            },
+        ],
+    };
 
 /// rig's HTTP client over `transport`: give it to any rig provider configuration's
 /// `connect`, or to a client's `with_http`.
@@ -131,7 +132,7 @@ pub struct SimHttpClient {
 impl SimHttpClient {
     /// A client sending through `transport`.
     pub fn new(transport: Arc<dyn Transport>) -> Self {
-        crate::foreign::note(&CLIENT);
+        crate::adapters::foreign::note(&CLIENT);
         Self { transport }
     }
 }

@@ -8,7 +8,7 @@
 //! be followed by tool messages responding to each 'tool_call_id'", Anthropic's
 //! "tool_use ids were found without tool_result blocks immediately after". SimLLM checks
 //! every request it gets with
-//! [`unpaired_tool_results`](crate::llm::tool_pairing::unpaired_tool_results) and keeps
+//! `unpaired_tool_results` (SimLLM's own pairing check) and keeps
 //! what it found (`SimLlm::tool_result_problems`).
 
 /// Whether every request `llm` got told the model of each of its calls exactly once.

@@ -28,10 +28,10 @@ use crate::failure_class::FailureClass;
 use crate::fault::{FaultKind, FaultStats, InjectionId};
 
 /// Fault kinds a kept seed records at most (the first, in catalog order).
-pub const MEANING_FAULT_KINDS_MAX: usize = 8;
+pub(super) const MEANING_FAULT_KINDS_MAX: usize = 8;
 
 /// Injection ids an `only=` schedule may list.
-pub const MEANING_ONLY_IDS_MAX: usize = 256;
+pub(super) const MEANING_ONLY_IDS_MAX: usize = 256;
 
 /// Characters of a bad word quoted in an error.
 const WORD_QUOTE_CHARS_MAX: usize = 40;

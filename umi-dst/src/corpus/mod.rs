@@ -12,11 +12,11 @@
 //! 7/412:9913  # liveness: found by dst explore (a path: seed 7, from step 412 stream 9913)
 //! ```
 //!
-//! A line may hold a path ([`crate::path`]) where a seed goes: it is replayed as that
+//! A line may hold a path ([`RunPath`]) where a seed goes: it is replayed as that
 //! path, in the mode its words say, like a seed.
 //!
 //! Words between the seed and the comment say what the replay needs and what the seed
-//! found ([`meaning`]).
+//! found ([`SeedMeaning`]).
 //!
 //! Loading names the file and line of anything it cannot read. A single append
 //! ([`SeedCorpus::append_with`]) is atomic and idempotent: the new file is written beside
@@ -24,15 +24,15 @@
 //! mid-write leaves the old file or the new one, never a torn one, and a seed already
 //! present is not added twice. A sweep records many seeds through a [`CorpusRecorder`]
 //! instead: the file read once, each line appended in one `write` under the same lock,
-//! O(1) per seed ([`recorder`]).
+//! O(1) per seed.
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub mod meaning;
-pub mod recorder;
+mod meaning;
+mod recorder;
 
 pub use meaning::SeedMeaning;
 pub use recorder::CorpusRecorder;

@@ -37,7 +37,7 @@ use crate::constants::{CORPUS_LINES_MAX, CORPUS_RECORDER_SYNC_EVERY_APPENDS};
 use crate::path::RunPath;
 
 /// What a torn last line becomes when a recorder repairs the file.
-pub const TORN_LINE_COMMENT: &str = "# torn line (a write cut short), kept as a comment: ";
+pub(super) const TORN_LINE_COMMENT: &str = "# torn line (a write cut short), kept as a comment: ";
 
 /// Appends seeds to one corpus file, checking duplicates against an index in memory.
 #[derive(Debug)]
@@ -274,7 +274,7 @@ fn keys(corpus: &SeedCorpus) -> BTreeSet<ModeKey> {
 
 /// `text` with its last line turned into a comment, if that line is the one that failed
 /// to parse (`bad_line`, 1-based) and has no `\n`: a write cut short.
-pub fn repaired_torn_line(text: &str, bad_line: usize) -> Option<String> {
+pub(super) fn repaired_torn_line(text: &str, bad_line: usize) -> Option<String> {
     if text.is_empty() || text.ends_with('\n') || bad_line != text.lines().count() {
         return None;
     }

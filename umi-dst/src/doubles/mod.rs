@@ -5,12 +5,15 @@
 //! - [`FnLanguageModel`]: a closure picks the turn from the request.
 //! - [`RecordingLanguageModel`]: any model, forwarded unchanged, with a log of the
 //!   requests it was asked.
+//! - [`HookedStorage`]: a storage whose writes go through a [`WriteHook`] of yours, to
+//!   plant a storage bug a harness must find (the canaries and the checkers' own tests).
 //!
 //! The three answering doubles pass `crate::conformance`. For answers derived from a seed, with faults
 //! and simulated latency, use SimLLM.
 
 mod function;
 mod mock;
+mod planted;
 mod recording;
 mod scripted;
 mod turn;
@@ -19,6 +22,7 @@ use std::sync::Mutex;
 
 pub use function::{FnLanguageModel, TurnFn};
 pub use mock::MockLanguageModel;
+pub use planted::{HookedStorage, WriteHook};
 pub use recording::RecordingLanguageModel;
 pub use scripted::ScriptedLanguageModel;
 pub use turn::{Part, Turn};

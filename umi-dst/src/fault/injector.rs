@@ -199,7 +199,7 @@ impl FaultInjector {
     }
 
     /// The simulated time of the first [`FaultInjector::heal`], if there was one (what a
-    /// liveness check's bound is counted after; see [`crate::liveness`]).
+    /// liveness check's bound is counted after; see [`crate::eventually`]).
     pub fn healed_at(&self) -> Option<Duration> {
         self.is_healed()
             .then(|| Duration::from_micros(self.healed_at_us.load(Ordering::Relaxed)))
@@ -343,7 +343,7 @@ impl FaultInjector {
 
     /// Parallel to [`FaultInjector::schedule`]: the step of each injection, the first
     /// step from which a branch of the run keeps it (the run's steps when it fired, plus
-    /// one; see [`crate::marks`]). 1 for every injection of an injector no kernel gave
+    /// one; see [`RunPath`](crate::RunPath)). 1 for every injection of an injector no kernel gave
     /// its step count.
     pub fn schedule_steps(&self) -> Vec<u64> {
         self.lock().schedule_steps.clone()

@@ -30,15 +30,15 @@
 mod canonical;
 pub mod config;
 pub mod conversation;
-pub mod generate;
-pub mod near_miss;
+mod generate;
+mod near_miss;
 pub mod pattern;
 mod plan;
 mod prepare;
 mod rate_limit;
-pub mod route;
+mod route;
 pub mod schema;
-pub mod tool_pairing;
+mod tool_pairing;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -155,7 +155,7 @@ impl SimLlm {
 
     /// What was wrong with the tool results in the requests it got so far: a call of the
     /// model's with no result or two, a result for a call it did not make
-    /// ([`tool_pairing::unpaired_tool_results`]). Empty when all were
+    /// (the pairing check of every request it gets). Empty when all were
     /// well formed.
     pub fn tool_result_problems(&self) -> Vec<String> {
         self.tool_result_problems

@@ -17,7 +17,7 @@ const DEPTH_MAX: usize = 16;
 
 /// One way a structured answer misses its schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NearMissKind {
+pub(super) enum NearMissKind {
     /// A required property removed.
     MissingRequired,
     /// A value replaced by one of another type.
@@ -32,7 +32,7 @@ pub enum NearMissKind {
 
 impl NearMissKind {
     /// The kind's name in the trace.
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Self::MissingRequired => "missing_required",
             Self::WrongType => "wrong_type",
@@ -45,7 +45,7 @@ impl NearMissKind {
 
 /// A miss applied: its kind and where (`$.steps[0].minutes`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NearMiss {
+pub(super) struct NearMiss {
     /// The kind.
     pub kind: NearMissKind,
     /// The path it was made at.
@@ -268,7 +268,11 @@ fn apply(value: &mut Value, steps: &[Step], change: &Change) {
 
 /// Makes `text` (JSON valid under `schema`) miss it, by a kind and at a place `rng`
 /// picks among those possible; returns the new text and the miss.
-pub fn near_miss(text: &str, schema: &Value, rng: &mut DeterministicRng) -> (String, NearMiss) {
+pub(super) fn near_miss(
+    text: &str,
+    schema: &Value,
+    rng: &mut DeterministicRng,
+) -> (String, NearMiss) {
     let truncate = |rng: &mut DeterministicRng| {
         let boundaries: Vec<usize> = text
             .char_indices()

@@ -10,7 +10,7 @@ use umi_core::llm::Message;
 /// What is wrong with the pairing of tool calls and results in `messages`, if anything:
 /// a call of an assistant turn with no result after it (before the next turn), a call
 /// with two, or a result for a call that turn did not make.
-pub fn unpaired_tool_results(messages: &[Message]) -> Option<String> {
+pub(super) fn unpaired_tool_results(messages: &[Message]) -> Option<String> {
     let mut index = 0;
     while index < messages.len() {
         let Message::Assistant { tool_calls, .. } = &messages[index] else {

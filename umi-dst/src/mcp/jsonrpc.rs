@@ -26,24 +26,24 @@
 use serde_json::{Map, Value, json};
 
 /// Invalid JSON.
-pub const PARSE_ERROR: i64 = -32_700;
+pub(super) const PARSE_ERROR: i64 = -32_700;
 /// Not a valid JSON-RPC message.
-pub const INVALID_REQUEST: i64 = -32_600;
+pub(super) const INVALID_REQUEST: i64 = -32_600;
 /// No such method.
-pub const METHOD_NOT_FOUND: i64 = -32_601;
+pub(super) const METHOD_NOT_FOUND: i64 = -32_601;
 /// The params are wrong (an unknown tool, a malformed `tools/call`).
-pub const INVALID_PARAMS: i64 = -32_602;
+pub(super) const INVALID_PARAMS: i64 = -32_602;
 /// The server failed.
-pub const INTERNAL_ERROR: i64 = -32_603;
+pub(super) const INTERNAL_ERROR: i64 = -32_603;
 /// The TypeScript SDK's code for its transport's own refusals (a missing session id, an
 /// unsupported protocol version, a wrong Accept or Content-Type, a method not allowed).
-pub const SERVER_ERROR: i64 = -32_000;
+pub(super) const SERVER_ERROR: i64 = -32_000;
 /// The TypeScript SDK's code for "Session not found", with HTTP 404.
-pub const SESSION_NOT_FOUND: i64 = -32_001;
+pub(super) const SESSION_NOT_FOUND: i64 = -32_001;
 
 /// One message a client sent, classified.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// A request: it gets a response.
     Request {
         /// Its id (a string or a number), echoed in the response.
@@ -64,11 +64,11 @@ pub enum Incoming {
 
 /// Messages one batch may hold at most; a longer one is refused as a whole (JSON-RPC
 /// sets no limit; a server must, or one POST runs without bound).
-pub const BATCH_MESSAGES_MAX: usize = 100;
+pub(super) const BATCH_MESSAGES_MAX: usize = 100;
 
 /// A body: one message, or a batch of them.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Body {
+pub(super) enum Body {
     /// One message.
     Single(Incoming),
     /// A JSON-RPC batch (an array of one or more messages), in order.
@@ -78,7 +78,7 @@ pub enum Body {
 /// Reads a parsed body as one JSON-RPC message or a batch of them; `Err` says what is
 /// wrong (for a batch, which element). An empty array is not a batch (JSON-RPC 2.0 §6:
 /// "an Array with at least one value").
-pub fn classify_body(value: &Value) -> Result<Body, String> {
+pub(super) fn classify_body(value: &Value) -> Result<Body, String> {
     let Some(items) = value.as_array() else {
         return classify(value).map(Body::Single);
     };
@@ -102,7 +102,7 @@ pub fn classify_body(value: &Value) -> Result<Body, String> {
 }
 
 /// Reads a parsed value as one JSON-RPC message; `Err` says what is wrong with it.
-pub fn classify(value: &Value) -> Result<Incoming, String> {
+pub(super) fn classify(value: &Value) -> Result<Incoming, String> {
     let Some(object) = value.as_object() else {
         return Err("a message is a JSON object".into());
     };
@@ -139,14 +139,14 @@ pub fn classify(value: &Value) -> Result<Incoming, String> {
 }
 
 /// A response carrying `result`.
-pub fn result(id: &Value, result: Value) -> Value {
+pub(super) fn result(id: &Value, result: Value) -> Value {
     let mut message = json!({"jsonrpc": "2.0", "id": id});
     message["result"] = result;
     message
 }
 
 /// A response carrying an error. `id` is `null` when the request's could not be read.
-pub fn error(id: Option<&Value>, code: i64, message: &str) -> Value {
+pub(super) fn error(id: Option<&Value>, code: i64, message: &str) -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": id.cloned().unwrap_or(Value::Null),
@@ -155,7 +155,7 @@ pub fn error(id: Option<&Value>, code: i64, message: &str) -> Value {
 }
 
 /// A notification from the server.
-pub fn notification(method: &str) -> Value {
+pub(super) fn notification(method: &str) -> Value {
     json!({"jsonrpc": "2.0", "method": method})
 }
 

@@ -49,7 +49,7 @@
 
 mod dispatch;
 pub(crate) mod host;
-pub mod jsonrpc;
+mod jsonrpc;
 mod session;
 pub(crate) mod streamable;
 

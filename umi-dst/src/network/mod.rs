@@ -9,7 +9,7 @@
 //! [`Profile`] (OpenAI, Azure, DeepSeek, DashScope, GLM, OpenRouter, vLLM, llama.cpp,
 //! Ollama); each response draws among the shapes its profile lists, every one with a
 //! public source ([`profile`]). The body then reaches the client in reads whose
-//! boundaries are drawn independently of the events ([`reads`]): inside an event, inside
+//! boundaries are drawn independently of the events ([`ReadPlan`]): inside an event, inside
 //! a UTF-8 character, between CR and LF, single bytes, or many events at once.
 //!
 //! | where | operation | faults |
@@ -29,10 +29,10 @@ mod answer;
 mod anthropic;
 mod bedrock;
 pub mod capture;
-pub mod chat;
-pub mod chat_shapes;
-pub mod clients;
-pub mod embed;
+mod chat;
+mod chat_shapes;
+mod clients;
+mod embed;
 mod embed_serve;
 mod format;
 pub(crate) mod gemini;
@@ -41,11 +41,11 @@ mod ids;
 mod json;
 mod ollama;
 pub mod profile;
-pub mod reads;
-pub mod registry;
+pub(crate) mod reads;
+pub(crate) mod registry;
 pub mod replay;
 mod responses;
-pub mod shapes;
+pub(crate) mod shapes;
 mod stamps;
 mod stream_body;
 mod surface;
@@ -74,8 +74,9 @@ pub use format::{Parsed, RequestError, Route};
 pub use gemini::GEMINI_MARKS;
 pub use ollama::OLLAMA_MARKS;
 pub use profile::{Profile, WireFormat};
+pub use reads::ReadPlan;
 pub(crate) use registry::server_format;
-pub use registry::{base_url_for, client_for};
+pub use registry::{base_url_for, client_for, ends_in_embeddings};
 pub use replay::{
     CassetteMiss, CassetteReport, OnMiss, PastLast, Replay, ReplayOptions, ReplayTiming,
 };

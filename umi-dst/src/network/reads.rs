@@ -21,17 +21,17 @@ use crate::fault::point::{NETWORK_BODY, unreachable_kind};
 use crate::rng::DeterministicRng;
 
 /// Cuts a `Cut` plan makes in one write, at most.
-pub const CUTS_PER_WRITE_MAX: u64 = 3;
+pub(crate) const CUTS_PER_WRITE_MAX: u64 = 3;
 
 /// Bytes a `Bytes` plan delivers one at a time, at most.
-pub const BYTE_READS_MAX: u64 = 48;
+pub(crate) const BYTE_READS_MAX: u64 = 48;
 
 /// Where a `Bytes` plan's stretch of single-byte reads may start, at most (bytes into
 /// the body).
-pub const BYTE_READS_FROM_MAX: u64 = 2_048;
+pub(crate) const BYTE_READS_FROM_MAX: u64 = 2_048;
 
 /// Chunks joined into one read at most when coalescing (a bound, like a socket buffer).
-pub const COALESCE_CHUNKS_MAX: usize = 64;
+pub(crate) const COALESCE_CHUNKS_MAX: usize = 64;
 
 /// How one response's reads end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +92,7 @@ impl ReadPlan {
 }
 
 /// `bytes`, which start at byte `offset` of the body, cut into reads by `plan`.
-pub fn split_bytes(
+pub(crate) fn split_bytes(
     bytes: &[u8],
     offset: u64,
     plan: ReadPlan,
@@ -139,7 +139,7 @@ pub fn split_bytes(
 
 /// `bytes` in seeded pieces of 1 to `max` bytes (the split-invariance checker's own
 /// pattern).
-pub fn pieces(bytes: &[u8], max: u64, rng: &mut DeterministicRng) -> Vec<Vec<u8>> {
+pub(crate) fn pieces(bytes: &[u8], max: u64, rng: &mut DeterministicRng) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut rest = bytes;
     while !rest.is_empty() {
@@ -151,7 +151,7 @@ pub fn pieces(bytes: &[u8], max: u64, rng: &mut DeterministicRng) -> Vec<Vec<u8>
 }
 
 /// `body` delivered in the reads of a plan drawn from `rng` (its mark covered in `env`).
-pub fn split(body: BodyStream, mut rng: DeterministicRng, env: &Env) -> BodyStream {
+pub(crate) fn split(body: BodyStream, mut rng: DeterministicRng, env: &Env) -> BodyStream {
     let plan = ReadPlan::draw(&mut rng);
     env.cover(plan.mark());
     if plan == ReadPlan::AsWritten {
@@ -229,7 +229,7 @@ pub fn split(body: BodyStream, mut rng: DeterministicRng, env: &Env) -> BodyStre
 /// the next one is there, so that it can end early inside the last chunk (it keeps
 /// `left % len` of its bytes). Once counted as injected, a body fault on a short body
 /// once did nothing.
-pub fn cut(body: BodyStream, left: usize, kind: FaultKind) -> BodyStream {
+pub(crate) fn cut(body: BodyStream, left: usize, kind: FaultKind) -> BodyStream {
     let hold_back = kind == FaultKind::NetworkPartialWrite;
     // State: the body, the bytes still allowed through, a chunk held back (partial
     // writes), and whether it has ended.

@@ -207,12 +207,6 @@ impl Profile {
     }
 }
 
-/// The embeddings path under a base URL of `profile`'s server, if it serves one: its
-/// format's, when the provider has an embeddings API ([`Profile::serves_embeddings`]).
-pub fn embed_path(profile: Profile) -> Option<&'static str> {
-    embed_wire(profile).map(|wire| wire.path())
-}
-
 /// The embeddings endpoint of `profile`'s server, if it has one.
 pub(crate) fn embed_wire(profile: Profile) -> Option<&'static dyn EmbedWire> {
     if !profile.serves_embeddings() {
@@ -223,7 +217,8 @@ pub(crate) fn embed_wire(profile: Profile) -> Option<&'static dyn EmbedWire> {
 
 /// Whether `rest` (a path below a server's root) is the embeddings path of a server of
 /// `format` whose API is under `api_root` (`/v1`): `dst serve`'s routing.
-pub fn serves(profile: Profile, api_root: &str, rest: &str) -> bool {
+#[cfg(feature = "serve")]
+pub(crate) fn serves(profile: Profile, api_root: &str, rest: &str) -> bool {
     embed_wire(profile).is_some_and(|wire| {
         rest.strip_prefix(api_root)
             .is_some_and(|below| wire.routes(below))

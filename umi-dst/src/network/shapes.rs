@@ -47,7 +47,7 @@ pub enum HeaderSet {
 
 /// Coverage-mark names, `wire.shape.<knob>.<variant>`: the wire_shapes scenario requires
 /// a default sweep to hit every one a profile allows.
-pub trait ShapeMark: Copy {
+pub(crate) trait ShapeMark: Copy {
     /// The mark.
     fn mark(self) -> &'static str;
 }

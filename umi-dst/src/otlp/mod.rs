@@ -11,9 +11,10 @@
 //! - [`export_run`]: a simulation's run (its full trace) as one trace, for `dst replay
 //!   --otlp` and `dst sweep --otlp`.
 //! - [`to_json`], [`to_protobuf`], [`from_json`], [`from_protobuf`]: the two encodings.
-//! - [`ids`]: trace and span ids derived from the seed, the run's name and the span's
-//!   index (never all zero); [`time`]: simulated time as Unix nanoseconds from the
-//!   simulated epoch; [`semconv`]: the attribute names (GenAI conventions 1.37.0).
+//! - [`trace_id`], [`span_id`] ([`TraceId`], [`SpanId`]): trace and span ids derived
+//!   from the seed, the run's name and the span's index (never all zero); [`time`]:
+//!   simulated time as Unix nanoseconds from the simulated epoch; [`semconv`]: the
+//!   attribute names (GenAI conventions 1.37.0).
 //!
 //! # What becomes what ([`export_run`])
 //!
@@ -40,7 +41,7 @@
 
 mod encode;
 mod error;
-pub mod ids;
+pub(crate) mod ids;
 mod run;
 pub mod semconv;
 mod served;
@@ -50,7 +51,7 @@ mod walk;
 
 pub use encode::{from_json, from_protobuf, to_json, to_protobuf};
 pub use error::OtlpError;
-pub use ids::{SpanId, TraceId};
+pub use ids::{SpanId, TraceId, span_id, trace_id};
 pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 pub use run::{RunExport, SERVICE_NAME_RUN, export_run};
 pub use served::{HTTP_REQUEST_METHOD, ServedRequest, URL_PATH, served_request};

@@ -2,7 +2,7 @@
 //! `DST_CHECK_DETERMINISM` and the sweep under `--check-determinism` both run a seed twice
 //! and hand the two runs here, so both say the same thing about where the runs parted
 //! (the first differing trace event of each, and what the events suggest went wrong,
-//! [`crate::foreign::explain`]).
+//! [`crate::adapters::foreign::explain`]).
 //!
 //! A pure function of the two runs: table tests reach it with hand-made runs.
 
@@ -53,7 +53,11 @@ pub fn compare_runs(first: &SeedRun, second: &SeedRun) -> Option<Nondeterminism>
             Divergence {
                 first: left.get(index).cloned(),
                 second: right.get(index).cloned(),
-                cause: crate::foreign::explain(left.get(index), right.get(index), &clients),
+                cause: crate::adapters::foreign::explain(
+                    left.get(index),
+                    right.get(index),
+                    &clients,
+                ),
             }
         }),
         _ => None,

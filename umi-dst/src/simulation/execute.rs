@@ -60,15 +60,15 @@ pub struct SeedRun {
     pub swarm: Vec<SwarmDraw>,
     /// The last trace events.
     pub tail: Vec<TraceEvent>,
-    /// The third-party clients noted in the run (see [`crate::foreign`]).
-    pub foreign: Vec<&'static crate::foreign::ForeignClient>,
+    /// The third-party clients noted in the run (see [`crate::adapters::foreign`]).
+    pub foreign: Vec<&'static crate::adapters::foreign::ForeignClient>,
     /// Every trace event, when the config asked for a full trace.
     pub full_trace: Option<Vec<TraceEvent>>,
     /// Coverage marks hit, with their counts.
     pub marks: std::collections::BTreeMap<String, u64>,
     /// Every mark reached (coverage `cover`, `sometimes!`, `reachable!`, `maximize!`),
     /// with the step of its first hit: the first step from which a branch keeps it (see
-    /// [`crate::marks`]).
+    /// [`RunPath`](crate::RunPath)).
     pub mark_steps: std::collections::BTreeMap<String, u64>,
     /// The `maximize!` marks' high-water marks.
     pub watermarks: std::collections::BTreeMap<String, crate::marks::Watermark>,
@@ -101,7 +101,7 @@ where
     let entered = runtime.enter();
     let env = SimEnvironment::new(config)
         .unwrap_or_else(|error| panic!("run_seed needs a validated config: {error}"));
-    let notes = crate::foreign::RunNotes::open(env.trace().clone());
+    let notes = crate::adapters::foreign::RunNotes::open(env.trace().clone());
     let subscriber = log_subscriber(log, env.clock().clone(), config.seed);
     let _log_guard = tracing::dispatcher::set_default(&subscriber);
 
@@ -210,7 +210,7 @@ fn failure_of(
 fn seed_run(
     config: &SimConfig,
     env: &SimEnvironment,
-    foreign: Vec<&'static crate::foreign::ForeignClient>,
+    foreign: Vec<&'static crate::adapters::foreign::ForeignClient>,
     failure: Option<(FailureClass, String)>,
 ) -> SeedRun {
     SeedRun {

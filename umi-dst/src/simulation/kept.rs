@@ -4,7 +4,7 @@
 //! A kept seed is a regression test only while it drives the code into the situation it
 //! once failed in. When the code changes under it (a new call, one more random draw), the
 //! same seed can take another path, pass, and test nothing, silently. A corpus line that
-//! recorded the fault kinds the seed injected (`faults=`, see [`crate::corpus::meaning`])
+//! recorded the fault kinds the seed injected (`faults=`, see [`crate::corpus::SeedMeaning`])
 //! lets the replay notice: if none of them fires any more, the seed is stale, and the run
 //! says so instead of passing.
 

@@ -16,11 +16,11 @@
 //! ```
 //!
 //! `Simulation::from_env()` reads `DST_SEED` (exactly that seed), `DST_PATH` (exactly
-//! that path, `7/412:9913`: see [`crate::path`]), `DST_SEEDS` and
+//! that path, `7/412:9913`: see [`RunPath`](crate::RunPath)), `DST_SEEDS` and
 //! `DST_SEED_START` (the default range; without them seeds 1 to 8), and
 //! `DST_CHECK_DETERMINISM=1` (each seed twice, traces compared), and `DST_SEED_TIMEOUT`
 //! (the wall time one seed may take, 60 s by default: a seed that never yields is
-//! reported by name and ends the process, `crate::watchdog`). A body returns
+//! reported by name and ends the process: [`Watchdog`]). A body returns
 //! `Err(violation)` for a broken invariant (class *correctness*); a panic is a *crash*;
 //! passing the simulated-time or step bound is *liveness*; two traces of one seed that
 //! differ are *nondeterminism*.
@@ -47,7 +47,7 @@ use crate::config::{SimConfig, SimConfigError};
 use crate::corpus::{CorpusEntry, CorpusError, SeedCorpus};
 use crate::fault::{FaultConfig, FaultKind};
 use crate::trace::TraceHash;
-use crate::watchdog::Watchdog;
+pub use crate::watchdog::{WatchGuard, Watchdog};
 use kept::{StaleSeed, StaleSeeds};
 pub use violation::Violation;
 

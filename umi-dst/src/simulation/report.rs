@@ -22,7 +22,7 @@ pub struct Divergence {
     /// The second run's event at the divergence point.
     pub second: Option<TraceEvent>,
     /// What the two events suggest went wrong, with the hazards of the third-party
-    /// clients noted in the run (see [`crate::foreign::explain`]).
+    /// clients noted in the run (see [`crate::adapters::foreign::explain`]).
     pub cause: Option<String>,
 }
 

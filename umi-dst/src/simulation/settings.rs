@@ -7,17 +7,20 @@
 //!
 //! Public as [`Simulation::with_settings`](super::Simulation::with_settings)'s argument:
 //! a test can give the settings from a lookup of its own (`Settings::from_lookup`)
-//! instead of the process environment. A seed given as text is parsed by
-//! [`crate::seed_text`].
+//! instead of the process environment. The text forms are public here for tools of your
+//! own that take the same values: [`parse_seed`] (a seed as `DST_SEED` and the `dst`
+//! command read it), [`duration_arg`] and [`positive_duration_arg`] (a duration:
+//! `DST_SEED_TIMEOUT`, `dst sweep --time-budget`), [`SEED_TIMEOUT_VAR`].
 
 use std::time::Duration;
 
 use crate::constants::{
     SEED_COUNT_DEFAULT, SEED_START_DEFAULT, SEED_WALL_TIMEOUT_DEFAULT, SEEDS_PER_RUN_MAX,
 };
+pub use crate::duration_text::{DURATION_ARG_MAX, duration_arg, positive_duration_arg};
 use crate::path::RunPath;
-use crate::seed_text::parse_seed;
-use crate::watchdog::SEED_TIMEOUT_VAR;
+pub use crate::seed_text::parse_seed;
+pub use crate::watchdog::SEED_TIMEOUT_VAR;
 
 /// A `DST_*` variable with a value that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,7 +93,7 @@ pub struct Settings {
     /// `DST_PRINT_HASH=1`: print each seed's trace hash (for cross-machine comparisons).
     pub print_hash: bool,
     /// `DST_SEED_TIMEOUT`: the wall time one seed may take before the watchdog ends the
-    /// process naming it (`crate::watchdog`).
+    /// process naming it ([`Watchdog`](super::Watchdog)).
     pub seed_timeout: Duration,
 }
 
@@ -176,7 +179,7 @@ impl Settings {
         settings.print_trace = flag(&lookup, "DST_TRACE")?;
         settings.print_hash = flag(&lookup, "DST_PRINT_HASH")?;
         if let Some(value) = lookup(SEED_TIMEOUT_VAR) {
-            settings.seed_timeout = crate::duration_text::positive_duration_arg(&value)
+            settings.seed_timeout = positive_duration_arg(&value)
                 .map_err(|reason| invalid(SEED_TIMEOUT_VAR, &value, reason))?;
         }
         if let Some(value) = lookup("DST_LOG") {

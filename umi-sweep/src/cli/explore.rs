@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use umi_dst::duration_text::positive_duration_arg;
 use umi_dst::failure_class::{EXIT_CODE_CANARY_NOT_FOUND, EXIT_CODE_ERROR, FailureClass};
 use umi_dst::scenario::Scenario;
-use umi_dst::seed_text::parse_seed;
+use umi_dst::simulation::settings::parse_seed;
+use umi_dst::simulation::settings::positive_duration_arg;
 
 use super::{exit, fail};
 use crate::explore::frontier::{merge, read_dir, write_report};

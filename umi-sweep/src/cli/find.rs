@@ -15,8 +15,8 @@ use umi_dst::corpus::{SeedMeaning, format_entry};
 use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_exit_code};
 use umi_dst::fault::FaultKind;
 use umi_dst::scenario::Scenario;
-use umi_dst::seed_text::parse_seed;
 use umi_dst::simulation::SeedRun;
+use umi_dst::simulation::settings::parse_seed;
 
 /// Seeds `dst find` tries at most.
 pub(crate) const FIND_SEEDS_MAX: u64 = 1_000_000;

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use clap::Args;
 use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, process_exit_code};
 use umi_dst::fault::FaultKind;
-use umi_dst::seed_text::parse_seed;
 use umi_dst::serve::{McpToolsSpec, ServeConfig, ServeError, StdioServer};
+use umi_dst::simulation::settings::parse_seed;
 use umi_dst::{FaultConfig, Scenario};
 
 /// The longest line read from stdin, in bytes (a message past it is refused and ends

@@ -41,7 +41,7 @@ use clap::{Args, Parser, Subcommand};
 use umi_dst::corpus::find_seeds_dir;
 use umi_dst::failure_class::EXIT_CODE_BAD_ARGUMENTS;
 use umi_dst::scenario::Scenario;
-use umi_dst::seed_text::parse_seed;
+use umi_dst::simulation::settings::parse_seed;
 
 use crate::report::SweepReport;
 

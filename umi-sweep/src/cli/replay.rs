@@ -116,7 +116,7 @@ pub(super) fn run(scenarios: &[Arc<dyn Scenario>], args: &ReplayArgs, program: &
     };
     // One watch covers the whole command (a replay may run its seed two or three times:
     // an `--only` check, the run, a determinism check).
-    let mut watchdog = umi_dst::watchdog::Watchdog::start();
+    let mut watchdog = umi_dst::simulation::Watchdog::start();
     let path = args.run_path();
     let _watched = watchdog.as_mut().map(|watchdog| {
         let what = format!("replay of {} of {}", run_name(&path), args.scenario);

@@ -18,10 +18,10 @@ use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, EXIT_CODE_ERROR, process_e
 use umi_dst::fault::FaultConfig;
 use umi_dst::fault::aim::parse_rules;
 use umi_dst::scenario::Scenario;
-use umi_dst::seed_text::parse_seed;
 use umi_dst::serve::{
     DEFAULT_PROFILES, EndpointSpec, MODEL_DEFAULT, ServeConfig, ServeError, Server, format_path,
 };
+use umi_dst::simulation::settings::parse_seed;
 
 /// `dst serve`'s flags.
 #[derive(Debug, Args)]

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use umi_dst::duration_text::positive_duration_arg;
 use umi_dst::scenario::Scenario;
+use umi_dst::simulation::settings::positive_duration_arg;
 
 use super::{exit, fail};
 use crate::sizing::{Sizing, SweepSize, Throughput, size};

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use clap::Args;
-use umi_dst::duration_text::{duration_arg, positive_duration_arg};
 use umi_dst::scenario::Scenario;
+use umi_dst::simulation::settings::{duration_arg, positive_duration_arg};
 
 use super::{default_seeds_dir, exit, fail, seed_arg, write_html, write_junit};
 use crate::collect::write_report;
@@ -288,7 +288,7 @@ fn fresh_seed_start(seeds: u64, tasks: bool) -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
-    let fresh = umi_dst::rng::DeterministicRng::new(nanos ^ u64::from(std::process::id()))
+    let fresh = umi_dst::DeterministicRng::new(nanos ^ u64::from(std::process::id()))
         .next_u64()
         // Below 2⁶³: a seed with the top bit is a trial seed (its workload is its task's);
         // with --trials the range is of tasks, which a trial seed holds below TASKS_MAX.

@@ -5,7 +5,7 @@
 //! [`PATH_BRANCHES_MAX`] branches is not added.
 
 use serde::{Deserialize, Serialize};
-use umi_dst::rng::DeterministicRng;
+use umi_dst::DeterministicRng;
 
 use super::options::{
     CORPUS_ENTRIES_MAX, ENERGY_FLOOR, ENERGY_INITIAL, ENERGY_MAX, ENERGY_REWARD, STREAM_BOUND,

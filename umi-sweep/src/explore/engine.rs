@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use umi_dst::rng::DeterministicRng;
+use umi_dst::DeterministicRng;
 
 use super::RunPath;
 use super::corpus::{Corpus, Planned};
@@ -58,7 +58,7 @@ pub fn explore_with(
     let shard_index = options.shard.map_or(0, |shard| shard.index);
     let mut state = State {
         rng: DeterministicRng::new(options.explorer_seed).fork_parts(&[
-            umi_dst::rng::streams::explore::SHARD.as_bytes(),
+            umi_dst::streams::explore::SHARD.as_bytes(),
             &shard_index.to_le_bytes(),
         ]),
         coverage: Coverage::new(options.lineages_per_target),

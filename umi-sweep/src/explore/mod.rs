@@ -27,8 +27,8 @@ pub use engine::{Exploration, explore_with};
 pub use options::{ExploreError, ExploreOptions};
 pub use outcome::{FaultAt, PathOutcome, PathRunner};
 pub use report::{ExploreReport, FoundFailure, StopReason, render};
+pub use umi_dst::PATH_BRANCHES_MAX;
 pub use umi_dst::Watermark;
-pub use umi_dst::path::PATH_BRANCHES_MAX;
 pub use umi_dst::{Branch, PathError, RunPath};
 
 use umi_dst::scenario::Scenario;
@@ -52,7 +52,7 @@ pub fn explore(
         frontier,
     };
     let limit = crate::watched::seed_wall_timeout().map_err(|reason| ExploreError::Option {
-        option: umi_dst::watchdog::SEED_TIMEOUT_VAR,
+        option: umi_dst::simulation::settings::SEED_TIMEOUT_VAR,
         reason,
     })?;
     let runner = runner::ScenarioRunner {

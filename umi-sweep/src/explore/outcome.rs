@@ -27,7 +27,7 @@ pub struct PathOutcome {
     pub failure: Option<(String, String)>,
     /// Every mark hit, with the step of its first hit: the first step from which a
     /// branch keeps it (the steps taken when it happened, plus one; see
-    /// `umi_dst::marks`), as are the other steps here.
+    /// `umi_dst::Watermark`), as are the other steps here.
     pub mark_steps: BTreeMap<String, u64>,
     /// Every watermark, with its maximum and the step it was first reached.
     pub watermarks: BTreeMap<String, Watermark>,

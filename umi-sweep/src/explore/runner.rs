@@ -6,7 +6,7 @@ use std::cell::RefCell;
 
 use umi_dst::scenario::{Scenario, run_path};
 use umi_dst::simulation::SeedRun;
-use umi_dst::watchdog::Watchdog;
+use umi_dst::simulation::Watchdog;
 
 use super::RunPath;
 use super::outcome::{FaultAt, PathOutcome, PathRunner};

@@ -22,7 +22,7 @@ pub struct SimMcpHttpClient {
 impl SimMcpHttpClient {
     /// A client sending through `transport`.
     pub fn new(transport: Arc<dyn Transport>) -> Self {
-        crate::foreign::note(&CLIENT);
+        crate::adapters::foreign::note(&CLIENT);
         Self { transport }
     }
 

@@ -25,25 +25,26 @@
 
 /// rmcp as the determinism check knows it (see above): a client built over
 /// this adapter notes it in the run, and a divergence names these hazards where they fit.
-pub static CLIENT: crate::foreign::ForeignClient = crate::foreign::ForeignClient {
-    name: "rmcp 3.11",
-    hazards: &[
-        crate::foreign::Hazard {
-            source: "tokio::select! without `biased;` in rmcp's service loop, its Streamable \
+pub static CLIENT: crate::adapters::foreign::ForeignClient =
+    crate::adapters::foreign::ForeignClient {
+        name: "rmcp 3.11",
+        hazards: &[
+            crate::adapters::foreign::Hazard {
+                source: "tokio::select! without `biased;` in rmcp's service loop, its Streamable \
                      HTTP worker and its SSE readers: two events ready at once are taken in \
                      an order from tokio's runtime RNG, seeded from OS randomness",
-            effect: crate::foreign::Effect::Order,
-        },
-        crate::foreign::Hazard {
-            source: "the requests awaiting a stream response are kept in a hash set: after a session \
+                effect: crate::adapters::foreign::Effect::Order,
+            },
+            crate::adapters::foreign::Hazard {
+                source: "the requests awaiting a stream response are kept in a hash set: after a session \
                      is re-initialized, rmcp fails them in hash order",
-            effect: crate::foreign::Effect::Order,
-        },
-        crate::foreign::Hazard {
-            source: "the client's response cache (Peer::cached_response, list_all_*) measures \
+                effect: crate::adapters::foreign::Effect::Order,
+            },
+            crate::adapters::foreign::Hazard {
+                source: "the client's response cache (Peer::cached_response, list_all_*) measures \
                      TTLs with std::time::Instant::now: with a server ttlMs or a default TTL, \
                      whether a repeated list reaches the server depends on the wall clock",
-            effect: crate::foreign::Effect::Timing,
-        },
-    ],
-};
+                effect: crate::adapters::foreign::Effect::Timing,
+            },
+        ],
+    };

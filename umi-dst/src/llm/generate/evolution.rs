@@ -20,7 +20,7 @@ const TYPE_WEIGHTS: [(EvolutionType, u64); 5] = [
 ];
 
 /// The evolution answer for `request`.
-pub fn generate(request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated {
+pub(crate) fn generate(request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated {
     let (subject, candidates) = match evolution_input(request) {
         Some((subject, candidates)) => (Some(subject), candidates),
         None => (None, Vec::new()),

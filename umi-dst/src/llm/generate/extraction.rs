@@ -215,7 +215,7 @@ fn sentence_at(text: &str, at: usize) -> String {
 }
 
 /// The extraction answer for `request`.
-pub fn generate(request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated {
+pub(crate) fn generate(request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated {
     let text = extraction_input(request)
         .unwrap_or_else(|| request.last_user_text().unwrap_or("").to_owned());
     let mut entities: Vec<ExtractedEntity> = names_in(&text)

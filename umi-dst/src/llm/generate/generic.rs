@@ -35,7 +35,7 @@ fn echo(request: &CompletionRequest, count: usize) -> String {
 }
 
 /// The generic answer for `request`.
-pub fn generate(request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated {
+pub(crate) fn generate(request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated {
     let results: Vec<&str> = request
         .messages
         .iter()

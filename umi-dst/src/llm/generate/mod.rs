@@ -2,16 +2,16 @@
 //! real code parses: the memory answers are built from umi-core's own types and checked
 //! by umi-core's own parsers in tests, over a thousand seeds each.
 
-pub mod evolution;
-pub mod extraction;
-pub mod generic;
+pub(super) mod evolution;
+pub(super) mod extraction;
+pub(super) mod generic;
 mod reasoning;
-pub mod rewrite;
-pub mod tools;
+pub(super) mod rewrite;
+pub(super) mod tools;
 
 use umi_core::llm::CompletionRequest;
 
-pub use reasoning::reasoning;
+pub(super) use reasoning::reasoning;
 
 use super::route::{Builtin, Generated};
 use crate::rng::DeterministicRng;

@@ -31,7 +31,7 @@ const CLOSINGS: &[&str] = &[
 ];
 
 /// The reasoning before the answer to `request`.
-pub fn reasoning(request: &CompletionRequest, rng: &mut DeterministicRng) -> String {
+pub(crate) fn reasoning(request: &CompletionRequest, rng: &mut DeterministicRng) -> String {
     let asked = request.last_user_text().unwrap_or("the task");
     let quote = cut(asked.trim(), QUOTE_BYTES_MAX);
     let opening = rng.choose(OPENINGS).copied().unwrap_or("{}");

@@ -19,7 +19,7 @@ const FILLER: &[&str] = &[
 ];
 
 /// The rewrite answer for `request`.
-pub fn generate(request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated {
+pub(crate) fn generate(request: &CompletionRequest, rng: &mut DeterministicRng) -> Generated {
     let query =
         rewrite_input(request).unwrap_or_else(|| request.last_user_text().unwrap_or("").to_owned());
     let query = cut(query.trim(), MEMORY_QUERY_BYTES_MAX);

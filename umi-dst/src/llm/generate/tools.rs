@@ -23,11 +23,11 @@ use crate::llm::schema::{self, FromConversation};
 use crate::rng::DeterministicRng;
 
 /// How likely a field takes a value the conversation offers for it (when one matches).
-pub const ARGUMENT_FROM_CONVERSATION_PROBABILITY: f64 = 0.7;
+pub(crate) const ARGUMENT_FROM_CONVERSATION_PROBABILITY: f64 = 0.7;
 
 /// The label of the stream that draws which fields take values from the conversation
 /// (forked from the call's stream).
-pub const CONVERSATION_STREAM: crate::rng::streams::Label =
+pub(crate) const CONVERSATION_STREAM: crate::rng::streams::Label =
     crate::rng::streams::llm_call::CONVERSATION;
 
 /// Tool calls one simulated answer makes at most.
@@ -82,7 +82,7 @@ fn calls(
 /// The tool-calling answer for `request`: calls with probability `call_probability`,
 /// as `tool_choice` allows (`none`: never; `required` or a named tool: always, only that
 /// tool) and `parallel_tool_calls` allows (`false`: one call at most).
-pub fn generate(
+pub(crate) fn generate(
     request: &CompletionRequest,
     rng: &mut DeterministicRng,
     call_probability: f64,

@@ -35,23 +35,11 @@ pub(crate) use gemini::GeminiEmbeddings;
 pub(crate) use request::{Ask, Refuse};
 
 /// Simulated time an embeddings request takes at least, in ms.
-pub const EMBED_LATENCY_MS_MIN: u64 = 15;
+pub(crate) const EMBED_LATENCY_MS_MIN: u64 = 15;
 /// The most the latency is drawn above [`EMBED_LATENCY_MS_MIN`], in ms.
-pub const EMBED_LATENCY_JITTER_MS_MAX: u64 = 30;
+pub(crate) const EMBED_LATENCY_JITTER_MS_MAX: u64 = 30;
 /// Tokens embedded per ms of simulated time.
-pub const EMBED_TOKENS_PER_MS: u64 = 2_000;
-
-/// Every coverage mark the embeddings endpoints can hit.
-pub const EMBED_MARKS: [&str; 8] = [
-    "wire.shape.embed.openai.float",
-    "wire.shape.embed.openai.base64",
-    "wire.shape.embed.ollama",
-    "wire.shape.embed.gemini.single",
-    "wire.shape.embed.gemini.batch",
-    "embed.fault.wrong_dimensions",
-    "embed.fault.truncated",
-    "embed.fault.missing",
-];
+pub(crate) const EMBED_TOKENS_PER_MS: u64 = 2_000;
 
 /// One provider's embeddings endpoint, as its server reads and answers it. A wire
 /// format that serves embeddings names its own through
