@@ -208,6 +208,115 @@ fn the_key_check_admits_the_pairs_access_key_id_only() {
     ));
 }
 
+/// The status and exception a keyed endpoint answers `http` with, in the order the
+/// simulator's admission runs its checks (`network::admit`: the key, then the parser).
+fn keyed_answer(http: &HttpRequest, key: &str) -> (u16, &'static str) {
+    if let Some(error) = crate::network::headers::key_refusal(&BedrockFormat, http, key) {
+        let (status, exception, _) = errors::kind_of(&error, None);
+        return (status, exception);
+    }
+    match BedrockFormat.parse(http, Profile::Bedrock) {
+        Ok(_) => (200, ""),
+        Err(refused) => {
+            let error = LlmError::BadRequest {
+                status: Some(400),
+                message: refused.message,
+            };
+            let (status, exception, _) = errors::kind_of(&error, refused.param.as_deref());
+            (status, exception)
+        }
+    }
+}
+
+#[test]
+fn a_keyed_endpoint_reads_a_signatures_form_before_its_key() {
+    // AWS "Common Errors": MissingAuthenticationToken 403, IncompleteSignature 400,
+    // an unknown access key id 403; the form is read first (request.rs's docs).
+    let http = client_request(&CompletionRequest::new(vec![Message::user("hi")]), false);
+    let with_authorization = |value: &str| {
+        let mut http = http.clone();
+        for (name, header) in &mut http.headers {
+            if name.eq_ignore_ascii_case("authorization") {
+                *header = value.to_owned();
+            }
+        }
+        http
+    };
+    let good = http.header("authorization").unwrap().to_owned();
+    let no_equals = good.replacen("Credential=", "Credential ", 1);
+    let short_signature = good.replace("Signature=", "Signature=ab");
+    let mut wrong_date = http.clone();
+    for (name, value) in &mut wrong_date.headers {
+        if name == "x-amz-date" {
+            *value = "19990101T000000Z".into();
+        }
+    }
+    let mut unsigned = http.clone();
+    unsigned
+        .headers
+        .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
+    // Table: what the request is, the endpoint's key, the status and exception.
+    let cases = [
+        ("signed with the key", http.clone(), "AKIDEXAMPLE", 200, ""),
+        (
+            "signed with another key",
+            http.clone(),
+            "AKIDOTHER:secret",
+            403,
+            "UnrecognizedClientException",
+        ),
+        (
+            "unsigned",
+            unsigned,
+            "AKIDOTHER:secret",
+            403,
+            "MissingAuthenticationTokenException",
+        ),
+        (
+            "a part with no `=`",
+            with_authorization(&no_equals),
+            "AKIDOTHER:secret",
+            400,
+            "IncompleteSignatureException",
+        ),
+        (
+            "a signature too long, with the key",
+            with_authorization(&short_signature),
+            "AKIDEXAMPLE",
+            400,
+            "IncompleteSignatureException",
+        ),
+        (
+            "a Bearer token",
+            with_authorization("Bearer abc"),
+            "AKIDOTHER:secret",
+            400,
+            "IncompleteSignatureException",
+        ),
+        (
+            "dated apart from its scope, another key",
+            wrong_date,
+            "AKIDOTHER:secret",
+            400,
+            "IncompleteSignatureException",
+        ),
+    ];
+    for (what, http, key, status, exception) in cases {
+        assert_eq!(keyed_answer(&http, key), (status, exception), "{what}");
+    }
+    // AWS's words for a part with no `=` (aws/aws-sdk-go #289).
+    let refused = BedrockFormat
+        .parse(&with_authorization(&no_equals), Profile::Bedrock)
+        .unwrap_err();
+    assert!(
+        refused
+            .message
+            .contains("not a valid key=value pair (missing equal-sign) in Authorization header"),
+        "{}",
+        refused.message
+    );
+}
+
 #[test]
 fn refusals_read_back_as_the_error_they_stand_for() {
     for (served, expected) in refusal_cases() {
