@@ -456,3 +456,47 @@ fn bedrocks_overflow_words_are_a_context_overflow_whole_and_streamed() {
         }
     }
 }
+
+#[test]
+fn a_stream_cut_at_any_byte_is_typed_and_never_half_an_event() {
+    // A connection can drop anywhere, inside a frame's prelude, headers, payload or
+    // CRC: what came whole is delivered, and the cut is a typed truncation.
+    let body = tool_stream();
+    let whole = decode_reads(BedrockDecoder::new(), [body.as_slice()]);
+    assert_eq!(whole.error, None);
+    let not_done = |events: &[StreamEvent]| -> Vec<StreamEvent> {
+        events
+            .iter()
+            .filter(|e| !matches!(e, StreamEvent::Done { .. }))
+            .cloned()
+            .collect()
+    };
+    let whole_events = not_done(&whole.events);
+    // The frames' ends, from each prelude's total length (smithy.io "Amazon Event
+    // Stream Specification": the first 4 bytes, big-endian).
+    let mut boundaries = vec![0];
+    while let Some(&at) = boundaries.last().filter(|&&at| at < body.len()) {
+        let total = u32::from_be_bytes(body[at..at + 4].try_into().unwrap()) as usize;
+        boundaries.push(at + total);
+    }
+    assert_eq!(boundaries.last(), Some(&body.len()));
+    let mut inside = 0;
+    for cut in 1..body.len() {
+        let decoded = decode_reads(BedrockDecoder::new(), [&body[..cut]]);
+        let events = not_done(&decoded.events);
+        assert_eq!(
+            events[..],
+            whole_events[..events.len()],
+            "cut at {cut}: a prefix of the whole events"
+        );
+        if !boundaries.contains(&cut) {
+            inside += 1;
+            assert!(
+                matches!(decoded.error, Some(LlmError::StreamTruncated { .. })),
+                "cut at {cut}, inside a frame: {:?}",
+                decoded.error
+            );
+        }
+    }
+    assert!(inside > body.len() / 2, "{inside} cuts inside a frame");
+}
