@@ -27,12 +27,14 @@
 //! `:message-type` `exception` ([`BedrockDecoder`]).
 
 pub mod eventstream;
+mod resign;
 pub mod sigv4;
 mod stream;
 #[cfg(test)]
 mod tests;
 mod wire;
 
+pub use resign::resign;
 pub use stream::BedrockDecoder;
 pub use wire::{exception_error, overflow_refined, parse_response, request_body, stop_reason};
 
