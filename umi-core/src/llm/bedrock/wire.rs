@@ -305,8 +305,8 @@ pub fn exception_error(exception: &str, payload: &[u8]) -> LlmError {
 const OVERFLOW_MARKERS: [&str; 1] = ["input is too long for requested model"];
 
 /// `error` as a context overflow when it is a refused request whose message is one of
-/// Bedrock's own overflow messages ([`OVERFLOW_MARKERS`]); any other error as it is.
-/// The message names no counts, so neither is known.
+/// Bedrock's own overflow messages ("Input is too long for requested model."); any
+/// other error as it is. The message names no counts, so neither is known.
 pub fn overflow_refined(error: LlmError) -> LlmError {
     let overflow = match &error {
         LlmError::BadRequest { message, .. } | LlmError::InvalidPrompt { reason: message } => {
