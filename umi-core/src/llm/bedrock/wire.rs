@@ -308,19 +308,16 @@ const OVERFLOW_MARKERS: [&str; 1] = ["input is too long for requested model"];
 /// Bedrock's own overflow messages ("Input is too long for requested model."); any
 /// other error as it is. The message names no counts, so neither is known.
 pub fn overflow_refined(error: LlmError) -> LlmError {
-    let overflow = match &error {
-        LlmError::BadRequest { message, .. } | LlmError::InvalidPrompt { reason: message } => {
-            let lower = message.to_lowercase();
-            OVERFLOW_MARKERS.iter().any(|marker| lower.contains(marker))
-        }
-        _ => false,
-    };
-    if overflow {
-        LlmError::ContextOverflow {
+    if let LlmError::BadRequest { message, .. } | LlmError::InvalidPrompt { reason: message } =
+        &error
+        && OVERFLOW_MARKERS
+            .iter()
+            .any(|marker| message.to_lowercase().contains(marker))
+    {
+        return LlmError::ContextOverflow {
             prompt_tokens: None,
             limit: None,
-        }
-    } else {
-        error
+        };
     }
+    error
 }

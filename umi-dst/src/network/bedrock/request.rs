@@ -111,27 +111,28 @@ pub(crate) fn signature(value: &str) -> Result<Signature<'_>, String> {
     if signature.len() != 64 || !signature.bytes().all(is_hex) {
         return Err("Signature must be 64 lowercase hexadecimal characters".into());
     }
-    let signed_headers: Vec<&str> = signed.split(';').collect();
-    let sorted = signed_headers.windows(2).all(|w| w[0] < w[1]);
-    let lowercase = signed_headers
-        .iter()
-        .all(|h| !h.is_empty() && *h == h.to_ascii_lowercase());
-    if !sorted
-        || !lowercase
-        || !["host", "x-amz-date"]
-            .iter()
-            .all(|h| signed_headers.contains(h))
-    {
-        return Err(format!(
-            "SignedHeaders '{signed}' must be lowercase, sorted, and sign host and x-amz-date"
-        ));
-    }
+    let signed_headers = signed_headers(signed)?;
     Ok(Signature {
         access_key_id,
         date,
         region,
         signed_headers,
     })
+}
+
+/// `SignedHeaders`' names: lowercase, sorted, `host` and `x-amz-date` among them.
+fn signed_headers(signed: &str) -> Result<Vec<&str>, String> {
+    let names: Vec<&str> = signed.split(';').collect();
+    let sorted = names.windows(2).all(|w| w[0] < w[1]);
+    let lowercase = names
+        .iter()
+        .all(|h| !h.is_empty() && *h == h.to_ascii_lowercase());
+    if !sorted || !lowercase || !["host", "x-amz-date"].iter().all(|h| names.contains(h)) {
+        return Err(format!(
+            "SignedHeaders '{signed}' must be lowercase, sorted, and sign host and x-amz-date"
+        ));
+    }
+    Ok(names)
 }
 
 /// The request's signature checked for shape (its `x-amz-date` included).

@@ -228,23 +228,26 @@ fn keyed_answer(http: &HttpRequest, key: &str) -> (u16, &'static str) {
     }
 }
 
-#[test]
-fn a_keyed_endpoint_reads_a_signatures_form_before_its_key() {
-    // AWS "Common Errors": MissingAuthenticationToken 403, IncompleteSignature 400,
-    // an unknown access key id 403; the form is read first (request.rs's docs).
-    let http = client_request(&CompletionRequest::new(vec![Message::user("hi")]), false);
-    let with_authorization = |value: &str| {
-        let mut http = http.clone();
-        for (name, header) in &mut http.headers {
-            if name.eq_ignore_ascii_case("authorization") {
-                *header = value.to_owned();
-            }
+/// `http` with its `Authorization` value replaced.
+fn with_authorization(http: &HttpRequest, value: &str) -> HttpRequest {
+    let mut http = http.clone();
+    for (name, header) in &mut http.headers {
+        if name.eq_ignore_ascii_case("authorization") {
+            *header = value.to_owned();
         }
-        http
-    };
+    }
+    http
+}
+
+/// A keyed case: what the request is, the request, the endpoint's key, the status and
+/// exception answered.
+type KeyedCase = (&'static str, HttpRequest, &'static str, u16, &'static str);
+
+/// Table: requests a keyed endpoint answers, from the client's signed `http`.
+fn keyed_cases(http: &HttpRequest) -> Vec<KeyedCase> {
     let good = http.header("authorization").unwrap().to_owned();
     let no_equals = good.replacen("Credential=", "Credential ", 1);
-    let short_signature = good.replace("Signature=", "Signature=ab");
+    let long_signature = good.replace("Signature=", "Signature=ab");
     let mut wrong_date = http.clone();
     for (name, value) in &mut wrong_date.headers {
         if name == "x-amz-date" {
@@ -255,58 +258,67 @@ fn a_keyed_endpoint_reads_a_signatures_form_before_its_key() {
     unsigned
         .headers
         .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
-    // Table: what the request is, the endpoint's key, the status and exception.
-    let cases = [
+    let (other, incomplete) = ("AKIDOTHER:secret", "IncompleteSignatureException");
+    vec![
         ("signed with the key", http.clone(), "AKIDEXAMPLE", 200, ""),
         (
-            "signed with another key",
+            "another key",
             http.clone(),
-            "AKIDOTHER:secret",
+            other,
             403,
             "UnrecognizedClientException",
         ),
         (
             "unsigned",
             unsigned,
-            "AKIDOTHER:secret",
+            other,
             403,
             "MissingAuthenticationTokenException",
         ),
         (
-            "a part with no `=`",
-            with_authorization(&no_equals),
-            "AKIDOTHER:secret",
+            "no `=`",
+            with_authorization(http, &no_equals),
+            other,
             400,
-            "IncompleteSignatureException",
+            incomplete,
         ),
         (
-            "a signature too long, with the key",
-            with_authorization(&short_signature),
+            "long, the key",
+            with_authorization(http, &long_signature),
             "AKIDEXAMPLE",
             400,
-            "IncompleteSignatureException",
+            incomplete,
         ),
         (
             "a Bearer token",
-            with_authorization("Bearer abc"),
-            "AKIDOTHER:secret",
+            with_authorization(http, "Bearer abc"),
+            other,
             400,
-            "IncompleteSignatureException",
+            incomplete,
         ),
         (
-            "dated apart from its scope, another key",
+            "dated apart, another key",
             wrong_date,
-            "AKIDOTHER:secret",
+            other,
             400,
-            "IncompleteSignatureException",
+            incomplete,
         ),
-    ];
-    for (what, http, key, status, exception) in cases {
-        assert_eq!(keyed_answer(&http, key), (status, exception), "{what}");
+    ]
+}
+
+#[test]
+fn a_keyed_endpoint_reads_a_signatures_form_before_its_key() {
+    // AWS "Common Errors": MissingAuthenticationToken 403, IncompleteSignature 400,
+    // an unknown access key id 403; the form is read first (request.rs's docs).
+    let http = client_request(&CompletionRequest::new(vec![Message::user("hi")]), false);
+    for (what, request, key, status, exception) in keyed_cases(&http) {
+        assert_eq!(keyed_answer(&request, key), (status, exception), "{what}");
     }
     // AWS's words for a part with no `=` (aws/aws-sdk-go #289).
+    let good = http.header("authorization").unwrap();
+    let no_equals = with_authorization(&http, &good.replacen("Credential=", "Credential ", 1));
     let refused = BedrockFormat
-        .parse(&with_authorization(&no_equals), Profile::Bedrock)
+        .parse(&no_equals, Profile::Bedrock)
         .unwrap_err();
     assert!(
         refused
