@@ -91,6 +91,9 @@ mod secrets_over_http;
 
 mod test_macro;
 
+/// Bedrock's streams cut by the network inside an event-stream frame, typed by the client.
+mod bedrock;
+
 /// Cassettes: every profile recorded and replayed byte for byte under other seeds,
 /// faults over recorded exchanges, misses explained, recorded time in simulated time.
 mod cassette;

@@ -82,7 +82,7 @@ pub use config::{
 pub use error::ServeError;
 pub use mcp_tools::{MCP_TOOLS_FILE_BYTES_MAX, MCP_TOOLS_MAX, McpToolSpec, McpToolsSpec};
 pub use otlp_trace::SERVICE_NAME_SERVE;
-pub use proxy::{FailureHook, PROXY_BODY_BYTES_MAX, ProxyConfig, RunningProxy};
+pub use proxy::{FailureHook, PROXY_BODY_BYTES_MAX, ProxyConfig, ResignHook, RunningProxy};
 pub use spans_in::SCOPE_ATTRIBUTE;
 pub use stdio::{StdioReply, StdioServer};
 

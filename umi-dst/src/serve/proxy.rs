@@ -7,7 +7,11 @@
 //! hop-by-hop ones, `host`, `content-length` (the transport sets its own) and
 //! `accept-encoding` (so the upstream answers uncompressed and the recorded bytes are
 //! the ones a client reads). When the client sends no credential header, the proxy adds
-//! the configured one (`--key-env`). An upstream that cannot be reached gets the client
+//! the configured one (`--key-env`). A request its client signed with AWS SigV4
+//! (Bedrock's: the signature covers the `host`, which the proxy changes) is signed again
+//! for the upstream by the configured re-signer ([`ProxyConfig::resign`], umi-core's
+//! `bedrock::resign` with `--key-env`'s key pair), or AWS would answer
+//! `SignatureDoesNotMatch`. An upstream that cannot be reached gets the client
 //! a 502 whose JSON body names the error (redacted), and the proxy's failure hook is told.
 //! It lives here, beside `dst serve`, because it is the same hyper server.
 
@@ -50,6 +54,10 @@ const CREDENTIAL_HEADERS: [&str; 4] = ["authorization", "x-api-key", "api-key", 
 /// Told of each request the upstream did not answer (its line, redacted).
 pub type FailureHook = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// Signs a forwarded request again for the upstream's host; `false` when it carries no
+/// signature of the kind it renews (then it goes as it came).
+pub type ResignHook = Arc<dyn Fn(&mut HttpRequest) -> bool + Send + Sync>;
+
 /// What the proxy forwards to, and how.
 pub struct ProxyConfig {
     /// Where to listen.
@@ -64,6 +72,8 @@ pub struct ProxyConfig {
     pub redactor: Redactor,
     /// Told of each request the upstream did not answer.
     pub on_failure: FailureHook,
+    /// Signs a SigV4-signed request again for the upstream (none: forwarded as signed).
+    pub resign: Option<ResignHook>,
 }
 
 impl std::fmt::Debug for ProxyConfig {
@@ -165,6 +175,9 @@ fn upstream_request(config: &ProxyConfig, mut request: HttpRequest, path: &str) 
     if !has_credential && let Some(credential) = &config.credential {
         request.headers.push(credential.clone());
     }
+    if let Some(resign) = &config.resign {
+        resign(&mut request);
+    }
     request
 }
 
@@ -207,5 +220,96 @@ async fn forward(config: &ProxyConfig, request: Request<Incoming>) -> hyper::Res
                 &format!("the upstream: {message}"),
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use umi_core::llm::transport::{HttpResponse, TransportError};
+
+    #[derive(Debug)]
+    struct Unused;
+
+    #[async_trait::async_trait]
+    impl Transport for Unused {
+        async fn send(&self, _request: HttpRequest) -> Result<HttpResponse, TransportError> {
+            Err(TransportError::Connect {
+                reason: "not sent in this test".into(),
+            })
+        }
+    }
+
+    fn config(resign: Option<ResignHook>) -> ProxyConfig {
+        ProxyConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            upstream: "https://bedrock-runtime.us-east-1.amazonaws.com".into(),
+            transport: Arc::new(Unused),
+            credential: None,
+            redactor: Redactor::new(),
+            on_failure: Arc::new(|_: &str| {}),
+            resign,
+        }
+    }
+
+    #[test]
+    fn a_sigv4_request_is_signed_again_for_the_upstream_and_others_go_as_they_came() {
+        let pair = umi_core::llm::bedrock::sigv4::Credentials::parse(
+            "AKIDEXAMPLE:wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+        )
+        .unwrap();
+        let hook: ResignHook =
+            Arc::new(move |http| umi_core::llm::bedrock::resign(http, &pair, 1_709_208_000_000));
+        let signed_for_proxy = HttpRequest {
+            method: "POST",
+            url: "http://127.0.0.1:8090/model/m/converse".into(),
+            headers: vec![
+                ("host".into(), "127.0.0.1:8090".into()),
+                ("content-type".into(), "application/json".into()),
+                ("x-amz-date".into(), "20240229T115900Z".into()),
+                (
+                    "authorization".into(),
+                    "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20240229/us-east-1/bedrock/aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature=00".into(),
+                ),
+            ],
+            body: b"{}".to_vec(),
+        };
+        let forwarded = upstream_request(
+            &config(Some(hook.clone())),
+            signed_for_proxy.clone(),
+            "/model/m/converse",
+        );
+        let mut expected = HttpRequest {
+            url: "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse".into(),
+            ..signed_for_proxy.clone()
+        };
+        expected.headers.retain(|(name, _)| name != "host");
+        assert!(umi_core::llm::bedrock::resign(
+            &mut expected,
+            &umi_core::llm::bedrock::sigv4::Credentials::parse(
+                "AKIDEXAMPLE:wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+            )
+            .unwrap(),
+            1_709_208_000_000
+        ));
+        assert_eq!(forwarded, expected);
+        assert_ne!(
+            forwarded.header("authorization"),
+            signed_for_proxy.header("authorization")
+        );
+        // Without a re-signer, or for a Bearer key, the request goes as it came.
+        let as_sent =
+            upstream_request(&config(None), signed_for_proxy.clone(), "/model/m/converse");
+        assert_eq!(
+            as_sent.header("authorization"),
+            signed_for_proxy.header("authorization")
+        );
+        let mut bearer = signed_for_proxy;
+        bearer.headers.retain(|(name, _)| name != "authorization");
+        bearer
+            .headers
+            .push(("authorization".into(), "Bearer sk-test".into()));
+        let forwarded = upstream_request(&config(Some(hook)), bearer, "/v1/chat/completions");
+        assert_eq!(forwarded.header("authorization"), Some("Bearer sk-test"));
     }
 }

@@ -136,6 +136,19 @@ fn key_of(args: &RecordArgs) -> Result<Option<String>, RecordError> {
     Ok(Some(key))
 }
 
+/// A request its client signed with AWS SigV4 (a Bedrock client, boto3) was signed for
+/// the proxy's host; with `--key-env` holding an AWS key pair
+/// (`ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]`) the proxy signs it again for the
+/// upstream at the time it forwards it. Any other key re-signs nothing.
+fn resign_of(key: Option<&str>) -> Option<umi_dst::serve::ResignHook> {
+    use umi_core::env::Environment as _;
+    let pair = umi_core::llm::bedrock::sigv4::Credentials::parse(key?).ok()?;
+    let clock = SystemEnvironment::new();
+    Some(Arc::new(move |http| {
+        umi_core::llm::bedrock::resign(http, &pair, clock.unix_time_ms())
+    }))
+}
+
 /// The cassette's writer: created, or appended to with `--append`.
 fn writer_of(args: &RecordArgs) -> Result<CassetteWriter, RecordError> {
     let recorded_by = format!("dst record {}", env!("CARGO_PKG_VERSION"));
@@ -195,6 +208,7 @@ fn recording_of(args: &RecordArgs) -> Result<Recording, RecordError> {
         credential,
         redactor,
         on_failure: Arc::new(|line: &str| eprintln!("dst record: not recorded: {line}")),
+        resign: resign_of(key.as_deref()),
     };
     Ok(Recording { recorder, config })
 }

@@ -27,14 +27,16 @@
 //! `:message-type` `exception` ([`BedrockDecoder`]).
 
 pub mod eventstream;
+mod resign;
 pub mod sigv4;
 mod stream;
 #[cfg(test)]
 mod tests;
 mod wire;
 
+pub use resign::resign;
 pub use stream::BedrockDecoder;
-pub use wire::{exception_error, parse_response, request_body, stop_reason};
+pub use wire::{exception_error, overflow_refined, parse_response, request_body, stop_reason};
 
 use super::client::{ClientFormat, ClientFormatExt, WireClient, json_content_type};
 use super::connection::{Connection, KeyHeader};
@@ -128,7 +130,7 @@ impl BedrockConfig {
             })
             .cloned()
             .collect();
-        signed.push(("host".into(), host_of(&http.url).to_owned()));
+        signed.push(("host".into(), sigv4::canonical_host(&http.url).to_owned()));
         let region = self.signing_region();
         let scope = sigv4::Scope {
             region: &region,
@@ -230,9 +232,10 @@ impl ClientFormat for BedrockConfig {
     /// The shared classifier reads Bedrock's refusals by their status (429 throttling,
     /// 403 a refused signature, 5xx the service's) and `{"message"}` body ("prompt is
     /// too long" an overflow); `x-amzn-errortype` names the same kind (API_runtime_Converse,
-    /// "Errors").
+    /// "Errors"). Bedrock's own overflow words ("Input is too long for requested
+    /// model.") are read here ([`overflow_refined`]).
     fn refusal(&self, refused: Refused) -> LlmError {
-        refused.error
+        overflow_refined(refused.error)
     }
 
     /// A JSON body where `application/vnd.amazon.eventstream` was asked for is a whole

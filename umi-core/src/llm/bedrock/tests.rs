@@ -156,34 +156,55 @@ fn the_request_is_the_converse_body_on_the_model_path_signed() {
 
 #[test]
 fn the_signature_is_the_one_sigv4_gives_for_the_request_as_sent() {
-    let config = config("http://127.0.0.1:8080/bedrock");
-    let request = CompletionRequest::new(vec![Message::user("hi")]);
-    let http = config.http_request(&request, false).unwrap();
-    let headers = vec![
-        ("content-type".to_owned(), "application/json".to_owned()),
-        ("host".to_owned(), "127.0.0.1:8080".to_owned()),
+    // Table: the base URL, the path sent, the host signed (a scheme's default port is
+    // not: botocore's `_canonical_host`, and the `Host` hyper sends).
+    for (base, path, host) in [
         (
-            "x-amz-date".to_owned(),
-            http.header("x-amz-date").unwrap().to_owned(),
+            "http://127.0.0.1:8080/bedrock",
+            "/bedrock/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse",
+            "127.0.0.1:8080",
         ),
-    ];
-    let signable = sigv4::Signable {
-        method: "POST",
-        path: "/bedrock/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse",
-        query: "",
-        headers: &headers,
-        body: &http.body,
-    };
-    let scope = sigv4::Scope {
-        region: DEFAULT_REGION,
-        service: "bedrock",
-        amz_date: http.header("x-amz-date").unwrap(),
-    };
-    let (id, secret) = KEY.split_once(':').unwrap();
-    assert_eq!(
-        http.header("authorization"),
-        Some(sigv4::authorization(&signable, id, secret, &scope).as_str())
-    );
+        (
+            "https://bedrock-runtime.us-east-1.amazonaws.com:443",
+            "/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse",
+            "bedrock-runtime.us-east-1.amazonaws.com",
+        ),
+        (
+            "http://127.0.0.1:80",
+            "/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse",
+            "127.0.0.1",
+        ),
+    ] {
+        let config = config(base);
+        let request = CompletionRequest::new(vec![Message::user("hi")]);
+        let http = config.http_request(&request, false).unwrap();
+        let headers = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("host".to_owned(), host.to_owned()),
+            (
+                "x-amz-date".to_owned(),
+                http.header("x-amz-date").unwrap().to_owned(),
+            ),
+        ];
+        let signable = sigv4::Signable {
+            method: "POST",
+            path,
+            query: "",
+            headers: &headers,
+            body: &http.body,
+        };
+        let scope = sigv4::Scope {
+            region: DEFAULT_REGION,
+            service: "bedrock",
+            amz_date: http.header("x-amz-date").unwrap(),
+        };
+        let (id, secret) = KEY.split_once(':').unwrap();
+        assert_eq!(
+            http.header("authorization"),
+            Some(sigv4::authorization(&signable, id, secret, &scope).as_str()),
+            "{base}"
+        );
+    }
 }
 
 #[test]
@@ -371,4 +392,111 @@ fn the_secret_is_redacted_from_errors() {
     let redactor = config("https://h").redactor();
     let shown = redactor.redact("echo wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY back");
     assert!(!shown.contains("EXAMPLEKEY"), "{shown}");
+}
+
+/// Table: Bedrock's messages for a refused request, and whether each is an overflow.
+const OVERFLOW_MESSAGES: [(&str, bool); 5] = [
+    // aws-samples/assessment-generator #2 (Converse, HTTP 400 `ValidationException`).
+    ("Input is too long for requested model.", true),
+    // continuedev/continue #6005, #9592.
+    (
+        "The model returned the following errors: Input is too long for requested model.",
+        true,
+    ),
+    // daisuke-awaji/moca #254 (the shared classifier's own marker).
+    (
+        "The model returned the following errors: prompt is too long: 200049 tokens > 200000 maximum",
+        true,
+    ),
+    // charmbracelet/crush #946: the answer's limit, not the prompt's.
+    (
+        "The maximum tokens you requested exceeds the model limit of 32768",
+        false,
+    ),
+    (
+        "Malformed input request, please reformat your input and try again.",
+        false,
+    ),
+];
+
+#[test]
+fn bedrocks_overflow_words_are_a_context_overflow_whole_and_streamed() {
+    use crate::llm::client::ClientFormat;
+    use crate::llm::wire::errors::from_status;
+    use crate::llm::wire::exchange::Refused;
+
+    let config = config("https://bedrock-runtime.us-east-1.amazonaws.com");
+    for (message, overflow) in OVERFLOW_MESSAGES {
+        let body = json!({ "message": message }).to_string();
+        let error_type = "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/";
+        let header = |name: &str| (name == "x-amzn-errortype").then(|| error_type.to_owned());
+        let whole = config.refusal(Refused {
+            error: from_status(400, header, &body, 0),
+            body: body.clone(),
+            status: Some(400),
+            headers: vec![("x-amzn-errortype".into(), error_type.into())],
+        });
+        let mut stream = event("messageStart", &json!({"role": "assistant"}));
+        stream.extend(exception("validationException", message));
+        let streamed = decode_reads(BedrockDecoder::new(), [stream.as_slice()])
+            .error
+            .unwrap();
+        for (path, error) in [("whole", whole), ("streamed", streamed)] {
+            assert_eq!(
+                matches!(error, LlmError::ContextOverflow { .. }),
+                overflow,
+                "{path}: {message}: {error:?}"
+            );
+            if !overflow {
+                assert!(
+                    matches!(error, LlmError::BadRequest { .. }),
+                    "{path}: {message}: {error:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stream_cut_at_any_byte_is_typed_and_never_half_an_event() {
+    // A connection can drop anywhere, inside a frame's prelude, headers, payload or
+    // CRC: what came whole is delivered, and the cut is a typed truncation.
+    let body = tool_stream();
+    let whole = decode_reads(BedrockDecoder::new(), [body.as_slice()]);
+    assert_eq!(whole.error, None);
+    let not_done = |events: &[StreamEvent]| -> Vec<StreamEvent> {
+        events
+            .iter()
+            .filter(|e| !matches!(e, StreamEvent::Done { .. }))
+            .cloned()
+            .collect()
+    };
+    let whole_events = not_done(&whole.events);
+    // The frames' ends, from each prelude's total length (smithy.io "Amazon Event
+    // Stream Specification": the first 4 bytes, big-endian).
+    let mut boundaries = vec![0];
+    while let Some(&at) = boundaries.last().filter(|&&at| at < body.len()) {
+        let total = u32::from_be_bytes(body[at..at + 4].try_into().unwrap()) as usize;
+        boundaries.push(at + total);
+    }
+    assert_eq!(boundaries.last(), Some(&body.len()));
+    let mut inside = 0;
+    for cut in 1..body.len() {
+        let decoded = decode_reads(BedrockDecoder::new(), [&body[..cut]]);
+        let events = not_done(&decoded.events);
+        assert_eq!(
+            events[..],
+            whole_events[..events.len()],
+            "cut at {cut}: a prefix of the whole events"
+        );
+        if !boundaries.contains(&cut) {
+            inside += 1;
+            assert!(
+                matches!(decoded.error, Some(LlmError::StreamTruncated { .. })),
+                "cut at {cut}, inside a frame: {:?}",
+                decoded.error
+            );
+        }
+    }
+    assert!(inside > body.len() / 2, "{inside} cuts inside a frame");
 }

@@ -292,5 +292,32 @@ pub fn exception_error(exception: &str, payload: &[u8]) -> LlmError {
     if let Some(status) = exception_status(exception) {
         error["code"] = json!(status);
     }
-    from_stream_error(&json!({"error": error}))
+    overflow_refined(from_stream_error(&json!({"error": error})))
+}
+
+/// Bedrock's own words for a prompt past the model's window, which the shared
+/// classifier's markers (Anthropic's "prompt is too long: N tokens > M maximum", the
+/// OpenAI-style "maximum context length") do not read: a 400 `ValidationException`
+/// "Input is too long for requested model." (aws-samples/assessment-generator #2,
+/// `httpStatusCode: 400`, Converse), the same in a stream (`validationException`,
+/// aws-samples/bedrock-chat #95), and prefixed "The model returned the following errors:"
+/// (continuedev/continue #6005, #9592). Lowercase.
+const OVERFLOW_MARKERS: [&str; 1] = ["input is too long for requested model"];
+
+/// `error` as a context overflow when it is a refused request whose message is one of
+/// Bedrock's own overflow messages ("Input is too long for requested model."); any
+/// other error as it is. The message names no counts, so neither is known.
+pub fn overflow_refined(error: LlmError) -> LlmError {
+    if let LlmError::BadRequest { message, .. } | LlmError::InvalidPrompt { reason: message } =
+        &error
+        && OVERFLOW_MARKERS
+            .iter()
+            .any(|marker| message.to_lowercase().contains(marker))
+    {
+        return LlmError::ContextOverflow {
+            prompt_tokens: None,
+            limit: None,
+        };
+    }
+    error
 }

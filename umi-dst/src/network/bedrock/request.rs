@@ -8,8 +8,14 @@
 //! Signature=<64 lowercase hex>` with an `x-amz-date` of `yyyymmddThhmmssZ` whose date is
 //! the scope's (AWS docs, "Create a signed AWS API request", "Elements of an AWS API
 //! request signature"). A request without one is refused as Bedrock refuses it
-//! (`MissingAuthenticationTokenException`), a malformed one as
-//! `IncompleteSignatureException` ([`super::errors`]).
+//! (`MissingAuthenticationTokenException`, 403), a malformed one as
+//! `IncompleteSignatureException` (400; AWS "Common Errors": IncompleteSignature, "The
+//! request signature does not conform to AWS standards", HTTP 400; a Coral service's
+//! answer in aws/aws-sdk-go #289 and iann0036/cloud9-sync #10, `statusCode: 400`) whatever
+//! key it is signed with: AWS reads the signature's form before it looks its access key
+//! id up (a key id with a stray space is answered "not a valid key=value pair", never
+//! "The security token included in the request is invalid", in both threads), so the
+//! key check defers a signature out of shape to the parser ([`UNREADABLE_SIGNATURE`]).
 
 use serde_json::{Map, Value};
 use umi_core::llm::transport::HttpRequest;
@@ -26,6 +32,12 @@ pub(crate) const SIGNATURE_PARAM: &str = "Authorization";
 /// The words of a request with no `Authorization` header (AWS's "Missing Authentication
 /// Token", the message every AWS REST API answers an unsigned request with).
 pub(crate) const MISSING_TOKEN: &str = "Missing Authentication Token";
+
+/// What a request whose `Authorization` is there but out of shape presents to the key
+/// check: no access key id (a real one is never empty), which the key check admits so
+/// that the parser refuses it as `IncompleteSignatureException` (400), as AWS does
+/// before any key lookup (the module docs).
+pub(crate) const UNREADABLE_SIGNATURE: &str = "";
 
 /// The largest `Authorization` value read (a signature of many headers is still short).
 const AUTHORIZATION_BYTES_MAX: usize = 4 * 1024;
@@ -67,6 +79,13 @@ pub(crate) fn signature(value: &str) -> Result<Signature<'_>, String> {
             Some(("Credential", v)) => credential = Some(v),
             Some(("SignedHeaders", v)) => signed = Some(v),
             Some(("Signature", v)) => signature = Some(v),
+            // aws/aws-sdk-go #289, iann0036/cloud9-sync #10: AWS's words for a part
+            // with no `=`.
+            None => {
+                return Err(format!(
+                    "'{part}' not a valid key=value pair (missing equal-sign) in Authorization header: '{value}'."
+                ));
+            }
             _ => return Err(format!("Authorization header has an unknown part '{part}'")),
         }
     }
@@ -92,21 +111,7 @@ pub(crate) fn signature(value: &str) -> Result<Signature<'_>, String> {
     if signature.len() != 64 || !signature.bytes().all(is_hex) {
         return Err("Signature must be 64 lowercase hexadecimal characters".into());
     }
-    let signed_headers: Vec<&str> = signed.split(';').collect();
-    let sorted = signed_headers.windows(2).all(|w| w[0] < w[1]);
-    let lowercase = signed_headers
-        .iter()
-        .all(|h| !h.is_empty() && *h == h.to_ascii_lowercase());
-    if !sorted
-        || !lowercase
-        || !["host", "x-amz-date"]
-            .iter()
-            .all(|h| signed_headers.contains(h))
-    {
-        return Err(format!(
-            "SignedHeaders '{signed}' must be lowercase, sorted, and sign host and x-amz-date"
-        ));
-    }
+    let signed_headers = signed_headers(signed)?;
     Ok(Signature {
         access_key_id,
         date,
@@ -115,8 +120,23 @@ pub(crate) fn signature(value: &str) -> Result<Signature<'_>, String> {
     })
 }
 
+/// `SignedHeaders`' names: lowercase, sorted, `host` and `x-amz-date` among them.
+fn signed_headers(signed: &str) -> Result<Vec<&str>, String> {
+    let names: Vec<&str> = signed.split(';').collect();
+    let sorted = names.windows(2).all(|w| w[0] < w[1]);
+    let lowercase = names
+        .iter()
+        .all(|h| !h.is_empty() && *h == h.to_ascii_lowercase());
+    if !sorted || !lowercase || !["host", "x-amz-date"].iter().all(|h| names.contains(h)) {
+        return Err(format!(
+            "SignedHeaders '{signed}' must be lowercase, sorted, and sign host and x-amz-date"
+        ));
+    }
+    Ok(names)
+}
+
 /// The request's signature checked for shape (its `x-amz-date` included).
-fn check_signature(http: &HttpRequest) -> Result<(), RequestError> {
+pub(crate) fn check_signature(http: &HttpRequest) -> Result<Signature<'_>, RequestError> {
     let Some(value) = http.header("authorization") else {
         return Err(bad_signature(MISSING_TOKEN));
     };
@@ -141,14 +161,15 @@ fn check_signature(http: &HttpRequest) -> Result<(), RequestError> {
             signature.date
         )));
     }
-    Ok(())
+    Ok(signature)
 }
 
-/// The access key id a request is signed with, when its `Authorization` has the shape.
-pub(crate) fn access_key_id(http: &HttpRequest) -> Option<&str> {
-    signature(http.header("authorization")?)
-        .ok()
-        .map(|s| s.access_key_id)
+/// What a request presents to the key check: `None` with no `Authorization` (403
+/// `MissingAuthenticationTokenException`), the access key id of a signature in shape,
+/// or [`UNREADABLE_SIGNATURE`] for one out of shape (the parser's 400).
+pub(crate) fn presented_key(http: &HttpRequest) -> Option<&str> {
+    http.header("authorization")?;
+    Some(check_signature(http).map_or(UNREADABLE_SIGNATURE, |s| s.access_key_id))
 }
 
 /// `text` with its `%XX` escapes decoded (a model id's `:` comes as `%3A`).

@@ -122,15 +122,21 @@ impl Surface for BedrockFormat {
     }
 
     /// The access key id of a signature in shape (`Credential=<id>/...`, AWS docs
-    /// "Create a signed AWS API request"): a SigV4 request carries no key.
+    /// "Create a signed AWS API request"): a SigV4 request carries no key. A signature
+    /// out of shape presents [`super::request::UNREADABLE_SIGNATURE`].
     fn presented_key(&self, request: &HttpRequest) -> Option<String> {
-        super::request::access_key_id(request).map(str::to_owned)
+        super::request::presented_key(request).map(str::to_owned)
     }
 
     /// A signature made with `key`'s access key id (`ACCESS_KEY_ID:SECRET_ACCESS_KEY`,
     /// or the id alone) is the key's: the simulator checks a signature's shape, not its
-    /// HMAC.
+    /// HMAC. A signature out of shape is let through to the parser, which answers it
+    /// `IncompleteSignatureException` (400) before any key is looked at, as AWS does
+    /// ([`super::request`]'s docs).
     fn admits_key(&self, presented: &str, key: &str) -> bool {
+        if presented == super::request::UNREADABLE_SIGNATURE {
+            return true;
+        }
         let id = key.split(':').next().unwrap_or_default();
         !id.is_empty() && presented == id
     }

@@ -208,6 +208,127 @@ fn the_key_check_admits_the_pairs_access_key_id_only() {
     ));
 }
 
+/// The status and exception a keyed endpoint answers `http` with, in the order the
+/// simulator's admission runs its checks (`network::admit`: the key, then the parser).
+fn keyed_answer(http: &HttpRequest, key: &str) -> (u16, &'static str) {
+    if let Some(error) = crate::network::headers::key_refusal(&BedrockFormat, http, key) {
+        let (status, exception, _) = errors::kind_of(&error, None);
+        return (status, exception);
+    }
+    match BedrockFormat.parse(http, Profile::Bedrock) {
+        Ok(_) => (200, ""),
+        Err(refused) => {
+            let error = LlmError::BadRequest {
+                status: Some(400),
+                message: refused.message,
+            };
+            let (status, exception, _) = errors::kind_of(&error, refused.param.as_deref());
+            (status, exception)
+        }
+    }
+}
+
+/// `http` with its `Authorization` value replaced.
+fn with_authorization(http: &HttpRequest, value: &str) -> HttpRequest {
+    let mut http = http.clone();
+    for (name, header) in &mut http.headers {
+        if name.eq_ignore_ascii_case("authorization") {
+            *header = value.to_owned();
+        }
+    }
+    http
+}
+
+/// A keyed case: what the request is, the request, the endpoint's key, the status and
+/// exception answered.
+type KeyedCase = (&'static str, HttpRequest, &'static str, u16, &'static str);
+
+/// Table: requests a keyed endpoint answers, from the client's signed `http`.
+fn keyed_cases(http: &HttpRequest) -> Vec<KeyedCase> {
+    let good = http.header("authorization").unwrap().to_owned();
+    let no_equals = good.replacen("Credential=", "Credential ", 1);
+    let long_signature = good.replace("Signature=", "Signature=ab");
+    let mut wrong_date = http.clone();
+    for (name, value) in &mut wrong_date.headers {
+        if name == "x-amz-date" {
+            *value = "19990101T000000Z".into();
+        }
+    }
+    let mut unsigned = http.clone();
+    unsigned
+        .headers
+        .retain(|(name, _)| !name.eq_ignore_ascii_case("authorization"));
+    let (other, incomplete) = ("AKIDOTHER:secret", "IncompleteSignatureException");
+    vec![
+        ("signed with the key", http.clone(), "AKIDEXAMPLE", 200, ""),
+        (
+            "another key",
+            http.clone(),
+            other,
+            403,
+            "UnrecognizedClientException",
+        ),
+        (
+            "unsigned",
+            unsigned,
+            other,
+            403,
+            "MissingAuthenticationTokenException",
+        ),
+        (
+            "no `=`",
+            with_authorization(http, &no_equals),
+            other,
+            400,
+            incomplete,
+        ),
+        (
+            "long, the key",
+            with_authorization(http, &long_signature),
+            "AKIDEXAMPLE",
+            400,
+            incomplete,
+        ),
+        (
+            "a Bearer token",
+            with_authorization(http, "Bearer abc"),
+            other,
+            400,
+            incomplete,
+        ),
+        (
+            "dated apart, another key",
+            wrong_date,
+            other,
+            400,
+            incomplete,
+        ),
+    ]
+}
+
+#[test]
+fn a_keyed_endpoint_reads_a_signatures_form_before_its_key() {
+    // AWS "Common Errors": MissingAuthenticationToken 403, IncompleteSignature 400,
+    // an unknown access key id 403; the form is read first (request.rs's docs).
+    let http = client_request(&CompletionRequest::new(vec![Message::user("hi")]), false);
+    for (what, request, key, status, exception) in keyed_cases(&http) {
+        assert_eq!(keyed_answer(&request, key), (status, exception), "{what}");
+    }
+    // AWS's words for a part with no `=` (aws/aws-sdk-go #289).
+    let good = http.header("authorization").unwrap();
+    let no_equals = with_authorization(&http, &good.replacen("Credential=", "Credential ", 1));
+    let refused = BedrockFormat
+        .parse(&no_equals, Profile::Bedrock)
+        .unwrap_err();
+    assert!(
+        refused
+            .message
+            .contains("not a valid key=value pair (missing equal-sign) in Authorization header"),
+        "{}",
+        refused.message
+    );
+}
+
 #[test]
 fn refusals_read_back_as_the_error_they_stand_for() {
     for (served, expected) in refusal_cases() {

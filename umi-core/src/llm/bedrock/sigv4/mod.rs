@@ -171,23 +171,67 @@ fn canonical_query(query: &str) -> String {
     encoded.join("&")
 }
 
-/// The canonical headers (`name:value\n`, sorted, values trimmed and inner runs of
-/// spaces collapsed) and the signed headers' names (`content-type;host;x-amz-date`).
+/// The canonical headers and the signed headers' names (`content-type;host;x-amz-date`)
+/// (AWS docs, "Create a canonical request": names lowercased and sorted; a value's
+/// leading and trailing spaces trimmed and its runs of spaces made one; the values of a
+/// header sent more than once joined by `,` in the order sent). A value folded over
+/// lines (obsolete line folding) has each line trimmed and the lines joined by `,`, as
+/// AWS's test suite canonicalises `get-header-value-multiline`.
 fn canonical_headers(headers: &[(String, String)]) -> (String, String) {
-    let mut lines: Vec<(String, String)> = headers
+    let mut named: Vec<(String, String)> = headers
         .iter()
-        .map(|(name, value)| {
-            let value = value.split_whitespace().collect::<Vec<_>>().join(" ");
-            (name.to_ascii_lowercase(), value)
-        })
+        .map(|(name, value)| (name.to_ascii_lowercase(), header_value(value)))
         .collect();
-    lines.sort();
-    let canonical: String = lines
+    // Stable: repeats keep the order they were sent in (`get-header-key-duplicate`).
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut merged: Vec<(String, String)> = Vec::with_capacity(named.len());
+    for (name, value) in named {
+        match merged.last_mut() {
+            Some((last, values)) if *last == name => {
+                values.push(',');
+                values.push_str(&value);
+            }
+            _ => merged.push((name, value)),
+        }
+    }
+    let canonical: String = merged
         .iter()
         .map(|(name, value)| format!("{name}:{value}\n"))
         .collect();
-    let names: Vec<&str> = lines.iter().map(|(name, _)| name.as_str()).collect();
+    let names: Vec<&str> = merged.iter().map(|(name, _)| name.as_str()).collect();
     (canonical, names.join(";"))
+}
+
+/// One header's value as signed: each line trimmed, inner runs of spaces made one, the
+/// lines of a folded value joined by `,`.
+fn header_value(value: &str) -> String {
+    value
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The `host` a request to `url` is signed with: its authority without user info, and
+/// without the port when it is the scheme's default (443 for `https`, 80 for `http`),
+/// as HTTP clients send `Host` and as botocore's `SigV4Auth` signs it
+/// (`_canonical_host`: `https://h:443` and `https://h` sign the same).
+pub fn canonical_host(url: &str) -> &str {
+    let (scheme, after_scheme) = url.split_once("://").unwrap_or(("", url));
+    let end = after_scheme
+        .find(['/', '?', '#'])
+        .unwrap_or(after_scheme.len());
+    let authority = &after_scheme[..end];
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let default_port = match scheme.to_ascii_lowercase().as_str() {
+        "https" => ":443",
+        "http" => ":80",
+        _ => return host,
+    };
+    host.strip_suffix(default_port).unwrap_or(host)
 }
 
 /// The canonical request of step 1, and the signed headers' names.
@@ -263,123 +307,4 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// AWS's test-suite credentials and scope (`aws-sig-v4-test-suite`, every case).
-    const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-    const SCOPE: Scope<'static> = Scope {
-        region: "us-east-1",
-        service: "service",
-        amz_date: "20150830T123600Z",
-    };
-
-    fn headers() -> Vec<(String, String)> {
-        vec![
-            ("Host".into(), "example.amazonaws.com".into()),
-            ("X-Amz-Date".into(), "20150830T123600Z".into()),
-        ]
-    }
-
-    fn signed(method: &str, query: &str, body: &[u8]) -> String {
-        let headers = headers();
-        let request = Signable {
-            method,
-            path: "/",
-            query,
-            headers: &headers,
-            body,
-        };
-        authorization(&request, "AKIDEXAMPLE", SECRET, &SCOPE)
-    }
-
-    #[test]
-    fn the_aws_test_suite_signatures() {
-        // Table: case name, method, query, the suite's published signature.
-        let cases = [
-            (
-                "get-vanilla",
-                "GET",
-                "",
-                "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31",
-            ),
-            (
-                "get-vanilla-query-order-key-case",
-                "GET",
-                "Param2=value2&Param1=value1",
-                "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500",
-            ),
-        ];
-        for (name, method, query, signature) in cases {
-            let authorization = signed(method, query, b"");
-            assert_eq!(
-                authorization,
-                format!(
-                    "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature={signature}"
-                ),
-                "{name}"
-            );
-        }
-        // A changed body changes the signature (the payload hash is signed).
-        assert_ne!(signed("POST", "", b"a"), signed("POST", "", b"b"));
-    }
-
-    #[test]
-    fn the_aws_docs_signing_key_example() {
-        // AWS docs, "Examples of how to derive a signing key for Signature Version 4".
-        let key = signing_key(SECRET, "20120215", "us-east-1", "iam");
-        assert_eq!(
-            hex(&key),
-            "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d"
-        );
-    }
-
-    #[test]
-    fn hmac_matches_rfc_4231() {
-        // Test case 2 (a short key) and 6 (a key longer than the block, hashed first).
-        assert_eq!(
-            hex(&hmac_sha256(b"Jefe", b"what do ya want for nothing?")),
-            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
-        assert_eq!(
-            hex(&hmac_sha256(
-                &[0xaa; 131],
-                b"Test Using Larger Than Block-Size Key - Hash Key First"
-            )),
-            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
-        );
-    }
-
-    #[test]
-    fn a_model_id_with_a_colon_is_encoded_twice_in_the_canonical_uri() {
-        assert_eq!(
-            canonical_uri("/model/anthropic.claude-v2%3A1/converse"),
-            "/model/anthropic.claude-v2%253A1/converse"
-        );
-    }
-
-    #[test]
-    fn amz_dates() {
-        assert_eq!(amz_date(0), "19700101T000000Z");
-        assert_eq!(amz_date(1_440_938_160_000), "20150830T123600Z");
-        assert_eq!(amz_date(1_709_208_000_999), "20240229T120000Z");
-    }
-
-    #[test]
-    fn credentials_parse_or_say_why_not() {
-        let credentials = Credentials::parse("AKID:secret/x:token").unwrap();
-        assert_eq!(credentials.access_key_id, "AKID");
-        assert_eq!(credentials.secret_access_key.expose(), "secret/x");
-        assert_eq!(
-            credentials.session_token.as_ref().map(ApiKey::expose),
-            Some("token")
-        );
-        assert!(!format!("{credentials:?}").contains("secret/x"));
-        for bad in ["no-colon", ":secret", "AKID:"] {
-            assert!(
-                matches!(Credentials::parse(bad), Err(LlmError::Auth { .. })),
-                "{bad}"
-            );
-        }
-    }
-}
+mod tests;
