@@ -96,8 +96,9 @@ pub trait Scenario: Send + Sync {
 /// it; a kept seed that no longer reaches what it was kept for fails the test as stale;
 /// a fault rule that reached nothing fails it too.
 ///
-/// `seeds/` is found from the calling crate (`CARGO_MANIFEST_DIR`): the workspace's, or
-/// the crate's own when there is no workspace.
+/// `seeds/` is found from the calling crate (`CARGO_MANIFEST_DIR`) as
+/// [`corpus::find_seeds_dir`](crate::corpus::find_seeds_dir) finds it: the crate's own
+/// when it keeps a corpus there, else the workspace's, else the crate's.
 ///
 /// ```no_run
 /// # struct MyScenario;
@@ -211,13 +212,17 @@ pub struct DuplicateScenario {
     pub second: DeclaredAt,
 }
 
-/// The first name two of `declared` share, with both places; `Ok` when every name is
-/// unique. The registry's check, apart so a table test can plant a duplicate.
+/// The first name two different declarations of `declared` share, with both places;
+/// `Ok` when every name is unique. One declaration seen twice (the same name, module,
+/// file and line: a crate linked twice into one binary, as a dev-dependency that
+/// depends back on the crate links it) is one scenario, not a duplicate. The
+/// registry's check, apart so a table test can plant a duplicate.
 pub fn check_unique_names(
     declared: &[(&'static str, DeclaredAt)],
 ) -> Result<(), DuplicateScenario> {
     let mut sorted: Vec<(&'static str, DeclaredAt)> = declared.to_vec();
     sorted.sort_by_key(|(name, at)| (*name, at.module, at.file, at.line));
+    sorted.dedup();
     match sorted.windows(2).find(|pair| pair[0].0 == pair[1].0) {
         Some([(name, first), (_, second)]) => Err(DuplicateScenario {
             name,
@@ -237,10 +242,20 @@ pub fn declarations() -> Vec<(&'static str, DeclaredAt)> {
         .collect()
 }
 
-/// Every declaration, checked: a duplicate name is an error naming both declarations.
+/// Every declaration, checked: a duplicate name is an error naming both declarations;
+/// a declaration linked twice is kept once (its first copy).
 fn checked_registry() -> Result<Vec<&'static Registration>, DuplicateScenario> {
     check_unique_names(&declarations())?;
-    Ok(inventory::iter::<Registration>.into_iter().collect())
+    let mut seen: Vec<(&'static str, DeclaredAt)> = Vec::new();
+    let mut kept = Vec::new();
+    for registration in inventory::iter::<Registration> {
+        let key = (registration.scenario.name(), registration.at);
+        if !seen.contains(&key) {
+            seen.push(key);
+            kept.push(registration);
+        }
+    }
+    Ok(kept)
 }
 
 inventory::collect!(Registration);
@@ -367,6 +382,8 @@ mod tests {
         for unique in [
             vec![],
             vec![("retries", retries)],
+            // One declaration linked twice (two copies of its crate in one binary).
+            vec![("retries", retries), ("other", other), ("retries", retries)],
             vec![
                 ("retries", retries),
                 ("retries_too", copy),

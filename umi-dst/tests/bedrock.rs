@@ -88,3 +88,63 @@ fn a_network_cut_lands_inside_bedrock_frames_and_the_client_types_it() {
     assert!(inside > 20, "{inside} of 40 cuts inside a frame");
     assert!(typed >= inside, "{typed} typed, {inside} inside a frame");
 }
+
+/// `llm.invalid_response` on a Bedrock stream: the service sends a whole event-stream
+/// message (lengths and CRCs right) whose JSON payload is cut, so the client's JSON
+/// decode fails (`InvalidResponse`), not its framing. Before the encoder wrote its own
+/// broken frame, the text formats' cut fell inside the binary frame and the client saw
+/// a truncated stream instead (review of issue 42's second stop).
+#[test]
+fn an_invalid_response_on_a_bedrock_stream_is_a_whole_frame_with_broken_json() {
+    let mut invalid = 0;
+    for seed in 0..12 {
+        let got = Mutex::new(None);
+        Simulation::new(SimConfig::new(seed).with_fault(
+            FaultConfig::always(FaultKind::LlmInvalidResponse).with_max_injections(1),
+        ))
+        .try_run(|sim| {
+            let got = &got;
+            async move {
+                let model = ModelRef::new("bedrock", MODEL, 200_000, 4_096);
+                let config = SimLlmConfig::default().with_model(model.clone());
+                let llm = Arc::new(SimLlm::with_config(&sim, config).unwrap());
+                let url = base_url_for(Profile::Bedrock, "bedrock.sim");
+                let network = Arc::new(
+                    SimNetwork::new(&sim)
+                        .with_endpoint(Endpoint::openai(&url, llm).with_profile(Profile::Bedrock))
+                        .with_capture(),
+                );
+                let client = client_for(
+                    Profile::Bedrock,
+                    &url,
+                    model,
+                    &ClientOptions::default(),
+                    network.clone(),
+                    sim.env(),
+                );
+                let request = CompletionRequest::new(vec![Message::user(
+                    "Tell me what changed in the project this week, in some detail.",
+                )]);
+                let outcome = match client.stream(&request).await {
+                    Ok(events) => StreamCollector::collect(MODEL, events).await,
+                    Err(error) => Err(error),
+                };
+                let body = network.exchanges().pop().expect("one exchange").body();
+                *got.lock().unwrap() = Some((outcome, body));
+                Ok(())
+            }
+        })
+        .unwrap();
+        let (outcome, body) = got.into_inner().unwrap().unwrap();
+        // Every message whole: the break is in a payload, never in the framing.
+        assert!(
+            frame_ends(&body).contains(&body.len()),
+            "seed {seed}: the body ends inside a frame"
+        );
+        match outcome {
+            Err(LlmError::InvalidResponse { .. }) => invalid += 1,
+            other => panic!("seed {seed}: {other:?}"),
+        }
+    }
+    assert_eq!(invalid, 12);
+}

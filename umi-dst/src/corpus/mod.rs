@@ -366,8 +366,10 @@ pub fn corpus_path(dir: &Path, name: &str) -> Result<PathBuf, CorpusError> {
 /// Where seeds are kept, found from `start` (a crate's directory for its tests, the
 /// working directory for `dst sweep`), one rule for the side that records and the side
 /// that replays:
-/// 1. the `seeds/` directory of the nearest package at or above `start` that has one
-///    (a crate that keeps its own seeds, as `examples/async-openai-agent` does);
+/// 1. the `seeds/` directory of the nearest package at or above `start` that keeps a
+///    corpus in it (a `*.seeds` file: a crate that keeps its own seeds, as
+///    `examples/async-openai-agent` does; a `seeds/` holding anything else, such as a
+///    database's seed data, is not a corpus and never shadows the workspace's);
 /// 2. else the `seeds/` of the workspace (the nearest ancestor whose `Cargo.toml`
 ///    declares `[workspace]`);
 /// 3. else, in a project that is not a workspace, the `seeds/` of the nearest crate.
@@ -381,13 +383,29 @@ pub fn find_seeds_dir(start: &Path) -> Option<PathBuf> {
             continue;
         };
         let seeds = dir.join("seeds");
-        if seeds.is_dir() || manifest.contains("[workspace]") {
+        if keeps_a_corpus(&seeds) || manifest.contains("[workspace]") {
             return Some(seeds);
         }
         nearest_crate.get_or_insert(seeds);
     }
     nearest_crate
 }
+
+/// Whether `dir` holds a corpus file (`*.seeds`); entries read at most
+/// [`SEEDS_DIR_ENTRIES_READ_MAX`].
+fn keeps_a_corpus(dir: &Path) -> bool {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return false;
+    };
+    entries
+        .take(SEEDS_DIR_ENTRIES_READ_MAX)
+        .filter_map(Result::ok)
+        .any(|entry| entry.path().extension().is_some_and(|ext| ext == "seeds"))
+}
+
+/// Entries of a `seeds/` directory [`find_seeds_dir`] reads to decide whether it holds a
+/// corpus (a directory of thousands of unrelated files is not read whole).
+const SEEDS_DIR_ENTRIES_READ_MAX: usize = 4_096;
 
 /// The corpus file of a test named `name` in the crate at `manifest_dir`:
 /// `<seeds dir>/<name>.seeds`, the seeds dir found as [`find_seeds_dir`] finds it (the
@@ -573,7 +591,13 @@ mod tests {
             fs::write(krate.join("Cargo.toml"), "[package]\n").unwrap();
         }
         fs::write(root.join("Cargo.toml"), "[workspace]\n").unwrap();
+        // A member's `seeds/` with no corpus in it (a database's seed data) is not a
+        // corpus: it never shadows the workspace's, where the kept seeds are.
         fs::create_dir_all(own.join("seeds")).unwrap();
+        fs::create_dir_all(plain.join("seeds")).unwrap();
+        fs::write(plain.join("seeds").join("users.sql"), "insert ...\n").unwrap();
+        assert_eq!(find_seeds_dir(&own.join("src")), Some(root.join("seeds")));
+        fs::write(own.join("seeds").join("retries.seeds"), "7\n").unwrap();
         let cases = [
             (own.join("src"), own.join("seeds")),
             (own.clone(), own.join("seeds")),

@@ -259,29 +259,46 @@ impl SimLlm {
         fault_rng: &mut DeterministicRng,
     ) {
         let schema = request.output_schema.as_ref().map(|s| &s.schema);
-        match (fault, schema) {
-            (Some(FaultKind::LlmWrongContent), Some(schema))
-                if shaped.tool_calls.is_empty() && !shaped.text.is_empty() =>
-            {
-                let (text, miss) = near_miss::near_miss(&shaped.text, schema, fault_rng);
-                shaped.text = text;
-                self.trace.emit(LlmEvent::NearMiss {
-                    miss: miss.kind.name(),
-                    path: miss.path,
-                });
+        match fault.and_then(FaultKind::llm) {
+            Some(LlmKind::WrongContent) => {
+                // A near miss of the schema where there is one and a text answer to
+                // miss it with; else a corruption.
+                let near =
+                    schema.filter(|_| shaped.tool_calls.is_empty() && !shaped.text.is_empty());
+                if let Some(schema) = near {
+                    let (text, miss) = near_miss::near_miss(&shaped.text, schema, fault_rng);
+                    shaped.text = text;
+                    self.trace.emit(LlmEvent::NearMiss {
+                        miss: miss.kind.name(),
+                        path: miss.path,
+                    });
+                } else {
+                    let corruption = plan::corrupt(shaped, structured, fault_rng);
+                    self.trace.emit(LlmEvent::Corrupt {
+                        corruption: corruption.name(),
+                    });
+                }
             }
-            (Some(FaultKind::LlmWrongContent), _) => {
-                let corruption = plan::corrupt(shaped, structured, fault_rng);
-                self.trace.emit(LlmEvent::Corrupt {
-                    corruption: corruption.name(),
-                });
-            }
-            (Some(FaultKind::LlmInvalidResponse), _) => {
+            Some(LlmKind::InvalidResponse) => {
                 self.trace.emit(LlmEvent::Corrupt {
                     corruption: plan::UNPARSEABLE,
                 });
             }
-            _ => {}
+            // The kinds that leave the answer's content as it is here (content_filter
+            // cuts it just below; the others act before or after this step).
+            Some(
+                LlmKind::Timeout
+                | LlmKind::RateLimit
+                | LlmKind::ContextOverflow
+                | LlmKind::ServiceUnavailable
+                | LlmKind::StreamCut
+                | LlmKind::ContentFilter
+                | LlmKind::ModelNotFound
+                | LlmKind::EmbeddingWrongDimensions
+                | LlmKind::EmbeddingTruncated
+                | LlmKind::EmbeddingMissing,
+            )
+            | None => {}
         }
         if fault == Some(FaultKind::LlmContentFilter) {
             plan::filter(shaped, fault_rng);

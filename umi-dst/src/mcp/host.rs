@@ -17,8 +17,8 @@ use super::session::{McpSession, Sessions};
 use super::streamable::{self, Admitted, Refusal, SESSION_HEADER};
 use super::{PROTOCOL_VERSION_OLDEST, SimMcpServer};
 use crate::environment::SimEnvironment;
-use crate::fault::FaultKind;
-use crate::fault::point::{MCP_INITIALIZE, MCP_REQUEST};
+use crate::fault::point::{MCP_INITIALIZE, MCP_REQUEST, unreachable_kind};
+use crate::fault::{FaultKind, ToolKind};
 use crate::rng::DeterministicRng;
 use crate::trace::{McpEvent, NetEvent};
 
@@ -145,19 +145,22 @@ impl McpHost {
     ) -> Result<HttpResponse, TransportError> {
         let env = self.sim.env();
         env.cover("mcp.initialize");
-        let fault = self.sim.fault(&MCP_INITIALIZE);
+        let fault = initialize_fault(self.sim.fault(&MCP_INITIALIZE));
         let requested = params.get("protocolVersion").and_then(Value::as_str);
         let version = match fault {
-            Some(FaultKind::McpVersionMismatch) => {
+            InitializeFault::VersionMismatch => {
                 env.cover("mcp.version_mismatch");
                 PROTOCOL_VERSION_OLDEST
             }
-            _ => streamable::negotiated_version(requested),
+            InitializeFault::None
+            | InitializeFault::InternalError
+            | InitializeFault::StreamCut
+            | InitializeFault::NoResponse => streamable::negotiated_version(requested),
         };
         let mut rng = self.request_rng();
         let session = hex(&rng.bytes(16));
         // A server that failed its initialize began no session.
-        let begun = fault != Some(FaultKind::McpInternalError);
+        let begun = fault != InitializeFault::InternalError;
         if begun {
             self.lock_sessions()
                 .begin(session.clone(), version.to_owned());
@@ -179,14 +182,16 @@ impl McpHost {
             result["instructions"] = Value::String(instructions.clone());
         }
         let reply = match fault {
-            Some(FaultKind::McpInternalError) => Reply::Message(super::jsonrpc::error(
+            InitializeFault::InternalError => Reply::Message(super::jsonrpc::error(
                 Some(id),
                 super::jsonrpc::INTERNAL_ERROR,
                 "Internal error",
             )),
-            Some(FaultKind::McpStreamCut) => Reply::Cut(super::jsonrpc::result(id, result)),
-            Some(FaultKind::McpNoResponse) => Reply::Silence,
-            _ => Reply::Message(super::jsonrpc::result(id, result)),
+            InitializeFault::StreamCut => Reply::Cut(super::jsonrpc::result(id, result)),
+            InitializeFault::NoResponse => Reply::Silence,
+            InitializeFault::None | InitializeFault::VersionMismatch => {
+                Reply::Message(super::jsonrpc::result(id, result))
+            }
         };
         let answered = Answered {
             before: Vec::new(),
@@ -464,4 +469,40 @@ fn refused(refusal: &Refusal) -> HttpResponse {
 /// Lowercase hex.
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What an `initialize` does under the fault drawn at [`MCP_INITIALIZE`]: one of the
+/// kinds that point lists, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InitializeFault {
+    None,
+    VersionMismatch,
+    InternalError,
+    StreamCut,
+    NoResponse,
+}
+
+/// `fault` as [`InitializeFault`], every tool kind listed: a kind the point never draws
+/// (another tool fault, another domain's) is the injector's bug.
+fn initialize_fault(fault: Option<FaultKind>) -> InitializeFault {
+    let Some(kind) = fault else {
+        return InitializeFault::None;
+    };
+    match kind.tool() {
+        Some(ToolKind::McpVersionMismatch) => InitializeFault::VersionMismatch,
+        Some(ToolKind::McpInternalError) => InitializeFault::InternalError,
+        Some(ToolKind::McpStreamCut) => InitializeFault::StreamCut,
+        Some(ToolKind::McpNoResponse) => InitializeFault::NoResponse,
+        Some(
+            ToolKind::Timeout
+            | ToolKind::ErrorResult
+            | ToolKind::TransportError
+            | ToolKind::MalformedResult
+            | ToolKind::Slow
+            | ToolKind::EmptyResult
+            | ToolKind::McpSessionExpired
+            | ToolKind::McpToolsChanged,
+        )
+        | None => unreachable_kind(&MCP_INITIALIZE, kind),
+    }
 }

@@ -88,6 +88,13 @@ pub(crate) trait StreamEncoder: Send {
     /// Google's), which the comments [`StreamEncoder::keep_alive`] names end with.
     /// Source: the server's framing code or a byte-exact capture.
     fn line_end(&self) -> &'static str;
+    /// `frame` (the bytes [`StreamEncoder::event`] wrote for one text event) with that
+    /// event's JSON cut at a seeded byte while its framing stays whole, so the client's
+    /// per-event JSON decode fails, not its framing (`None`: the frame has no JSON). A
+    /// text framing cuts its last line's JSON and keeps its terminator
+    /// ([`super::unparseable::cut_frame`]); a binary one writes a whole frame (lengths
+    /// and checksums right) around a cut payload.
+    fn unparseable(&self, frame: &[u8], rng: &mut DeterministicRng) -> Option<Vec<u8>>;
 }
 
 /// Writes one response of a format, in shapes drawn for it. No method has a default:

@@ -63,7 +63,7 @@ impl State {
         self.cover();
         self.ended = true;
         self.env.cover("wire.unparseable_part");
-        let cut = super::unparseable::cut_frame(&frame, &mut self.cut_rng);
+        let cut = self.encoder.unparseable(&frame, &mut self.cut_rng);
         // A frame with no JSON (none in the profiles) is sent cut in half.
         cut.unwrap_or_else(|| frame[..frame.len() / 2].to_vec())
     }

@@ -139,7 +139,7 @@ fn fail(message: &str) -> ExitCode {
 }
 
 /// The seeds directory found from the working directory
-/// ([`find_seeds_dir`]: the nearest crate's own seeds/, else the workspace's), the one a
+/// ([`find_seeds_dir`]: the nearest crate's own seeds/ when it holds a *.seeds file, else the workspace's), the one a
 /// declared scenario's replay test finds from its crate.
 fn default_seeds_dir() -> Option<PathBuf> {
     std::env::current_dir()

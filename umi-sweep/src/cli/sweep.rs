@@ -94,8 +94,8 @@ pub(super) struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
     /// Where failing seeds are recorded (default: found from the working directory as
-    /// the replay tests find theirs: the seeds/ of the nearest crate that has one, else
-    /// the workspace's).
+    /// the replay tests find theirs: the seeds/ of the nearest crate that keeps a *.seeds
+    /// file in it, else the workspace's).
     #[arg(long)]
     seeds_dir: Option<PathBuf>,
     /// Do not record failing seeds.

@@ -382,4 +382,8 @@ impl StreamEncoder for AnthropicStream {
     fn line_end(&self) -> &'static str {
         "\n"
     }
+
+    fn unparseable(&self, frame: &[u8], rng: &mut DeterministicRng) -> Option<Vec<u8>> {
+        crate::network::unparseable::cut_frame(frame, rng)
+    }
 }

@@ -12,6 +12,11 @@ const PRELUDE_BYTES: usize = 12;
 const CRC_BYTES: usize = 4;
 /// Header value type 7: a string.
 const STRING_TYPE: u8 = 7;
+/// Messages [`cut_last_payload`] walks at most: one event's bytes hold a few (a block's
+/// start, its delta, a block's stop).
+const MESSAGES_PER_CUT_MAX: usize = 16;
+
+use crate::rng::DeterministicRng;
 
 /// One message with string `headers` (names and values each shorter than their length
 /// fields allow: the ones this simulator writes are short constants) and `payload`.
@@ -26,6 +31,11 @@ pub(crate) fn message(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
         block.extend_from_slice(&value_len.to_be_bytes());
         block.extend_from_slice(value.as_bytes());
     }
+    framed(&block, payload)
+}
+
+/// The message of an encoded header `block` and `payload`: the prelude and both CRCs.
+fn framed(block: &[u8], payload: &[u8]) -> Vec<u8> {
     let total = PRELUDE_BYTES + block.len() + payload.len() + CRC_BYTES;
     let total = u32::try_from(total).expect("a message under 4 GiB");
     let headers_len = u32::try_from(block.len()).expect("headers under 4 GiB");
@@ -34,11 +44,41 @@ pub(crate) fn message(headers: &[(&str, &str)], payload: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&headers_len.to_be_bytes());
     let prelude_crc = crc32fast::hash(&out);
     out.extend_from_slice(&prelude_crc.to_be_bytes());
-    out.extend_from_slice(&block);
+    out.extend_from_slice(block);
     out.extend_from_slice(payload);
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_be_bytes());
     out
+}
+
+/// `messages` (whole messages this module wrote, one after another) with the last
+/// one's JSON payload cut at a seeded byte inside its document
+/// ([`crate::network::unparseable::cut_document`]) and framed again, so its lengths and
+/// CRCs are right: the client reads a whole message whose payload is not JSON, as when
+/// a service sends a broken event (an `llm.invalid_response` fault), not a cut
+/// connection. `None` when `messages` holds no whole message.
+pub(crate) fn cut_last_payload(messages: &[u8], rng: &mut DeterministicRng) -> Option<Vec<u8>> {
+    let mut start = 0;
+    let mut last = None;
+    for _ in 0..MESSAGES_PER_CUT_MAX {
+        let Some(prelude) = messages.get(start..start + PRELUDE_BYTES) else {
+            break;
+        };
+        let total = u32::from_be_bytes(prelude[0..4].try_into().ok()?) as usize;
+        let headers_len = u32::from_be_bytes(prelude[4..8].try_into().ok()?) as usize;
+        if total < PRELUDE_BYTES + headers_len + CRC_BYTES || start + total > messages.len() {
+            return None;
+        }
+        last = Some((start, total, headers_len));
+        start += total;
+    }
+    let (start, total, headers_len) = last?;
+    let block = &messages[start + PRELUDE_BYTES..start + PRELUDE_BYTES + headers_len];
+    let payload = &messages[start + PRELUDE_BYTES + headers_len..start + total - CRC_BYTES];
+    let cut = crate::network::unparseable::cut_document(payload, rng);
+    let mut out = messages[..start].to_vec();
+    out.extend(framed(block, &cut));
+    Some(out)
 }
 
 /// An event: `:event-type`, `:content-type: application/json`, `:message-type: event`

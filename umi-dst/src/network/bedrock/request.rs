@@ -74,19 +74,24 @@ pub(crate) fn signature(value: &str) -> Result<Signature<'_>, String> {
     let mut credential = None;
     let mut signed = None;
     let mut signature = None;
-    for part in rest.split(',').map(str::trim) {
+    for (number, part) in rest.split(',').map(str::trim).enumerate() {
         match part.split_once('=') {
             Some(("Credential", v)) => credential = Some(v),
             Some(("SignedHeaders", v)) => signed = Some(v),
             Some(("Signature", v)) => signature = Some(v),
             // aws/aws-sdk-go #289, iann0036/cloud9-sync #10: AWS's words for a part
-            // with no `=`.
+            // with no `=`. AWS echoes the part and the header; this refusal reaches the
+            // trace and reports, and a broken header may hold a secret
+            // (`AKID:SECRET`), so it names the part by its place instead.
             None => {
                 return Err(format!(
-                    "'{part}' not a valid key=value pair (missing equal-sign) in Authorization header: '{value}'."
+                    "part {} not a valid key=value pair (missing equal-sign) in Authorization header (its text is not echoed: it may hold a credential).",
+                    number + 1
                 ));
             }
-            _ => return Err(format!("Authorization header has an unknown part '{part}'")),
+            Some((key, _)) => {
+                return Err(format!("Authorization header has an unknown part '{key}='"));
+            }
         }
     }
     let (Some(credential), Some(signed), Some(signature)) = (credential, signed, signature) else {

@@ -12,6 +12,7 @@
 //! end the body. A failure after the 200 is an exception message, then the connection
 //! ends.
 
+use crate::rng::DeterministicRng;
 use umi_core::llm::{FinishReason, LlmError, StreamEvent, TokenUsage};
 
 use super::{Answer, errors, eventstream, stop_name};
@@ -198,5 +199,9 @@ impl StreamEncoder for BedrockStream {
     /// ([`StreamEncoder::keep_alive`] is `None`; the Amazon Event Stream specification).
     fn line_end(&self) -> &'static str {
         ""
+    }
+
+    fn unparseable(&self, frame: &[u8], rng: &mut DeterministicRng) -> Option<Vec<u8>> {
+        eventstream::cut_last_payload(frame, rng)
     }
 }

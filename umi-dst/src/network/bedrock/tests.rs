@@ -327,6 +327,20 @@ fn a_keyed_endpoint_reads_a_signatures_form_before_its_key() {
         "{}",
         refused.message
     );
+    // A broken header never reaches the refusal (the trace and reports): a client that
+    // put its secret in it (review of issue 42's second stop) keeps it.
+    for broken in [
+        "AWS4-HMAC-SHA256 AKIDEXAMPLE:wJalrXUtnFEMI/K7MDENG",
+        "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/bedrock/aws4_request, Secret=wJalrXUtnFEMI/K7MDENG",
+    ] {
+        let request = with_authorization(&http, broken);
+        let refused = BedrockFormat.parse(&request, Profile::Bedrock).unwrap_err();
+        assert!(
+            !refused.message.contains("wJalrXUtnFEMI"),
+            "{}",
+            refused.message
+        );
+    }
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! re-chunked, the finish chunk, usage where the provider puts it, `[DONE]`, and errors
 //! after the 200 in the provider's own way.
 
+use crate::rng::DeterministicRng;
 use std::collections::BTreeMap;
 
 use serde_json::json;
@@ -656,6 +657,10 @@ impl StreamEncoder for ChatStream {
             Framing::Crlf => "\r\n",
             Framing::Standard | Framing::NoSpaceNoDone => "\n",
         }
+    }
+
+    fn unparseable(&self, frame: &[u8], rng: &mut DeterministicRng) -> Option<Vec<u8>> {
+        crate::network::unparseable::cut_frame(frame, rng)
     }
 
     fn marks(&mut self) -> Vec<&'static str> {

@@ -16,6 +16,7 @@
 //! (GEMINI-REST `FinishReason`). Thoughts are `thought: true` text parts, sent only to a
 //! request with `thinkingConfig.includeThoughts`.
 
+use crate::rng::DeterministicRng;
 use umi_core::llm::tokens::{estimate_request_tokens, estimate_text_tokens};
 use umi_core::llm::{FinishReason, LlmError, StreamEvent, TokenUsage};
 
@@ -256,6 +257,10 @@ impl StreamEncoder for GeminiStream {
 
     fn line_end(&self) -> &'static str {
         "\r\n"
+    }
+
+    fn unparseable(&self, frame: &[u8], rng: &mut DeterministicRng) -> Option<Vec<u8>> {
+        crate::network::unparseable::cut_frame(frame, rng)
     }
 
     /// Its first event answers the model's first event (GEMINI-REST).
