@@ -99,9 +99,11 @@ fn an_invalid_response_on_a_bedrock_stream_is_a_whole_frame_with_broken_json() {
     let mut invalid = 0;
     for seed in 0..12 {
         let got = Mutex::new(None);
-        Simulation::new(SimConfig::new(seed).with_fault(
-            FaultConfig::always(FaultKind::LlmInvalidResponse).with_max_injections(1),
-        ))
+        Simulation::new(
+            SimConfig::new(seed).with_fault(
+                FaultConfig::always(FaultKind::LlmInvalidResponse).with_max_injections(1),
+            ),
+        )
         .try_run(|sim| {
             let got = &got;
             async move {

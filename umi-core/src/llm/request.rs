@@ -258,7 +258,10 @@ impl CompletionRequest {
             Some(ToolChoice::Tool(name)) if !self.tools.iter().any(|t| &t.name == name) => Some(
                 format!("tool_choice names the tool {name:?}, which is not offered"),
             ),
-            _ => None,
+            Some(
+                ToolChoice::Auto | ToolChoice::None | ToolChoice::Required | ToolChoice::Tool(_),
+            )
+            | None => None,
         }
     }
 

@@ -473,23 +473,18 @@ impl SimNetwork {
         let body_len = decoded.body_len;
         let reads = decoded.reads.clone();
         let body = timed_body(reads, gaps.read_ms, recorded.end, self.clock.clone());
-        let body = match fault {
-            Some(kind @ (FaultKind::LlmStreamCut | FaultKind::LlmInvalidResponse)) => {
+        let body = match (fault, replay_cut_as(fault)) {
+            (Some(kind), Some(as_network)) => {
                 let left = rng
                     .substream(request::REPLAY_CUT)
                     .range_inclusive(0, body_len.saturating_sub(1) as u64);
-                let as_network = if kind == FaultKind::LlmStreamCut {
-                    FaultKind::NetworkReset
-                } else {
-                    FaultKind::NetworkPartialWrite
-                };
                 self.trace.emit(CassetteEvent::Cut {
                     fault: kind.name(),
                     after_bytes: left,
                 });
                 reads::cut(body, left as usize, as_network)
             }
-            _ => body,
+            (_, None) | (None, Some(_)) => body,
         };
         let body = reads::split(body, rng.substream(request::READS), &self.env);
         HttpResponse {
@@ -627,6 +622,29 @@ fn timed_body(
         BodyEnd::Timeout => futures::stream::pending().boxed(),
     };
     played.chain(ending).boxed()
+}
+
+/// The network fault a replayed stream's cut stands for under `fault`: `llm.stream_cut`
+/// a reset, `llm.invalid_response` a partial write; `None` for every other kind (they act
+/// elsewhere, or not on a replayed body), each LLM kind listed so a new one is decided.
+fn replay_cut_as(fault: Option<FaultKind>) -> Option<FaultKind> {
+    match fault.and_then(FaultKind::llm) {
+        Some(LlmKind::StreamCut) => Some(FaultKind::NetworkReset),
+        Some(LlmKind::InvalidResponse) => Some(FaultKind::NetworkPartialWrite),
+        Some(
+            LlmKind::Timeout
+            | LlmKind::RateLimit
+            | LlmKind::ContextOverflow
+            | LlmKind::ServiceUnavailable
+            | LlmKind::ContentFilter
+            | LlmKind::ModelNotFound
+            | LlmKind::EmbeddingWrongDimensions
+            | LlmKind::EmbeddingTruncated
+            | LlmKind::EmbeddingMissing
+            | LlmKind::WrongContent,
+        )
+        | None => None,
+    }
 }
 
 #[cfg(test)]

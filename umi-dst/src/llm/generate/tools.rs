@@ -102,7 +102,9 @@ pub(crate) fn generate(
     }
     let candidates: Vec<&umi_core::llm::ToolDefinition> = match &request.tool_choice {
         Some(ToolChoice::Tool(name)) => request.tools.iter().filter(|t| &t.name == name).collect(),
-        _ => request.tools.iter().collect(),
+        Some(ToolChoice::Auto | ToolChoice::None | ToolChoice::Required) | None => {
+            request.tools.iter().collect()
+        }
     };
     if candidates.is_empty() {
         return without_calls(request, rng);

@@ -221,7 +221,10 @@ fn push_item(messages: &mut Vec<Message>, index: usize, item: &Value) -> Result<
             let call = ToolCall::new(text("call_id"), text("name"), arguments);
             match messages.last_mut() {
                 Some(Message::Assistant { tool_calls, .. }) => tool_calls.push(call),
-                _ => messages.push(Message::assistant_tool_calls("", vec![call])),
+                Some(Message::System { .. } | Message::User { .. } | Message::Tool { .. })
+                | None => {
+                    messages.push(Message::assistant_tool_calls("", vec![call]));
+                }
             }
         }
         Some("function_call_output") => {

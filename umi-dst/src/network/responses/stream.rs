@@ -157,7 +157,9 @@ impl ResponsesStream {
             Some(Open::Message { id, text }) => {
                 let item_status = match status {
                     Some(Status::Incomplete(_)) => "incomplete",
-                    _ => "completed",
+                    Some(Status::InProgress | Status::Completed | Status::Failed(_)) | None => {
+                        "completed"
+                    }
                 };
                 let at = |index: &Json| {
                     vec![
