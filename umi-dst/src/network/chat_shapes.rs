@@ -11,7 +11,7 @@ use crate::network::shapes::{HeaderSet, KeepAlive, RetryAfterForm, ShapeMark, ma
 
 /// How the completion id looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IdStyle {
+pub(crate) enum IdStyle {
     /// `chatcmpl-` and 29 letters or digits (OpenAI, Azure).
     OpenAi,
     /// A bare UUID (DeepSeek).
@@ -36,7 +36,7 @@ pub enum IdStyle {
 
 /// How events are framed on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
+pub(crate) enum Framing {
     /// `data: <json>\n\n`, then `data: [DONE]\n\n`.
     Standard,
     /// `data: <json>\r\n\r\n`, then `data: [DONE]\r\n\r\n` (sse-starlette's default
@@ -48,7 +48,7 @@ pub enum Framing {
 
 /// How finish reasons are spelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FinishNames {
+pub(crate) enum FinishNames {
     /// OpenAI's names.
     OpenAi,
     /// TGI's own: `eos_token`, `length`, `stop_sequence` (TGI 2.0; `FinishReason`'s
@@ -58,7 +58,7 @@ pub enum FinishNames {
 
 /// Which top-level fields a chunk carries, in which order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
+pub(crate) enum Layout {
     /// `id, object, created, model, system_fingerprint, choices[index, delta, logprobs,
     /// finish_reason]` (OpenAI in 2024).
     OpenAi2024,
@@ -100,7 +100,7 @@ pub enum Layout {
 
 /// The `system_fingerprint` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fingerprint {
+pub(crate) enum Fingerprint {
     /// No key.
     Absent,
     /// `null`.
@@ -123,7 +123,7 @@ pub enum Fingerprint {
 
 /// The first chunk of an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Opener {
+pub(crate) enum Opener {
     /// `{"role":"assistant","content":"","refusal":null}` (OpenAI).
     RoleContentRefusal,
     /// `{"role":"assistant","content":""}` (DeepSeek, DashScope, vLLM).
@@ -143,7 +143,7 @@ pub enum Opener {
 
 /// The chunk that carries the finish reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FinishShape {
+pub(crate) enum FinishShape {
     /// `"delta":{}` (OpenAI, vLLM, llama.cpp, Ollama 0.32.6+).
     EmptyDelta,
     /// `"delta":{"content":""}` (DeepSeek, DashScope).
@@ -156,7 +156,7 @@ pub enum FinishShape {
 
 /// Where usage goes in a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UsageShape {
+pub(crate) enum UsageShape {
     /// Only when `stream_options.include_usage` was asked: a last chunk with `choices: []`;
     /// `null_on_chunks`: every other chunk then says `"usage": null`.
     SeparateWhenAsked {
@@ -186,7 +186,7 @@ pub enum UsageShape {
 
 /// The fields of a usage object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UsageDetails {
+pub(crate) enum UsageDetails {
     /// `prompt_tokens, completion_tokens, total_tokens`.
     Plain,
     /// vLLM's order: `prompt_tokens, total_tokens, completion_tokens`.
@@ -202,7 +202,7 @@ pub enum UsageDetails {
 
 /// How tool calls stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolShape {
+pub(crate) enum ToolShape {
     /// A header delta (`index, id, type, function{name, arguments:""}`), then argument
     /// fragments with only `index` and `function.arguments` (OpenAI, DeepSeek).
     Streamed,
@@ -223,7 +223,7 @@ pub enum ToolShape {
 
 /// Where reasoning text goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReasoningField {
+pub(crate) enum ReasoningField {
     /// The provider streams none.
     None,
     /// `reasoning_content` (GLM, llama.cpp, older vLLM).
@@ -243,7 +243,7 @@ pub enum ReasoningField {
 
 /// How an error that happens after the 200 goes on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamErrorShape {
+pub(crate) enum StreamErrorShape {
     /// `data: {"error": {...}}` in the error envelope, then `data: [DONE]`.
     DataThenDone,
     /// As `DataThenDone`, written by Python's `json.dumps` (`{"error": {...}}`: vLLM).
@@ -269,7 +269,7 @@ pub enum StreamErrorShape {
 
 /// The error envelope of HTTP errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Envelope {
+pub(crate) enum Envelope {
     /// `{"error":{"message","type","param","code"}}`, codes as strings.
     OpenAi,
     /// `{"error":{"code":"429","message"}}`.
@@ -298,7 +298,7 @@ pub enum Envelope {
 
 /// What a provider does when its content filter stops an answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ContentFilterShape {
+pub(crate) enum ContentFilterShape {
     /// `finish_reason: "content_filter"`.
     FinishReason,
     /// `finish_reason: "sensitive"` (GLM).
@@ -310,7 +310,7 @@ pub enum ContentFilterShape {
 /// Everything one provider may send, each with its allowed variants (one is drawn per
 /// response where there are several).
 #[derive(Debug, Clone, Copy)]
-pub struct ChatShapes {
+pub(crate) struct ChatShapes {
     /// Completion ids.
     pub id: IdStyle,
     /// Chunk layouts.
@@ -479,7 +479,7 @@ impl ChatShapes {
     /// Every mark this provider's shapes can hit when the knob is exercised: layouts,
     /// fingerprints, openers, finishes, usages (when usage is asked), tool shapes,
     /// reasoning fields, in-stream errors, envelopes and Retry-After forms.
-    pub fn marks(&self) -> Vec<&'static str> {
+    pub(crate) fn marks(&self) -> Vec<&'static str> {
         let mut marks: Vec<&'static str> = Vec::new();
         marks.extend(self.layouts.iter().map(|s| s.mark()));
         marks.extend(self.framings.iter().map(|s| s.mark()));

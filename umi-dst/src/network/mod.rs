@@ -68,7 +68,6 @@ use crate::mcp::{Sessions, SimMcpServer};
 
 pub use anthropic::ANTHROPIC_MARKS;
 pub use capture::{BodyEnd, Exchange};
-pub use chat_shapes::ChatShapes;
 pub use clients::ClientOptions;
 pub use format::{Parsed, RequestError, Route};
 pub use gemini::GEMINI_MARKS;

@@ -161,7 +161,7 @@ impl Profile {
     }
 
     /// The coverage marks of the shapes this profile can send (`Surface::shape_marks`:
-    /// the knobs of [`super::ChatShapes::marks`], or the format's own list).
+    /// the knobs of `ChatShapes::marks`, or the format's own list).
     pub fn shape_marks(self) -> Vec<&'static str> {
         self.surface().shape_marks(self)
     }

@@ -6,7 +6,7 @@
 
 /// A comment the server sends while it waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeepAlive {
+pub(crate) struct KeepAlive {
     /// The comment line (`: keep-alive`); `{date}` is replaced by the server's time as
     /// sse-starlette writes it.
     pub comment: &'static str,
@@ -16,7 +16,7 @@ pub struct KeepAlive {
 
 /// The forms of Retry-After a provider's 429 takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryAfterForm {
+pub(crate) enum RetryAfterForm {
     /// No Retry-After at all.
     Absent,
     /// `retry-after: <seconds>`.
@@ -29,7 +29,7 @@ pub enum RetryAfterForm {
 
 /// The response headers beyond `content-type` and `date`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeaderSet {
+pub(crate) enum HeaderSet {
     /// `x-request-id: req_<32 hex>`, `openai-processing-ms`, `openai-version`,
     /// `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`.
     OpenAi,

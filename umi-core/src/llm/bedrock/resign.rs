@@ -47,6 +47,11 @@ pub fn resign(http: &mut HttpRequest, credentials: &Credentials, unix_ms: u64) -
         .retain(|(name, _)| !SIGNATURE_HEADERS.contains(&name.to_ascii_lowercase().as_str()));
     let amz_date = sigv4::amz_date(unix_ms);
     http.headers.push(("x-amz-date".into(), amz_date.clone()));
+    // The new date is always signed, whether the client signed its own `x-amz-date` or
+    // dated its request with `Date` (SigV4 takes either; the renewed one is ours).
+    if !names.iter().any(|name| name == "x-amz-date") {
+        names.push("x-amz-date".into());
+    }
     names.retain(|name| name != "x-amz-security-token");
     if let Some(token) = &credentials.session_token {
         http.headers
@@ -149,6 +154,29 @@ mod tests {
             assert!(!resign(&mut http, &credentials, 0), "{authorization:?}");
             assert_eq!(http, before, "{authorization:?}");
         }
+    }
+
+    /// A client that dated its request with `Date` signed no `x-amz-date`; the renewed
+    /// one is signed all the same (review of issue 42's second stop: it went unsigned).
+    #[test]
+    fn the_new_date_is_signed_when_the_client_signed_date_instead() {
+        let mut http = from_client();
+        http.headers.retain(|(n, _)| {
+            !n.eq_ignore_ascii_case("x-amz-date") && !n.eq_ignore_ascii_case("authorization")
+        });
+        http.headers
+            .push(("Date".into(), "Thu, 29 Feb 2024 11:59:00 GMT".into()));
+        http.headers.push((
+            "Authorization".into(),
+            "AWS4-HMAC-SHA256 Credential=AKIDCLIENT/20240229/us-east-1/bedrock/aws4_request, SignedHeaders=content-type;date;host, Signature=00".into(),
+        ));
+        let credentials = Credentials::parse(PAIR).unwrap();
+        assert!(resign(&mut http, &credentials, 1_709_208_000_000));
+        let authorization = http.header("authorization").unwrap();
+        assert!(
+            authorization.contains("SignedHeaders=content-type;date;host;x-amz-date,"),
+            "{authorization}"
+        );
     }
 
     #[test]
