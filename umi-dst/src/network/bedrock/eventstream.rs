@@ -6,6 +6,8 @@
 //! CRC32), the headers (each: name length u8, name, type 7 for a string, value length
 //! u16 big-endian, value), the payload and the CRC32 of everything before it.
 
+use crate::rng::DeterministicRng;
+
 /// The prelude's bytes: two lengths and their CRC.
 const PRELUDE_BYTES: usize = 12;
 /// The message CRC at the end.
@@ -15,8 +17,6 @@ const STRING_TYPE: u8 = 7;
 /// Messages [`cut_last_payload`] walks at most: one event's bytes hold a few (a block's
 /// start, its delta, a block's stop).
 const MESSAGES_PER_CUT_MAX: usize = 16;
-
-use crate::rng::DeterministicRng;
 
 /// One message with string `headers` (names and values each shorter than their length
 /// fields allow: the ones this simulator writes are short constants) and `payload`.
