@@ -6,7 +6,8 @@
 use std::sync::{Arc, Mutex};
 
 use umi_core::llm::{
-    CompletionRequest, LanguageModel, LlmError, Message, ModelRef, StreamCollector,
+    CompletionRequest, CompletionResponse, LanguageModel, LlmError, Message, ModelRef,
+    StreamCollector,
 };
 use umi_dst::network::{ClientOptions, Profile, base_url_for, client_for};
 use umi_dst::{
@@ -32,48 +33,54 @@ fn frame_ends(body: &[u8]) -> Vec<usize> {
     ends
 }
 
+/// One streamed request to a simulated Bedrock endpoint under `fault` (injected once)
+/// at `seed`: what the client made of the stream, and the bytes the server sent.
+fn stream_once(seed: u64, fault: FaultKind) -> (Result<CompletionResponse, LlmError>, Vec<u8>) {
+    let got = Mutex::new(None);
+    Simulation::new(
+        SimConfig::new(seed).with_fault(FaultConfig::always(fault).with_max_injections(1)),
+    )
+    .try_run(|sim| {
+        let got = &got;
+        async move {
+            let model = ModelRef::new("bedrock", MODEL, 200_000, 4_096);
+            let config = SimLlmConfig::default().with_model(model.clone());
+            let llm = Arc::new(SimLlm::with_config(&sim, config).unwrap());
+            let url = base_url_for(Profile::Bedrock, "bedrock.sim");
+            let network = Arc::new(
+                SimNetwork::new(&sim)
+                    .with_endpoint(Endpoint::openai(&url, llm).with_profile(Profile::Bedrock))
+                    .with_capture(),
+            );
+            let client = client_for(
+                Profile::Bedrock,
+                &url,
+                model,
+                &ClientOptions::default(),
+                network.clone(),
+                sim.env(),
+            );
+            let request = CompletionRequest::new(vec![Message::user(
+                "Tell me what changed in the project this week, in some detail.",
+            )]);
+            let outcome = match client.stream(&request).await {
+                Ok(events) => StreamCollector::collect(MODEL, events).await,
+                Err(error) => Err(error),
+            };
+            let body = network.exchanges().pop().expect("one exchange").body();
+            *got.lock().unwrap() = Some((outcome, body));
+            Ok(())
+        }
+    })
+    .unwrap();
+    got.into_inner().unwrap().unwrap()
+}
+
 #[test]
 fn a_network_cut_lands_inside_bedrock_frames_and_the_client_types_it() {
     let (mut inside, mut typed) = (0, 0);
     for seed in 0..40 {
-        let got = Mutex::new(None);
-        Simulation::new(SimConfig::new(seed).with_fault(
-            FaultConfig::always(FaultKind::NetworkPartialWrite).with_max_injections(1),
-        ))
-        .try_run(|sim| {
-            let got = &got;
-            async move {
-                let model = ModelRef::new("bedrock", MODEL, 200_000, 4_096);
-                let config = SimLlmConfig::default().with_model(model.clone());
-                let llm = Arc::new(SimLlm::with_config(&sim, config).unwrap());
-                let url = base_url_for(Profile::Bedrock, "bedrock.sim");
-                let network = Arc::new(
-                    SimNetwork::new(&sim)
-                        .with_endpoint(Endpoint::openai(&url, llm).with_profile(Profile::Bedrock))
-                        .with_capture(),
-                );
-                let client = client_for(
-                    Profile::Bedrock,
-                    &url,
-                    model,
-                    &ClientOptions::default(),
-                    network.clone(),
-                    sim.env(),
-                );
-                let request = CompletionRequest::new(vec![Message::user(
-                    "Tell me what changed in the project this week, in some detail.",
-                )]);
-                let outcome = match client.stream(&request).await {
-                    Ok(events) => StreamCollector::collect(MODEL, events).await,
-                    Err(error) => Err(error),
-                };
-                let body = network.exchanges().pop().expect("one exchange").body();
-                *got.lock().unwrap() = Some((outcome, body));
-                Ok(())
-            }
-        })
-        .unwrap();
-        let (outcome, body) = got.into_inner().unwrap().unwrap();
+        let (outcome, body) = stream_once(seed, FaultKind::NetworkPartialWrite);
         let mid_frame = !frame_ends(&body).contains(&body.len());
         match outcome {
             Err(LlmError::StreamTruncated { .. } | LlmError::EmptyStream) => typed += 1,
@@ -98,46 +105,7 @@ fn a_network_cut_lands_inside_bedrock_frames_and_the_client_types_it() {
 fn an_invalid_response_on_a_bedrock_stream_is_a_whole_frame_with_broken_json() {
     let mut invalid = 0;
     for seed in 0..12 {
-        let got = Mutex::new(None);
-        Simulation::new(
-            SimConfig::new(seed).with_fault(
-                FaultConfig::always(FaultKind::LlmInvalidResponse).with_max_injections(1),
-            ),
-        )
-        .try_run(|sim| {
-            let got = &got;
-            async move {
-                let model = ModelRef::new("bedrock", MODEL, 200_000, 4_096);
-                let config = SimLlmConfig::default().with_model(model.clone());
-                let llm = Arc::new(SimLlm::with_config(&sim, config).unwrap());
-                let url = base_url_for(Profile::Bedrock, "bedrock.sim");
-                let network = Arc::new(
-                    SimNetwork::new(&sim)
-                        .with_endpoint(Endpoint::openai(&url, llm).with_profile(Profile::Bedrock))
-                        .with_capture(),
-                );
-                let client = client_for(
-                    Profile::Bedrock,
-                    &url,
-                    model,
-                    &ClientOptions::default(),
-                    network.clone(),
-                    sim.env(),
-                );
-                let request = CompletionRequest::new(vec![Message::user(
-                    "Tell me what changed in the project this week, in some detail.",
-                )]);
-                let outcome = match client.stream(&request).await {
-                    Ok(events) => StreamCollector::collect(MODEL, events).await,
-                    Err(error) => Err(error),
-                };
-                let body = network.exchanges().pop().expect("one exchange").body();
-                *got.lock().unwrap() = Some((outcome, body));
-                Ok(())
-            }
-        })
-        .unwrap();
-        let (outcome, body) = got.into_inner().unwrap().unwrap();
+        let (outcome, body) = stream_once(seed, FaultKind::LlmInvalidResponse);
         // Every message whole: the break is in a payload, never in the framing.
         assert!(
             frame_ends(&body).contains(&body.len()),
