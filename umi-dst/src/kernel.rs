@@ -108,11 +108,7 @@ impl SimKernel {
         });
         // Each rule's text, written once per run: the trace's events and the run's report
         // (`SeedRun::faults`) both show it (a probability's float formatting is not free).
-        let fault_rules: Vec<String> = injector
-            .configs()
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let fault_rules: Vec<String> = injector.configs().iter().map(ToString::to_string).collect();
         for rule in &fault_rules {
             trace.emit(RunEvent::FaultRule { rule: rule.clone() });
         }

@@ -504,7 +504,11 @@ mod tests {
             write_detail(&record, &mut buffer);
             cut_bytes_in_place(&mut buffer, header.len());
             let shown = TraceEvent::new(0, Duration::ZERO, record).detail;
-            assert_eq!(&buffer[..header.len()], &header[..], "the bytes before were kept");
+            assert_eq!(
+                &buffer[..header.len()],
+                &header[..],
+                "the bytes before were kept"
+            );
             assert_eq!(&buffer[header.len()..], shown.as_bytes());
         }
     }

@@ -148,10 +148,7 @@ impl Watchdog {
         if sooner {
             self.shared.wake.notify_one();
         }
-        WatchGuard {
-            watchdog: self,
-            id,
-        }
+        WatchGuard { watchdog: self, id }
     }
 }
 
@@ -261,7 +258,9 @@ mod tests {
     fn a_seed_past_its_limit_is_reported() {
         let (mut watchdog, expired) = recording();
         let _guard = watchdog.watch("seed 5", Duration::from_millis(20), "replay 5");
-        let report = expired.recv_timeout(EXPIRY_WAIT).expect("the hang reported");
+        let report = expired
+            .recv_timeout(EXPIRY_WAIT)
+            .expect("the hang reported");
         assert!(report.contains("seed 5 is still running"), "{report}");
         assert!(report.contains("replay: replay 5"), "{report}");
         assert!(
@@ -286,7 +285,9 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         drop(long);
         let short = watchdog.watch("seed short", Duration::from_millis(20), "r");
-        let report = expired.recv_timeout(EXPIRY_WAIT).expect("the short seed reported");
+        let report = expired
+            .recv_timeout(EXPIRY_WAIT)
+            .expect("the short seed reported");
         assert!(report.contains("seed short is still running"), "{report}");
         drop(short);
         assert!(

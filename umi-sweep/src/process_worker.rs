@@ -120,7 +120,11 @@ pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitC
         };
         let _watched = watchdog.as_mut().map(|watchdog| {
             what.clear();
-            let _ = write!(what, "dst worker: seed {} of {}", request.seed, request.scenario);
+            let _ = write!(
+                what,
+                "dst worker: seed {} of {}",
+                request.seed, request.scenario
+            );
             watchdog.watch(&what, self_limit, "its parent's table")
         });
         let reply = run(scenarios, &request);
