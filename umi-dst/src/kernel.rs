@@ -53,6 +53,8 @@ struct SimInner {
     faults: Arc<FaultInjector>,
     trace: Arc<Trace>,
     swarm: Vec<SwarmDraw>,
+    /// The fault rules in force, as each prints (in rule order).
+    fault_rules: Vec<String>,
     /// Steps taken (shared with the injector, which notes the step of each injection).
     steps: Arc<AtomicU64>,
     step_limit_hit: AtomicBool,
@@ -104,10 +106,11 @@ impl SimKernel {
             seed: config.seed,
             epoch_ms: config.epoch_unix_ms,
         });
-        for fault in injector.configs() {
-            trace.emit(RunEvent::FaultRule {
-                rule: fault.to_string(),
-            });
+        // Each rule's text, written once per run: the trace's events and the run's report
+        // (`SeedRun::faults`) both show it (a probability's float formatting is not free).
+        let fault_rules: Vec<String> = injector.configs().iter().map(ToString::to_string).collect();
+        for rule in &fault_rules {
+            trace.emit(RunEvent::FaultRule { rule: rule.clone() });
         }
         if !swarm.is_empty() {
             let drawn: Vec<String> = swarm.iter().map(ToString::to_string).collect();
@@ -123,6 +126,7 @@ impl SimKernel {
                 faults: Arc::new(injector),
                 trace,
                 swarm,
+                fault_rules,
                 steps,
                 step_limit_hit: AtomicBool::new(false),
                 clock_faults,
@@ -251,6 +255,12 @@ impl SimKernel {
     /// What swarm mode drew for this seed (empty when swarm mode is off).
     pub fn swarm_draws(&self) -> &[SwarmDraw] {
         &self.inner.swarm
+    }
+
+    /// The fault rules in force, in rule order, as each prints (what the trace's
+    /// `sim.fault` events show).
+    pub(crate) fn fault_rules(&self) -> &[String] {
+        &self.inner.fault_rules
     }
 
     /// Steps taken so far.

@@ -135,8 +135,49 @@ struct TraceState {
     tail_max: usize,
     full: Option<Vec<Kept>>,
     full_overflowed: bool,
-    /// The text of the event being hashed (reused: no allocation per event).
-    scratch: String,
+    /// The bytes hashed for the event being recorded: its index, time, kind and text,
+    /// each length-prefixed, in one buffer reused from event to event (no allocation per
+    /// event, one call into the hasher).
+    scratch: Vec<u8>,
+}
+
+impl TraceState {
+    /// Whether the events are kept (a tail or the full trace), not only hashed.
+    fn keeps_events(&self) -> bool {
+        self.tail_max > 0 || self.full.is_some()
+    }
+
+    /// Hashes the next event: its index, `at`, `kind` and the text `write_text` appends
+    /// to the buffer it is given (cut to `TRACE_DETAIL_BYTES_MAX` bytes here), each
+    /// length-prefixed; returns its index.
+    fn hash_event(
+        &mut self,
+        at: Duration,
+        kind: &str,
+        write_text: impl FnOnce(&mut Vec<u8>),
+    ) -> u64 {
+        let index = self.count;
+        let buffer = &mut self.scratch;
+        buffer.clear();
+        buffer.extend_from_slice(&index.to_le_bytes());
+        buffer.extend_from_slice(
+            &u64::try_from(at.as_nanos())
+                .unwrap_or(u64::MAX)
+                .to_le_bytes(),
+        );
+        buffer.extend_from_slice(&(kind.len() as u64).to_le_bytes());
+        buffer.extend_from_slice(kind.as_bytes());
+        let length_at = buffer.len();
+        buffer.extend_from_slice(&[0; 8]);
+        let text_at = buffer.len();
+        write_text(buffer);
+        cut_bytes_in_place(buffer, text_at);
+        let text_len = (buffer.len() - text_at) as u64;
+        buffer[length_at..text_at].copy_from_slice(&text_len.to_le_bytes());
+        self.hasher.update(&*buffer);
+        self.count += 1;
+        index
+    }
 }
 
 /// An event as the trace keeps it: its record, without its text. Most events are never
@@ -168,7 +209,7 @@ impl Trace {
                 tail_max,
                 full: record_full.then(Vec::new),
                 full_overflowed: false,
-                scratch: String::new(),
+                scratch: Vec::new(),
             }),
         }
     }
@@ -176,6 +217,15 @@ impl Trace {
     /// Appends an event recorded by name ([`TraceKind::Named`]) at the current
     /// simulated time: what `Environment::record` does.
     pub fn record(&self, kind: &'static str, detail: fmt::Arguments<'_>) {
+        let at = self.clock.now();
+        let mut state = self.lock();
+        if !state.keeps_events() {
+            // Only hashed (a sweep's run keeps no events): the text goes straight into the
+            // hashed bytes, with no `String` of its own (issue 41).
+            state.hash_event(at, kind, |buffer| write_arguments(buffer, detail));
+            return;
+        }
+        drop(state);
         let detail = match detail.as_str() {
             Some(text) => text.to_owned(),
             None => detail.to_string(),
@@ -196,25 +246,16 @@ impl Trace {
         let at = self.clock.now();
         let mut guard = self.lock();
         let state = &mut *guard;
-        let index = state.count;
-        let kind = record.name();
-        // The text goes into one buffer the trace keeps for it, not a new `String` per
-        // event: the kept events hold the record and write their text again when read
-        // ([`Kept::event`]), which is the same text, since it is a function of the record.
-        write_detail(&record, &mut state.scratch);
-        state.hasher.update(index.to_le_bytes());
-        state.hasher.update(
-            u64::try_from(at.as_nanos())
-                .unwrap_or(u64::MAX)
-                .to_le_bytes(),
-        );
-        state.hasher.update((kind.len() as u64).to_le_bytes());
-        state.hasher.update(kind.as_bytes());
-        state
-            .hasher
-            .update((state.scratch.len() as u64).to_le_bytes());
-        state.hasher.update(state.scratch.as_bytes());
-        state.count += 1;
+        // The text goes into the buffer the trace keeps for the hashed bytes, not a new
+        // `String` per event: the kept events hold the record and write their text again
+        // when read ([`Kept::event`]), which is the same text, since it is a function of
+        // the record.
+        let index = state.hash_event(at, record.name(), |buffer| {
+            write_detail(&record, buffer);
+        });
+        if !state.keeps_events() {
+            return;
+        }
         let kept = Kept { index, at, record };
         if let Some(full) = state.full.as_mut() {
             if full.len() < TRACE_EVENTS_FULL_MAX {
@@ -303,17 +344,41 @@ fn cut_in_place(detail: &mut String) {
     debug_assert!(detail.len() <= TRACE_DETAIL_BYTES_MAX);
 }
 
-/// Writes `record`'s text, cut as [`cut_detail`] cuts it, into `buffer` (emptied first):
-/// the same bytes as `cut_detail(record.detail())`.
-fn write_detail(record: &TraceKind, buffer: &mut String) {
-    use fmt::Write as _;
-    buffer.clear();
+/// Appends `record`'s text to `buffer` (uncut: the caller cuts), as its `Display`
+/// writes it.
+fn write_detail(record: &TraceKind, buffer: &mut Vec<u8>) {
     match record.text() {
-        Some(text) => buffer.push_str(text),
-        // Writing to a `String` cannot fail; a `Display` that returns an error is a bug.
-        None => write!(buffer, "{record}").expect("a trace record's Display does not fail"),
+        Some(text) => buffer.extend_from_slice(text.as_bytes()),
+        None => write_arguments(buffer, format_args!("{record}")),
     }
-    cut_in_place(buffer);
+}
+
+/// Appends the text of `arguments` to `buffer`.
+fn write_arguments(buffer: &mut Vec<u8>, arguments: fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    match arguments.as_str() {
+        Some(text) => buffer.extend_from_slice(text.as_bytes()),
+        // Writing to a `Vec` cannot fail; a `Display` that returns an error is a bug.
+        None => buffer
+            .write_fmt(arguments)
+            .expect("a trace record's Display does not fail"),
+    }
+}
+
+/// Cuts the UTF-8 text that starts at `text_at` in `buffer` as [`cut_in_place`] cuts a
+/// `String`: to `TRACE_DETAIL_BYTES_MAX` bytes at a character boundary, marking the cut.
+fn cut_bytes_in_place(buffer: &mut Vec<u8>, text_at: usize) {
+    if buffer.len() - text_at <= TRACE_DETAIL_BYTES_MAX {
+        return;
+    }
+    const MARK: &str = "…[cut]";
+    let mut end = text_at + TRACE_DETAIL_BYTES_MAX - MARK.len();
+    // `str::is_char_boundary` on valid UTF-8: a byte that is not a continuation byte.
+    while (buffer[end] as i8) < -0x40 {
+        end -= 1;
+    }
+    buffer.truncate(end);
+    buffer.extend_from_slice(MARK.as_bytes());
 }
 
 /// The index of the first event where two full traces differ, if they do.
@@ -433,11 +498,46 @@ mod tests {
             TraceKind::Storage(StorageEvent::Rot { key: long.clone() }),
             TraceKind::Net(NetEvent::BadRequest { message: long }),
         ];
-        let mut buffer = String::from("left over from the last event");
+        let header = b"bytes before the text".to_vec();
         for record in records {
+            let mut buffer = header.clone();
             write_detail(&record, &mut buffer);
-            assert_eq!(buffer, TraceEvent::new(0, Duration::ZERO, record).detail);
+            cut_bytes_in_place(&mut buffer, header.len());
+            let shown = TraceEvent::new(0, Duration::ZERO, record).detail;
+            assert_eq!(
+                &buffer[..header.len()],
+                &header[..],
+                "the bytes before were kept"
+            );
+            assert_eq!(&buffer[header.len()..], shown.as_bytes());
         }
+    }
+
+    /// Issue 41: a run that keeps no events hashes a named event's text without making a
+    /// `String` of it; the hash is the one a run that keeps them gets.
+    #[test]
+    fn a_trace_that_keeps_nothing_hashes_what_one_that_keeps_events_does() {
+        in_runtime(|| {
+            let long = "é".repeat(TRACE_DETAIL_BYTES_MAX);
+            let record_into = |trace: &Trace| {
+                trace.record("plain", format_args!("text"));
+                trace.record("formatted", format_args!("{} and {}", 1, "two"));
+                trace.record("long", format_args!("{long}"));
+                trace.emit(ClockEvent::Sleep {
+                    duration: Duration::from_millis(250),
+                });
+                trace.emit(NetEvent::BadRequest {
+                    message: long.clone(),
+                });
+            };
+            let kept = Trace::new(SimClock::new(0), 4, true);
+            let hashed = Trace::new(SimClock::new(0), 0, false);
+            record_into(&kept);
+            record_into(&hashed);
+            assert_eq!(kept.hash(), hashed.hash());
+            assert_eq!(hashed.len(), 5);
+            assert!(hashed.tail().is_empty());
+        });
     }
 
     #[test]

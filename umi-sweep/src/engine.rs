@@ -54,6 +54,15 @@ use umi_dst::scenario::Scenario;
 /// How often the main thread wakes to watch workers and report progress.
 const SWEEP_WAKE_INTERVAL_MS: u64 = 200;
 
+/// How long the main thread lets results gather after taking a small batch (fewer than
+/// [`COLLECT_PAUSE_BATCH_MAX`]): the progress line is at most this much later, and the
+/// queue (`SWEEP_RESULTS_QUEUED_MAX`) holds far more than a pause's worth of results
+/// unless results come faster than that batch per pause, when there is no pause.
+const COLLECT_PAUSE_US: u64 = 1_000;
+
+/// A batch this large or larger means the main thread is behind: no pause after it.
+const COLLECT_PAUSE_BATCH_MAX: usize = SWEEP_RESULTS_QUEUED_MAX / 4;
+
 /// How often the JSON report is rewritten during a sweep.
 const REPORT_WRITE_INTERVAL_MS: u64 = 5_000;
 
@@ -173,10 +182,21 @@ impl Running<'_> {
                 Ok(first) => {
                     // Everything already waiting, then the watchdog.
                     let waiting = results.try_iter().take(SWEEP_RESULTS_QUEUED_MAX);
+                    let mut batch = 0;
                     for outcome in std::iter::once(first).chain(waiting) {
+                        batch += 1;
                         if !collector.hung.contains(&outcome.index) {
                             collector.record(outcome, self.shared, selected, options);
                         }
+                    }
+                    if batch < COLLECT_PAUSE_BATCH_MAX
+                        && (collector.report.runs_done as usize) < target
+                    {
+                        // Let the next results gather: a worker whose result finds this
+                        // thread asleep (not waiting on the queue) wakes nobody, so cheap
+                        // seeds cost no wake-up of this thread each (issue 41). A larger
+                        // batch means this thread is behind: it goes straight on.
+                        std::thread::sleep(Duration::from_micros(COLLECT_PAUSE_US));
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}

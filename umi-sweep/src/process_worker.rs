@@ -20,6 +20,7 @@
     reason = "a worker process measures wall time and says on stderr why it cannot work"
 )]
 
+use std::fmt::Write as _;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -95,6 +96,8 @@ pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitC
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut line = Vec::new();
+    // What the watchdog names the run (a buffer reused from run to run).
+    let mut what = String::new();
     loop {
         match read_line_bounded(&mut input, &mut line, WIRE_LINE_BYTES_MAX) {
             Ok(LineEnd::Eof) => return ExitCode::SUCCESS,
@@ -116,7 +119,12 @@ pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitC
             }
         };
         let _watched = watchdog.as_mut().map(|watchdog| {
-            let what = format!("dst worker: seed {} of {}", request.seed, request.scenario);
+            what.clear();
+            let _ = write!(
+                what,
+                "dst worker: seed {} of {}",
+                request.seed, request.scenario
+            );
             watchdog.watch(&what, self_limit, "its parent's table")
         });
         let reply = run(scenarios, &request);

@@ -86,6 +86,11 @@ impl fmt::Display for Injection {
     }
 }
 
+/// The stream of rule `index` (of `kind`), forked from the injector's `rng`.
+fn rule_rng(rng: &DeterministicRng, index: usize, kind: FaultKind) -> DeterministicRng {
+    rng.fork(&format!("rule/{index}/{kind}"))
+}
+
 /// Counters, for reports and for statistical tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct FaultStats {
@@ -108,7 +113,11 @@ impl FaultStats {
 
 struct Rule {
     config: FaultConfig,
-    rng: DeterministicRng,
+    /// The rule's stream, forked from the injector's at its first draw (a seed reaches
+    /// few of its rules, and a fork is a SHA-256: issue 41). A fork depends only on the
+    /// parent's key and the label, never on when it is made, so the draws are the ones
+    /// an eager fork gives.
+    rng: Option<DeterministicRng>,
     matched: u64,
     fired: u64,
     /// Operations the rule's filter and kind reached, enabled or not (a swarm seed may
@@ -131,6 +140,8 @@ struct State {
 /// Makes every fault decision of one run. Shared (`Arc`) by the simulators.
 pub struct FaultInjector {
     state: Mutex<State>,
+    /// The stream each rule's own is forked from ([`Rule::rng`]).
+    rng: DeterministicRng,
     healed: AtomicBool,
     /// Simulated time of the heal, in microseconds (meaningful once `healed` is set).
     healed_at_us: AtomicU64,
@@ -156,9 +167,8 @@ impl FaultInjector {
         }
         let rules = configs
             .into_iter()
-            .enumerate()
-            .map(|(index, config)| Rule {
-                rng: rng.fork(&format!("rule/{index}/{}", config.kind())),
+            .map(|config| Rule {
+                rng: None,
                 config,
                 matched: 0,
                 fired: 0,
@@ -174,6 +184,7 @@ impl FaultInjector {
                 suppressed: BTreeSet::new(),
                 only: None,
             }),
+            rng: rng.clone(),
             trace,
             clock,
             healed: AtomicBool::new(false),
@@ -264,7 +275,10 @@ impl FaultInjector {
                 continue;
             }
             rule.matched += 1;
-            let draw = rule.rng.next_u64();
+            let draw = rule
+                .rng
+                .get_or_insert_with(|| rule_rng(&self.rng, index, config.kind()))
+                .next_u64();
             let ordinal = rule.matched;
             if !eligible(config, ordinal, rule.fired)
                 || !chance(config.probability(), draw)

@@ -224,12 +224,7 @@ fn seed_run(
         sim_elapsed: env.clock().now(),
         fault_stats: env.faults().stats(),
         injections: env.faults().schedule(),
-        faults: env
-            .faults()
-            .configs()
-            .iter()
-            .map(ToString::to_string)
-            .collect(),
+        faults: env.fault_rules().to_vec(),
         swarm: env.swarm_draws().to_vec(),
         rule_reach: env.faults().rule_reach(),
         usage: env.usage().usage(),
