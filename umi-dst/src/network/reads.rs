@@ -138,13 +138,13 @@ pub(crate) fn split_bytes(
 }
 
 /// `bytes` in seeded pieces of 1 to `max` bytes (the split-invariance checker's own
-/// pattern).
-pub(crate) fn pieces(bytes: &[u8], max: u64, rng: &mut DeterministicRng) -> Vec<Vec<u8>> {
+/// pattern), lent from `bytes` (a copy per piece cost an allocation per few bytes).
+pub(crate) fn pieces<'a>(bytes: &'a [u8], max: u64, rng: &mut DeterministicRng) -> Vec<&'a [u8]> {
     let mut out = Vec::new();
     let mut rest = bytes;
     while !rest.is_empty() {
         let take = (rng.range_inclusive(1, max) as usize).min(rest.len());
-        out.push(rest[..take].to_vec());
+        out.push(&rest[..take]);
         rest = &rest[take..];
     }
     out
