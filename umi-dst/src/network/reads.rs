@@ -91,15 +91,16 @@ impl ReadPlan {
     ];
 }
 
-/// `bytes`, which start at byte `offset` of the body, cut into reads by `plan`.
+/// `bytes`, which start at byte `offset` of the body, cut into reads by `plan` (a write
+/// that stays one read is handed on as it is, not copied).
 pub(crate) fn split_bytes(
-    bytes: &[u8],
+    bytes: Vec<u8>,
     offset: u64,
     plan: ReadPlan,
     rng: &mut DeterministicRng,
 ) -> Vec<Vec<u8>> {
     match plan {
-        ReadPlan::AsWritten | ReadPlan::Coalesced => vec![bytes.to_vec()],
+        ReadPlan::AsWritten | ReadPlan::Coalesced => vec![bytes],
         ReadPlan::Cut { cuts } => {
             let mut at: Vec<usize> = (0..rng.range_inclusive(1, cuts))
                 .map(|_| rng.index(bytes.len().max(1)))
@@ -107,6 +108,10 @@ pub(crate) fn split_bytes(
                 .collect();
             at.sort_unstable();
             at.dedup();
+            if at.is_empty() && !bytes.is_empty() {
+                // No cut inside: the write is the one read (an empty write is none).
+                return vec![bytes];
+            }
             let mut out = Vec::with_capacity(at.len() + 1);
             let mut start = 0;
             for end in at.into_iter().chain([bytes.len()]) {
@@ -121,7 +126,7 @@ pub(crate) fn split_bytes(
             let end = offset + bytes.len() as u64;
             let (lo, hi) = (from.max(offset), (from + len).min(end));
             if lo >= hi {
-                return vec![bytes.to_vec()];
+                return vec![bytes];
             }
             let (lo, hi) = ((lo - offset) as usize, (hi - offset) as usize);
             let mut out = Vec::with_capacity(hi - lo + 2);
@@ -138,13 +143,13 @@ pub(crate) fn split_bytes(
 }
 
 /// `bytes` in seeded pieces of 1 to `max` bytes (the split-invariance checker's own
-/// pattern).
-pub(crate) fn pieces(bytes: &[u8], max: u64, rng: &mut DeterministicRng) -> Vec<Vec<u8>> {
+/// pattern), lent from `bytes` (a copy per piece cost an allocation per few bytes).
+pub(crate) fn pieces<'a>(bytes: &'a [u8], max: u64, rng: &mut DeterministicRng) -> Vec<&'a [u8]> {
     let mut out = Vec::new();
     let mut rest = bytes;
     while !rest.is_empty() {
         let take = (rng.range_inclusive(1, max) as usize).min(rest.len());
-        out.push(rest[..take].to_vec());
+        out.push(&rest[..take]);
         rest = &rest[take..];
     }
     out
@@ -194,16 +199,17 @@ pub(crate) fn split(body: BodyStream, mut rng: DeterministicRng, env: &Env) -> B
                         }
                     }
                 }
-                let reads = split_bytes(&bytes, offset, plan, &mut rng);
+                let written = bytes.len();
+                let reads = split_bytes(bytes, offset, plan, &mut rng);
                 // The pair of the server's write: the reads deliver exactly the bytes
                 // written, no more, no fewer (a split that lost or doubled one would make
                 // every client look broken, or hide a client bug).
                 assert_eq!(
                     reads.iter().map(Vec::len).sum::<usize>(),
-                    bytes.len(),
+                    written,
                     "reads of a {plan:?} plan deliver the bytes written"
                 );
-                offset += bytes.len() as u64;
+                offset += written as u64;
                 pending.extend(reads.into_iter().map(Ok));
                 if let Some(error) = failed {
                     pending.push_back(Err(error));
@@ -431,15 +437,21 @@ mod tests {
             },
         ] {
             for offset in [0, 10, 100] {
-                let reads = split_bytes(bytes, offset, plan, &mut rng);
+                let reads = split_bytes(bytes.to_vec(), offset, plan, &mut rng);
                 assert_eq!(reads.concat(), bytes, "{plan:?} at {offset}");
                 assert!(reads.iter().all(|r| !r.is_empty()));
             }
         }
         // Single bytes end reads inside the multi-byte characters and between CR and LF.
-        let reads = split_bytes(bytes, 0, ReadPlan::Bytes { from: 0, len: 48 }, &mut rng);
+        let plan = ReadPlan::Bytes { from: 0, len: 48 };
+        let reads = split_bytes(bytes.to_vec(), 0, plan, &mut rng);
         assert!(reads.iter().any(|r| std::str::from_utf8(r).is_err()));
         assert!(reads.iter().any(|r| r == b"\r"));
         assert_eq!(pieces(bytes, 8, &mut rng).concat(), bytes);
+        // A write left whole is one read; an empty one is no read when cut.
+        let whole = split_bytes(bytes.to_vec(), 0, ReadPlan::Coalesced, &mut rng);
+        assert_eq!(whole, [bytes]);
+        let cut = split_bytes(Vec::new(), 0, ReadPlan::Cut { cuts: 3 }, &mut rng);
+        assert!(cut.is_empty(), "{cut:?}");
     }
 }

@@ -33,6 +33,11 @@ pub(crate) const KEEP_ALIVE_MS_MAX: u64 = 15_000;
 /// Comments one response sends at most (a stalled model cannot grow a body forever).
 pub(crate) const KEEP_ALIVES_PER_RESPONSE_MAX: u32 = 10_000;
 
+/// The most bytes a frame's buffer is made room for ahead of its event (the size of the
+/// frame before it, up to this): a frame grown from empty was reallocated five or six
+/// times on the way to its ~250 bytes, per event (issue 41). A larger frame still grows.
+const FRAME_BYTES_HINT_MAX: usize = 4_096;
+
 struct State {
     events: EventStream,
     encoder: Box<dyn StreamEncoder>,
@@ -44,6 +49,8 @@ struct State {
     /// When the next keep-alive is due (simulated time since the run started).
     due: Duration,
     keep_alives: u32,
+    /// The size of the last frame: the room the next one's buffer starts with.
+    frame_bytes_hint: usize,
     ended: bool,
     /// Where an unparseable part is cut (its own stream: no other draw moves).
     cut_rng: DeterministicRng,
@@ -113,7 +120,7 @@ impl State {
                 }
                 _ => self.events.next().await,
             };
-            let mut out = Vec::new();
+            let mut out = Vec::with_capacity(self.frame_bytes_hint);
             let flow = match item {
                 None => {
                     // The model's stream ended without Done: the server closes.
@@ -145,6 +152,7 @@ impl State {
                 self.due = self.clock.now() + every;
             }
             if !out.is_empty() {
+                self.frame_bytes_hint = out.len().min(FRAME_BYTES_HINT_MAX);
                 return Some(Ok(out));
             }
         }
@@ -181,6 +189,7 @@ pub(crate) fn body(
         unix_offset_ms,
         due,
         keep_alives: 0,
+        frame_bytes_hint: 0,
         ended: false,
         cut_rng,
     };

@@ -38,6 +38,15 @@ impl LineDecoder {
     ) -> Result<(), LlmError> {
         // A run of bytes up to the next line break is taken at once (not byte by byte):
         // the same lines, errors and state as one byte at a time, for every split.
+        // One byte that ends no line (a split-invariance check feeds a whole stream so)
+        // is the general path below in short: no line, the byte kept, no CR pending.
+        if let &[byte] = chunk
+            && byte != b'\n'
+            && byte != b'\r'
+        {
+            self.pending_cr = false;
+            return self.extend(chunk);
+        }
         let mut failed = None;
         let mut hand_over = |line: &str, failed: &mut Option<LlmError>| {
             if failed.is_none() {
@@ -62,7 +71,7 @@ impl LineDecoder {
                 return Err(failed.unwrap_or(error)); // over the cap: the bytes up to it kept
             }
             debug_assert!(
-                lent || !self.buffer.contains(&b'\n') && !self.buffer.contains(&b'\r'),
+                lent || !has_line_break(&self.buffer),
                 "the line decoder hands over a line with a line break or over its cap"
             );
             // A whole line inside this chunk is lent from it, not copied.
@@ -93,7 +102,10 @@ impl LineDecoder {
                 limit: WIRE_LINE_BYTES_MAX,
             });
         }
-        self.buffer.extend_from_slice(bytes);
+        match *bytes {
+            [byte] => self.buffer.push(byte),
+            _ => self.buffer.extend_from_slice(bytes),
+        }
         Ok(())
     }
 
@@ -110,9 +122,7 @@ impl LineDecoder {
         // What this decoder hands over (the SSE decoder asserts the same on receipt): a
         // line, its terminator gone, within the line cap.
         debug_assert!(
-            !bytes.contains(&b'\n')
-                && !bytes.contains(&b'\r')
-                && bytes.len() <= WIRE_LINE_BYTES_MAX,
+            !has_line_break(&bytes) && bytes.len() <= WIRE_LINE_BYTES_MAX,
             "the line decoder hands over a line with a line break or over its cap"
         );
         String::from_utf8(bytes).map_err(|error| LlmError::InvalidResponse {
@@ -136,6 +146,26 @@ fn line_text(bytes: &[u8]) -> Result<&str, LlmError> {
         reason: "a line of the response is not UTF-8".into(),
         snippet: snippet(&String::from_utf8_lossy(bytes)),
     })
+}
+
+/// Whether `bytes` holds a `\n` or a `\r`: the seam assertions' check, sixteen bytes at a
+/// time (a fold over a fixed block, which the compiler turns into vector compares). Two
+/// `contains` scans per line cost a sim build (which keeps the workspace's assertions)
+/// about 3× as much, on every line of every stream (issue 41).
+pub(crate) fn has_line_break(bytes: &[u8]) -> bool {
+    let mut blocks = bytes.chunks_exact(16);
+    for block in &mut blocks {
+        let breaks = block.iter().fold(0u8, |seen, &byte| {
+            seen | u8::from(byte == b'\n') | u8::from(byte == b'\r')
+        });
+        if breaks != 0 {
+            return true;
+        }
+    }
+    blocks
+        .remainder()
+        .iter()
+        .any(|&byte| byte == b'\n' || byte == b'\r')
 }
 
 /// Where the first `\n` or `\r` in `bytes` is: eight bytes at a time, then the byte.
@@ -181,7 +211,7 @@ mod tests {
     #[test]
     fn a_line_break_is_found_where_a_byte_scan_finds_it() {
         let mut inputs: Vec<Vec<u8>> = vec![Vec::new(), b"\n".to_vec(), b"\r".to_vec()];
-        for len in 1..24 {
+        for len in 1..40 {
             for at in 0..len {
                 for byte in [b'\n', b'\r', 0x0b, 0x0c, 0x8a, 0x8d, 0xff] {
                     let mut bytes = vec![b'a'; len];
@@ -196,6 +226,7 @@ mod tests {
         for bytes in inputs {
             let expected = bytes.iter().position(|&b| b == b'\n' || b == b'\r');
             assert_eq!(line_break(&bytes), expected, "{bytes:?}");
+            assert_eq!(has_line_break(&bytes), expected.is_some(), "{bytes:?}");
         }
     }
 

@@ -161,6 +161,9 @@ struct Reader<D> {
     body: BodyStream,
     decoding: Decoding<D>,
     pending: VecDeque<StreamEvent>,
+    /// The events one read decoded, before they join `pending` (kept, not one new
+    /// vector per read).
+    decoded: Vec<StreamEvent>,
     failed: Option<LlmError>,
     finished: bool,
     env: Env,
@@ -186,7 +189,7 @@ impl<D: WireDecoder> Reader<D> {
                 continue;
             }
             let idle_ms = u64::try_from(self.idle.as_millis()).unwrap_or(u64::MAX);
-            let mut events = Vec::new();
+            let mut events = std::mem::take(&mut self.decoded);
             // Bytes already delivered need no timer: the idle timeout is armed only when
             // the body has to be waited for (same outcome, no timer per read).
             let next = match self.body.next().now_or_never() {
@@ -206,7 +209,8 @@ impl<D: WireDecoder> Reader<D> {
             if events.iter().any(StreamEvent::is_done) {
                 self.finished = true;
             }
-            self.pending.extend(events);
+            self.pending.extend(events.drain(..));
+            self.decoded = events;
             if let Err(error) = outcome {
                 self.env.cover(stream_error_mark(error.kind()));
                 self.failed = Some(error);
@@ -253,6 +257,7 @@ pub async fn events(
         body,
         decoding: Decoding::new(decoder),
         pending: VecDeque::new(),
+        decoded: Vec::new(),
         failed: None,
         finished: false,
         env,

@@ -72,7 +72,7 @@ impl SseDecoder {
         // What the line decoder hands over: one line, its terminator gone. A line break
         // here would be a field boundary (or a dispatch) the decoder never saw.
         debug_assert!(
-            !line.as_bytes().contains(&b'\n') && !line.as_bytes().contains(&b'\r'),
+            !super::lines::has_line_break(line.as_bytes()),
             "the SSE decoder received a line with a line break in it: {line:?}"
         );
         if line.is_empty() {

@@ -96,7 +96,7 @@ impl ServerFormat for OllamaFormat {
             version,
             generic_parser,
             model: model.to_owned(),
-            created_ms: created_s * 1_000,
+            created_at: rfc3339(created_s * 1_000),
             marks: vec![version.mark()],
         })
     }
@@ -110,7 +110,9 @@ struct OllamaResponder {
     /// comes back as content) or a built-in one (an error line).
     generic_parser: bool,
     model: String,
-    created_ms: u64,
+    /// When the response was created, as every line's `created_at` writes it (formatted
+    /// once, not per line).
+    created_at: String,
     marks: Vec<&'static str>,
 }
 
@@ -127,7 +129,7 @@ impl OllamaResponder {
     fn line(&self, message: Json, done: bool) -> Json {
         Json::object(vec![
             ("model", self.model.clone().into()),
-            ("created_at", rfc3339(self.created_ms).into()),
+            ("created_at", self.created_at.clone().into()),
             ("message", message),
             ("done", done.into()),
         ])
