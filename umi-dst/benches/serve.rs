@@ -2,6 +2,9 @@
 //! with 1, 8 and 64 concurrent clients, whole and streamed, against a floor measured in
 //! the same run: a minimal hyper server (the same HTTP stack) answering every request
 //! with a fixed body of the same size. Goal: at least half the floor's throughput.
+//! Each row also prints the process's CPU time per request with each server (the
+//! clients' share is the same in both): on a shared machine that figure holds still
+//! where the throughput ratio does not.
 //!
 //! Run with `cargo bench -p umi-dst --bench serve --features serve` (part of
 //! `make bench`).
@@ -75,6 +78,56 @@ async fn floor(reply: Vec<u8>, content_type: &'static str) -> String {
         }
     });
     format!("http://{addr}")
+}
+
+/// The CPU time the whole process (server, floor and clients alike) has used, from
+/// `/proc/self/stat` (user and system, in clock ticks of 10 ms): the figure the machine's
+/// other load barely moves, where requests per second and latencies move with it. Zero
+/// where there is no `/proc`.
+fn process_cpu() -> Duration {
+    const TICKS_PER_SECOND: u64 = 100;
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return Duration::ZERO;
+    };
+    // The fields after the command's closing parenthesis: state is the first, utime the
+    // 12th and stime the 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |index: usize| {
+        fields
+            .get(index)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Duration::from_millis((ticks(11) + ticks(12)) * 1000 / TICKS_PER_SECOND)
+}
+
+/// One measurement: requests per second, p50 and p99 latency, and CPU time per request
+/// (the process's: the client's share is the same for both servers).
+struct Measured {
+    rps: f64,
+    p50: Duration,
+    p99: Duration,
+    cpu_per_request: Duration,
+}
+
+/// [`load`] with the process's CPU time per request.
+async fn measure(
+    transport: &ReqwestTransport,
+    url: &str,
+    stream: bool,
+    clients: usize,
+) -> Measured {
+    let cpu = process_cpu();
+    let (rps, p50, p99) = load(transport, url, stream, clients, REQUESTS_PER_MEASUREMENT).await;
+    let requests = REQUESTS_PER_MEASUREMENT.div_ceil(clients) * clients;
+    Measured {
+        rps,
+        p50,
+        p99,
+        cpu_per_request: process_cpu().saturating_sub(cpu) / requests as u32,
+    }
 }
 
 /// Each of `clients` sends `REQUESTS_PER_CLIENT` requests in turn; the requests per
@@ -155,15 +208,21 @@ fn main() {
             load(&transport, &floor_url, stream, 8, REQUESTS_WARM_UP).await;
             load(&transport, &served, stream, 8, REQUESTS_WARM_UP).await;
             for clients in CLIENTS {
-                let (floor_rps, floor_p50, floor_p99) =
-                    load(&transport, &floor_url, stream, clients, REQUESTS_PER_MEASUREMENT).await;
-                let (rps, p50, p99) =
-                    load(&transport, &served, stream, clients, REQUESTS_PER_MEASUREMENT).await;
+                let floor = measure(&transport, &floor_url, stream, clients).await;
+                let dst = measure(&transport, &served, stream, clients).await;
                 println!(
-                    "  {clients:>2} clients: dst serve {rps:>8.0} req/s (p50 {p50:>9.2?}, p99 {p99:>9.2?})   floor {floor_rps:>8.0} req/s (p50 {floor_p50:>9.2?}, p99 {floor_p99:>9.2?})   ratio {:.2}   added p50 {:>9.2?}, p99 {:>9.2?}",
-                    rps / floor_rps,
-                    p50.saturating_sub(floor_p50),
-                    p99.saturating_sub(floor_p99),
+                    "  {clients:>2} clients: dst serve {:>8.0} req/s (p50 {:>9.2?}, p99 {:>9.2?})   floor {:>8.0} req/s (p50 {:>9.2?}, p99 {:>9.2?})   ratio {:.2}   added p50 {:>9.2?}, p99 {:>9.2?}   cpu/request {:>7.2?} vs {:>7.2?}",
+                    dst.rps,
+                    dst.p50,
+                    dst.p99,
+                    floor.rps,
+                    floor.p50,
+                    floor.p99,
+                    dst.rps / floor.rps,
+                    dst.p50.saturating_sub(floor.p50),
+                    dst.p99.saturating_sub(floor.p99),
+                    dst.cpu_per_request,
+                    floor.cpu_per_request,
                 );
             }
         }

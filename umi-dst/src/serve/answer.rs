@@ -183,8 +183,7 @@ fn requested_model(endpoint: &EndpointSpec, path: &str, body: &[u8]) -> Option<S
     if let Some(model) = format.route(below, None).and_then(|route| route.model) {
         return Some(model);
     }
-    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
-    value.get("model")?.as_str().map(str::to_owned)
+    super::model::named_model(body)
 }
 
 /// The model that answers a request asking for `asked`: any name when the server
@@ -210,19 +209,22 @@ pub(crate) fn answer(
     run_seed: u64,
     occurrence: u64,
     path: &str,
-    request: &HttpRequest,
+    request: HttpRequest,
 ) -> Recorded {
     let recorded: Arc<Mutex<Option<Recorded>>> = Arc::new(Mutex::new(None));
     let simulation = simulation_for(config, run_seed);
     let model = served_model(config, requested_model(endpoint, path, &request.body));
     let base = format!("{SIM_HOST}{}{}", endpoint.prefix, endpoint.api_root());
     let url = format!("{SIM_HOST}{}{path}", endpoint.prefix);
+    // The request moves into the run: `simulation_for` sets no budget, so the body runs
+    // once (a budget's fault-free rerun is what would run it again).
+    let request = std::cell::RefCell::new(Some(HttpRequest { url, ..request }));
     let run = simulation.run_seed(run_seed, &|sim| {
         let recorded = recorded.clone();
-        let request = HttpRequest {
-            url: url.clone(),
-            ..request.clone()
-        };
+        let request = request
+            .borrow_mut()
+            .take()
+            .expect("a served request's simulation runs its body once");
         let (base, model) = (base.clone(), model.clone());
         let api_key = config.api_key.clone();
         async move {

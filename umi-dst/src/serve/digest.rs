@@ -119,8 +119,9 @@ pub(crate) fn carried(format: WireFormat, recorded: &Recorded, cut: bool) -> Opt
         let body: Vec<u8> = recorded
             .pieces
             .iter()
-            .flat_map(|(_, b)| b.clone())
-            .collect();
+            .map(|(_, b)| b.as_slice())
+            .collect::<Vec<_>>()
+            .concat();
         if let Ok(response) = format.parse_as_client(&String::from_utf8_lossy(&body)) {
             return Some(from_response(&response, !cut));
         }

@@ -187,7 +187,7 @@ async fn simulate(
                 run_seed,
                 occurrence,
                 &rest,
-                &http,
+                http,
             )
         })
         .await

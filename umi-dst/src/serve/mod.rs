@@ -50,6 +50,7 @@ mod http;
 mod marks;
 mod mcp;
 mod mcp_tools;
+mod model;
 mod otlp_trace;
 mod own;
 mod play;

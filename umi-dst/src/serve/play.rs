@@ -61,16 +61,48 @@ pub(crate) async fn log_and_play_model(
 }
 
 /// Pieces that would be sent at the same real instant, joined into one write (TCP keeps
-/// no read boundaries anyway; a client sees its own).
+/// no read boundaries anyway; a client sees its own). A piece joins the write of the
+/// first piece of its group when its delay from that one scales to nothing; each joined
+/// write is allocated once at its whole size (a streamed answer at `--time-scale 0` is
+/// one write of every event: grown piece by piece, its reallocations were most of what
+/// this cost, issue 41).
 fn coalesce(pieces: Vec<(Duration, Vec<u8>)>, scale: f64) -> Vec<(Duration, Vec<u8>)> {
-    let mut out: Vec<(Duration, Vec<u8>)> = Vec::with_capacity(pieces.len());
-    for (at, bytes) in pieces {
-        match out.last_mut() {
-            Some((last_at, last)) if scaled(at.saturating_sub(*last_at), scale).is_zero() => {
-                last.extend_from_slice(&bytes);
+    // Each group's end (exclusive) and its bytes in all.
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    while start < pieces.len() {
+        let first_at = pieces[start].0;
+        let mut end = start + 1;
+        let mut bytes = pieces[start].1.len();
+        while let Some((at, piece)) = pieces.get(end) {
+            if !scaled(at.saturating_sub(first_at), scale).is_zero() {
+                break;
             }
-            _ => out.push((at, bytes)),
+            bytes += piece.len();
+            end += 1;
         }
+        groups.push((end, bytes));
+        start = end;
+    }
+    let mut pieces = pieces.into_iter();
+    let mut taken = 0;
+    let mut out: Vec<(Duration, Vec<u8>)> = Vec::with_capacity(groups.len());
+    for (end, bytes) in groups {
+        let Some((at, first)) = pieces.next() else {
+            break;
+        };
+        let joined = if end - taken == 1 {
+            first
+        } else {
+            let mut joined = Vec::with_capacity(bytes);
+            joined.extend_from_slice(&first);
+            for (_, piece) in pieces.by_ref().take(end - taken - 1) {
+                joined.extend_from_slice(&piece);
+            }
+            joined
+        };
+        out.push((at, joined));
+        taken = end;
     }
     out
 }
@@ -283,6 +315,56 @@ fn played_headers(recorded: &mut Recorded, played: &Played, scale: f64) -> Vec<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `coalesce` did before it sized each write: a piece joins the last write when
+    /// its delay from that write's first piece scales to nothing.
+    fn coalesce_by_growing(
+        pieces: Vec<(Duration, Vec<u8>)>,
+        scale: f64,
+    ) -> Vec<(Duration, Vec<u8>)> {
+        let mut out: Vec<(Duration, Vec<u8>)> = Vec::new();
+        for (at, bytes) in pieces {
+            match out.last_mut() {
+                Some((last_at, last)) if scaled(at.saturating_sub(*last_at), scale).is_zero() => {
+                    last.extend_from_slice(&bytes);
+                }
+                _ => out.push((at, bytes)),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn pieces_are_joined_into_the_same_writes_at_every_scale() {
+        let ms = Duration::from_millis;
+        let pieces: Vec<(Duration, Vec<u8>)> = [0, 0, 1, 1, 2, 5, 5, 6, 40, 41, 41, 100]
+            .iter()
+            .enumerate()
+            .map(|(i, &at)| (ms(at), format!("piece {i};").into_bytes()))
+            .collect();
+        for scale in [0.0, 0.0001, 0.001, 0.01, 0.5, 1.0] {
+            let joined = coalesce(pieces.clone(), scale);
+            assert_eq!(
+                joined,
+                coalesce_by_growing(pieces.clone(), scale),
+                "{scale}"
+            );
+            let bytes: Vec<u8> = joined.iter().flat_map(|(_, b)| b.clone()).collect();
+            let sent: Vec<u8> = pieces.iter().flat_map(|(_, b)| b.clone()).collect();
+            assert_eq!(bytes, sent, "every byte once, in order");
+        }
+        assert_eq!(
+            coalesce(pieces.clone(), 0.0).len(),
+            1,
+            "at scale 0, one write"
+        );
+        assert_eq!(
+            coalesce(pieces.clone(), 1.0).len(),
+            8,
+            "in real time, one per instant"
+        );
+        assert!(coalesce(Vec::new(), 0.0).is_empty());
+    }
 
     #[test]
     fn retry_after_is_scaled_in_every_form() {

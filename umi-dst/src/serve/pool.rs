@@ -7,6 +7,13 @@
 //! hands work to whichever of its many threads is idle, whose allocator caches are
 //! cold), and at `--time-scale 0` that cost is most of a request's.
 //!
+//! Running the simulation on the request's own worker inside
+//! `tokio::task::block_in_place` instead (no hop to a pool thread and back) was measured
+//! and not kept (issue 41): tokio hands the worker's core to another thread on every
+//! call, so with 8 and 64 clients a request cost 25-45% more CPU (whole: 105 and 125 µs
+//! against 78 and 80; streamed: 168 and 195 against 137 and 143, the serve bench's
+//! `cpu/request`), and one client's added p50 did not move (82 against 79 µs).
+//!
 //! Jobs wait in a queue bounded by the server's concurrency limit (a request holds its
 //! permit while its job waits), so the queue can never grow past what the server admitted.
 //! A job that panics is caught on its thread; its request sees the pool's error, and the
