@@ -14,6 +14,10 @@
 //!
 //! Commits use `synchronous=FULL`: an acknowledged `remember` survives a power cut.
 //!
+//! A batch's entities are written by one INSERT, and a batch that changed the full-text
+//! index ends with FTS5's bounded incremental merge, so the index stays in few segments
+//! and a search opens few (see `entities.rs`).
+//!
 //! [`SqliteStorage::open_in_memory`] runs the same schema, migrations and queries on a
 //! named in-memory database, on the calling thread: with no disk a query is computation,
 //! so tests and simulations (where a thread hop would let paused time run ahead) can run
