@@ -14,6 +14,10 @@
 //!
 //! Commits use `synchronous=FULL`: an acknowledged `remember` survives a power cut.
 //!
+//! A batch's entities are written by one INSERT, and a batch that changed the full-text
+//! index ends with FTS5's bounded incremental merge, so the index stays in few segments
+//! and a search opens few (see `entities.rs`).
+//!
 //! [`SqliteStorage::open_in_memory`] runs the same schema, migrations and queries on a
 //! named in-memory database, on the calling thread: with no disk a query is computation,
 //! so tests and simulations (where a thread hop would let paused time run ahead) can run
@@ -21,7 +25,7 @@
 //! open, so closing one handle and opening the name again is a close-and-reopen.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError, mpsc};
+use std::sync::{LazyLock, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 
 use async_trait::async_trait;
@@ -37,6 +41,7 @@ use super::{Storage, StorageError};
 use crate::constants::{LIST_PAGE_MAX, SEARCH_RESULTS_MAX, SQLITE_MEMORY_NAME_BYTES_MAX};
 use crate::storage::kinds::{EntityType, EvolutionType};
 
+mod entities;
 mod schema;
 mod vectors;
 
@@ -226,6 +231,10 @@ impl Drop for SqliteStorage {
 
 const ENTITY_COLUMNS: &str = "e.id, e.name, e.entity_type, e.content, e.confidence, e.note_id, e.created_at_ms, e.updated_at_ms";
 
+/// The entity of one id (`?1`); built once, not per call.
+static ENTITY_BY_ID_SQL: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.id = ?1"));
+
 fn entity_from(row: &Row<'_>) -> rusqlite::Result<Entity> {
     let type_name: String = row.get(2)?;
     let entity_type = EntityType::from_name(&type_name).ok_or_else(|| {
@@ -305,29 +314,12 @@ fn apply_batch(
                 )
                 .map_err(db)?;
         }
-        for entity in &batch.entities {
-            execute_cached(
-                &transaction,
-                    "INSERT INTO entities (id, name, entity_type, content, confidence, note_id, created_at_ms, updated_at_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                     ON CONFLICT(id) DO UPDATE SET name = excluded.name, entity_type = excluded.entity_type,
-                         content = excluded.content, confidence = excluded.confidence, note_id = excluded.note_id,
-                         created_at_ms = excluded.created_at_ms, updated_at_ms = excluded.updated_at_ms",
-                    params![
-                        entity.id,
-                        entity.name,
-                        entity.entity_type.name(),
-                        entity.content,
-                        entity.confidence,
-                        entity.note_id,
-                        entity.created_at_ms as i64,
-                        entity.updated_at_ms as i64
-                    ],
-                )
-                .map_err(db)?;
-        }
+        entities::write_entities(&transaction, path, &batch.entities)?;
         vectors::write_vectors(&transaction, path, &batch.vectors)?;
         write_links(&transaction, path, &batch.links)?;
+        if !batch.entities.is_empty() || !batch.delete_entities.is_empty() {
+            entities::merge_index(&transaction, path)?;
+        }
     }
     transaction.commit().map_err(db)
 }
@@ -405,10 +397,11 @@ impl Storage for SqliteStorage {
     async fn get_entity(&self, id: &str) -> Result<Option<Entity>, StorageError> {
         let (path, id) = (self.path.clone(), id.to_owned());
         self.call(move |c| {
-            let sql = format!("SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.id = ?1");
-            Ok(collect_rows(c, &path, &sql, [id], entity_from)?
-                .into_iter()
-                .next())
+            Ok(
+                collect_rows(c, &path, &ENTITY_BY_ID_SQL, [id], entity_from)?
+                    .into_iter()
+                    .next(),
+            )
         })
         .await
     }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, Transaction, params};
 
-use super::{ENTITY_COLUMNS, collect_rows, database_error, entity_from, execute_cached};
+use super::{ENTITY_BY_ID_SQL, collect_rows, database_error, entity_from, execute_cached};
 use crate::storage::StorageError;
 use crate::storage::records::SearchHit;
 use crate::storage::vectors::{EntityVector, rank_by_cosine, vector_from_bytes};
@@ -81,7 +81,9 @@ pub(super) fn get_vector(
         .transpose()
 }
 
-/// The entities nearest `query` among the vectors of `model` and its length.
+/// The entities nearest `query` among the vectors of `model` and its length. Reads only
+/// what ranking needs (the id and the numbers: the model and the length are the query's),
+/// decoding each BLOB where SQLite holds it.
 pub(super) fn search_vectors(
     connection: &Connection,
     path: &Path,
@@ -89,25 +91,28 @@ pub(super) fn search_vectors(
     query: &[f32],
     limit: usize,
 ) -> Result<Vec<SearchHit>, StorageError> {
-    let rows = collect_rows(
+    let dimensions = query.len();
+    let vectors = collect_rows(
         connection,
         path,
-        "SELECT entity_id, model, dimensions, vector FROM entity_vectors
+        "SELECT entity_id, vector FROM entity_vectors
          WHERE model = ?1 AND dimensions = ?2 ORDER BY entity_id",
-        params![model, query.len() as i64],
-        row_of,
-    )?;
-    let vectors = rows
-        .into_iter()
-        .map(|(id, model, dimensions, bytes)| decode(id, model, dimensions, &bytes))
-        .collect::<Result<Vec<_>, _>>()?;
-    let candidates = vectors
-        .iter()
-        .map(|v| (v.entity_id.as_str(), v.vector.as_slice()));
-    let sql = format!("SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.id = ?1");
+        params![model, dimensions as i64],
+        |row| {
+            let numbers = vector_from_bytes(row.get_ref(1)?.as_blob()?);
+            Ok((row.get::<_, String>(0)?, numbers))
+        },
+    )?
+    .into_iter()
+    .map(|(id, numbers)| match numbers {
+        Some(numbers) if numbers.len() == dimensions => Ok((id, numbers)),
+        _ => Err(StorageError::Corruption { what: "vector", id }),
+    })
+    .collect::<Result<Vec<_>, _>>()?;
+    let candidates = vectors.iter().map(|(id, v)| (id.as_str(), v.as_slice()));
     let mut hits = Vec::new();
     for (id, score) in rank_by_cosine(candidates, query, limit) {
-        if let Some(entity) = collect_rows(connection, path, &sql, [id], entity_from)?
+        if let Some(entity) = collect_rows(connection, path, &ENTITY_BY_ID_SQL, [id], entity_from)?
             .into_iter()
             .next()
         {
