@@ -56,14 +56,39 @@ const CONVERSATION_KEY_SEEDS: [u64; 4] = [
     0x0000_0000_0000_0001,
 ];
 
-/// SHA-256 of `request` in canonical form.
-pub fn request_hash(request: &CompletionRequest) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    Digest::update(&mut hasher, b"umi.simllm.request.v2");
-    str_field(&mut hasher, &request.model);
-    hash_body(&mut hasher, request);
-    hasher.finalize().into()
+impl Sink for Vec<u8> {
+    fn update(&mut self, bytes: impl AsRef<[u8]>) {
+        self.extend_from_slice(bytes.as_ref());
+    }
 }
+
+/// What the canonical form starts with: the hash's version.
+const REQUEST_HASH_VERSION: &[u8] = b"umi.simllm.request.v2";
+
+/// SHA-256 of `request` in canonical form.
+///
+/// A long request's canonical bytes are written out and hashed through the per-thread
+/// digest memo ([`super::memo::sha256`]): the same digest as hashing them as they are
+/// walked, and found again without hashing when a retry, a fallback or a later seed makes
+/// the same request.
+pub fn request_hash(request: &CompletionRequest) -> [u8; 32] {
+    if request.prompt_bytes() < super::memo::MEMO_INPUT_BYTES_MIN {
+        let mut hasher = Sha256::new();
+        Digest::update(&mut hasher, REQUEST_HASH_VERSION);
+        str_field(&mut hasher, &request.model);
+        hash_body(&mut hasher, request);
+        return hasher.finalize().into();
+    }
+    let mut bytes = Vec::with_capacity(request.prompt_bytes() + CANONICAL_SLACK_BYTES);
+    bytes.extend_from_slice(REQUEST_HASH_VERSION);
+    str_field(&mut bytes, &request.model);
+    hash_body(&mut bytes, request);
+    super::memo::sha256(&[&bytes])
+}
+
+/// Room for the canonical form's lengths, roles, tools and options beyond the messages'
+/// text (more is only a regrowth of the buffer).
+const CANONICAL_SLACK_BYTES: usize = 4 * 1024;
 
 /// A 64-bit key of `request` in canonical form without its model: the conversation,
 /// which a retry sends again to the same model and a fallback to another

@@ -31,6 +31,7 @@ mod canonical;
 pub mod config;
 pub mod conversation;
 mod generate;
+pub(crate) mod memo;
 mod near_miss;
 pub mod pattern;
 mod plan;

@@ -4,7 +4,7 @@
 //! and the golden file (`umi-dst/tests/golden/simllm.snap`) pins it.
 
 use umi_core::constants::RESPONSE_TEXT_BYTES_MAX;
-use umi_core::llm::tokens::estimate_request_tokens;
+use umi_core::llm::tokens::estimate_request_tokens_with;
 use umi_core::llm::{CompletionRequest, LlmError};
 
 use super::config::TimeoutMode;
@@ -131,7 +131,7 @@ impl SimLlm {
             Some(task) => LLM_CALL.with_qualifier(task),
             None => LLM_CALL.name().to_owned(),
         };
-        let prompt_tokens = estimate_request_tokens(request);
+        let prompt_tokens = estimate_request_tokens_with(request, &mut super::memo::text_tokens);
         let model = if request.model.is_empty() {
             self.config.model_ref.model.clone()
         } else {
