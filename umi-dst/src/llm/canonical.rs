@@ -56,39 +56,32 @@ const CONVERSATION_KEY_SEEDS: [u64; 4] = [
     0x0000_0000_0000_0001,
 ];
 
-impl Sink for Vec<u8> {
+/// The bytes of a walk handed on to a feed ([`super::memo::sha256_walk`]).
+struct Feed<'a>(&'a mut dyn FnMut(&[u8]));
+
+impl Sink for Feed<'_> {
     fn update(&mut self, bytes: impl AsRef<[u8]>) {
-        self.extend_from_slice(bytes.as_ref());
+        (self.0)(bytes.as_ref());
     }
 }
 
-/// What the canonical form starts with: the hash's version.
-const REQUEST_HASH_VERSION: &[u8] = b"umi.simllm.request.v2";
-
-/// SHA-256 of `request` in canonical form.
-///
-/// A long request's canonical bytes are written out and hashed through the per-thread
-/// digest memo ([`super::memo::sha256`]): the same digest as hashing them as they are
-/// walked, and found again without hashing when a retry, a fallback or a later seed makes
-/// the same request.
+/// SHA-256 of `request` in canonical form, through the per-thread digest memo
+/// ([`super::memo::sha256_walk`]): the same digest, found again without hashing when a
+/// retry, a fallback or a later seed makes the same long request.
 pub fn request_hash(request: &CompletionRequest) -> [u8; 32] {
+    fn walk(sink: &mut impl Sink, request: &CompletionRequest) {
+        sink.update(b"umi.simllm.request.v2");
+        str_field(sink, &request.model);
+        hash_body(sink, request);
+    }
     if request.prompt_bytes() < super::memo::MEMO_INPUT_BYTES_MIN {
+        // Short: hashed at once (the memo would walk it twice to save little).
         let mut hasher = Sha256::new();
-        Digest::update(&mut hasher, REQUEST_HASH_VERSION);
-        str_field(&mut hasher, &request.model);
-        hash_body(&mut hasher, request);
+        walk(&mut hasher, request);
         return hasher.finalize().into();
     }
-    let mut bytes = Vec::with_capacity(request.prompt_bytes() + CANONICAL_SLACK_BYTES);
-    bytes.extend_from_slice(REQUEST_HASH_VERSION);
-    str_field(&mut bytes, &request.model);
-    hash_body(&mut bytes, request);
-    super::memo::sha256(&[&bytes])
+    super::memo::sha256_walk(|feed| walk(&mut Feed(feed), request))
 }
-
-/// Room for the canonical form's lengths, roles, tools and options beyond the messages'
-/// text (more is only a regrowth of the buffer).
-const CANONICAL_SLACK_BYTES: usize = 4 * 1024;
 
 /// A 64-bit key of `request` in canonical form without its model: the conversation,
 /// which a retry sends again to the same model and a fallback to another

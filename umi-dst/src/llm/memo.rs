@@ -124,7 +124,10 @@ impl<V: Copy> Memo<V> {
     }
 
     fn insert(&mut self, key: u64, parts: &[&[u8]], value: V) {
-        let input: Box<[u8]> = parts.concat().into_boxed_slice();
+        self.insert_owned(key, parts.concat().into_boxed_slice(), value);
+    }
+
+    fn insert_owned(&mut self, key: u64, input: Box<[u8]>, value: V) {
         if input.len() > self.bytes_max {
             return;
         }
@@ -193,6 +196,64 @@ pub(crate) fn sha256(parts: &[&[u8]]) -> [u8; 32] {
     DIGESTS.with(|memo| memo.borrow_mut().get_or_compute(parts, digest))
 }
 
+/// SHA-256 of an input given as a walk over its bytes: `walk(feed)` feeds the input to
+/// `feed` in order, the same bytes on every call. The same digest as hashing what the
+/// walk feeds; a long input is memoised without being copied out first: walked once into
+/// XXH3 for its key, once against the stored input, and, only when it is not there, into
+/// SHA-256 and the stored copy.
+pub(crate) fn sha256_walk(walk: impl Fn(&mut dyn FnMut(&[u8]))) -> [u8; 32] {
+    let mut key = Xxh3Default::new();
+    let mut bytes = 0;
+    walk(&mut |part| {
+        key.update(part);
+        bytes += part.len();
+    });
+    let digest_of = |stored: Option<&mut Vec<u8>>| {
+        let mut hasher = Sha256::new();
+        match stored {
+            Some(stored) => walk(&mut |part| {
+                hasher.update(part);
+                stored.extend_from_slice(part);
+            }),
+            None => walk(&mut |part| hasher.update(part)),
+        }
+        <[u8; 32]>::from(hasher.finalize())
+    };
+    if bytes < MEMO_INPUT_BYTES_MIN {
+        return digest_of(None);
+    }
+    let key = key.digest();
+    DIGESTS.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if let Some(entry) = memo.entries.get(&key) {
+            if walks_to(&walk, &entry.input) {
+                return entry.value;
+            }
+            return digest_of(None);
+        }
+        let mut stored = Vec::with_capacity(bytes);
+        let digest = digest_of(Some(&mut stored));
+        memo.insert_owned(key, stored.into_boxed_slice(), digest);
+        digest
+    })
+}
+
+/// Whether `walk` feeds exactly `stored`.
+fn walks_to(walk: &impl Fn(&mut dyn FnMut(&[u8])), stored: &[u8]) -> bool {
+    let mut rest = stored;
+    let mut same = true;
+    walk(&mut |part| {
+        if !same {
+            return;
+        }
+        match rest.split_at_checked(part.len()) {
+            Some((head, tail)) if head == part => rest = tail,
+            _ => same = false,
+        }
+    });
+    same && rest.is_empty()
+}
+
 /// What SimLLM reads from `text`.
 pub(crate) fn text_facts(text: &str) -> TextFacts {
     if text.len() < MEMO_INPUT_BYTES_MIN {
@@ -202,14 +263,6 @@ pub(crate) fn text_facts(text: &str) -> TextFacts {
         memo.borrow_mut()
             .get_or_compute(&[text.as_bytes()], || TextFacts::of(text))
     })
-}
-
-/// `estimate_text_tokens(text)`, memoised for long texts.
-pub(crate) fn text_tokens(text: &str) -> u32 {
-    if text.len() < MEMO_INPUT_BYTES_MIN {
-        return estimate_text_tokens(text);
-    }
-    text_facts(text).tokens
 }
 
 #[cfg(test)]
@@ -239,6 +292,27 @@ mod tests {
     }
 
     #[test]
+    fn a_walked_digest_is_the_digest_of_what_was_walked() {
+        let text = long("walked");
+        let walk = |feed: &mut dyn FnMut(&[u8])| {
+            feed(b"head");
+            feed(text.as_bytes());
+            feed(b"");
+            feed(b"tail");
+        };
+        let expected: [u8; 32] = Sha256::digest(format!("head{text}tail")).into();
+        assert_eq!(sha256_walk(walk), expected);
+        assert_eq!(sha256_walk(walk), expected);
+        // The same bytes fed otherwise are the same input; others are not.
+        assert_eq!(sha256_walk(|feed| feed(format!("head{text}tail").as_bytes())), expected);
+        let shorter = |feed: &mut dyn FnMut(&[u8])| feed(format!("head{text}tai").as_bytes());
+        assert_ne!(sha256_walk(shorter), expected);
+        let longer = |feed: &mut dyn FnMut(&[u8])| feed(format!("head{text}tail!").as_bytes());
+        assert_ne!(sha256_walk(longer), expected);
+        assert_eq!(sha256_walk(|feed| feed(b"x")), <[u8; 32]>::from(Sha256::digest(b"x")));
+    }
+
+    #[test]
     fn text_facts_are_what_the_functions_compute() {
         for text in [
             long("Please EXTRACT the Entities"),
@@ -250,7 +324,6 @@ mod tests {
             for _ in 0..2 {
                 let facts = text_facts(&text);
                 assert_eq!(facts.tokens, estimate_text_tokens(&text));
-                assert_eq!(facts.tokens, text_tokens(&text));
                 let lower = text.to_lowercase();
                 for (index, word) in ROUTE_WORDS.iter().enumerate() {
                     assert_eq!(facts.words.has(index), lower.contains(word), "{word}");

@@ -207,6 +207,15 @@ impl Builtin {
 
     /// The built-in route for `request`.
     pub fn for_request(request: &CompletionRequest) -> Self {
+        Self::for_request_with(request, None)
+    }
+
+    /// [`Self::for_request`], given the routing words of `request`'s long messages (those
+    /// of at least `MEMO_INPUT_BYTES_MIN` bytes) when the caller has already read them.
+    pub(crate) fn for_request_with(
+        request: &CompletionRequest,
+        long_words: Option<super::memo::Words>,
+    ) -> Self {
         let after_tool_result = matches!(request.messages.last(), Some(Message::Tool { .. }));
         let forced = matches!(
             request.tool_choice,
@@ -226,7 +235,7 @@ impl Builtin {
             Some(_) => return Self::Generic,
             None => {}
         }
-        Self::by_message_words(request)
+        Self::by_message_words(request, long_words)
     }
 
     /// [`Self::by_words`] of the prompt text (the messages' texts joined by newlines),
@@ -234,14 +243,19 @@ impl Builtin {
     /// ([`super::memo::text_facts`]), the short ones are joined by newlines and searched
     /// as before. The same answer, because no word looked for holds a newline, so none is
     /// found across two messages.
-    fn by_message_words(request: &CompletionRequest) -> Self {
-        use super::memo::{MEMO_INPUT_BYTES_MIN, ROUTE_WORDS, Words, text_facts};
-        let mut long = Words::default();
+    fn by_message_words(
+        request: &CompletionRequest,
+        long_words: Option<super::memo::Words>,
+    ) -> Self {
+        use super::memo::{MEMO_INPUT_BYTES_MIN, ROUTE_WORDS, text_facts};
+        let mut long = long_words.unwrap_or_default();
         let mut short = String::new();
         for message in &request.messages {
             let text = message.text();
             if text.len() >= MEMO_INPUT_BYTES_MIN {
-                long = long.union(text_facts(text).words);
+                if long_words.is_none() {
+                    long = long.union(text_facts(text).words);
+                }
             } else {
                 if !short.is_empty() {
                     short.push('\n');
@@ -316,7 +330,7 @@ mod tests {
             );
             for _ in 0..2 {
                 assert_eq!(
-                    Builtin::by_message_words(&request),
+                    Builtin::by_message_words(&request, None),
                     Builtin::by_words(request.prompt_text()),
                     "{:?}",
                     texts.iter().map(|t| &t[t.len().saturating_sub(20)..]).collect::<Vec<_>>()
