@@ -126,9 +126,9 @@ fn write_str(out: &mut Vec<u8>, text: &str) {
 /// instructions.
 fn is_plain(bytes: &[u8]) -> bool {
     bytes.chunks(64).all(|block| {
-        block
-            .iter()
-            .fold(true, |plain, &byte| plain & (byte >= 0x20) & (byte != b'"') & (byte != b'\\'))
+        block.iter().fold(true, |plain, &byte| {
+            plain & (byte >= 0x20) & (byte != b'"') & (byte != b'\\')
+        })
     })
 }
 
@@ -212,7 +212,18 @@ mod tests {
         let mut values = vec![
             reversed(),
             json!({"messages": [{"role": "user", "content": plain.clone()}], "stream": true}),
-            json!([[], {}, null, false, 1, -2.5, 1e300, 18446744073709551615u64, "", "é"]),
+            json!([
+                [],
+                {},
+                null,
+                false,
+                1,
+                -2.5,
+                1e300,
+                18446744073709551615u64,
+                "",
+                "é"
+            ]),
             json!({"b": {"y": [1, {"q": null}]}, "a": plain.clone()}),
         ];
         for byte in (0u8..0x20).chain([b'"', b'\\', 0x7f]) {

@@ -210,6 +210,24 @@ mod tests {
         assert_eq!(request_hash(&base), request_hash(&request("hello")));
     }
 
+    /// A long request goes through the per-thread digest memo: its hash is the SHA-256
+    /// of its canonical walk, the first time and when found again.
+    #[test]
+    fn a_long_request_hashes_as_its_walk() {
+        let long = "the full transcript follows. ".repeat(500);
+        let request = CompletionRequest::new(vec![Message::system("s"), Message::user(&long)])
+            .with_model("m");
+        let mut walked = Sha256::new();
+        Digest::update(&mut walked, b"umi.simllm.request.v2");
+        str_field(&mut walked, &request.model);
+        hash_body(&mut walked, &request);
+        let expected: [u8; 32] = walked.finalize().into();
+        assert_eq!(request_hash(&request), expected);
+        assert_eq!(request_hash(&request), expected);
+        let other = request.clone().with_model("n");
+        assert_ne!(request_hash(&other), expected);
+    }
+
     /// Limits cut an answer short; they do not change what the model writes.
     #[test]
     fn limits_on_the_answer_do_not_change_the_hash() {

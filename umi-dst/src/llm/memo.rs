@@ -37,7 +37,14 @@ const TEXT_MEMO_BYTES_MAX: usize = 8 * 1024 * 1024;
 
 /// The words SimLLM's keyword routing looks for in an untagged prompt, lowercased
 /// (`route::Builtin::for_request`); [`Words`] has one bit per word, in this order.
-pub(crate) const ROUTE_WORDS: [&str; 6] = ["extract", "entit", "rewrite", "query", "detect", "evolution"];
+pub(crate) const ROUTE_WORDS: [&str; 6] = [
+    "extract",
+    "entit",
+    "rewrite",
+    "query",
+    "detect",
+    "evolution",
+];
 
 /// Which of [`ROUTE_WORDS`] a text holds once ASCII-lowercased: bit `i` for word `i`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -288,7 +295,10 @@ mod tests {
         // One byte more is another input.
         let other = format!("{body}!");
         assert_ne!(sha256(&[parts[0], other.as_bytes()]), expected);
-        assert_eq!(sha256(&[b"short"]), <[u8; 32]>::from(Sha256::digest(b"short")));
+        assert_eq!(
+            sha256(&[b"short"]),
+            <[u8; 32]>::from(Sha256::digest(b"short"))
+        );
     }
 
     #[test]
@@ -304,12 +314,18 @@ mod tests {
         assert_eq!(sha256_walk(walk), expected);
         assert_eq!(sha256_walk(walk), expected);
         // The same bytes fed otherwise are the same input; others are not.
-        assert_eq!(sha256_walk(|feed| feed(format!("head{text}tail").as_bytes())), expected);
+        assert_eq!(
+            sha256_walk(|feed| feed(format!("head{text}tail").as_bytes())),
+            expected
+        );
         let shorter = |feed: &mut dyn FnMut(&[u8])| feed(format!("head{text}tai").as_bytes());
         assert_ne!(sha256_walk(shorter), expected);
         let longer = |feed: &mut dyn FnMut(&[u8])| feed(format!("head{text}tail!").as_bytes());
         assert_ne!(sha256_walk(longer), expected);
-        assert_eq!(sha256_walk(|feed| feed(b"x")), <[u8; 32]>::from(Sha256::digest(b"x")));
+        assert_eq!(
+            sha256_walk(|feed| feed(b"x")),
+            <[u8; 32]>::from(Sha256::digest(b"x"))
+        );
     }
 
     #[test]

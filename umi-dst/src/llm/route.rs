@@ -326,14 +326,20 @@ mod tests {
         ];
         for texts in cases {
             let request = CompletionRequest::new(
-                texts.iter().map(|text| Message::user(text.as_str())).collect(),
+                texts
+                    .iter()
+                    .map(|text| Message::user(text.as_str()))
+                    .collect(),
             );
             for _ in 0..2 {
                 assert_eq!(
                     Builtin::by_message_words(&request, None),
                     Builtin::by_words(request.prompt_text()),
                     "{:?}",
-                    texts.iter().map(|t| &t[t.len().saturating_sub(20)..]).collect::<Vec<_>>()
+                    texts
+                        .iter()
+                        .map(|t| &t[t.len().saturating_sub(20)..])
+                        .collect::<Vec<_>>()
                 );
             }
         }
