@@ -15,11 +15,13 @@
 //! no state of any run, only inputs and their functions' values.
 //!
 //! Inputs under [`MEMO_INPUT_BYTES_MIN`] are computed directly: storing and comparing
-//! them would cost about what computing them does. Each memo keeps at most its
-//! `*_BYTES_MAX` of inputs, evicting the oldest first.
+//! them would cost about what computing them does. An input is stored the second time
+//! it is seen (a growing conversation, never sent twice, costs one XXH3 pass and no
+//! copy), and each memo keeps at most its `*_BYTES_MAX` of inputs, evicting the oldest
+//! first.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use sha2::{Digest, Sha256};
 use umi_core::llm::tokens::estimate_text_tokens;
@@ -96,6 +98,10 @@ struct Entry<V> {
     value: V,
 }
 
+/// Keys of inputs seen once that one memo remembers (an input is stored the second
+/// time it is seen, so one seen only once is never copied).
+const SEEN_KEYS_MAX: usize = 4096;
+
 /// Inputs (the concatenation of their parts) and a value computed from each.
 struct Memo<V> {
     entries: BTreeMap<u64, Entry<V>>,
@@ -103,6 +109,9 @@ struct Memo<V> {
     order: VecDeque<u64>,
     bytes: usize,
     bytes_max: usize,
+    /// Keys of inputs seen once and not stored, oldest first.
+    seen: VecDeque<u64>,
+    seen_keys: BTreeSet<u64>,
 }
 
 impl<V: Copy> Memo<V> {
@@ -112,7 +121,26 @@ impl<V: Copy> Memo<V> {
             order: VecDeque::new(),
             bytes: 0,
             bytes_max,
+            seen: VecDeque::new(),
+            seen_keys: BTreeSet::new(),
         }
+    }
+
+    /// Whether the input keyed `key` was seen before (and so is worth storing); if not,
+    /// it is remembered as seen. A conversation sent once is hashed, not copied; one sent
+    /// again (a retry, a fallback, the next seed's same workload) is stored.
+    fn seen_before(&mut self, key: u64) -> bool {
+        if self.seen_keys.contains(&key) {
+            return true;
+        }
+        if self.seen.len() >= SEEN_KEYS_MAX
+            && let Some(oldest) = self.seen.pop_front()
+        {
+            self.seen_keys.remove(&oldest);
+        }
+        self.seen.push_back(key);
+        self.seen_keys.insert(key);
+        false
     }
 
     /// The value for the input `parts` (concatenated): memoised, or `compute`d.
@@ -126,7 +154,9 @@ impl<V: Copy> Memo<V> {
             return compute();
         }
         let value = compute();
-        self.insert(key, parts, value);
+        if self.seen_before(key) {
+            self.insert(key, parts, value);
+        }
         value
     }
 
@@ -236,6 +266,9 @@ pub(crate) fn sha256_walk(walk: impl Fn(&mut dyn FnMut(&[u8]))) -> [u8; 32] {
             if walks_to(&walk, &entry.input) {
                 return entry.value;
             }
+            return digest_of(None);
+        }
+        if !memo.seen_before(key) {
             return digest_of(None);
         }
         let mut stored = Vec::with_capacity(bytes);
@@ -352,17 +385,23 @@ mod tests {
     fn the_memo_keeps_at_most_its_bytes_and_evicts_the_oldest() {
         let mut memo: Memo<u32> = Memo::new(10);
         let mut computed = 0;
-        for input in [b"aaaa", b"bbbb", b"cccc", b"aaaa"] {
+        // Each seen twice is stored; "aaaa" is evicted by "cccc", so computed again.
+        for input in [
+            b"aaaa", b"aaaa", b"bbbb", b"bbbb", b"cccc", b"cccc", b"aaaa",
+        ] {
             memo.get_or_compute(&[input], || {
                 computed += 1;
                 1
             });
             assert!(memo.bytes <= 10);
         }
-        // "aaaa" was evicted by "cccc", so computed again.
-        assert_eq!(computed, 4);
+        assert_eq!(computed, 7);
         memo.get_or_compute(&[b"cccc"], || unreachable!("memoised"));
-        // An input over the limit is computed and not kept.
+        memo.get_or_compute(&[b"aaaa"], || unreachable!("memoised"));
+        // An input seen once is computed and not kept; one over the limit neither.
+        memo.get_or_compute(&[b"dddd"], || 2);
+        assert!(!memo.entries.contains_key(&key_of(&[b"dddd"])));
+        memo.get_or_compute(&[b"0123456789ab"], || 2);
         memo.get_or_compute(&[b"0123456789ab"], || 2);
         assert!(memo.bytes <= 10);
     }
