@@ -55,10 +55,20 @@ pub fn to_string(value: &Value) -> String {
 /// bytes `serde_json::to_vec(&Canonical(value))` gives, with a long request body's text
 /// copied instead of scanned byte by byte when it holds nothing to escape.
 pub fn to_vec(value: &Value) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(size_hint(value));
-    write(&mut bytes, value);
+    let hint = size_hint(value);
+    let mut bytes = Vec::with_capacity(hint);
+    if hint < DIRECT_WRITE_BYTES_MIN {
+        // Short: serde_json writes it all (the direct writer would save nothing).
+        // A `Value` always serializes, and a `Vec` never fails a write.
+        let _ = serde_json::to_writer(&mut bytes, &Canonical(value));
+    } else {
+        write(&mut bytes, value);
+    }
     bytes
 }
+
+/// Values whose text is about this long or longer are written by [`write`].
+const DIRECT_WRITE_BYTES_MIN: usize = 4 * 1024;
 
 /// Writes `value` as compact JSON with its objects' keys sorted: the structure's
 /// brackets, commas and colons here; scalars by serde_json; a string by serde_json
@@ -208,7 +218,8 @@ mod tests {
     /// to escape (each escaped byte in turn), short ones, numbers, nesting, any key order.
     #[test]
     fn to_vec_writes_what_serde_json_writes() {
-        let plain = "the full transcript follows, in 東京 & elsewhere/ok. ".repeat(20);
+        // Long enough for the direct writer (`DIRECT_WRITE_BYTES_MIN`).
+        let plain = "the full transcript follows, in 東京 & elsewhere/ok. ".repeat(100);
         let mut values = vec![
             reversed(),
             json!({"messages": [{"role": "user", "content": plain.clone()}], "stream": true}),
@@ -222,7 +233,8 @@ mod tests {
                 1e300,
                 18446744073709551615u64,
                 "",
-                "é"
+                "é",
+                plain.clone()
             ]),
             json!({"b": {"y": [1, {"q": null}]}, "a": plain.clone()}),
         ];

@@ -305,6 +305,18 @@ pub(crate) fn text_facts(text: &str) -> TextFacts {
     })
 }
 
+/// `umi_core`'s `estimate_request_tokens(request)`, with each long message's count from
+/// the memo: what SimNetwork's servers report as a request's prompt size.
+pub(crate) fn request_tokens(request: &umi_core::llm::CompletionRequest) -> u32 {
+    umi_core::llm::tokens::estimate_request_tokens_with(request, &mut |text| {
+        if text.len() < MEMO_INPUT_BYTES_MIN {
+            estimate_text_tokens(text)
+        } else {
+            text_facts(text).tokens
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,6 +371,19 @@ mod tests {
             sha256_walk(|feed| feed(b"x")),
             <[u8; 32]>::from(Sha256::digest(b"x"))
         );
+    }
+
+    #[test]
+    fn request_tokens_are_the_shared_estimate() {
+        use umi_core::llm::{CompletionRequest, Message};
+        let request =
+            CompletionRequest::new(vec![Message::system("be brief"), Message::user(long("q"))]);
+        for _ in 0..3 {
+            assert_eq!(
+                request_tokens(&request),
+                umi_core::llm::tokens::estimate_request_tokens(&request)
+            );
+        }
     }
 
     #[test]
