@@ -124,8 +124,17 @@ impl std::io::Write for TokenCounter {
 
 /// Estimated tokens of one message, with its overhead and tool calls.
 pub fn estimate_message_tokens(message: &Message) -> u32 {
-    let mut tokens =
-        TOKEN_ESTIMATE_MESSAGE_OVERHEAD.saturating_add(estimate_text_tokens(message.text()));
+    estimate_message_tokens_with(message, &mut estimate_text_tokens)
+}
+
+/// [`estimate_message_tokens`], with the message's text counted by `text_tokens`, which
+/// must give what [`estimate_text_tokens`] gives (a caller that sees the same long texts
+/// again, SimLLM, passes a memo of it).
+pub fn estimate_message_tokens_with(
+    message: &Message,
+    text_tokens: &mut dyn FnMut(&str) -> u32,
+) -> u32 {
+    let mut tokens = TOKEN_ESTIMATE_MESSAGE_OVERHEAD.saturating_add(text_tokens(message.text()));
     for call in message.tool_calls() {
         tokens = tokens
             .saturating_add(estimate_text_tokens(&call.name))
@@ -146,7 +155,19 @@ pub fn estimate_tool_tokens(tool: &ToolDefinition) -> u32 {
 
 /// Estimated prompt tokens of a whole request.
 pub fn estimate_request_tokens(request: &CompletionRequest) -> u32 {
-    let messages = request.messages.iter().map(estimate_message_tokens);
+    estimate_request_tokens_with(request, &mut estimate_text_tokens)
+}
+
+/// [`estimate_request_tokens`], with each message's text counted by `text_tokens` (as
+/// [`estimate_message_tokens_with`]).
+pub fn estimate_request_tokens_with(
+    request: &CompletionRequest,
+    text_tokens: &mut dyn FnMut(&str) -> u32,
+) -> u32 {
+    let messages = request
+        .messages
+        .iter()
+        .map(|message| estimate_message_tokens_with(message, text_tokens));
     let tools = request.tools.iter().map(estimate_tool_tokens);
     messages
         .chain(tools)

@@ -56,13 +56,31 @@ const CONVERSATION_KEY_SEEDS: [u64; 4] = [
     0x0000_0000_0000_0001,
 ];
 
-/// SHA-256 of `request` in canonical form.
+/// The bytes of a walk handed on to a feed ([`super::memo::sha256_walk`]).
+struct Feed<'a>(&'a mut dyn FnMut(&[u8]));
+
+impl Sink for Feed<'_> {
+    fn update(&mut self, bytes: impl AsRef<[u8]>) {
+        (self.0)(bytes.as_ref());
+    }
+}
+
+/// SHA-256 of `request` in canonical form, through the per-thread digest memo
+/// ([`super::memo::sha256_walk`]): the same digest, found again without hashing when a
+/// retry, a fallback or a later seed makes the same long request.
 pub fn request_hash(request: &CompletionRequest) -> [u8; 32] {
-    let mut hasher = Sha256::new();
-    Digest::update(&mut hasher, b"umi.simllm.request.v2");
-    str_field(&mut hasher, &request.model);
-    hash_body(&mut hasher, request);
-    hasher.finalize().into()
+    fn walk(sink: &mut impl Sink, request: &CompletionRequest) {
+        sink.update(b"umi.simllm.request.v2");
+        str_field(sink, &request.model);
+        hash_body(sink, request);
+    }
+    if request.prompt_bytes() < super::memo::MEMO_INPUT_BYTES_MIN {
+        // Short: hashed at once (the memo would walk it twice to save little).
+        let mut hasher = Sha256::new();
+        walk(&mut hasher, request);
+        return hasher.finalize().into();
+    }
+    super::memo::sha256_walk(|feed| walk(&mut Feed(feed), request))
 }
 
 /// A 64-bit key of `request` in canonical form without its model: the conversation,
@@ -190,6 +208,24 @@ mod tests {
             assert_ne!(request_hash(&base), request_hash(variant), "{variant:?}");
         }
         assert_eq!(request_hash(&base), request_hash(&request("hello")));
+    }
+
+    /// A long request goes through the per-thread digest memo: its hash is the SHA-256
+    /// of its canonical walk, the first time and when found again.
+    #[test]
+    fn a_long_request_hashes_as_its_walk() {
+        let long = "the full transcript follows. ".repeat(500);
+        let request = CompletionRequest::new(vec![Message::system("s"), Message::user(&long)])
+            .with_model("m");
+        let mut walked = Sha256::new();
+        Digest::update(&mut walked, b"umi.simllm.request.v2");
+        str_field(&mut walked, &request.model);
+        hash_body(&mut walked, &request);
+        let expected: [u8; 32] = walked.finalize().into();
+        assert_eq!(request_hash(&request), expected);
+        assert_eq!(request_hash(&request), expected);
+        let other = request.clone().with_model("n");
+        assert_ne!(request_hash(&other), expected);
     }
 
     /// Limits cut an answer short; they do not change what the model writes.

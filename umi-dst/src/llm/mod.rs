@@ -31,6 +31,7 @@ mod canonical;
 pub mod config;
 pub mod conversation;
 mod generate;
+pub(crate) mod memo;
 mod near_miss;
 pub mod pattern;
 mod plan;
@@ -179,7 +180,7 @@ impl SimLlm {
 
     /// The name of the route that would answer `request`.
     pub fn route_name(&self, request: &CompletionRequest) -> String {
-        match self.choose(request) {
+        match self.choose(request, None) {
             Chosen::User(index) => self.routes[index].name().to_owned(),
             Chosen::Builtin(builtin) => builtin.name().to_owned(),
         }
@@ -208,10 +209,12 @@ impl SimLlm {
         );
     }
 
-    fn choose(&self, request: &CompletionRequest) -> Chosen {
+    /// The route for `request`; `long_words` are the routing words of its long messages,
+    /// when already read ([`Builtin::for_request_with`]).
+    fn choose(&self, request: &CompletionRequest, long_words: Option<memo::Words>) -> Chosen {
         match self.routes.iter().position(|route| route.matches(request)) {
             Some(index) => Chosen::User(index),
-            None => Chosen::Builtin(Builtin::for_request(request)),
+            None => Chosen::Builtin(Builtin::for_request_with(request, long_words)),
         }
     }
 

@@ -4,7 +4,7 @@
 //! and the golden file (`umi-dst/tests/golden/simllm.snap`) pins it.
 
 use umi_core::constants::RESPONSE_TEXT_BYTES_MAX;
-use umi_core::llm::tokens::estimate_request_tokens;
+use umi_core::llm::tokens::{estimate_request_tokens_with, estimate_text_tokens};
 use umi_core::llm::{CompletionRequest, LlmError};
 
 use super::config::TimeoutMode;
@@ -122,7 +122,18 @@ impl SimLlm {
         };
         let rng = self.rng.fork_parts(&[&hash, &occurrence.to_le_bytes()]);
         self.warn_untagged(request);
-        let chosen = self.choose(request);
+        // The prompt's size by umi-core's shared estimator, with each long message read
+        // once (its token count and routing words from the per-thread memo).
+        let mut long_words = super::memo::Words::default();
+        let prompt_tokens = estimate_request_tokens_with(request, &mut |text| {
+            if text.len() < super::memo::MEMO_INPUT_BYTES_MIN {
+                return estimate_text_tokens(text);
+            }
+            let facts = super::memo::text_facts(text);
+            long_words = long_words.union(facts.words);
+            facts.tokens
+        });
+        let chosen = self.choose(request, Some(long_words));
         let route_name = match &chosen {
             Chosen::User(index) => self.routes[*index].name().to_owned(),
             Chosen::Builtin(builtin) => builtin.name().to_owned(),
@@ -131,7 +142,6 @@ impl SimLlm {
             Some(task) => LLM_CALL.with_qualifier(task),
             None => LLM_CALL.name().to_owned(),
         };
-        let prompt_tokens = estimate_request_tokens(request);
         let model = if request.model.is_empty() {
             self.config.model_ref.model.clone()
         } else {

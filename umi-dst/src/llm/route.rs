@@ -207,6 +207,15 @@ impl Builtin {
 
     /// The built-in route for `request`.
     pub fn for_request(request: &CompletionRequest) -> Self {
+        Self::for_request_with(request, None)
+    }
+
+    /// [`Self::for_request`], given the routing words of `request`'s long messages (those
+    /// of at least `MEMO_INPUT_BYTES_MIN` bytes) when the caller has already read them.
+    pub(crate) fn for_request_with(
+        request: &CompletionRequest,
+        long_words: Option<super::memo::Words>,
+    ) -> Self {
         let after_tool_result = matches!(request.messages.last(), Some(Message::Tool { .. }));
         let forced = matches!(
             request.tool_choice,
@@ -226,7 +235,46 @@ impl Builtin {
             Some(_) => return Self::Generic,
             None => {}
         }
-        Self::by_words(request.prompt_text())
+        Self::by_message_words(request, long_words)
+    }
+
+    /// [`Self::by_words`] of the prompt text (the messages' texts joined by newlines),
+    /// without the joined copy: a long message's words come from the per-thread memo
+    /// ([`super::memo::text_facts`]), the short ones are joined by newlines and searched
+    /// as before. The same answer, because no word looked for holds a newline, so none is
+    /// found across two messages.
+    fn by_message_words(
+        request: &CompletionRequest,
+        long_words: Option<super::memo::Words>,
+    ) -> Self {
+        use super::memo::{MEMO_INPUT_BYTES_MIN, ROUTE_WORDS, text_facts};
+        let mut long = long_words.unwrap_or_default();
+        let mut short = String::new();
+        for message in &request.messages {
+            let text = message.text();
+            if text.len() >= MEMO_INPUT_BYTES_MIN {
+                if long_words.is_none() {
+                    long = long.union(text_facts(text).words);
+                }
+            } else {
+                if !short.is_empty() {
+                    short.push('\n');
+                }
+                short.push_str(text);
+            }
+        }
+        short.make_ascii_lowercase();
+        let has = |index: usize| long.has(index) || short.contains(ROUTE_WORDS[index]);
+        let both = |a: usize, b: usize| has(a) && has(b);
+        if both(0, 1) {
+            Self::ExtractEntities
+        } else if both(2, 3) {
+            Self::RewriteQuery
+        } else if both(4, 5) {
+            Self::DetectEvolution
+        } else {
+            Self::Generic
+        }
     }
 
     /// The built-in an untagged prompt's words ask for (`text` is the whole prompt).
@@ -236,7 +284,9 @@ impl Builtin {
     /// (of the two non-ASCII characters whose lowercase holds an ASCII letter, U+212A
     /// KELVIN SIGN gives `k`, in no word, and U+0130 gives `i` followed by U+0307, a mark
     /// no word has after its `i`). It spares a char-by-char copy of the whole prompt on
-    /// every untagged call.
+    /// every untagged call. (SimLLM routes by [`Self::by_message_words`]; this is its
+    /// reference.)
+    #[cfg(test)]
     fn by_words(mut text: String) -> Self {
         text.make_ascii_lowercase();
         let has = |a: &str, b: &str| text.contains(a) && text.contains(b);
@@ -259,6 +309,41 @@ mod tests {
         EvolutionSubject, evolution_request, extraction_request, rewrite_request,
     };
     use umi_core::storage::EntityType;
+
+    /// Words in long and short messages, split across two messages, in any case: the
+    /// per-message search answers what the search of the joined prompt does.
+    #[test]
+    fn words_per_message_are_the_words_of_the_joined_prompt() {
+        let long = |text: &str| format!("{} {text}", "filler words here. ".repeat(300));
+        let cases: [&[String]; 7] = [
+            &[long("EXTRACT"), "the entities".into()],
+            &["rewrite".into(), long("the QUERY")],
+            &[long("detect"), long("Evolution")],
+            &["extr".into(), "act entities".into()],
+            &[long("rewr"), "ite query".into()],
+            &[long("nothing"), "at all".into(), long("")],
+            &["detect evolution".into()],
+        ];
+        for texts in cases {
+            let request = CompletionRequest::new(
+                texts
+                    .iter()
+                    .map(|text| Message::user(text.as_str()))
+                    .collect(),
+            );
+            for _ in 0..2 {
+                assert_eq!(
+                    Builtin::by_message_words(&request, None),
+                    Builtin::by_words(request.prompt_text()),
+                    "{:?}",
+                    texts
+                        .iter()
+                        .map(|t| &t[t.len().saturating_sub(20)..])
+                        .collect::<Vec<_>>()
+                );
+            }
+        }
+    }
 
     #[test]
     fn words_are_found_as_unicode_lowercasing_finds_them() {

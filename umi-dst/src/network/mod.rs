@@ -57,7 +57,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use sha2::{Digest, Sha256};
 use umi_core::cassette::Cassette;
 use umi_core::env::Env;
 use umi_core::llm::transport::{BodyStream, HttpRequest, HttpResponse, Transport, TransportError};
@@ -569,11 +568,8 @@ impl SimNetwork {
     /// cause), and returns that hash.
     fn trace_request(&self, request: &HttpRequest, endpoint: &Endpoint) -> [u8; 32] {
         let hashed_url = headers::redact_url(&request.url);
-        let request_hash: [u8; 32] = Sha256::new()
-            .chain_update(hashed_url.as_deref().unwrap_or(&request.url).as_bytes())
-            .chain_update(&request.body)
-            .finalize()
-            .into();
+        let hashed_url = hashed_url.as_deref().unwrap_or(&request.url).as_bytes();
+        let request_hash = crate::llm::memo::sha256(&[hashed_url, &request.body]);
         // A key in the query (Gemini's `?key=`) is masked before anything records the URL.
         let url = headers::redact_url(&request.url);
         self.trace.emit(NetEvent::Request {

@@ -16,7 +16,6 @@
 //! 140 fragments in FANTASY, VERCEL 11719), so an escape cut by the model's chunking is
 //! held back and sent with the next fragment.
 
-use umi_core::llm::tokens::estimate_request_tokens;
 use umi_core::llm::{FinishReason, LlmError, StreamEvent, TokenUsage};
 
 use super::errors;
@@ -106,7 +105,7 @@ impl AnthropicStream {
             pinged: false,
             deltas: 0,
             reasoning_requested: parsed.reasoning_requested,
-            input_tokens_estimate: estimate_request_tokens(&parsed.request),
+            input_tokens_estimate: crate::llm::memo::request_tokens(&parsed.request),
             open: None,
             next_index: 0,
             held: String::new(),

@@ -45,7 +45,7 @@ impl BedrockStream {
             open: None,
             next_index: 0,
             usage: None,
-            input_estimate: umi_core::llm::tokens::estimate_request_tokens(&parsed.request),
+            input_estimate: crate::llm::memo::request_tokens(&parsed.request),
             marks,
         }
     }

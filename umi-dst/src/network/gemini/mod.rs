@@ -380,7 +380,7 @@ impl Responder for GeminiResponder {
         if !self.era.route.count_tokens {
             return None;
         }
-        let tokens = umi_core::llm::tokens::estimate_request_tokens(&parsed.request);
+        let tokens = crate::llm::memo::request_tokens(&parsed.request);
         // GEMINI-REST `CountTokensResponse`: `totalTokens`, then the details by modality.
         let details = Json::object(vec![
             ("modality", "TEXT".into()),

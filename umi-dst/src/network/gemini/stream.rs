@@ -17,7 +17,7 @@
 //! request with `thinkingConfig.includeThoughts`.
 
 use crate::rng::DeterministicRng;
-use umi_core::llm::tokens::{estimate_request_tokens, estimate_text_tokens};
+use umi_core::llm::tokens::estimate_text_tokens;
 use umi_core::llm::{FinishReason, LlmError, StreamEvent, TokenUsage};
 
 use super::{Era, Layout, call_part, finish_name};
@@ -55,7 +55,7 @@ impl GeminiStream {
         Self {
             era,
             reasoning_requested: parsed.reasoning_requested,
-            prompt_tokens_estimate: estimate_request_tokens(&parsed.request),
+            prompt_tokens_estimate: crate::llm::memo::request_tokens(&parsed.request),
             output_tokens_estimate: 0,
             thought_tokens_estimate: 0,
             pending: Vec::new(),
