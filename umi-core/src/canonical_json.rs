@@ -51,7 +51,7 @@ pub fn to_string(value: &Value) -> String {
 
 /// `value` as compact JSON bytes with its objects' keys sorted.
 ///
-/// Written into a buffer sized for the text up front ([`size_hint`]), by [`write`]: the
+/// Written into a buffer sized for the text up front, directly for a long value: the
 /// bytes `serde_json::to_vec(&Canonical(value))` gives, with a long request body's text
 /// copied instead of scanned byte by byte when it holds nothing to escape.
 pub fn to_vec(value: &Value) -> Vec<u8> {

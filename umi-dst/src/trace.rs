@@ -139,6 +139,9 @@ struct TraceState {
     /// each length-prefixed, in one buffer reused from event to event (no allocation per
     /// event, one call into the hasher).
     scratch: Vec<u8>,
+    /// A named event's text, written outside the lock (its `Display` is the caller's and
+    /// may read the trace) and reused from event to event.
+    detail_scratch: Vec<u8>,
 }
 
 impl TraceState {
@@ -210,6 +213,7 @@ impl Trace {
                 full: record_full.then(Vec::new),
                 full_overflowed: false,
                 scratch: Vec::new(),
+                detail_scratch: Vec::new(),
             }),
         }
     }
@@ -220,9 +224,16 @@ impl Trace {
         let at = self.clock.now();
         let mut state = self.lock();
         if !state.keeps_events() {
-            // Only hashed (a sweep's run keeps no events): the text goes straight into the
-            // hashed bytes, with no `String` of its own (issue 41).
-            state.hash_event(at, kind, |buffer| write_arguments(buffer, detail));
+            // Only hashed (a sweep's run keeps no events): the text goes into a reused
+            // buffer, with no `String` of its own (issue 41). It is written with the lock
+            // released, as a kept event's is: the caller's `Display` may read the trace.
+            let mut text = std::mem::take(&mut state.detail_scratch);
+            drop(state);
+            text.clear();
+            write_arguments(&mut text, detail);
+            let mut state = self.lock();
+            state.hash_event(at, kind, |buffer| buffer.extend_from_slice(&text));
+            state.detail_scratch = text;
             return;
         }
         drop(state);
@@ -287,7 +298,9 @@ impl Trace {
         self.len() == 0
     }
 
-    /// The last events kept for reports, oldest first.
+    /// The last events kept for reports, oldest first. A sweep's runs keep none (it
+    /// reports no tail; `dst replay` runs the seed again to show one), so a scenario's
+    /// own check must not read it: its verdict would differ between a sweep and a replay.
     pub fn tail(&self) -> Vec<TraceEvent> {
         self.lock().tail.iter().map(Kept::event).collect()
     }
@@ -447,6 +460,30 @@ mod tests {
                 events[1].record,
                 TraceKind::Net(NetEvent::Request { body: b, .. }) if b == body
             ));
+        });
+    }
+
+    /// A named event's `Display` is the caller's and may read the trace it is recorded
+    /// into: with events kept or only hashed (a sweep's run), it is written with the
+    /// trace's lock released (under the lock this test deadlocks), and both hash alike.
+    #[test]
+    fn a_records_display_may_read_its_own_trace() {
+        struct Count<'a>(&'a Trace);
+        impl fmt::Display for Count<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{} events before", self.0.len())
+            }
+        }
+        in_runtime(|| {
+            let hashed = Trace::new(SimClock::new(0), 0, false);
+            let kept = Trace::new(SimClock::new(0), 4, true);
+            for trace in [&hashed, &kept] {
+                trace.record("a", format_args!("{}", Count(trace)));
+                trace.record("b", format_args!("{}", Count(trace)));
+            }
+            assert_eq!(hashed.hash(), kept.hash());
+            let second = kept.events().unwrap()[1].to_string();
+            assert!(second.contains("1 events before"), "{second}");
         });
     }
 

@@ -159,7 +159,9 @@ pub fn estimate_request_tokens(request: &CompletionRequest) -> u32 {
 }
 
 /// [`estimate_request_tokens`], with each message's text counted by `text_tokens` (as
-/// [`estimate_message_tokens_with`]).
+/// [`estimate_message_tokens_with`]). `text_tokens` is called exactly once per message,
+/// with that message's text, and for nothing else: a caller may read each text there
+/// (umi-dst's SimLLM takes a long message's routing words from that read, and asserts it).
 pub fn estimate_request_tokens_with(
     request: &CompletionRequest,
     text_tokens: &mut dyn FnMut(&str) -> u32,

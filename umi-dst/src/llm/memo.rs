@@ -161,6 +161,10 @@ impl<V: Copy> Memo<V> {
     }
 
     fn insert(&mut self, key: u64, parts: &[&[u8]], value: V) {
+        let bytes: usize = parts.iter().map(|part| part.len()).sum();
+        if bytes > self.bytes_max {
+            return; // Never stored: not copied either.
+        }
         self.insert_owned(key, parts.concat().into_boxed_slice(), value);
     }
 
@@ -230,7 +234,10 @@ pub(crate) fn sha256(parts: &[&[u8]]) -> [u8; 32] {
     if bytes < MEMO_INPUT_BYTES_MIN {
         return digest();
     }
-    DIGESTS.with(|memo| memo.borrow_mut().get_or_compute(parts, digest))
+    // During the thread's teardown the memo is gone: computed directly.
+    DIGESTS
+        .try_with(|memo| memo.borrow_mut().get_or_compute(parts, digest))
+        .unwrap_or_else(|_| digest())
 }
 
 /// SHA-256 of an input given as a walk over its bytes: `walk(feed)` feeds the input to
@@ -260,7 +267,9 @@ pub(crate) fn sha256_walk(walk: impl Fn(&mut dyn FnMut(&[u8]))) -> [u8; 32] {
         return digest_of(None);
     }
     let key = key.digest();
-    DIGESTS.with(|memo| {
+    // During the thread's teardown the memo is gone: computed directly. A walk must not
+    // use the memo itself (it runs while the memo is borrowed).
+    let memoised = DIGESTS.try_with(|memo| {
         let mut memo = memo.borrow_mut();
         if let Some(entry) = memo.entries.get(&key) {
             if walks_to(&walk, &entry.input) {
@@ -268,14 +277,15 @@ pub(crate) fn sha256_walk(walk: impl Fn(&mut dyn FnMut(&[u8]))) -> [u8; 32] {
             }
             return digest_of(None);
         }
-        if !memo.seen_before(key) {
+        if !memo.seen_before(key) || bytes > memo.bytes_max {
             return digest_of(None);
         }
         let mut stored = Vec::with_capacity(bytes);
         let digest = digest_of(Some(&mut stored));
         memo.insert_owned(key, stored.into_boxed_slice(), digest);
         digest
-    })
+    });
+    memoised.unwrap_or_else(|_| digest_of(None))
 }
 
 /// Whether `walk` feeds exactly `stored`.
@@ -299,10 +309,13 @@ pub(crate) fn text_facts(text: &str) -> TextFacts {
     if text.len() < MEMO_INPUT_BYTES_MIN {
         return TextFacts::of(text);
     }
-    TEXTS.with(|memo| {
-        memo.borrow_mut()
-            .get_or_compute(&[text.as_bytes()], || TextFacts::of(text))
-    })
+    // During the thread's teardown the memo is gone: computed directly.
+    TEXTS
+        .try_with(|memo| {
+            memo.borrow_mut()
+                .get_or_compute(&[text.as_bytes()], || TextFacts::of(text))
+        })
+        .unwrap_or_else(|_| TextFacts::of(text))
 }
 
 /// `umi_core`'s `estimate_request_tokens(request)`, with each long message's count from
@@ -395,7 +408,8 @@ mod tests {
             long("nothing"),
             "Extract entities, short".to_owned(),
         ] {
-            for _ in 0..2 {
+            // The third is a memo hit (an input is stored the second time it is seen).
+            for _ in 0..3 {
                 let facts = text_facts(&text);
                 assert_eq!(facts.tokens, estimate_text_tokens(&text));
                 let lower = text.to_lowercase();
@@ -404,6 +418,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A hit needs the stored bytes to be the input, not only its key: an entry planted
+    /// under an input's key with other bytes (a key collision) is never answered.
+    #[test]
+    fn a_hit_compares_the_whole_input_not_its_key() {
+        let mut memo: Memo<u32> = Memo::new(1 << 20);
+        memo.insert_owned(key_of(&[b"aaaa"]), b"zzzz".to_vec().into_boxed_slice(), 9);
+        assert_eq!(memo.get_or_compute(&[b"aaaa"], || 1), 1);
+        // The same bytes split otherwise are the same input; other bytes of the same
+        // length under the key are not.
+        memo.insert_owned(
+            key_of(&[b"ab", b"cd"]),
+            b"abcd".to_vec().into_boxed_slice(),
+            5,
+        );
+        assert_eq!(memo.get_or_compute(&[b"ab", b"cd"], || 1), 5);
+        assert!(holds(b"abcd", &[b"a", b"bcd"]));
+        assert!(!holds(b"abce", &[b"ab", b"cd"]));
+        // SHA-256 of a long input: a planted digest under its key, with other bytes
+        // stored, is not returned.
+        let long = vec![b'x'; MEMO_INPUT_BYTES_MIN * 2];
+        let expected: [u8; 32] = Sha256::digest(&long).into();
+        DIGESTS.with(|memo| {
+            let mut other = long.clone();
+            other[0] = b'y';
+            memo.borrow_mut()
+                .insert_owned(key_of(&[&long]), other.into_boxed_slice(), [7; 32]);
+        });
+        assert_eq!(sha256(&[&long]), expected);
+        assert_eq!(sha256_walk(|feed| feed(&long)), expected);
     }
 
     #[test]

@@ -122,17 +122,7 @@ impl SimLlm {
         };
         let rng = self.rng.fork_parts(&[&hash, &occurrence.to_le_bytes()]);
         self.warn_untagged(request);
-        // The prompt's size by umi-core's shared estimator, with each long message read
-        // once (its token count and routing words from the per-thread memo).
-        let mut long_words = super::memo::Words::default();
-        let prompt_tokens = estimate_request_tokens_with(request, &mut |text| {
-            if text.len() < super::memo::MEMO_INPUT_BYTES_MIN {
-                return estimate_text_tokens(text);
-            }
-            let facts = super::memo::text_facts(text);
-            long_words = long_words.union(facts.words);
-            facts.tokens
-        });
+        let (prompt_tokens, long_words) = prompt_size(request);
         let chosen = self.choose(request, Some(long_words));
         let route_name = match &chosen {
             Chosen::User(index) => self.routes[*index].name().to_owned(),
@@ -458,6 +448,36 @@ fn cached_prompt_tokens(occurrence: u64, prompt_tokens: u32) -> u32 {
     } else {
         prompt_tokens - prompt_tokens % 64
     }
+}
+
+/// The prompt's size by umi-core's shared estimator, with each long message read once
+/// (its token count and routing words from the per-thread memo), and the routing words
+/// of the long messages.
+fn prompt_size(request: &CompletionRequest) -> (u32, super::memo::Words) {
+    let mut long_words = super::memo::Words::default();
+    let mut long_texts_read = 0_usize;
+    let prompt_tokens = estimate_request_tokens_with(request, &mut |text| {
+        if text.len() < super::memo::MEMO_INPUT_BYTES_MIN {
+            return estimate_text_tokens(text);
+        }
+        long_texts_read += 1;
+        let facts = super::memo::text_facts(text);
+        long_words = long_words.union(facts.words);
+        facts.tokens
+    });
+    // The routing words of long messages come from the estimate's reads, so it must read
+    // each message's text once and nothing else that long (its documented contract); a
+    // change in umi-core that broke it would route silently otherwise.
+    let long_messages = request
+        .messages
+        .iter()
+        .filter(|message| message.text().len() >= super::memo::MEMO_INPUT_BYTES_MIN)
+        .count();
+    assert_eq!(
+        long_texts_read, long_messages,
+        "estimate_request_tokens_with reads each message's text once"
+    );
+    (prompt_tokens, long_words)
 }
 
 #[cfg(test)]
