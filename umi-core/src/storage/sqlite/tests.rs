@@ -143,3 +143,32 @@ fn a_long_batch_keeps_its_order_and_its_last_write() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].entity.id, "e03");
 }
+
+/// An id written twice inside one multi-row statement (`[a, b, a', c]`, one statement's
+/// rows): the later write wins and the order is the in-memory store's, as when the two
+/// writes fall in different statements (the review of issue 41's batching).
+#[test]
+fn an_id_written_twice_in_one_statement_keeps_its_last_write() {
+    use crate::storage::InMemoryStorage;
+    assert!(entities::ENTITY_ROWS_PER_STATEMENT_MAX >= 4);
+    let batch = WriteBatch {
+        entities: vec![
+            entity("a", "Ann", "lives in Rome", None),
+            entity("b", "Bob", "lives in Lima", None),
+            entity("a", "Ann", "moved to Oslo", None),
+            entity("c", "Cy", "lives in Kyiv", None),
+        ],
+        ..WriteBatch::default()
+    };
+    let sqlite = SqliteStorage::open_in_memory("entities-twice-in-one").unwrap();
+    let memory = InMemoryStorage::new();
+    block_on(sqlite.apply(batch.clone())).unwrap();
+    block_on(memory.apply(batch)).unwrap();
+    let listed = block_on(sqlite.list_entities(0, 10)).unwrap();
+    assert_eq!(listed, block_on(memory.list_entities(0, 10)).unwrap());
+    assert_eq!(listed.len(), 3);
+    assert!(block_on(sqlite.search("rome", 10)).unwrap().is_empty());
+    let found = block_on(sqlite.search("oslo", 10)).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].entity.id, "a");
+}
