@@ -150,7 +150,7 @@ fn a_long_batch_keeps_its_order_and_its_last_write() {
 #[test]
 fn an_id_written_twice_in_one_statement_keeps_its_last_write() {
     use crate::storage::InMemoryStorage;
-    assert!(entities::ENTITY_ROWS_PER_STATEMENT_MAX >= 4);
+    const { assert!(entities::ENTITY_ROWS_PER_STATEMENT_MAX >= 4) };
     let batch = WriteBatch {
         entities: vec![
             entity("a", "Ann", "lives in Rome", None),
