@@ -291,6 +291,12 @@ pub(crate) fn simulation_for(config: &ServeConfig, run_seed: u64) -> Simulation 
     simulation.with_config(|mut c| {
         c.trace_full = true;
         c.sim_time_max = Duration::from_millis(STALL_MS * 4);
+        // `answer` moves the request into the run's body, which therefore runs once: a
+        // budget's fault-free rerun would run it twice.
+        assert!(
+            !c.budget.is_limited(),
+            "a served request's simulation sets no budget"
+        );
         c
     })
 }
