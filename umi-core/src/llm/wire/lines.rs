@@ -151,8 +151,9 @@ fn line_text(bytes: &[u8]) -> Result<&str, LlmError> {
 /// Whether `bytes` holds a `\n` or a `\r`: the seam assertions' check, sixteen bytes at a
 /// time (a fold over a fixed block, which the compiler turns into vector compares). Two
 /// `contains` scans per line cost a sim build (which keeps the workspace's assertions)
-/// about 3× as much, on every line of every stream (issue 41).
-pub(crate) fn has_line_break(bytes: &[u8]) -> bool {
+/// about 3× as much, on every line of every stream (issue 41). Public for the
+/// simulator's framing assertion, which checks its payloads the same way.
+pub fn has_line_break(bytes: &[u8]) -> bool {
     let mut blocks = bytes.chunks_exact(16);
     for block in &mut blocks {
         let breaks = block.iter().fold(0u8, |seen, &byte| {

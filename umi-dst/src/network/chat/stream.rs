@@ -58,28 +58,11 @@ fn frame_with(out: &mut Vec<u8>, framing: Framing, write: impl FnOnce(&mut Vec<u
     // would end its `data:` line early (the decoder asserts it gets whole lines).
     let payload = &out[start..];
     debug_assert!(
-        !has_line_break(payload),
+        !umi_core::llm::wire::lines::has_line_break(payload),
         "the chat encoder framed a payload with a line break in it: {:?}",
         String::from_utf8_lossy(payload)
     );
     out.extend_from_slice(end);
-}
-
-/// Whether `bytes` holds a `\n` or a `\r` (the framing's assertion), sixteen bytes at a
-/// time: a fold over a fixed block the compiler turns into vector compares, about a third
-/// of two `contains` scans per chunk in a sim build (issue 41; the client's line decoder
-/// checks its lines the same way).
-fn has_line_break(bytes: &[u8]) -> bool {
-    let mut blocks = bytes.chunks_exact(16);
-    for block in &mut blocks {
-        let breaks = block.iter().fold(0u8, |seen, &b| {
-            seen | u8::from(b == b'\n') | u8::from(b == b'\r')
-        });
-        if breaks != 0 {
-            return true;
-        }
-    }
-    blocks.remainder().iter().any(|&b| b == b'\n' || b == b'\r')
 }
 
 /// Writes one `data:` event in `framing` carrying `payload`.
