@@ -18,10 +18,16 @@
 //! them would cost about what computing them does. An input is stored the second time
 //! it is seen (a growing conversation, never sent twice, costs one XXH3 pass and no
 //! copy), and each memo keeps at most its `*_BYTES_MAX` of inputs, evicting the oldest
-//! first.
+//! first. All threads' memos together keep at most [`PROCESS_MEMO_BYTES_MAX`]: `dst
+//! serve` runs a simulation thread per concurrent request (up to 64), and 40 MiB each
+//! would be 2.5 GiB. A thread that finds the process's budget spent evicts its own
+//! oldest inputs to make room, or does not store; which inputs are stored never changes
+//! an answer, only how long it takes, so a budget shared between threads is no state a
+//! seed can see.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sha2::{Digest, Sha256};
 use umi_core::llm::tokens::estimate_text_tokens;
@@ -36,6 +42,29 @@ const DIGEST_MEMO_BYTES_MAX: usize = 32 * 1024 * 1024;
 
 /// Bytes of message texts one thread's text memo keeps.
 const TEXT_MEMO_BYTES_MAX: usize = 8 * 1024 * 1024;
+
+/// Bytes of inputs all threads' memos keep together: a sweep worker's one thread keeps
+/// its 40 MiB; `dst serve`'s simulation threads share this.
+pub(crate) const PROCESS_MEMO_BYTES_MAX: usize = 256 * 1024 * 1024;
+
+/// Bytes of inputs stored in every thread's memos now (each memo gives back what it holds
+/// when its thread ends).
+static PROCESS_MEMO_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// Takes `bytes` of the process's memo budget from `used` (at most `bytes_max` in all);
+/// false, taking nothing, when they do not fit.
+fn reserve(used: &AtomicUsize, bytes_max: usize, bytes: usize) -> bool {
+    used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+        now.checked_add(bytes).filter(|total| *total <= bytes_max)
+    })
+    .is_ok()
+}
+
+/// Gives `bytes` taken by [`reserve`] back to `used`.
+fn release(used: &AtomicUsize, bytes: usize) {
+    let before = used.fetch_sub(bytes, Ordering::Relaxed);
+    assert!(before >= bytes, "memo budget released {bytes} of {before}");
+}
 
 /// The words SimLLM's keyword routing looks for in an untagged prompt, lowercased
 /// (`route::Builtin::for_request`); [`Words`] has one bit per word, in this order.
@@ -112,10 +141,29 @@ struct Memo<V> {
     /// Keys of inputs seen once and not stored, oldest first.
     seen: VecDeque<u64>,
     seen_keys: BTreeSet<u64>,
+    /// The budget shared with the other threads' memos, and its size.
+    shared: &'static AtomicUsize,
+    shared_bytes_max: usize,
+}
+
+impl<V> Drop for Memo<V> {
+    fn drop(&mut self) {
+        release(self.shared, self.bytes);
+    }
 }
 
 impl<V: Copy> Memo<V> {
     const fn new(bytes_max: usize) -> Self {
+        Self::sharing(bytes_max, &PROCESS_MEMO_BYTES, PROCESS_MEMO_BYTES_MAX)
+    }
+
+    /// A memo of at most `bytes_max` whose inputs also count against `shared` (at most
+    /// `shared_bytes_max` for every memo using it).
+    const fn sharing(
+        bytes_max: usize,
+        shared: &'static AtomicUsize,
+        shared_bytes_max: usize,
+    ) -> Self {
         Self {
             entries: BTreeMap::new(),
             order: VecDeque::new(),
@@ -123,6 +171,8 @@ impl<V: Copy> Memo<V> {
             bytes_max,
             seen: VecDeque::new(),
             seen_keys: BTreeSet::new(),
+            shared,
+            shared_bytes_max,
         }
     }
 
@@ -172,17 +222,33 @@ impl<V: Copy> Memo<V> {
         if input.len() > self.bytes_max {
             return;
         }
-        while self.bytes + input.len() > self.bytes_max {
-            let Some(oldest) = self.order.pop_front() else {
-                break;
-            };
-            if let Some(evicted) = self.entries.remove(&oldest) {
-                self.bytes -= evicted.input.len();
+        while self.bytes + input.len() > self.bytes_max && self.evict_oldest() {}
+        // The process's budget: this thread's own oldest inputs make room, or the input
+        // is not stored.
+        while !reserve(self.shared, self.shared_bytes_max, input.len()) {
+            if !self.evict_oldest() {
+                return;
             }
         }
         self.bytes += input.len();
         self.order.push_back(key);
-        self.entries.insert(key, Entry { input, value });
+        if let Some(replaced) = self.entries.insert(key, Entry { input, value }) {
+            // Only a colliding key is stored again (a hit never reaches here).
+            self.bytes -= replaced.input.len();
+            release(self.shared, replaced.input.len());
+        }
+    }
+
+    /// Evicts the oldest stored input, giving its bytes back; false when none is stored.
+    fn evict_oldest(&mut self) -> bool {
+        let Some(oldest) = self.order.pop_front() else {
+            return false;
+        };
+        if let Some(evicted) = self.entries.remove(&oldest) {
+            self.bytes -= evicted.input.len();
+            release(self.shared, evicted.input.len());
+        }
+        true
     }
 }
 
@@ -474,5 +540,50 @@ mod tests {
         memo.get_or_compute(&[b"0123456789ab"], || 2);
         memo.get_or_compute(&[b"0123456789ab"], || 2);
         assert!(memo.bytes <= 10);
+    }
+
+    /// Every thread's memos together keep at most the process's budget: a memo that finds
+    /// it spent evicts its own oldest inputs, or stores nothing (and still answers), and
+    /// a memo gives its bytes back when it is dropped (its thread ends).
+    #[test]
+    fn all_memos_together_keep_at_most_the_process_budget() {
+        static SHARED: AtomicUsize = AtomicUsize::new(0);
+        let mut first: Memo<u32> = Memo::sharing(100, &SHARED, 10);
+        let mut second: Memo<u32> = Memo::sharing(100, &SHARED, 10);
+        for _ in 0..2 {
+            first.get_or_compute(&[b"aaaa"], || 1);
+            first.get_or_compute(&[b"bbbb"], || 2);
+        }
+        assert_eq!(SHARED.load(Ordering::Relaxed), 8);
+        // The second memo holds nothing to evict: it answers and does not store.
+        for _ in 0..3 {
+            assert_eq!(second.get_or_compute(&[b"cccc"], || 3), 3);
+        }
+        assert!(second.entries.is_empty());
+        assert_eq!(SHARED.load(Ordering::Relaxed), 8);
+        // The first makes room by evicting its own oldest.
+        for _ in 0..2 {
+            first.get_or_compute(&[b"dddd"], || 4);
+        }
+        assert_eq!(first.bytes, 8);
+        assert!(!first.entries.contains_key(&key_of(&[b"aaaa"])));
+        assert_eq!(SHARED.load(Ordering::Relaxed), 8);
+        // Dropped, it gives its bytes back; the second can then store.
+        drop(first);
+        assert_eq!(SHARED.load(Ordering::Relaxed), 0);
+        assert_eq!(second.get_or_compute(&[b"cccc"], || 3), 3);
+        assert_eq!(SHARED.load(Ordering::Relaxed), 4);
+        second.get_or_compute(&[b"cccc"], || unreachable!("stored"));
+    }
+
+    #[test]
+    fn the_budget_refuses_what_does_not_fit() {
+        let used = AtomicUsize::new(6);
+        assert!(!reserve(&used, 10, 5));
+        assert_eq!(used.load(Ordering::Relaxed), 6);
+        assert!(reserve(&used, 10, 4));
+        assert!(!reserve(&used, usize::MAX, usize::MAX));
+        release(&used, 10);
+        assert_eq!(used.load(Ordering::Relaxed), 0);
     }
 }
