@@ -214,6 +214,8 @@ impl LlmRouter {
         // The overflow that ended the last model tried, if that is how it ended: returned
         // as it is when no larger window is left, so the caller can shrink the prompt.
         let mut overflow: Option<LlmError> = None;
+        // The conversation as the last model was sent it, readdressed for the next.
+        let mut routed: Option<Arc<CompletionRequest>> = None;
         while let Some(id) = chain.pop_front() {
             tried.push(id.clone());
             overflow = None;
@@ -224,7 +226,7 @@ impl LlmRouter {
                 streaming,
                 deadline,
             };
-            match self.try_model(attempt, &mut failures).await {
+            match self.try_model(attempt, &mut routed, &mut failures).await {
                 ModelEnd::Answered(answer) => return Ok(answer),
                 ModelEnd::Refused(error) => return Err(error),
                 ModelEnd::Overflowed(error) => {
@@ -286,6 +288,7 @@ impl LlmRouter {
     async fn try_model(
         &self,
         attempted: Attempted<'_>,
+        last_routed: &mut Option<Arc<CompletionRequest>>,
         failures: &mut Vec<FailedAttempt>,
     ) -> ModelEnd {
         let Attempted {
@@ -297,7 +300,7 @@ impl LlmRouter {
         } = attempted;
         let target = self.targets[id].model.clone();
         let provider = crate::llm::ModelId::provider_of(id).to_owned();
-        let routed = routed_to(request, &target);
+        let routed = routed_to(last_routed, request, &target);
         for number in 0..=self.retry.max_retries {
             let now = self.env.elapsed();
             if now >= deadline {
@@ -511,11 +514,25 @@ impl LanguageModel for LlmRouter {
 
 /// `request` addressed to `target`'s model, shared by every attempt on it: each
 /// attempt's future owns a handle, not a copy of the whole conversation.
+///
+/// `last` is the copy the call's previous model was sent. When no attempt holds it any
+/// more, it is readdressed in place instead of copying the conversation again: it is
+/// `request` with only `model` set, so the result is the same request either way.
 fn routed_to(
+    last: &mut Option<Arc<CompletionRequest>>,
     request: &CompletionRequest,
     target: &Arc<dyn LanguageModel>,
 ) -> Arc<CompletionRequest> {
+    let model = &target.model_ref().model;
+    if let Some(shared) = last.as_mut()
+        && let Some(routed) = Arc::get_mut(shared)
+    {
+        routed.model.clone_from(model);
+        return Arc::clone(shared);
+    }
     let mut routed = request.clone();
-    routed.model = target.model_ref().model.clone();
-    Arc::new(routed)
+    routed.model = model.clone();
+    let shared = Arc::new(routed);
+    *last = Some(Arc::clone(&shared));
+    shared
 }
