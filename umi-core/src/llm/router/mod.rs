@@ -536,3 +536,55 @@ fn routed_to(
     *last = Some(Arc::clone(&shared));
     shared
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::Message;
+
+    /// A model that only has a name: `routed_to` reads nothing else.
+    struct Named(ModelRef);
+
+    #[async_trait]
+    impl LanguageModel for Named {
+        fn model_ref(&self) -> &ModelRef {
+            &self.0
+        }
+
+        async fn stream(&self, _request: &CompletionRequest) -> Result<EventStream, LlmError> {
+            unreachable!("routed_to never calls the model")
+        }
+    }
+
+    fn named(model: &str) -> Arc<dyn LanguageModel> {
+        Arc::new(Named(ModelRef::new("sim", model, 8_192, 1_024)))
+    }
+
+    /// Issue 41: the next model's request is the last one's copy readdressed when no
+    /// attempt holds it any more, and a fresh copy when one does (the held one keeps
+    /// its model); either way it is the caller's request with only `model` set.
+    #[test]
+    fn a_request_is_readdressed_only_when_no_attempt_holds_it() {
+        let request = CompletionRequest::new(vec![Message::user("a long conversation")]);
+        let expected = |model: &str| {
+            let mut routed = request.clone();
+            routed.model = model.to_owned();
+            routed
+        };
+        let mut last = None;
+        let first = routed_to(&mut last, &request, &named("a"));
+        assert_eq!(*first, expected("a"));
+        // Still held (an attempt's stream, say): the next model gets a copy of its own.
+        let second = routed_to(&mut last, &request, &named("b"));
+        assert_eq!(*first, expected("a"), "a held request is never changed");
+        assert_eq!(*second, expected("b"));
+        assert!(!Arc::ptr_eq(&first, &second));
+        drop(first);
+        let second_at = Arc::as_ptr(&second);
+        drop(second);
+        // Released: the same allocation, readdressed.
+        let third = routed_to(&mut last, &request, &named("c"));
+        assert_eq!(*third, expected("c"));
+        assert_eq!(Arc::as_ptr(&third), second_at);
+    }
+}

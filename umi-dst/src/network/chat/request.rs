@@ -494,6 +494,8 @@ mod tests {
             "some_future_field": {"anything": true},
         }))
         .unwrap();
+        // A string content is moved out of the parsed body (issue 41): the same text.
+        assert_eq!(parsed.request.messages[0].text(), "Be brief.");
         assert_eq!(parsed.request.messages[1].text(), "Hello, world");
         assert_eq!(parsed.request.max_tokens, Some(64));
         assert!(parsed.stream && parsed.include_usage);
