@@ -22,7 +22,7 @@ use umi_core::llm::ModelId;
 use umi_core::llm::router::{CooldownPolicy, RouterEvent};
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
-use crate::common::{PROVIDERS, RouterStack, ask, chat, scenario_retry};
+use crate::common::{PROVIDERS, RouterStack, ask, chat_owned, scenario_retry};
 
 /// Calls per seed.
 const CALLS_PER_SEED: usize = 12;
@@ -90,7 +90,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         };
         let stream = calls.bool_with(0.5);
         let started = env.elapsed();
-        let _ = ask(stack.router.as_ref(), &chat(text, "chain"), stream).await;
+        let _ = ask(stack.router.as_ref(), &chat_owned(text, "chain"), stream).await;
         let took = env.elapsed() - started;
         ensure!(took <= bound, "call {index} took {took:?}, over {bound:?}");
         env.sleep(Duration::from_millis(env.random_in_range(
