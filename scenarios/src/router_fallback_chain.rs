@@ -22,10 +22,15 @@ use umi_core::llm::ModelId;
 use umi_core::llm::router::{CooldownPolicy, RouterEvent};
 use umi_dst::{FaultConfig, FaultKind, SimEnvironment, Violation, ensure};
 
-use crate::common::{PROVIDERS, RouterStack, ask, chat, scenario_retry};
+use crate::common::{PROVIDERS, RouterStack, ask, chat_owned, scenario_retry};
 
 /// Calls per seed.
 const CALLS_PER_SEED: usize = 12;
+
+/// The long transcript a tenth of the calls carry (about 145 KB), built once per
+/// process: a constant text, read-only, so no seed can see what another did with it.
+static LARGE_TRANSCRIPT: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| "the full transcript follows. ".repeat(5_000));
 
 /// The scenario.
 #[umi_dst::scenario(
@@ -75,7 +80,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         );
     }
     let bound = Duration::from_millis(retry.deadline_ms + retry.request_timeout_ms);
-    let large = "the full transcript follows. ".repeat(5_000);
+    let large = LARGE_TRANSCRIPT.as_str();
     let mut calls = sim.task_rng("workload.calls");
     for index in 0..CALLS_PER_SEED {
         let text = if calls.bool_with(0.1) {
@@ -85,7 +90,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         };
         let stream = calls.bool_with(0.5);
         let started = env.elapsed();
-        let _ = ask(stack.router.as_ref(), &chat(&text, "chain"), stream).await;
+        let _ = ask(stack.router.as_ref(), &chat_owned(text, "chain"), stream).await;
         let took = env.elapsed() - started;
         ensure!(took <= bound, "call {index} took {took:?}, over {bound:?}");
         env.sleep(Duration::from_millis(env.random_in_range(

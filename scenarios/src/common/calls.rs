@@ -27,6 +27,12 @@ pub async fn ask(
 
 /// A short chat request with task tag `task`.
 pub fn chat(text: &str, task: &str) -> CompletionRequest {
+    chat_owned(text.to_owned(), task)
+}
+
+/// [`chat`] of a text the caller owns: moved into the request, not copied (a long
+/// transcript is most of a request's bytes).
+pub fn chat_owned(text: String, task: &str) -> CompletionRequest {
     CompletionRequest::new(vec![
         Message::system("You are a concise assistant."),
         Message::user(text),

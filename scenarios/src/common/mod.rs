@@ -8,7 +8,7 @@ mod router_stack;
 mod tools;
 mod workload;
 
-pub use calls::{ask, chat, fault_on};
+pub use calls::{ask, chat, chat_owned, fault_on};
 pub use deep::{DEEP_EVENT_CHANCE, Stages, event};
 pub use router_stack::{PROVIDERS, RouterStack, scenario_retry, sim_model};
 pub use tools::{

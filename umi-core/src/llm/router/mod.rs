@@ -214,6 +214,8 @@ impl LlmRouter {
         // The overflow that ended the last model tried, if that is how it ended: returned
         // as it is when no larger window is left, so the caller can shrink the prompt.
         let mut overflow: Option<LlmError> = None;
+        // The conversation as the last model was sent it, readdressed for the next.
+        let mut routed: Option<Arc<CompletionRequest>> = None;
         while let Some(id) = chain.pop_front() {
             tried.push(id.clone());
             overflow = None;
@@ -224,7 +226,7 @@ impl LlmRouter {
                 streaming,
                 deadline,
             };
-            match self.try_model(attempt, &mut failures).await {
+            match self.try_model(attempt, &mut routed, &mut failures).await {
                 ModelEnd::Answered(answer) => return Ok(answer),
                 ModelEnd::Refused(error) => return Err(error),
                 ModelEnd::Overflowed(error) => {
@@ -286,6 +288,7 @@ impl LlmRouter {
     async fn try_model(
         &self,
         attempted: Attempted<'_>,
+        last_routed: &mut Option<Arc<CompletionRequest>>,
         failures: &mut Vec<FailedAttempt>,
     ) -> ModelEnd {
         let Attempted {
@@ -297,7 +300,7 @@ impl LlmRouter {
         } = attempted;
         let target = self.targets[id].model.clone();
         let provider = crate::llm::ModelId::provider_of(id).to_owned();
-        let routed = routed_to(request, &target);
+        let routed = routed_to(last_routed, request, &target);
         for number in 0..=self.retry.max_retries {
             let now = self.env.elapsed();
             if now >= deadline {
@@ -511,11 +514,77 @@ impl LanguageModel for LlmRouter {
 
 /// `request` addressed to `target`'s model, shared by every attempt on it: each
 /// attempt's future owns a handle, not a copy of the whole conversation.
+///
+/// `last` is the copy the call's previous model was sent. When no attempt holds it any
+/// more, it is readdressed in place instead of copying the conversation again: it is
+/// `request` with only `model` set, so the result is the same request either way.
 fn routed_to(
+    last: &mut Option<Arc<CompletionRequest>>,
     request: &CompletionRequest,
     target: &Arc<dyn LanguageModel>,
 ) -> Arc<CompletionRequest> {
+    let model = &target.model_ref().model;
+    if let Some(shared) = last.as_mut()
+        && let Some(routed) = Arc::get_mut(shared)
+    {
+        routed.model.clone_from(model);
+        return Arc::clone(shared);
+    }
     let mut routed = request.clone();
-    routed.model = target.model_ref().model.clone();
-    Arc::new(routed)
+    routed.model = model.clone();
+    let shared = Arc::new(routed);
+    *last = Some(Arc::clone(&shared));
+    shared
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::Message;
+
+    /// A model that only has a name: `routed_to` reads nothing else.
+    struct Named(ModelRef);
+
+    #[async_trait]
+    impl LanguageModel for Named {
+        fn model_ref(&self) -> &ModelRef {
+            &self.0
+        }
+
+        async fn stream(&self, _request: &CompletionRequest) -> Result<EventStream, LlmError> {
+            unreachable!("routed_to never calls the model")
+        }
+    }
+
+    fn named(model: &str) -> Arc<dyn LanguageModel> {
+        Arc::new(Named(ModelRef::new("sim", model, 8_192, 1_024)))
+    }
+
+    /// Issue 41: the next model's request is the last one's copy readdressed when no
+    /// attempt holds it any more, and a fresh copy when one does (the held one keeps
+    /// its model); either way it is the caller's request with only `model` set.
+    #[test]
+    fn a_request_is_readdressed_only_when_no_attempt_holds_it() {
+        let request = CompletionRequest::new(vec![Message::user("a long conversation")]);
+        let expected = |model: &str| {
+            let mut routed = request.clone();
+            routed.model = model.to_owned();
+            routed
+        };
+        let mut last = None;
+        let first = routed_to(&mut last, &request, &named("a"));
+        assert_eq!(*first, expected("a"));
+        // Still held (an attempt's stream, say): the next model gets a copy of its own.
+        let second = routed_to(&mut last, &request, &named("b"));
+        assert_eq!(*first, expected("a"), "a held request is never changed");
+        assert_eq!(*second, expected("b"));
+        assert!(!Arc::ptr_eq(&first, &second));
+        drop(first);
+        let second_at = Arc::as_ptr(&second);
+        drop(second);
+        // Released: the same allocation, readdressed.
+        let third = routed_to(&mut last, &request, &named("c"));
+        assert_eq!(*third, expected("c"));
+        assert_eq!(Arc::as_ptr(&third), second_at);
+    }
 }

@@ -34,11 +34,12 @@ fn type_name(value: &Value) -> &'static str {
 
 /// The text of a message's `content`: a string, an array of parts (the text parts,
 /// joined; images and audio are accepted and carry no text a simulated model reads), or
-/// `null`.
-fn content(value: Option<&Value>, path: &str) -> Result<String, RequestError> {
+/// `null`. A string is moved out of the parsed body, not copied: nothing reads a
+/// message's `content` again (a long conversation's text is most of a request's bytes).
+fn content(value: Option<&mut Value>, path: &str) -> Result<String, RequestError> {
     match value {
         None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(text)) => Ok(text.clone()),
+        Some(Value::String(text)) => Ok(std::mem::take(text)),
         Some(Value::Array(parts)) => {
             let mut text = String::new();
             for (index, part) in parts.iter().enumerate() {
@@ -116,15 +117,17 @@ fn tool_calls(message: &Value, path: &str) -> Result<Vec<ToolCall>, RequestError
     Ok(out)
 }
 
-fn message(value: &Value, index: usize) -> Result<Message, RequestError> {
+fn message(value: &mut Value, index: usize) -> Result<Message, RequestError> {
     let path = format!("messages[{index}]");
+    // Moved out, not copied (see `content`); the role is checked first, as before.
+    let mut taken = value.get_mut("content").map(Value::take);
     let role = value.get("role").and_then(Value::as_str).ok_or_else(|| {
         refuse(
             format!("{path}.role"),
             format!("Missing required parameter: '{path}.role'."),
         )
     })?;
-    let text = content(value.get("content"), &format!("{path}.content"))?;
+    let text = content(taken.as_mut(), &format!("{path}.content"))?;
     Ok(match role {
         "system" | "developer" => Message::system(text),
         "user" => Message::user(text),
@@ -273,15 +276,16 @@ fn output_schema(value: &Value) -> Result<OutputSchema, RequestError> {
 
 /// Parses `body` as `profile`'s server does.
 pub(crate) fn parse(body: &[u8], profile: Profile) -> Result<Parsed, RequestError> {
-    let value = body_object(body)?;
-    let messages = messages_of(&value)?;
-    let mut request = CompletionRequest::new(Vec::with_capacity(messages.len()));
-    request.model = value
+    let mut value = body_object(body)?;
+    let model = value
         .get("model")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned();
-    for (index, item) in messages.iter().enumerate() {
+    let messages = messages_of(&mut value)?;
+    let mut request = CompletionRequest::new(Vec::with_capacity(messages.len()));
+    request.model = model;
+    for (index, item) in messages.iter_mut().enumerate() {
         request.messages.push(message(item, index)?);
     }
     request.tools = tools(&value)?;
@@ -325,8 +329,8 @@ fn body_object(body: &[u8]) -> Result<Value, RequestError> {
 }
 
 /// The `messages` array: present, an array, not empty.
-fn messages_of(value: &Value) -> Result<&Vec<Value>, RequestError> {
-    match value.get("messages") {
+fn messages_of(value: &mut Value) -> Result<&mut Vec<Value>, RequestError> {
+    match value.get_mut("messages") {
         None | Some(Value::Null) => Err(refuse(
             "messages",
             "Missing required parameter: 'messages'.",
@@ -490,6 +494,8 @@ mod tests {
             "some_future_field": {"anything": true},
         }))
         .unwrap();
+        // A string content is moved out of the parsed body (issue 41): the same text.
+        assert_eq!(parsed.request.messages[0].text(), "Be brief.");
         assert_eq!(parsed.request.messages[1].text(), "Hello, world");
         assert_eq!(parsed.request.max_tokens, Some(64));
         assert!(parsed.stream && parsed.include_usage);

@@ -18,7 +18,7 @@ fn refuse(param: &str, message: impl Into<String>) -> RequestError {
 
 /// `body` as Ollama's server reads a chat request, or its refusal.
 pub(super) fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
-    let value = body_value(body)?;
+    let mut value = body_value(body)?;
     let mut request = CompletionRequest::new(Vec::new());
     request.model = value
         .get("model")
@@ -28,7 +28,7 @@ pub(super) fn parse(body: &[u8]) -> Result<Parsed, RequestError> {
     if request.model.is_empty() {
         return Err(refuse("model", "model is required"));
     }
-    request.messages = messages(&value)?;
+    request.messages = messages(&mut value)?;
     request.tools =
         super::super::parse_tools(&value).map_err(|message| refuse("tools", message))?;
     apply_options(&value, &mut request);
@@ -62,9 +62,10 @@ fn body_value(body: &[u8]) -> Result<Value, RequestError> {
 }
 
 /// The conversation: `messages`, an array (absent: none). Calls without an id are
-/// numbered `call_<n>` across the whole conversation.
-fn messages(value: &Value) -> Result<Vec<Message>, RequestError> {
-    let items = match value.get("messages") {
+/// numbered `call_<n>` across the whole conversation. Each message's text is moved out
+/// of the parsed body, not copied: nothing reads it there again.
+fn messages(value: &mut Value) -> Result<Vec<Message>, RequestError> {
+    let items = match value.get_mut("messages") {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(items)) => items,
         Some(_) => {
@@ -76,17 +77,21 @@ fn messages(value: &Value) -> Result<Vec<Message>, RequestError> {
     };
     let mut call_number = 0usize;
     let mut messages = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
+    for (index, item) in items.iter_mut().enumerate() {
         messages.push(message(item, index, &mut call_number)?);
     }
     Ok(messages)
 }
 
 /// Message `index` of the conversation.
-fn message(item: &Value, index: usize, call_number: &mut usize) -> Result<Message, RequestError> {
-    let content = match item.get("content") {
+fn message(
+    item: &mut Value,
+    index: usize,
+    call_number: &mut usize,
+) -> Result<Message, RequestError> {
+    let content = match item.get_mut("content") {
         None | Some(Value::Null) => String::new(),
-        Some(Value::String(text)) => text.clone(),
+        Some(Value::String(text)) => std::mem::take(text),
         Some(_) => {
             return Err(refuse(
                 &format!("messages[{index}].content"),
