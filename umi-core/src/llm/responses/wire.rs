@@ -352,7 +352,12 @@ impl EventDecoder {
     }
 
     /// An event that ends the stream (`kind`), read whole.
-    fn on_end(&mut self, kind: &str, data: &str, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+    fn on_end(
+        &mut self,
+        kind: &str,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
         // `data` was read as an event head, which accepts what a `Value` accepts.
         let value: Value =
             serde_json::from_str(data).map_err(|_| invalid("an event's data is not JSON", data))?;
