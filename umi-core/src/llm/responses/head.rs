@@ -19,7 +19,7 @@ use crate::llm::wire::tag::ErrorTag;
 
 /// A field as the decoder reads it: a string, an unsigned integer, or anything else.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(super) enum Scalar<'a> {
+pub(crate) enum Scalar<'a> {
     /// A string.
     Str(Cow<'a, str>),
     /// An integer that fits a `u64` (what `Value::as_u64` gives).
@@ -32,7 +32,7 @@ pub(super) enum Scalar<'a> {
 
 impl Scalar<'_> {
     /// The text, or `""` for anything that is not a string (`text_of`).
-    pub(super) fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         match self {
             Self::Str(text) => text,
             Self::U64(_) | Self::Other => "",
@@ -105,13 +105,13 @@ impl<'de> Visitor<'de> for ScalarVisitor {
 }
 
 /// Reads the rest of an array as `Value` would, keeping nothing.
-fn walk_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+pub(crate) fn walk_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
     while seq.next_element::<ErrorTag>()?.is_some() {}
     Ok(())
 }
 
 /// Reads the rest of an object as `Value` would, keeping nothing.
-fn walk_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+pub(crate) fn walk_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
     while map.next_key::<ErrorTag>()?.is_some() {
         map.next_value::<ErrorTag>()?;
     }
@@ -224,6 +224,7 @@ macro_rules! fields_visitor {
         }
     };
 }
+pub(crate) use fields_visitor;
 
 fields_visitor!(HeadVisitor, EventHead, {
     "type" => kind: Scalar<'de>,
