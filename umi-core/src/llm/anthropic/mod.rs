@@ -9,6 +9,7 @@
 //! The format plugs into [`crate::llm::client::WireClient`] through [`ClientFormat`],
 //! implemented by [`AnthropicConfig`].
 
+mod head;
 #[cfg(test)]
 mod tests;
 mod wire;

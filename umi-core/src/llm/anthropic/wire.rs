@@ -18,11 +18,14 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::head::DeltaEvent;
+
 use crate::llm::error::{LlmError, snippet};
 use crate::llm::event::StreamEvent;
 use crate::llm::message::{Message, ToolCall};
 use crate::llm::request::{CompletionRequest, ToolChoice};
 use crate::llm::response::{CompletionResponse, FinishReason, TokenUsage};
+use crate::llm::responses::head::Scalar;
 use crate::llm::wire::errors::from_stream_error;
 use crate::llm::wire::reader::WireDecoder;
 use crate::llm::wire::sse::{SseDecoder, SseEvent};
@@ -290,6 +293,24 @@ impl EventDecoder {
         if self.done {
             return Ok(());
         }
+        // Deltas (nearly every event) are read for their few fields, without a tree;
+        // the head accepts exactly what a `Value` accepts, so the rest read it whole.
+        let head: DeltaEvent<'_> = serde_json::from_str(&event.data)
+            .map_err(|_| invalid("an event's data is not JSON", &event.data))?;
+        let head_kind = match &head.kind {
+            Scalar::Str(kind) => Some(kind.as_ref()),
+            Scalar::U64(_) | Scalar::Other => None,
+        }
+        .or(event.event.as_deref())
+        .unwrap_or("");
+        match head_kind {
+            "content_block_delta" => {
+                self.head_delta(&head, out);
+                return Ok(());
+            }
+            "ping" | "content_block_stop" => return Ok(()),
+            _ => {}
+        }
         let value: Value = serde_json::from_str(&event.data)
             .map_err(|_| invalid("an event's data is not JSON", &event.data))?;
         let kind = value
@@ -300,7 +321,6 @@ impl EventDecoder {
         match kind {
             "message_start" => self.merge_usage(value.pointer("/message/usage")),
             "content_block_start" => self.block_start(&value, out),
-            "content_block_delta" => self.block_delta(&value, out),
             "message_delta" => {
                 if let Some(reason) = value.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop = Some(stop_reason(reason));
@@ -354,32 +374,30 @@ impl EventDecoder {
         }
     }
 
-    fn block_delta(&mut self, value: &Value, out: &mut Vec<StreamEvent>) {
-        let index = value.get("index").and_then(Value::as_u64).unwrap_or(0);
-        let Some(delta) = value.get("delta") else {
+    /// A `content_block_delta`, from its head: its text, reasoning or arguments fragment.
+    fn head_delta(&mut self, head: &DeltaEvent<'_>, out: &mut Vec<StreamEvent>) {
+        let index = match head.index {
+            Scalar::U64(index) => index,
+            Scalar::Str(_) | Scalar::Other => 0,
+        };
+        let Some(delta) = &head.delta else {
             return;
         };
-        let text = |key: &str| {
-            delta
-                .get(key)
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-                .map(str::to_owned)
-        };
-        match delta.get("type").and_then(Value::as_str) {
-            Some("text_delta") => {
-                if let Some(text) = text("text") {
+        let text = |field: &Scalar<'_>| Some(field.text().to_owned()).filter(|t| !t.is_empty());
+        match delta.kind.text() {
+            "text_delta" => {
+                if let Some(text) = text(&delta.text) {
                     out.push(StreamEvent::TextDelta { text });
                 }
             }
-            Some("thinking_delta") => {
-                if let Some(text) = text("thinking") {
+            "thinking_delta" => {
+                if let Some(text) = text(&delta.thinking) {
                     out.push(StreamEvent::ReasoningDelta { text });
                 }
             }
-            Some("input_json_delta") => {
+            "input_json_delta" => {
                 if let (Some(fragment), Some(number)) =
-                    (text("partial_json"), self.tools.get(&index))
+                    (text(&delta.partial_json), self.tools.get(&index))
                 {
                     out.push(StreamEvent::ToolCallDelta {
                         index: *number,

@@ -22,6 +22,7 @@ use crate::llm::response::{CompletionResponse, FinishReason, TokenUsage};
 use crate::llm::wire::errors::from_stream_error;
 use crate::llm::wire::reader::WireDecoder;
 use crate::llm::wire::sse::{SseDecoder, SseEvent};
+use crate::llm::wire::tag::ErrorTag;
 
 /// Which field carries the output limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -246,9 +247,10 @@ struct WireResponse {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
-    /// `chat.completion.chunk`, or vLLM's flat error's `"error"`.
+    /// `chat.completion.chunk`, or vLLM's flat error's `"error"`: only which is kept
+    /// (every chunk carries it; no `Value` built for it).
     #[serde(default)]
-    object: Option<Value>,
+    object: Option<ErrorTag>,
     /// FastAPI's error (`{"detail": ...}`, Xinference).
     #[serde(default)]
     detail: Option<Value>,
@@ -263,7 +265,7 @@ impl WireResponse {
         if let Some(error) = self.error.take().filter(|e| !e.is_null()) {
             return Some(from_stream_error(&json!({ "error": error })));
         }
-        let flat = self.object.as_ref().and_then(Value::as_str) == Some("error");
+        let flat = self.object.is_some_and(|tag| tag.is_error);
         let fastapi = self.detail.as_ref().is_some_and(|d| !d.is_null());
         if self.choices.is_empty() && (flat || fastapi) {
             let value = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);

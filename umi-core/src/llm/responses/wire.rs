@@ -30,6 +30,8 @@ use crate::llm::wire::errors::from_stream_error;
 use crate::llm::wire::reader::WireDecoder;
 use crate::llm::wire::sse::{SseDecoder, SseEvent};
 
+use super::head::{EventHead, ItemHead, Scalar};
+
 /// The JSON body of a Responses request.
 pub fn request_body(
     request: &CompletionRequest,
@@ -263,8 +265,8 @@ impl EventDecoder {
         Self::default()
     }
 
-    fn check_sequence(&mut self, value: &Value, data: &str) -> Result<(), LlmError> {
-        let Some(number) = value.get("sequence_number").and_then(Value::as_u64) else {
+    fn check_sequence(&mut self, number: &Scalar<'_>, data: &str) -> Result<(), LlmError> {
+        let Scalar::U64(number) = *number else {
             return Ok(());
         };
         if let Some(expected) = self.next_sequence
@@ -282,8 +284,8 @@ impl EventDecoder {
     }
 
     /// The item a delta belongs to, which the stream must have added.
-    fn item(&self, value: &Value, data: &str) -> Result<Item, LlmError> {
-        let id = text_of(value.get("item_id"));
+    fn item(&self, head: &EventHead<'_>, data: &str) -> Result<Item, LlmError> {
+        let id = head.item_id.text();
         self.items.get(id).copied().ok_or_else(|| {
             invalid(
                 &format!("a delta for item {id:?}, which the stream never added"),
@@ -296,72 +298,96 @@ impl EventDecoder {
         if self.done {
             return Ok(());
         }
-        let value: Value = serde_json::from_str(&event.data)
+        // The fields a delta needs, without a tree (`head`); the events that end the
+        // stream, one per stream, are read whole below.
+        let head: EventHead<'_> = serde_json::from_str(&event.data)
             .map_err(|_| invalid("an event's data is not JSON", &event.data))?;
-        self.check_sequence(&value, &event.data)?;
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .or(event.event.as_deref())
-            .unwrap_or("");
-        let delta = || text_of(value.get("delta")).to_owned();
+        self.check_sequence(&head.sequence_number, &event.data)?;
+        let kind = match &head.kind {
+            Scalar::Str(kind) => Some(kind.as_ref()),
+            Scalar::U64(_) | Scalar::Other => None,
+        }
+        .or(event.event.as_deref())
+        .unwrap_or("");
         match kind {
-            "response.output_item.added" => self.item_added(&value, out),
+            "response.output_item.added" => self.item_added(head.item.as_ref(), out),
             "response.output_text.delta" => {
-                if self.item(&value, &event.data)? != Item::Message {
+                if self.item(&head, &event.data)? != Item::Message {
                     return Err(invalid(
                         "text for an item that is not a message",
                         &event.data,
                     ));
                 }
-                let text = delta();
+                let text = head.delta.text();
                 if !text.is_empty() {
-                    out.push(StreamEvent::TextDelta { text });
+                    out.push(StreamEvent::TextDelta {
+                        text: text.to_owned(),
+                    });
                 }
             }
             "response.refusal.delta" => self.refused = true,
             "response.function_call_arguments.delta" => {
-                self.arguments_delta(&value, &event.data, out)?;
+                self.arguments_delta(&head, &event.data, out)?;
             }
             "response.reasoning_summary_text.delta" => {
-                if self.item(&value, &event.data)? != Item::Reasoning {
+                if self.item(&head, &event.data)? != Item::Reasoning {
                     return Err(invalid(
                         "a summary for an item that is not reasoning",
                         &event.data,
                     ));
                 }
-                let text = delta();
+                let text = head.delta.text();
                 if !text.is_empty() {
-                    out.push(StreamEvent::ReasoningDelta { text });
+                    out.push(StreamEvent::ReasoningDelta {
+                        text: text.to_owned(),
+                    });
                 }
             }
-            "response.completed" | "response.incomplete" => {
-                let response = value.get("response").cloned().unwrap_or(Value::Null);
-                self.done = true;
-                let finish = finish_of(&response, self.calls > 0, self.refused);
-                out.push(StreamEvent::done(finish, usage_of(&response)));
+            "response.completed" | "response.incomplete" | "response.failed" | "error" => {
+                return self.on_end(kind, &event.data, out);
             }
-            "response.failed" => {
-                let response = value.get("response").cloned().unwrap_or(Value::Null);
-                return Err(failure_of(&response));
-            }
-            "error" => return Err(from_stream_error(&value)),
             _ => {}
         }
         Ok(())
     }
 
-    /// A fragment of a call's arguments, for an item that must be a call.
-    fn arguments_delta(
-        &self,
-        value: &Value,
+    /// An event that ends the stream (`kind`), read whole.
+    fn on_end(
+        &mut self,
+        kind: &str,
         data: &str,
         out: &mut Vec<StreamEvent>,
     ) -> Result<(), LlmError> {
-        let Item::Call(index) = self.item(value, data)? else {
+        // `data` was read as an event head, which accepts what a `Value` accepts.
+        let value: Value =
+            serde_json::from_str(data).map_err(|_| invalid("an event's data is not JSON", data))?;
+        match kind {
+            "response.completed" | "response.incomplete" => {
+                let response = value.get("response").cloned().unwrap_or(Value::Null);
+                self.done = true;
+                let finish = finish_of(&response, self.calls > 0, self.refused);
+                out.push(StreamEvent::done(finish, usage_of(&response)));
+                Ok(())
+            }
+            "response.failed" => {
+                let response = value.get("response").cloned().unwrap_or(Value::Null);
+                Err(failure_of(&response))
+            }
+            _ => Err(from_stream_error(&value)),
+        }
+    }
+
+    /// A fragment of a call's arguments, for an item that must be a call.
+    fn arguments_delta(
+        &self,
+        head: &EventHead<'_>,
+        data: &str,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
+        let Item::Call(index) = self.item(head, data)? else {
             return Err(invalid("arguments for an item that is not a call", data));
         };
-        let fragment = text_of(value.get("delta"));
+        let fragment = head.delta.text();
         if !fragment.is_empty() {
             out.push(StreamEvent::ToolCallDelta {
                 index,
@@ -373,25 +399,24 @@ impl EventDecoder {
         Ok(())
     }
 
-    fn item_added(&mut self, value: &Value, out: &mut Vec<StreamEvent>) {
-        let Some(item) = value.get("item") else {
+    fn item_added(&mut self, item: Option<&ItemHead<'_>>, out: &mut Vec<StreamEvent>) {
+        let Some(item) = item else {
             return;
         };
-        let id = text_of(item.get("id")).to_owned();
-        let kind = match item.get("type").and_then(Value::as_str) {
-            Some("message") => Item::Message,
-            Some("reasoning") => Item::Reasoning,
-            Some("function_call") => {
+        let id = item.id.text().to_owned();
+        let kind = match item.kind.text() {
+            "message" => Item::Message,
+            "reasoning" => Item::Reasoning,
+            "function_call" => {
                 let index = self.calls;
                 self.calls += 1;
-                let field = |key: &str| {
-                    Some(text_of(item.get(key)).to_owned()).filter(|text| !text.is_empty())
-                };
+                let field =
+                    |field: &Scalar<'_>| Some(field.text().to_owned()).filter(|t| !t.is_empty());
                 out.push(StreamEvent::ToolCallDelta {
                     index,
-                    id: field("call_id"),
-                    name: field("name"),
-                    arguments_fragment: field("arguments"),
+                    id: field(&item.call_id),
+                    name: field(&item.name),
+                    arguments_fragment: field(&item.arguments),
                 });
                 Item::Call(index)
             }

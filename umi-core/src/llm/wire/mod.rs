@@ -11,4 +11,5 @@ pub mod lines;
 pub mod reader;
 pub mod sse;
 pub mod stop_filter;
+pub mod tag;
 pub mod tools;

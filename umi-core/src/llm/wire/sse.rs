@@ -45,6 +45,15 @@ impl SseDecoder {
     /// Feeds `chunk`, pushing the events it completed onto `events`. On an error the
     /// events completed before it in the same chunk are still pushed.
     pub fn feed(&mut self, chunk: &[u8], events: &mut Vec<SseEvent>) -> Result<(), LlmError> {
+        // One byte that ends no line (a split-invariance check feeds whole streams so)
+        // completes no line, so no event: the line decoder keeps it, and nothing else
+        // is touched (no moving the line decoder out and back for it).
+        if let &[byte] = chunk
+            && byte != b'\n'
+            && byte != b'\r'
+        {
+            return self.lines.feed_each(chunk, &mut |_| Ok(()));
+        }
         // The lines are read as they are split, lent rather than copied; the line decoder
         // is out of `self` meanwhile (so `line` can have the rest of it), and put back.
         let mut lines = std::mem::take(&mut self.lines);

@@ -1,0 +1,313 @@
+//! The fields of a Responses event that its deltas need, read without a `Value` tree.
+//!
+//! Most events of a stream are deltas (`response.output_text.delta` and its kin), each
+//! read for its `type`, `sequence_number`, `item_id` and `delta`, plus `item` on
+//! `response.output_item.added`. Reading each as a `serde_json::Value` built a map per
+//! event (issue 41). [`EventHead`] keeps only those fields, borrowed from the data
+//! when they hold no escape, and reads every other field with [`ErrorTag`], which walks
+//! it as `Value` does: an event is accepted or refused exactly as a `Value` would be
+//! (the same syntax, number ranges and nesting limit), and a repeated key's last value
+//! wins, as in a `Value`'s map. A field of another type than the decoder asks for
+//! (`"delta": 5`) reads as absent, as `Value::as_str` would have it.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use crate::llm::wire::tag::ErrorTag;
+
+/// A field as the decoder reads it: a string, an unsigned integer, or anything else.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) enum Scalar<'a> {
+    /// A string.
+    Str(Cow<'a, str>),
+    /// An integer that fits a `u64` (what `Value::as_u64` gives).
+    U64(u64),
+    /// Anything else (a negative or fractional number, a boolean, `null`, an array or
+    /// an object), read and checked as `Value` reads it.
+    #[default]
+    Other,
+}
+
+impl Scalar<'_> {
+    /// The text, or `""` for anything that is not a string (`text_of`).
+    pub(crate) fn text(&self) -> &str {
+        match self {
+            Self::Str(text) => text,
+            Self::U64(_) | Self::Other => "",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar<'de>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Scalar::Other)
+    }
+
+    fn visit_i64<E>(self, number: i64) -> Result<Self::Value, E> {
+        Ok(u64::try_from(number).map_or(Scalar::Other, Scalar::U64))
+    }
+
+    fn visit_u64<E>(self, number: u64) -> Result<Self::Value, E> {
+        Ok(Scalar::U64(number))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Scalar::Other)
+    }
+
+    fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Borrowed(text)))
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Owned(text.to_owned())))
+    }
+
+    fn visit_string<E>(self, text: String) -> Result<Self::Value, E> {
+        Ok(Scalar::Str(Cow::Owned(text)))
+    }
+
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(Scalar::Other)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Scalar::Other)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        Scalar::deserialize(deserializer)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        walk_seq(seq).map(|()| Scalar::Other)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        walk_map(map).map(|()| Scalar::Other)
+    }
+}
+
+/// Reads the rest of an array as `Value` would, keeping nothing.
+pub(crate) fn walk_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<ErrorTag>()?.is_some() {}
+    Ok(())
+}
+
+/// Reads the rest of an object as `Value` would, keeping nothing.
+pub(crate) fn walk_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_key::<ErrorTag>()?.is_some() {
+        map.next_value::<ErrorTag>()?;
+    }
+    Ok(())
+}
+
+/// The fields of an added item the decoder reads (`item` of
+/// `response.output_item.added`); all absent when the item is not an object.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(super) struct ItemHead<'a> {
+    pub id: Scalar<'a>,
+    pub kind: Scalar<'a>,
+    pub call_id: Scalar<'a>,
+    pub name: Scalar<'a>,
+    pub arguments: Scalar<'a>,
+}
+
+/// The fields of one event the decoder reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(super) struct EventHead<'a> {
+    pub kind: Scalar<'a>,
+    pub sequence_number: Scalar<'a>,
+    pub item_id: Scalar<'a>,
+    pub delta: Scalar<'a>,
+    /// `Some` whenever the event has an `item` key, whatever its value (as
+    /// `Value::get` finds it).
+    pub item: Option<ItemHead<'a>>,
+}
+
+impl<'de> Deserialize<'de> for EventHead<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(HeadVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for ItemHead<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ItemVisitor)
+    }
+}
+
+/// Declares a visitor that reads an object's named fields into a struct (the last of
+/// a repeated key wins) and walks everything else; a value that is not an object is
+/// walked and gives the struct with every field absent.
+macro_rules! fields_visitor {
+    ($visitor:ident, $out:ident, {
+        $($key:literal => $field:ident: $ty:ty $(as $wrap:path)?),* $(,)?
+    }) => {
+        struct $visitor;
+
+        impl<'de> Visitor<'de> for $visitor {
+            type Value = $out<'de>;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("any valid JSON value")
+            }
+
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok($out::default())
+            }
+
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok($out::default())
+            }
+
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok($out::default())
+            }
+
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok($out::default())
+            }
+
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok($out::default())
+            }
+
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok($out::default())
+            }
+
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok($out::default())
+            }
+
+            fn visit_some<D: Deserializer<'de>>(
+                self,
+                deserializer: D,
+            ) -> Result<Self::Value, D::Error> {
+                $out::deserialize(deserializer)
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                walk_seq(seq).map(|()| $out::default())
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = $out::default();
+                // Keys are strings, borrowed when they hold no escape.
+                while let Some(key) = map.next_key::<Scalar<'de>>()? {
+                    match key.text() {
+                        $($key => out.$field = $($wrap)?(map.next_value::<$ty>()?),)*
+                        _ => {
+                            map.next_value::<ErrorTag>()?;
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+    };
+}
+pub(crate) use fields_visitor;
+
+fields_visitor!(HeadVisitor, EventHead, {
+    "type" => kind: Scalar<'de>,
+    "sequence_number" => sequence_number: Scalar<'de>,
+    "item_id" => item_id: Scalar<'de>,
+    "delta" => delta: Scalar<'de>,
+    "item" => item: ItemHead<'de> as Some,
+});
+
+fields_visitor!(ItemVisitor, ItemHead, {
+    "id" => id: Scalar<'de>,
+    "type" => kind: Scalar<'de>,
+    "call_id" => call_id: Scalar<'de>,
+    "name" => name: Scalar<'de>,
+    "arguments" => arguments: Scalar<'de>,
+});
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    /// What the decoder read from a `Value` before: `text_of`, `as_u64`, `as_str`.
+    fn from_value(value: &Value) -> EventHead<'static> {
+        let scalar = |field: Option<&Value>| match field {
+            Some(Value::String(text)) => Scalar::Str(Cow::Owned(text.clone())),
+            Some(number) if number.as_u64().is_some() => Scalar::U64(number.as_u64().unwrap()),
+            _ => Scalar::Other,
+        };
+        EventHead {
+            kind: scalar(value.get("type")),
+            sequence_number: scalar(value.get("sequence_number")),
+            item_id: scalar(value.get("item_id")),
+            delta: scalar(value.get("delta")),
+            item: value.get("item").map(|item| ItemHead {
+                id: scalar(item.get("id")),
+                kind: scalar(item.get("type")),
+                call_id: scalar(item.get("call_id")),
+                name: scalar(item.get("name")),
+                arguments: scalar(item.get("arguments")),
+            }),
+        }
+    }
+
+    /// Every field the decoder reads is what a `Value` gave, and an event is refused
+    /// exactly when a `Value` refuses it.
+    #[test]
+    fn a_head_reads_what_a_value_read() {
+        let deep = |n: usize| format!(r#"{{"x": {}{}}}"#, "[".repeat(n), "]".repeat(n));
+        let events = [
+            r#"{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi \"there\" \u00e9","logprobs":[]}"#.to_owned(),
+            r#"{"type":"response.output_item.added","sequence_number":2,"output_index":1,"item":{"id":"fc_1","type":"function_call","status":"in_progress","arguments":"","call_id":"call_1","name":"get_weather"}}"#.to_owned(),
+            r#"{"type":"response.output_item.added","item":null}"#.to_owned(),
+            r#"{"type":"response.output_item.added","item":[1,2]}"#.to_owned(),
+            r#"{"type":"x","item":{"id":5,"type":null,"name":["a"]}}"#.to_owned(),
+            r#"{"type":"a","type":"b","delta":"1","delta":2,"sequence_number":-1}"#.to_owned(),
+            r#"{"sequence_number":1.0,"item_id":{"a":"b"}}"#.to_owned(),
+            r#"{"sequence_number":18446744073709551615}"#.to_owned(),
+            r#"{"sequence_number":18446744073709551616}"#.to_owned(),
+            r#"{"type":"response.created","response":{"id":"resp_1","usage":null,"n":1e400}}"#.to_owned(),
+            r#"{"type":"response.created","response":{"n":-1e308}}"#.to_owned(),
+            r#"{"t\u0079pe":"escaped key","delta":"\ud83d\ude00"}"#.to_owned(),
+            r#"{"delta":"\ud83d"}"#.to_owned(),
+            r#"["type"]"#.to_owned(),
+            r#""response.completed""#.to_owned(),
+            "null".to_owned(),
+            "5".to_owned(),
+            "{".to_owned(),
+            r#"{"type":"a",}"#.to_owned(),
+            r#"{"type":"a"} x"#.to_owned(),
+            "".to_owned(),
+            deep(120),
+            deep(140),
+        ];
+        for data in &events {
+            let head = serde_json::from_str::<EventHead<'_>>(data);
+            let value = serde_json::from_str::<Value>(data);
+            match (&head, &value) {
+                (Ok(head), Ok(value)) => assert_eq!(*head, from_value(value), "{data}"),
+                (Err(_), Err(_)) => {}
+                _ => panic!("{data}: {head:?} against {value:?}"),
+            }
+        }
+    }
+}
