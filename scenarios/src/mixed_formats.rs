@@ -26,7 +26,7 @@ use umi_dst::checkers::router::{RouterLog, check_router};
 use umi_dst::network::Profile;
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
-use crate::common::{ask, chat, sim_model, tool_definitions};
+use crate::common::{ask, chat_owned, sim_model, tool_definitions};
 
 /// Calls per seed.
 const CALLS_PER_SEED: usize = 10;
@@ -188,7 +188,7 @@ async fn run(sim: SimEnvironment) -> Result<(), Violation> {
         } else {
             format!("call {index}: what is new this week?")
         };
-        let mut request = chat(&text, "mixed");
+        let mut request = chat_owned(text, "mixed");
         if calls.bool_with(0.33) {
             request = request.with_tools(tool_definitions());
         }
