@@ -32,6 +32,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use self::schema::{open_connection, prepare_connection};
+use self::transaction::WriteTransaction;
 
 use super::memory::{sort_hits, validate_batch};
 use super::records::{Entity, EvolutionLink, Note, SearchHit, WriteBatch, text_fingerprint};
@@ -43,6 +44,7 @@ use crate::storage::kinds::{EntityType, EvolutionType};
 
 mod entities;
 mod schema;
+mod transaction;
 mod vectors;
 
 /// `PRAGMA application_id` of Umi memory files ("UMI1").
@@ -285,13 +287,14 @@ fn note_from(row: &Row<'_>) -> rusqlite::Result<Note> {
 }
 
 fn apply_batch(
-    connection: &mut Connection,
+    connection: &Connection,
     path: &Path,
     batch: &WriteBatch,
 ) -> Result<(), StorageError> {
     let db = |e: rusqlite::Error| database_error(path, &e);
-    let transaction = connection.transaction().map_err(db)?;
+    let transaction = WriteTransaction::begin(connection).map_err(db)?;
     {
+        let transaction = transaction.connection();
         let exists = |id: &str| {
             transaction
                 .prepare_cached("SELECT 1 FROM entities WHERE id = ?1")
@@ -308,25 +311,25 @@ fn apply_batch(
         }
         for note in &batch.notes {
             execute_cached(
-                &transaction,
+                transaction,
                     "INSERT OR IGNORE INTO notes (id, text, fingerprint, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
                     params![note.id, note.text, text_fingerprint(&note.text) as i64, note.created_at_ms as i64],
                 )
                 .map_err(db)?;
         }
-        entities::write_entities(&transaction, path, &batch.entities)?;
-        vectors::write_vectors(&transaction, path, &batch.vectors)?;
-        write_links(&transaction, path, &batch.links)?;
+        entities::write_entities(transaction, path, &batch.entities)?;
+        vectors::write_vectors(transaction, path, &batch.vectors)?;
+        write_links(transaction, path, &batch.links)?;
         if !batch.entities.is_empty() || !batch.delete_entities.is_empty() {
-            entities::merge_index(&transaction, path)?;
+            entities::merge_index(transaction, path)?;
         }
     }
     transaction.commit().map_err(db)
 }
 
-/// Inserts `links` in `transaction`.
+/// Inserts `links` in the open transaction of `transaction`.
 fn write_links(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &Connection,
     path: &Path,
     links: &[EvolutionLink],
 ) -> Result<(), StorageError> {
