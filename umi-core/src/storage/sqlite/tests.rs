@@ -26,7 +26,7 @@ fn a_search_reuses_its_prepared_statement() {
         assert_eq!(storage.search("bob", 10).await.unwrap().len(), 2);
         let (reprepared, runs) = storage
             .call(|c| {
-                let statement = c.prepare_cached(&search_sql()).unwrap();
+                let statement = c.prepare_cached(&SEARCH_SQL).unwrap();
                 Ok((
                     statement.get_status(StatementStatus::RePrepare),
                     statement.get_status(StatementStatus::Run),

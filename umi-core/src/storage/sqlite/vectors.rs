@@ -81,18 +81,19 @@ pub(super) fn get_vector(
         .transpose()
 }
 
-/// The entities nearest `query` among the vectors of `model` and its length. Reads only
-/// what ranking needs (the id and the numbers: the model and the length are the query's),
-/// decoding each BLOB where SQLite holds it. The rows are put in id order here, not by an
-/// `ORDER BY` (which copied every row, numbers and all, through a sorter): the order the
-/// ranking and the first corrupt row reported see is the same.
+/// The entities nearest `query` among the vectors of `model` and its length, each with
+/// its vector (what `get_vector` reads for it: the row's model is `model`, its numbers
+/// these). Reads only what ranking needs (the id and the numbers: the model and the length
+/// are the query's), decoding each BLOB where SQLite holds it. The rows are put in id
+/// order here, not by an `ORDER BY` (which copied every row, numbers and all, through a
+/// sorter): the order the ranking and the first corrupt row reported see is the same.
 pub(super) fn search_vectors(
     connection: &Connection,
     path: &Path,
     model: &str,
     query: &[f32],
     limit: usize,
-) -> Result<Vec<SearchHit>, StorageError> {
+) -> Result<Vec<(SearchHit, EntityVector)>, StorageError> {
     let dimensions = query.len();
     let mut rows = collect_rows(
         connection,
@@ -114,13 +115,22 @@ pub(super) fn search_vectors(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let candidates = vectors.iter().map(|(id, v)| (id.as_str(), v.as_slice()));
-    let mut hits = Vec::new();
-    for (id, score) in rank_by_cosine(candidates, query, limit) {
-        if let Some(entity) = collect_rows(connection, path, &ENTITY_BY_ID_SQL, [id], entity_from)?
+    let ranked = rank_by_cosine(candidates, query, limit);
+    let mut hits = Vec::with_capacity(ranked.len());
+    for (id, score) in ranked {
+        let Ok(at) = vectors.binary_search_by(|(other, _)| other.as_str().cmp(&id)) else {
+            continue;
+        };
+        if let Some(entity) = collect_rows(connection, path, &ENTITY_BY_ID_SQL, [&id], entity_from)?
             .into_iter()
             .next()
         {
-            hits.push(SearchHit { entity, score });
+            let vector = EntityVector {
+                entity_id: id,
+                model: model.to_owned(),
+                vector: vectors[at].1.clone(),
+            };
+            hits.push((SearchHit { entity, score }, vector));
         }
     }
     Ok(hits)
