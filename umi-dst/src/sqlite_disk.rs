@@ -157,4 +157,14 @@ impl Storage for SqliteDisk {
     ) -> Result<Vec<SearchHit>, StorageError> {
         self.current()?.search_vectors(model, query, limit).await
     }
+    async fn search_vectors_with_stored(
+        &self,
+        model: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(SearchHit, Option<EntityVector>)>, StorageError> {
+        self.current()?
+            .search_vectors_with_stored(model, query, limit)
+            .await
+    }
 }

@@ -392,13 +392,20 @@ impl<S: Storage> Storage for SimStorage<S> {
         limit: usize,
     ) -> Result<Vec<SearchHit>, StorageError> {
         self.read_fault(&point::STORAGE_SEARCH).await?;
-        let hits = self.inner.search_vectors(model, query, limit).await?;
-        for hit in &hits {
+        // The ranking read each hit's vector: a rotten one is reported, not used. The
+        // inner store hands back the vectors it ranked (or reads each, by default), so
+        // SQLite does not look each up again; the checks and their order are the same.
+        let read = self
+            .inner
+            .search_vectors_with_stored(model, query, limit)
+            .await?;
+        let mut hits = Vec::with_capacity(read.len());
+        for (hit, vector) in read {
             self.verify_entity(&hit.entity)?;
-            // The ranking read each hit's vector: a rotten one is reported, not used.
-            if let Some(vector) = self.inner.get_vector(&hit.entity.id).await? {
-                self.verify_vector(&vector)?;
+            if let Some(vector) = &vector {
+                self.verify_vector(vector)?;
             }
+            hits.push(hit);
         }
         Ok(hits)
     }

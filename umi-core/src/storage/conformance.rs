@@ -23,7 +23,7 @@ pub(crate) fn entity(id: &str, name: &str, content: &str, note: Option<&str>) ->
     }
 }
 
-fn link(id: &str, from: &str, to: &str) -> EvolutionLink {
+pub(crate) fn link(id: &str, from: &str, to: &str) -> EvolutionLink {
     EvolutionLink {
         id: id.into(),
         from_id: from.into(),

@@ -112,6 +112,41 @@ async fn check_search(storage: &dyn Storage) -> Result<(), String> {
         nearest(storage, "unknown-model", &[1.0]).await?.is_empty(),
         "a model with no vectors finds nothing"
     );
+    check_search_with_stored(storage).await
+}
+
+/// `search_vectors_with_stored` finds what `search_vectors` finds, each hit with the
+/// vector `get_vector` reads for it (bit for bit).
+async fn check_search_with_stored(storage: &dyn Storage) -> Result<(), String> {
+    let query = [1.0, 0.0, 0.0, 0.0];
+    let plain = storage
+        .search_vectors(MODEL, &query, 10)
+        .await
+        .map_err(io("search vectors"))?;
+    let read = storage
+        .search_vectors_with_stored(MODEL, &query, 10)
+        .await
+        .map_err(io("search vectors with stored"))?;
+    let hits: Vec<_> = read.iter().map(|(hit, _)| hit.clone()).collect();
+    rule!(
+        hits == plain,
+        "search_vectors_with_stored found {hits:?}, search_vectors {plain:?}"
+    );
+    for (hit, vector) in &read {
+        let stored = storage
+            .get_vector(&hit.entity.id)
+            .await
+            .map_err(io("get vector"))?;
+        let key = |v: &Option<EntityVector>| {
+            v.as_ref()
+                .map(|v| (v.entity_id.clone(), v.model.clone(), bits(&v.vector)))
+        };
+        rule!(
+            key(vector) == key(&stored),
+            "entity {}: search_vectors_with_stored read {vector:?}, get_vector {stored:?}",
+            hit.entity.id
+        );
+    }
     Ok(())
 }
 

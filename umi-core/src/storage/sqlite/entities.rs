@@ -31,7 +31,7 @@
 use std::path::Path;
 use std::sync::LazyLock;
 
-use rusqlite::Transaction;
+use rusqlite::Connection;
 use rusqlite::types::Null;
 
 use super::database_error;
@@ -71,9 +71,9 @@ static UPSERT_SQL: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// Inserts or updates `entities` in `transaction`, in order.
+/// Inserts or updates `entities` in the open transaction of `transaction`, in order.
 pub(super) fn write_entities(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     path: &Path,
     entities: &[Entity],
 ) -> Result<(), StorageError> {
@@ -114,7 +114,7 @@ fn bind_entity(
 
 /// FTS5's incremental merge, at most [`INDEX_MERGE_PAGES_MAX`] pages (see the module
 /// docs): run at the end of a batch that wrote or deleted entities.
-pub(super) fn merge_index(transaction: &Transaction<'_>, path: &Path) -> Result<(), StorageError> {
+pub(super) fn merge_index(transaction: &Connection, path: &Path) -> Result<(), StorageError> {
     transaction
         .prepare_cached("INSERT INTO entities_fts(entities_fts, rank) VALUES ('merge', ?1)")
         .and_then(|mut statement| statement.execute([INDEX_MERGE_PAGES_MAX]))

@@ -32,6 +32,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use self::schema::{open_connection, prepare_connection};
+use self::transaction::WriteTransaction;
 
 use super::memory::{sort_hits, validate_batch};
 use super::records::{Entity, EvolutionLink, Note, SearchHit, WriteBatch, text_fingerprint};
@@ -43,6 +44,7 @@ use crate::storage::kinds::{EntityType, EvolutionType};
 
 mod entities;
 mod schema;
+mod transaction;
 mod vectors;
 
 /// `PRAGMA application_id` of Umi memory files ("UMI1").
@@ -285,13 +287,14 @@ fn note_from(row: &Row<'_>) -> rusqlite::Result<Note> {
 }
 
 fn apply_batch(
-    connection: &mut Connection,
+    connection: &Connection,
     path: &Path,
     batch: &WriteBatch,
 ) -> Result<(), StorageError> {
     let db = |e: rusqlite::Error| database_error(path, &e);
-    let transaction = connection.transaction().map_err(db)?;
+    let transaction = WriteTransaction::begin(connection).map_err(db)?;
     {
+        let transaction = transaction.connection();
         let exists = |id: &str| {
             transaction
                 .prepare_cached("SELECT 1 FROM entities WHERE id = ?1")
@@ -308,25 +311,25 @@ fn apply_batch(
         }
         for note in &batch.notes {
             execute_cached(
-                &transaction,
+                transaction,
                     "INSERT OR IGNORE INTO notes (id, text, fingerprint, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
                     params![note.id, note.text, text_fingerprint(&note.text) as i64, note.created_at_ms as i64],
                 )
                 .map_err(db)?;
         }
-        entities::write_entities(&transaction, path, &batch.entities)?;
-        vectors::write_vectors(&transaction, path, &batch.vectors)?;
-        write_links(&transaction, path, &batch.links)?;
+        entities::write_entities(transaction, path, &batch.entities)?;
+        vectors::write_vectors(transaction, path, &batch.vectors)?;
+        write_links(transaction, path, &batch.links)?;
         if !batch.entities.is_empty() || !batch.delete_entities.is_empty() {
-            entities::merge_index(&transaction, path)?;
+            entities::merge_index(transaction, path)?;
         }
     }
     transaction.commit().map_err(db)
 }
 
-/// Inserts `links` in `transaction`.
+/// Inserts `links` in the open transaction of `transaction`.
 fn write_links(
-    transaction: &rusqlite::Transaction<'_>,
+    transaction: &Connection,
     path: &Path,
     links: &[EvolutionLink],
 ) -> Result<(), StorageError> {
@@ -351,13 +354,28 @@ fn write_links(
 }
 
 /// The full-text search: entities matching an FTS5 expression (`?1`), best first.
-fn search_sql() -> String {
+static SEARCH_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {ENTITY_COLUMNS}, bm25(entities_fts, 2.0, 1.0) AS rank
          FROM entities_fts JOIN entities e ON e.seq = entities_fts.rowid
          WHERE entities_fts MATCH ?1 ORDER BY rank, e.id LIMIT ?2"
     )
-}
+});
+
+/// A page of entities in insertion order (`?1` rows from `?2`).
+static LIST_ENTITIES_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {ENTITY_COLUMNS} FROM entities e ORDER BY e.seq LIMIT ?1 OFFSET ?2")
+});
+
+/// The entities named `?1`, in insertion order.
+static ENTITIES_NAMED_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.name = ?1 ORDER BY e.seq")
+});
+
+/// The entities of note `?1`, in insertion order.
+static ENTITIES_OF_NOTE_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!("SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.note_id = ?1 ORDER BY e.seq")
+});
 
 /// Runs `sql` with `parameters` through the connection's statement cache: a write
 /// statement is prepared once per connection, not once per row written.
@@ -414,10 +432,13 @@ impl Storage for SqliteStorage {
         let path = self.path.clone();
         let limit = limit.min(LIST_PAGE_MAX) as i64;
         self.call(move |c| {
-            let sql = format!(
-                "SELECT {ENTITY_COLUMNS} FROM entities e ORDER BY e.seq LIMIT ?1 OFFSET ?2"
-            );
-            collect_rows(c, &path, &sql, params![limit, offset as i64], entity_from)
+            collect_rows(
+                c,
+                &path,
+                &LIST_ENTITIES_SQL,
+                params![limit, offset as i64],
+                entity_from,
+            )
         })
         .await
     }
@@ -436,23 +457,14 @@ impl Storage for SqliteStorage {
 
     async fn entities_named(&self, name: &str) -> Result<Vec<Entity>, StorageError> {
         let (path, name) = (self.path.clone(), name.to_owned());
-        self.call(move |c| {
-            let sql =
-                format!("SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.name = ?1 ORDER BY e.seq");
-            collect_rows(c, &path, &sql, [name], entity_from)
-        })
-        .await
+        self.call(move |c| collect_rows(c, &path, &ENTITIES_NAMED_SQL, [name], entity_from))
+            .await
     }
 
     async fn entities_of_note(&self, note_id: &str) -> Result<Vec<Entity>, StorageError> {
         let (path, note_id) = (self.path.clone(), note_id.to_owned());
-        self.call(move |c| {
-            let sql = format!(
-                "SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.note_id = ?1 ORDER BY e.seq"
-            );
-            collect_rows(c, &path, &sql, [note_id], entity_from)
-        })
-        .await
+        self.call(move |c| collect_rows(c, &path, &ENTITIES_OF_NOTE_SQL, [note_id], entity_from))
+            .await
     }
 
     async fn get_note(&self, id: &str) -> Result<Option<Note>, StorageError> {
@@ -534,13 +546,13 @@ impl Storage for SqliteStorage {
         let path = self.path.clone();
         let limit = limit.min(SEARCH_RESULTS_MAX) as i64;
         self.call(move |c| {
-            let sql = search_sql();
-            let mut hits = collect_rows(c, &path, &sql, params![expression, limit], |row| {
-                Ok(SearchHit {
-                    entity: entity_from(row)?,
-                    score: -row.get::<_, f64>(8)?,
-                })
-            })?;
+            let mut hits =
+                collect_rows(c, &path, &SEARCH_SQL, params![expression, limit], |row| {
+                    Ok(SearchHit {
+                        entity: entity_from(row)?,
+                        score: -row.get::<_, f64>(8)?,
+                    })
+                })?;
             sort_hits(&mut hits);
             Ok(hits)
         })
@@ -558,10 +570,25 @@ impl Storage for SqliteStorage {
         query: &[f32],
         limit: usize,
     ) -> Result<Vec<SearchHit>, StorageError> {
+        let hits = self.search_vectors_with_stored(model, query, limit).await?;
+        Ok(hits.into_iter().map(|(hit, _)| hit).collect())
+    }
+
+    async fn search_vectors_with_stored(
+        &self,
+        model: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(SearchHit, Option<EntityVector>)>, StorageError> {
         let (path, model, query) = (self.path.clone(), model.to_owned(), query.to_vec());
         let limit = limit.min(SEARCH_RESULTS_MAX);
-        self.call(move |c| vectors::search_vectors(c, &path, &model, &query, limit))
-            .await
+        let hits = self
+            .call(move |c| vectors::search_vectors(c, &path, &model, &query, limit))
+            .await?;
+        Ok(hits
+            .into_iter()
+            .map(|(hit, vector)| (hit, Some(vector)))
+            .collect())
     }
 }
 

@@ -1,7 +1,7 @@
 //! The SQLite store's own unit tests (the shared rules are in `storage::conformance`).
 
 use super::*;
-use crate::storage::conformance::entity;
+use crate::storage::conformance::{entity, link};
 use rusqlite::StatementStatus;
 
 /// Pins issue 26's finding: without the query planner stability guarantee SQLite
@@ -26,7 +26,7 @@ fn a_search_reuses_its_prepared_statement() {
         assert_eq!(storage.search("bob", 10).await.unwrap().len(), 2);
         let (reprepared, runs) = storage
             .call(|c| {
-                let statement = c.prepare_cached(&search_sql()).unwrap();
+                let statement = c.prepare_cached(&SEARCH_SQL).unwrap();
                 Ok((
                     statement.get_status(StatementStatus::RePrepare),
                     statement.get_status(StatementStatus::Run),
@@ -171,4 +171,48 @@ fn an_id_written_twice_in_one_statement_keeps_its_last_write() {
     let found = block_on(sqlite.search("oslo", 10)).unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].entity.id, "a");
+}
+
+/// A batch that fails after some of its rows were written (its link's id is taken)
+/// writes nothing and leaves no transaction open: the next batch commits. `BEGIN` and
+/// `COMMIT` are each one statement prepared once per connection (issue 41: compiling them
+/// for every batch cost as much as running them).
+#[test]
+fn a_failed_batch_writes_nothing_and_leaves_no_transaction_open() {
+    let storage = SqliteStorage::open_in_memory("batch-rolled-back").unwrap();
+    let first = WriteBatch {
+        entities: vec![
+            entity("a", "Ann", "lives in Rome", None),
+            entity("b", "Bob", "lives in Lima", None),
+        ],
+        links: vec![link("l1", "a", "b")],
+        ..WriteBatch::default()
+    };
+    block_on(storage.apply(first)).unwrap();
+    let taken = WriteBatch {
+        entities: vec![entity("c", "Cy", "lives in Kyiv", None)],
+        links: vec![link("l1", "c", "a")],
+        ..WriteBatch::default()
+    };
+    assert!(block_on(storage.apply(taken)).is_err());
+    assert_eq!(block_on(storage.get_entity("c")).unwrap(), None);
+    assert!(block_on(storage.search("kyiv", 10)).unwrap().is_empty());
+    let open = block_on(storage.call(|c| Ok(!c.is_autocommit()))).unwrap();
+    assert!(!open, "the failed batch left its transaction open");
+    let last = WriteBatch {
+        entities: vec![entity("d", "Dee", "lives in Oslo", None)],
+        ..WriteBatch::default()
+    };
+    block_on(storage.apply(last)).unwrap();
+    assert!(block_on(storage.get_entity("d")).unwrap().is_some());
+    let runs = |sql: &'static str| {
+        block_on(storage.call(move |c| {
+            Ok(c.prepare_cached(sql)
+                .unwrap()
+                .get_status(StatementStatus::Run))
+        }))
+        .unwrap()
+    };
+    assert_eq!(runs("BEGIN DEFERRED"), 3, "three batches began");
+    assert_eq!(runs("COMMIT"), 2, "two batches committed");
 }

@@ -5,16 +5,16 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, Transaction, params};
+use rusqlite::{Connection, params};
 
 use super::{ENTITY_BY_ID_SQL, collect_rows, database_error, entity_from, execute_cached};
 use crate::storage::StorageError;
 use crate::storage::records::SearchHit;
 use crate::storage::vectors::{EntityVector, rank_by_cosine, vector_from_bytes};
 
-/// Inserts or replaces `vectors` in `transaction`.
+/// Inserts or replaces `vectors` in the open transaction of `transaction`.
 pub(super) fn write_vectors(
-    transaction: &Transaction<'_>,
+    transaction: &Connection,
     path: &Path,
     vectors: &[EntityVector],
 ) -> Result<(), StorageError> {
@@ -81,42 +81,56 @@ pub(super) fn get_vector(
         .transpose()
 }
 
-/// The entities nearest `query` among the vectors of `model` and its length. Reads only
-/// what ranking needs (the id and the numbers: the model and the length are the query's),
-/// decoding each BLOB where SQLite holds it.
+/// The entities nearest `query` among the vectors of `model` and its length, each with
+/// its vector (what `get_vector` reads for it: the row's model is `model`, its numbers
+/// these). Reads only what ranking needs (the id and the numbers: the model and the length
+/// are the query's), decoding each BLOB where SQLite holds it. The rows are put in id
+/// order here, not by an `ORDER BY` (which copied every row, numbers and all, through a
+/// sorter): the order the ranking and the first corrupt row reported see is the same.
 pub(super) fn search_vectors(
     connection: &Connection,
     path: &Path,
     model: &str,
     query: &[f32],
     limit: usize,
-) -> Result<Vec<SearchHit>, StorageError> {
+) -> Result<Vec<(SearchHit, EntityVector)>, StorageError> {
     let dimensions = query.len();
-    let vectors = collect_rows(
+    let mut rows = collect_rows(
         connection,
         path,
-        "SELECT entity_id, vector FROM entity_vectors
-         WHERE model = ?1 AND dimensions = ?2 ORDER BY entity_id",
+        "SELECT entity_id, vector FROM entity_vectors WHERE model = ?1 AND dimensions = ?2",
         params![model, dimensions as i64],
         |row| {
             let numbers = vector_from_bytes(row.get_ref(1)?.as_blob()?);
             Ok((row.get::<_, String>(0)?, numbers))
         },
-    )?
-    .into_iter()
-    .map(|(id, numbers)| match numbers {
-        Some(numbers) if numbers.len() == dimensions => Ok((id, numbers)),
-        _ => Err(StorageError::Corruption { what: "vector", id }),
-    })
-    .collect::<Result<Vec<_>, _>>()?;
+    )?;
+    // Ids are the table's primary key, so no two are equal: the order is total.
+    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let vectors = rows
+        .into_iter()
+        .map(|(id, numbers)| match numbers {
+            Some(numbers) if numbers.len() == dimensions => Ok((id, numbers)),
+            _ => Err(StorageError::Corruption { what: "vector", id }),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let candidates = vectors.iter().map(|(id, v)| (id.as_str(), v.as_slice()));
-    let mut hits = Vec::new();
-    for (id, score) in rank_by_cosine(candidates, query, limit) {
-        if let Some(entity) = collect_rows(connection, path, &ENTITY_BY_ID_SQL, [id], entity_from)?
+    let ranked = rank_by_cosine(candidates, query, limit);
+    let mut hits = Vec::with_capacity(ranked.len());
+    for (id, score) in ranked {
+        let Ok(at) = vectors.binary_search_by(|(other, _)| other.as_str().cmp(&id)) else {
+            continue;
+        };
+        if let Some(entity) = collect_rows(connection, path, &ENTITY_BY_ID_SQL, [&id], entity_from)?
             .into_iter()
             .next()
         {
-            hits.push(SearchHit { entity, score });
+            let vector = EntityVector {
+                entity_id: id,
+                model: model.to_owned(),
+                vector: vectors[at].1.clone(),
+            };
+            hits.push((SearchHit { entity, score }, vector));
         }
     }
     Ok(hits)
