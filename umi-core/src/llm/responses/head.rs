@@ -8,7 +8,8 @@
 //! it as `Value` does: an event is accepted or refused exactly as a `Value` would be
 //! (the same syntax, number ranges and nesting limit), and a repeated key's last value
 //! wins, as in a `Value`'s map. A field of another type than the decoder asks for
-//! (`"delta": 5`) reads as absent, as `Value::as_str` would have it.
+//! (`"delta": 5`) reads as absent, as `Value::as_str` would have it. ("As `Value`"
+//! has [`ErrorTag`]'s meaning: serde_json without `raw_value` or `arbitrary_precision`.)
 
 use std::borrow::Cow;
 use std::fmt;

@@ -129,6 +129,16 @@ fn lost_events_and_unknown_items_are_invalid_responses() {
             .contains("sequence_number 2 where 1 was due"),
         "{error}"
     );
+    // The largest number a server can send is refused, not added to (a panic before,
+    // where overflow checks are on).
+    let last = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":18446744073709551615,\"response\":{}}\n\n";
+    let error = decode(last).error.unwrap();
+    assert!(
+        error
+            .to_string()
+            .contains("leaves no number for the next event"),
+        "{error}"
+    );
     let stray = format!(
         "{start}event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"item_id\":\"msg_x\",\"output_index\":0,\"content_index\":0,\"delta\":\"hi\"}}\n\n"
     );

@@ -279,7 +279,15 @@ impl EventDecoder {
                 data,
             ));
         }
-        self.next_sequence = Some(number + 1);
+        // A server's number, not ours: u64::MAX leaves none for a next event (it would
+        // overflow, a panic where overflow checks are on).
+        let Some(next) = number.checked_add(1) else {
+            return Err(invalid(
+                &format!("sequence_number {number} leaves no number for the next event"),
+                data,
+            ));
+        };
+        self.next_sequence = Some(next);
         Ok(())
     }
 

@@ -8,6 +8,15 @@
 //! way down: the same values accepted, numbers range-checked, strings' escapes and UTF-8
 //! checked, the same nesting limit), so a body is accepted or refused exactly as before;
 //! only the answer is kept.
+//!
+//! "As `Value` does" means `Value` as umi-core builds it, without serde_json's
+//! `raw_value` and `arbitrary_precision` features. Another crate in the same build can
+//! turn them on (rig-core turns on `raw_value` in the `rig` build of umi-dst); `Value`
+//! then reads an object keyed by serde_json's private raw-value token as the string it
+//! holds, where these walkers see an ordinary key. Only a body written with that
+//! private token reads differently; no provider sends one. `arbitrary_precision` would
+//! turn every number into a map, so no number would read as one: nothing enables it
+//! today, and a build that did would need these walkers to follow.
 
 use std::fmt;
 
