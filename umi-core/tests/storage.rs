@@ -146,6 +146,35 @@ fn another_programs_database_is_refused_and_untouched() {
     assert!(error.to_string().contains("0x12345678"), "{error}");
 }
 
+/// A file's own schema is parsed when it is opened, before it is refused as another
+/// program's: an expression nested 100,000 deep in a CHECK constraint is an error
+/// (SQLite's expression depth limit), never a stack overflow that ends the process. Pins
+/// the build flags in `.cargo/config.toml`: `SQLITE_MAX_EXPR_DEPTH=0` (no limit) made
+/// this abort the test binary.
+#[test]
+fn a_schema_nested_too_deep_is_refused_not_a_crash() {
+    let dir = TempDir::new("sqlite-deep");
+    let path = dir.file("deep.db");
+    {
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection
+            .execute_batch("CREATE TABLE t (x CHECK (x));")
+            .unwrap();
+        let deep = format!("CREATE TABLE t (x CHECK (x{}))", "+1".repeat(100_000));
+        connection
+            .execute_batch("PRAGMA writable_schema = ON;")
+            .unwrap();
+        connection
+            .execute("UPDATE sqlite_master SET sql = ?1 WHERE name = 't'", [deep])
+            .unwrap();
+    }
+    let error = SqliteStorage::open(&path).unwrap_err();
+    assert!(
+        error.to_string().contains(&path.display().to_string()),
+        "{error}"
+    );
+}
+
 #[test]
 fn a_newer_schema_is_refused_naming_both_versions() {
     let dir = TempDir::new("sqlite-newer");

@@ -184,6 +184,9 @@ pub trait Storage: Send + Sync {
     /// what the ranking read (umi-dst's checksums). By default a `get_vector` per hit,
     /// after the search; a store that read the vectors to rank them returns those instead
     /// of reading each again (SQLite: a lookup per hit was 5% of a simulated recall).
+    /// A wrapper that forwards `search_vectors` to an inner store forwards this too, or
+    /// its callers lose the inner store's answer and read each vector through the
+    /// wrapper's `get_vector` (with whatever the wrapper does on a read).
     async fn search_vectors_with_stored(
         &self,
         model: &str,

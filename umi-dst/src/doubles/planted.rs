@@ -88,4 +88,14 @@ impl<S: Storage, H: WriteHook> Storage for HookedStorage<S, H> {
     ) -> Result<Vec<SearchHit>, StorageError> {
         self.inner.search_vectors(model, query, limit).await
     }
+    async fn search_vectors_with_stored(
+        &self,
+        model: &str,
+        query: &[f32],
+        limit: usize,
+    ) -> Result<Vec<(SearchHit, Option<EntityVector>)>, StorageError> {
+        self.inner
+            .search_vectors_with_stored(model, query, limit)
+            .await
+    }
 }

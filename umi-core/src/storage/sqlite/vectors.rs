@@ -105,7 +105,11 @@ pub(super) fn search_vectors(
             Ok((row.get::<_, String>(0)?, numbers))
         },
     )?;
-    // Ids are the table's primary key, so no two are equal: the order is total.
+    // Ids are the table's primary key, so no two are equal: the order is total, and the
+    // first vector of the wrong length is reported in id order as before (Rust's string
+    // order is SQLite's BINARY collation on UTF-8). An error reading a row itself (a
+    // damaged page, a vector that is not a BLOB) now comes in the index's scan order,
+    // where the sorter read every row first: a different message, only on a damaged file.
     rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let vectors = rows
         .into_iter()
