@@ -140,7 +140,8 @@ wheel:
 	cd python && CARGO_TARGET_DIR=$(CURDIR)/target ../$(WHEEL_VENV)/bin/maturin build --release --out $(CURDIR)/target/wheels
 
 # Where a seed's time goes: each scenario (or SCENARIO's) swept under `perf record`, the
-# samples sorted into the parts of a run, the folded stacks left in target/profile/ for a
-# flame graph (scripts/profile-seed.sh; Linux, needs perf).
+# samples sorted into the parts of a run and into the agent's own work and the harness's,
+# the folded stacks left in target/profile/ for a flame graph; over every scenario, the
+# floor a free harness would leave (scripts/profile-seed.sh; Linux, needs perf).
 profile:
 	scripts/profile-seed.sh $(or $(PROFILE_SEEDS),300) $(SCENARIO)

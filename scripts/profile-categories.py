@@ -8,10 +8,22 @@ its leaf that names one; allocator, hashing and standard-library frames name non
 time goes to the part that called them (the `alloc` column says how much of a part's time
 was spent allocating).
 
+A second table says whose work each sample is (issue 41: "a seed costs what the agent's
+own work costs"): the agent's own (umi-core, the code under test and its production
+library, with what it calls: SQLite, serde_json, ...), the harness's (umi-dst, umi-sweep
+and the scenarios: simulators, faults, checkers, trace, the sweep; and anything a checker
+asked the agent's store for), or the runtime's (tokio's scheduler and timers, the kernel,
+start-up: frames of neither). The agent's share is the floor no harness work can lower:
+a scenario whose agent work alone takes longer than a goal cannot meet it.
+
+The counts of that table go to FOLDED_OUT with `.whose.json` in place of `.folded`, for
+scripts/profile-floor.py.
+
 Usage: profile-categories.py PERF_SCRIPT_OUTPUT FOLDED_OUT [LABEL]
 """
 
 import collections
+import json
 import re
 import sys
 
@@ -37,6 +49,49 @@ COMPILED = [(part, re.compile(pattern)) for part, pattern in PARTS]
 ALLOCATION = re.compile(r"malloc|free|realloc|calloc|sysmalloc|__rust_alloc|__rust_dealloc|__rdl_|alloc::raw_vec|mi_malloc|mi_free|_mi_")
 LIBC_MEMORY = re.compile(r"memcpy|memmove|memset|memcmp|unlink_chunk|tcache|_int_|mi_")
 FRAMES_PER_STACK_MAX = 4096
+
+
+# Whose work: the crates of Umi's agent side and of its harness, by their Rust names.
+AGENT_CRATES = {"umi_core"}
+HARNESS_CRATES = {"umi_dst", "umi_sweep", "umi_scenarios", "dst"}
+# Work a harness frame asked for is the harness's, even where umi-core does it (a
+# checker reading the agent's store after the run).
+HARNESS_DRIVERS = re.compile(r"umi_dst::checkers|umi_dst::checksum")
+# A sample inside a seed's run (what the sweep's seeds per second measure), not the
+# worker's start-up, its pipes or the sweep between runs.
+RUN = re.compile(r"umi_sweep::worker::run_checked|umi_dst::simulation::execute::run_seed")
+AGENT, HARNESS, RUNTIME = "the agent's own work", "the harness", "runtime and other"
+TYPE_AS_TRAIT = re.compile(r"^<&?(?:mut )?([A-Za-z_][\w]*)::[^ ]* as &?(?:mut )?([A-Za-z_][\w]*)::")
+CRATE_PATH = re.compile(r"^([A-Za-z_]\w*)::")
+
+
+def frame_crate(frame):
+    """The crate whose code a frame is, or None: `<Type as Trait>::f` is Type's crate
+    when that is Umi's, else the trait's (an impl for a foreign type lives with the
+    trait); a path is its first segment; a frame with no path (an inlined call, C) has
+    none."""
+    pair = TYPE_AS_TRAIT.match(frame)
+    if pair:
+        own, trait = pair.groups()
+        if own in AGENT_CRATES | HARNESS_CRATES:
+            return own
+        return trait if trait in AGENT_CRATES | HARNESS_CRATES else None
+    path = CRATE_PATH.match(frame)
+    return path.group(1) if path else None
+
+
+def whose_work(frames):
+    """The agent's, the harness's or the runtime's: a harness driver anywhere on the
+    stack makes it the harness's; else the Umi frame nearest the leaf decides."""
+    if any(HARNESS_DRIVERS.search(frame) for frame in frames):
+        return HARNESS
+    for frame in reversed(frames):
+        crate = frame_crate(frame)
+        if crate in AGENT_CRATES:
+            return AGENT
+        if crate in HARNESS_CRATES:
+            return HARNESS
+    return RUNTIME
 
 
 def stacks(path):
@@ -75,12 +130,18 @@ def main():
     folded = collections.Counter()
     parts = collections.Counter()
     allocating = collections.Counter()
+    owners = collections.Counter()
+    in_run = collections.Counter()
     total = 0
     for frames in stacks(sys.argv[1]):
         total += 1
         folded[";".join(frames)] += 1
         part = part_of(frames)
         parts[part] += 1
+        owner = whose_work(frames)
+        owners[owner] += 1
+        if any(RUN.search(frame) for frame in frames):
+            in_run[owner] += 1
         if ALLOCATION.search(frames[-1]):
             allocating[part] += 1
     with open(sys.argv[2], "w") as out:
@@ -91,6 +152,14 @@ def main():
     print(f"  {'part':<32} {'share':>6} {'alloc':>6}")
     for part, count in parts.most_common():
         print(f"  {part:<32} {100 * count / max(total, 1):>5.1f}% {100 * allocating[part] / max(count, 1):>5.0f}%")
+    runs = sum(in_run.values())
+    print(f"  {'whose work':<32} {'share':>6} {'in runs':>8}")
+    for owner in (AGENT, HARNESS, RUNTIME):
+        print(f"  {owner:<32} {100 * owners[owner] / max(total, 1):>5.1f}% {100 * in_run[owner] / max(runs, 1):>7.1f}%")
+    print(f"  ({runs} samples, {100 * runs / max(total, 1):.0f}%, are inside a seed's run: the time a sweep's seeds/s measures)")
+    whose_path = re.sub(r"(\.folded)?$", ".whose.json", sys.argv[2], count=1)
+    with open(whose_path, "w") as out:
+        json.dump({"scenario": label, "samples": total, "in_run": {o: in_run[o] for o in (AGENT, HARNESS)}}, out)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@
 # Builds `dst` in the sim profile (what sweeps run), records each scenario's sweep of
 # SEEDS seeds (default 300) on one worker process under `perf record` with DWARF call
 # stacks (the sim profile keeps line tables), and prints the share of samples in each
-# part of a run (scripts/profile-categories.py). The folded stacks are left in
+# part of a run and whose work they are, the agent's or the harness's
+# (scripts/profile-categories.py). Over every scenario it then prints the floor: each
+# scenario's rate, and the nightly's core-hours, if the harness cost nothing
+# (scripts/profile-floor.py, from scenarios/throughput.toml). The folded stacks are left in
 # target/profile/<scenario>.folded for a flame graph:
 #   inferno-flamegraph < target/profile/wire_shapes.folded > wire_shapes.svg
 # Needs Linux `perf` with permission to record (perf_event_paranoid <= 1, or root).
@@ -36,10 +39,20 @@ fi
 for scenario in "${scenarios[@]}"; do
   # A sweep that fails (a regression, a canary not found) is still profiled: its exit
   # status is reported, not fatal.
-  perf record --quiet -F "$FREQUENCY_HZ" --call-graph dwarf,16384 -o "$OUT/$scenario.data" \
+  # Address-space randomization off (`setarch -R`; nothing a seed means reads an
+  # address): with it on, about one recording in four came back with not one stack
+  # unwound past its leaf, every sample "other". The largest stack copy perf takes
+  # (65528 bytes): with 16384, a third of mixed_formats' samples inside a run lost the
+  # frames that say whose they are.
+  setarch "$(uname -m)" -R perf record --quiet -F "$FREQUENCY_HZ" --call-graph dwarf,65528 -o "$OUT/$scenario.data" \
     "$DST" sweep --scenario "$scenario" --seeds "$SEEDS" --jobs 1 --no-record --quiet \
     > "$OUT/$scenario.sweep.txt" 2>&1 || echo "$scenario: the sweep exited $? (see $OUT/$scenario.sweep.txt)"
   perf script -i "$OUT/$scenario.data" 2>/dev/null > "$OUT/$scenario.script"
   python3 scripts/profile-categories.py "$OUT/$scenario.script" "$OUT/$scenario.folded" "$scenario"
   rm -f "$OUT/$scenario.data" "$OUT/$scenario.script"
 done
+if [ "$#" -eq 0 ]; then
+  # Every scenario profiled: the floor no harness work can lower, from each run's share of
+  # the agent's own work and the rates `dst size` uses.
+  python3 scripts/profile-floor.py "$OUT" scenarios/throughput.toml
+fi
