@@ -32,8 +32,8 @@ pub(crate) const TOO_LARGE: &str = "Request exceeds the maximum size";
 
 /// Reads `http` as the Messages API does.
 pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
-    let value = body_value(http)?;
-    let Some(body) = value.as_object() else {
+    let mut value = body_value(http)?;
+    let Some(body) = value.as_object_mut() else {
         return Err(refuse(
             None,
             "The request body is not valid JSON: expected an object",
@@ -42,17 +42,22 @@ pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
     let model = body
         .get("model")
         .and_then(Value::as_str)
-        .ok_or_else(|| required("model"))?;
+        .ok_or_else(|| required("model"))?
+        .to_owned();
     let max_tokens = body
         .get("max_tokens")
         .and_then(Value::as_u64)
         .ok_or_else(|| required("max_tokens"))?;
-    let turns = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .ok_or_else(|| required("messages"))?;
+    // The turns are taken out of the body, so their texts move into the request instead
+    // of being copied (a long conversation is most of a request's bytes). Nothing after
+    // this reads `messages` from the body.
+    let turns = match body.get_mut("messages") {
+        Some(Value::Array(turns)) => std::mem::take(turns),
+        _ => return Err(required("messages")),
+    };
+    let body = &*body;
     let mut request = CompletionRequest::new(Vec::new());
-    request.model = model.to_owned();
+    request.model = model;
     request.max_tokens = Some(u32::try_from(max_tokens).unwrap_or(u32::MAX));
     if let Some(system) = body.get("system") {
         let text = text_of(system);
@@ -60,8 +65,8 @@ pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
             request.messages.push(Message::system(text));
         }
     }
-    check_tool_pairing(turns)?;
-    for (index, turn) in turns.iter().enumerate() {
+    check_tool_pairing(&turns)?;
+    for (index, turn) in turns.into_iter().enumerate() {
         request.messages.extend(messages_of(index, turn)?);
     }
     request.tools = tools(body)?;
@@ -140,18 +145,36 @@ fn text_of(value: &Value) -> String {
     }
 }
 
-fn blocks_of(turn: &Value) -> Vec<Value> {
-    match turn.get("content") {
-        Some(Value::String(text)) => vec![serde_json::json!({"type": "text", "text": text})],
-        Some(Value::Array(blocks)) => blocks.clone(),
+/// A turn's content blocks, taken out of it: a string content is one text block.
+fn take_blocks(turn: &mut Value) -> Vec<Value> {
+    match turn.get_mut("content").map(Value::take) {
+        Some(Value::String(text)) => {
+            let mut block = Map::new();
+            block.insert("type".to_owned(), Value::from("text"));
+            block.insert("text".to_owned(), Value::String(text));
+            vec![Value::Object(block)]
+        }
+        Some(Value::Array(blocks)) => blocks,
         _ => Vec::new(),
     }
 }
 
+/// `block`'s string at `key`, taken out of it ("" if it is missing or not a string).
+fn take_text(block: &mut Value, key: &str) -> String {
+    match block.get_mut(key).map(Value::take) {
+        Some(Value::String(text)) => text,
+        _ => String::new(),
+    }
+}
+
 /// The ids of a turn's blocks of `kind` (`tool_use`'s `id`, `tool_result`'s
-/// `tool_use_id`), with each block's position.
+/// `tool_use_id`), with each block's position. A string content is one text block,
+/// which has no id.
 fn ids_of(turn: &Value, kind: &str, key: &str) -> Vec<(usize, String)> {
-    blocks_of(turn)
+    let Some(Value::Array(blocks)) = turn.get("content") else {
+        return Vec::new();
+    };
+    blocks
         .iter()
         .enumerate()
         .filter(|(_, b)| b.get("type").and_then(Value::as_str) == Some(kind))
@@ -218,45 +241,23 @@ fn check_tool_pairing(turns: &[Value]) -> Result<(), RequestError> {
 
 /// One turn as Umi's messages: a user turn's text and tool results in their order, an
 /// assistant turn's text and calls as one message.
-fn messages_of(index: usize, turn: &Value) -> Result<Vec<Message>, RequestError> {
+fn messages_of(index: usize, mut turn: Value) -> Result<Vec<Message>, RequestError> {
+    let blocks = take_blocks(&mut turn);
     let role = turn.get("role").and_then(Value::as_str).unwrap_or("");
-    let blocks = blocks_of(turn);
     match role {
-        "user" => Ok(blocks
-            .iter()
-            .filter_map(|block| match block.get("type").and_then(Value::as_str) {
-                Some("text") => Some(Message::user(
-                    block.get("text").and_then(Value::as_str).unwrap_or(""),
-                )),
-                Some("tool_result") => Some(Message::tool_result(
-                    block
-                        .get("tool_use_id")
-                        .and_then(Value::as_str)
-                        .unwrap_or(""),
-                    block.get("content").map(text_of).unwrap_or_default(),
-                    !block
-                        .get("is_error")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false),
-                )),
-                _ => None,
-            })
-            .collect()),
+        "user" => Ok(blocks.into_iter().filter_map(user_message).collect()),
         "assistant" => {
             let mut text = String::new();
             let mut calls = Vec::new();
-            for block in &blocks {
+            for mut block in blocks {
                 match block.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        text.push_str(block.get("text").and_then(Value::as_str).unwrap_or(""));
-                    }
+                    Some("text") => text.push_str(&take_text(&mut block, "text")),
                     Some("tool_use") => calls.push(ToolCall::new(
-                        block.get("id").and_then(Value::as_str).unwrap_or(""),
-                        block.get("name").and_then(Value::as_str).unwrap_or(""),
+                        take_text(&mut block, "id"),
+                        take_text(&mut block, "name"),
                         block
-                            .get("input")
-                            .cloned()
-                            .unwrap_or_else(|| Value::Object(Map::new())),
+                            .get_mut("input")
+                            .map_or_else(|| Value::Object(Map::new()), Value::take),
                     )),
                     _ => {}
                 }
@@ -273,6 +274,31 @@ fn messages_of(index: usize, turn: &Value) -> Result<Vec<Message>, RequestError>
             Some(&format!("messages.{index}.role")),
             format!("messages.{index}.role: Input should be 'user' or 'assistant', got {other:?}"),
         )),
+    }
+}
+
+/// A user turn's block as a message: its text, or a tool result's content (a string,
+/// or its text blocks joined) with the call it answers; other blocks are not messages.
+fn user_message(mut block: Value) -> Option<Message> {
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => Some(Message::user(take_text(&mut block, "text"))),
+        Some("tool_result") => {
+            let succeeded = !block
+                .get("is_error")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let content = match block.get_mut("content").map(Value::take) {
+                Some(Value::String(text)) => text,
+                Some(other) => text_of(&other),
+                None => String::new(),
+            };
+            Some(Message::tool_result(
+                take_text(&mut block, "tool_use_id"),
+                content,
+                succeeded,
+            ))
+        }
+        _ => None,
     }
 }
 

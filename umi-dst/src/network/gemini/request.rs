@@ -84,7 +84,12 @@ pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
     let mut request = CompletionRequest::new(Vec::new());
     request.model = route.model.clone().unwrap_or_default();
     if let Some(system) = field(body, "systemInstruction", "system_instruction") {
-        let text = parts_text(system.get("parts"));
+        let text = parts_text(
+            system
+                .get("parts")
+                .and_then(Value::as_array)
+                .map_or(&[], Vec::as_slice),
+        );
         if !text.is_empty() {
             request.messages.push(Message::system(text));
         }
@@ -105,12 +110,11 @@ pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
     })
 }
 
-/// The text of `parts` (an array of parts), joined.
-fn parts_text(parts: Option<&Value>) -> String {
+/// The text of `parts`, joined (a turn's parts are read in place, not copied into an
+/// array of their own: a long conversation's texts were copied twice per request).
+fn parts_text(parts: &[Value]) -> String {
     parts
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+        .iter()
         .filter(|part| !is_thought(part))
         .filter_map(|part| part.get("text").and_then(Value::as_str))
         .collect::<Vec<_>>()
@@ -244,7 +248,7 @@ fn check_turn_order(
 /// A user turn: its text, and each function response as the result of the open call of
 /// that name (or of its `id`, when the client sent one).
 fn user_turn(parts: &[Value], open_calls: &mut Vec<(String, String)>, out: &mut Vec<Message>) {
-    let text = parts_text(Some(&Value::Array(parts.to_vec())));
+    let text = parts_text(parts);
     for part in parts {
         let Some(response) = part
             .get("functionResponse")
@@ -295,7 +299,7 @@ fn result_text(response: Option<&Value>) -> (String, bool) {
 /// A model turn: its text (thoughts aside) and its calls, numbered `call_<n>` across
 /// the conversation unless the client sent ids.
 fn model_turn(parts: &[Value], call_number: &mut usize) -> Message {
-    let text = parts_text(Some(&Value::Array(parts.to_vec())));
+    let text = parts_text(parts);
     let mut calls = Vec::new();
     for part in parts {
         let Some(call) = part
