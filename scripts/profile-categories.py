@@ -11,10 +11,12 @@ was spent allocating).
 A second table says whose work each sample is (issue 41: "a seed costs what the agent's
 own work costs"): the agent's own (umi-core, the code under test and its production
 library, with what it calls: SQLite, serde_json, ...), the harness's (umi-dst, umi-sweep
-and the scenarios: simulators, faults, checkers, trace, the sweep; and anything a checker
-asked the agent's store for), or the runtime's (tokio's scheduler and timers, the kernel,
-start-up: frames of neither). The agent's share is the floor no harness work can lower:
-a scenario whose agent work alone takes longer than a goal cannot meet it.
+and the scenarios: simulators, faults, checkers, trace, the sweep; and whatever umi-core
+code a simulator or checker called, such as SimLLM counting a prompt's tokens or a
+checker reading the agent's store), or neither (start-up, the kernel, a stack perf could
+not unwind: only outside a seed's run, since every sample inside one has the run's own
+frames under it). The agent's share is the floor no harness work can lower: a scenario
+whose agent work alone takes longer than a goal cannot meet it.
 
 The counts of that table go to FOLDED_OUT with `.whose.json` in place of `.folded`, for
 scripts/profile-floor.py.
@@ -54,36 +56,66 @@ FRAMES_PER_STACK_MAX = 4096
 # Whose work: the crates of Umi's agent side and of its harness, by their Rust names.
 AGENT_CRATES = {"umi_core"}
 HARNESS_CRATES = {"umi_dst", "umi_sweep", "umi_scenarios", "dst"}
-# Work a harness frame asked for is the harness's, even where umi-core does it (a
-# checker reading the agent's store after the run).
-HARNESS_DRIVERS = re.compile(r"umi_dst::checkers|umi_dst::checksum")
+# Work a harness frame asked for is the harness's, even where umi-core does it: a
+# checker reading the agent's store after the run, SimLLM counting a prompt's tokens with
+# umi-core's estimator, SimNetwork keying a cassette with umi-core's request key. These
+# modules never call back into the agent's own code (the storage wrappers, SimStorage and
+# SqliteDisk, forward the agent's calls to its store, so they are not here).
+HARNESS_DRIVERS = re.compile(
+    r"^<?&?(?:mut )?(?:dyn )?umi_dst::(?:checkers|checksum|llm|network|trace|tools|mcp|cassette|serve|clock|kernel|fault)::"
+)
 # A sample inside a seed's run (what the sweep's seeds per second measure), not the
 # worker's start-up, its pipes or the sweep between runs.
 RUN = re.compile(r"umi_sweep::worker::run_checked|umi_dst::simulation::execute::run_seed")
 AGENT, HARNESS, RUNTIME = "the agent's own work", "the harness", "runtime and other"
-TYPE_AS_TRAIT = re.compile(r"^<&?(?:mut )?([A-Za-z_][\w]*)::[^ ]* as &?(?:mut )?([A-Za-z_][\w]*)::")
-CRATE_PATH = re.compile(r"^([A-Za-z_]\w*)::")
+OURS = AGENT_CRATES | HARNESS_CRATES
+# A path's crate, after a reference or `dyn`: `&mut umi_core::x::Y` is umi_core's.
+PATH_CRATE = re.compile(r"^&?(?:mut )?(?:dyn )?([A-Za-z_]\w*)::")
+
+
+def type_and_trait(frame):
+    """`<Type as Trait>::f`'s two crates (each None without a path), or None for a frame
+    of another shape. The ` as ` is the one at the outer bracket's depth, so a type with
+    spaces or generics of its own (`<impl Deserialize for X>::__Visitor`) is read whole."""
+    if not frame.startswith("<"):
+        return None
+    depth = 0
+    for at, char in enumerate(frame):
+        if char == "<":
+            depth += 1
+        elif char == ">" and frame[at - 1] != "-":  # `->` in a fn type is no bracket
+            depth -= 1
+            if depth == 0:
+                return None
+        elif depth == 1 and frame.startswith(" as ", at):
+            own = PATH_CRATE.match(frame[1:at])
+            trait = PATH_CRATE.match(frame[at + 4 :])
+            return (own.group(1) if own else None, trait.group(1) if trait else None)
+    return None
 
 
 def frame_crate(frame):
-    """The crate whose code a frame is, or None: `<Type as Trait>::f` is Type's crate
-    when that is Umi's, else the trait's (an impl for a foreign type lives with the
-    trait); a path is its first segment; a frame with no path (an inlined call, C) has
-    none."""
-    pair = TYPE_AS_TRAIT.match(frame)
+    """The crate whose code a frame is, or None. `<Type as Trait>::f`: a harness trait's
+    impl is the harness's (umi-core cannot implement the harness's traits); else the
+    type's crate when it is Umi's; else the trait's (an impl for a foreign type lives with
+    the trait). A path is its first segment's. A frame with no path (an inlined call, C,
+    the kernel) has none."""
+    pair = type_and_trait(frame)
     if pair:
-        own, trait = pair.groups()
-        if own in AGENT_CRATES | HARNESS_CRATES:
+        own, trait = pair
+        if trait in HARNESS_CRATES:
+            return trait
+        if own in OURS:
             return own
-        return trait if trait in AGENT_CRATES | HARNESS_CRATES else None
-    path = CRATE_PATH.match(frame)
+        return trait if trait in OURS else None
+    path = PATH_CRATE.match(frame)
     return path.group(1) if path else None
 
 
 def whose_work(frames):
-    """The agent's, the harness's or the runtime's: a harness driver anywhere on the
-    stack makes it the harness's; else the Umi frame nearest the leaf decides."""
-    if any(HARNESS_DRIVERS.search(frame) for frame in frames):
+    """The agent's, the harness's or neither's: a harness driver anywhere on the stack
+    makes it the harness's; else the Umi frame nearest the leaf decides."""
+    if any(HARNESS_DRIVERS.match(frame) for frame in frames):
         return HARNESS
     for frame in reversed(frames):
         crate = frame_crate(frame)

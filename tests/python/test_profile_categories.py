@@ -33,6 +33,15 @@ AGENT, HARNESS, RUNTIME = categories.AGENT, categories.HARNESS, categories.RUNTI
         ("<umi_core::storage::sqlite::SqliteStorage as umi_core::storage::Storage>::search", "umi_core"),
         # ... else the trait's, where an impl for a foreign type lives.
         ("<alloc::sync::Arc<T> as umi_core::llm::provider::LanguageModel>::complete::{{closure}}", "umi_core"),
+        # A type of umi-core's with a harness trait: only the harness can implement it.
+        ("<umi_core::storage::records::Entity as umi_dst::checkers::Checked>::check", "umi_dst"),
+        # The type is read to the ` as ` at the outer depth, spaces and generics included.
+        (
+            "<umi_core::storage::kinds::_::<impl serde_core::de::Deserialize for umi_core::storage::kinds::EntityType>"
+            "::deserialize::__Visitor as serde_core::de::Visitor>::visit_str",
+            "umi_core",
+        ),
+        ("<&mut umi_core::x::Y as core::fmt::Write>::write_str", "umi_core"),
         # A foreign pair is nobody's of ours.
         ("<core::iter::adapters::GenericShunt<I,R> as core::iter::traits::iterator::Iterator>::next", None),
         # C, inlined calls without a path, the kernel: no crate.
@@ -62,6 +71,18 @@ CHECKER = "umi_dst::checkers::memory::check_memory::{{closure}}"
         (ROOT + [RECALL, STORE, "umi_dst::storage::SimStorage<S>::verify_entity", "memcmp"], HARNESS),
         # The same SQLite search asked for by a checker after the run: the harness's.
         (ROOT + [CHECKER, STORE, SQLITE, "sqlite3_step"], HARNESS),
+        # umi-core code a simulator calls (SimLLM counting a prompt's tokens with the
+        # agent's estimator) is the harness's work, not the agent's.
+        (
+            ROOT
+            + [
+                RECALL,
+                "<umi_dst::llm::SimLlm as umi_core::llm::provider::LanguageModel>::complete::{{closure}}",
+                "umi_dst::llm::prepare::prompt_size::{{closure}}",
+                "umi_core::llm::tokens::estimate_text_tokens",
+            ],
+            HARNESS,
+        ),
         # The simulated model answering the agent: the harness's.
         (ROOT + [RECALL, "<umi_dst::llm::SimLlm as umi_core::llm::provider::LanguageModel>::complete"], HARNESS),
         # tokio's scheduler with no Umi frame nearer the leaf than the root: the harness's

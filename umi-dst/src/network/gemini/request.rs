@@ -111,7 +111,7 @@ pub(crate) fn parse(http: &HttpRequest) -> Result<Parsed, RequestError> {
 }
 
 /// The text of `parts`, joined (a turn's parts are read in place, not copied into an
-/// array of their own: a long conversation's texts were copied twice per request).
+/// array of their own first: a long conversation's texts were copied once more per turn).
 fn parts_text(parts: &[Value]) -> String {
     parts
         .iter()
