@@ -34,7 +34,7 @@ use umi_core::llm::{
     ModelRef, StreamCollector, ToolChoice,
 };
 use umi_dst::checkers::router::{RouterLog, check_router};
-use umi_dst::checkers::wire::{check_split_invariance, is_whole_stream};
+use umi_dst::checkers::wire::check_stream_splits;
 use umi_dst::network::{ClientOptions, Exchange, Profile, ReadPlan, base_url_for, client_for};
 use umi_dst::{Endpoint, FaultConfig, FaultKind, SimEnvironment, SimNetwork, Violation, ensure};
 
@@ -342,9 +342,9 @@ fn check_bytes(
     result: &Result<CompletionResponse, LlmError>,
     splits: &mut umi_dst::DeterministicRng,
 ) -> Result<(), Violation> {
-    let decoded = check_split_invariance(exchange, splits)
+    let decoded = check_stream_splits(exchange, splits)
         .map_err(|v| Violation::new(format!("{label}: {}", v.message)))?;
-    if stream && is_whole_stream(exchange) {
+    if let Some(decoded) = decoded.filter(|_| stream) {
         let mut collector = StreamCollector::new(target.client.model_ref().model.clone());
         let mut from_bytes = Ok(());
         for event in decoded.events {
