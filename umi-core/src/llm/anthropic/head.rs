@@ -4,8 +4,8 @@
 //! Deltas are nearly every event of a stream; each was read as a `serde_json::Value`,
 //! a map per event (issue 41). [`DeltaEvent`] keeps the event's `type`, `index` and the
 //! delta's `type`, `text`, `thinking` and `partial_json`, borrowed when they hold no
-//! escape, and walks every other field as `Value` does (the Responses decoder's
-//! [`Scalar`] and walker): an event is accepted or refused exactly as before, a
+//! escape, and walks every other field as `Value` does ([`Scalar`] and the walkers of
+//! `llm::wire::fields`): an event is accepted or refused exactly as before, a
 //! repeated key's last value wins, and a field of another type reads as absent, as
 //! `Value::as_str` and `as_u64` have it. Other events (one or two per stream) are
 //! still read whole.
@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use crate::llm::responses::head::{Scalar, fields_visitor, walk_seq};
+use crate::llm::wire::fields::{Scalar, fields_visitor, walk_seq};
 use crate::llm::wire::tag::ErrorTag;
 
 /// The fields of a delta the decoder reads; all absent when it is not an object.

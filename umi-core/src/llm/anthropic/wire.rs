@@ -25,8 +25,8 @@ use crate::llm::event::StreamEvent;
 use crate::llm::message::{Message, ToolCall};
 use crate::llm::request::{CompletionRequest, ToolChoice};
 use crate::llm::response::{CompletionResponse, FinishReason, TokenUsage};
-use crate::llm::responses::head::Scalar;
 use crate::llm::wire::errors::from_stream_error;
+use crate::llm::wire::fields::Scalar;
 use crate::llm::wire::reader::WireDecoder;
 use crate::llm::wire::sse::{SseDecoder, SseEvent};
 

@@ -13,7 +13,7 @@
 //! each becomes. The format plugs into [`crate::llm::client::WireClient`] through
 //! [`ClientFormat`], implemented by [`ResponsesConfig`].
 
-pub(crate) mod head;
+mod head;
 #[cfg(test)]
 mod tests;
 mod wire;

@@ -30,7 +30,8 @@ use crate::llm::wire::errors::from_stream_error;
 use crate::llm::wire::reader::WireDecoder;
 use crate::llm::wire::sse::{SseDecoder, SseEvent};
 
-use super::head::{EventHead, ItemHead, Scalar};
+use super::head::{EventHead, ItemHead};
+use crate::llm::wire::fields::Scalar;
 
 /// The JSON body of a Responses request.
 pub fn request_body(

@@ -7,6 +7,7 @@
 
 pub mod errors;
 pub mod exchange;
+pub(crate) mod fields;
 pub mod lines;
 pub mod reader;
 pub mod sse;
