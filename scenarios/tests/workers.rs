@@ -217,6 +217,84 @@ fn a_busy_looping_seed_is_killed_as_a_hang_and_the_sweep_goes_on() {
     );
 }
 
+/// `dst sweep` of seeds 1 to `seeds` of `planted` and the canary in worker processes,
+/// `extra` added: the report.
+fn sweep_many(planted: &str, seeds: u64, extra: &[&str]) -> SweepReport {
+    let dir = temp_dir(&format!("{planted}-many"));
+    let report_path = dir.join("report.json");
+    let output = run_bounded(
+        dst()
+            .args([
+                "sweep",
+                "--seeds",
+                &seeds.to_string(),
+                "--jobs",
+                "2",
+                "--quiet",
+            ])
+            .args(["--scenario", planted, "--scenario", "canary", "--no-record"])
+            .args(extra)
+            .arg("--report")
+            .arg(&report_path),
+    );
+    let report = std::fs::read_to_string(&report_path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<SweepReport>(&text).ok())
+        .unwrap_or_else(|| panic!("{planted}: no report: {output:?}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    report
+}
+
+/// Runs travel to a worker process in batches once its driver has seen how long they
+/// take (`umi-sweep/src/batch.rs`). Regression for issue 41's fifth round: the worker
+/// writes a batch's results together, so an abort in a batch loses its earlier runs'
+/// results too; the driver runs them again one at a time, and every even seed is named
+/// as the crash, with no odd seed blamed and none lost, over enough runs that most of
+/// them travel in batches.
+#[test]
+fn a_crash_inside_a_batch_is_named_by_its_own_seed() {
+    let report = sweep_many("planted_abort", 40, &[]);
+    let table = report.table();
+    assert!(report.completed, "{table}");
+    assert_eq!(report.runs_done, 80, "{table}");
+    let planted = &report.scenarios[0];
+    let seeds: Vec<u64> = planted.failures.iter().map(|f| f.seed).collect();
+    let even: Vec<u64> = (1..=40).filter(|seed| seed % 2 == 0).collect();
+    assert_eq!(seeds, even, "{table}");
+    assert!(
+        planted
+            .failures
+            .iter()
+            .all(|f| f.class == "crash" && f.message.contains("planted: aborting")),
+        "{table}"
+    );
+    assert_eq!(report.scenarios[1].seeds_run, 40, "the canary ran: {table}");
+}
+
+/// A batch past the seed timeout is killed without a report, and its runs go again one
+/// at a time: the hang is reported by the seed that hangs, not the batch's first run.
+#[test]
+fn a_hang_inside_a_batch_is_named_by_its_own_seed() {
+    let report = sweep_many("planted_busy_loop", 12, &["--seed-timeout", "1s"]);
+    let table = report.table();
+    assert!(report.completed, "{table}");
+    assert_eq!(report.runs_done, 24, "{table}");
+    let planted = &report.scenarios[0];
+    let seeds: Vec<u64> = planted.failures.iter().map(|f| f.seed).collect();
+    assert_eq!(seeds, [2, 4, 6, 8, 10, 12], "{table}");
+    assert!(
+        planted.failures.iter().all(|f| f.class == "liveness"),
+        "{table}"
+    );
+    let canary = &report.scenarios[1];
+    assert_eq!(canary.seeds_run, 12, "{table}");
+    // The canary's seeds share batches with the hanging ones: none is blamed for them.
+    assert!(
+        canary.failures.iter().all(|f| f.class == "correctness"),
+        "{table}"
+    );
+}
+
 /// A recorded hanging seed fails `dst replay` with its name and exit 12 instead of
 /// hanging it.
 #[test]

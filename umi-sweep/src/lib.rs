@@ -31,6 +31,7 @@
 //! - [`cli::main`]: the `dst` command, for your own binary: each command's flags and
 //!   what it prints in a file of its own under `cli/` (`sweep`, `replay`, `find`,
 //!   `serve`, `mcp`, `record`, `cassette`, ...), over the library modules above.
+mod batch;
 #[cfg(feature = "serve")]
 pub mod cassette_check;
 #[cfg(feature = "serve")]

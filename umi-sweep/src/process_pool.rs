@@ -1,8 +1,9 @@
 //! Worker processes, the parent's side: each slot of the sweep is a driver thread that
 //! owns one long-lived worker process (this binary re-executed with the hidden
 //! `__sweep-worker` command, `process_worker.rs`), takes run numbers from the shared
-//! counter as worker threads do, sends each run as a JSON line on the worker's stdin
-//! and reads its result from the worker's stdout (`wire.rs`).
+//! counter as worker threads do (a few milliseconds of them at a time, `batch.rs`),
+//! sends them as a JSON line on the worker's stdin and reads their results from the
+//! worker's stdout (`wire.rs`).
 //!
 //! When the worker dies mid-run (an abort, a stack overflow, a failed allocation under
 //! `--seed-memory-max`, `exit`, a signal from outside), the driver records that run as a
@@ -10,7 +11,12 @@
 //! (`crash.rs`), starts a new worker and goes on. A run past the seed timeout is
 //! declared hung by the engine's watchdog, which kills the worker (`kill_hung`): the
 //! driver then sees its worker gone, leaves the run to the watchdog's report, and starts
-//! a new one. Workers are in their own process group, so a Ctrl-C at the terminal
+//! a new one. A worker that dies or hangs in a batch of runs has sent none of their
+//! results: the driver runs the batch again one run at a time, as above, so the run
+//! that dies (seeds are deterministic) is the one named. A hang in a batch so takes two
+//! seed timeouts to report, and a death that does not come again (a kill from outside)
+//! is not reported at all: every run of the batch gets its result from the second
+//! worker. Workers are in their own process group, so a Ctrl-C at the terminal
 //! reaches only the parent, which decides; a worker ends with its parent, however the
 //! parent ends (`parent_watch.rs`: on Linux the kernel kills it when the driver thread
 //! that spawned it exits, which is why a driver owns its worker to the end).
@@ -32,15 +38,16 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::batch::{BatchSizer, share_wall};
 use crate::crash::{Death, describe_death};
 use crate::limit_in_force;
 use crate::outcome::{Outcome, RunEnd};
 use crate::process_worker::worker_arguments;
 use crate::wire::{
-    LineEnd, RESULT_PREFIX, ReplyEnd, RunRequest, WIRE_LINE_BYTES_MAX, parse_reply_line,
+    LineEnd, RESULT_PREFIX, ReplyEnd, RunReply, RunRequest, WIRE_LINE_BYTES_MAX, parse_reply_line,
     read_line_bounded,
 };
-use crate::worker::{Shared, WORKER_THREAD_PREFIX};
+use crate::worker::{InFlight, Shared, WORKER_THREAD_PREFIX};
 
 /// Lines of a worker's stderr kept for a crash's report (the last ones).
 pub const WORKER_STDERR_TAIL_LINES_MAX: usize = 16;
@@ -124,14 +131,16 @@ impl Worker {
         })
     }
 
-    /// Sends `request` and waits for its result; `Err` when the worker is gone (or
-    /// said something that is not a result), with what it said, if anything.
-    fn run(&mut self, request: &RunRequest) -> Result<ReplyEnd, Option<String>> {
+    /// Sends `batch` and waits for its results: every run's, in the order of the batch,
+    /// or `Err` when the worker is gone (or said something that is not a result) before
+    /// it sent them all, with what it said, if anything. A worker writes a batch's
+    /// results together, so a worker that dies in a batch has sent none of them.
+    fn run(&mut self, batch: &[RunRequest]) -> Result<Vec<RunReply>, Option<String>> {
         self.stderr_tail
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
-        let mut line = serde_json::to_vec(request).map_err(|error| Some(error.to_string()))?;
+        let mut line = serde_json::to_vec(batch).map_err(|error| Some(error.to_string()))?;
         line.push(b'\n');
         if self
             .stdin
@@ -141,8 +150,9 @@ impl Worker {
         {
             return Err(None);
         }
+        let mut replies = Vec::with_capacity(batch.len());
         let mut buffer = Vec::new();
-        loop {
+        while let Some(request) = batch.get(replies.len()) {
             let end = read_line_bounded(&mut self.stdout, &mut buffer, WIRE_LINE_BYTES_MAX)
                 .map_err(|_| None)?;
             let text = String::from_utf8_lossy(&buffer);
@@ -157,11 +167,12 @@ impl Worker {
                 LineEnd::Complete => match parse_reply_line(&text) {
                     None => {} // scenario output
                     Some(Err(error)) => return Err(Some(error)),
-                    Some(Ok(reply)) if reply.index == request.index => return Ok(reply.end),
+                    Some(Ok(reply)) if reply.index == request.index => replies.push(reply),
                     Some(Ok(_)) => {} // not this run's: printed by seed code, ignored
                 },
             }
         }
+        Ok(replies)
     }
 
     /// Ends the worker (killed if still running) and returns how it died and the tail
@@ -226,46 +237,172 @@ fn drive(
     seed_timeout: Duration,
 ) {
     let mut worker: Option<Worker> = None;
+    let mut sizer = BatchSizer::default();
+    let jobs = shared
+        .slots
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .len();
+    let total = shared.plan.total();
     loop {
-        let index = shared.next.fetch_add(1, Ordering::Relaxed);
-        let Some((scenario, seed)) = shared.plan.item(index) else {
+        let claimed = shared.next.load(Ordering::Relaxed);
+        let len = sizer.next_len(total.saturating_sub(claimed), jobs);
+        let first = shared.next.fetch_add(len, Ordering::Relaxed);
+        let batch: Vec<RunRequest> = (first..first.saturating_add(len))
+            .map_while(|index| {
+                let (scenario, seed) = shared.plan.item(index)?;
+                Some(RunRequest {
+                    index,
+                    scenario: shared.scenarios[scenario].name().to_owned(),
+                    seed,
+                    swarm: shared.swarm,
+                    check_determinism: shared.check_determinism,
+                })
+            })
+            .collect();
+        if batch.is_empty() {
             break;
+        }
+        let context = Driving {
+            shared,
+            slot,
+            processes,
+            seed_timeout,
         };
-        let started = Instant::now();
-        let request = RunRequest {
-            index,
-            scenario: shared.scenarios[scenario].name().to_owned(),
-            seed,
-            swarm: shared.swarm,
-            check_determinism: shared.check_determinism,
+        let outcomes = if batch.len() == 1 {
+            context
+                .run_alone(&mut worker, &batch[0], &mut sizer)
+                .into_iter()
+                .collect()
+        } else {
+            context.run_batch(&mut worker, &batch, &mut sizer)
         };
-        let end = match running(&mut worker, shared, slot, processes, seed_timeout) {
-            Err(error) => Some(RunEnd::Died(format!(
-                "cannot start a worker process: {error}"
-            ))),
-            Ok(running) => {
-                set_slot(shared, slot, Some((index, started)));
-                let reply = running.run(&request);
-                // The watchdog clears a hung run's slot (and kills its worker) under
-                // this lock: a cleared slot means the watchdog has reported the run.
-                let hung = !take_slot(shared, slot, index);
-                settle(reply, hung, &mut worker, shared, slot, processes)
-            }
-        };
-        if let Some(run) = end {
-            let outcome = Outcome {
-                index,
-                run,
-                wall: started.elapsed(),
-            };
+        for outcome in outcomes {
             // Blocks while the queue is full; fails once the sweep has ended.
             if results.send(outcome).is_err() {
-                break;
+                if worker.is_some() {
+                    retire(&mut worker, shared, slot);
+                }
+                return;
             }
         }
     }
     if worker.is_some() {
         retire(&mut worker, shared, slot);
+    }
+}
+
+/// What a driver runs its runs with.
+struct Driving<'a> {
+    shared: &'a Shared,
+    slot: usize,
+    processes: &'a WorkerProcesses,
+    seed_timeout: Duration,
+}
+
+impl Driving<'_> {
+    /// Runs `request` alone: its outcome, or `None` when the watchdog has reported it
+    /// as hung. `sizer` learns how long the run took in its worker.
+    fn run_alone(
+        &self,
+        worker: &mut Option<Worker>,
+        request: &RunRequest,
+        sizer: &mut BatchSizer,
+    ) -> Option<Outcome> {
+        let (shared, slot, processes) = (self.shared, self.slot, self.processes);
+        let started = Instant::now();
+        let run = match running(worker, shared, slot, processes, self.seed_timeout) {
+            Err(error) => Some(RunEnd::Died(format!(
+                "cannot start a worker process: {error}"
+            ))),
+            Ok(running) => {
+                set_slot(shared, slot, Some(InFlight::run(request.index)));
+                let reply = running
+                    .run(std::slice::from_ref(request))
+                    .map(|mut replies| {
+                        let reply = replies.remove(0);
+                        sizer.observe(reply.wall_us);
+                        reply.end
+                    });
+                // The watchdog clears a hung run's slot (and kills its worker) under
+                // this lock: a cleared slot means the watchdog has reported the run.
+                let hung = !take_slot(shared, slot, request.index);
+                settle(reply, hung, worker, shared, slot, processes)
+            }
+        }?;
+        Some(Outcome {
+            index: request.index,
+            run,
+            wall: started.elapsed(),
+        })
+    }
+
+    /// Runs `batch` (more than one run) in one round trip: each run's outcome, its wall
+    /// time a share of the batch's. When the worker dies or hangs in the batch (or
+    /// cannot start), the batch's runs go again one at a time, each in the way
+    /// [`Self::run_alone`] reports it: seeds are deterministic, so the run that killed
+    /// the worker kills the next one and is named.
+    fn run_batch(
+        &self,
+        worker: &mut Option<Worker>,
+        batch: &[RunRequest],
+        sizer: &mut BatchSizer,
+    ) -> Vec<Outcome> {
+        let (shared, slot, processes) = (self.shared, self.slot, self.processes);
+        let first = batch[0].index;
+        let started = Instant::now();
+        let replies = running(worker, shared, slot, processes, self.seed_timeout)
+            .ok()
+            .and_then(|running| {
+                set_slot(
+                    shared,
+                    slot,
+                    Some(InFlight {
+                        index: first,
+                        since: started,
+                        batch: true,
+                    }),
+                );
+                let replies = running.run(batch);
+                // A cleared slot: the watchdog killed the worker of a batch past the
+                // seed timeout, and reported nothing.
+                let hung = !take_slot(shared, slot, first);
+                replies.ok().filter(|_| !hung)
+            });
+        let Some(replies) = replies else {
+            if worker.is_some() {
+                retire(worker, shared, slot);
+            }
+            // The runs go again one at a time, and the sizer starts over from them.
+            *sizer = BatchSizer::default();
+            return batch
+                .iter()
+                .filter_map(|request| self.run_alone(worker, request, sizer))
+                .collect();
+        };
+        let walls_us: Vec<u64> = replies.iter().map(|reply| reply.wall_us).collect();
+        for wall_us in &walls_us {
+            sizer.observe(*wall_us);
+        }
+        replies
+            .into_iter()
+            .zip(share_wall(started.elapsed(), &walls_us))
+            .map(|(reply, wall)| Outcome {
+                index: reply.index,
+                run: finished(reply.end),
+                wall,
+            })
+            .collect()
+    }
+}
+
+/// What a reply the worker sent says about its run.
+fn finished(end: ReplyEnd) -> RunEnd {
+    match end {
+        ReplyEnd::Finished(summary) => summary
+            .into_run()
+            .map_or_else(RunEnd::Died, |run| RunEnd::Finished(Box::new(run))),
+        ReplyEnd::Panicked(message) => RunEnd::Panicked(message),
     }
 }
 
@@ -284,12 +421,7 @@ fn settle(
             retire(worker, shared, slot);
             None
         }
-        Ok(ReplyEnd::Finished(summary)) => Some(
-            summary
-                .into_run()
-                .map_or_else(RunEnd::Died, |run| RunEnd::Finished(Box::new(run))),
-        ),
-        Ok(ReplyEnd::Panicked(message)) => Some(RunEnd::Panicked(message)),
+        Ok(end) => Some(finished(end)),
         Err(said) => {
             let (death, tail) = retire(worker, shared, slot);
             (!hung).then(|| {
@@ -349,14 +481,14 @@ fn retire(worker: &mut Option<Worker>, shared: &Shared, slot: usize) -> (Death, 
         .map_or((Death::Unknown, Vec::new()), Worker::end)
 }
 
-fn set_slot(shared: &Shared, slot: usize, value: Option<(usize, Instant)>) {
+fn set_slot(shared: &Shared, slot: usize, value: Option<InFlight>) {
     shared.slots.lock().unwrap_or_else(PoisonError::into_inner)[slot] = value;
 }
 
 /// Frees the slot if it still holds run `index`; `false` if the watchdog took it.
 fn take_slot(shared: &Shared, slot: usize, index: usize) -> bool {
     let mut slots = shared.slots.lock().unwrap_or_else(PoisonError::into_inner);
-    if slots[slot].is_some_and(|(running, _)| running == index) {
+    if slots[slot].is_some_and(|running| running.index == index) {
         slots[slot] = None;
         true
     } else {

@@ -1,8 +1,9 @@
 //! A sweep worker process: the `dst` binary re-executed by its parent's sweep
 //! (`process_pool.rs`) with the hidden `__sweep-worker` command. It limits its own
-//! address space (`--seed-memory-max`), then runs one request at a time from stdin,
-//! each seed of the same scenarios its parent has, and writes each result as a prefixed
-//! JSON line on stdout (`wire.rs`). It ends when its stdin ends.
+//! address space (`--seed-memory-max`), then runs one request at a time from stdin (a
+//! batch of runs, `batch.rs`), each a seed of the same scenarios its parent has, and
+//! writes each run's result as a prefixed JSON line on stdout (`wire.rs`), the batch's
+//! lines together once its last run has finished. It ends when its stdin ends.
 //!
 //! Anything a seed does to this process (an abort, a stack overflow, a failed
 //! allocation, `exit`) ends only this worker; its parent sees the death, records the
@@ -28,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
+use crate::batch::BATCH_RUNS_MAX;
 use crate::memory_limit;
 use crate::parent_watch;
 use crate::wire::{
@@ -98,6 +100,8 @@ pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitC
     let mut line = Vec::new();
     // What the watchdog names the run (a buffer reused from run to run).
     let mut what = String::new();
+    // The batch's result lines, written together (a buffer reused from batch to batch).
+    let mut replies = String::new();
     loop {
         match read_line_bounded(&mut input, &mut line, WIRE_LINE_BYTES_MAX) {
             Ok(LineEnd::Eof) => return ExitCode::SUCCESS,
@@ -111,26 +115,36 @@ pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitC
                 return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
             }
         }
-        let request: RunRequest = match serde_json::from_slice(&line) {
-            Ok(request) => request,
+        let batch: Vec<RunRequest> = match serde_json::from_slice(&line) {
+            Ok(batch) => batch,
             Err(error) => {
                 eprintln!("dst worker: a request that is not one ({error})");
                 return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
             }
         };
-        let _watched = watchdog.as_mut().map(|watchdog| {
-            what.clear();
-            let _ = write!(
-                what,
-                "dst worker: seed {} of {}",
-                request.seed, request.scenario
+        if batch.len() > BATCH_RUNS_MAX {
+            eprintln!(
+                "dst worker: a batch of {} runs, over the limit of {BATCH_RUNS_MAX}",
+                batch.len()
             );
-            watchdog.watch(&what, self_limit, "its parent's table")
-        });
-        let reply = run(scenarios, &request);
+            return process_exit_code(EXIT_CODE_BAD_ARGUMENTS);
+        }
+        replies.clear();
+        for request in &batch {
+            let _watched = watchdog.as_mut().map(|watchdog| {
+                what.clear();
+                let _ = write!(
+                    what,
+                    "dst worker: seed {} of {}",
+                    request.seed, request.scenario
+                );
+                watchdog.watch(&what, self_limit, "its parent's table")
+            });
+            replies.push_str(&reply_line(&run(scenarios, request)));
+        }
         let mut stdout = std::io::stdout().lock();
         if stdout
-            .write_all(reply_line(&reply).as_bytes())
+            .write_all(replies.as_bytes())
             .and_then(|()| stdout.flush())
             .is_err()
         {

@@ -1,5 +1,6 @@
 //! What the sweep's parent and its worker processes say to each other: one JSON line
-//! per run request on the worker's stdin, one JSON line per result on its stdout.
+//! per batch of run requests on the worker's stdin (an array, `batch.rs`), one JSON line
+//! per run's result on its stdout.
 //!
 //! Seed code shares the worker's stdout, so a result line carries a prefix no scenario
 //! prints (starting with an ASCII record separator), is read from the prefix's last

@@ -31,7 +31,8 @@ pub(crate) struct Shared {
     pub(crate) plan: Plan,
     /// The next run number to claim; at or past the plan's total, nothing is left.
     pub(crate) next: AtomicUsize,
-    pub(crate) slots: Mutex<Vec<Option<(usize, Instant)>>>,
+    /// Per slot, what it is running and since when.
+    pub(crate) slots: Mutex<Vec<Option<InFlight>>>,
     /// Slots whose worker was declared hung (and replaced): if it ever finishes, it stops.
     pub(crate) retired: Mutex<BTreeSet<usize>>,
     /// Per slot, the worker process running its runs (worker processes only), which the
@@ -40,6 +41,30 @@ pub(crate) struct Shared {
     pub(crate) scenarios: Vec<Arc<dyn Scenario>>,
     pub(crate) swarm: bool,
     pub(crate) check_determinism: bool,
+}
+
+/// What a slot is running: one run, or a batch of runs sent to its worker process
+/// (`batch.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InFlight {
+    /// The run's number in the plan (a batch's first).
+    pub(crate) index: usize,
+    pub(crate) since: Instant,
+    /// A batch of more than one run: past the seed timeout its worker is killed and
+    /// nothing is reported, for its driver runs the batch's unanswered runs again one
+    /// at a time, and the one that hangs is reported then.
+    pub(crate) batch: bool,
+}
+
+impl InFlight {
+    /// One run, from now.
+    pub(crate) fn run(index: usize) -> Self {
+        Self {
+            index,
+            since: Instant::now(),
+            batch: false,
+        }
+    }
 }
 
 impl Shared {
@@ -92,7 +117,7 @@ pub(crate) fn spawn_worker(shared: &Arc<Shared>, slot: usize, results: mpsc::Syn
                     break;
                 };
                 shared.slots.lock().unwrap_or_else(PoisonError::into_inner)[slot] =
-                    Some((index, Instant::now()));
+                    Some(InFlight::run(index));
                 let started = Instant::now();
                 let scenario = shared.scenarios[scenario].clone();
                 let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -176,11 +201,21 @@ pub(crate) fn watchdog(
         .unwrap_or_else(PoisonError::into_inner);
     let mut hung = Vec::new();
     for (number, slot) in slots.iter_mut().enumerate() {
-        if let Some((index, since)) = *slot
+        if let Some(InFlight {
+            index,
+            since,
+            batch,
+        }) = *slot
             && since.elapsed() > timeout
             && !hung_already.contains(&index)
         {
             *slot = None;
+            if batch {
+                // Its driver sees the slot taken and runs the batch again one run at a
+                // time: the run that hangs is reported then, by its own index.
+                kill_hung(shared, number);
+                continue;
+            }
             retired.insert(number);
             // A worker process is killed with the slots locked, so its driver, which
             // checks the slot under the same lock, never mistakes the kill for a crash
