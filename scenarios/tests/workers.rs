@@ -5,7 +5,8 @@
 //! yields is killed as a hang by the sweep, and fails `dst replay` and
 //! `Simulation::run` with its name instead of hanging them. A second Ctrl-C ends the
 //! sweep and its workers with it; an outer memory limit lower than `--seed-memory-max`
-//! is the one a crash names.
+//! is the one a crash names. Runs travel to a worker in batches: a crash or hang inside
+//! one is still named by its own seed, and a worker killed from outside is reported.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -423,6 +424,8 @@ fn worker_processes_and_threads_give_identical_trace_hashes() {
     };
     let processes = sweep(&[], "processes.json");
     let threads = sweep(&["--in-process"], "threads.json");
+    assert!(processes.worker_round_trips > 0);
+    assert_eq!(threads.worker_round_trips, 0);
     for (a, b) in processes.scenarios.iter().zip(&threads.scenarios) {
         assert_eq!(a.trace_hashes.len(), 30, "{}", a.name);
         assert_eq!(a.trace_hashes, b.trace_hashes, "{}", a.name);
@@ -433,6 +436,84 @@ fn worker_processes_and_threads_give_identical_trace_hashes() {
             a.name
         );
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Worker processes take their runs in batches once they have seen one finish
+/// (`umi-sweep/src/batch.rs`): fewer round trips than runs. These two canaries' runs
+/// take 80 to 200 µs, so a batch of about 4 ms holds several even on a machine many
+/// times slower.
+#[test]
+fn worker_processes_take_runs_in_batches() {
+    let report = sweep_many("canary_lost_update", 200, &[]);
+    assert_eq!(report.runs_done, 400);
+    assert!(
+        report.worker_round_trips > 0 && report.worker_round_trips < report.runs_done,
+        "{} round trips for {} runs",
+        report.worker_round_trips,
+        report.runs_done
+    );
+}
+
+/// A worker killed from outside in the middle of a batch (`kill -KILL`, as the kernel's
+/// OOM killer would) costs no run: the batch runs again one run at a time and every run
+/// gets its result. Which run it hit cannot be known, so the death is reported for the
+/// whole batch, and the sweep exits as a crash (11), as it did when a run took a worker
+/// with it.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_worker_killed_from_outside_is_reported_and_costs_no_run() {
+    let dir = temp_dir("killed");
+    let report_path = dir.join("report.json");
+    let mut sweep = dst()
+        .args([
+            "sweep",
+            "--seeds",
+            "200000",
+            "--jobs",
+            "2",
+            "--scenario",
+            "canary",
+        ])
+        .args(["--quiet", "--no-record", "--report"])
+        .arg(&report_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let workers = proc_scan::wait_for_workers(sweep.id(), 2, DST_RUN_WAIT_MAX);
+    real_sleep(Duration::from_secs(1)); // past the first runs: batches of 64
+    let sent = Command::new("kill")
+        .args(["-KILL", &workers[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let mut waited = Duration::ZERO;
+    let status = loop {
+        if let Some(status) = sweep.try_wait().unwrap() {
+            break status;
+        }
+        assert!(waited < DST_RUN_WAIT_MAX, "the sweep did not end");
+        real_sleep(DST_RUN_POLL);
+        waited += DST_RUN_POLL;
+    };
+    let report: SweepReport =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let table = report.table();
+    assert!(report.completed, "{table}");
+    assert_eq!(report.runs_done, 200_000, "{table}");
+    assert_eq!(report.worker_deaths_unexplained.len(), 1, "{table}");
+    let death = &report.worker_deaths_unexplained[0];
+    assert!(death.contains("signal 9 (SIGKILL)"), "{death}");
+    assert!(death.contains("seeds of canary"), "{death}");
+    assert!(
+        report.scenarios[0]
+            .failures
+            .iter()
+            .all(|f| f.class == "correctness"),
+        "no run was blamed: {table}"
+    );
+    assert_eq!(status.code(), Some(11), "{table}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -14,8 +14,9 @@
 //! driver has seen one finish, and never more than a share of what is left so the last
 //! runs of a sweep spread over every slot. Seeds are deterministic, so what a batch
 //! changes is only how runs travel: when a worker dies or hangs in a batch, the driver
-//! runs the batch's unanswered runs again one at a time, where the run that dies dies
-//! again and is named as before (`process_pool.rs`).
+//! runs every run of the batch again one at a time, where the run that dies dies again
+//! and is named as before; a death no run repeats is reported for the batch
+//! (`process_pool.rs`).
 //!
 //! Pure functions; the table tests below reach every decision.
 
@@ -37,7 +38,7 @@ const BATCH_TAIL_SHARES: usize = 2;
 const RUN_WALL_MEAN_WEIGHT: u64 = 8;
 
 /// A driver's view of how long its runs take: a running mean of their wall time.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub(crate) struct BatchSizer {
     /// The running mean of a run's wall time in the worker, in microseconds; `None`
     /// until a run has finished.

@@ -33,7 +33,7 @@
 )]
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -97,6 +97,8 @@ pub fn run(
         slots: Mutex::new(vec![None; options.jobs]),
         retired: Mutex::new(BTreeSet::new()),
         killers: Mutex::new(Vec::new()),
+        round_trips: AtomicU64::new(0),
+        deaths_unexplained: Mutex::new(Vec::new()),
         scenarios: selected.clone(),
         swarm: options.swarm,
         check_determinism: options.check_determinism,
@@ -212,6 +214,7 @@ impl Running<'_> {
                 && last_report.elapsed() >= Duration::from_millis(REPORT_WRITE_INTERVAL_MS)
             {
                 last_report = Instant::now();
+                self.shared.stamp(&mut collector.report);
                 collector.write(path, self.started);
             }
         }
@@ -222,6 +225,7 @@ impl Running<'_> {
     /// `--report`.
     fn finish(&self, collector: Collector, stopped: Option<StopReason>) -> SweepReport {
         let mut report = collector.finish(self.started);
+        self.shared.stamp(&mut report);
         report.completed = report.runs_done == self.total as u64;
         if !report.completed {
             report.stopped = stopped.map(StopReason::describe);
@@ -379,6 +383,8 @@ fn empty_report(
         runs_planned: total as u64,
         runs_skipped: options.skip_runs,
         runs_done: 0,
+        worker_round_trips: 0,
+        worker_deaths_unexplained: Vec::new(),
         completed: false,
         wall_ms: 0,
         seeds_dir: options.seeds_dir.as_ref().map(|d| d.display().to_string()),

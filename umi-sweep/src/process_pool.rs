@@ -236,6 +236,12 @@ fn drive(
     processes: &WorkerProcesses,
     seed_timeout: Duration,
 ) {
+    let context = Driving {
+        shared,
+        slot,
+        processes,
+        seed_timeout,
+    };
     let mut worker: Option<Worker> = None;
     let mut sizer = BatchSizer::default();
     let jobs = shared
@@ -263,12 +269,6 @@ fn drive(
         if batch.is_empty() {
             break;
         }
-        let context = Driving {
-            shared,
-            slot,
-            processes,
-            seed_timeout,
-        };
         let outcomes = if batch.len() == 1 {
             context
                 .run_alone(&mut worker, &batch[0], &mut sizer)
@@ -317,6 +317,7 @@ impl Driving<'_> {
             ))),
             Ok(running) => {
                 set_slot(shared, slot, Some(InFlight::run(request.index)));
+                shared.round_trips.fetch_add(1, Ordering::Relaxed);
                 let reply = running
                     .run(std::slice::from_ref(request))
                     .map(|mut replies| {
@@ -339,9 +340,8 @@ impl Driving<'_> {
 
     /// Runs `batch` (more than one run) in one round trip: each run's outcome, its wall
     /// time a share of the batch's. When the worker dies or hangs in the batch (or
-    /// cannot start), the batch's runs go again one at a time, each in the way
-    /// [`Self::run_alone`] reports it: seeds are deterministic, so the run that killed
-    /// the worker kills the next one and is named.
+    /// cannot start), the batch's runs all go again one at a time
+    /// ([`Self::run_batch_again`]).
     fn run_batch(
         &self,
         worker: &mut Option<Worker>,
@@ -351,34 +351,32 @@ impl Driving<'_> {
         let (shared, slot, processes) = (self.shared, self.slot, self.processes);
         let first = batch[0].index;
         let started = Instant::now();
-        let replies = running(worker, shared, slot, processes, self.seed_timeout)
-            .ok()
-            .and_then(|running| {
+        let replies = match running(worker, shared, slot, processes, self.seed_timeout) {
+            Err(_) => BatchEnd::Unsent,
+            Ok(running) => {
+                // The watchdog's clock starts once the worker is there, as a run alone's.
                 set_slot(
                     shared,
                     slot,
                     Some(InFlight {
                         index: first,
-                        since: started,
+                        since: Instant::now(),
                         batch: true,
                     }),
                 );
+                shared.round_trips.fetch_add(1, Ordering::Relaxed);
                 let replies = running.run(batch);
                 // A cleared slot: the watchdog killed the worker of a batch past the
                 // seed timeout, and reported nothing.
-                let hung = !take_slot(shared, slot, first);
-                replies.ok().filter(|_| !hung)
-            });
-        let Some(replies) = replies else {
-            if worker.is_some() {
-                retire(worker, shared, slot);
+                match (replies, take_slot(shared, slot, first)) {
+                    (Ok(replies), true) => BatchEnd::Answered(replies),
+                    (Err(said), true) => BatchEnd::Died(said),
+                    (_, false) => BatchEnd::Hung,
+                }
             }
-            // The runs go again one at a time, and the sizer starts over from them.
-            *sizer = BatchSizer::default();
-            return batch
-                .iter()
-                .filter_map(|request| self.run_alone(worker, request, sizer))
-                .collect();
+        };
+        let BatchEnd::Answered(replies) = replies else {
+            return self.run_batch_again(worker, batch, sizer, &replies, started.elapsed());
         };
         let walls_us: Vec<u64> = replies.iter().map(|reply| reply.wall_us).collect();
         for wall_us in &walls_us {
@@ -394,6 +392,105 @@ impl Driving<'_> {
             })
             .collect()
     }
+
+    /// Runs again, one at a time in a new worker, each run of a `batch` that `failed`
+    /// after `lost` of wall time, which the runs' outcomes share. Seeds are
+    /// deterministic, so the run that killed the worker kills the next one and is named
+    /// (or hangs again and is reported by the watchdog). A death that no run explains
+    /// so is kept for the report ([`Shared::keep_death`]).
+    fn run_batch_again(
+        &self,
+        worker: &mut Option<Worker>,
+        batch: &[RunRequest],
+        sizer: &mut BatchSizer,
+        failed: &BatchEnd,
+        lost: Duration,
+    ) -> Vec<Outcome> {
+        let (shared, slot) = (self.shared, self.slot);
+        let died = match (failed, worker.is_some()) {
+            (BatchEnd::Died(said), true) => {
+                let (death, tail) = retire(worker, shared, slot);
+                Some(describe_death_said(
+                    death,
+                    &tail,
+                    said.as_deref(),
+                    self.processes,
+                ))
+            }
+            (_, true) => {
+                retire(worker, shared, slot);
+                None
+            }
+            (_, false) => None,
+        };
+        // The sizer starts over from the runs alone.
+        *sizer = BatchSizer::default();
+        let mut outcomes: Vec<Outcome> = batch
+            .iter()
+            .filter_map(|request| self.run_alone(worker, request, sizer))
+            .collect();
+        let walls_us: Vec<u64> = outcomes
+            .iter()
+            .map(|outcome| u64::try_from(outcome.wall.as_micros()).unwrap_or(u64::MAX))
+            .collect();
+        for (outcome, share) in outcomes.iter_mut().zip(share_wall(lost, &walls_us)) {
+            outcome.wall += share;
+        }
+        let explained = outcomes.len() < batch.len()
+            || outcomes
+                .iter()
+                .any(|outcome| matches!(outcome.run, RunEnd::Died(_)));
+        if let Some(death) = died
+            && !explained
+        {
+            shared.keep_death(format!(
+                "a worker died in a batch of {} runs ({}), none of which died when run again alone: {death}",
+                batch.len(),
+                describe_runs(batch)
+            ));
+        }
+        outcomes
+    }
+}
+
+/// A batch's runs, scenario by scenario in the order they come: `12 seeds of canary
+/// (143140 to 143151), ...` (a batch's runs are consecutive in the plan, so each
+/// scenario's seeds are too, trials aside).
+fn describe_runs(batch: &[RunRequest]) -> String {
+    let mut scenarios: Vec<(&str, u64, u64, usize)> = Vec::new();
+    for request in batch {
+        match scenarios
+            .iter_mut()
+            .find(|(name, ..)| *name == request.scenario)
+        {
+            Some((_, low, high, count)) => {
+                *low = (*low).min(request.seed);
+                *high = (*high).max(request.seed);
+                *count += 1;
+            }
+            None => scenarios.push((&request.scenario, request.seed, request.seed, 1)),
+        }
+    }
+    let described: Vec<String> = scenarios
+        .into_iter()
+        .map(|(name, low, high, count)| match count {
+            1 => format!("seed {low} of {name}"),
+            _ => format!("{count} seeds of {name} ({low} to {high})"),
+        })
+        .collect();
+    described.join(", ")
+}
+
+/// How a batch's round trip ended.
+enum BatchEnd {
+    /// Every run's result, in the batch's order.
+    Answered(Vec<RunReply>),
+    /// The worker died (or said something that is not a result), with what it said.
+    Died(Option<String>),
+    /// The watchdog killed the worker past the seed timeout.
+    Hung,
+    /// No worker could be started.
+    Unsent,
 }
 
 /// What a reply the worker sent says about its run.
@@ -425,19 +522,35 @@ fn settle(
         Err(said) => {
             let (death, tail) = retire(worker, shared, slot);
             (!hung).then(|| {
-                let limit = limit_in_force::describe(
-                    processes
-                        .memory_max_bytes
-                        .zip(processes.memory_max_text.as_deref()),
-                    limit_in_force::inherited_bytes(),
-                );
-                let message = describe_death(death, &tail, limit.as_deref());
-                RunEnd::Died(match said {
-                    Some(said) => format!("{said}; {message}"),
-                    None => message,
-                })
+                RunEnd::Died(describe_death_said(
+                    death,
+                    &tail,
+                    said.as_deref(),
+                    processes,
+                ))
             })
         }
+    }
+}
+
+/// What a worker's death says: what the worker said, if anything, then the death, its
+/// stderr's tail and the memory limit in force.
+fn describe_death_said(
+    death: Death,
+    tail: &[String],
+    said: Option<&str>,
+    processes: &WorkerProcesses,
+) -> String {
+    let limit = limit_in_force::describe(
+        processes
+            .memory_max_bytes
+            .zip(processes.memory_max_text.as_deref()),
+        limit_in_force::inherited_bytes(),
+    );
+    let message = describe_death(death, tail, limit.as_deref());
+    match said {
+        Some(said) => format!("{said}; {message}"),
+        None => message,
     }
 }
 
@@ -493,5 +606,36 @@ fn take_slot(shared: &Shared, slot: usize, index: usize) -> bool {
         true
     } else {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(index: usize, scenario: &str, seed: u64) -> RunRequest {
+        RunRequest {
+            index,
+            scenario: scenario.to_owned(),
+            seed,
+            swarm: false,
+            check_determinism: false,
+        }
+    }
+
+    #[test]
+    fn a_batch_is_described_scenario_by_scenario() {
+        let batch = [
+            request(40, "canary", 11),
+            request(41, "wire_faults", 11),
+            request(42, "canary", 12),
+            request(43, "wire_faults", 12),
+            request(44, "canary", 13),
+        ];
+        assert_eq!(
+            describe_runs(&batch),
+            "3 seeds of canary (11 to 13), 2 seeds of wire_faults (11 to 12)"
+        );
+        assert_eq!(describe_runs(&batch[..1]), "seed 11 of canary");
     }
 }

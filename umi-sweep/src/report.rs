@@ -20,6 +20,9 @@ use umi_dst::failure_class::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
 /// Failures listed per scenario in a report (the counts and groups cover all of them).
 pub const REPORT_FAILURES_KEPT_MAX: usize = 200;
 
+/// Unexplained worker deaths listed in a report ([`SweepReport::worker_deaths_unexplained`]).
+pub const REPORT_DEATHS_KEPT_MAX: usize = 100;
+
 /// One failing seed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailureEntry {
@@ -265,6 +268,17 @@ pub struct SweepReport {
     pub runs_skipped: u64,
     /// Runs done.
     pub runs_done: u64,
+    /// Round trips to worker processes, each a batch of runs (0 when the runs were
+    /// threads of the sweep's process): `runs_done` over this is the runs per batch.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub worker_round_trips: u64,
+    /// Worker processes that died in a batch of runs none of which died when run again
+    /// alone in a new worker (a kill from outside, the kernel's OOM killer, or state that
+    /// earlier runs left in the worker): for each, what the death was and which runs the
+    /// batch held, at most [`REPORT_DEATHS_KEPT_MAX`]. Every run of the batch has its
+    /// result from the second worker; any such death makes the sweep exit as a crash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worker_deaths_unexplained: Vec<String>,
     /// Whether every planned run finished (false after a time budget or a kill).
     pub completed: bool,
     /// Wall time of the sweep, in ms.
@@ -315,9 +329,12 @@ impl SweepReport {
     }
 
     /// The process exit code: 0; the most severe regression class's
-    /// ([`FailureClass::exit_code`]); [`EXIT_CODE_CANARY_NOT_FOUND`] for a missed canary.
+    /// ([`FailureClass::exit_code`]), a crash's when a worker died unexplained;
+    /// [`EXIT_CODE_CANARY_NOT_FOUND`] for a missed canary.
     pub fn exit_code(&self) -> i32 {
-        if let Some(class) = self.most_severe_regression() {
+        let unexplained =
+            (!self.worker_deaths_unexplained.is_empty()).then_some(FailureClass::Crash);
+        if let Some(class) = self.most_severe_regression().max(unexplained) {
             return class.exit_code();
         }
         if !self.canaries_missed().is_empty() {
@@ -344,6 +361,11 @@ impl SweepReport {
         self.jobs = self.jobs.max(report.jobs);
         self.runs_planned += report.runs_planned;
         self.runs_done += report.runs_done;
+        self.worker_round_trips += report.worker_round_trips;
+        self.worker_deaths_unexplained
+            .extend(report.worker_deaths_unexplained.iter().cloned());
+        self.worker_deaths_unexplained
+            .truncate(REPORT_DEATHS_KEPT_MAX);
         self.completed &= report.completed;
         self.wall_ms = self.wall_ms.max(report.wall_ms);
     }
@@ -461,6 +483,47 @@ mod tests {
         };
         assert_eq!(missed.exit_code(), 20);
         assert!(missed.table().contains("CANARY NOT FOUND"));
+    }
+
+    /// A worker death no run of its batch explained (`process_pool.rs`) is a crash of the
+    /// sweep: its code unless a more severe class failed, shown in the table, and kept
+    /// (bounded) when shards merge, with the round trips summed.
+    #[test]
+    fn an_unexplained_worker_death_is_a_crash() {
+        let death = "a worker died in a batch of 2 runs (...): signal 9 (SIGKILL)".to_owned();
+        let with_death = |scenarios: Vec<ScenarioReport>| SweepReport {
+            scenarios,
+            worker_round_trips: 7,
+            worker_deaths_unexplained: vec![death.clone()],
+            ..SweepReport::default()
+        };
+        assert_eq!(with_death(vec![scenario("a", 0, false)]).exit_code(), 11);
+        assert_eq!(with_death(vec![scenario("a", 2, false)]).exit_code(), 11);
+        assert_eq!(
+            with_death(vec![scenario("canary", 0, true)]).exit_code(),
+            11
+        );
+        let mut nondeterministic = scenario("a", 1, false);
+        nondeterministic.failures_by_class = BTreeMap::from([("nondeterminism".to_owned(), 1)]);
+        assert_eq!(with_death(vec![nondeterministic]).exit_code(), 13);
+        assert!(
+            with_death(Vec::new())
+                .table()
+                .contains(&format!("crash: {death}"))
+        );
+        let shards: Vec<SweepReport> = (0..=REPORT_DEATHS_KEPT_MAX)
+            .map(|_| with_death(Vec::new()))
+            .collect();
+        let merged = SweepReport::merge(&shards);
+        assert_eq!(merged.worker_round_trips, 7 * shards.len() as u64);
+        assert_eq!(
+            merged.worker_deaths_unexplained.len(),
+            REPORT_DEATHS_KEPT_MAX
+        );
+        assert_eq!(
+            SweepReport::merge(&shards[..2]).worker_deaths_unexplained,
+            [death.clone(), death]
+        );
     }
 
     #[test]

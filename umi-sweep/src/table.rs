@@ -119,6 +119,9 @@ impl SweepReport {
         if let Some(reason) = &self.stopped {
             let _ = writeln!(out, "stopped early: {reason}");
         }
+        for death in &self.worker_deaths_unexplained {
+            let _ = writeln!(out, "crash: {death}");
+        }
     }
 }
 

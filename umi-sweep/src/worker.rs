@@ -14,13 +14,14 @@
 )]
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 pub(crate) use crate::outcome::{Outcome, RunEnd};
 use crate::plan::Plan;
+use crate::report::REPORT_DEATHS_KEPT_MAX;
 use umi_dst::failure_class::FailureClass;
 use umi_dst::scenario::{Scenario, run_one};
 use umi_dst::simulation::determinism::compare_runs;
@@ -38,6 +39,11 @@ pub(crate) struct Shared {
     /// Per slot, the worker process running its runs (worker processes only), which the
     /// watchdog kills when its run hangs.
     pub(crate) killers: Mutex<Vec<Option<Arc<Mutex<std::process::Child>>>>>,
+    /// Round trips to worker processes so far (each a batch of runs).
+    pub(crate) round_trips: AtomicU64,
+    /// Worker deaths no run of their batch explained, for the report (at most
+    /// [`REPORT_DEATHS_KEPT_MAX`]).
+    pub(crate) deaths_unexplained: Mutex<Vec<String>>,
     pub(crate) scenarios: Vec<Arc<dyn Scenario>>,
     pub(crate) swarm: bool,
     pub(crate) check_determinism: bool,
@@ -51,8 +57,8 @@ pub(crate) struct InFlight {
     pub(crate) index: usize,
     pub(crate) since: Instant,
     /// A batch of more than one run: past the seed timeout its worker is killed and
-    /// nothing is reported, for its driver runs the batch's unanswered runs again one
-    /// at a time, and the one that hangs is reported then.
+    /// nothing is reported, for its driver runs every run of the batch again one at a
+    /// time, and the one that hangs is reported then.
     pub(crate) batch: bool,
 }
 
@@ -73,6 +79,28 @@ impl Shared {
     pub(crate) fn stop(&self) -> usize {
         let total = self.plan.total();
         self.next.fetch_max(total, Ordering::Relaxed).min(total)
+    }
+
+    /// Keeps `death` for the report, unless [`REPORT_DEATHS_KEPT_MAX`] are kept already.
+    pub(crate) fn keep_death(&self, death: String) {
+        let mut deaths = self
+            .deaths_unexplained
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if deaths.len() < REPORT_DEATHS_KEPT_MAX {
+            deaths.push(death);
+        }
+    }
+
+    /// Copies the worker processes' figures into `report`.
+    pub(crate) fn stamp(&self, report: &mut crate::report::SweepReport) {
+        report.worker_round_trips = self.round_trips.load(Ordering::Relaxed);
+        report.worker_deaths_unexplained.clone_from(
+            &self
+                .deaths_unexplained
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
     }
 }
 
