@@ -214,7 +214,7 @@ impl Running<'_> {
                 && last_report.elapsed() >= Duration::from_millis(REPORT_WRITE_INTERVAL_MS)
             {
                 last_report = Instant::now();
-                self.shared.stamp(&mut collector.report);
+                stamp_workers(self.shared, &mut collector.report);
                 collector.write(path, self.started);
             }
         }
@@ -225,7 +225,7 @@ impl Running<'_> {
     /// `--report`.
     fn finish(&self, collector: Collector, stopped: Option<StopReason>) -> SweepReport {
         let mut report = collector.finish(self.started);
-        self.shared.stamp(&mut report);
+        stamp_workers(self.shared, &mut report);
         report.completed = report.runs_done == self.total as u64;
         if !report.completed {
             report.stopped = stopped.map(StopReason::describe);
@@ -325,6 +325,18 @@ fn retire_hung(
         };
         spawn_worker(shared, slot, sender.clone());
     }
+}
+
+/// Copies the worker processes' figures into `report`: round trips, and the deaths no
+/// run explained.
+fn stamp_workers(shared: &Shared, report: &mut SweepReport) {
+    report.worker_round_trips = shared.round_trips.load(Ordering::Relaxed);
+    report.worker_deaths_unexplained.clone_from(
+        &shared
+            .deaths_unexplained
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner),
+    );
 }
 
 /// Why the sweep should stop now, if it should.

@@ -21,7 +21,7 @@ use umi_dst::failure_class::{EXIT_CODE_CANARY_NOT_FOUND, FailureClass};
 pub const REPORT_FAILURES_KEPT_MAX: usize = 200;
 
 /// Unexplained worker deaths listed in a report ([`SweepReport::worker_deaths_unexplained`]).
-pub const REPORT_DEATHS_KEPT_MAX: usize = 100;
+pub const REPORT_DEATHS_KEPT_MAX: usize = crate::worker::WORKER_DEATHS_KEPT_MAX;
 
 /// One failing seed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

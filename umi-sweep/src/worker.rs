@@ -21,7 +21,10 @@ use std::time::{Duration, Instant};
 
 pub(crate) use crate::outcome::{Outcome, RunEnd};
 use crate::plan::Plan;
-use crate::report::REPORT_DEATHS_KEPT_MAX;
+
+/// Unexplained worker deaths kept for the report (the report lists as many,
+/// `report::REPORT_DEATHS_KEPT_MAX`).
+pub(crate) const WORKER_DEATHS_KEPT_MAX: usize = 100;
 use umi_dst::failure_class::FailureClass;
 use umi_dst::scenario::{Scenario, run_one};
 use umi_dst::simulation::determinism::compare_runs;
@@ -42,7 +45,7 @@ pub(crate) struct Shared {
     /// Round trips to worker processes so far (each a batch of runs).
     pub(crate) round_trips: AtomicU64,
     /// Worker deaths no run of their batch explained, for the report (at most
-    /// [`REPORT_DEATHS_KEPT_MAX`]).
+    /// [`WORKER_DEATHS_KEPT_MAX`]).
     pub(crate) deaths_unexplained: Mutex<Vec<String>>,
     pub(crate) scenarios: Vec<Arc<dyn Scenario>>,
     pub(crate) swarm: bool,
@@ -81,26 +84,15 @@ impl Shared {
         self.next.fetch_max(total, Ordering::Relaxed).min(total)
     }
 
-    /// Keeps `death` for the report, unless [`REPORT_DEATHS_KEPT_MAX`] are kept already.
+    /// Keeps `death` for the report, unless [`WORKER_DEATHS_KEPT_MAX`] are kept already.
     pub(crate) fn keep_death(&self, death: String) {
         let mut deaths = self
             .deaths_unexplained
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if deaths.len() < REPORT_DEATHS_KEPT_MAX {
+        if deaths.len() < WORKER_DEATHS_KEPT_MAX {
             deaths.push(death);
         }
-    }
-
-    /// Copies the worker processes' figures into `report`.
-    pub(crate) fn stamp(&self, report: &mut crate::report::SweepReport) {
-        report.worker_round_trips = self.round_trips.load(Ordering::Relaxed);
-        report.worker_deaths_unexplained.clone_from(
-            &self
-                .deaths_unexplained
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
     }
 }
 
