@@ -113,6 +113,9 @@ pub fn summary(report: &SweepReport) -> String {
         row("resume", resume);
     }
     row("regressions", &report.regressions().to_string());
+    for death in &report.worker_deaths_unexplained {
+        row("worker died", death);
+    }
     let missed = report.canaries_missed();
     if !missed.is_empty() {
         row("canaries missed", &missed.join(", "));
@@ -312,6 +315,17 @@ mod tests {
         assert_eq!(html.matches("<table class=\"groups\">").count(), 1);
         assert!(html.contains("No failures."), "the clean scenario says so");
         assert!(!html.contains("http://") && !html.contains("https://"));
+    }
+
+    /// A worker death no run explained is on the page, escaped, with the crash's exit code.
+    #[test]
+    fn an_unexplained_worker_death_is_shown() {
+        let mut report = report();
+        assert!(!summary(&report).contains("worker died"));
+        report.worker_deaths_unexplained = vec!["a worker died: <signal 9>".into()];
+        let html = summary(&report);
+        assert!(html.contains("<dt>worker died</dt><dd>a worker died: &lt;signal 9&gt;</dd>"));
+        assert!(html.contains("<dt>exit code</dt><dd>11</dd>"));
     }
 
     #[test]
