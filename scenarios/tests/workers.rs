@@ -441,7 +441,7 @@ fn worker_processes_and_threads_give_identical_trace_hashes() {
 
 /// Worker processes take their runs in batches once they have seen one finish
 /// (`umi-sweep/src/batch.rs`): fewer round trips than runs. These two canaries' runs
-/// take 80 to 200 µs, so a batch of about 4 ms holds several even on a machine many
+/// take 80 to 200 µs, so a batch of about 16 ms holds several even on a machine many
 /// times slower.
 #[test]
 fn worker_processes_take_runs_in_batches() {
@@ -482,7 +482,7 @@ fn a_worker_killed_from_outside_is_reported_and_costs_no_run() {
         .spawn()
         .unwrap();
     let workers = proc_scan::wait_for_workers(sweep.id(), 2, DST_RUN_WAIT_MAX);
-    real_sleep(Duration::from_secs(1)); // past the first runs: batches of 64
+    real_sleep(Duration::from_secs(1)); // past the first runs: whole batches
     let sent = Command::new("kill")
         .args(["-KILL", &workers[0].to_string()])
         .status()

@@ -23,12 +23,13 @@
 use std::time::Duration;
 
 /// The wall time a batch of runs aims at, in microseconds: long enough that a round trip
-/// is a few percent of it, short enough that a stop (Ctrl-C, `--time-budget`) waits for
-/// no one.
-pub(crate) const BATCH_WALL_TARGET_US: u64 = 4_000;
+/// is a small part of it, short enough that a stop (Ctrl-C, `--time-budget`) waits for
+/// no one. Batches of 16 ms made the default sweep about 3% cheaper than batches of 4 ms
+/// (3.86 → 3.74 core-hours for 10⁶ seeds of every scenario, medians of three alternated).
+pub(crate) const BATCH_WALL_TARGET_US: u64 = 16_000;
 
 /// The most runs one batch holds (also the most a worker accepts in one request).
-pub(crate) const BATCH_RUNS_MAX: usize = 64;
+pub(crate) const BATCH_RUNS_MAX: usize = 256;
 
 /// Of the runs left, the share one batch may take is one in `BATCH_TAIL_SHARES × jobs`,
 /// so the sweep's last runs are spread over every slot.
@@ -110,8 +111,8 @@ mod tests {
         // Nothing seen: one run, whatever is left.
         assert_eq!(sizer.next_len(1_000_000, 2), 1);
         sizer.observe(100);
-        // 4,000 µs of 100 µs runs.
-        assert_eq!(sizer.next_len(1_000_000, 2), 40);
+        // 16,000 µs of 100 µs runs.
+        assert_eq!(sizer.next_len(1_000_000, 2), 160);
         // Runs of a microsecond (or of none) fill a batch to its limit.
         let mut quick = BatchSizer::default();
         quick.observe(0);
@@ -126,8 +127,8 @@ mod tests {
     fn the_last_runs_are_spread_over_the_slots() {
         let mut sizer = BatchSizer::default();
         sizer.observe(10);
-        assert_eq!(sizer.next_len(1_000, 2), BATCH_RUNS_MAX);
-        // 40 left over 2 slots: 10 a batch, not the 64 the run time allows.
+        assert_eq!(sizer.next_len(10_000, 2), BATCH_RUNS_MAX);
+        // 40 left over 2 slots: 10 a batch, not the 256 the run time allows.
         assert_eq!(sizer.next_len(40, 2), 10);
         assert_eq!(sizer.next_len(40, 4), 5);
         // Fewer left than slots: one at a time.
@@ -140,14 +141,14 @@ mod tests {
     fn the_mean_follows_the_runs() {
         let mut sizer = BatchSizer::default();
         sizer.observe(800);
-        assert_eq!(sizer.next_len(1_000_000, 1), 5);
+        assert_eq!(sizer.next_len(1_000_000, 1), 20);
         // Much quicker runs pull the mean down over a few batches, not at once.
         sizer.observe(80);
         assert_eq!(sizer.run_wall_us_mean, Some((800 * 7 + 80) / 8));
         for _ in 0..64 {
             sizer.observe(80);
         }
-        assert_eq!(sizer.next_len(1_000_000, 1), 50);
+        assert_eq!(sizer.next_len(1_000_000, 1), 200);
     }
 
     #[test]
