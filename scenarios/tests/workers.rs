@@ -469,7 +469,7 @@ fn a_worker_killed_from_outside_is_reported_and_costs_no_run() {
         .args([
             "sweep",
             "--seeds",
-            "200000",
+            "100000",
             "--jobs",
             "2",
             "--scenario",
@@ -501,7 +501,7 @@ fn a_worker_killed_from_outside_is_reported_and_costs_no_run() {
         serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
     let table = report.table();
     assert!(report.completed, "{table}");
-    assert_eq!(report.runs_done, 200_000, "{table}");
+    assert_eq!(report.runs_done, 100_000, "{table}");
     assert_eq!(report.worker_deaths_unexplained.len(), 1, "{table}");
     let death = &report.worker_deaths_unexplained[0];
     assert!(death.contains("signal 9 (SIGKILL)"), "{death}");

@@ -5,7 +5,9 @@
 //! count is the seeds that failed, whatever the report lists: a failing seed never
 //! vanishes from the counts. The test cases are one for the seeds that passed, one per
 //! listed failure, and, when the report lists only some failures, one failing case that
-//! says how many are not listed and where they all are.
+//! says how many are not listed and where they all are. A worker process that died in a
+//! batch of runs none of which died again alone (`worker_deaths_unexplained`) is a
+//! failing case of a `worker processes` suite.
 
 use std::time::Duration;
 
@@ -22,11 +24,24 @@ pub struct JunitError(#[from] quick_junit::SerializeError);
 impl SweepReport {
     /// JUnit XML: a test suite per scenario (`tests` = seeds run, `failures` = seeds
     /// failed), a test case per listed failing seed, one for the seeds that passed, and
-    /// one for the failing seeds not listed.
+    /// one for the failing seeds not listed; a `worker processes` suite when a worker
+    /// died unexplained.
     pub fn junit(&self) -> Result<String, JunitError> {
         let mut report = Report::new("dst");
         for scenario in &self.scenarios {
             report.add_test_suite(suite(scenario));
+        }
+        if !self.worker_deaths_unexplained.is_empty() {
+            let mut workers = TestSuite::new("worker processes");
+            for (number, death) in self.worker_deaths_unexplained.iter().enumerate() {
+                workers.add_test_case(failing_case(
+                    format!("worker death {}", number + 1),
+                    "crash",
+                    first_line(death),
+                    Some(death.clone()),
+                ));
+            }
+            report.add_test_suite(workers);
         }
         Ok(report.to_string()?)
     }
@@ -165,6 +180,24 @@ mod tests {
         );
         assert!(xml.contains("x &lt;y&gt;"), "{xml}");
         assert!(!xml.contains("x <y>"));
+    }
+
+    /// A worker death no run explained fails a suite of its own: a CI reporter shows
+    /// the crash the exit code says (11), not a green sweep.
+    #[test]
+    fn an_unexplained_worker_death_is_a_failing_case() {
+        let clean = failing(10, 0, 0);
+        assert!(!clean.junit().unwrap().contains("worker processes"));
+        let mut report = clean;
+        report.worker_deaths_unexplained =
+            vec!["a worker died in a batch of 2 runs (<...>): signal 9 (SIGKILL)".into()];
+        let xml = report.junit().unwrap();
+        let read = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+        let workers = &read.test_suites[1];
+        assert_eq!(workers.name.as_str(), "worker processes");
+        assert_eq!((workers.tests, workers.failures), (1, 1), "{xml}");
+        assert!(xml.contains("type=\"crash\""), "{xml}");
+        assert!(xml.contains("(&lt;...&gt;)"), "{xml}");
     }
 
     /// 237 failures once showed as 200 and the other 37 left the test count.

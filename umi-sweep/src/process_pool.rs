@@ -1,7 +1,7 @@
 //! Worker processes, the parent's side: each slot of the sweep is a driver thread that
 //! owns one long-lived worker process (this binary re-executed with the hidden
 //! `__sweep-worker` command, `process_worker.rs`), takes run numbers from the shared
-//! counter as worker threads do (a few milliseconds of them at a time, `batch.rs`),
+//! counter as worker threads do (about 16 ms of them at a time, `batch.rs`),
 //! sends them as a JSON line on the worker's stdin and reads their results from the
 //! worker's stdout (`wire.rs`).
 //!
@@ -14,9 +14,9 @@
 //! a new one. A worker that dies or hangs in a batch of runs has sent none of their
 //! results: the driver runs the batch again one run at a time, as above, so the run
 //! that dies (seeds are deterministic) is the one named. A hang in a batch so takes two
-//! seed timeouts to report, and a death that does not come again (a kill from outside)
-//! is not reported at all: every run of the batch gets its result from the second
-//! worker. Workers are in their own process group, so a Ctrl-C at the terminal
+//! seed timeouts to report. A death that does not come again (a kill from outside, the
+//! OOM killer) costs no run, since every run of the batch gets its result from the
+//! second worker; it is reported for the batch (`worker_deaths_unexplained`). Workers are in their own process group, so a Ctrl-C at the terminal
 //! reaches only the parent, which decides; a worker ends with its parent, however the
 //! parent ends (`parent_watch.rs`: on Linux the kernel kills it when the driver thread
 //! that spawned it exits, which is why a driver owns its worker to the end).

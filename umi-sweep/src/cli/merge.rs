@@ -70,18 +70,30 @@ pub(super) fn run(args: &MergeArgs) -> ExitCode {
         Ok(new) => new,
         Err(error) => return fail(&error),
     };
-    if !merged.canaries_missed().is_empty() {
-        return exit(EXIT_CODE_CANARY_NOT_FOUND);
-    }
     if new > 0 {
         println!("{new} new failure(s)");
-        // Exit as the most severe class among the failures (a new failure is a regression).
-        let class = merged
-            .most_severe_regression()
-            .unwrap_or(FailureClass::Correctness);
-        return exit(class.exit_code());
     }
-    ExitCode::SUCCESS
+    exit(fail_on_new_exit_code(&merged, new))
+}
+
+/// `--fail-on-new`'s exit code, with `new` of the merged failures not in the corpus: a
+/// missed canary's; else, with new failures, the most severe class among the
+/// regressions (a new failure is one), at least correctness; else 0. A worker that died
+/// where no run died again (`worker_deaths_unexplained`) is a crash of the sweep, new or
+/// not: it counts as a regression of class crash.
+fn fail_on_new_exit_code(merged: &SweepReport, new: usize) -> i32 {
+    if !merged.canaries_missed().is_empty() {
+        return EXIT_CODE_CANARY_NOT_FOUND;
+    }
+    let unexplained = (!merged.worker_deaths_unexplained.is_empty()).then_some(FailureClass::Crash);
+    if new == 0 {
+        return unexplained.map_or(0, FailureClass::exit_code);
+    }
+    merged
+        .most_severe_regression()
+        .max(unexplained)
+        .unwrap_or(FailureClass::Correctness)
+        .exit_code()
 }
 
 /// Reads and parses the shard reports; the error names the file.
@@ -151,4 +163,69 @@ fn print_new_failures(merged: &SweepReport, dir: Option<&PathBuf>) -> Result<usi
         }
     }
     Ok(new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::ScenarioReport;
+
+    fn merged(
+        failures_by_class: &[(&str, u64)],
+        canary_missed: bool,
+        deaths: usize,
+    ) -> SweepReport {
+        let scenario = ScenarioReport {
+            name: "s".into(),
+            seeds_run: 10,
+            seeds_failed: failures_by_class.iter().map(|(_, n)| n).sum(),
+            failures_by_class: failures_by_class
+                .iter()
+                .map(|(class, n)| ((*class).to_owned(), *n))
+                .collect(),
+            ..ScenarioReport::default()
+        };
+        let canary = ScenarioReport {
+            name: "canary".into(),
+            canary: true,
+            seeds_run: 10,
+            seeds_failed: u64::from(!canary_missed),
+            ..ScenarioReport::default()
+        };
+        SweepReport {
+            scenarios: vec![scenario, canary],
+            worker_deaths_unexplained: vec!["a worker died".into(); deaths],
+            ..SweepReport::default()
+        }
+    }
+
+    /// Regression (issue 41's fifth round): `--fail-on-new`, which the nightly merges
+    /// with, exited 0 on a sweep whose only trouble was a worker killed unexplained.
+    #[test]
+    fn fail_on_new_exits_by_new_failures_canaries_and_worker_deaths() {
+        /// Failures by class, canary missed, unexplained deaths, new, the exit code.
+        type Row = (&'static [(&'static str, u64)], bool, usize, usize, i32);
+        let table: [Row; 7] = [
+            (&[], false, 0, 0, 0),
+            (&[("correctness", 2)], false, 0, 0, 0), // known failures only
+            (&[("correctness", 2)], false, 0, 1, 10),
+            (&[("liveness", 1)], false, 0, 1, 12),
+            (&[], false, 1, 0, 11),
+            (&[("correctness", 2)], false, 1, 1, 11),
+            (
+                &[("correctness", 2)],
+                true,
+                1,
+                1,
+                EXIT_CODE_CANARY_NOT_FOUND,
+            ),
+        ];
+        for (classes, missed, deaths, new, code) in table {
+            assert_eq!(
+                fail_on_new_exit_code(&merged(classes, missed, deaths), new),
+                code,
+                "{classes:?} missed {missed} deaths {deaths} new {new}"
+            );
+        }
+    }
 }
