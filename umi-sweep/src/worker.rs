@@ -21,14 +21,14 @@ use std::time::{Duration, Instant};
 
 pub(crate) use crate::outcome::{Outcome, RunEnd};
 use crate::plan::Plan;
-
-/// Unexplained worker deaths kept for the report (the report lists as many,
-/// `report::REPORT_DEATHS_KEPT_MAX`).
-pub(crate) const WORKER_DEATHS_KEPT_MAX: usize = 100;
 use umi_dst::failure_class::FailureClass;
 use umi_dst::scenario::{Scenario, run_one};
 use umi_dst::simulation::determinism::compare_runs;
 use umi_dst::simulation::{SeedRun, panic_message};
+
+/// Unexplained worker deaths kept for the report (the report lists as many,
+/// `report::REPORT_DEATHS_KEPT_MAX`).
+pub(crate) const WORKER_DEATHS_KEPT_MAX: usize = 100;
 
 /// What the workers share with the main thread.
 pub(crate) struct Shared {
