@@ -328,13 +328,17 @@ impl SweepReport {
             .max()
     }
 
+    /// The class the sweep's unexplained worker deaths count as, if it had any: a crash
+    /// ([`Self::worker_deaths_unexplained`]).
+    pub fn worker_death_class(&self) -> Option<FailureClass> {
+        (!self.worker_deaths_unexplained.is_empty()).then_some(FailureClass::Crash)
+    }
+
     /// The process exit code: 0; the most severe regression class's
     /// ([`FailureClass::exit_code`]), a crash's when a worker died unexplained;
     /// [`EXIT_CODE_CANARY_NOT_FOUND`] for a missed canary.
     pub fn exit_code(&self) -> i32 {
-        let unexplained =
-            (!self.worker_deaths_unexplained.is_empty()).then_some(FailureClass::Crash);
-        if let Some(class) = self.most_severe_regression().max(unexplained) {
+        if let Some(class) = self.most_severe_regression().max(self.worker_death_class()) {
             return class.exit_code();
         }
         if !self.canaries_missed().is_empty() {

@@ -85,7 +85,7 @@ fn fail_on_new_exit_code(merged: &SweepReport, new: usize) -> i32 {
     if !merged.canaries_missed().is_empty() {
         return EXIT_CODE_CANARY_NOT_FOUND;
     }
-    let unexplained = (!merged.worker_deaths_unexplained.is_empty()).then_some(FailureClass::Crash);
+    let unexplained = merged.worker_death_class();
     if new == 0 {
         return unexplained.map_or(0, FailureClass::exit_code);
     }
