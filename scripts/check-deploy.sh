@@ -12,6 +12,8 @@
 #   4. the Indexed Job printed in docs/guide.md is the very file docs/k8s/sweep-job.yaml;
 #   4b. the release workflow (.github/workflows/release.yml) builds what the READMEs
 #      promise: maturin wheels on Linux and macOS, and the npm package of ts/;
+#   4c. the nightly sweeps with the PGO build of `dst` (scripts/build-dst-pgo.sh), whose
+#      rates scenarios/throughput.toml holds;
 #   5. each validator fails on a deliberately broken copy, so a validator that checks
 #      nothing (a wrong flag, an empty file list) cannot pass silently.
 # The validators are pinned in scripts/deploy-requirements.txt and installed as wheels
@@ -230,6 +232,36 @@ PY
 }
 release_builds "$RELEASE" || status=1
 
+# 4c. The nightly sweeps run the `dst` that scenarios/throughput.toml's rates were
+# measured with, the one scripts/build-dst-pgo.sh builds (3b sizes the shards from those
+# rates): a job builds it with the script and every job that sweeps needs that job.
+nightly_builds_pgo() {
+  "$bin/python" - "$@" <<'PY'
+import sys, yaml
+problems = []
+for path in sys.argv[1:]:
+    with open(path) as f:
+        jobs = yaml.safe_load(f).get("jobs", {})
+    runs = lambda job: " ".join(str(s.get("run", "")) for s in job.get("steps", []))
+    builders = {name for name, job in jobs.items() if "scripts/build-dst-pgo.sh" in runs(job)}
+    if not builders:
+        problems.append(f"{path}: no job builds dst with scripts/build-dst-pgo.sh")
+    for name, job in jobs.items():
+        if "dst sweep" not in runs(job):
+            continue
+        needs = job.get("needs", [])
+        needs = [needs] if isinstance(needs, str) else needs
+        if not builders & set(needs):
+            problems.append(f"{path}: jobs.{name} sweeps without needing the PGO build ({sorted(builders)})")
+        if "cargo build" in runs(job):
+            problems.append(f"{path}: jobs.{name} builds a dst of its own to sweep with")
+for p in problems:
+    print(p, file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+}
+nightly_builds_pgo .github/workflows/nightly-dst.yml || status=1
+
 # 5. Each validator must fail on a broken copy. `break_copy FROM TO SED` writes TO and
 # fails if SED changed nothing (then this self-check itself would be broken).
 scratch=$(mktemp -d)
@@ -256,6 +288,8 @@ break_copy "$workflow" "$scratch/script.yml" 's/"\${swarm\[@\]}"/$swarm/'
 must_fail "actionlint's shellcheck (an unquoted variable)" lint_workflows "$scratch/script.yml"
 break_copy "$workflow" "$scratch/key.yml" '0,/runs-on:/s//runs_on:/'
 must_fail "check-jsonschema (a misspelt key)" schema_workflows "$scratch/key.yml"
+break_copy "$workflow" "$scratch/plain.yml" 's|dst="$(scripts/build-dst-pgo.sh)"|dst=target/sim/dst; cargo build --profile sim -p umi-scenarios --bin dst|'
+must_fail "the PGO build check (a nightly built without it)" nightly_builds_pgo "$scratch/plain.yml"
 break_copy "$GUIDE_JOB" "$scratch/field.yaml" 's/^\( *\)restartPolicy: Never$/&\n\1restartPolicyy: Never/'
 must_fail "kubernetes-validate (an unknown field)" validate_manifests "$scratch/field.yaml"
 break_copy "$GUIDE_JOB" "$scratch/type.yaml" 's/^\( *\)completions: [0-9]*/\1completions: "all"/'
