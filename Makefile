@@ -22,7 +22,7 @@
 #   make bench-sim-profile     what the sim profile's assertions cost against release (SEEDS=300)
 #   make profile               where a seed's time goes, per scenario, under perf (SCENARIO=.. PROFILE_SEEDS=300)
 #   make dst-pgo               `dst` built with profile-guided optimisation, as the nightly runs it
-#                              (target/pgo/use/sim/dst; needs `rustup component add llvm-tools`)
+#                              (target/pgo-use/sim/dst; needs `rustup component add llvm-tools`)
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -124,7 +124,7 @@ endif
 bench:
 	$(CARGO) bench --workspace --all-features
 
-# `dst` with profile-guided optimisation: the same seeds, the same trace hashes, about 13%
+# `dst` with profile-guided optimisation: the same seeds, the same trace hashes, about 11%
 # fewer core-hours than the plain sim build (issue 41); PGO_TRAINING_SEEDS per scenario train it.
 PGO_TRAINING_SEEDS ?= 300
 dst-pgo:

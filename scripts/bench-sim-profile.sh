@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What keeping assertions on where seeds run costs: the same sweep (every scenario, the
 # same seeds, one job, nothing recorded) with `dst` built in the `sim` profile (release
-# plus debug assertions and overflow checks) and in plain `release`, three times each,
+# plus debug assertions and overflow checks, one optimisation unit) and in `release` built
+# as one optimisation unit too, three times each,
 # each run's wall time printed with its ratio to the release run of the same round.
 #
 #   scripts/bench-sim-profile.sh [SEEDS]     (default 300)
@@ -9,7 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds="${1:-300}"
 cargo build --quiet --profile sim -p umi-scenarios --bin dst
-cargo build --quiet --release -p umi-scenarios --bin dst
+# Release compiled as the sim profile is (one optimisation unit: fat LTO, one codegen unit,
+# Cargo.toml), so the ratio prices the assertions alone, not the whole-program step.
+CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
+  cargo build --quiet --release -p umi-scenarios --bin dst
 report_dir="$(mktemp -d)"
 trap 'rm -rf "$report_dir"' EXIT
 wall_ms() { # profile round -> wall ms of that sweep

@@ -243,17 +243,23 @@ for path in sys.argv[1:]:
     with open(path) as f:
         jobs = yaml.safe_load(f).get("jobs", {})
     runs = lambda job: " ".join(str(s.get("run", "")) for s in job.get("steps", []))
-    builders = {name for name, job in jobs.items() if "scripts/build-dst-pgo.sh" in runs(job)}
+    def artifacts(job, action):
+        return {str(s.get("with", {}).get("name")) for s in job.get("steps", [])
+                if str(s.get("uses", "")).startswith(f"actions/{action}-artifact@")}
+    # A builder runs the script and uploads what it built.
+    builders = {name: artifacts(job, "upload") for name, job in jobs.items()
+                if "scripts/build-dst-pgo.sh" in runs(job) and artifacts(job, "upload")}
     if not builders:
-        problems.append(f"{path}: no job builds dst with scripts/build-dst-pgo.sh")
+        problems.append(f"{path}: no job builds dst with scripts/build-dst-pgo.sh and uploads it")
     for name, job in jobs.items():
-        if "dst sweep" not in runs(job):
+        if "dst sweep" not in runs(job) and "--bin dst -- sweep" not in runs(job):
             continue
         needs = job.get("needs", [])
         needs = [needs] if isinstance(needs, str) else needs
-        if not builders & set(needs):
-            problems.append(f"{path}: jobs.{name} sweeps without needing the PGO build ({sorted(builders)})")
-        if "cargo build" in runs(job):
+        built = set().union(*(builders[n] for n in needs if n in builders))
+        if not built & artifacts(job, "download"):
+            problems.append(f"{path}: jobs.{name} sweeps without downloading the PGO build of a job it needs")
+        if "cargo build" in runs(job) or "cargo run" in runs(job):
             problems.append(f"{path}: jobs.{name} builds a dst of its own to sweep with")
 for p in problems:
     print(p, file=sys.stderr)
@@ -290,6 +296,8 @@ break_copy "$workflow" "$scratch/key.yml" '0,/runs-on:/s//runs_on:/'
 must_fail "check-jsonschema (a misspelt key)" schema_workflows "$scratch/key.yml"
 break_copy "$workflow" "$scratch/plain.yml" 's|dst="$(scripts/build-dst-pgo.sh)"|dst=target/sim/dst; cargo build --profile sim -p umi-scenarios --bin dst|'
 must_fail "the PGO build check (a nightly built without it)" nightly_builds_pgo "$scratch/plain.yml"
+break_copy "$workflow" "$scratch/unneeded.yml" 's/^    needs: build$/    needs: []/'
+must_fail "the PGO build check (a sweep that does not wait for it)" nightly_builds_pgo "$scratch/unneeded.yml"
 break_copy "$GUIDE_JOB" "$scratch/field.yaml" 's/^\( *\)restartPolicy: Never$/&\n\1restartPolicyy: Never/'
 must_fail "kubernetes-validate (an unknown field)" validate_manifests "$scratch/field.yaml"
 break_copy "$GUIDE_JOB" "$scratch/type.yaml" 's/^\( *\)completions: [0-9]*/\1completions: "all"/'

@@ -54,7 +54,7 @@ fn report_ends_with_the_replay_command() {
         .with_seeds(0..100);
     let report = expect_failure(sweep.try_run(lossy_store_workload));
     let text = report.to_string();
-    // `make sweep-tests` runs this test built in the `sim` profile: the replay line then
+    // `make sweep-tests` runs this test built in the `sim-tests` profile: the replay line then
     // names it (it once expected the `dev` line whatever the profile, and failed there).
     let profile = profile_flag(&std::env::current_exe().unwrap())
         .map(|flag| format!(" {flag}"))
