@@ -11,13 +11,17 @@ cd "$(dirname "$0")/.."
 seeds="${1:-300}"
 cargo build --quiet --profile sim -p umi-scenarios --bin dst
 # Release compiled as the sim profile is (one optimisation unit: fat LTO, one codegen unit,
-# Cargo.toml), so the ratio prices the assertions alone, not the whole-program step.
+# Cargo.toml), so the ratio prices the assertions and overflow checks alone, not the
+# whole-program step; in a target directory of its own, not to rebuild target/release.
 CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
-  cargo build --quiet --release -p umi-scenarios --bin dst
+  cargo build --quiet --release -p umi-scenarios --bin dst --target-dir target/bench-release
 report_dir="$(mktemp -d)"
 trap 'rm -rf "$report_dir"' EXIT
+binary() { # profile -> its dst
+  if [ "$1" = release ]; then echo target/bench-release/release/dst; else echo "target/$1/dst"; fi
+}
 wall_ms() { # profile round -> wall ms of that sweep
-  "target/$1/dst" sweep --seeds "$seeds" --jobs 1 --no-record --quiet --allow-no-debug-assertions \
+  "$(binary "$1")" sweep --seeds "$seeds" --jobs 1 --no-record --quiet --allow-no-debug-assertions \
     --report "$report_dir/$1-$2.json" >/dev/null || true
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wall_ms"])' "$report_dir/$1-$2.json"
 }

@@ -56,7 +56,7 @@ BUILD_COUNTS="$GENERATE/build-counts"   # the instrumented build scripts' own
 SWEEP_COUNTS="$GENERATE/sweep-counts"   # the training sweeps'
 MERGED="$GENERATE/merged.profdata"
 
-rm -rf "$BUILD_COUNTS" "$SWEEP_COUNTS" "$MERGED"
+rm -rf "$BUILD_COUNTS" "$SWEEP_COUNTS" "$MERGED" "$GENERATE"/merged-*.profdata
 mkdir -p "$BUILD_COUNTS" "$SWEEP_COUNTS"
 
 echo "build-dst-pgo: 1/3 the instrumented build" >&2
@@ -86,8 +86,13 @@ for mode in default swarm; do
   fi
 done
 "$PROFDATA" merge -o "$MERGED" "$SWEEP_COUNTS" >&2
+# The profile is named by its content: cargo rebuilds a dependency when its RUSTFLAGS
+# change, not when the file they name does, so under one name a cached target/pgo-use
+# (CI's cache, or an earlier run here) would keep the dependencies of an old profile.
+NAMED="$GENERATE/merged-$(sha256sum "$MERGED" | cut -c1-16).profdata"
+mv "$MERGED" "$NAMED"
 
 echo "build-dst-pgo: 3/3 the optimised build" >&2
-RUSTFLAGS="${RUSTFLAGS:-} -Cprofile-use=$MERGED" \
+RUSTFLAGS="${RUSTFLAGS:-} -Cprofile-use=$NAMED" \
   cargo build --quiet --profile sim -p umi-scenarios --bin dst --target-dir "$USE"
 echo "$USE/sim/dst"

@@ -14,7 +14,7 @@
 //! 4. The storm as profiled is survivable: some call in the run is answered. A swarm
 //!    seed may scale the injected 429 up: above the profile's chance no answer is owed (a
 //!    correct router may find every attempt refused), and at certainty none may be given
-//!    ([`survival`]).
+//!    (`survival`).
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -130,14 +130,18 @@ enum Storm {
     Certain,
 }
 
-/// This seed's storm, from its swarm draw (none outside swarm mode: as profiled).
+/// This seed's storm, from its swarm draw (none outside swarm mode: as profiled). A run
+/// that replays only some injections (`dst minimize`, `dst replay --only`, a kept
+/// schedule) suppresses the others, so a certain rule no longer refuses every request:
+/// such a run is at most heavier, never certain.
 fn storm(sim: &SimEnvironment) -> Storm {
     let draw = sim
         .swarm_draws()
         .iter()
         .find(|draw| draw.kind == FaultKind::LlmRateLimit && draw.enabled);
+    let suppressed = sim.faults().stats().suppressed > 0;
     match draw.map(|draw| draw.probability) {
-        Some(probability) if probability >= 1.0 => Storm::Certain,
+        Some(probability) if probability >= 1.0 && !suppressed => Storm::Certain,
         Some(probability) if probability > RATE_LIMIT_CHANCE => Storm::Heavier,
         _ => Storm::AsProfiled,
     }
