@@ -16,10 +16,11 @@
 //! that dies (seeds are deterministic) is the one named. A hang in a batch so takes two
 //! seed timeouts to report. A death that does not come again (a kill from outside, the
 //! OOM killer) costs no run, since every run of the batch gets its result from the
-//! second worker; it is reported for the batch (`worker_deaths_unexplained`). Workers are in their own process group, so a Ctrl-C at the terminal
-//! reaches only the parent, which decides; a worker ends with its parent, however the
-//! parent ends (`parent_watch.rs`: on Linux the kernel kills it when the driver thread
-//! that spawned it exits, which is why a driver owns its worker to the end).
+//! second worker; it is reported for the batch (`worker_deaths_unexplained`). Workers
+//! are in their own process group, so a Ctrl-C at the terminal reaches only the parent,
+//! which decides; a worker ends with its parent, however the parent ends
+//! (`parent_watch.rs`: on Linux the kernel kills it when the driver thread that spawned
+//! it exits, which is why a driver owns its worker to the end).
 //!
 //! Harness code outside every simulation: it spawns processes and threads and reads the
 //! wall clock.
