@@ -33,6 +33,7 @@ import {
 } from '../src/index.js';
 import OpenAI from 'openai';
 
+import { realWorkCounts } from '../src/clock-real-work.js';
 import { timedServer, timing } from './support/timed-server.mjs';
 
 const realDate = Date;
@@ -181,6 +182,22 @@ describe("Node's own real work holds the clock", () => {
       raceDeadline(clock, fs.promises.readFile(big).then((bytes) => `read ${bytes.length}`)),
     );
     assert.deepEqual(seen, { first: `read ${32 * 1024 * 1024}`, atUs: 0 });
+  });
+
+  // Pins the flake of the test above (1 run in 30, and once in CI): the read's last
+  // step, closing its FileHandle, is a CloseReq, which the clock did not count, so a
+  // 30 s timer overtook the read while it closed.
+  test('a FileHandle closing (the end of every fs.promises.readFile) is real work', async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'umi-clock-'));
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'small.txt');
+    fs.writeFileSync(file, 'x');
+    const handle = await fs.promises.open(file);
+    const before = realWorkCounts().get('CloseReq') ?? 0;
+    const closing = handle.close();
+    const during = realWorkCounts().get('CloseReq') ?? 0;
+    await closing;
+    assert.equal(during, before + 1, 'a pending close is not counted as real work');
   });
 
   test('a child process (sleep 0.3) is not overtaken by a 30 s timer', async () => {
