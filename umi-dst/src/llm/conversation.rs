@@ -89,13 +89,13 @@ impl Facts {
         let mut facts = Vec::new();
         for message in messages.iter().rev() {
             match message {
-                Message::User { content } => read_text(cut(content), &mut facts),
+                Message::User { content } => read_text_onto(cut(content), &mut facts),
                 Message::Tool { content, .. } => {
                     match serde_json::from_str::<Value>(cut(content)) {
                         Ok(value @ (Value::Object(_) | Value::Array(_))) => {
                             read_json(&value, None, 0, &mut facts);
                         }
-                        _ => read_text(cut(content), &mut facts),
+                        _ => read_text_onto(cut(content), &mut facts),
                     }
                 }
                 Message::System { .. } | Message::Assistant { .. } => {}
@@ -346,6 +346,24 @@ const ID_NOUNS: &[&str] = &[
     "no",
 ];
 
+/// `read_text(text, facts)`, a long text's facts read once per thread
+/// (`memo::text_read`): what `read_text` adds to `facts` is the start of what it finds
+/// in `text` alone, as many as fit under [`FACTS_MAX`] (it reads until `facts` is full;
+/// nothing else it does depends on what `facts` holds), and [`Facts::from_messages`]
+/// keeps at most that many.
+fn read_text_onto(text: &str, facts: &mut Vec<Fact>) {
+    if text.len() < super::memo::MEMO_INPUT_BYTES_MIN {
+        return read_text(text, facts);
+    }
+    let alone = super::memo::text_read(text, |text| {
+        let mut alone = Vec::new();
+        read_text(text, &mut alone);
+        alone
+    });
+    let room = FACTS_MAX.saturating_sub(facts.len());
+    facts.extend(alone.iter().take(room).cloned());
+}
+
 /// Facts in free text: ids, emails, amounts and numbers, dates, names, quoted text.
 fn read_text(text: &str, facts: &mut Vec<Fact>) {
     read_quoted(text, facts);
@@ -511,108 +529,4 @@ fn is_name(word: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn a_word_is_lowered_as_to_lowercase_lowers_it() {
-        let reference = |word: &str| {
-            let lower = word.to_lowercase();
-            (lower.chars().all(char::is_alphabetic) && !lower.is_empty()).then_some(lower)
-        };
-        let words = [
-            "",
-            "Order",
-            "ORDER",
-            "order",
-            "id42",
-            "x-y",
-            "ÉLAN",
-            "İD",
-            "ΣΟΦΟΣ",
-            "\u{212A}elvin",
-            "naïve",
-            "12",
-            "a",
-        ];
-        for word in words {
-            for spare in [None, Some("leftover text".to_owned())] {
-                assert_eq!(lower_word(word, spare), reference(word), "{word}");
-            }
-        }
-    }
-
-    fn any(_: &Value) -> bool {
-        true
-    }
-
-    #[test]
-    fn ids_amounts_and_emails_come_from_the_user() {
-        let messages = [
-            Message::system("You are a support agent for ACME-9 orders."),
-            Message::user(
-                "Hi, refund order ORD-1234 please: $25.00. Mail me at bob@example.com. Thanks, Alice Smith",
-            ),
-        ];
-        let facts = Facts::from_messages(&messages);
-        let string = json!({"type": "string"});
-        assert_eq!(
-            facts.candidates("order_id", &string, any),
-            [json!("ORD-1234")]
-        );
-        assert_eq!(
-            facts.candidates("amount", &json!({"type": "number"}), any),
-            [json!(25)]
-        );
-        assert_eq!(
-            facts.candidates("email", &string, any),
-            [json!("bob@example.com")]
-        );
-        assert_eq!(
-            facts.candidates("customer_name", &string, any),
-            [json!("Alice Smith")]
-        );
-        assert!(facts.candidates("reason", &string, any).is_empty());
-        assert!(
-            facts
-                .candidates("order_id", &json!({"type": "integer"}), any)
-                .is_empty(),
-            "an id with letters is not an integer"
-        );
-    }
-
-    #[test]
-    fn a_number_after_an_id_noun_is_an_id_and_results_give_keys() {
-        let messages = [
-            Message::user("Where is order 1234?"),
-            Message::tool_result(
-                "c1",
-                r#"{"order": {"order_id": "A-77", "total": 12.5}}"#,
-                true,
-            ),
-        ];
-        let facts = Facts::from_messages(&messages);
-        assert_eq!(
-            facts.candidates("order_id", &json!({"type": "string"}), any),
-            [json!("A-77")],
-            "a result key equal to the field's name wins"
-        );
-        assert_eq!(
-            facts.candidates("orderId", &json!({"type": "integer"}), any),
-            [json!(1234)]
-        );
-        assert_eq!(
-            facts.candidates("total", &json!({"type": "number"}), any),
-            [json!(12.5)]
-        );
-    }
-
-    #[test]
-    fn field_names_split_into_words() {
-        assert_eq!(field_words("orderId"), ["order", "id"]);
-        assert_eq!(field_words("order_id"), ["order", "id"]);
-        assert_eq!(field_words("customer-email"), ["customer", "email"]);
-    }
-}
+mod tests;

@@ -14,24 +14,34 @@
 //! nothing a seed sees depends on what is in it, only how long the seed takes; it holds
 //! no state of any run, only inputs and their functions' values.
 //!
+//! A long input the digest memo does not hold whole is hashed from the longest prefix it
+//! shares with an input hashed before ([`midstates`]): a conversation that grew by a turn,
+//! or a long text sent again with a different ending, costs a comparison of what it
+//! shares and the hashing of the rest.
+//!
 //! Inputs under [`MEMO_INPUT_BYTES_MIN`] are computed directly: storing and comparing
-//! them would cost about what computing them does. An input is stored the second time
-//! it is seen (a growing conversation, never sent twice, costs one XXH3 pass and no
-//! copy), and each memo keeps at most its `*_BYTES_MAX` of inputs, evicting the oldest
-//! first. All threads' memos together keep at most [`PROCESS_MEMO_BYTES_MAX`]: `dst
-//! serve` runs a simulation thread per concurrent request (up to 64), and 40 MiB each
-//! would be 2.5 GiB. A thread that finds the process's budget spent evicts its own
+//! them would cost about what computing them does. An input is stored whole the second
+//! time it is seen, and each memo keeps at most its `*_BYTES_MAX` of inputs, evicting the
+//! oldest first. All threads' memos together keep at most [`PROCESS_MEMO_BYTES_MAX`]:
+//! `dst serve` runs a simulation thread per concurrent request (up to 64), and 50 MiB
+//! each would be 3.1 GiB. A thread that finds the process's budget spent evicts its own
 //! oldest inputs to make room, or does not store; which inputs are stored never changes
 //! an answer, only how long it takes, so a budget shared between threads is no state a
 //! seed can see.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sha2::{Digest, Sha256};
 use umi_core::llm::tokens::estimate_text_tokens;
 use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
+
+use self::midstates::{Midstates, Pieces};
+use super::conversation::Fact;
+
+mod midstates;
 
 /// Inputs shorter than this are computed, not memoised.
 pub(crate) const MEMO_INPUT_BYTES_MIN: usize = 4 * 1024;
@@ -43,8 +53,12 @@ const DIGEST_MEMO_BYTES_MAX: usize = 32 * 1024 * 1024;
 /// Bytes of message texts one thread's text memo keeps.
 const TEXT_MEMO_BYTES_MAX: usize = 8 * 1024 * 1024;
 
+/// Bytes of message texts one thread's memo of the facts read from them keeps (a text is
+/// read up to 8,192 characters: `conversation::MESSAGE_CHARS_MAX`).
+const FACTS_MEMO_BYTES_MAX: usize = 2 * 1024 * 1024;
+
 /// Bytes of inputs all threads' memos keep together: a sweep worker's one thread keeps
-/// its 40 MiB; `dst serve`'s simulation threads share this.
+/// its 50 MiB (digests 32, texts 8, midstates 8, facts 2); `dst serve`'s simulation threads share this.
 pub(crate) const PROCESS_MEMO_BYTES_MAX: usize = 256 * 1024 * 1024;
 
 /// Bytes of inputs stored in every thread's memos now (each memo gives back what it holds
@@ -152,7 +166,7 @@ impl<V> Drop for Memo<V> {
     }
 }
 
-impl<V: Copy> Memo<V> {
+impl<V: Clone> Memo<V> {
     const fn new(bytes_max: usize) -> Self {
         Self::sharing(bytes_max, &PROCESS_MEMO_BYTES, PROCESS_MEMO_BYTES_MAX)
     }
@@ -198,14 +212,14 @@ impl<V: Copy> Memo<V> {
         let key = key_of(parts);
         if let Some(entry) = self.entries.get(&key) {
             if holds(&entry.input, parts) {
-                return entry.value;
+                return entry.value.clone();
             }
             // Another input with the same key (odds near 2⁻⁶⁴): not memoised.
             return compute();
         }
         let value = compute();
         if self.seen_before(key) {
-            self.insert(key, parts, value);
+            self.insert(key, parts, value.clone());
         }
         value
     }
@@ -285,21 +299,65 @@ fn holds(stored: &[u8], parts: &[&[u8]]) -> bool {
 thread_local! {
     static DIGESTS: RefCell<Memo<[u8; 32]>> = const { RefCell::new(Memo::new(DIGEST_MEMO_BYTES_MAX)) };
     static TEXTS: RefCell<Memo<TextFacts>> = const { RefCell::new(Memo::new(TEXT_MEMO_BYTES_MAX)) };
+    static MIDSTATES: RefCell<Midstates> = const { RefCell::new(Midstates::new()) };
+    static FACTS: RefCell<Memo<Arc<[Fact]>>> = const { RefCell::new(Memo::new(FACTS_MEMO_BYTES_MAX)) };
+}
+
+/// The facts `read` finds in `text` alone (a pure function of the text): memoised for a
+/// long text, which a sweep sends in call after call.
+pub(crate) fn text_read(text: &str, read: impl Fn(&str) -> Vec<Fact>) -> Arc<[Fact]> {
+    let compute = || Arc::from(read(text));
+    if text.len() < MEMO_INPUT_BYTES_MIN {
+        return compute();
+    }
+    // During the thread's teardown the memo is gone: computed directly.
+    FACTS
+        .try_with(|memo| {
+            memo.borrow_mut()
+                .get_or_compute(&[text.as_bytes()], compute)
+        })
+        .unwrap_or_else(|_| compute())
+}
+
+/// SHA-256 of a long `input` the whole-input memo does not hold: resumed from the
+/// longest prefix it shares with an input hashed before ([`midstates`]).
+fn resumed_sha256(input: &(impl Pieces + ?Sized)) -> [u8; 32] {
+    // During the thread's teardown the memo is gone: hashed whole.
+    MIDSTATES
+        .try_with(|memo| memo.borrow_mut().digest(input))
+        .unwrap_or_else(|_| {
+            let mut hasher = Sha256::new();
+            input.each(&mut |piece| hasher.update(piece));
+            hasher.finalize().into()
+        })
+}
+
+/// A walk over an input (see [`sha256_walk`]) as [`Pieces`].
+struct Walk<'w, W> {
+    walk: &'w W,
+    bytes: usize,
+}
+
+impl<W: Fn(&mut dyn FnMut(&[u8]))> Pieces for Walk<'_, W> {
+    fn bytes(&self) -> usize {
+        self.bytes
+    }
+    fn each(&self, feed: &mut dyn FnMut(&[u8])) {
+        (self.walk)(feed);
+    }
 }
 
 /// SHA-256 of `parts` concatenated: the same digest as hashing them in order.
 pub(crate) fn sha256(parts: &[&[u8]]) -> [u8; 32] {
-    let digest = || {
+    let bytes: usize = parts.iter().map(|part| part.len()).sum();
+    if bytes < MEMO_INPUT_BYTES_MIN {
         let mut hasher = Sha256::new();
         for part in parts {
             hasher.update(part);
         }
-        hasher.finalize().into()
-    };
-    let bytes: usize = parts.iter().map(|part| part.len()).sum();
-    if bytes < MEMO_INPUT_BYTES_MIN {
-        return digest();
+        return hasher.finalize().into();
     }
+    let digest = || resumed_sha256(parts);
     // During the thread's teardown the memo is gone: computed directly.
     DIGESTS
         .try_with(|memo| memo.borrow_mut().get_or_compute(parts, digest))
@@ -309,8 +367,9 @@ pub(crate) fn sha256(parts: &[&[u8]]) -> [u8; 32] {
 /// SHA-256 of an input given as a walk over its bytes: `walk(feed)` feeds the input to
 /// `feed` in order, the same bytes on every call. The same digest as hashing what the
 /// walk feeds; a long input is memoised without being copied out first: walked once into
-/// XXH3 for its key, once against the stored input, and, only when it is not there, into
-/// SHA-256 and the stored copy.
+/// XXH3 for its key, once against the stored input, and, only when it is not there,
+/// hashed from the longest prefix it shares with an input hashed before (`midstates`),
+/// and copied out when it is stored.
 pub(crate) fn sha256_walk(walk: impl Fn(&mut dyn FnMut(&[u8]))) -> [u8; 32] {
     let mut key = Xxh3Default::new();
     let mut bytes = 0;
@@ -318,20 +377,14 @@ pub(crate) fn sha256_walk(walk: impl Fn(&mut dyn FnMut(&[u8]))) -> [u8; 32] {
         key.update(part);
         bytes += part.len();
     });
-    let digest_of = |stored: Option<&mut Vec<u8>>| {
-        let mut hasher = Sha256::new();
-        match stored {
-            Some(stored) => walk(&mut |part| {
-                hasher.update(part);
-                stored.extend_from_slice(part);
-            }),
-            None => walk(&mut |part| hasher.update(part)),
-        }
-        <[u8; 32]>::from(hasher.finalize())
-    };
     if bytes < MEMO_INPUT_BYTES_MIN {
-        return digest_of(None);
+        let mut hasher = Sha256::new();
+        walk(&mut |part| hasher.update(part));
+        return hasher.finalize().into();
     }
+    // A long input not memoised whole is hashed from the longest prefix it shares with
+    // one hashed before.
+    let input = Walk { walk: &walk, bytes };
     let key = key.digest();
     // During the thread's teardown the memo is gone: computed directly. A walk must not
     // use the memo itself (it runs while the memo is borrowed).
@@ -341,17 +394,17 @@ pub(crate) fn sha256_walk(walk: impl Fn(&mut dyn FnMut(&[u8]))) -> [u8; 32] {
             if walks_to(&walk, &entry.input) {
                 return entry.value;
             }
-            return digest_of(None);
+            return resumed_sha256(&input);
         }
-        if !memo.seen_before(key) || bytes > memo.bytes_max {
-            return digest_of(None);
+        let digest = resumed_sha256(&input);
+        if memo.seen_before(key) && bytes <= memo.bytes_max {
+            let mut stored = Vec::with_capacity(bytes);
+            walk(&mut |part| stored.extend_from_slice(part));
+            memo.insert_owned(key, stored.into_boxed_slice(), digest);
         }
-        let mut stored = Vec::with_capacity(bytes);
-        let digest = digest_of(Some(&mut stored));
-        memo.insert_owned(key, stored.into_boxed_slice(), digest);
         digest
     });
-    memoised.unwrap_or_else(|_| digest_of(None))
+    memoised.unwrap_or_else(|_| resumed_sha256(&input))
 }
 
 /// Whether `walk` feeds exactly `stored`.
@@ -397,193 +450,4 @@ pub(crate) fn request_tokens(request: &umi_core::llm::CompletionRequest) -> u32 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn long(word: &str) -> String {
-        format!("{} {word}", "the full transcript follows. ".repeat(400))
-    }
-
-    #[test]
-    fn a_memoised_digest_is_the_digest_of_the_concatenation() {
-        let body = long("body");
-        let parts: [&[u8]; 2] = [b"https://x.sim/v1/chat", body.as_bytes()];
-        let expected: [u8; 32] = Sha256::digest(parts.concat()).into();
-        // Computed, then found; the same either way.
-        assert_eq!(sha256(&parts), expected);
-        assert_eq!(sha256(&parts), expected);
-        // A different split of the same bytes is the same input.
-        let joined = parts.concat();
-        let (a, b) = joined.split_at(7);
-        assert_eq!(sha256(&[a, b]), expected);
-        // One byte more is another input.
-        let other = format!("{body}!");
-        assert_ne!(sha256(&[parts[0], other.as_bytes()]), expected);
-        assert_eq!(
-            sha256(&[b"short"]),
-            <[u8; 32]>::from(Sha256::digest(b"short"))
-        );
-    }
-
-    #[test]
-    fn a_walked_digest_is_the_digest_of_what_was_walked() {
-        let text = long("walked");
-        let walk = |feed: &mut dyn FnMut(&[u8])| {
-            feed(b"head");
-            feed(text.as_bytes());
-            feed(b"");
-            feed(b"tail");
-        };
-        let expected: [u8; 32] = Sha256::digest(format!("head{text}tail")).into();
-        assert_eq!(sha256_walk(walk), expected);
-        assert_eq!(sha256_walk(walk), expected);
-        // The same bytes fed otherwise are the same input; others are not.
-        assert_eq!(
-            sha256_walk(|feed| feed(format!("head{text}tail").as_bytes())),
-            expected
-        );
-        let shorter = |feed: &mut dyn FnMut(&[u8])| feed(format!("head{text}tai").as_bytes());
-        assert_ne!(sha256_walk(shorter), expected);
-        let longer = |feed: &mut dyn FnMut(&[u8])| feed(format!("head{text}tail!").as_bytes());
-        assert_ne!(sha256_walk(longer), expected);
-        assert_eq!(
-            sha256_walk(|feed| feed(b"x")),
-            <[u8; 32]>::from(Sha256::digest(b"x"))
-        );
-    }
-
-    #[test]
-    fn request_tokens_are_the_shared_estimate() {
-        use umi_core::llm::{CompletionRequest, Message};
-        let request =
-            CompletionRequest::new(vec![Message::system("be brief"), Message::user(long("q"))]);
-        for _ in 0..3 {
-            assert_eq!(
-                request_tokens(&request),
-                umi_core::llm::tokens::estimate_request_tokens(&request)
-            );
-        }
-    }
-
-    #[test]
-    fn text_facts_are_what_the_functions_compute() {
-        for text in [
-            long("Please EXTRACT the Entities"),
-            long("rewrite the query"),
-            long("DETECT evolution"),
-            long("nothing"),
-            "Extract entities, short".to_owned(),
-        ] {
-            // The third is a memo hit (an input is stored the second time it is seen).
-            for _ in 0..3 {
-                let facts = text_facts(&text);
-                assert_eq!(facts.tokens, estimate_text_tokens(&text));
-                let lower = text.to_lowercase();
-                for (index, word) in ROUTE_WORDS.iter().enumerate() {
-                    assert_eq!(facts.words.has(index), lower.contains(word), "{word}");
-                }
-            }
-        }
-    }
-
-    /// A hit needs the stored bytes to be the input, not only its key: an entry planted
-    /// under an input's key with other bytes (a key collision) is never answered.
-    #[test]
-    fn a_hit_compares_the_whole_input_not_its_key() {
-        let mut memo: Memo<u32> = Memo::new(1 << 20);
-        memo.insert_owned(key_of(&[b"aaaa"]), b"zzzz".to_vec().into_boxed_slice(), 9);
-        assert_eq!(memo.get_or_compute(&[b"aaaa"], || 1), 1);
-        // The same bytes split otherwise are the same input; other bytes of the same
-        // length under the key are not.
-        memo.insert_owned(
-            key_of(&[b"ab", b"cd"]),
-            b"abcd".to_vec().into_boxed_slice(),
-            5,
-        );
-        assert_eq!(memo.get_or_compute(&[b"ab", b"cd"], || 1), 5);
-        assert!(holds(b"abcd", &[b"a", b"bcd"]));
-        assert!(!holds(b"abce", &[b"ab", b"cd"]));
-        // SHA-256 of a long input: a planted digest under its key, with other bytes
-        // stored, is not returned.
-        let long = vec![b'x'; MEMO_INPUT_BYTES_MIN * 2];
-        let expected: [u8; 32] = Sha256::digest(&long).into();
-        DIGESTS.with(|memo| {
-            let mut other = long.clone();
-            other[0] = b'y';
-            memo.borrow_mut()
-                .insert_owned(key_of(&[&long]), other.into_boxed_slice(), [7; 32]);
-        });
-        assert_eq!(sha256(&[&long]), expected);
-        assert_eq!(sha256_walk(|feed| feed(&long)), expected);
-    }
-
-    #[test]
-    fn the_memo_keeps_at_most_its_bytes_and_evicts_the_oldest() {
-        let mut memo: Memo<u32> = Memo::new(10);
-        let mut computed = 0;
-        // Each seen twice is stored; "aaaa" is evicted by "cccc", so computed again.
-        for input in [
-            b"aaaa", b"aaaa", b"bbbb", b"bbbb", b"cccc", b"cccc", b"aaaa",
-        ] {
-            memo.get_or_compute(&[input], || {
-                computed += 1;
-                1
-            });
-            assert!(memo.bytes <= 10);
-        }
-        assert_eq!(computed, 7);
-        memo.get_or_compute(&[b"cccc"], || unreachable!("memoised"));
-        memo.get_or_compute(&[b"aaaa"], || unreachable!("memoised"));
-        // An input seen once is computed and not kept; one over the limit neither.
-        memo.get_or_compute(&[b"dddd"], || 2);
-        assert!(!memo.entries.contains_key(&key_of(&[b"dddd"])));
-        memo.get_or_compute(&[b"0123456789ab"], || 2);
-        memo.get_or_compute(&[b"0123456789ab"], || 2);
-        assert!(memo.bytes <= 10);
-    }
-
-    /// Every thread's memos together keep at most the process's budget: a memo that finds
-    /// it spent evicts its own oldest inputs, or stores nothing (and still answers), and
-    /// a memo gives its bytes back when it is dropped (its thread ends).
-    #[test]
-    fn all_memos_together_keep_at_most_the_process_budget() {
-        static SHARED: AtomicUsize = AtomicUsize::new(0);
-        let mut first: Memo<u32> = Memo::sharing(100, &SHARED, 10);
-        let mut second: Memo<u32> = Memo::sharing(100, &SHARED, 10);
-        for _ in 0..2 {
-            first.get_or_compute(&[b"aaaa"], || 1);
-            first.get_or_compute(&[b"bbbb"], || 2);
-        }
-        assert_eq!(SHARED.load(Ordering::Relaxed), 8);
-        // The second memo holds nothing to evict: it answers and does not store.
-        for _ in 0..3 {
-            assert_eq!(second.get_or_compute(&[b"cccc"], || 3), 3);
-        }
-        assert!(second.entries.is_empty());
-        assert_eq!(SHARED.load(Ordering::Relaxed), 8);
-        // The first makes room by evicting its own oldest.
-        for _ in 0..2 {
-            first.get_or_compute(&[b"dddd"], || 4);
-        }
-        assert_eq!(first.bytes, 8);
-        assert!(!first.entries.contains_key(&key_of(&[b"aaaa"])));
-        assert_eq!(SHARED.load(Ordering::Relaxed), 8);
-        // Dropped, it gives its bytes back; the second can then store.
-        drop(first);
-        assert_eq!(SHARED.load(Ordering::Relaxed), 0);
-        assert_eq!(second.get_or_compute(&[b"cccc"], || 3), 3);
-        assert_eq!(SHARED.load(Ordering::Relaxed), 4);
-        second.get_or_compute(&[b"cccc"], || unreachable!("stored"));
-    }
-
-    #[test]
-    fn the_budget_refuses_what_does_not_fit() {
-        let used = AtomicUsize::new(6);
-        assert!(!reserve(&used, 10, 5));
-        assert_eq!(used.load(Ordering::Relaxed), 6);
-        assert!(reserve(&used, 10, 4));
-        assert!(!reserve(&used, usize::MAX, usize::MAX));
-        release(&used, 10);
-        assert_eq!(used.load(Ordering::Relaxed), 0);
-    }
-}
+mod tests;
