@@ -355,13 +355,16 @@ fn read_text_onto(text: &str, facts: &mut Vec<Fact>) {
     if text.len() < super::memo::MEMO_INPUT_BYTES_MIN {
         return read_text(text, facts);
     }
-    let alone = super::memo::text_read(text, |text| {
-        let mut alone = Vec::new();
-        read_text(text, &mut alone);
-        alone
-    });
+    let alone = super::memo::text_read(text);
     let room = FACTS_MAX.saturating_sub(facts.len());
     facts.extend(alone.iter().take(room).cloned());
+}
+
+/// The facts `read_text` finds in `text` onto no others.
+pub(super) fn facts_alone(text: &str) -> Vec<Fact> {
+    let mut alone = Vec::new();
+    read_text(text, &mut alone);
+    alone
 }
 
 /// Facts in free text: ids, emails, amounts and numbers, dates, names, quoted text.

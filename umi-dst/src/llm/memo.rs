@@ -1,7 +1,8 @@
 //! Per-thread memos of what SimLLM and SimNetwork compute again and again from the same
 //! large inputs: the SHA-256 digests of a request (SimLLM's canonical request hash,
-//! SimNetwork's hash of a URL and body), and a long message text's token estimate and
-//! routing words.
+//! SimNetwork's hash of a URL and body), SHA-256's states along long inputs (to resume a
+//! digest from a shared prefix), and a long message text's token estimate, routing words
+//! and conversation facts.
 //!
 //! A sweep hands the simulators the same long inputs over and over: a retry resends its
 //! conversation, a fallback sends it to the next model, and a scenario's workload writes
@@ -15,14 +16,17 @@
 //! no state of any run, only inputs and their functions' values.
 //!
 //! A long input the digest memo does not hold whole is hashed from the longest prefix it
-//! shares with an input hashed before ([`midstates`]): a conversation that grew by a turn,
-//! or a long text sent again with a different ending, costs a comparison of what it
-//! shares and the hashing of the rest.
+//! shares with an input hashed before ([`midstates`]): a long text sent again with a
+//! different ending, or a wire body that grew by a turn (SimNetwork's hash of the URL and
+//! body), costs a comparison of what it shares and the hashing of the rest. (SimLLM's
+//! canonical request starts with the model and the number of messages, so a conversation
+//! that grew, or went to another model, shares no prefix there.)
 //!
 //! Inputs under [`MEMO_INPUT_BYTES_MIN`] are computed directly: storing and comparing
 //! them would cost about what computing them does. An input is stored whole the second
-//! time it is seen, and each memo keeps at most its `*_BYTES_MAX` of inputs, evicting the
-//! oldest first. All threads' memos together keep at most [`PROCESS_MEMO_BYTES_MAX`]:
+//! time it is seen (the midstates memo copies a long input the first time, when it adds a
+//! state), and each memo keeps at most its `*_BYTES_MAX` of inputs and values, evicting
+//! the oldest first. All threads' memos together keep at most [`PROCESS_MEMO_BYTES_MAX`]:
 //! `dst serve` runs a simulation thread per concurrent request (up to 64), and 50 MiB
 //! each would be 3.1 GiB. A thread that finds the process's budget spent evicts its own
 //! oldest inputs to make room, or does not store; which inputs are stored never changes
@@ -58,7 +62,8 @@ const TEXT_MEMO_BYTES_MAX: usize = 8 * 1024 * 1024;
 const FACTS_MEMO_BYTES_MAX: usize = 2 * 1024 * 1024;
 
 /// Bytes of inputs all threads' memos keep together: a sweep worker's one thread keeps
-/// its 50 MiB (digests 32, texts 8, midstates 8, facts 2); `dst serve`'s simulation threads share this.
+/// its 50 MiB (digests 32, texts 8, midstates 8, facts 2); `dst serve`'s simulation
+/// threads share this.
 pub(crate) const PROCESS_MEMO_BYTES_MAX: usize = 256 * 1024 * 1024;
 
 /// Bytes of inputs stored in every thread's memos now (each memo gives back what it holds
@@ -139,6 +144,8 @@ impl TextFacts {
 struct Entry<V> {
     input: Box<[u8]>,
     value: V,
+    /// What the entry holds against the budgets: its input and its value's weight.
+    bytes: usize,
 }
 
 /// Keys of inputs seen once that one memo remembers (an input is stored the second
@@ -158,6 +165,8 @@ struct Memo<V> {
     /// The budget shared with the other threads' memos, and its size.
     shared: &'static AtomicUsize,
     shared_bytes_max: usize,
+    /// The bytes a value holds beyond its input (0 for a value stored inline).
+    value_bytes: fn(&V) -> usize,
 }
 
 impl<V> Drop for Memo<V> {
@@ -169,6 +178,14 @@ impl<V> Drop for Memo<V> {
 impl<V: Clone> Memo<V> {
     const fn new(bytes_max: usize) -> Self {
         Self::sharing(bytes_max, &PROCESS_MEMO_BYTES, PROCESS_MEMO_BYTES_MAX)
+    }
+
+    /// A memo whose values hold `value_bytes(value)` beyond their inputs, counted
+    /// against its budgets with them.
+    const fn weighing(bytes_max: usize, value_bytes: fn(&V) -> usize) -> Self {
+        let mut memo = Self::new(bytes_max);
+        memo.value_bytes = value_bytes;
+        memo
     }
 
     /// A memo of at most `bytes_max` whose inputs also count against `shared` (at most
@@ -187,6 +204,7 @@ impl<V: Clone> Memo<V> {
             seen_keys: BTreeSet::new(),
             shared,
             shared_bytes_max,
+            value_bytes: |_| 0,
         }
     }
 
@@ -233,23 +251,29 @@ impl<V: Clone> Memo<V> {
     }
 
     fn insert_owned(&mut self, key: u64, input: Box<[u8]>, value: V) {
-        if input.len() > self.bytes_max {
+        let bytes = input.len() + (self.value_bytes)(&value);
+        if bytes > self.bytes_max {
             return;
         }
-        while self.bytes + input.len() > self.bytes_max && self.evict_oldest() {}
+        while self.bytes + bytes > self.bytes_max && self.evict_oldest() {}
         // The process's budget: this thread's own oldest inputs make room, or the input
         // is not stored.
-        while !reserve(self.shared, self.shared_bytes_max, input.len()) {
+        while !reserve(self.shared, self.shared_bytes_max, bytes) {
             if !self.evict_oldest() {
                 return;
             }
         }
-        self.bytes += input.len();
+        self.bytes += bytes;
         self.order.push_back(key);
-        if let Some(replaced) = self.entries.insert(key, Entry { input, value }) {
+        let entry = Entry {
+            input,
+            value,
+            bytes,
+        };
+        if let Some(replaced) = self.entries.insert(key, entry) {
             // Only a colliding key is stored again (a hit never reaches here).
-            self.bytes -= replaced.input.len();
-            release(self.shared, replaced.input.len());
+            self.bytes -= replaced.bytes;
+            release(self.shared, replaced.bytes);
         }
     }
 
@@ -259,8 +283,8 @@ impl<V: Clone> Memo<V> {
             return false;
         };
         if let Some(evicted) = self.entries.remove(&oldest) {
-            self.bytes -= evicted.input.len();
-            release(self.shared, evicted.input.len());
+            self.bytes -= evicted.bytes;
+            release(self.shared, evicted.bytes);
         }
         true
     }
@@ -300,13 +324,31 @@ thread_local! {
     static DIGESTS: RefCell<Memo<[u8; 32]>> = const { RefCell::new(Memo::new(DIGEST_MEMO_BYTES_MAX)) };
     static TEXTS: RefCell<Memo<TextFacts>> = const { RefCell::new(Memo::new(TEXT_MEMO_BYTES_MAX)) };
     static MIDSTATES: RefCell<Midstates> = const { RefCell::new(Midstates::new()) };
-    static FACTS: RefCell<Memo<Arc<[Fact]>>> = const { RefCell::new(Memo::new(FACTS_MEMO_BYTES_MAX)) };
+    static FACTS: RefCell<Memo<Arc<[Fact]>>> = const {
+        RefCell::new(Memo::weighing(FACTS_MEMO_BYTES_MAX, facts_bytes))
+    };
 }
 
-/// The facts `read` finds in `text` alone (a pure function of the text): memoised for a
-/// long text, which a sweep sends in call after call.
-pub(crate) fn text_read(text: &str, read: impl Fn(&str) -> Vec<Fact>) -> Arc<[Fact]> {
-    let compute = || Arc::from(read(text));
+/// What `facts` hold on the heap, about: each fact and the strings it owns.
+fn facts_bytes(facts: &Arc<[Fact]>) -> usize {
+    facts
+        .iter()
+        .map(|fact| {
+            let value = match &fact.value {
+                serde_json::Value::String(text) => text.capacity(),
+                _ => 0,
+            };
+            let hints: usize = fact.hints.iter().map(String::capacity).sum();
+            let key = fact.key.as_ref().map_or(0, String::capacity);
+            std::mem::size_of::<Fact>() + value + hints + key
+        })
+        .sum()
+}
+
+/// The conversation facts of `text` alone (`conversation::facts_alone`, a pure function
+/// of the text): memoised for a long text, which a sweep sends in call after call.
+pub(crate) fn text_read(text: &str) -> Arc<[Fact]> {
+    let compute = || Arc::from(super::conversation::facts_alone(text));
     if text.len() < MEMO_INPUT_BYTES_MIN {
         return compute();
     }

@@ -110,8 +110,11 @@ fn field_names_split_into_words() {
 fn from_messages_in_place(messages: &[Message]) -> Vec<Fact> {
     let mut facts = Vec::new();
     for message in messages.iter().rev() {
-        if let Message::User { content } = message {
-            read_text(cut(content), &mut facts);
+        match message {
+            Message::User { content } => read_text(cut(content), &mut facts),
+            // A text result (these tests send no JSON one).
+            Message::Tool { content, .. } => read_text(cut(content), &mut facts),
+            _ => {}
         }
         if facts.len() >= FACTS_MAX {
             break;
@@ -162,9 +165,11 @@ fn a_long_texts_facts_from_the_memo_are_the_facts_read_in_place() {
                 if with_short {
                     messages.push(Message::user(short.clone()));
                 }
-                messages.push(Message::user(texts[second].clone()));
-                // Twice: the second time every long text is in the memo.
-                for round in 0..2 {
+                // The second long text as a tool's text result (not JSON).
+                messages.push(Message::tool_result("call_1", texts[second].clone(), true));
+                // Three times: the memo stores a text the second time it reads it and
+                // answers from it the third.
+                for round in 0..3 {
                     assert_eq!(
                         Facts::from_messages(&messages).facts,
                         from_messages_in_place(&messages),

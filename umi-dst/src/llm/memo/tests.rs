@@ -189,3 +189,55 @@ fn the_budget_refuses_what_does_not_fit() {
     release(&used, 10);
     assert_eq!(used.load(Ordering::Relaxed), 0);
 }
+
+#[test]
+fn a_weighed_value_counts_against_both_budgets() {
+    static SHARED: AtomicUsize = AtomicUsize::new(0);
+    {
+        let mut memo: Memo<Vec<u8>> = Memo::sharing(250, &SHARED, 1_000);
+        memo.value_bytes = Vec::len;
+        for _ in 0..2 {
+            memo.get_or_compute(&[b"aaaa"], || vec![0; 100]);
+        }
+        assert_eq!(memo.bytes, 104, "the input and its value");
+        assert_eq!(SHARED.load(Ordering::Relaxed), 104);
+        // A second entry of 104 fits beside it (208 of 250); a third evicts the oldest.
+        for _ in 0..2 {
+            memo.get_or_compute(&[b"bbbb"], || vec![0; 100]);
+        }
+        assert_eq!(memo.bytes, 208);
+        for _ in 0..2 {
+            memo.get_or_compute(&[b"cccc"], || vec![0; 100]);
+        }
+        assert_eq!(memo.bytes, 208);
+        assert!(!memo.entries.contains_key(&key_of(&[b"aaaa"])));
+        // A value heavier than the whole memo is never stored.
+        for _ in 0..2 {
+            assert_eq!(memo.get_or_compute(&[b"dddd"], || vec![0; 300]).len(), 300);
+        }
+        assert!(!memo.entries.contains_key(&key_of(&[b"dddd"])));
+        assert_eq!(SHARED.load(Ordering::Relaxed), memo.bytes);
+    }
+    assert_eq!(
+        SHARED.load(Ordering::Relaxed),
+        0,
+        "a dropped memo gives it all back"
+    );
+}
+
+#[test]
+fn a_long_texts_facts_weigh_what_they_hold() {
+    let text = format!(
+        "{} order 1234 for Alice Smith",
+        "the full transcript follows. ".repeat(200)
+    );
+    let facts = text_read(&text);
+    assert!(!facts.is_empty());
+    let bytes = facts_bytes(&facts);
+    assert!(
+        bytes >= facts.len() * std::mem::size_of::<Fact>() + "Alice Smith".len(),
+        "{bytes} bytes for {} facts",
+        facts.len()
+    );
+    assert_eq!(text_read(&text), facts, "the same facts from the memo");
+}

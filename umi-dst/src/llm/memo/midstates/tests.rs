@@ -236,3 +236,29 @@ fn an_input_in_pieces_digests_as_the_same_bytes_whole() {
         }
     }
 }
+
+/// Pins [`super::CANDIDATES_MAX`]: a lookup compares only the newest stored inputs that
+/// start as the new one does, and still digests right when an older one shared more.
+#[test]
+fn a_lookup_compares_only_the_newest_candidates() {
+    static SHARED: AtomicUsize = AtomicUsize::new(0);
+    let mut memo = memo(64 * 1024 * 1024, &SHARED);
+    let base = text(10 * SPACING_BYTES, 37);
+    // The oldest shares all ten spacings with `base`; each later one differs inside its
+    // third spacing, so each is stored (it adds states past what the others share).
+    memo.digest(base.as_slice());
+    for variant in 0..super::CANDIDATES_MAX {
+        let mut changed = base.clone();
+        changed[2 * SPACING_BYTES + 100 + variant] ^= 0x20;
+        memo.digest(changed.as_slice());
+    }
+    assert_eq!(memo.stored.len(), 1 + super::CANDIDATES_MAX);
+    let head = memo.stored[0].head;
+    assert_eq!(
+        memo.longest_shared(head, base.as_slice(), 10),
+        (Some(super::CANDIDATES_MAX), 2),
+        "the oldest (all ten shared) is past the candidates compared"
+    );
+    let longer = [base.as_slice(), b"summarize call 9".as_slice()].concat();
+    assert_eq!(memo.digest(longer.as_slice()), whole(&longer));
+}
