@@ -20,6 +20,8 @@
 use serde_json::{Number, Value};
 use umi_core::llm::Message;
 
+mod long_texts;
+
 /// Facts kept from one conversation at most (the latest messages' are kept first).
 pub const FACTS_MAX: usize = 256;
 
@@ -347,7 +349,7 @@ const ID_NOUNS: &[&str] = &[
 ];
 
 /// `read_text(text, facts)`, a long text's facts read once per thread
-/// (`memo::text_read`): what `read_text` adds to `facts` is the start of what it finds
+/// (`long_texts`): what `read_text` adds to `facts` is the start of what it finds
 /// in `text` alone, as many as fit under [`FACTS_MAX`] (it reads until `facts` is full;
 /// nothing else it does depends on what `facts` holds), and [`Facts::from_messages`]
 /// keeps at most that many.
@@ -355,16 +357,9 @@ fn read_text_onto(text: &str, facts: &mut Vec<Fact>) {
     if text.len() < super::memo::MEMO_INPUT_BYTES_MIN {
         return read_text(text, facts);
     }
-    let alone = super::memo::text_read(text);
+    let alone = long_texts::facts_alone(text);
     let room = FACTS_MAX.saturating_sub(facts.len());
     facts.extend(alone.iter().take(room).cloned());
-}
-
-/// The facts `read_text` finds in `text` onto no others.
-pub(super) fn facts_alone(text: &str) -> Vec<Fact> {
-    let mut alone = Vec::new();
-    read_text(text, &mut alone);
-    alone
 }
 
 /// Facts in free text: ids, emails, amounts and numbers, dates, names, quoted text.

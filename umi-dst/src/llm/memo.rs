@@ -35,7 +35,6 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sha2::{Digest, Sha256};
@@ -43,7 +42,6 @@ use umi_core::llm::tokens::estimate_text_tokens;
 use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
 
 use self::midstates::{Midstates, Pieces};
-use super::conversation::Fact;
 
 mod midstates;
 
@@ -56,10 +54,6 @@ const DIGEST_MEMO_BYTES_MAX: usize = 32 * 1024 * 1024;
 
 /// Bytes of message texts one thread's text memo keeps.
 const TEXT_MEMO_BYTES_MAX: usize = 8 * 1024 * 1024;
-
-/// Bytes of message texts one thread's memo of the facts read from them keeps (a text is
-/// read up to 8,192 characters: `conversation::MESSAGE_CHARS_MAX`).
-const FACTS_MEMO_BYTES_MAX: usize = 2 * 1024 * 1024;
 
 /// Bytes of inputs all threads' memos keep together: a sweep worker's one thread keeps
 /// its 50 MiB (digests 32, texts 8, midstates 8, facts 2); `dst serve`'s simulation
@@ -152,8 +146,10 @@ struct Entry<V> {
 /// time it is seen, so one seen only once is never copied).
 const SEEN_KEYS_MAX: usize = 4096;
 
-/// Inputs (the concatenation of their parts) and a value computed from each.
-struct Memo<V> {
+/// Inputs (the concatenation of their parts) and a value computed from each: the memo
+/// each of this module's functions keeps per thread, and one a simulator module may keep
+/// for a pure function of its own (its values weighed with [`Memo::weighing`]).
+pub(crate) struct Memo<V> {
     entries: BTreeMap<u64, Entry<V>>,
     /// Keys in the order they were added: the oldest is evicted first.
     order: VecDeque<u64>,
@@ -180,9 +176,9 @@ impl<V: Clone> Memo<V> {
         Self::sharing(bytes_max, &PROCESS_MEMO_BYTES, PROCESS_MEMO_BYTES_MAX)
     }
 
-    /// A memo whose values hold `value_bytes(value)` beyond their inputs, counted
-    /// against its budgets with them.
-    const fn weighing(bytes_max: usize, value_bytes: fn(&V) -> usize) -> Self {
+    /// A memo of at most `bytes_max` whose values hold `value_bytes(value)` beyond their
+    /// inputs, counted against its budgets with them (and the process's, as every memo).
+    pub(crate) const fn weighing(bytes_max: usize, value_bytes: fn(&V) -> usize) -> Self {
         let mut memo = Self::new(bytes_max);
         memo.value_bytes = value_bytes;
         memo
@@ -226,7 +222,7 @@ impl<V: Clone> Memo<V> {
     }
 
     /// The value for the input `parts` (concatenated): memoised, or `compute`d.
-    fn get_or_compute(&mut self, parts: &[&[u8]], compute: impl FnOnce() -> V) -> V {
+    pub(crate) fn get_or_compute(&mut self, parts: &[&[u8]], compute: impl FnOnce() -> V) -> V {
         let key = key_of(parts);
         if let Some(entry) = self.entries.get(&key) {
             if holds(&entry.input, parts) {
@@ -324,41 +320,6 @@ thread_local! {
     static DIGESTS: RefCell<Memo<[u8; 32]>> = const { RefCell::new(Memo::new(DIGEST_MEMO_BYTES_MAX)) };
     static TEXTS: RefCell<Memo<TextFacts>> = const { RefCell::new(Memo::new(TEXT_MEMO_BYTES_MAX)) };
     static MIDSTATES: RefCell<Midstates> = const { RefCell::new(Midstates::new()) };
-    static FACTS: RefCell<Memo<Arc<[Fact]>>> = const {
-        RefCell::new(Memo::weighing(FACTS_MEMO_BYTES_MAX, facts_bytes))
-    };
-}
-
-/// What `facts` hold on the heap, about: each fact and the strings it owns.
-fn facts_bytes(facts: &Arc<[Fact]>) -> usize {
-    facts
-        .iter()
-        .map(|fact| {
-            let value = match &fact.value {
-                serde_json::Value::String(text) => text.capacity(),
-                _ => 0,
-            };
-            let hints: usize = fact.hints.iter().map(String::capacity).sum();
-            let key = fact.key.as_ref().map_or(0, String::capacity);
-            std::mem::size_of::<Fact>() + value + hints + key
-        })
-        .sum()
-}
-
-/// The conversation facts of `text` alone (`conversation::facts_alone`, a pure function
-/// of the text): memoised for a long text, which a sweep sends in call after call.
-pub(crate) fn text_read(text: &str) -> Arc<[Fact]> {
-    let compute = || Arc::from(super::conversation::facts_alone(text));
-    if text.len() < MEMO_INPUT_BYTES_MIN {
-        return compute();
-    }
-    // During the thread's teardown the memo is gone: computed directly.
-    FACTS
-        .try_with(|memo| {
-            memo.borrow_mut()
-                .get_or_compute(&[text.as_bytes()], compute)
-        })
-        .unwrap_or_else(|_| compute())
 }
 
 /// SHA-256 of a long `input` the whole-input memo does not hold: resumed from the

@@ -224,20 +224,3 @@ fn a_weighed_value_counts_against_both_budgets() {
         "a dropped memo gives it all back"
     );
 }
-
-#[test]
-fn a_long_texts_facts_weigh_what_they_hold() {
-    let text = format!(
-        "{} order 1234 for Alice Smith",
-        "the full transcript follows. ".repeat(200)
-    );
-    let facts = text_read(&text);
-    assert!(!facts.is_empty());
-    let bytes = facts_bytes(&facts);
-    assert!(
-        bytes >= facts.len() * std::mem::size_of::<Fact>() + "Alice Smith".len(),
-        "{bytes} bytes for {} facts",
-        facts.len()
-    );
-    assert_eq!(text_read(&text), facts, "the same facts from the memo");
-}
