@@ -1,6 +1,7 @@
 //! Planted crashes: scenarios whose even seeds do to their process what no `catch_unwind`
-//! can catch (abort, overflow the stack, `exit(3)`, allocate without bound) or never
-//! yield (a busy loop), and whose odd seeds pass. They test the harness: a sweep must
+//! can catch (abort, overflow the stack, `exit(3)`, allocate without bound), never
+//! yield (a busy loop), or break the worker protocol (write a result line that is not a
+//! result), and whose odd seeds pass. They test the harness: a sweep must
 //! name each such seed, record it as a crash (or a hang), and go on with the rest;
 //! `dst replay` and `cargo test` must fail a busy-looping seed by name.
 //!
@@ -30,6 +31,9 @@ pub enum Crash {
     UnboundedAllocation,
     /// A loop that never yields (simulated time stops; only the wall clock moves).
     BusyLoop,
+    /// Writes a line to stdout that starts as a worker's result does and is not one,
+    /// then goes on: the worker broke its protocol, alive.
+    ForgedResult,
 }
 
 /// The scenario whose even seeds abort()s ([`Crash::Abort`]).
@@ -82,6 +86,17 @@ pub struct PlantedUnboundedAllocation;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PlantedBusyLoop;
 
+/// The scenario whose even seeds write a result line that is not a result
+/// ([`Crash::ForgedResult`]).
+#[umi_dst::scenario(
+    goal = "a planted crash on even seeds: the harness must name the seed and go on",
+    only_when_named,
+    run = |sim| crash_on_even_seeds(sim, Crash::ForgedResult),
+    rank = 320,
+)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlantedForgedResult;
+
 /// One seed of a planted crash: a simulated millisecond, then `crash` on an even seed.
 pub async fn crash_on_even_seeds(sim: SimEnvironment, crash: Crash) -> Result<(), Violation> {
     let seed = sim.seed();
@@ -118,6 +133,18 @@ fn crash_now(crash: Crash) {
             std::hint::black_box(());
             std::hint::spin_loop();
         },
+        Crash::ForgedResult => {
+            #[allow(
+                clippy::print_stdout,
+                reason = "the planted seed writes to the worker protocol's own stream"
+            )]
+            {
+                println!(
+                    "{}{{\"planted\": \"not a result\"",
+                    umi_sweep::WORKER_RESULT_PREFIX
+                );
+            }
+        }
     }
 }
 

@@ -19,7 +19,7 @@ const CANARY_SEEDS_MAX: u64 = 100;
 /// before scenarios declared themselves (issue 42), kept by each declaration's `rank`
 /// whatever order the linker collects the registrations in. The sweep's golden reports
 /// and every report's scenario table are in this order.
-const REGISTRY_ORDER: [&str; 31] = [
+const REGISTRY_ORDER: [&str; 32] = [
     "memory_no_data_loss",
     "sqlite_no_data_loss",
     "recall_degrades_gracefully",
@@ -51,6 +51,7 @@ const REGISTRY_ORDER: [&str; 31] = [
     "planted_exit",
     "planted_unbounded_allocation",
     "planted_busy_loop",
+    "planted_forged_result",
 ];
 
 /// The registry keeps the scenarios of `REGISTRY_ORDER` in that order (the order sweeps

@@ -173,6 +173,34 @@ fn a_seed_that_exits_the_process_costs_one_worker_and_is_named() {
     assert_named_and_recorded("planted_exit", "crash", &["exit status 3"], &[]);
 }
 
+/// Pins the planted forged result (`planted_forged_result`, seeds 2 and 4): a worker
+/// whose seed writes a result line that is not a result is ended by the sweep, and its
+/// seed's crash says so. Before, the sweep's own kill read as "killed by signal 9
+/// (SIGKILL); killed from outside the sweep, perhaps by the kernel's out-of-memory
+/// killer".
+#[test]
+fn a_seed_that_forges_a_result_line_is_named_and_its_worker_ended_by_the_sweep() {
+    assert_named_and_recorded(
+        "planted_forged_result",
+        "crash",
+        &[
+            "a worker sent a result line that is not a result",
+            "the worker process running the seed was ended by the sweep",
+        ],
+        &[],
+    );
+    let dir = temp_dir("planted_forged_result_blame");
+    let (_, report) = sweep_with(dst(), "planted_forged_result", &dir, &[]);
+    for failure in &report.scenarios[0].failures {
+        assert!(
+            !failure.message.contains("SIGKILL") && !failure.message.contains("outside"),
+            "the sweep's own kill is blamed on no one else: {}",
+            failure.message
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_seed_that_allocates_without_bound_meets_the_memory_limit() {
     assert_named_and_recorded(

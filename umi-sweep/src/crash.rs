@@ -14,6 +14,9 @@ pub(crate) enum Death {
     Exit(i32),
     /// Neither is known (another platform's status).
     Unknown,
+    /// Still running when the sweep ended it, after it broke the worker protocol (a
+    /// result line that is not a result): the kill that ended it was the sweep's own.
+    EndedBySweep,
 }
 
 impl Death {
@@ -61,6 +64,7 @@ fn death_text(death: Death) -> String {
         },
         Death::Exit(code) => format!("exited with exit status {code}"),
         Death::Unknown => "ended".to_owned(),
+        Death::EndedBySweep => "was ended by the sweep (it was still running)".to_owned(),
     }
 }
 
@@ -97,7 +101,7 @@ pub(crate) fn describe_death(
             "; killed from outside the sweep, perhaps by the kernel's out-of-memory killer"
         }
         Death::Exit(_) => "; something in the seed ended the process (process::exit?)",
-        Death::Signal(_) | Death::Unknown => "",
+        Death::Signal(_) | Death::Unknown | Death::EndedBySweep => "",
     };
     let last = stderr_tail
         .iter()
@@ -167,6 +171,11 @@ mod tests {
                 &["signal 9 (SIGKILL)", "out-of-memory killer"],
             ),
             (Death::Signal(77), "", &["killed by signal 77"]),
+            (
+                Death::EndedBySweep,
+                "",
+                &["the worker process running the seed was ended by the sweep"],
+            ),
         ];
         for (death, stderr, expected) in cases {
             let message = describe_death(*death, &lines(stderr), Some("--seed-memory-max 256MiB"));
@@ -178,6 +187,11 @@ mod tests {
             }
             assert!(!message.contains('\n'), "one line: {message:?}");
         }
+        let ended = describe_death(Death::EndedBySweep, &[], None);
+        assert!(
+            !ended.contains("SIGKILL") && !ended.contains("outside"),
+            "the sweep's own kill is not blamed on anyone else: {ended}"
+        );
     }
 
     #[test]

@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 
 use crate::batch::{BatchSizer, share_wall};
 use crate::crash::{Death, describe_death};
+use crate::ending::{Ending, dismiss};
 use crate::limit_in_force;
 use crate::outcome::{Outcome, RunEnd};
 use crate::process_worker::worker_arguments;
@@ -177,13 +178,20 @@ impl Worker {
     }
 
     /// Ends the worker (killed if still running) and returns how it died and the tail
-    /// of its stderr.
-    fn end(mut self) -> (Death, Vec<String>) {
-        let status = {
+    /// of its stderr. A worker `Dismissed` for breaking the protocol is still running,
+    /// so the kill that ends it is the sweep's own and is not reported as its death.
+    fn end(mut self, ending: Ending) -> (Death, Vec<String>) {
+        let death = {
             let mut child = self.child.lock().unwrap_or_else(PoisonError::into_inner);
-            // Already dead in a crash; idle or wedged otherwise.
-            let _ = child.kill();
-            child.wait()
+            match ending {
+                Ending::Dismissed => dismiss(&mut child),
+                Ending::Gone => {
+                    // Already dead in a crash (its status is set; a kill changes nothing);
+                    // idle or wedged otherwise.
+                    let _ = child.kill();
+                    child.wait().map_or(Death::Unknown, Death::of)
+                }
+            }
         };
         if let Some(reader) = self.stderr_reader.take() {
             let _ = reader.join(); // ends at the pipe's end, now that the process is gone
@@ -195,7 +203,7 @@ impl Worker {
             .iter()
             .cloned()
             .collect();
-        (status.map_or(Death::Unknown, Death::of), tail)
+        (death, tail)
     }
 }
 
@@ -282,14 +290,14 @@ fn drive(
             // Blocks while the queue is full; fails once the sweep has ended.
             if results.send(outcome).is_err() {
                 if worker.is_some() {
-                    retire(&mut worker, shared, slot);
+                    retire(&mut worker, shared, slot, Ending::Gone);
                 }
                 return;
             }
         }
     }
     if worker.is_some() {
-        retire(&mut worker, shared, slot);
+        retire(&mut worker, shared, slot, Ending::Gone);
     }
 }
 
@@ -410,7 +418,7 @@ impl Driving<'_> {
         let (shared, slot) = (self.shared, self.slot);
         let died = match (failed, worker.is_some()) {
             (BatchEnd::Died(said), true) => {
-                let (death, tail) = retire(worker, shared, slot);
+                let (death, tail) = retire(worker, shared, slot, Ending::after(said.as_deref()));
                 Some(describe_death_said(
                     death,
                     &tail,
@@ -419,7 +427,7 @@ impl Driving<'_> {
                 ))
             }
             (_, true) => {
-                retire(worker, shared, slot);
+                retire(worker, shared, slot, Ending::Gone);
                 None
             }
             (_, false) => None,
@@ -516,12 +524,12 @@ fn settle(
 ) -> Option<RunEnd> {
     match reply {
         Ok(_) if hung => {
-            retire(worker, shared, slot);
+            retire(worker, shared, slot, Ending::Gone);
             None
         }
         Ok(end) => Some(finished(end)),
         Err(said) => {
-            let (death, tail) = retire(worker, shared, slot);
+            let (death, tail) = retire(worker, shared, slot, Ending::after(said.as_deref()));
             (!hung).then(|| {
                 RunEnd::Died(describe_death_said(
                     death,
@@ -580,8 +588,13 @@ fn running<'a>(
         .ok_or_else(|| std::io::Error::other("no worker process"))
 }
 
-/// Ends the slot's worker and forgets it.
-fn retire(worker: &mut Option<Worker>, shared: &Shared, slot: usize) -> (Death, Vec<String>) {
+/// Ends the slot's worker (`ending` says why) and forgets it.
+fn retire(
+    worker: &mut Option<Worker>,
+    shared: &Shared,
+    slot: usize,
+    ending: Ending,
+) -> (Death, Vec<String>) {
     if let Some(killer) = shared
         .killers
         .lock()
@@ -592,7 +605,7 @@ fn retire(worker: &mut Option<Worker>, shared: &Shared, slot: usize) -> (Death, 
     }
     worker
         .take()
-        .map_or((Death::Unknown, Vec::new()), Worker::end)
+        .map_or((Death::Unknown, Vec::new()), |worker| worker.end(ending))
 }
 
 fn set_slot(shared: &Shared, slot: usize, value: Option<InFlight>) {

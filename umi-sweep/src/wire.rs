@@ -18,8 +18,9 @@ use umi_dst::fault::{FaultKind, FaultStats};
 use umi_dst::simulation::SeedRun;
 use umi_dst::trace::TraceHash;
 
-/// The prefix of a result line on a worker's stdout.
-pub(crate) const RESULT_PREFIX: &str = "\u{1e}umi-dst-result ";
+/// The prefix of a result line on a worker's stdout. Public for the planted scenario
+/// whose seed writes one that is not a result (the harness's own test).
+pub const RESULT_PREFIX: &str = "\u{1e}umi-dst-result ";
 
 /// Bytes of one line either side reads: a longer line is skipped (scenario output) or,
 /// for a result, replaced by a crash saying so.
