@@ -35,6 +35,7 @@ use crate::clock::SimClock;
 use crate::environment::SimEnvironment;
 use crate::fault::point::{self, unreachable_kind};
 use crate::fault::{FaultInjector, FaultPoint, StorageKind};
+use crate::micros::micros_saturating;
 use crate::rng::DeterministicRng;
 use crate::trace::{StorageEvent, Trace};
 
@@ -266,7 +267,7 @@ impl<S: Storage> Storage for SimStorage<S> {
         }
         let keys = record_checksums(&batch);
         let mut entry = LedgerEntry {
-            at_us: u64::try_from(self.clock.now().as_micros()).unwrap_or(u64::MAX),
+            at_us: micros_saturating(self.clock.now()),
             notes: batch.notes.iter().map(|n| n.id.clone()).collect(),
             entities: batch.entities.iter().map(|e| e.id.clone()).collect(),
             vectors: batch.vectors.iter().map(|v| v.entity_id.clone()).collect(),

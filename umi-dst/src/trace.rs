@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::clock::SimClock;
 use crate::constants::{TRACE_DETAIL_BYTES_MAX, TRACE_EVENTS_FULL_MAX};
+use crate::micros::micros_saturating;
 
 mod kind;
 
@@ -72,7 +73,7 @@ impl PartialEq for TraceEvent {
 impl Eq for TraceEvent {}
 
 fn serialize_duration_us<S: serde::Serializer>(at: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(u64::try_from(at.as_micros()).unwrap_or(u64::MAX))
+    s.serialize_u64(micros_saturating(*at))
 }
 
 impl fmt::Display for TraceEvent {

@@ -22,6 +22,8 @@
 
 use std::time::Duration;
 
+use umi_dst::micros_saturating;
+
 /// The wall time a batch of runs aims at, in microseconds: long enough that a round trip
 /// is a small part of it, short enough that a stop (Ctrl-C, `--time-budget`) waits for
 /// no one. Batches of 16 ms made the default sweep about 3% cheaper than batches of 4 ms
@@ -78,7 +80,7 @@ impl BatchSizer {
 /// scenario's reported wall time, and the seeds per core-second `dst size` is fed,
 /// still counts every microsecond the sweep spent.
 pub(crate) fn share_wall(batch: Duration, runs_wall_us: &[u64]) -> Vec<Duration> {
-    let batch_us = u64::try_from(batch.as_micros()).unwrap_or(u64::MAX);
+    let batch_us = micros_saturating(batch);
     let count = runs_wall_us.len() as u64;
     let measured: u64 = runs_wall_us
         .iter()

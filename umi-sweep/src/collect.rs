@@ -29,6 +29,7 @@ use crate::worker::{Outcome, RunEnd, Shared};
 use umi_dst::corpus::{AppendOutcome, CorpusRecorder, SeedMeaning, corpus_path};
 use umi_dst::failure_class::FailureClass;
 use umi_dst::fault::FaultStats;
+use umi_dst::micros_saturating;
 use umi_dst::scenario::Scenario;
 
 /// Failures printed one by one as they happen; after these, the table's groups say the
@@ -122,7 +123,7 @@ impl Collector {
         };
         let entry = &mut self.report.scenarios[scenario_index];
         entry.seeds_run += 1;
-        entry.wall_us += u64::try_from(wall.as_micros()).unwrap_or(u64::MAX);
+        entry.wall_us += micros_saturating(wall);
         let mut injected = None;
         let mut task_class = None;
         let failure = match run {

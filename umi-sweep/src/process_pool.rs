@@ -39,6 +39,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use umi_dst::micros_saturating;
+
 use crate::batch::{BatchSizer, share_wall};
 use crate::crash::{Death, describe_death};
 use crate::ending::{Ending, dismiss};
@@ -440,7 +442,7 @@ impl Driving<'_> {
             .collect();
         let walls_us: Vec<u64> = outcomes
             .iter()
-            .map(|outcome| u64::try_from(outcome.wall.as_micros()).unwrap_or(u64::MAX))
+            .map(|outcome| micros_saturating(outcome.wall))
             .collect();
         for (outcome, share) in outcomes.iter_mut().zip(share_wall(lost, &walls_us)) {
             outcome.wall += share;

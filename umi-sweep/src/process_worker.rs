@@ -38,6 +38,7 @@ use crate::wire::{
 };
 use crate::worker::run_checked;
 use umi_dst::failure_class::{EXIT_CODE_BAD_ARGUMENTS, process_exit_code};
+use umi_dst::micros_saturating;
 use umi_dst::scenario::Scenario;
 use umi_dst::simulation::Watchdog;
 use umi_dst::simulation::panic_message;
@@ -175,7 +176,7 @@ fn run(scenarios: &[Arc<dyn Scenario>], request: &RunRequest) -> RunReply {
     };
     RunReply {
         index: request.index,
-        wall_us: u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        wall_us: micros_saturating(started.elapsed()),
         end,
     }
 }

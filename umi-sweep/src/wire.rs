@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use umi_dst::failure_class::FailureClass;
 use umi_dst::fault::{FaultKind, FaultStats};
+use umi_dst::micros_saturating;
 use umi_dst::simulation::SeedRun;
 use umi_dst::trace::TraceHash;
 
@@ -88,7 +89,7 @@ impl RunSummary {
             trace_hash: run.trace_hash.to_string(),
             events: run.events,
             steps: run.steps,
-            sim_elapsed_us: u64::try_from(run.sim_elapsed.as_micros()).unwrap_or(u64::MAX),
+            sim_elapsed_us: micros_saturating(run.sim_elapsed),
             injected_by_kind: run
                 .fault_stats
                 .injected_by_kind

@@ -20,6 +20,7 @@ use umi_core::env::chance;
 
 use super::{FaultConfig, FaultConfigError, FaultDomain, FaultKind, FaultPoint};
 use crate::constants::{FAULT_CONFIGS_MAX, FAULT_SCHEDULE_ENTRIES_MAX};
+use crate::micros::micros_saturating;
 use crate::rng::DeterministicRng;
 use crate::trace::{FaultEvent, Trace};
 
@@ -203,7 +204,7 @@ impl FaultInjector {
     /// must recover and make progress). Recorded in the trace.
     pub fn heal(&self) {
         if !self.healed.swap(true, Ordering::Relaxed) {
-            let at_us = u64::try_from(self.clock.now().as_micros()).unwrap_or(u64::MAX);
+            let at_us = micros_saturating(self.clock.now());
             self.healed_at_us.store(at_us, Ordering::Relaxed);
             self.trace.emit(FaultEvent::Heal);
         }
@@ -302,7 +303,7 @@ impl FaultInjector {
             id,
             kind,
             operation: operation.to_owned(),
-            at_us: u64::try_from(self.clock.now().as_micros()).unwrap_or(u64::MAX),
+            at_us: micros_saturating(self.clock.now()),
         };
         let step = self.record_step();
         record_injection(stats, (schedule, schedule_steps), injection, step);

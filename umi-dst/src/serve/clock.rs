@@ -29,6 +29,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::answer::{End, Recorded};
+use crate::micros::micros_saturating;
 
 /// The request header a client on the simulated clock sends: its clock, in µs since the
 /// simulated epoch.
@@ -91,10 +92,10 @@ impl Timing {
             recorded.end_at
         };
         let timing = Self {
-            head_us: micros(head),
-            first_us: micros(first),
-            last_us: micros(last),
-            end_us: micros(end),
+            head_us: micros_saturating(head),
+            first_us: micros_saturating(first),
+            last_us: micros_saturating(last),
+            end_us: micros_saturating(end),
             ending: recorded.end.name(),
         };
         assert!(
@@ -114,10 +115,6 @@ impl Timing {
             self.head_us, self.first_us, self.last_us, self.end_us, self.ending
         )
     }
-}
-
-fn micros(duration: Duration) -> u64 {
-    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Moves the HTTP dates of `headers` (`date`, an HTTP-date `retry-after`) onto the

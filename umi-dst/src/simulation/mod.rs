@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::failure_class::FailureClass;
+use crate::micros::micros_saturating;
 pub use execute::{SeedRun, panic_message};
 use report::{Divergence, FailureReport, ReplayTarget};
 use settings::{LogFilter, Settings, SettingsError};
@@ -400,7 +401,7 @@ impl Simulation {
                 trace_hash: first.trace_hash,
                 events: first.events,
                 steps: first.steps,
-                sim_elapsed_us: u64::try_from(first.sim_elapsed.as_micros()).unwrap_or(u64::MAX),
+                sim_elapsed_us: micros_saturating(first.sim_elapsed),
             });
         }
         if !stale.is_empty() {

@@ -11,6 +11,7 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use umi_dst::micros_saturating;
 use umi_dst::simulation::SeedRun;
 use umi_dst::trace::{TraceEvent, first_divergence};
 
@@ -210,7 +211,7 @@ fn fault_rows(out: &mut String, run: &SeedRun) {
 
 /// The run's simulated duration in microseconds.
 fn sim_elapsed_us(run: &SeedRun) -> u64 {
-    u64::try_from(run.sim_elapsed.as_micros()).unwrap_or(u64::MAX)
+    micros_saturating(run.sim_elapsed)
 }
 
 /// The timeline, with a note when events were left out.

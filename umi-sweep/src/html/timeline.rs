@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 use umi_dst::fault::Injection;
+use umi_dst::micros_saturating;
 use umi_dst::trace::TraceEvent;
 
 use super::escape;
@@ -159,7 +160,7 @@ fn plot_width_px(events: usize) -> f64 {
 
 /// An event's simulated time in microseconds.
 pub fn at_us(event: &TraceEvent) -> u64 {
-    u64::try_from(event.at.as_micros()).unwrap_or(u64::MAX)
+    micros_saturating(event.at)
 }
 
 /// One event as the timeline and the event table draw it: the fields of a
