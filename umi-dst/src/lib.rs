@@ -131,6 +131,7 @@ pub use kernel::SimKernel;
 pub use liveness::{EVENTUALLY_CHECKS_MAX, EVENTUALLY_POLL_DEFAULT, Eventually, Holds, eventually};
 pub use llm::{SimLlm, SimLlmConfig};
 pub use marks::{MARKS_PER_RUN_MAX, Watermark};
+// Public for umi-sweep: its worker replies and reports count microseconds as the trace does.
 pub use micros::micros_saturating;
 pub use network::{Endpoint, SimNetwork};
 pub use path::{Branch, PATH_BRANCHES_MAX, PathError, RunPath};

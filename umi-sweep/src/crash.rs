@@ -64,7 +64,7 @@ fn death_text(death: Death) -> String {
         },
         Death::Exit(code) => format!("exited with exit status {code}"),
         Death::Unknown => "ended".to_owned(),
-        Death::EndedBySweep => "was ended by the sweep (it was still running)".to_owned(),
+        Death::EndedBySweep => "ended by the sweep".to_owned(),
     }
 }
 
@@ -101,7 +101,10 @@ pub(crate) fn describe_death(
             "; killed from outside the sweep, perhaps by the kernel's out-of-memory killer"
         }
         Death::Exit(_) => "; something in the seed ended the process (process::exit?)",
-        Death::Signal(_) | Death::Unknown | Death::EndedBySweep => "",
+        Death::EndedBySweep => {
+            "; it broke the worker protocol (does the seed print the worker's result prefix on stdout?)"
+        }
+        Death::Signal(_) | Death::Unknown => "",
     };
     let last = stderr_tail
         .iter()
@@ -174,7 +177,10 @@ mod tests {
             (
                 Death::EndedBySweep,
                 "",
-                &["the worker process running the seed was ended by the sweep"],
+                &[
+                    "the worker process running the seed ended by the sweep",
+                    "broke the worker protocol",
+                ],
             ),
         ];
         for (death, stderr, expected) in cases {

@@ -8,7 +8,9 @@
 //! When the worker dies mid-run (an abort, a stack overflow, a failed allocation under
 //! `--seed-memory-max`, `exit`, a signal from outside), the driver records that run as a
 //! crash naming the signal or exit status and what the worker's stderr said
-//! (`crash.rs`), starts a new worker and goes on. A run past the seed timeout is
+//! (`crash.rs`), starts a new worker and goes on. A worker that writes a whole line
+//! that starts as a result and is not one broke the protocol while alive: the driver
+//! ends it, and the crash says the sweep ended it (`ending.rs`). A run past the seed timeout is
 //! declared hung by the engine's watchdog, which kills the worker (`kill_hung`): the
 //! driver then sees its worker gone, leaves the run to the watchdog's report, and starts
 //! a new one. A worker that dies or hangs in a batch of runs has sent none of their
@@ -43,13 +45,12 @@ use umi_dst::micros_saturating;
 
 use crate::batch::{BatchSizer, share_wall};
 use crate::crash::{Death, describe_death};
-use crate::ending::{Ending, dismiss};
+use crate::ending::{Ending, Heard, dismiss, hear};
 use crate::limit_in_force;
 use crate::outcome::{Outcome, RunEnd};
 use crate::process_worker::worker_arguments;
 use crate::wire::{
-    LineEnd, RESULT_PREFIX, ReplyEnd, RunReply, RunRequest, WIRE_LINE_BYTES_MAX, parse_reply_line,
-    read_line_bounded,
+    LineEnd, ReplyEnd, RunReply, RunRequest, WIRE_LINE_BYTES_MAX, read_line_bounded,
 };
 use crate::worker::{InFlight, Shared, WORKER_THREAD_PREFIX};
 
@@ -159,21 +160,11 @@ impl Worker {
         while let Some(request) = batch.get(replies.len()) {
             let end = read_line_bounded(&mut self.stdout, &mut buffer, WIRE_LINE_BYTES_MAX)
                 .map_err(|_| None)?;
-            let text = String::from_utf8_lossy(&buffer);
-            match end {
-                LineEnd::Eof => return Err(None),
-                LineEnd::TooLong if text.contains(RESULT_PREFIX) => {
-                    return Err(Some(format!(
-                        "the worker's result was longer than {WIRE_LINE_BYTES_MAX} bytes"
-                    )));
-                }
-                LineEnd::TooLong => {} // scenario output
-                LineEnd::Complete => match parse_reply_line(&text) {
-                    None => {} // scenario output
-                    Some(Err(error)) => return Err(Some(error)),
-                    Some(Ok(reply)) if reply.index == request.index => replies.push(reply),
-                    Some(Ok(_)) => {} // not this run's: printed by seed code, ignored
-                },
+            match hear(end, &String::from_utf8_lossy(&buffer), request.index) {
+                Heard::Reply(reply) => replies.push(reply),
+                Heard::Other => {}
+                Heard::Died => return Err(None),
+                Heard::Broke(said) => return Err(Some(said)),
             }
         }
         Ok(replies)
@@ -214,7 +205,7 @@ impl Worker {
 fn keep_tail(stderr: std::process::ChildStderr, tail: &Mutex<VecDeque<String>>) {
     let mut reader = BufReader::new(stderr);
     let mut line = Vec::new();
-    while let Ok(LineEnd::Complete | LineEnd::TooLong) =
+    while let Ok(LineEnd::Complete | LineEnd::TooLong | LineEnd::Cut) =
         read_line_bounded(&mut reader, &mut line, WORKER_STDERR_LINE_BYTES_MAX)
     {
         let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);

@@ -105,7 +105,7 @@ pub(crate) fn serve(scenarios: &[Arc<dyn Scenario>], args: &WorkerArgs) -> ExitC
     let mut replies = String::new();
     loop {
         match read_line_bounded(&mut input, &mut line, WIRE_LINE_BYTES_MAX) {
-            Ok(LineEnd::Eof) => return ExitCode::SUCCESS,
+            Ok(LineEnd::Eof | LineEnd::Cut) => return ExitCode::SUCCESS, // the driver ended
             Ok(LineEnd::Complete) => {}
             Ok(LineEnd::TooLong) => {
                 eprintln!("dst worker: a request line over {WIRE_LINE_BYTES_MAX} bytes");

@@ -195,10 +195,8 @@ pub(crate) fn read_line_bounded(
         if available.is_empty() {
             return Ok(if line.is_empty() && !cut {
                 LineEnd::Eof
-            } else if cut {
-                LineEnd::TooLong
             } else {
-                LineEnd::Complete
+                LineEnd::Cut
             });
         }
         let newline = available.iter().position(|byte| *byte == b'\n');
@@ -222,10 +220,13 @@ pub(crate) fn read_line_bounded(
 /// How [`read_line_bounded`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LineEnd {
-    /// A whole line (or the last bytes before the end of the stream).
+    /// A whole line, its newline included.
     Complete,
     /// A line longer than the bound (what was kept is only its start).
     TooLong,
+    /// The stream ended inside a line, with no newline (what was kept is its start, at
+    /// most the bound): a writer that died mid-line, or a last line left unfinished.
+    Cut,
     /// The end of the stream, no line.
     Eof,
 }
@@ -300,9 +301,14 @@ mod tests {
         assert_eq!(line, b"short\n");
         assert_eq!(read(&mut line), LineEnd::TooLong);
         assert!(line.len() <= 8);
-        assert_eq!(read(&mut line), LineEnd::Complete);
+        assert_eq!(read(&mut line), LineEnd::Cut);
         assert_eq!(line, b"last");
         assert_eq!(read(&mut line), LineEnd::Eof);
+        let mut input = std::io::Cursor::new(b"a line cut and too long".to_vec());
+        assert_eq!(
+            read_line_bounded(&mut input, &mut line, 8).unwrap(),
+            LineEnd::Cut
+        );
     }
 
     #[test]
