@@ -72,9 +72,11 @@ const SIGKILL_NUMBER: i32 = 9;
 /// else [`Death::EndedBySweep`].
 pub(crate) fn dismiss(child: &mut std::process::Child) -> Death {
     let _ = child.kill();
-    match child.wait().map_or(Death::Unknown, Death::of) {
-        Death::Signal(SIGKILL_NUMBER) => Death::EndedBySweep,
-        other => other,
+    let death = child.wait().map_or(Death::Unknown, Death::of);
+    if death == Death::Signal(SIGKILL_NUMBER) {
+        Death::EndedBySweep
+    } else {
+        death
     }
 }
 
