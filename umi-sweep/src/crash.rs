@@ -102,7 +102,7 @@ pub(crate) fn describe_death(
         }
         Death::Exit(_) => "; something in the seed ended the process (process::exit?)",
         Death::EndedBySweep => {
-            "; it broke the worker protocol (does the seed print the worker's result prefix on stdout?)"
+            "; it broke the worker protocol (a line of its stdout starts as a result and is not one)"
         }
         Death::Signal(_) | Death::Unknown => "",
     };

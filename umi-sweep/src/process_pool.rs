@@ -10,10 +10,10 @@
 //! crash naming the signal or exit status and what the worker's stderr said
 //! (`crash.rs`), starts a new worker and goes on. A worker that writes a whole line
 //! that starts as a result and is not one broke the protocol while alive: the driver
-//! ends it, and the crash says the sweep ended it (`ending.rs`). A run past the seed timeout is
-//! declared hung by the engine's watchdog, which kills the worker (`kill_hung`): the
-//! driver then sees its worker gone, leaves the run to the watchdog's report, and starts
-//! a new one. A worker that dies or hangs in a batch of runs has sent none of their
+//! ends it, and the crash says the sweep ended it (`ending.rs`). A run past the seed
+//! timeout is declared hung by the engine's watchdog, which kills the worker
+//! (`kill_hung`): the driver then sees its worker gone, leaves the run to the watchdog's
+//! report, and starts a new one. A worker that dies or hangs in a batch of runs has sent none of their
 //! results: the driver runs the batch again one run at a time, as above, so the run
 //! that dies (seeds are deterministic) is the one named. A hang in a batch so takes two
 //! seed timeouts to report. A death that does not come again (a kill from outside, the
