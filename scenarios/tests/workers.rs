@@ -97,8 +97,9 @@ fn sweep_with(
 }
 
 /// The sweep went on past the crashing seeds: every run done, the even seeds of the
-/// planted scenario failed with `class` and a message containing each of `says`, its
-/// odd seeds passed, the canary ran all its seeds, and the crashes were recorded.
+/// planted scenario failed with `class` and a message containing each of `says` and none
+/// of `says_not`, its odd seeds passed, the canary ran all its seeds, and the crashes
+/// were recorded.
 fn assert_named_and_recorded(
     planted: &str,
     class: &str,
