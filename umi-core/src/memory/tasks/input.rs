@@ -25,7 +25,63 @@ pub fn input_block(request: &CompletionRequest) -> Option<Value> {
 /// The raw JSON of a prompt's input block.
 pub(super) fn input_block_text(request: &CompletionRequest) -> Option<&str> {
     let text = request.last_user_text()?;
-    let start = text.rfind(INPUT_FENCE_OPEN)? + INPUT_FENCE_OPEN.len();
-    let end = start + text[start..].find(INPUT_FENCE_CLOSE)?;
-    Some(&text[start..end])
+    let start = rfind_fence(text.as_bytes(), INPUT_FENCE_OPEN.as_bytes())? + INPUT_FENCE_OPEN.len();
+    // `memmem` finds what `str::find` finds, several bytes at a time.
+    let end =
+        start + memchr::memmem::find(&text.as_bytes()[start..], INPUT_FENCE_CLOSE.as_bytes())?;
+    // Both fences are ASCII, so both ends are character boundaries.
+    text.get(start..end)
+}
+
+/// Where the last `fence` in `text` starts, as `str::rfind` finds it: at each of the
+/// fence's last byte, from the end, several bytes at a time (a fence ends in a line feed,
+/// which the JSON a block holds never has, so the first or second is the one).
+fn rfind_fence(text: &[u8], fence: &[u8]) -> Option<usize> {
+    let (&last, _) = fence.split_last()?;
+    memchr::memrchr_iter(last, text)
+        .find(|&end| text[..=end].ends_with(fence))
+        .map(|end| end + 1 - fence.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::Message;
+
+    #[test]
+    fn the_block_reads_back_whatever_the_lead_and_data_hold() {
+        let fence_in_text = format!("see {INPUT_FENCE_OPEN} and {INPUT_FENCE_CLOSE} here");
+        let data = serde_json::json!({ "text": fence_in_text, "n": 1 });
+        for lead in [
+            "",
+            "Extract.",
+            &fence_in_text,
+            "Input:\n```json\n{\"x\":1}\n```",
+        ] {
+            let request =
+                CompletionRequest::new(vec![Message::user(with_input_block(lead, &data))]);
+            assert_eq!(input_block(&request), Some(data.clone()), "lead {lead:?}");
+        }
+        let no_block = CompletionRequest::new(vec![Message::user("no block here\n```")]);
+        assert_eq!(input_block_text(&no_block), None);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 512,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0xFE4C),
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+        /// Texts made of the fence's own pieces, so that near and whole fences overlap.
+        #[test]
+        fn the_last_fence_is_where_rfind_finds_it(
+            text in "(Input:|\\n|```|json|Input:\\n```json\\n|x|é){0,24}",
+        ) {
+            proptest::prop_assert_eq!(
+                rfind_fence(text.as_bytes(), INPUT_FENCE_OPEN.as_bytes()),
+                text.rfind(INPUT_FENCE_OPEN)
+            );
+        }
+    }
 }

@@ -22,48 +22,103 @@ const _: () = assert!(SIM_ENTITIES_MAX <= EXTRACTION_ENTITIES_MAX);
 const NOTE_CONTENT_BYTES: usize = 200;
 const _: () = assert!(NOTE_CONTENT_BYTES <= ENTITY_CONTENT_BYTES_MAX);
 
-// Sorted, for binary search (a test keeps them sorted).
-const FIRST_NAMES: &[&str] = &[
-    "Alice", "Amir", "Bob", "Carol", "Chen", "Dave", "Eve", "Frank", "Grace", "Heidi", "Ingrid",
-    "Ivan", "Judy", "Lars", "Mallory", "Maria", "Niaj", "Olivia", "Peggy", "Priya", "Rupert",
-    "Sybil", "Trent", "Victor", "Walter", "Yuki", "Zoe",
-];
-const ORG_WORDS: &[&str] = &[
-    "Acme",
-    "Anthropic",
-    "Bank",
-    "Corp",
-    "Foundation",
-    "Globex",
-    "Google",
-    "Group",
-    "Inc",
-    "Initech",
-    "Institute",
-    "LLC",
-    "Labs",
-    "Ltd",
-    "Microsoft",
-    "OpenAI",
-    "Team",
-    "University",
-];
-const PLACES: &[&str] = &[
-    "Africa", "Asia", "Berlin", "Boston", "Europe", "Kyoto", "Lima", "Lisbon", "London", "Madrid",
-    "Nairobi", "Oslo", "Paris", "Seattle", "Sydney", "Tokyo", "Toronto", "York",
-];
-const EVENT_WORDS: &[&str] = &[
-    "Conference",
-    "Launch",
-    "Meeting",
-    "Retreat",
-    "Review",
-    "Summit",
-    "Workshop",
-];
-/// Words that start a sentence but name nothing. A `match` rather than a list: LLVM
-/// branches on the length and compares fixed sizes inline, where a binary search over
-/// `&str`s makes a `memcmp` call per probe (this check runs on every capitalized word).
+// The word lists below are `match`es, not sorted lists searched: LLVM branches on the
+// length and compares fixed sizes inline, where a binary search over `&str`s makes a
+// `memcmp` call per probe (`type_of` asks up to four of them about every word of a name).
+
+/// First names that make a name a person's.
+fn is_first_name(word: &str) -> bool {
+    matches!(
+        word,
+        "Alice"
+            | "Amir"
+            | "Bob"
+            | "Carol"
+            | "Chen"
+            | "Dave"
+            | "Eve"
+            | "Frank"
+            | "Grace"
+            | "Heidi"
+            | "Ingrid"
+            | "Ivan"
+            | "Judy"
+            | "Lars"
+            | "Mallory"
+            | "Maria"
+            | "Niaj"
+            | "Olivia"
+            | "Peggy"
+            | "Priya"
+            | "Rupert"
+            | "Sybil"
+            | "Trent"
+            | "Victor"
+            | "Walter"
+            | "Yuki"
+            | "Zoe"
+    )
+}
+
+/// Words that make a name an organization's.
+fn is_org_word(word: &str) -> bool {
+    matches!(
+        word,
+        "Acme"
+            | "Anthropic"
+            | "Bank"
+            | "Corp"
+            | "Foundation"
+            | "Globex"
+            | "Google"
+            | "Group"
+            | "Inc"
+            | "Initech"
+            | "Institute"
+            | "LLC"
+            | "Labs"
+            | "Ltd"
+            | "Microsoft"
+            | "OpenAI"
+            | "Team"
+            | "University"
+    )
+}
+
+/// Words that make a name a place's.
+fn is_place(word: &str) -> bool {
+    matches!(
+        word,
+        "Africa"
+            | "Asia"
+            | "Berlin"
+            | "Boston"
+            | "Europe"
+            | "Kyoto"
+            | "Lima"
+            | "Lisbon"
+            | "London"
+            | "Madrid"
+            | "Nairobi"
+            | "Oslo"
+            | "Paris"
+            | "Seattle"
+            | "Sydney"
+            | "Tokyo"
+            | "Toronto"
+            | "York"
+    )
+}
+
+/// Words that make a name an event's.
+fn is_event_word(word: &str) -> bool {
+    matches!(
+        word,
+        "Conference" | "Launch" | "Meeting" | "Retreat" | "Review" | "Summit" | "Workshop"
+    )
+}
+
+/// Words that start a sentence but name nothing (asked about every capitalized word).
 fn is_stopword(word: &str) -> bool {
     matches!(
         word,
@@ -125,10 +180,6 @@ fn is_stopword(word: &str) -> bool {
     )
 }
 
-fn listed(list: &[&str], word: &str) -> bool {
-    list.binary_search(&word).is_ok()
-}
-
 /// A name: the words of one capitalized run, joined by single spaces, and where the run
 /// started in the text.
 struct Found {
@@ -139,6 +190,13 @@ struct Found {
 /// Capitalized word runs (`Acme Corp`), first occurrence order, without leading
 /// stopwords. One pass over the text; punctuation after a word ends its run ("Alice,
 /// Bob" are two names).
+///
+/// The words are the text's between ASCII whitespace, trimmed of what is not
+/// alphanumeric at either end, and a word is capitalized when its first character is
+/// uppercase and another follows (by Unicode's rules: `names_in_by_characters`, in the
+/// tests, is that definition walked a character at a time, and a property test holds the
+/// two equal). Most words are ASCII at both ends, and those are looked at a byte at a
+/// time.
 fn names_in(text: &str) -> Vec<Found> {
     let mut found: Vec<Found> = Vec::new();
     let mut run: Vec<(usize, &str)> = Vec::new();
@@ -151,34 +209,32 @@ fn names_in(text: &str) -> Vec<Found> {
         if let Some(&(at, _)) = run.get(start)
             && found.len() < SIM_ENTITIES_MAX
         {
-            joined.clear();
-            for (index, (_, word)) in run[start..].iter().enumerate() {
-                if index > 0 {
-                    joined.push(' ');
-                }
-                joined.push_str(word);
-            }
-            if joined.len() <= ENTITY_NAME_BYTES_MAX && !found.iter().any(|f| f.name == joined) {
+            let name = joined_by_spaces(text, &run[start..], &mut joined);
+            // Compared inline: names are short, and a run names one of them again and
+            // again (a `memcmp` call per pair cost more than the rest of the walk).
+            let seen = |f: &Found| f.name.as_bytes().iter().eq(name.as_bytes());
+            if name.len() <= ENTITY_NAME_BYTES_MAX && !found.iter().any(seen) {
                 found.push(Found {
-                    name: joined.clone(),
+                    name: name.to_owned(),
                     at,
                 });
             }
         }
         run.clear();
     };
-    for raw in text.split_ascii_whitespace() {
-        let raw_at = raw.as_ptr() as usize - text.as_ptr() as usize;
-        let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
-        let mut chars = word.chars();
-        let capitalized = chars.next().is_some_and(char::is_uppercase) && chars.next().is_some();
-        if capitalized {
+    for (raw_at, raw) in words_between_ascii_whitespace(text) {
+        let word = trim_to_alphanumeric(raw);
+        if is_capitalized(word) {
             let at = raw_at + (word.as_ptr() as usize - raw.as_ptr() as usize);
             run.push((at, word));
         } else if !run.is_empty() {
             flush(&mut run);
         }
-        if !run.is_empty() && raw.ends_with([',', '.', ';', ':', '!', '?', ')']) {
+        let ends_a_clause = raw
+            .as_bytes()
+            .last()
+            .is_some_and(|byte| matches!(byte, b',' | b'.' | b';' | b':' | b'!' | b'?' | b')'));
+        if !run.is_empty() && ends_a_clause {
             flush(&mut run);
         }
     }
@@ -186,18 +242,111 @@ fn names_in(text: &str) -> Vec<Found> {
     found
 }
 
-fn type_of(name: &str, rng: &mut DeterministicRng) -> EntityType {
-    if name.split(' ').any(|w| listed(ORG_WORDS, w)) {
-        EntityType::Organization
-    } else if name
-        .split(' ')
-        .next()
-        .is_some_and(|w| listed(FIRST_NAMES, w))
+/// The words of `run` (each `(offset, word)`, a piece of `text`; at least one) joined by
+/// single spaces: the piece of `text` they span when one space is all that parts them
+/// there, as it mostly is, else written into `joined`.
+fn joined_by_spaces<'a>(
+    text: &'a str,
+    run: &[(usize, &'a str)],
+    joined: &'a mut String,
+) -> &'a str {
+    let (first_at, _) = run[0];
+    let (last_at, last) = run[run.len() - 1];
+    let spanned = &text[first_at..last_at + last.len()];
+    let words_bytes: usize = run.iter().map(|(_, word)| word.len()).sum();
+    // The span holds the words in order and nothing else but its gaps; gaps of one byte
+    // each, all spaces, make it the joined name.
+    let one_space_each = spanned.len() == words_bytes + run.len() - 1
+        && run
+            .windows(2)
+            .all(|pair| text.as_bytes()[pair[0].0 + pair[0].1.len()] == b' ');
+    if one_space_each {
+        return spanned;
+    }
+    joined.clear();
+    for (index, (_, word)) in run.iter().enumerate() {
+        if index > 0 {
+            joined.push(' ');
+        }
+        joined.push_str(word);
+    }
+    joined
+}
+
+/// The words of `text` between ASCII whitespace, as `split_ascii_whitespace` gives them,
+/// each with its byte offset in `text`.
+fn words_between_ascii_whitespace(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
+            at += 1;
+        }
+        if at == bytes.len() {
+            return None;
+        }
+        let start = at;
+        while bytes
+            .get(at)
+            .is_some_and(|byte| !byte.is_ascii_whitespace())
+        {
+            at += 1;
+        }
+        // ASCII whitespace is never inside a character: both ends are boundaries.
+        Some((start, &text[start..at]))
+    })
+}
+
+/// `raw` without the characters at either end that are not alphanumeric, as
+/// `raw.trim_matches(|c: char| !c.is_alphanumeric())` gives it: the ASCII ones stripped
+/// a byte at a time, and the characters' rules asked only when a non-ASCII character is
+/// left at an end.
+#[inline]
+fn trim_to_alphanumeric(raw: &str) -> &str {
+    let bytes = raw.as_bytes();
+    if bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
     {
+        return raw;
+    }
+    let is_ascii_other = |byte: &u8| byte.is_ascii() && !byte.is_ascii_alphanumeric();
+    let start = bytes
+        .iter()
+        .position(|byte| !is_ascii_other(byte))
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|byte| !is_ascii_other(byte))
+        .map_or(start, |last| last + 1);
+    // ASCII bytes are whole characters: both cuts fall on boundaries.
+    let rest = &raw[start..end.max(start)];
+    match (rest.as_bytes().first(), rest.as_bytes().last()) {
+        (Some(first), Some(last)) if first.is_ascii() && last.is_ascii() => rest,
+        _ => rest.trim_matches(|c: char| !c.is_alphanumeric()),
+    }
+}
+
+/// Whether `word`'s first character is uppercase and another follows it.
+#[inline]
+fn is_capitalized(word: &str) -> bool {
+    match word.as_bytes().first() {
+        None => false,
+        Some(first) if first.is_ascii() => first.is_ascii_uppercase() && word.len() > 1,
+        Some(_) => {
+            let mut chars = word.chars();
+            chars.next().is_some_and(char::is_uppercase) && chars.next().is_some()
+        }
+    }
+}
+
+fn type_of(name: &str, rng: &mut DeterministicRng) -> EntityType {
+    if name.split(' ').any(is_org_word) {
+        EntityType::Organization
+    } else if name.split(' ').next().is_some_and(is_first_name) {
         EntityType::Person
-    } else if name.split(' ').any(|w| listed(PLACES, w)) {
+    } else if name.split(' ').any(is_place) {
         EntityType::Place
-    } else if name.split(' ').any(|w| listed(EVENT_WORDS, w)) {
+    } else if name.split(' ').any(is_event_word) {
         EntityType::Event
     } else if rng.bool_with(0.5) {
         EntityType::Project
@@ -208,9 +357,14 @@ fn type_of(name: &str, rng: &mut DeterministicRng) -> EntityType {
 
 /// The sentence of `text` around byte `at`, trimmed.
 fn sentence_at(text: &str, at: usize) -> String {
-    let is_end = |c: char| matches!(c, '.' | '!' | '?' | '\n');
-    let start = text[..at].rfind(is_end).map_or(0, |i| i + 1);
-    let end = text[at..].find(is_end).map_or(text.len(), |i| at + i);
+    // The ends are ASCII, never inside a character: found a byte at a time.
+    let is_end = |byte: &u8| matches!(byte, b'.' | b'!' | b'?' | b'\n');
+    let bytes = text.as_bytes();
+    let start = bytes[..at].iter().rposition(is_end).map_or(0, |i| i + 1);
+    let end = bytes[at..]
+        .iter()
+        .position(is_end)
+        .map_or(text.len(), |i| at + i);
     cut(text[start..end].trim(), ENTITY_CONTENT_BYTES_MAX).to_owned()
 }
 
@@ -268,7 +422,32 @@ pub(crate) fn generate(request: &CompletionRequest, rng: &mut DeterministicRng) 
         entities,
         relations,
     };
-    Generated::json(serde_json::to_string(&answer).expect("an extraction always serializes"))
+    Generated::json(answer_json(&answer))
+}
+
+/// Bytes of an answer's JSON beyond its strings: keys, quotes and a confidence per
+/// entity, keys and quotes per relation, and the object around them (the JSON is written
+/// into a buffer this much larger than its strings, so it never grows).
+const ENTITY_JSON_BYTES_OVERHEAD: usize = 64;
+const RELATION_JSON_BYTES_OVERHEAD: usize = 48;
+const ANSWER_JSON_BYTES_OVERHEAD: usize = 32;
+
+/// `answer` as compact JSON.
+fn answer_json(answer: &Extraction) -> String {
+    let entities_bytes: usize = answer
+        .entities
+        .iter()
+        .map(|e| e.name.len() + e.content.len() + ENTITY_JSON_BYTES_OVERHEAD)
+        .sum();
+    let relations_bytes: usize = answer
+        .relations
+        .iter()
+        .map(|r| r.source.len() + r.target.len() + r.kind.len() + RELATION_JSON_BYTES_OVERHEAD)
+        .sum();
+    let mut json =
+        Vec::with_capacity(entities_bytes + relations_bytes + ANSWER_JSON_BYTES_OVERHEAD);
+    serde_json::to_writer(&mut json, answer).expect("an extraction always serializes");
+    String::from_utf8(json).expect("serde_json writes UTF-8")
 }
 
 #[cfg(test)]
@@ -291,9 +470,94 @@ mod tests {
     }
 
     #[test]
-    fn word_lists_are_sorted_for_binary_search() {
-        for list in [FIRST_NAMES, ORG_WORDS, PLACES, EVENT_WORDS] {
-            assert!(list.windows(2).all(|pair| pair[0] < pair[1]), "{list:?}");
+    fn names_are_typed_by_their_words_in_order() {
+        let mut rng = DeterministicRng::new(7);
+        for (name, expected) in [
+            ("Acme Corp", EntityType::Organization),
+            ("Alice Team", EntityType::Organization),
+            ("Zoe Smith", EntityType::Person),
+            ("Berlin Summit", EntityType::Place),
+            ("New York", EntityType::Place),
+            ("Launch Review", EntityType::Event),
+            ("LLC", EntityType::Organization),
+        ] {
+            assert_eq!(type_of(name, &mut rng), expected, "{name}");
+        }
+        // A first name counts only first; a name no list knows is drawn.
+        let drawn = type_of("Smith Zoe", &mut rng);
+        assert!(matches!(drawn, EntityType::Project | EntityType::Topic), "{drawn:?}");
+    }
+
+    #[test]
+    fn words_are_trimmed_and_capitalized_by_characters() {
+        assert_eq!(trim_to_alphanumeric("(Paris)."), "Paris");
+        assert_eq!(trim_to_alphanumeric("«Zoë»"), "Zoë");
+        assert_eq!(trim_to_alphanumeric("—"), "");
+        assert_eq!(trim_to_alphanumeric("..."), "");
+        assert_eq!(trim_to_alphanumeric("a"), "a");
+        assert!(is_capitalized("Ab") && is_capitalized("Éa") && is_capitalized("Ωμ"));
+        assert!(!is_capitalized("A") && !is_capitalized("É") && !is_capitalized("ab"));
+        assert!(!is_capitalized("") && !is_capitalized("1A") && !is_capitalized("ée"));
+    }
+
+    /// What `names_in` finds, defined a character at a time (its first form): the
+    /// byte-at-a-time walk must find the same names at the same offsets.
+    fn names_in_by_characters(text: &str) -> Vec<(String, usize)> {
+        let mut found: Vec<(String, usize)> = Vec::new();
+        let mut run: Vec<(usize, &str)> = Vec::new();
+        let mut flush = |run: &mut Vec<(usize, &str)>| {
+            let start = run
+                .iter()
+                .position(|(_, word)| !is_stopword(word))
+                .unwrap_or(run.len());
+            if let Some(&(at, _)) = run.get(start)
+                && found.len() < SIM_ENTITIES_MAX
+            {
+                let words: Vec<&str> = run[start..].iter().map(|(_, word)| *word).collect();
+                let joined = words.join(" ");
+                if joined.len() <= ENTITY_NAME_BYTES_MAX && !found.iter().any(|f| f.0 == joined) {
+                    found.push((joined, at));
+                }
+            }
+            run.clear();
+        };
+        for raw in text.split_ascii_whitespace() {
+            let raw_at = raw.as_ptr() as usize - text.as_ptr() as usize;
+            let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
+            let mut chars = word.chars();
+            let capitalized =
+                chars.next().is_some_and(char::is_uppercase) && chars.next().is_some();
+            if capitalized {
+                let at = raw_at + (word.as_ptr() as usize - raw.as_ptr() as usize);
+                run.push((at, word));
+            } else if !run.is_empty() {
+                flush(&mut run);
+            }
+            if !run.is_empty() && raw.ends_with([',', '.', ';', ':', '!', '?', ')']) {
+                flush(&mut run);
+            }
+        }
+        flush(&mut run);
+        found
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 1024,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x4E41),
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+        /// Words of every kind the walk tells apart: ASCII and not, capitalized and not,
+        /// stopwords, punctuation at either end and alone, every ASCII whitespace byte and
+        /// the vertical tab (which is not one), and non-ASCII spaces and letters.
+        #[test]
+        fn the_byte_walk_finds_what_the_character_rules_find(
+            text in "(Alice|Bob|Smith|The|Paris|Zoë|Éva|ω|Ωmega|é|東京|a|bob|[A-Z][a-z]{0,6}|[a-z]{1,6}|[0-9]{1,3}|[(«\"'—]|[.,;:!?)»\"'—]|-| |\t|\n|\x0B|\x0C|\r|\u{A0}|\u{2003}){0,60}",
+        ) {
+            let fast: Vec<(String, usize)> =
+                names_in(&text).into_iter().map(|f| (f.name, f.at)).collect();
+            proptest::prop_assert_eq!(fast, names_in_by_characters(&text));
         }
     }
 }
