@@ -126,18 +126,19 @@ impl CallPlan {
     }
 
     /// What collecting the stream gives, and the simulated time it takes.
-    pub(crate) fn response(&self) -> (Result<CompletionResponse, LlmError>, Duration) {
+    pub(crate) fn response(self) -> (Result<CompletionResponse, LlmError>, Duration) {
         if self.cut.is_none() && self.shaped.raw_arguments.is_none() {
-            let shaped = &self.shaped;
+            let elapsed = self.total_delay();
+            let shaped = self.shaped;
             let response = CompletionResponse {
-                text: shaped.text.clone(),
-                tool_calls: shaped.tool_calls.clone(),
-                reasoning: shaped.reasoning.clone(),
-                finish_reason: shaped.finish_reason.clone(),
+                text: shaped.text,
+                tool_calls: shaped.tool_calls,
+                reasoning: shaped.reasoning,
+                finish_reason: shaped.finish_reason,
                 usage: Some(shaped.usage),
-                model: self.model.clone(),
+                model: self.model,
             };
-            return (Ok(response), self.total_delay());
+            return (Ok(response), elapsed);
         }
         let items = self.items();
         let mut collector = StreamCollector::new(self.model.clone());
@@ -232,7 +233,10 @@ pub(crate) fn shape(
         .min(model.max_output_tokens)
         .min(room);
     let (stopped_text, stopped) = apply_stop(&generated.text, stop);
-    let mut text = stopped_text.to_owned();
+    let stopped_bytes = stopped_text.len();
+    // The generated text itself, cut where a stop sequence begins (not a copy of it).
+    let mut text = generated.text;
+    text.truncate(stopped_bytes);
     let mut tool_calls = if stopped {
         Vec::new()
     } else {
