@@ -350,13 +350,11 @@ mod tests {
         #[test]
         fn chunks_match_the_character_rules(
             text in "([a-zA-Z0-9]{1,11}|[ \t\n\x0B\x0C\r]|[@\\[`{/:\"\\\\,.!\x00\x7F]|é|東){0,120}",
-            cut in 0usize..2000,
+            cut in proptest::num::usize::ANY,
         ) {
             proptest::prop_assert_eq!(estimate_text_tokens(&text), reference_estimate(&text));
-            let mut cut = cut.min(text.len());
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
+            // Anywhere in the text, inside a character too (JSON is counted as written).
+            let cut = cut % (text.len() + 1);
             let mut counter = TokenCounter::default();
             counter.feed(&text.as_bytes()[..cut]);
             counter.feed(&text.as_bytes()[cut..]);

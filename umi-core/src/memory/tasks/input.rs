@@ -35,7 +35,8 @@ pub(super) fn input_block_text(request: &CompletionRequest) -> Option<&str> {
 
 /// Where the last `fence` in `text` starts, as `str::rfind` finds it: at each of the
 /// fence's last byte, from the end, several bytes at a time (a fence ends in a line feed,
-/// which the JSON a block holds never has, so the first or second is the one).
+/// which the JSON a block holds never has: in a prompt this module built, the first or
+/// second line feed from the end is the one).
 fn rfind_fence(text: &[u8], fence: &[u8]) -> Option<usize> {
     let (&last, _) = fence.split_last()?;
     memchr::memrchr_iter(last, text)

@@ -118,7 +118,8 @@ fn is_event_word(word: &str) -> bool {
     )
 }
 
-/// Words that start a sentence but name nothing (asked about every capitalized word).
+/// Words that start a sentence but name nothing (asked about a capitalized run's words
+/// until one is not).
 fn is_stopword(word: &str) -> bool {
     matches!(
         word,
@@ -425,9 +426,10 @@ pub(crate) fn generate(request: &CompletionRequest, rng: &mut DeterministicRng) 
     Generated::json(answer_json(&answer))
 }
 
-/// Bytes of an answer's JSON beyond its strings: keys, quotes and a confidence per
-/// entity, keys and quotes per relation, and the object around them (the JSON is written
-/// into a buffer this much larger than its strings, so it never grows).
+/// About the bytes of an answer's JSON beyond its strings: keys, quotes, a type and a
+/// confidence per entity, keys and quotes per relation, and the object around them. The
+/// JSON is written into a buffer this much larger than its strings, so it seldom grows
+/// (an escaped character, or an organization's longer type, can still make it).
 const ENTITY_JSON_BYTES_OVERHEAD: usize = 64;
 const RELATION_JSON_BYTES_OVERHEAD: usize = 48;
 const ANSWER_JSON_BYTES_OVERHEAD: usize = 32;
@@ -485,7 +487,10 @@ mod tests {
         }
         // A first name counts only first; a name no list knows is drawn.
         let drawn = type_of("Smith Zoe", &mut rng);
-        assert!(matches!(drawn, EntityType::Project | EntityType::Topic), "{drawn:?}");
+        assert!(
+            matches!(drawn, EntityType::Project | EntityType::Topic),
+            "{drawn:?}"
+        );
     }
 
     #[test]
