@@ -59,7 +59,7 @@ const BYTE_CLASSES: [ByteClass; 256] = {
 
 /// Estimated tokens of `text`.
 ///
-/// One pass over the bytes, eight at a time where they are ASCII ([`TokenCounter`]); the
+/// One pass over the bytes, eight at a time where they are ASCII (a `TokenCounter`); the
 /// same count as walking the characters (a multi-byte character is one token at its lead
 /// byte).
 pub fn estimate_text_tokens(text: &str) -> u32 {
