@@ -164,8 +164,9 @@ const fn flag_count(flags: u64) -> u64 {
 /// A run of word bytes costs one token per `TOKEN_ESTIMATE_ASCII_BYTES_PER_TOKEN` bytes,
 /// rounded up: one token at each of its bytes whose position in the run is a multiple of
 /// four. So the counter counts a word's tokens as its bytes arrive and carries only the
-/// position the next word byte would take (0 also when no word is open), which a chunk of
-/// eight ASCII bytes advances by one lookup in [`WORD_RUN_TOKENS`].
+/// position the next word byte would take (0 also when no word is open). A chunk of eight
+/// printable ASCII bytes adds its tokens from [`WORD_RUN_TOKENS`] and moves the position
+/// by [`WORD_POSITION_AFTER`].
 #[derive(Default)]
 struct TokenCounter {
     tokens: u64,
@@ -178,12 +179,12 @@ impl TokenCounter {
         let mut chunks = bytes.chunks_exact(CHUNK_BYTES);
         for chunk in &mut chunks {
             let chunk_bytes: [u8; CHUNK_BYTES] = chunk.try_into().expect("an exact chunk");
-            let word = u64::from_le_bytes(chunk_bytes);
+            let packed = u64::from_le_bytes(chunk_bytes);
             // Below 0x20 are the control bytes, tab, line feed, form feed and carriage
             // return among them: the byte walk classifies those.
-            let below_space = BYTE_HIGHS & !bytes_at_least(word, 0x20);
-            if word & BYTE_HIGHS == 0 && below_space == 0 {
-                self.feed_printable_ascii(word);
+            let below_space = BYTE_HIGHS & !bytes_at_least(packed, 0x20);
+            if packed & BYTE_HIGHS == 0 && below_space == 0 {
+                self.feed_printable_ascii(packed);
             } else {
                 self.feed_bytes(chunk);
             }
