@@ -8,8 +8,9 @@
 //! conversation, a fallback sends it to the next model, and a scenario's workload writes
 //! the same long message in seed after seed (router_fallback_chain's 145 KB transcript,
 //! hashed twice and estimated once per attempt). Each memo maps an input's exact bytes to
-//! what a pure function computes from them. An entry is found by a 64-bit XXH3 of the
-//! input and used only when its stored input is, byte for byte, the one asked about, so
+//! what a pure function computes from them. An entry is found by a 64-bit XXH3 of a
+//! sample of the input ([`key`]) and used only when its stored input is, byte for byte,
+//! the one asked about, so
 //! every answer is the one the function would compute, whatever ran on this thread
 //! before. That is why a memo may outlive a seed (the house rule on per-worker caches):
 //! nothing a seed sees depends on what is in it, only how long the seed takes; it holds
@@ -39,10 +40,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sha2::{Digest, Sha256};
 use umi_core::llm::tokens::estimate_text_tokens;
-use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
 
+use self::key::{KeySampler, key_of};
 use self::midstates::{Midstates, Pieces};
 
+mod key;
 mod midstates;
 
 /// Inputs shorter than this are computed, not memoised.
@@ -286,19 +288,6 @@ impl<V: Clone> Memo<V> {
     }
 }
 
-fn key_of(parts: &[&[u8]]) -> u64 {
-    match parts {
-        [one] => xxh3_64(one),
-        _ => {
-            let mut hasher = Xxh3Default::new();
-            for part in parts {
-                hasher.update(part);
-            }
-            hasher.digest()
-        }
-    }
-}
-
 /// Whether `stored` is the concatenation of `parts`.
 fn holds(stored: &[u8], parts: &[&[u8]]) -> bool {
     let total: usize = parts.iter().map(|part| part.len()).sum();
@@ -369,15 +358,15 @@ pub(crate) fn sha256(parts: &[&[u8]]) -> [u8; 32] {
 
 /// SHA-256 of an input given as a walk over its bytes: `walk(feed)` feeds the input to
 /// `feed` in order, the same bytes on every call. The same digest as hashing what the
-/// walk feeds; a long input is memoised without being copied out first: walked once into
-/// XXH3 for its key, once against the stored input, and, only when it is not there,
+/// walk feeds; a long input is memoised without being copied out first: walked once for
+/// its key (a sample of its bytes, [`key`]), once against the stored input, and, only when it is not there,
 /// hashed from the longest prefix it shares with an input hashed before (`midstates`),
 /// and copied out when it is stored.
 pub(crate) fn sha256_walk(walk: impl Fn(&mut dyn FnMut(&[u8]))) -> [u8; 32] {
-    let mut key = Xxh3Default::new();
+    let mut key = KeySampler::new();
     let mut bytes = 0;
     walk(&mut |part| {
-        key.update(part);
+        key.feed(part);
         bytes += part.len();
     });
     if bytes < MEMO_INPUT_BYTES_MIN {
@@ -388,7 +377,7 @@ pub(crate) fn sha256_walk(walk: impl Fn(&mut dyn FnMut(&[u8]))) -> [u8; 32] {
     // A long input not memoised whole is hashed from the longest prefix it shares with
     // one hashed before.
     let input = Walk { walk: &walk, bytes };
-    let key = key.digest();
+    let key = key.finish();
     // During the thread's teardown the memo is gone: computed directly. A walk must not
     // use the memo itself (it runs while the memo is borrowed).
     let memoised = DIGESTS.try_with(|memo| {
