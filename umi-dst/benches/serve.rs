@@ -7,7 +7,8 @@
 //! where the throughput ratio does not.
 //!
 //! Run with `cargo bench -p umi-dst --bench serve --features serve` (part of
-//! `make bench`).
+//! `make bench`). For profiling, `UMI_BENCH_ONLY=whole` (or `streamed`) only loads `dst
+//! serve` with 8 clients, 40 measurements' worth of requests, and prints nothing.
 
 #![allow(
     missing_docs,
@@ -195,6 +196,18 @@ fn main() {
         config.concurrency_max = 256;
         let server = Server::start(config).await.unwrap();
         let served = format!("{}/v1/chat/completions", server.base_url());
+        // For profiling (the module docs).
+        let only = std::env::var("UMI_BENCH_ONLY").ok();
+        let only = match only.as_deref() {
+            Some("whole") => Some(false),
+            Some("streamed") => Some(true),
+            _ => None,
+        };
+        if let Some(stream) = only {
+            load(&transport, &served, stream, 8, 40 * REQUESTS_PER_MEASUREMENT).await;
+            server.shutdown().await;
+            return;
+        }
         for stream in [false, true] {
             // The floor answers with a body of the size the served answer has.
             let sample = transport
