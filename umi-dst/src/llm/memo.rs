@@ -230,7 +230,8 @@ impl<V: Clone> Memo<V> {
             if holds(&entry.input, parts) {
                 return entry.value.clone();
             }
-            // Another input with the same key (odds near 2⁻⁶⁴): not memoised.
+            // Another input under the same key (alike in every byte the key reads,
+            // `key`): not memoised.
             return compute();
         }
         let value = compute();
@@ -269,7 +270,9 @@ impl<V: Clone> Memo<V> {
             bytes,
         };
         if let Some(replaced) = self.entries.insert(key, entry) {
-            // Only a colliding key is stored again (a hit never reaches here).
+            // No caller stores under a key that holds an entry (each looks its key up
+            // first, and a key taken by another input is not stored again); were one to,
+            // the replaced entry gives its bytes back.
             self.bytes -= replaced.bytes;
             release(self.shared, replaced.bytes);
         }
