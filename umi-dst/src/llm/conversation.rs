@@ -150,7 +150,14 @@ impl Facts {
     }
 }
 
+/// `text`'s first [`MESSAGE_CHARS_MAX`] characters. Where they are all ASCII (std checks
+/// a word at a time) they are as many bytes; else they are counted a character at a time.
 fn cut(text: &str) -> &str {
+    let head = &text.as_bytes()[..text.len().min(MESSAGE_CHARS_MAX)];
+    if head.is_ascii() {
+        // ASCII bytes are whole characters: the cut falls on a boundary.
+        return &text[..head.len()];
+    }
     match text.char_indices().nth(MESSAGE_CHARS_MAX) {
         Some((end, _)) => &text[..end],
         None => text,

@@ -180,3 +180,40 @@ fn a_long_texts_facts_from_the_memo_are_the_facts_read_in_place() {
         }
     }
 }
+
+/// `cut`'s ASCII shortcut gives what counting characters gives, at every length around
+/// the limit and with a multi-byte character before, at or after it.
+#[test]
+fn a_cut_keeps_the_first_characters_whether_or_not_they_are_ascii() {
+    fn by_characters(text: &str) -> &str {
+        match text.char_indices().nth(MESSAGE_CHARS_MAX) {
+            Some((end, _)) => &text[..end],
+            None => text,
+        }
+    }
+    for len in [
+        0,
+        1,
+        MESSAGE_CHARS_MAX - 1,
+        MESSAGE_CHARS_MAX,
+        MESSAGE_CHARS_MAX + 1,
+        3 * MESSAGE_CHARS_MAX,
+    ] {
+        let ascii = "a".repeat(len);
+        assert_eq!(cut(&ascii), by_characters(&ascii), "{len} ASCII bytes");
+        for at in [0, len / 2, len.saturating_sub(1), len] {
+            let mut text = "a".repeat(at);
+            text.push('\u{e9}');
+            text.push_str(&"b".repeat(len.saturating_sub(at)));
+            assert_eq!(
+                cut(&text),
+                by_characters(&text),
+                "{len} characters, é at {at}"
+            );
+        }
+    }
+    assert_eq!(
+        cut(&"a".repeat(MESSAGE_CHARS_MAX + 5)).len(),
+        MESSAGE_CHARS_MAX
+    );
+}
