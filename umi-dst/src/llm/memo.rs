@@ -10,11 +10,10 @@
 //! hashed twice and estimated once per attempt). Each memo maps an input's exact bytes to
 //! what a pure function computes from them. An entry is found by a 64-bit XXH3 of a
 //! sample of the input ([`key`]) and used only when its stored input is, byte for byte,
-//! the one asked about, so
-//! every answer is the one the function would compute, whatever ran on this thread
-//! before. That is why a memo may outlive a seed (the house rule on per-worker caches):
-//! nothing a seed sees depends on what is in it, only how long the seed takes; it holds
-//! no state of any run, only inputs and their functions' values.
+//! the one asked about, so every answer is the one the function would compute, whatever
+//! ran on this thread before. That is why a memo may outlive a seed (the house rule on
+//! per-worker caches): nothing a seed sees depends on what is in it, only how long the
+//! seed takes; it holds no state of any run, only inputs and their functions' values.
 //!
 //! A long input the digest memo does not hold whole is hashed from the longest prefix it
 //! shares with an input hashed before ([`midstates`]): a long text sent again with a
@@ -362,9 +361,9 @@ pub(crate) fn sha256(parts: &[&[u8]]) -> [u8; 32] {
 /// SHA-256 of an input given as a walk over its bytes: `walk(feed)` feeds the input to
 /// `feed` in order, the same bytes on every call. The same digest as hashing what the
 /// walk feeds; a long input is memoised without being copied out first: walked once for
-/// its key (a sample of its bytes, [`key`]), once against the stored input, and, only when it is not there,
-/// hashed from the longest prefix it shares with an input hashed before (`midstates`),
-/// and copied out when it is stored.
+/// its key (a sample of its bytes, [`key`]), once against the stored input, and, only
+/// when it is not there, hashed from the longest prefix it shares with an input hashed
+/// before (`midstates`), and copied out when it is stored.
 pub(crate) fn sha256_walk(walk: impl Fn(&mut dyn FnMut(&[u8]))) -> [u8; 32] {
     let mut key = KeySampler::new();
     let mut bytes = 0;

@@ -144,6 +144,7 @@ mod tests {
         #![proptest_config(ProptestConfig {
             cases: 256,
             rng_seed: proptest::test_runner::RngSeed::Fixed(41),
+            failure_persistence: None,
             ..ProptestConfig::default()
         })]
 
