@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
-use umi_core::llm::{LanguageModel, StreamCollector};
+use umi_core::llm::{CompletionRequest, LanguageModel, StreamCollector};
 use umi_core::memory::tasks::extraction_request;
 use umi_dst::{SimClock, SimConfig, SimEnvironment, SimLlm, SimLlmConfig};
 
@@ -35,6 +35,16 @@ fn text_1kb() -> String {
     let sentence =
         "Alice met Bob Smith at Acme Corp in Paris to plan the Berlin Summit with Initech. ";
     sentence.repeat(1024 / sentence.len() + 1)[..1024].to_owned()
+}
+
+/// `calls` streamed answers to `request`, each read to its end.
+async fn stream_and_drain(llm: &SimLlm, request: &CompletionRequest, calls: u64) {
+    for _ in 0..calls {
+        let mut stream = llm.stream(request).await.unwrap();
+        while let Some(item) = stream.next().await {
+            black_box(item.unwrap());
+        }
+    }
 }
 
 fn main() {
@@ -56,15 +66,7 @@ fn main() {
         return;
     }
     if std::env::var("UMI_BENCH_ONLY").as_deref() == Ok("stream") {
-        let timed = SimLlm::new(&sim);
-        runtime.block_on(async {
-            for _ in 0..20_000 {
-                let mut stream = timed.stream(&request).await.unwrap();
-                while let Some(item) = stream.next().await {
-                    black_box(item.unwrap());
-                }
-            }
-        });
+        runtime.block_on(stream_and_drain(&SimLlm::new(&sim), &request, 20_000));
         return;
     }
     let response = runtime.block_on(instant.complete(&request)).unwrap();
@@ -105,14 +107,7 @@ fn main() {
     let events_per_call =
         runtime.block_on(async { timed.stream(&request).await.unwrap().count().await }) as u32;
     let streamed = support::measure_batch(2_000, |n| {
-        runtime.block_on(async {
-            for _ in 0..n {
-                let mut stream = timed.stream(&request).await.unwrap();
-                while let Some(item) = stream.next().await {
-                    black_box(item.unwrap());
-                }
-            }
-        });
+        runtime.block_on(stream_and_drain(&timed, &request, n));
     }) / events_per_call;
     let events: Vec<_> = runtime.block_on(async {
         instant
