@@ -173,6 +173,62 @@ fn responses_depend_on_the_request_not_on_arrival_order() {
     });
 }
 
+/// What the serve bench measures as `dst serve`'s own floor (`answer_alone`: a request's
+/// hash and simulation, no server around them) is the work a request costs: its body is
+/// the one the server sends for the same request and seed, streamed and whole, in every
+/// format. A floor that did less (no simulation, another request) would fail here.
+#[test]
+fn the_simulation_alone_answers_what_the_server_sends() {
+    runtime().block_on(async {
+        let transport = ReqwestTransport::new().unwrap();
+        let config = config(5);
+        let server = Server::start(config.clone()).await.unwrap();
+        let base = server.base_url();
+        for (index, (url, body, headers)) in requests(&base).into_iter().enumerate() {
+            let path = url.strip_prefix(&base).expect("a request to this server");
+            for seed in [3_u64, 4] {
+                let scope = format!("alone-{index}-{seed}");
+                let seed_text = seed.to_string();
+                // The request's own seed header (one of them names one) gives way to this.
+                let mut all: Vec<(&str, &str)> = (headers.iter().copied())
+                    .filter(|(name, _)| *name != "x-umi-seed")
+                    .collect();
+                all.extend([
+                    ("x-umi-seed", seed_text.as_str()),
+                    ("x-umi-scope", scope.as_str()),
+                ]);
+                let (status, _, served) = send(&transport, url.clone(), body.clone(), &all).await;
+                assert_eq!(
+                    status,
+                    200,
+                    "request {index}: {}",
+                    String::from_utf8_lossy(&served)
+                );
+                let request = (
+                    all.iter()
+                        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                        .collect(),
+                    body.clone().into_bytes(),
+                );
+                let (config, asked) = (config.clone(), path.to_owned());
+                // A simulation builds its own runtime: off this one's workers.
+                #[allow(clippy::disallowed_methods)] // a test's real runtime, no simulation's
+                let alone = tokio::task::spawn_blocking(move || {
+                    umi_dst::serve::answer_alone(&config, &asked, request, seed)
+                })
+                .await
+                .unwrap();
+                assert_eq!(
+                    alone.as_deref(),
+                    Some(served.as_slice()),
+                    "request {index} ({path}), seed {seed}"
+                );
+            }
+        }
+        server.shutdown().await;
+    });
+}
+
 /// umi-core's own clients, over real HTTP, get well-formed answers in every format, and
 /// a server started alike gives them the same answers.
 #[test]

@@ -26,7 +26,9 @@ use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use umi_core::llm::transport::{HttpRequest, ReqwestTransport, Transport};
-use umi_dst::serve::{ServeConfig, Server};
+use umi_dst::serve::{ServeConfig, Server, answer_alone};
+
+mod support;
 
 /// The allocator `dst serve` runs with (the `dst` binary's: `scenarios/src/bin/dst.rs`),
 /// so the bench measures the server as it ships; the floor shares it. With the system
@@ -184,7 +186,24 @@ async fn load(
     )
 }
 
+/// A request's hash and simulation alone, per request: the median of
+/// `support::BATCHES` batches on this thread, outside any runtime (each simulation
+/// builds its own).
+fn simulation_alone(stream: bool) -> Duration {
+    let config = ServeConfig::default();
+    support::measure(2_000, |seed| {
+        let request = (Vec::new(), body(stream));
+        let bytes = answer_alone(&config, "/v1/chat/completions", request, seed);
+        assert!(
+            bytes.is_some_and(|b| !b.is_empty()),
+            "the request is routed and answered"
+        );
+    })
+}
+
 fn main() {
+    let alone = [simulation_alone(false), simulation_alone(true)];
+    let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
     // A real runtime: `dst serve` on a real socket, driven by a real HTTP client.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -218,13 +237,17 @@ fn main() {
             let content_type = if stream { "text/event-stream" } else { "application/json" };
             let floor_url = floor(vec![b'x'; sample.len()], content_type).await;
             println!("{} ({} B per answer)", if stream { "streamed" } else { "whole" }, sample.len());
+            println!("  dst serve's own floor: a request's hash and simulation alone, one warm thread: {}", support::show(alone[usize::from(stream)]));
             load(&transport, &floor_url, stream, 8, REQUESTS_WARM_UP).await;
             load(&transport, &served, stream, 8, REQUESTS_WARM_UP).await;
             for clients in CLIENTS {
                 let floor = measure(&transport, &floor_url, stream, clients).await;
                 let dst = measure(&transport, &served, stream, clients).await;
+                // The best ratio with a free server around the simulation (module docs).
+                let least = floor.cpu_per_request + alone[usize::from(stream)];
+                let best = cores / least.as_secs_f64().max(1e-12) / floor.rps;
                 println!(
-                    "  {clients:>2} clients: dst serve {:>8.0} req/s (p50 {:>9.2?}, p99 {:>9.2?})   floor {:>8.0} req/s (p50 {:>9.2?}, p99 {:>9.2?})   ratio {:.2}   added p50 {:>9.2?}, p99 {:>9.2?}   cpu/request {:>7.2?} vs {:>7.2?}",
+                    "  {clients:>2} clients: dst serve {:>8.0} req/s (p50 {:>9.2?}, p99 {:>9.2?})   floor {:>8.0} req/s (p50 {:>9.2?}, p99 {:>9.2?})   ratio {:.2}   added p50 {:>9.2?}, p99 {:>9.2?}   cpu/request {:>7.2?} vs {:>7.2?}   best with a free server {:.2}",
                     dst.rps,
                     dst.p50,
                     dst.p99,
@@ -236,6 +259,7 @@ fn main() {
                     dst.p99.saturating_sub(floor.p99),
                     dst.cpu_per_request,
                     floor.cpu_per_request,
+                    best,
                 );
             }
         }

@@ -28,7 +28,7 @@ use umi_core::llm::transport::HttpRequest;
 /// The endpoint a path belongs to, and the path under its prefix. Among endpoints at
 /// the same prefix, the one whose format owns the path (`/api/*` is Ollama's,
 /// `/v1/messages` Anthropic's) wins; otherwise the first at the prefix.
-fn route<'a>(config: &'a ServeConfig, path: &str) -> Option<(&'a EndpointSpec, String)> {
+pub(crate) fn route<'a>(config: &'a ServeConfig, path: &str) -> Option<(&'a EndpointSpec, String)> {
     let mut best: Option<(&EndpointSpec, String, bool)> = None;
     for endpoint in &config.endpoints {
         let Some(rest) = path.strip_prefix(endpoint.prefix.as_str()) else {

@@ -159,6 +159,40 @@ impl RunningServer {
     }
 }
 
+/// One model request at `path` (its `headers` and `body`) answered in its simulation
+/// alone, on the calling thread
+/// (outside any runtime), with no server around it: the request's hash, its run seed
+/// (the session `seed`, first occurrence) and its simulation, what `dst serve` must do
+/// for every request whatever its HTTP costs. The serve bench measures it as a floor of
+/// `dst serve`'s own (not an API). The answer's body, the bytes a server started with
+/// `config` sends for the same request in a fresh scope with `x-umi-seed: seed`; `None`
+/// for a path no endpoint of `config` routes.
+#[doc(hidden)]
+pub fn answer_alone(
+    config: &ServeConfig,
+    path: &str,
+    (headers, body): (Vec<(String, String)>, Vec<u8>),
+    seed: u64,
+) -> Option<Vec<u8>> {
+    let (endpoint, rest) = http::route(config, path)?;
+    let request = umi_core::llm::transport::HttpRequest {
+        method: "POST",
+        url: String::new(),
+        headers,
+        body,
+    };
+    let (hash, _) = answer::conversation_hash(endpoint, &rest, &request);
+    let run_seed = answer::run_seed(seed, endpoint, &hash, 0);
+    let recorded = answer::answer(config, endpoint, run_seed, 0, &rest, request);
+    Some(
+        recorded
+            .pieces
+            .into_iter()
+            .flat_map(|(_, piece)| piece)
+            .collect(),
+    )
+}
+
 /// Accepts connections until `stopped`, serving each request with `handle` (the
 /// simulated model's server, or `dst record`'s proxy), then lets in-flight responses
 /// finish for at most [`SHUTDOWN_GRACE_MS`].

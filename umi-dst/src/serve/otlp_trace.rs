@@ -24,7 +24,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 
 use super::agent_spans::regrouped;
 use super::reply::State;
-use super::session::Entry;
+use super::session::{Entry, LoggedEvent};
 use crate::constants::SIM_EPOCH_UNIX_MS_DEFAULT;
 use crate::otlp::semconv as sc;
 use crate::otlp::{ServedRequest, Spans, ids, served_request, to_json};
@@ -87,6 +87,7 @@ fn scope_spans(
     let mut previous_end = Duration::ZERO;
     for entry in entries {
         let start = clock_of(entry).map_or(previous_end, Duration::from_micros);
+        let events: Vec<_> = entry.events.iter().map(LoggedEvent::event).collect();
         let request = ServedRequest {
             path: &entry.path,
             status: entry.status,
@@ -95,7 +96,7 @@ fn scope_spans(
             start,
             length: length_of(entry),
             attributes: entry_attributes(entry),
-            events: &entry.events,
+            events: &events,
         };
         let (next, end) = served_request(spans, &request);
         spans = next;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::answer::{End, Recorded};
-use crate::trace::TraceEvent;
+use crate::trace::{TraceEvent, TraceKind};
 
 /// Distinct requests remembered at most, over every scope; past it the least recently
 /// used scope is forgotten, so memory stays bounded in a long-running server.
@@ -47,7 +47,9 @@ pub(crate) struct Entry {
     pub(crate) cut: bool,
     pub(crate) faults: Vec<String>,
     pub(crate) trace_hash: String,
-    pub(crate) events: Vec<TraceEvent>,
+    /// The run's trace, kept typed and written out as text when the log is read.
+    #[serde(serialize_with = "serialize_events")]
+    pub(crate) events: Vec<LoggedEvent>,
     /// For an MCP `tools/call`: what the call was and did (`super::world::ToolEntry`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tool: Option<super::world::ToolEntry>,
@@ -86,7 +88,9 @@ impl Entry {
             cut: is_cut(recorded),
             faults: recorded.faults.clone(),
             trace_hash: recorded.trace_hash.to_string(),
-            events: std::mem::take(&mut recorded.trace),
+            events: (std::mem::take(&mut recorded.trace).into_iter())
+                .map(LoggedEvent::from)
+                .collect(),
             tool: recorded.tool.take(),
             arrival: 0,
             carried: None,
@@ -95,6 +99,44 @@ impl Entry {
             timing: super::clock::Timing::of(recorded),
         }
     }
+}
+
+/// One event of a logged run's trace as the log keeps it: its position, time and typed
+/// record, without its text. The text is a function of the record (`TraceEvent::new`
+/// writes it), so it is written when the log is read (`GET /umi/trace`, OTLP) instead of
+/// held beside the record for every request a session answers (up to
+/// `LOG_ENTRIES_MAX`); the text and the kind's name were about a third of an entry's
+/// memory (issue 41).
+#[derive(Debug, Clone)]
+pub(crate) struct LoggedEvent {
+    index: u64,
+    at: std::time::Duration,
+    record: TraceKind,
+}
+
+impl LoggedEvent {
+    /// The event as the trace recorded it: its kind and text written again.
+    pub(crate) fn event(&self) -> TraceEvent {
+        TraceEvent::new(self.index, self.at, self.record.clone())
+    }
+}
+
+impl From<TraceEvent> for LoggedEvent {
+    fn from(event: TraceEvent) -> Self {
+        Self {
+            index: event.index,
+            at: event.at,
+            record: event.record,
+        }
+    }
+}
+
+/// The logged events as the trace's events serialize (position, time, kind, text).
+fn serialize_events<S: serde::Serializer>(
+    events: &[LoggedEvent],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(events.iter().map(LoggedEvent::event))
 }
 
 /// The fault kinds that end a 200's body early without the transport failing.
@@ -404,6 +446,30 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The log keeps a run's trace typed and writes its text when read: what it writes is
+    /// what the run's trace said, event for event (position, time, kind and text), for a
+    /// real served request. A logged event that lost its index or wrote another text
+    /// would fail here.
+    #[test]
+    fn a_logged_trace_reads_as_the_run_recorded_it() {
+        let config = super::super::config::ServeConfig::default();
+        let request = umi_core::llm::transport::HttpRequest {
+            method: "POST",
+            url: String::new(),
+            headers: Vec::new(),
+            body: br#"{"model":"umi-sim","messages":[{"role":"user","content":"hi"}]}"#.to_vec(),
+        };
+        let path = "/v1/chat/completions";
+        let mut recorded =
+            super::super::answer::answer(&config, &config.endpoints[0], 7, 0, path, request);
+        assert!(recorded.trace.len() > 3, "{:?}", recorded.trace);
+        let as_recorded = serde_json::to_value(&recorded.trace).expect("events serialize");
+        let key: Key = (String::new(), 1, "openai".into(), [0; 32], 0);
+        let entry = Entry::new(&key, path, &mut recorded);
+        let logged = serde_json::to_value(&entry).expect("an entry serializes");
+        assert_eq!(logged["events"], as_recorded);
+    }
 
     fn entry(scope: &str, occurrence: u64) -> Entry {
         Entry {
