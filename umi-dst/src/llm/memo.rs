@@ -27,8 +27,8 @@
 //! time it is seen (the midstates memo copies a long input the first time, when it adds a
 //! state), and each memo keeps at most its `*_BYTES_MAX` of inputs and values, evicting
 //! the oldest first. All threads' memos together keep at most [`PROCESS_MEMO_BYTES_MAX`]:
-//! `dst serve` runs a simulation thread per concurrent request (up to 64), and 50 MiB
-//! each would be 3.1 GiB. A thread that finds the process's budget spent evicts its own
+//! `dst serve` runs its simulations on a thread per core (up to 64), and 50 MiB each
+//! would be 3.1 GiB. A thread that finds the process's budget spent evicts its own
 //! oldest inputs to make room, or does not store; which inputs are stored never changes
 //! an answer, only how long it takes, so a budget shared between threads is no state a
 //! seed can see.
