@@ -175,8 +175,9 @@ fn responses_depend_on_the_request_not_on_arrival_order() {
 
 /// What the serve bench measures as `dst serve`'s own floor (`answer_alone`: a request's
 /// hash and simulation, no server around them) is the work a request costs: its body is
-/// the one the server sends for the same request and seed, streamed and whole, in every
-/// format. A floor that did less (no simulation, another request) would fail here.
+/// the one the server sends for the same request and seed, streamed and whole, at each
+/// of this server's endpoints (chat completions, Ollama, Anthropic, Responses, DeepSeek).
+/// A floor that did less (no simulation, another seed or hash) would fail here.
 #[test]
 fn the_simulation_alone_answers_what_the_server_sends() {
     runtime().block_on(async {

@@ -35,6 +35,7 @@ pub mod canonical_json;
 pub mod cassette;
 pub mod constants;
 pub mod env;
+pub mod hex;
 pub mod llm;
 pub mod mcp;
 pub mod memory;

@@ -21,6 +21,7 @@ use crate::fault::point::{MCP_INITIALIZE, MCP_REQUEST, unreachable_kind};
 use crate::fault::{FaultKind, ToolKind};
 use crate::rng::DeterministicRng;
 use crate::trace::{McpEvent, NetEvent};
+use umi_core::hex::lower as hex;
 
 /// How long a server that never answers holds the request, in simulated ms, before the
 /// connection drops: well past any client's timeout.
@@ -464,11 +465,6 @@ fn refused(refusal: &Refusal) -> HttpResponse {
         headers,
         body: futures::stream::iter([Ok(body)]).boxed(),
     }
-}
-
-/// Lowercase hex.
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What an `initialize` does under the fault drawn at [`MCP_INITIALIZE`]: one of the

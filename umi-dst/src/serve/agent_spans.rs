@@ -28,6 +28,7 @@ use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message;
 use serde_json::{Map, Value, json};
+use umi_core::hex::lower as hex;
 
 /// Spans kept per scope; past it a scope's new spans are rejected (`rejected_spans`).
 pub const AGENT_SPANS_PER_SCOPE_MAX: usize = 10_000;
@@ -267,11 +268,6 @@ fn add_within(
 pub(crate) fn spans_json(spans: &AgentSpans, scope: Option<&str>) -> String {
     let listed: Vec<Value> = spans.spans(scope).iter().map(span_json).collect();
     umi_core::canonical_json::to_string(&json!({"scope": scope, "spans": listed}))
-}
-
-/// Lowercase hex of an id (empty for an absent one).
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One kept span as `/umi/spans` lists it.

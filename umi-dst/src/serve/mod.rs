@@ -159,14 +159,16 @@ impl RunningServer {
     }
 }
 
-/// One model request at `path` (its `headers` and `body`) answered in its simulation
-/// alone, on the calling thread
-/// (outside any runtime), with no server around it: the request's hash, its run seed
-/// (the session `seed`, first occurrence) and its simulation, what `dst serve` must do
-/// for every request whatever its HTTP costs. The serve bench measures it as a floor of
-/// `dst serve`'s own (not an API). The answer's body, the bytes a server started with
-/// `config` sends for the same request in a fresh scope with `x-umi-seed: seed`; `None`
-/// for a path no endpoint of `config` routes.
+/// One plain model request at `path` (its `headers` and `body`) answered in its
+/// simulation alone, on the calling thread (outside any runtime), with no server around
+/// it: the request's hash, its run seed (the session `seed`, first occurrence) and its
+/// simulation, the least `dst serve` does for a request (the log entry, the digests and
+/// the playback are not in it). The serve bench measures it as a floor of `dst serve`'s
+/// own (not an API). Plain: `path` is an API path below an endpoint, with no query, no
+/// `/seed/` or `/scope/` segment and no branch; what the server refuses before
+/// simulating (an unknown path, a body over its limit) is simulated here. The answer's
+/// body, the bytes a server started with `config` sends for such a request in a fresh
+/// scope with `x-umi-seed: seed`; `None` for a path no endpoint of `config` routes.
 #[doc(hidden)]
 pub fn answer_alone(
     config: &ServeConfig,

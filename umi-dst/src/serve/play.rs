@@ -20,7 +20,7 @@ use super::clock;
 use super::config::ServeConfig;
 use super::digest::{Carried, History};
 use super::reply::{Body, State, full, respond};
-use super::session::{Entry, Key, hex};
+use super::session::{Entry, Key};
 
 /// Logs a recorded answer under `key` (scope, seed, endpoint, hash, occurrence) and plays
 /// it back: the last steps of every simulated request, model or MCP. `recorded` comes with
@@ -300,7 +300,10 @@ fn played_headers(recorded: &mut Recorded, played: &Played, scale: f64) -> Vec<(
     if !played.scope.is_empty() {
         headers.push(("x-umi-scope".into(), played.scope.clone()));
     }
-    headers.push(("x-umi-request-hash".into(), hex(&played.hash)));
+    headers.push((
+        "x-umi-request-hash".into(),
+        umi_core::hex::lower(&played.hash),
+    ));
     headers.push(("x-umi-occurrence".into(), played.occurrence.to_string()));
     headers.push(("x-umi-run-seed".into(), recorded.run_seed.to_string()));
     let faults = if recorded.faults.is_empty() {

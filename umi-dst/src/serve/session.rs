@@ -80,7 +80,7 @@ impl Entry {
             seed: key.1,
             endpoint: key.2.clone(),
             path: path.to_owned(),
-            request_hash: hex(&key.3),
+            request_hash: umi_core::hex::lower(&key.3),
             occurrence: key.4,
             run_seed: recorded.run_seed,
             status: recorded.status,
@@ -150,10 +150,6 @@ pub(crate) fn is_cut(recorded: &Recorded) -> bool {
             .any(|kind| fault.split('@').next() == Some(kind))
     });
     recorded.status == Some(200) && (recorded.end != End::Complete || cut_by_fault)
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A request as a scope's occurrence count knows it: seed, endpoint, hash.
@@ -431,7 +427,7 @@ impl Session {
                 out.push('\n');
             }
         }
-        let hash = hex(&hasher.finalize());
+        let hash = umi_core::hex::lower(&hasher.finalize());
         let mut summary = serde_json::json!({"session_trace_hash": hash, "entries": entries, "left_out": left_out, "agent_spans": agent_spans});
         match scope {
             Some(scope) => summary["evicted"] = store.evicted.iter().any(|e| e == scope).into(),
@@ -469,6 +465,21 @@ mod tests {
         let entry = Entry::new(&key, path, &mut recorded);
         let logged = serde_json::to_value(&entry).expect("an entry serializes");
         assert_eq!(logged["events"], as_recorded);
+        // An event recorded by name with a text over the trace's cut reads back cut, as
+        // the trace hashed it.
+        let long = "x".repeat(crate::constants::TRACE_DETAIL_BYTES_MAX * 2);
+        let named = TraceEvent::new(
+            3,
+            std::time::Duration::from_millis(5),
+            TraceKind::Named {
+                kind: "agent.note",
+                detail: long,
+            },
+        );
+        let read_back = LoggedEvent::from(named.clone()).event();
+        assert_eq!(read_back, named);
+        assert_eq!(read_back.detail.len(), named.detail.len());
+        assert!(named.detail.len() <= crate::constants::TRACE_DETAIL_BYTES_MAX);
     }
 
     fn entry(scope: &str, occurrence: u64) -> Entry {

@@ -408,7 +408,7 @@ mod tests {
                     .iter()
                     .flat_map(|(_, b)| b.clone())
                     .collect();
-                let digest = crate::serve::session::hex(&Sha256::digest(&bytes));
+                let digest = umi_core::hex::lower(&Sha256::digest(&bytes));
                 assert_eq!(
                     (digest.as_str(), recorded.trace_hash.to_string().as_str()),
                     (body, trace),

@@ -126,9 +126,7 @@ pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
 }
 
 /// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use crate::hex::lower as hex;
 
 /// One path segment or query part percent-encoded as SigV4 wants: every byte but RFC
 /// 3986's unreserved characters.
