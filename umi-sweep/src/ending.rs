@@ -67,12 +67,18 @@ pub(crate) fn hear(end: LineEnd, text: &str, index: usize) -> Heard {
 /// The signal `Child::kill` sends on unix.
 const SIGKILL_NUMBER: i32 = 9;
 
+/// Kills `child` if it still runs and reaps it: how it died (a child already dead in a
+/// crash keeps its own status; a kill changes nothing).
+pub(crate) fn kill_and_reap(child: &mut std::process::Child) -> Death {
+    let _ = child.kill();
+    child.wait().map_or(Death::Unknown, Death::of)
+}
+
 /// Ends `child`, which broke the protocol, and says how it ended: as it died if it had
 /// already died or begun to (an exit under way keeps its status whatever kill follows),
 /// else [`Death::EndedBySweep`].
 pub(crate) fn dismiss(child: &mut std::process::Child) -> Death {
-    let _ = child.kill();
-    let death = child.wait().map_or(Death::Unknown, Death::of);
+    let death = kill_and_reap(child);
     if death == Death::Signal(SIGKILL_NUMBER) {
         Death::EndedBySweep
     } else {

@@ -45,7 +45,7 @@ use umi_dst::micros_saturating;
 
 use crate::batch::{BatchSizer, share_wall};
 use crate::crash::{Death, describe_death};
-use crate::ending::{Ending, Heard, dismiss, hear};
+use crate::ending::{Ending, Heard, dismiss, hear, kill_and_reap};
 use crate::limit_in_force;
 use crate::outcome::{Outcome, RunEnd};
 use crate::process_worker::worker_arguments;
@@ -178,12 +178,8 @@ impl Worker {
             let mut child = self.child.lock().unwrap_or_else(PoisonError::into_inner);
             match ending {
                 Ending::Dismissed => dismiss(&mut child),
-                Ending::Gone => {
-                    // Already dead in a crash (its status is set; a kill changes nothing);
-                    // idle or wedged otherwise.
-                    let _ = child.kill();
-                    child.wait().map_or(Death::Unknown, Death::of)
-                }
+                // Already dead in a crash, or idle or wedged: its death as it is.
+                Ending::Gone => kill_and_reap(&mut child),
             }
         };
         if let Some(reader) = self.stderr_reader.take() {
