@@ -1,7 +1,7 @@
 //! Lowercase hexadecimal text of bytes: hashes, ids and signatures as logs, headers and
 //! signing strings spell them.
 //!
-//! One function where four modules each had a copy (`format!` of each byte, a string
+//! One function where nine places each had a copy (`format!` of each byte, a string
 //! allocated per byte): two digits a byte from a table into a string sized once. Measured
 //! under `dst serve`'s load, where each request writes two SHA-256s this way, the
 //! difference is within the noise (issue 41, eleventh round).

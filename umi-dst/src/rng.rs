@@ -257,7 +257,7 @@ impl DeterministicRng {
 
     /// A short fingerprint of this stream's key, for logs (not its position).
     pub fn key_fingerprint(&self) -> String {
-        self.key[..6].iter().map(|b| format!("{b:02x}")).collect()
+        umi_core::hex::lower(&self.key[..6])
     }
 }
 

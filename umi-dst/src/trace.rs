@@ -98,7 +98,7 @@ pub struct TraceHash(pub [u8; 32]);
 impl TraceHash {
     /// The first 16 hex digits, enough to tell runs apart in a report.
     pub fn short(&self) -> String {
-        self.0[..8].iter().map(|b| format!("{b:02x}")).collect()
+        umi_core::hex::lower(&self.0[..8])
     }
 }
 

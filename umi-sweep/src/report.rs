@@ -199,7 +199,7 @@ pub fn fold_digest(digest: &mut [u8; 32], seed: u64, trace_hash: &str) {
 
 /// Hex of a digest.
 pub fn digest_hex(digest: &[u8; 32]) -> String {
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    umi_core::hex::lower(digest)
 }
 
 fn parse_digest(hex: &str) -> [u8; 32] {

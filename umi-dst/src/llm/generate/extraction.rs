@@ -384,7 +384,7 @@ pub(crate) fn generate(request: &CompletionRequest, rng: &mut DeterministicRng) 
         .collect();
     if entities.is_empty() {
         let digest = Sha256::digest(text.as_bytes());
-        let hash: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+        let hash = umi_core::hex::lower(&digest[..4]);
         entities.push(ExtractedEntity {
             name: format!("Note_{hash}"),
             entity_type: EntityType::Note,

@@ -31,7 +31,7 @@ impl Surface for OllamaFormat {
     fn model_list(&self, names: &[String]) -> Value {
         json!({"models": names.iter().map(|m| json!({
             "name": m, "model": m, "modified_at": "2024-01-01T00:00:00Z", "size": 0,
-            "digest": sha2::Sha256::digest(m.as_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>(),
+            "digest": umi_core::hex::lower(&sha2::Sha256::digest(m.as_bytes())),
             "details": {"format": "gguf", "family": "umi", "parameter_size": "", "quantization_level": ""},
         })).collect::<Vec<_>>()})
     }
