@@ -77,6 +77,13 @@ pub struct SimConfig {
     pub trace_tail_events: usize,
     /// Keep every trace event (replays and determinism checks).
     pub trace_full: bool,
+    /// With `trace_full`, leave the events typed in the trace, for the caller to take
+    /// (`Trace::take_kept`: `dst serve`'s log, which writes their text only when it is
+    /// read), instead of written into [`SeedRun::full_trace`]: the text of every event of
+    /// a served run was written as it ended and dropped unread (issue 41).
+    ///
+    /// [`SeedRun::full_trace`]: crate::SeedRun::full_trace
+    pub(crate) trace_full_typed: bool,
     /// Seeded interleavings: at the simulators' interleaving points (a simulated tool's
     /// call, before and after its latency) the seed may yield a few times, so futures
     /// ready at the same instant (an agent's parallel tool calls) run in orders the
@@ -108,6 +115,7 @@ impl SimConfig {
             epoch_unix_ms: SIM_EPOCH_UNIX_MS_DEFAULT,
             trace_tail_events: TRACE_TAIL_EVENTS_DEFAULT,
             trace_full: false,
+            trace_full_typed: false,
             interleave: false,
             budget: crate::usage::Budget::new(),
             prices: None,

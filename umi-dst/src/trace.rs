@@ -132,9 +132,9 @@ pub struct Trace {
 struct TraceState {
     hasher: Sha256,
     count: u64,
-    tail: VecDeque<Kept>,
+    tail: VecDeque<KeptEvent>,
     tail_max: usize,
-    full: Option<Vec<Kept>>,
+    full: Option<Vec<KeptEvent>>,
     full_overflowed: bool,
     /// The bytes hashed for the event being recorded: its index, time, kind and text,
     /// each length-prefixed, in one buffer reused from event to event (no allocation per
@@ -146,6 +146,19 @@ struct TraceState {
 }
 
 impl TraceState {
+    fn new(tail_max: usize, record_full: bool) -> Self {
+        Self {
+            hasher: Sha256::new(),
+            count: 0,
+            tail: VecDeque::with_capacity(tail_max.min(1024)),
+            tail_max,
+            full: record_full.then(Vec::new),
+            full_overflowed: false,
+            scratch: Vec::new(),
+            detail_scratch: Vec::new(),
+        }
+    }
+
     /// Whether the events are kept (a tail or the full trace), not only hashed.
     fn keeps_events(&self) -> bool {
         self.tail_max > 0 || self.full.is_some()
@@ -184,18 +197,22 @@ impl TraceState {
     }
 }
 
-/// An event as the trace keeps it: its record, without its text. Most events are never
-/// read (a passing seed's tail is dropped), so their text is written once, to be hashed,
-/// and again only for the events someone asks for.
-#[derive(Clone)]
-struct Kept {
-    index: u64,
-    at: Duration,
-    record: TraceKind,
+/// An event as the trace keeps it: its position, time and typed record, without its
+/// text. Most events are never read (a passing seed's tail is dropped), so their text is
+/// written once, to be hashed, and again only for the events someone asks for
+/// ([`KeptEvent::event`]); `dst serve`'s log holds its runs' events so, and writes their
+/// text when the log is read.
+#[derive(Debug, Clone)]
+pub(crate) struct KeptEvent {
+    pub(crate) index: u64,
+    pub(crate) at: Duration,
+    pub(crate) record: TraceKind,
 }
 
-impl Kept {
-    fn event(&self) -> TraceEvent {
+impl KeptEvent {
+    /// The event as the trace recorded it: its kind and text written again (the same
+    /// text as was hashed, since it is a function of the record).
+    pub(crate) fn event(&self) -> TraceEvent {
         TraceEvent::new(self.index, self.at, self.record.clone())
     }
 }
@@ -206,16 +223,7 @@ impl Trace {
     pub fn new(clock: SimClock, tail_max: usize, record_full: bool) -> Self {
         Self {
             clock,
-            state: Mutex::new(TraceState {
-                hasher: Sha256::new(),
-                count: 0,
-                tail: VecDeque::with_capacity(tail_max.min(1024)),
-                tail_max,
-                full: record_full.then(Vec::new),
-                full_overflowed: false,
-                scratch: Vec::new(),
-                detail_scratch: Vec::new(),
-            }),
+            state: Mutex::new(TraceState::new(tail_max, record_full)),
         }
     }
 
@@ -260,7 +268,7 @@ impl Trace {
         let state = &mut *guard;
         // The text goes into the buffer the trace keeps for the hashed bytes, not a new
         // `String` per event: the kept events hold the record and write their text again
-        // when read ([`Kept::event`]), which is the same text, since it is a function of
+        // when read ([`KeptEvent::event`]), which is the same text, since it is a function of
         // the record.
         let index = state.hash_event(at, record.name(), |buffer| {
             write_detail(&record, buffer);
@@ -268,7 +276,7 @@ impl Trace {
         if !state.keeps_events() {
             return;
         }
-        let kept = Kept { index, at, record };
+        let kept = KeptEvent { index, at, record };
         if let Some(full) = state.full.as_mut() {
             if full.len() < TRACE_EVENTS_FULL_MAX {
                 full.push(kept.clone());
@@ -303,7 +311,7 @@ impl Trace {
     /// reports no tail; `dst replay` runs the seed again to show one), so a scenario's
     /// own check must not read it: its verdict would differ between a sweep and a replay.
     pub fn tail(&self) -> Vec<TraceEvent> {
-        self.lock().tail.iter().map(Kept::event).collect()
+        self.lock().tail.iter().map(KeptEvent::event).collect()
     }
 
     /// Every event, when full recording is on (`None` otherwise, or when the run passed
@@ -316,7 +324,18 @@ impl Trace {
         state
             .full
             .as_ref()
-            .map(|full| full.iter().map(Kept::event).collect())
+            .map(|full| full.iter().map(KeptEvent::event).collect())
+    }
+
+    /// Every event, typed, taken out of the trace (which keeps no full record after):
+    /// what [`Trace::events`] would write, for a reader that writes the text itself when
+    /// it needs it. `None` as for `events`.
+    pub(crate) fn take_kept(&self) -> Option<Vec<KeptEvent>> {
+        let mut state = self.lock();
+        if state.full_overflowed {
+            return None;
+        }
+        state.full.take()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, TraceState> {
@@ -334,6 +353,21 @@ impl fmt::Debug for Trace {
             .field("events", &self.len())
             .finish_non_exhaustive()
     }
+}
+
+/// The hash a trace would have after `events`, hashed as they came (index, time, kind,
+/// text): what a test holds events written again from their records to, against the
+/// run's own [`TraceHash`].
+#[cfg(test)]
+pub(crate) fn hash_of(events: &[TraceEvent]) -> TraceHash {
+    let mut state = TraceState::new(0, false);
+    for event in events {
+        let index = state.hash_event(event.at, event.kind, |buffer| {
+            buffer.extend_from_slice(event.detail.as_bytes());
+        });
+        assert_eq!(index, event.index, "events hashed in the order they came");
+    }
+    TraceHash(state.hasher.finalize().into())
 }
 
 /// Cuts `detail` to `TRACE_DETAIL_BYTES_MAX` bytes at a character boundary.

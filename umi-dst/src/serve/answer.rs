@@ -21,7 +21,7 @@ use crate::config::SimConfig;
 use crate::llm::{SimLlm, SimLlmConfig};
 use crate::network::{Endpoint, SimNetwork};
 use crate::simulation::Simulation;
-use crate::trace::{TraceEvent, TraceHash};
+use crate::trace::{KeptEvent, Trace, TraceHash};
 
 /// Simulated time after which a response that has not come (or a body that stopped) is
 /// a stall: the server holds the connection for it, scaled, then drops it.
@@ -70,7 +70,8 @@ pub(crate) struct Recorded {
     pub(crate) end_at: Duration,
     pub(crate) run_seed: u64,
     pub(crate) faults: Vec<String>,
-    pub(crate) trace: Vec<TraceEvent>,
+    /// The run's trace, typed (its text is written when the log is read).
+    pub(crate) trace: Vec<KeptEvent>,
     pub(crate) trace_hash: TraceHash,
     /// What an MCP `tools/call` was and did (its log entry's `tool` field).
     pub(crate) tool: Option<super::world::ToolEntry>,
@@ -219,7 +220,9 @@ pub(crate) fn answer(
     // The request moves into the run: `simulation_for` sets no budget, so the body runs
     // once (a budget's fault-free rerun is what would run it again).
     let request = std::cell::RefCell::new(Some(HttpRequest { url, ..request }));
+    let held = HeldTrace::default();
     let run = simulation.run_seed(run_seed, &|sim| {
+        held.hold(&sim);
         let recorded = recorded.clone();
         let request = request
             .borrow_mut()
@@ -259,14 +262,40 @@ pub(crate) fn answer(
         .unwrap_or_else(PoisonError::into_inner)
         .take()
         .unwrap_or_else(|| failed_run(&format!("{:?}", run.failure), run.trace_hash));
-    finish_record(record, run_seed, run)
+    finish_record(record, run_seed, &run, &held)
 }
 
-/// `record` with what its run says of it: the run seed, the faults, the trace.
+/// A served run's trace, held by the run's body so that its events can be taken, typed,
+/// once the run ends (`SimConfig::trace_full_typed`: their text is written only when the
+/// log is read).
+#[derive(Default)]
+pub(crate) struct HeldTrace(Mutex<Option<Arc<Trace>>>);
+
+impl HeldTrace {
+    /// Holds `sim`'s trace (a body calls it as it starts).
+    pub(crate) fn hold(&self, sim: &crate::SimEnvironment) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(sim.trace().clone());
+    }
+
+    /// The held trace's events (none when the body never started, or the run passed
+    /// `TRACE_EVENTS_FULL_MAX` events).
+    fn take(&self) -> Vec<KeptEvent> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .and_then(|trace| trace.take_kept())
+            .unwrap_or_default()
+    }
+}
+
+/// `record` with what its run says of it: the run seed, the faults, the trace (`held`'s
+/// events).
 pub(crate) fn finish_record(
     mut record: Recorded,
     run_seed: u64,
-    run: crate::simulation::SeedRun,
+    run: &crate::simulation::SeedRun,
+    held: &HeldTrace,
 ) -> Recorded {
     record.run_seed = run_seed;
     record.faults = run
@@ -274,7 +303,7 @@ pub(crate) fn finish_record(
         .iter()
         .map(|i| format!("{}@{}", i.kind, i.operation))
         .collect();
-    record.trace = run.full_trace.unwrap_or_default();
+    record.trace = held.take();
     record.trace_hash = run.trace_hash;
     record
 }
@@ -290,6 +319,10 @@ pub(crate) fn simulation_for(config: &ServeConfig, run_seed: u64) -> Simulation 
     }
     simulation.with_config(|mut c| {
         c.trace_full = true;
+        // The log holds the events typed and writes their text when it is read; no tail
+        // (a served run's report is its log entry, whose trace is whole).
+        c.trace_full_typed = true;
+        c.trace_tail_events = 0;
         c.sim_time_max = Duration::from_millis(STALL_MS * 4);
         // `answer` moves the request into the run's body, which therefore runs once: a
         // budget's fault-free rerun would run it twice.

@@ -35,7 +35,7 @@ use sha2::{Digest, Sha256};
 use umi_core::llm::transport::HttpRequest;
 
 use super::address::Address;
-use super::answer::{Recorded, exchange, failed_run, finish_record, simulation_for};
+use super::answer::{HeldTrace, Recorded, exchange, failed_run, finish_record, simulation_for};
 use super::config::ServeConfig;
 use super::own::{at_capacity, own_error};
 use super::play::log_and_play;
@@ -212,7 +212,9 @@ pub(crate) fn answer(
 ) -> (Recorded, McpState) {
     let out: Arc<Mutex<Option<(Recorded, McpState)>>> = Arc::new(Mutex::new(None));
     let simulation = simulation_for(config, run_seed);
+    let held = HeldTrace::default();
     let run = simulation.run_seed(run_seed, &|sim| {
+        held.hold(&sim);
         let out = out.clone();
         let request = HttpRequest {
             url: SIM_MCP_URL.to_owned(),
@@ -249,7 +251,7 @@ pub(crate) fn answer(
             let failed = failed_run(&format!("{:?}", run.failure), run.trace_hash);
             (failed, before.clone())
         });
-    let mut record = finish_record(record, run_seed, run);
+    let mut record = finish_record(record, run_seed, &run, &held);
     record.tool = tool_entry(
         &config.mcp,
         &request.body,

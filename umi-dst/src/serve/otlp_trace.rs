@@ -24,10 +24,11 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 
 use super::agent_spans::regrouped;
 use super::reply::State;
-use super::session::{Entry, LoggedEvent};
+use super::session::Entry;
 use crate::constants::SIM_EPOCH_UNIX_MS_DEFAULT;
 use crate::otlp::semconv as sc;
 use crate::otlp::{ServedRequest, Spans, ids, served_request, to_json};
+use crate::trace::KeptEvent;
 
 /// The `service.name` of the served requests' resource.
 pub const SERVICE_NAME_SERVE: &str = "umi.dst-serve";
@@ -87,7 +88,7 @@ fn scope_spans(
     let mut previous_end = Duration::ZERO;
     for entry in entries {
         let start = clock_of(entry).map_or(previous_end, Duration::from_micros);
-        let events: Vec<_> = entry.events.iter().map(LoggedEvent::event).collect();
+        let events: Vec<_> = entry.events.iter().map(KeptEvent::event).collect();
         let request = ServedRequest {
             path: &entry.path,
             status: entry.status,

@@ -12,7 +12,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::answer::{End, Recorded};
-use crate::trace::{TraceEvent, TraceKind};
+use crate::trace::KeptEvent;
 
 /// Distinct requests remembered at most, over every scope; past it the least recently
 /// used scope is forgotten, so memory stays bounded in a long-running server.
@@ -47,9 +47,12 @@ pub(crate) struct Entry {
     pub(crate) cut: bool,
     pub(crate) faults: Vec<String>,
     pub(crate) trace_hash: String,
-    /// The run's trace, kept typed and written out as text when the log is read.
+    /// The run's trace, kept typed and written out as text when the log is read
+    /// (`GET /umi/trace`, OTLP): each event's text and kind's name were about a third of
+    /// an entry's memory, for every request a session answers (up to `LOG_ENTRIES_MAX`;
+    /// issue 41).
     #[serde(serialize_with = "serialize_events")]
-    pub(crate) events: Vec<LoggedEvent>,
+    pub(crate) events: Vec<KeptEvent>,
     /// For an MCP `tools/call`: what the call was and did (`super::world::ToolEntry`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tool: Option<super::world::ToolEntry>,
@@ -88,9 +91,7 @@ impl Entry {
             cut: is_cut(recorded),
             faults: recorded.faults.clone(),
             trace_hash: recorded.trace_hash.to_string(),
-            events: (std::mem::take(&mut recorded.trace).into_iter())
-                .map(LoggedEvent::from)
-                .collect(),
+            events: std::mem::take(&mut recorded.trace),
             tool: recorded.tool.take(),
             arrival: 0,
             carried: None,
@@ -101,42 +102,12 @@ impl Entry {
     }
 }
 
-/// One event of a logged run's trace as the log keeps it: its position, time and typed
-/// record, without its text. The text is a function of the record (`TraceEvent::new`
-/// writes it), so it is written when the log is read (`GET /umi/trace`, OTLP) instead of
-/// held beside the record for every request a session answers (up to
-/// `LOG_ENTRIES_MAX`); the text and the kind's name were about a third of an entry's
-/// memory (issue 41).
-#[derive(Debug, Clone)]
-pub(crate) struct LoggedEvent {
-    index: u64,
-    at: std::time::Duration,
-    record: TraceKind,
-}
-
-impl LoggedEvent {
-    /// The event as the trace recorded it: its kind and text written again.
-    pub(crate) fn event(&self) -> TraceEvent {
-        TraceEvent::new(self.index, self.at, self.record.clone())
-    }
-}
-
-impl From<TraceEvent> for LoggedEvent {
-    fn from(event: TraceEvent) -> Self {
-        Self {
-            index: event.index,
-            at: event.at,
-            record: event.record,
-        }
-    }
-}
-
 /// The logged events as the trace's events serialize (position, time, kind, text).
 fn serialize_events<S: serde::Serializer>(
-    events: &[LoggedEvent],
+    events: &[KeptEvent],
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
-    serializer.collect_seq(events.iter().map(LoggedEvent::event))
+    serializer.collect_seq(events.iter().map(KeptEvent::event))
 }
 
 /// The fault kinds that end a 200's body early without the transport failing.
@@ -442,11 +413,12 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::{TraceEvent, TraceKind};
 
-    /// The log keeps a run's trace typed and writes its text when read: what it writes is
-    /// what the run's trace said, event for event (position, time, kind and text), for a
-    /// real served request. A logged event that lost its index or wrote another text
-    /// would fail here.
+    /// The log keeps a run's trace typed and writes its text when read: what it writes
+    /// hashes to the run's own trace hash (position, time, kind and text, event for
+    /// event), for a real served request. A logged event that lost its index or wrote
+    /// another text would fail here.
     #[test]
     fn a_logged_trace_reads_as_the_run_recorded_it() {
         let config = super::super::config::ServeConfig::default();
@@ -460,11 +432,28 @@ mod tests {
         let mut recorded =
             super::super::answer::answer(&config, &config.endpoints[0], 7, 0, path, request);
         assert!(recorded.trace.len() > 3, "{:?}", recorded.trace);
-        let as_recorded = serde_json::to_value(&recorded.trace).expect("events serialize");
+        let run_hash = recorded.trace_hash;
         let key: Key = (String::new(), 1, "openai".into(), [0; 32], 0);
         let entry = Entry::new(&key, path, &mut recorded);
-        let logged = serde_json::to_value(&entry).expect("an entry serializes");
-        assert_eq!(logged["events"], as_recorded);
+        let logged: Vec<TraceEvent> = serde_json::from_value::<Vec<serde_json::Value>>(
+            serde_json::to_value(&entry).expect("an entry serializes")["events"].clone(),
+        )
+        .expect("the log's events are a list")
+        .iter()
+        .map(|event| {
+            let kind = event["kind"].as_str().expect("a kind").to_owned();
+            TraceEvent::new(
+                event["index"].as_u64().expect("an index"),
+                std::time::Duration::from_micros(event["at"].as_u64().expect("a time")),
+                TraceKind::Named {
+                    kind: Box::leak(kind.into_boxed_str()),
+                    detail: event["detail"].as_str().expect("a text").to_owned(),
+                },
+            )
+        })
+        .collect();
+        assert_eq!(logged.len(), entry.events.len());
+        assert_eq!(crate::trace::hash_of(&logged), run_hash);
         // An event recorded by name with a text over the trace's cut reads back cut, as
         // the trace hashed it.
         let long = "x".repeat(crate::constants::TRACE_DETAIL_BYTES_MAX * 2);
@@ -476,7 +465,12 @@ mod tests {
                 detail: long,
             },
         );
-        let read_back = LoggedEvent::from(named.clone()).event();
+        let read_back = KeptEvent {
+            index: named.index,
+            at: named.at,
+            record: named.record.clone(),
+        }
+        .event();
         assert_eq!(read_back, named);
         assert_eq!(read_back.detail.len(), named.detail.len());
         assert!(named.detail.len() <= crate::constants::TRACE_DETAIL_BYTES_MAX);

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use super::mcp_tools::McpToolsSpec;
 use crate::mcp::CALL_ID_META_KEY;
 use crate::tools::ToolsWorld;
-use crate::trace::{ToolEvent, TraceEvent, TraceKind};
+use crate::trace::{KeptEvent, ToolEvent, TraceKind};
 
 /// A scope's world, shared by its requests: one holds it while its simulation runs.
 pub(crate) type SharedWorld = Arc<tokio::sync::Mutex<ToolsWorld>>;
@@ -49,7 +49,7 @@ pub(crate) fn tool_entry(
     spec: &McpToolsSpec,
     body: &[u8],
     (before, after): (&ToolsWorld, &ToolsWorld),
-    trace: &[TraceEvent],
+    trace: &[KeptEvent],
 ) -> Option<ToolEntry> {
     let message: Value = serde_json::from_slice(body).ok()?;
     if message.get("method").and_then(Value::as_str) != Some("tools/call") {

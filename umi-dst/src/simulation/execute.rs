@@ -229,7 +229,10 @@ fn seed_run(
         rule_reach: env.faults().rule_reach(),
         usage: env.usage().usage(),
         tail: env.trace().tail(),
-        full_trace: env.trace().events(),
+        // Typed (`dst serve`'s runs): the caller takes the events from the trace.
+        full_trace: (!config.trace_full_typed)
+            .then(|| env.trace().events())
+            .flatten(),
         marks: env
             .marks()
             .into_iter()
@@ -315,7 +318,11 @@ impl FormatTime for SimTimer {
 
 fn log_subscriber(log: &LogFilter, clock: SimClock, seed: u64) -> tracing::Dispatch {
     match log.env_filter() {
-        None => tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()),
+        // tracing's own no-op dispatch: a new `Dispatch` registers itself with every
+        // callsite in the process (`rebuild_interest`, under a global lock shared by
+        // `dst serve`'s simulation threads), which a run that logs nothing need not do
+        // (issue 41).
+        None => tracing::Dispatch::none(),
         Some(filter) => tracing::Dispatch::new(
             tracing_subscriber::fmt()
                 .with_env_filter(filter)
@@ -324,5 +331,56 @@ fn log_subscriber(log: &LogFilter, clock: SimClock, seed: u64) -> tracing::Dispa
                 .with_test_writer()
                 .finish(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+
+    /// A subscriber that counts the events it is given.
+    struct Counting(Arc<AtomicU64>);
+
+    impl tracing::Subscriber for Counting {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    /// With logging off, what the code under test logs inside a run goes nowhere, not to
+    /// the subscriber the test process set: a run's output is the seed's alone. Pins the
+    /// no-op dispatch `log_subscriber` sets (tracing's shared one since issue 41; a
+    /// planted `set_default` left out sends the run's event to the outer counter).
+    #[test]
+    fn a_run_that_logs_nothing_sends_nothing_to_the_process_subscriber() {
+        let seen = Arc::new(AtomicU64::new(0));
+        let outer = tracing::Dispatch::new(Counting(seen.clone()));
+        let _outer = tracing::dispatcher::set_default(&outer);
+        tracing::warn!("outside a run");
+        assert_eq!(seen.load(Ordering::Relaxed), 1, "the counter counts");
+
+        let config = SimConfig::new(7);
+        let body = async |_env: SimEnvironment| -> Result<(), Violation> {
+            tracing::warn!("inside a run");
+            Ok(())
+        };
+        let run = run_seed(&config, &body, &LogFilter(None));
+        assert!(run.passed(), "{:?}", run.failure);
+        assert_eq!(seen.load(Ordering::Relaxed), 1, "the run's event went out");
+        tracing::warn!("after the run");
+        assert_eq!(seen.load(Ordering::Relaxed), 2, "the outer default is back");
     }
 }
