@@ -104,10 +104,7 @@ impl TraceHash {
 
 impl fmt::Display for TraceHash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
+        f.write_str(&umi_core::hex::lower(&self.0))
     }
 }
 

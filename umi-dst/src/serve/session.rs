@@ -141,7 +141,9 @@ const EVICTED_SCOPES_REMEMBERED_MAX: usize = 100_000;
 #[derive(Debug, Default)]
 struct ScopeState {
     occurrences: BTreeMap<Seen, u64>,
-    log: BTreeMap<Logged, Entry>,
+    /// Boxed: an entry is a few hundred bytes, and a B-tree keeps its values in its
+    /// nodes, so each insert into a log of many entries moved kilobytes (issue 41).
+    log: BTreeMap<Logged, Box<Entry>>,
     /// Entries not logged because this scope alone filled the log.
     left_out: u64,
     /// When it was last used (the store's tick).
@@ -284,7 +286,7 @@ impl Session {
         let state = store.touch(&scope);
         let logged = (seed, endpoint, hash, occurrence);
         entry.arrival = state.arrivals.remove(&logged).unwrap_or(state.arrived);
-        let replaced = state.log.insert(logged, entry);
+        let replaced = state.log.insert(logged, Box::new(entry));
         assert!(
             replaced.is_none(),
             "each occurrence of a request is logged once"
@@ -351,7 +353,7 @@ impl Session {
                 continue;
             }
             left_out += state.left_out;
-            logged.extend(state.log.values());
+            logged.extend(state.log.values().map(|entry| &**entry));
         }
         let evicted = scope.map(|scope| store.evicted.iter().any(|e| e == scope));
         read(logged, left_out, evicted)
