@@ -61,6 +61,16 @@ fn body(stream: bool) -> Vec<u8> {
         .into_bytes()
 }
 
+/// What `served` adds to `floor`, signed: a served percentile under the floor's (the
+/// floor's p99 is as noisy as any) shows as negative, not as nothing.
+fn added(served: Duration, floor: Duration) -> String {
+    if served >= floor {
+        format!("{:.2?}", served - floor)
+    } else {
+        format!("-{:.2?}", floor - served)
+    }
+}
+
 /// A server that answers everything with `reply`.
 async fn floor(reply: Vec<u8>, content_type: &'static str) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -266,7 +276,7 @@ fn main() {
                     "-".to_owned()
                 };
                 println!(
-                    "  {clients:>2} clients: dst serve {:>8.0} req/s (p50 {:>9.2?}, p99 {:>9.2?})   floor {:>8.0} req/s (p50 {:>9.2?}, p99 {:>9.2?})   ratio {:.2}   added p50 {:>9.2?}, p99 {:>9.2?}   cpu/request {:>7.2?} vs {:>7.2?}   best with a free server {}",
+                    "  {clients:>2} clients: dst serve {:>8.0} req/s (p50 {:>9.2?}, p99 {:>9.2?})   floor {:>8.0} req/s (p50 {:>9.2?}, p99 {:>9.2?})   ratio {:.2}   added p50 {:>10}, p99 {:>10}   cpu/request {:>7.2?} vs {:>7.2?}   best with a free server {}",
                     dst.rps,
                     dst.p50,
                     dst.p99,
@@ -274,8 +284,8 @@ fn main() {
                     floor.p50,
                     floor.p99,
                     dst.rps / floor.rps,
-                    dst.p50.saturating_sub(floor.p50),
-                    dst.p99.saturating_sub(floor.p99),
+                    added(dst.p50, floor.p50),
+                    added(dst.p99, floor.p99),
                     dst.cpu_per_request,
                     floor.cpu_per_request,
                     best,
