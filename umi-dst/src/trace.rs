@@ -327,6 +327,7 @@ impl Trace {
     /// Every event, typed, taken out of the trace (which keeps no full record after):
     /// what [`Trace::events`] would write, for a reader that writes the text itself when
     /// it needs it. `None` as for `events`.
+    #[cfg(feature = "serve")]
     pub(crate) fn take_kept(&self) -> Option<Vec<KeptEvent>> {
         let mut state = self.lock();
         if state.full_overflowed {
@@ -355,7 +356,7 @@ impl fmt::Debug for Trace {
 /// The hash a trace would have after `events`, hashed as they came (index, time, kind,
 /// text): what a test holds events written again from their records to, against the
 /// run's own [`TraceHash`].
-#[cfg(test)]
+#[cfg(all(test, feature = "serve"))]
 pub(crate) fn hash_of(events: &[TraceEvent]) -> TraceHash {
     let mut state = TraceState::new(0, false);
     for event in events {
