@@ -62,7 +62,8 @@ pub struct SeedRun {
     pub tail: Vec<TraceEvent>,
     /// The third-party clients noted in the run (see [`crate::adapters::foreign`]).
     pub foreign: Vec<&'static crate::adapters::foreign::ForeignClient>,
-    /// Every trace event, when the config asked for a full trace.
+    /// Every trace event, when the config asked for a full trace (`None` for `dst serve`'s
+    /// runs, whose log takes the events typed from the trace itself).
     pub full_trace: Option<Vec<TraceEvent>>,
     /// Coverage marks hit, with their counts.
     pub marks: std::collections::BTreeMap<String, u64>,
@@ -316,13 +317,23 @@ impl FormatTime for SimTimer {
     }
 }
 
+/// The dispatch of every run that logs nothing: one `NoSubscriber`, registered once.
+///
+/// A new `Dispatch` per run registered itself with every callsite in the process
+/// (`rebuild_interest`, under a global lock that `dst serve`'s simulation threads shared;
+/// issue 41). tracing's unregistered `Dispatch::none()` would not do either, but with one
+/// other dispatch in the process (a test's global subscriber) tracing asks the current
+/// thread's dispatch alone whether a callsite is wanted, and a callsite first reached
+/// inside a run would then stay off for that subscriber everywhere (tokio-rs/tracing
+/// #2874). This one is registered, as each run's was, so the subscriber is still asked.
+/// It holds no state: nothing of one seed reaches the next through it.
+static NO_LOG: std::sync::LazyLock<tracing::Dispatch> = std::sync::LazyLock::new(|| {
+    tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default())
+});
+
 fn log_subscriber(log: &LogFilter, clock: SimClock, seed: u64) -> tracing::Dispatch {
     match log.env_filter() {
-        // tracing's own no-op dispatch: a new `Dispatch` registers itself with every
-        // callsite in the process (`rebuild_interest`, under a global lock shared by
-        // `dst serve`'s simulation threads), which a run that logs nothing need not do
-        // (issue 41).
-        None => tracing::Dispatch::none(),
+        None => NO_LOG.clone(),
         Some(filter) => tracing::Dispatch::new(
             tracing_subscriber::fmt()
                 .with_env_filter(filter)
@@ -361,9 +372,8 @@ mod tests {
     }
 
     /// With logging off, what the code under test logs inside a run goes nowhere, not to
-    /// the subscriber the test process set: a run's output is the seed's alone. Pins the
-    /// no-op dispatch `log_subscriber` sets (tracing's shared one since issue 41; a
-    /// planted `set_default` left out sends the run's event to the outer counter).
+    /// the subscriber the test process set: a run's output is the seed's alone. A planted
+    /// `set_default` left out sends the run's event to the outer counter.
     #[test]
     fn a_run_that_logs_nothing_sends_nothing_to_the_process_subscriber() {
         let seen = Arc::new(AtomicU64::new(0));
@@ -382,5 +392,35 @@ mod tests {
         assert_eq!(seen.load(Ordering::Relaxed), 1, "the run's event went out");
         tracing::warn!("after the run");
         assert_eq!(seen.load(Ordering::Relaxed), 2, "the outer default is back");
+    }
+
+    /// A line of the code under test, reached first inside a run.
+    fn logs_a_line() {
+        tracing::warn!("a line of the code under test");
+    }
+
+    /// A line first reached inside a run that logs nothing still reaches the process's
+    /// subscriber when the same code runs outside one. With tracing's unregistered no-op
+    /// dispatch as the run's (tried for issue 41) and the counter the only other dispatch,
+    /// tracing decided the line's interest from the run's dispatch alone and kept it off
+    /// for good (tokio-rs/tracing#2874); this failed then.
+    #[test]
+    fn a_line_first_reached_inside_a_run_still_reaches_the_process_subscriber() {
+        let seen = Arc::new(AtomicU64::new(0));
+        let outer = tracing::Dispatch::new(Counting(seen.clone()));
+        let _outer = tracing::dispatcher::set_default(&outer);
+        let body = async |_env: SimEnvironment| -> Result<(), Violation> {
+            logs_a_line();
+            Ok(())
+        };
+        let run = run_seed(&SimConfig::new(7), &body, &LogFilter(None));
+        assert!(run.passed(), "{:?}", run.failure);
+        assert_eq!(seen.load(Ordering::Relaxed), 0, "the run's line went out");
+        logs_a_line();
+        assert_eq!(
+            seen.load(Ordering::Relaxed),
+            1,
+            "the line stayed off outside the run"
+        );
     }
 }
