@@ -79,10 +79,8 @@ pub struct SimConfig {
     pub trace_full: bool,
     /// With `trace_full`, leave the events typed in the trace, for the caller to take
     /// (`Trace::take_kept`: `dst serve`'s log, which writes their text only when it is
-    /// read), instead of written into [`SeedRun::full_trace`]: the text of every event of
-    /// a served run was written as it ended and dropped unread (issue 41).
-    ///
-    /// [`SeedRun::full_trace`]: crate::SeedRun::full_trace
+    /// read), instead of written into `SeedRun::full_trace`: the text of every event of a
+    /// served run was written as it ended and dropped unread (issue 41).
     pub(crate) trace_full_typed: bool,
     /// Seeded interleavings: at the simulators' interleaving points (a simulated tool's
     /// call, before and after its latency) the seed may yield a few times, so futures

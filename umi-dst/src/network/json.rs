@@ -90,12 +90,6 @@ impl Json {
         }
     }
 
-    /// The object with a field added at the end (as [`Json::push`]).
-    pub(crate) fn pushed(mut self, key: &'static str, value: impl Into<Json>) -> Self {
-        self.push(key, value);
-        self
-    }
-
     /// The object with its keys sorted (Azure writes every object so).
     pub(crate) fn sorted(self) -> Self {
         match self {
@@ -122,36 +116,7 @@ impl Json {
     /// Appends the bytes, with `spacing`, to `out` (no buffer of their own: a streamed
     /// chunk is written straight into its frame).
     pub(crate) fn write_to(&self, out: &mut Vec<u8>, spacing: Spacing) {
-        let written = match spacing {
-            Spacing::Compact => {
-                serde::Serialize::serialize(self, &mut serde_json::Serializer::new(&mut *out))
-            }
-            Spacing::Python => serde::Serialize::serialize(
-                self,
-                &mut serde_json::Serializer::with_formatter(&mut *out, PythonFormatter),
-            ),
-            Spacing::Indented4 => {
-                let formatter = PrettyFormatter::with_indent(b"    ");
-                serde::Serialize::serialize(
-                    self,
-                    &mut serde_json::Serializer::with_formatter(&mut *out, formatter),
-                )
-                .map(|()| out.push(b'\n'))
-            }
-            Spacing::Indented2 => {
-                let formatter = PrettyFormatter::with_indent(b"  ");
-                serde::Serialize::serialize(
-                    self,
-                    &mut serde_json::Serializer::with_formatter(&mut *out, formatter),
-                )
-            }
-            Spacing::ColonSpace => serde::Serialize::serialize(
-                self,
-                &mut serde_json::Serializer::with_formatter(&mut *out, ColonSpaceFormatter),
-            ),
-        };
-        // Writing to a Vec cannot fail, and every value here is valid JSON.
-        written.expect("serializing built JSON into memory cannot fail");
+        write_with(self, out, spacing);
     }
 
     /// The text, with `spacing`.
@@ -159,6 +124,42 @@ impl Json {
     pub(crate) fn to_text(&self, spacing: Spacing) -> String {
         String::from_utf8(self.to_bytes(spacing)).expect("serde_json writes UTF-8")
     }
+}
+
+/// Appends `value`'s bytes with `spacing` to `out`: what [`Json::write_to`] writes for a
+/// tree, for any value serde writes (a streamed chunk is written without a tree).
+pub(crate) fn write_with<T: serde::Serialize + ?Sized>(
+    value: &T,
+    out: &mut Vec<u8>,
+    spacing: Spacing,
+) {
+    let written = match spacing {
+        Spacing::Compact => value.serialize(&mut serde_json::Serializer::new(&mut *out)),
+        Spacing::Python => value.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut *out,
+            PythonFormatter,
+        )),
+        Spacing::Indented4 => {
+            let formatter = PrettyFormatter::with_indent(b"    ");
+            value
+                .serialize(&mut serde_json::Serializer::with_formatter(
+                    &mut *out, formatter,
+                ))
+                .map(|()| out.push(b'\n'))
+        }
+        Spacing::Indented2 => {
+            let formatter = PrettyFormatter::with_indent(b"  ");
+            value.serialize(&mut serde_json::Serializer::with_formatter(
+                &mut *out, formatter,
+            ))
+        }
+        Spacing::ColonSpace => value.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut *out,
+            ColonSpaceFormatter,
+        )),
+    };
+    // Writing to a Vec cannot fail, and every value here is valid JSON.
+    written.expect("serializing JSON into memory cannot fail");
 }
 
 impl From<Value> for Json {

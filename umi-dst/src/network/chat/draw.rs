@@ -1,9 +1,11 @@
-//! One response's shapes, drawn from its profile, and the chunk builder every encoder of
-//! the chat format uses: the fields, values and key order of the drawn layout.
+//! One response's shapes, drawn from its profile, and what every encoder of the chat
+//! format asks of them: a chunk of the drawn layout ([`Chunk`], which writes itself), the
+//! usage in the provider's fields, its finish reasons.
 
 use serde_json::json;
 
-use super::envelope::{self, Stamps};
+use super::chunk::{Chunk, ChunkChoice};
+use super::envelope::Stamps;
 use crate::network::chat_shapes::{
     ChatShapes, ContentFilterShape, Envelope, Fingerprint, FinishNames, FinishShape, Framing,
     IdStyle, Layout, Opener, ReasoningField, StreamErrorShape, ToolShape, UsageDetails, UsageShape,
@@ -147,147 +149,47 @@ impl Draw {
         }
     }
 
-    /// A chunk of the drawn layout. `finish`: `None` while the answer goes on.
+    /// A chunk of the drawn layout around `choice` (a delta and its finish reason, `None`
+    /// while the answer goes on), drawing what varies chunk by chunk now.
     pub(crate) fn chunk(
         &mut self,
         choice: Option<(Json, Option<String>)>,
         usage: UsageField,
-    ) -> Json {
-        let choices: Vec<Json> = choice
-            .map(|(delta, finish)| self.choice(delta, finish))
-            .into_iter()
-            .collect();
-        self.envelope_of(Json::Array(choices), usage)
+    ) -> Chunk<'_> {
+        let choice = choice.map(|(delta, finish)| {
+            // DashScope's key order inside a choice varies from chunk to chunk (VERCEL
+            // alibaba-text.chunks.txt): one of its two orders, drawn.
+            let delta_first = self.layout == Layout::DashScope && self.rng.bool_with(0.5);
+            let delta = if self.layout == Layout::Azure {
+                delta.sorted()
+            } else {
+                delta
+            };
+            ChunkChoice::Delta {
+                delta,
+                finish,
+                delta_first,
+            }
+        });
+        self.chunk_of(choice, usage)
     }
 
     /// A chunk around a choice built by the caller (a choice with unusual keys).
-    pub(crate) fn chunk_raw(&mut self, choice: Json, usage: UsageField) -> Json {
-        self.envelope_of(Json::Array(vec![choice]), usage)
+    pub(crate) fn chunk_raw(&mut self, choice: Json, usage: UsageField) -> Chunk<'_> {
+        self.chunk_of(Some(ChunkChoice::Raw(choice)), usage)
     }
 
-    fn choice(&mut self, delta: Json, finish: Option<String>) -> Json {
-        let finish_json: Json = finish.clone().into();
-        match self.layout {
-            Layout::OpenAi2024
-            | Layout::OpenAiTiered
-            | Layout::DeepSeek
-            | Layout::Vllm
-            | Layout::Tgi
-            | Layout::Xinference => {
-                let mut choice = Json::object(vec![
-                    ("index", 0u32.into()),
-                    ("delta", delta),
-                    ("logprobs", Json::null()),
-                    ("finish_reason", finish_json),
-                ]);
-                if self.layout == Layout::Vllm && finish.is_some() {
-                    choice.push("stop_reason", Json::null());
-                }
-                choice
-            }
-            Layout::OpenAiTieredNoLogprobs | Layout::OllamaV1 => Json::object(vec![
-                ("index", 0u32.into()),
-                ("delta", delta),
-                ("finish_reason", finish_json),
-            ]),
-            Layout::Azure => Json::object(vec![
-                (
-                    "content_filter_results",
-                    content_filter_results(finish.is_none()),
-                ),
-                ("delta", delta.sorted()),
-                ("finish_reason", finish_json),
-                ("index", 0u32.into()),
-                ("logprobs", Json::null()),
-            ]),
-            Layout::DashScope => self.dashscope_choice(delta, finish_json),
-            Layout::Glm | Layout::GlmNoObject => {
-                let mut choice = Json::object(vec![("index", 0u32.into())]);
-                if let Some(finish) = finish {
-                    choice.push("finish_reason", finish);
-                }
-                choice.push("delta", delta);
-                choice
-            }
-            Layout::OpenRouter => Json::object(vec![
-                ("index", 0u32.into()),
-                ("delta", delta),
-                ("finish_reason", finish_json.clone()),
-                ("native_finish_reason", finish_json),
-            ]),
-            Layout::LlamaCpp => Json::object(vec![
-                ("finish_reason", finish_json),
-                ("index", 0u32.into()),
-                ("delta", delta),
-            ]),
-        }
-    }
-
-    /// DashScope's key order inside a choice varies from chunk to chunk (VERCEL
-    /// alibaba-text.chunks.txt): one of its two orders, drawn.
-    fn dashscope_choice(&mut self, delta: Json, finish_json: Json) -> Json {
-        if self.rng.bool_with(0.5) {
-            Json::object(vec![
-                ("delta", delta),
-                ("index", 0u32.into()),
-                ("logprobs", Json::null()),
-                ("finish_reason", finish_json),
-            ])
-        } else {
-            Json::object(vec![
-                ("finish_reason", finish_json),
-                ("logprobs", Json::null()),
-                ("delta", delta),
-                ("index", 0u32.into()),
-            ])
-        }
-    }
-
-    fn fingerprint_json(&self) -> Option<Json> {
-        match self.fingerprint {
-            Fingerprint::Absent => None,
-            Fingerprint::Null => Some(Json::null()),
-            Fingerprint::Empty => Some("".into()),
-            Fingerprint::Fp
-            | Fingerprint::FpDeepSeek
-            | Fingerprint::Hex32
-            | Fingerprint::Build
-            | Fingerprint::Ollama
-            | Fingerprint::TgiNative => Some(self.fingerprint_value.clone().into()),
-        }
-    }
-
-    fn envelope_of(&mut self, choices: Json, usage: UsageField) -> Json {
-        let stamps = Stamps {
-            id: &self.id,
-            created: self.created,
-            model: &self.model,
-            fingerprint: self.fingerprint_json(),
-            fingerprint_value: &self.fingerprint_value,
-        };
-        let mut out = envelope::fields(self.layout, stamps, choices);
-        match usage {
-            UsageField::Absent => {}
-            UsageField::Null => out.push("usage", Json::null()),
-            UsageField::Value(value) => out.push("usage", value),
-        }
-        match self.layout {
-            Layout::DashScope => {
-                // DashScope writes the stamps after the usage, `id` last.
-                out.push("created", self.created);
-                out.push("system_fingerprint", Json::null());
-                out.push("model", self.model.clone());
-                out.push("id", self.id.clone());
-            }
+    fn chunk_of(&mut self, choice: Option<ChunkChoice>, usage: UsageField) -> Chunk<'_> {
+        let padding = match self.layout {
             Layout::OpenAiTiered | Layout::OpenAiTieredNoLogprobs => {
                 // Random padding, last, on every chunk (ENVOY, GOMODEL).
                 let len = self.rng.below(16) as usize;
-                let padding = ids::alnum(&mut self.rng, len);
-                out.push("obfuscation", padding);
+                Some(ids::alnum(&mut self.rng, len))
             }
             Layout::OpenAi2024
             | Layout::Azure
             | Layout::DeepSeek
+            | Layout::DashScope
             | Layout::Glm
             | Layout::GlmNoObject
             | Layout::OpenRouter
@@ -295,9 +197,37 @@ impl Draw {
             | Layout::LlamaCpp
             | Layout::OllamaV1
             | Layout::Tgi
-            | Layout::Xinference => {}
+            | Layout::Xinference => None,
+        };
+        Chunk {
+            draw: self,
+            choice,
+            usage,
+            padding,
+            before_choices: None,
+            after: None,
         }
-        out
+    }
+
+    pub(super) fn stamps(&self) -> Stamps<'_> {
+        let fingerprint = match self.fingerprint {
+            Fingerprint::Absent => None,
+            Fingerprint::Null => Some(None),
+            Fingerprint::Empty => Some(Some("")),
+            Fingerprint::Fp
+            | Fingerprint::FpDeepSeek
+            | Fingerprint::Hex32
+            | Fingerprint::Build
+            | Fingerprint::Ollama
+            | Fingerprint::TgiNative => Some(Some(self.fingerprint_value.as_str())),
+        };
+        Stamps {
+            id: &self.id,
+            created: self.created,
+            model: &self.model,
+            fingerprint,
+            fingerprint_value: &self.fingerprint_value,
+        }
     }
 
     /// The usage object in this provider's fields.
@@ -391,7 +321,7 @@ pub(crate) enum UsageField {
 }
 
 /// Azure's per-choice filter results: every category safe on content, `{}` elsewhere.
-fn content_filter_results(safe: bool) -> Json {
+pub(super) fn content_filter_results(safe: bool) -> Json {
     if !safe {
         return Json::object(Vec::new());
     }

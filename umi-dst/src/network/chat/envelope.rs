@@ -4,7 +4,12 @@
 //!
 //! The order is a wire shape a client's parser may depend on, so each layout writes its
 //! own; what comes after the usage (DashScope's late stamps, OpenAI's padding) is
-//! [`super::draw::Draw`]'s, as it draws from the response stream.
+//! [`super::chunk::Chunk`]'s, as the response stream draws it. The fields are written
+//! straight into the chunk's serializer, not built as a tree first (the chunk's module
+//! says why).
+
+use serde::Serialize;
+use serde::ser::SerializeMap;
 
 use crate::network::chat_shapes::Layout;
 use crate::network::json::Json;
@@ -14,138 +19,158 @@ pub(super) struct Stamps<'a> {
     pub id: &'a str,
     pub created: u64,
     pub model: &'a str,
-    /// The `system_fingerprint` as this server writes it (absent, null, empty or a value).
-    pub fingerprint: Option<Json>,
+    /// The `system_fingerprint` as this server writes it: absent (`None`), `null`
+    /// (`Some(None)`) or a text (`Some(Some(""))` for an empty one).
+    pub fingerprint: Option<Option<&'a str>>,
     /// The fingerprint's value, for a server that always writes one (TGI).
     pub fingerprint_value: &'a str,
 }
 
 const CHUNK_OBJECT: &str = "chat.completion.chunk";
 
-/// The envelope's fields before the usage, in `layout`'s order.
-pub(super) fn fields(layout: Layout, stamps: Stamps<'_>, choices: Json) -> Json {
-    let parts = Parts {
-        id: stamps.id.into(),
-        created: stamps.created.into(),
-        model: stamps.model.into(),
-        object: CHUNK_OBJECT.into(),
-        fingerprint: stamps.fingerprint,
-        choices,
-    };
+/// The choices of one chunk, and what a server writes just before them (OpenRouter's
+/// in-stream `error`).
+pub(super) struct Choices<'a, C: Serialize> {
+    pub choices: &'a C,
+    pub before: Option<(&'static str, &'a Json)>,
+}
+
+/// Writes the envelope's fields before the usage into `map`, in `layout`'s order.
+pub(super) fn write<M: SerializeMap, C: Serialize>(
+    map: &mut M,
+    layout: Layout,
+    stamps: &Stamps<'_>,
+    choices: &Choices<'_, C>,
+) -> Result<(), M::Error> {
     match layout {
-        Layout::Azure => azure(parts),
+        Layout::Azure => azure(map, stamps, choices),
         Layout::OpenAi2024 | Layout::DeepSeek | Layout::Vllm | Layout::OllamaV1 => {
-            openai(parts, None)
+            openai(map, stamps, choices, None)
         }
         Layout::OpenAiTiered | Layout::OpenAiTieredNoLogprobs => {
-            openai(parts, Some(("service_tier", "default".into())))
+            openai(map, stamps, choices, Some(("service_tier", "default")))
         }
         Layout::DashScope => {
-            Json::object(vec![("choices", parts.choices), ("object", parts.object)])
+            write_choices(map, choices)?;
+            map.serialize_entry("object", CHUNK_OBJECT)
         }
-        Layout::Glm => Json::object(vec![
-            ("id", parts.id),
-            ("created", parts.created),
-            ("object", parts.object),
-            ("model", parts.model),
-            ("choices", parts.choices),
-        ]),
-        Layout::GlmNoObject => Json::object(vec![
-            ("id", parts.id),
-            ("created", parts.created),
-            ("model", parts.model),
-            ("choices", parts.choices),
-        ]),
-        Layout::OpenRouter => open_router(parts),
-        Layout::Tgi => tgi(parts, stamps.fingerprint_value),
-        Layout::Xinference => Json::object(vec![
-            ("id", parts.id),
-            ("model", parts.model),
-            ("created", parts.created),
-            ("object", parts.object),
-            ("choices", parts.choices),
-        ]),
-        Layout::LlamaCpp => llama_cpp(parts),
+        Layout::Glm => {
+            map.serialize_entry("id", stamps.id)?;
+            map.serialize_entry("created", &stamps.created)?;
+            map.serialize_entry("object", CHUNK_OBJECT)?;
+            map.serialize_entry("model", stamps.model)?;
+            write_choices(map, choices)
+        }
+        Layout::GlmNoObject => {
+            map.serialize_entry("id", stamps.id)?;
+            map.serialize_entry("created", &stamps.created)?;
+            map.serialize_entry("model", stamps.model)?;
+            write_choices(map, choices)
+        }
+        Layout::OpenRouter => open_router(map, stamps, choices),
+        Layout::Tgi => tgi(map, stamps, choices),
+        Layout::Xinference => {
+            map.serialize_entry("id", stamps.id)?;
+            map.serialize_entry("model", stamps.model)?;
+            map.serialize_entry("created", &stamps.created)?;
+            map.serialize_entry("object", CHUNK_OBJECT)?;
+            write_choices(map, choices)
+        }
+        Layout::LlamaCpp => llama_cpp(map, stamps, choices),
     }
 }
 
-/// The values of an envelope's fields, each written once in a layout's order.
-struct Parts {
-    id: Json,
-    created: Json,
-    model: Json,
-    object: Json,
-    fingerprint: Option<Json>,
-    choices: Json,
+/// `choices`, and what goes just before them.
+fn write_choices<M: SerializeMap, C: Serialize>(
+    map: &mut M,
+    choices: &Choices<'_, C>,
+) -> Result<(), M::Error> {
+    if let Some((key, value)) = choices.before {
+        map.serialize_entry(key, value)?;
+    }
+    map.serialize_entry("choices", choices.choices)
+}
+
+/// `system_fingerprint`, when this server writes one.
+fn write_fingerprint<M: SerializeMap>(map: &mut M, stamps: &Stamps<'_>) -> Result<(), M::Error> {
+    match stamps.fingerprint {
+        Some(fingerprint) => map.serialize_entry("system_fingerprint", &fingerprint),
+        None => Ok(()),
+    }
 }
 
 /// Azure writes every key sorted (AZ-LOBE).
-fn azure(parts: Parts) -> Json {
-    let out = Json::object(vec![
-        ("choices", parts.choices),
-        ("created", parts.created),
-        ("id", parts.id),
-        ("model", parts.model),
-        ("object", parts.object),
-    ]);
-    with_fingerprint(out, parts.fingerprint)
+fn azure<M: SerializeMap, C: Serialize>(
+    map: &mut M,
+    stamps: &Stamps<'_>,
+    choices: &Choices<'_, C>,
+) -> Result<(), M::Error> {
+    write_choices(map, choices)?;
+    map.serialize_entry("created", &stamps.created)?;
+    map.serialize_entry("id", stamps.id)?;
+    map.serialize_entry("model", stamps.model)?;
+    map.serialize_entry("object", CHUNK_OBJECT)?;
+    write_fingerprint(map, stamps)
 }
 
 /// OpenAI's order (and its copies'): `id, object, created, model`, the `extra` field
 /// of the tiered layouts (`service_tier`), the fingerprint, `choices`.
-fn openai(parts: Parts, extra: Option<(&'static str, Json)>) -> Json {
-    let mut out = Json::object(vec![
-        ("id", parts.id),
-        ("object", parts.object),
-        ("created", parts.created),
-        ("model", parts.model),
-    ]);
+fn openai<M: SerializeMap, C: Serialize>(
+    map: &mut M,
+    stamps: &Stamps<'_>,
+    choices: &Choices<'_, C>,
+    extra: Option<(&'static str, &'static str)>,
+) -> Result<(), M::Error> {
+    map.serialize_entry("id", stamps.id)?;
+    map.serialize_entry("object", CHUNK_OBJECT)?;
+    map.serialize_entry("created", &stamps.created)?;
+    map.serialize_entry("model", stamps.model)?;
     if let Some((key, value)) = extra {
-        out.push(key, value);
+        map.serialize_entry(key, value)?;
     }
-    with_fingerprint(out, parts.fingerprint).pushed("choices", parts.choices)
+    write_fingerprint(map, stamps)?;
+    write_choices(map, choices)
 }
 
 /// OpenRouter names the upstream `provider` before the choices; the fingerprint last.
-fn open_router(parts: Parts) -> Json {
-    let out = Json::object(vec![
-        ("id", parts.id),
-        ("object", parts.object),
-        ("created", parts.created),
-        ("model", parts.model),
-        ("provider", "Umi".into()),
-        ("choices", parts.choices),
-    ]);
-    with_fingerprint(out, parts.fingerprint)
+fn open_router<M: SerializeMap, C: Serialize>(
+    map: &mut M,
+    stamps: &Stamps<'_>,
+    choices: &Choices<'_, C>,
+) -> Result<(), M::Error> {
+    map.serialize_entry("id", stamps.id)?;
+    map.serialize_entry("object", CHUNK_OBJECT)?;
+    map.serialize_entry("created", &stamps.created)?;
+    map.serialize_entry("model", stamps.model)?;
+    map.serialize_entry("provider", "Umi")?;
+    write_choices(map, choices)?;
+    write_fingerprint(map, stamps)
 }
 
 /// TGI calls its chunks `text_completion` and always writes its fingerprint.
-fn tgi(parts: Parts, fingerprint_value: &str) -> Json {
-    Json::object(vec![
-        ("id", parts.id),
-        ("object", "text_completion".into()),
-        ("created", parts.created),
-        ("model", parts.model),
-        ("system_fingerprint", fingerprint_value.into()),
-        ("choices", parts.choices),
-    ])
+fn tgi<M: SerializeMap, C: Serialize>(
+    map: &mut M,
+    stamps: &Stamps<'_>,
+    choices: &Choices<'_, C>,
+) -> Result<(), M::Error> {
+    map.serialize_entry("id", stamps.id)?;
+    map.serialize_entry("object", "text_completion")?;
+    map.serialize_entry("created", &stamps.created)?;
+    map.serialize_entry("model", stamps.model)?;
+    map.serialize_entry("system_fingerprint", stamps.fingerprint_value)?;
+    write_choices(map, choices)
 }
 
 /// llama.cpp's `ordered_json`: `choices, created, id, model`, the fingerprint, `object`.
-fn llama_cpp(parts: Parts) -> Json {
-    let out = Json::object(vec![
-        ("choices", parts.choices),
-        ("created", parts.created),
-        ("id", parts.id),
-        ("model", parts.model),
-    ]);
-    with_fingerprint(out, parts.fingerprint).pushed("object", parts.object)
-}
-
-/// `out` with `system_fingerprint` after its keys, when this server writes one.
-fn with_fingerprint(out: Json, fingerprint: Option<Json>) -> Json {
-    match fingerprint {
-        Some(fingerprint) => out.pushed("system_fingerprint", fingerprint),
-        None => out,
-    }
+fn llama_cpp<M: SerializeMap, C: Serialize>(
+    map: &mut M,
+    stamps: &Stamps<'_>,
+    choices: &Choices<'_, C>,
+) -> Result<(), M::Error> {
+    write_choices(map, choices)?;
+    map.serialize_entry("created", &stamps.created)?;
+    map.serialize_entry("id", stamps.id)?;
+    map.serialize_entry("model", stamps.model)?;
+    write_fingerprint(map, stamps)?;
+    map.serialize_entry("object", CHUNK_OBJECT)
 }

@@ -3,6 +3,7 @@
 //! provider's profile ([`super::chat_shapes`] lists what varies; [`crate::network::profile`] what
 //! each provider sends, with sources).
 
+mod chunk;
 mod draw;
 mod envelope;
 mod errors;

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 use umi_core::llm::{LlmError, StreamEvent, TokenUsage};
 
+use super::chunk::Chunk;
 use super::draw::{Draw, UsageField};
 use super::errors::error_body;
 use super::stream_error::{InStream, in_stream};
@@ -79,12 +80,15 @@ fn spacing(framing: Framing) -> Spacing {
     }
 }
 
-impl ChatStream {
-    fn sse(&self, out: &mut Vec<u8>, chunk: &Json) {
-        let framing = self.draw.framing;
-        frame_with(out, framing, |out| chunk.write_to(out, spacing(framing)));
-    }
+/// Writes `chunk` as one `data:` event of its response's framing.
+fn sse(out: &mut Vec<u8>, chunk: &Chunk<'_>) {
+    let framing = chunk.framing();
+    frame_with(out, framing, |out| {
+        crate::network::json::write_with(chunk, out, spacing(framing));
+    });
+}
 
+impl ChatStream {
     fn done(&self, out: &mut Vec<u8>) {
         match self.draw.framing {
             Framing::Standard => out.extend_from_slice(b"data: [DONE]\n\n"),
@@ -131,7 +135,7 @@ impl ChatStream {
     fn emit(&mut self, out: &mut Vec<u8>, delta: Json) {
         let usage = self.ordinary_usage();
         let chunk = self.draw.chunk(Some((delta, None)), usage);
-        self.sse(out, &chunk);
+        sse(out, &chunk);
     }
 
     fn role_now(&mut self) -> bool {
@@ -150,7 +154,9 @@ impl ChatStream {
     fn start(&mut self, first: &StreamEvent, out: &mut Vec<u8>) {
         self.started = true;
         if self.draw.layout == Layout::Azure {
-            self.sse(out, &self.draw.azure_prompt_filter_chunk());
+            let framing = self.draw.framing;
+            let chunk = self.draw.azure_prompt_filter_chunk();
+            frame_with(out, framing, |out| chunk.write_to(out, spacing(framing)));
         }
         let reasoning_first = matches!(first, StreamEvent::ReasoningDelta { .. });
         let tools_first = matches!(first, StreamEvent::ToolCallDelta { .. });
@@ -441,13 +447,14 @@ impl ChatStream {
             _ => self.ordinary_usage(),
         };
         let delta = self.finish_delta();
+        let timed = self.draw.usage == UsageShape::AlwaysOnFinish;
         let mut finish_chunk = self
             .draw
             .chunk(Some((delta, Some(name.clone()))), finish_usage);
-        if self.draw.usage == UsageShape::AlwaysOnFinish {
-            finish_chunk.push("timings", timings(usage));
+        if timed {
+            finish_chunk = finish_chunk.with_after("timings", timings(usage));
         }
-        self.sse(out, &finish_chunk);
+        sse(out, &finish_chunk);
         if let Some(value) = usage_json {
             self.usage_after_finish(value, usage, name, out);
         }
@@ -478,7 +485,7 @@ impl ChatStream {
             ]);
             let usage = self.ordinary_usage();
             let chunk = self.draw.chunk_raw(choice, usage);
-            self.sse(out, &chunk);
+            sse(out, &chunk);
         }
     }
 
@@ -486,17 +493,11 @@ impl ChatStream {
     /// finished with `"error"`, then `[DONE]`.
     fn error_chunk(&mut self, error: Json, out: &mut Vec<u8>) -> Flow {
         let delta = Json::object(vec![("content", "".into())]);
-        let mut chunk = self
+        let chunk = self
             .draw
-            .chunk(Some((delta, Some("error".to_owned()))), UsageField::Absent);
-        if let Json::Object(fields) = &mut chunk {
-            let at = fields
-                .iter()
-                .position(|(k, _)| *k == "choices")
-                .unwrap_or(0);
-            fields.insert(at, ("error", error));
-        }
-        self.sse(out, &chunk);
+            .chunk(Some((delta, Some("error".to_owned()))), UsageField::Absent)
+            .with_before_choices("error", error);
+        sse(out, &chunk);
         self.done(out);
         Flow::End
     }
@@ -505,9 +506,11 @@ impl ChatStream {
     fn stray_chunk(&mut self, out: &mut Vec<u8>) -> Flow {
         let model = std::mem::take(&mut self.draw.model);
         let delta = Json::object(vec![("content", "".into())]);
-        let chunk = self.draw.chunk(Some((delta, None)), UsageField::Absent);
+        sse(
+            out,
+            &self.draw.chunk(Some((delta, None)), UsageField::Absent),
+        );
         self.draw.model = model;
-        self.sse(out, &chunk);
         Flow::Close
     }
 
@@ -543,11 +546,12 @@ impl ChatStream {
             UsageShape::SeparateWhenAsked { .. } | UsageShape::NullsThenOnFinish
                 if self.include_usage =>
             {
+                let timed = self.draw.layout == Layout::LlamaCpp;
                 let mut chunk = self.draw.chunk(None, UsageField::Value(value));
-                if self.draw.layout == Layout::LlamaCpp {
-                    chunk.push("timings", timings(usage));
+                if timed {
+                    chunk = chunk.with_after("timings", timings(usage));
                 }
-                self.sse(out, &chunk);
+                sse(out, &chunk);
             }
             UsageShape::TrailingChoice => {
                 let delta =
@@ -555,18 +559,18 @@ impl ChatStream {
                 let chunk = self
                     .draw
                     .chunk(Some((delta, None)), UsageField::Value(value));
-                self.sse(out, &chunk);
+                sse(out, &chunk);
             }
             UsageShape::TrailingBare => {
                 let chunk = self.draw.chunk(None, UsageField::Value(value));
-                self.sse(out, &chunk);
+                sse(out, &chunk);
             }
             UsageShape::RepeatedFinish => {
                 let delta = self.finish_delta();
                 let chunk = self
                     .draw
                     .chunk(Some((delta, Some(name))), UsageField::Value(value));
-                self.sse(out, &chunk);
+                sse(out, &chunk);
             }
             UsageShape::SeparateWhenAsked { .. }
             | UsageShape::OnFinishWhenAsked { .. }
