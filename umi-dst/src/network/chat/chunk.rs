@@ -12,9 +12,8 @@ use super::envelope;
 use crate::network::chat_shapes::{Framing, Layout};
 use crate::network::json::Json;
 
-/// One chunk of a response, written in its drawn layout as it is serialized: the envelope
-/// and the choice straight into the serializer, only the delta and the usage as trees
-/// ([`super::envelope`] says why).
+/// One chunk of a response, as [`super::draw::Draw::chunk`] drew it, written in its
+/// layout when serialized (the module says how).
 pub(crate) struct Chunk<'a> {
     pub(super) draw: &'a Draw,
     pub(super) choice: Option<ChunkChoice>,
