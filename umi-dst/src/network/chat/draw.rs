@@ -149,8 +149,9 @@ impl Draw {
         }
     }
 
-    /// A chunk of the drawn layout around `choice` (a delta and its finish reason, `None`
-    /// while the answer goes on), drawing what varies chunk by chunk now.
+    /// A chunk of the drawn layout around `choice`: a delta and its finish reason (`None`
+    /// while the answer goes on), or no choice at all (a usage chunk's empty `choices`).
+    /// What varies chunk by chunk (DashScope's key order, OpenAI's padding) is drawn now.
     pub(crate) fn chunk(
         &mut self,
         choice: Option<(Json, Option<String>)>,
@@ -209,6 +210,7 @@ impl Draw {
         }
     }
 
+    /// The stamps every chunk of this response carries.
     pub(super) fn stamps(&self) -> Stamps<'_> {
         let fingerprint = match self.fingerprint {
             Fingerprint::Absent => None,

@@ -3,8 +3,8 @@
 //! extra keys of each server layout (sources beside each [`Layout`] variant).
 //!
 //! The order is a wire shape a client's parser may depend on, so each layout writes its
-//! own; what comes after the usage (DashScope's late stamps, OpenAI's padding) is
-//! [`super::chunk::Chunk`]'s, as the response stream draws it. The fields are written
+//! own; what comes after the usage (DashScope's late stamps, OpenAI's padding, drawn with
+//! the chunk) is written by [`super::chunk::Chunk`]. The fields are written
 //! straight into the chunk's serializer, not built as a tree first (the chunk's module
 //! says why).
 
