@@ -13,6 +13,7 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use super::draw::{Draw, UsageField, content_filter_results};
 use super::envelope;
 use crate::network::chat_shapes::{Framing, Layout};
+use crate::network::ids;
 use crate::network::json::Json;
 
 /// One chunk of a response, as [`super::draw::Draw::chunk`] drew it, written in its
@@ -56,6 +57,71 @@ impl Chunk<'_> {
     /// The framing of the response the chunk belongs to.
     pub(crate) fn framing(&self) -> Framing {
         self.draw.framing
+    }
+}
+
+/// Drawing a chunk: what varies from chunk to chunk is drawn as the chunk is made
+/// (DashScope's key order, then OpenAI's padding; a seed's bytes depend on that order).
+impl Draw {
+    /// A chunk of the drawn layout around `choice`: a delta and its finish reason (`None`
+    /// while the answer goes on), or no choice at all (a usage chunk's empty `choices`).
+    /// What varies chunk by chunk (DashScope's key order, OpenAI's padding) is drawn now.
+    pub(crate) fn chunk(
+        &mut self,
+        choice: Option<(Json, Option<String>)>,
+        usage: UsageField,
+    ) -> Chunk<'_> {
+        let choice = choice.map(|(delta, finish)| {
+            // DashScope's key order inside a choice varies from chunk to chunk (VERCEL
+            // alibaba-text.chunks.txt): one of its two orders, drawn.
+            let delta_first = self.layout == Layout::DashScope && self.rng.bool_with(0.5);
+            let delta = if self.layout == Layout::Azure {
+                delta.sorted()
+            } else {
+                delta
+            };
+            ChunkChoice::Delta {
+                delta,
+                finish,
+                delta_first,
+            }
+        });
+        self.chunk_of(choice, usage)
+    }
+
+    /// A chunk around a choice built by the caller (a choice with unusual keys).
+    pub(crate) fn chunk_raw(&mut self, choice: Json, usage: UsageField) -> Chunk<'_> {
+        self.chunk_of(Some(ChunkChoice::Raw(choice)), usage)
+    }
+
+    fn chunk_of(&mut self, choice: Option<ChunkChoice>, usage: UsageField) -> Chunk<'_> {
+        let padding = match self.layout {
+            Layout::OpenAiTiered | Layout::OpenAiTieredNoLogprobs => {
+                // Random padding, last, on every chunk (ENVOY, GOMODEL).
+                let len = self.rng.below(16) as usize;
+                Some(ids::alnum(&mut self.rng, len))
+            }
+            Layout::OpenAi2024
+            | Layout::Azure
+            | Layout::DeepSeek
+            | Layout::DashScope
+            | Layout::Glm
+            | Layout::GlmNoObject
+            | Layout::OpenRouter
+            | Layout::Vllm
+            | Layout::LlamaCpp
+            | Layout::OllamaV1
+            | Layout::Tgi
+            | Layout::Xinference => None,
+        };
+        Chunk {
+            draw: self,
+            choice,
+            usage,
+            padding,
+            before_choices: None,
+            after: None,
+        }
     }
 }
 
