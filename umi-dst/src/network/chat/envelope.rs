@@ -113,6 +113,19 @@ fn azure<M: SerializeMap, C: Serialize>(
     write_fingerprint(map, stamps)
 }
 
+/// OpenAI's opening stamps, `id, object, created, model`, with `object` as the server
+/// names its chunks (OpenAI and its copies, OpenRouter, TGI).
+fn openai_stamps<M: SerializeMap>(
+    map: &mut M,
+    stamps: &Stamps<'_>,
+    object: &'static str,
+) -> Result<(), M::Error> {
+    map.serialize_entry("id", stamps.id)?;
+    map.serialize_entry("object", object)?;
+    map.serialize_entry("created", &stamps.created)?;
+    map.serialize_entry("model", stamps.model)
+}
+
 /// OpenAI's order (and its copies'): `id, object, created, model`, the `extra` field
 /// of the tiered layouts (`service_tier`), the fingerprint, `choices`.
 fn openai<M: SerializeMap, C: Serialize>(
@@ -121,10 +134,7 @@ fn openai<M: SerializeMap, C: Serialize>(
     choices: &Choices<'_, C>,
     extra: Option<(&'static str, &'static str)>,
 ) -> Result<(), M::Error> {
-    map.serialize_entry("id", stamps.id)?;
-    map.serialize_entry("object", CHUNK_OBJECT)?;
-    map.serialize_entry("created", &stamps.created)?;
-    map.serialize_entry("model", stamps.model)?;
+    openai_stamps(map, stamps, CHUNK_OBJECT)?;
     if let Some((key, value)) = extra {
         map.serialize_entry(key, value)?;
     }
@@ -138,10 +148,7 @@ fn open_router<M: SerializeMap, C: Serialize>(
     stamps: &Stamps<'_>,
     choices: &Choices<'_, C>,
 ) -> Result<(), M::Error> {
-    map.serialize_entry("id", stamps.id)?;
-    map.serialize_entry("object", CHUNK_OBJECT)?;
-    map.serialize_entry("created", &stamps.created)?;
-    map.serialize_entry("model", stamps.model)?;
+    openai_stamps(map, stamps, CHUNK_OBJECT)?;
     map.serialize_entry("provider", "Umi")?;
     write_choices(map, choices)?;
     write_fingerprint(map, stamps)
@@ -153,10 +160,7 @@ fn tgi<M: SerializeMap, C: Serialize>(
     stamps: &Stamps<'_>,
     choices: &Choices<'_, C>,
 ) -> Result<(), M::Error> {
-    map.serialize_entry("id", stamps.id)?;
-    map.serialize_entry("object", "text_completion")?;
-    map.serialize_entry("created", &stamps.created)?;
-    map.serialize_entry("model", stamps.model)?;
+    openai_stamps(map, stamps, "text_completion")?;
     map.serialize_entry("system_fingerprint", stamps.fingerprint_value)?;
     write_choices(map, choices)
 }
